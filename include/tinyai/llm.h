@@ -1,0 +1,156 @@
+/*
+ * tinyai/llm.h - text generation with a LLaMA-architecture model.
+ *
+ * A TinyAILLM runs a mapped .tmai model: it owns the KV cache, the
+ * activation buffers (all allocated at creation; nothing is allocated while
+ * tokens are evaluated), the tokenizer and the worker threads.
+ *
+ *     TinyAIMappedModel* model = tinyaiOpenMappedModel("model.tmai", NULL);
+ *     TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+ *     cfg.threads = 2;
+ *     TinyAILLM* llm = NULL;
+ *     if (tinyaiCreateLLM(model, &cfg, &llm) != TINYAI_OK) { ... tinyaiGetLastErrorMessage() ... }
+ *     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+ *     gp.steps = 256;
+ *     char text[4096];
+ *     size_t len = 0;
+ *     tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL);
+ *     tinyaiDestroyLLM(llm);
+ *     tinyaiCloseMappedModel(model);
+ *
+ * Ownership: the LLM borrows the model, which must outlive it. A TinyAILLM is
+ * used by one thread at a time.
+ */
+#ifndef TINYAI_LLM_H
+#define TINYAI_LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "utils/mmap_loader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct TinyAILLM TinyAILLM;
+
+typedef struct TinyAILLMConfig {
+    uint32_t structSize;    /* sizeof(TinyAILLMConfig); set by tinyaiCreateDefaultLLMConfig() */
+    int32_t contextLength;  /* tokens the KV cache holds; 0 = the model's seq_len */
+    int32_t threads;        /* compute threads including the caller; 0 = one per core; default 1 */
+} TinyAILLMConfig;
+
+typedef struct TinyAIModelInfo {
+    int32_t dim;            /* embedding width */
+    int32_t hiddenDim;      /* feed-forward width */
+    int32_t layers;         /* transformer blocks */
+    int32_t heads;          /* query heads */
+    int32_t kvHeads;        /* key/value heads (grouped-query attention when < heads) */
+    int32_t vocabSize;
+    int32_t seqLen;         /* longest context the model was trained for */
+    int32_t contextLength;  /* tokens this LLM's KV cache holds */
+    int32_t sharedClassifier; /* 1 when the classifier is the token embedding */
+    int32_t bosId;
+    int32_t eosId;
+    float ropeTheta;
+    float normEps;
+    uint64_t weightBytes;   /* bytes of weights in memory */
+    uint64_t kvCacheBytes;  /* bytes of the KV cache */
+    uint64_t activationBytes; /* bytes of activation and scratch buffers */
+} TinyAIModelInfo;
+
+typedef struct TinyAISamplerConfig {
+    uint32_t structSize;    /* sizeof(TinyAISamplerConfig) */
+    float temperature;      /* 0 = greedy (always the arg-max); default 0 */
+    float topP;             /* nucleus sampling mass in (0, 1]; 1 = off; default 0.9 */
+    uint64_t seed;          /* random seed; same seed and settings give the same text */
+} TinyAISamplerConfig;
+
+/* Called with each piece of text as it is produced; return non-zero to stop. */
+typedef int (*TinyAITextCallback)(const char* piece, size_t len, void* user);
+
+typedef struct TinyAIGenerateParams {
+    uint32_t structSize;    /* sizeof(TinyAIGenerateParams) */
+    int32_t steps;          /* positions in all, BOS and prompt tokens included (llama2.c
+                               semantics); 0 = the context length; default 256 */
+    TinyAISamplerConfig sampler;
+    TinyAITextCallback onText; /* may be NULL */
+    void* user;             /* passed to onText */
+} TinyAIGenerateParams;
+
+typedef struct TinyAIGenerateStats {
+    int32_t promptTokens;     /* BOS included */
+    int32_t generatedTokens;  /* sampled tokens (the text after the prompt) */
+    int32_t decodeTokens;     /* sampled tokens evaluated one at a time */
+    double promptSeconds;     /* evaluating the prompt */
+    double firstTokenSeconds; /* from the call to the first sampled token */
+    double decodeSeconds;     /* sampling and evaluating after the prompt */
+    double totalSeconds;
+} TinyAIGenerateStats;
+
+TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
+TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void);
+TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void);
+
+/* Builds a runner for model (architecture "llama"). config may be NULL.
+ * Fails with TINYAI_ERR_UNSUPPORTED for another architecture or dtype,
+ * TINYAI_ERR_BAD_FORMAT / _BAD_TOKENIZER for inconsistent metadata, and
+ * TINYAI_ERR_OUT_OF_MEMORY when buffers cannot be allocated. */
+TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config,
+                             TinyAILLM** out);
+
+/* NULL ok. */
+void tinyaiDestroyLLM(TinyAILLM* llm);
+
+TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);
+
+/* Encodes text (SentencePiece-style BPE with byte fallback and a dummy-prefix
+ * space), preceded by BOS when addBos. Writes up to capacity ids and sets
+ * *count to the number the text needs, so a first call with capacity 0 sizes
+ * the buffer; TINYAI_ERR_RESOURCE_EXHAUSTED when capacity was too small. */
+TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
+                            int32_t capacity, int32_t* count);
+
+/* The text of token as printed after prevToken (the leading space of the first
+ * piece after BOS is dropped; "<0xXX>" pieces are that byte). Writes up to
+ * capacity bytes (no terminator) and sets *len to the length needed. */
+TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
+                               size_t capacity, size_t* len);
+
+/* Evaluates count tokens at the current position, appending them to the KV
+ * cache, and copies the logits of the last one into logits (vocabSize floats;
+ * may be NULL). TINYAI_ERR_CONTEXT_OVERFLOW if they do not fit. */
+TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
+
+/* Number of tokens in the KV cache. */
+int32_t tinyaiGetPosition(const TinyAILLM* llm);
+
+/* Empties the KV cache. */
+TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
+
+/* Picks the next token from logits (vocabSize floats, modified in place) with
+ * the sampler settings; *rngState carries the random state between calls and
+ * should start as the seed. */
+TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
+                          uint64_t* rngState, int32_t* token);
+
+/* Resets the cache, then generates from prompt as llama2.c does: BOS at
+ * position 0, the prompt, then sampled tokens until params->steps positions
+ * are used or BOS is sampled. The text (prompt included, first leading space
+ * dropped, no trailing newline) goes to onText as it is produced and into out
+ * (NUL-terminated when outCapacity > 0; may be NULL). *outLen (may be NULL)
+ * receives the full text length; text that did not fit in out is reported
+ * as TINYAI_ERR_RESOURCE_EXHAUSTED after generation finishes.
+ * TINYAI_ERR_CONTEXT_OVERFLOW if the prompt does not fit in the context.
+ * stats may be NULL. */
+TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
+                            char* out, size_t outCapacity, size_t* outLen,
+                            TinyAIGenerateStats* stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TINYAI_LLM_H */

@@ -1,0 +1,59 @@
+/*
+ * tinyai/status.h - status codes and the per-thread last error.
+ *
+ * Every TinyAI function either returns a TinyAIStatus or, where the guide's
+ * contract returns a pointer or a count, records one: after a NULL handle or
+ * a negative count, tinyaiGetLastError() says what failed and
+ * tinyaiGetLastErrorMessage() says why (errno / dlerror style).
+ *
+ * Values are pinned forever: 0 is success, errors are negative, and new codes
+ * are only ever appended.
+ */
+#ifndef TINYAI_STATUS_H
+#define TINYAI_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum TinyAIStatus {
+    TINYAI_OK = 0,
+    TINYAI_ERR_INVALID_ARGUMENT = -1,    /* NULL or out-of-range argument */
+    TINYAI_ERR_OUT_OF_MEMORY = -2,       /* the allocator returned NULL */
+    TINYAI_ERR_RESOURCE_EXHAUSTED = -3,  /* a memory budget is too small */
+    TINYAI_ERR_FILE_NOT_FOUND = -4,      /* no file at the given path */
+    TINYAI_ERR_IO = -5,                  /* open/read/map failed */
+    TINYAI_ERR_BAD_MAGIC = -6,           /* not a .tmai file */
+    TINYAI_ERR_UNSUPPORTED_VERSION = -7, /* .tmai version newer than this library */
+    TINYAI_ERR_TRUNCATED = -8,           /* file shorter than its contents claim (empty included) */
+    TINYAI_ERR_OUT_OF_BOUNDS = -9,       /* an offset or size points outside its section */
+    TINYAI_ERR_OVERFLOW = -10,           /* a size or element count overflows */
+    TINYAI_ERR_CHECKSUM = -11,           /* stored data does not match its checksum */
+    TINYAI_ERR_BAD_FORMAT = -12,         /* any other malformed structure */
+    TINYAI_ERR_BAD_TOKENIZER = -13,      /* impossible tokenizer data */
+    TINYAI_ERR_CONTEXT_OVERFLOW = -14,   /* more tokens than the context holds */
+    TINYAI_ERR_UNSUPPORTED = -15,        /* valid but not supported (dtype, codec, arch) */
+    TINYAI_ERR_MISUSE = -16,             /* API called in the wrong state */
+    TINYAI_ERR_NOT_FOUND = -17,          /* a named tensor or key does not exist */
+    TINYAI_ERR_INTERNAL = -18            /* a bug in TinyAI: please report it */
+} TinyAIStatus;
+
+/* Static name of a status, e.g. "TINYAI_ERR_BAD_MAGIC". Never NULL. */
+const char* tinyaiStatusString(TinyAIStatus status);
+
+/* Status recorded by the last failing TinyAI call on this thread
+ * (TINYAI_OK if none failed since tinyaiClearLastError()). */
+TinyAIStatus tinyaiGetLastError(void);
+
+/* Human-readable cause of the last failure on this thread, naming the file,
+ * tensor, argument or byte counts involved. Owned by TinyAI, valid until the
+ * next failing call on this thread. Never NULL ("" when there is none). */
+const char* tinyaiGetLastErrorMessage(void);
+
+void tinyaiClearLastError(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TINYAI_STATUS_H */

@@ -1,0 +1,71 @@
+/*
+ * tinyai/types.h - element types, codecs and tensor roles shared by the
+ * .tmai format (docs/format.md) and the C API. Values are stored in files and
+ * are pinned forever; new values are only appended.
+ */
+#ifndef TINYAI_TYPES_H
+#define TINYAI_TYPES_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element type of a tensor as stored (after its codec is undone). */
+typedef enum TinyAIDType {
+    TINYAI_DTYPE_F32 = 0,
+    TINYAI_DTYPE_F16 = 1,     /* reserved: IEEE half */
+    TINYAI_DTYPE_Q8_B32 = 2,  /* reserved: 8-bit, blocks of 32 with an f16 scale */
+    TINYAI_DTYPE_Q4_B32 = 3   /* reserved: 4-bit, blocks of 32 with an f16 scale */
+} TinyAIDType;
+
+/* How a tensor's bytes are stored in the file. */
+typedef enum TinyAICodec {
+    TINYAI_CODEC_NONE = 0,
+    TINYAI_CODEC_ZSTD = 1,         /* reserved: per-tensor zstd frame */
+    TINYAI_CODEC_BLOCK_SPARSE = 2  /* reserved: block mask + non-zero blocks */
+} TinyAICodec;
+
+/* What a tensor is for. */
+typedef enum TinyAITensorRole {
+    TINYAI_ROLE_OTHER = 0,
+    TINYAI_ROLE_TOKEN_EMBEDDING = 1, /* [vocab, dim] */
+    TINYAI_ROLE_ATTN_NORM = 2,       /* [dim] */
+    TINYAI_ROLE_ATTN_Q = 3,          /* [dim, dim] */
+    TINYAI_ROLE_ATTN_K = 4,          /* [kv_dim, dim] */
+    TINYAI_ROLE_ATTN_V = 5,          /* [kv_dim, dim] */
+    TINYAI_ROLE_ATTN_OUT = 6,        /* [dim, dim] */
+    TINYAI_ROLE_FFN_NORM = 7,        /* [dim] */
+    TINYAI_ROLE_FFN_GATE = 8,        /* w1 [hidden, dim] */
+    TINYAI_ROLE_FFN_DOWN = 9,        /* w2 [dim, hidden] */
+    TINYAI_ROLE_FFN_UP = 10,         /* w3 [hidden, dim] */
+    TINYAI_ROLE_OUTPUT_NORM = 11,    /* [dim] */
+    TINYAI_ROLE_CLASSIFIER = 12,     /* [vocab, dim]; absent when tied to the embedding */
+    TINYAI_ROLE_DENSE_WEIGHT = 13,   /* reserved for dense networks */
+    TINYAI_ROLE_DENSE_BIAS = 14
+} TinyAITensorRole;
+
+/* What a layer (a page-aligned group of tensors in the file) holds. */
+typedef enum TinyAILayerKind {
+    TINYAI_LAYER_EMBEDDING = 0,  /* the token embedding table */
+    TINYAI_LAYER_TRANSFORMER = 1,/* one attention + feed-forward block */
+    TINYAI_LAYER_OUTPUT = 2,     /* final norm and (untied) classifier */
+    TINYAI_LAYER_DENSE = 3       /* reserved for dense networks */
+} TinyAILayerKind;
+
+/* Bytes one element takes for dtypes with a whole number of bytes per
+ * element, 0 for block types (see docs/format.md) and unknown values. */
+uint32_t tinyaiDTypeSize(TinyAIDType dtype);
+
+/* Static names, e.g. "f32", "zstd", "attn_q", "transformer"; "?" if unknown. */
+const char* tinyaiDTypeName(TinyAIDType dtype);
+const char* tinyaiCodecName(TinyAICodec codec);
+const char* tinyaiTensorRoleName(TinyAITensorRole role);
+const char* tinyaiLayerKindName(TinyAILayerKind kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TINYAI_TYPES_H */

@@ -1,0 +1,184 @@
+// POSIX port: mmap for files, /proc and getrusage for memory figures.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "port/port.h"
+
+namespace tinyai {
+namespace port {
+
+TinyAIStatus MapFile(const char* path, MappedFile* out) {
+  *out = MappedFile();
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return SetError(TINYAI_ERR_FILE_NOT_FOUND, "'%s': no such file", path);
+    }
+    return SetError(TINYAI_ERR_IO, "'%s': cannot open: %s", path, strerror(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return SetError(TINYAI_ERR_IO, "'%s': cannot stat: %s", path, strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return SetError(TINYAI_ERR_IO, "'%s': not a regular file", path);
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return SetError(TINYAI_ERR_TRUNCATED, "'%s': file is empty (0 bytes)", path);
+  }
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > SIZE_MAX) {
+    ::close(fd);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %llu bytes do not fit this address space", path,
+                    static_cast<unsigned long long>(size));
+  }
+  void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+  int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    return SetError(TINYAI_ERR_IO, "'%s': cannot map %llu bytes: %s", path,
+                    static_cast<unsigned long long>(size), strerror(err));
+  }
+  out->data = static_cast<const uint8_t*>(p);
+  out->size = size;
+  out->handle = 0;
+  return TINYAI_OK;
+}
+
+void UnmapFile(MappedFile* file) {
+  if (file->data) ::munmap(const_cast<uint8_t*>(file->data), static_cast<size_t>(file->size));
+  *file = MappedFile();
+}
+
+void AdviseRange(const void* data, size_t size, Advice advice) {
+  if (!data || size == 0) return;
+  uintptr_t page = PageSize();
+  uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
+  int how = MADV_NORMAL;
+  switch (advice) {
+    case Advice::kWillNeed: how = MADV_WILLNEED; break;
+    case Advice::kDontNeed: how = MADV_DONTNEED; break;
+    case Advice::kSequential: how = MADV_SEQUENTIAL; break;
+    case Advice::kRandom: how = MADV_RANDOM; break;
+  }
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, how);
+}
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+int CpuCount() {
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+uint64_t MonotonicNanos() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+// Reads a "Key:   N kB" line of /proc/self/status; 0 if absent.
+uint64_t ProcStatusKb(const char* key) {
+  FILE* f = ::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t keylen = strlen(key);
+  uint64_t kb = 0;
+  while (::fgets(line, sizeof line, f)) {
+    if (strncmp(line, key, keylen) == 0 && line[keylen] == ':') {
+      kb = strtoull(line + keylen + 1, nullptr, 10);
+      break;
+    }
+  }
+  ::fclose(f);
+  return kb;
+}
+
+}  // namespace
+
+uint64_t PeakRssBytes() {
+  uint64_t kb = ProcStatusKb("VmHWM");
+  if (kb == 0) {
+    struct rusage ru;
+    if (::getrusage(RUSAGE_SELF, &ru) == 0) kb = static_cast<uint64_t>(ru.ru_maxrss);
+  }
+  return kb * 1024;
+}
+
+uint64_t CurrentRssBytes() { return ProcStatusKb("VmRSS") * 1024; }
+
+void* AlignedAlloc(size_t alignment, size_t size) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, alignment, size) != 0) return nullptr;
+  return p;
+}
+
+void AlignedFree(void* p) { ::free(p); }
+
+}  // namespace port
+}  // namespace tinyai
+
+#include <pthread.h>
+
+namespace tinyai {
+namespace port {
+namespace {
+
+struct ThreadStart {
+  void (*fn)(void*);
+  void* arg;
+};
+
+void* ThreadMain(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  ::free(p);
+  start.fn(start.arg);
+  return nullptr;
+}
+
+}  // namespace
+
+TinyAIStatus StartThread(Thread* thread, void (*fn)(void*), void* arg) {
+  ThreadStart* start = static_cast<ThreadStart*>(::malloc(sizeof(ThreadStart)));
+  if (!start) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a thread start block");
+  start->fn = fn;
+  start->arg = arg;
+  pthread_t tid;
+  int rc = ::pthread_create(&tid, nullptr, ThreadMain, start);
+  if (rc != 0) {
+    ::free(start);
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "cannot start a thread: %s", strerror(rc));
+  }
+  thread->handle = static_cast<uintptr_t>(tid);
+  thread->started = true;
+  return TINYAI_OK;
+}
+
+void JoinThread(Thread* thread) {
+  if (!thread->started) return;
+  ::pthread_join(static_cast<pthread_t>(thread->handle), nullptr);
+  thread->started = false;
+}
+
+}  // namespace port
+}  // namespace tinyai

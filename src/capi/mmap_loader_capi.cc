@@ -1,0 +1,163 @@
+// extern "C" shims of <tinyai/utils/mmap_loader.h>: argument checks, then the
+// loader. Every failure is recorded as the thread's last error.
+#include <cstring>
+
+#include "common/status.h"
+#include "loader/mapped_model.h"
+#include "tinyai/utils/mmap_loader.h"
+
+using tinyai::SetError;
+
+namespace {
+
+TinyAIStatus NullModel(const char* call) {
+  return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
+}
+
+}  // namespace
+
+extern "C" {
+
+TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void) {
+  TinyAIMmapConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.structSize = sizeof c;
+  c.maxCacheSize = 256u * 1024u * 1024u;
+  c.minLayerCacheSize = 4u * 1024u;
+  c.prefetchThreads = 1;
+  c.prefetchEnabled = true;
+  c.adaptiveCaching = true;
+  c.verifyChecksums = true;
+  return c;
+}
+
+TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfig* config) {
+  if (!path) {
+    SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiOpenMappedModel: path is NULL");
+    return nullptr;
+  }
+  if (path[0] == '\0') {
+    SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiOpenMappedModel: path is empty");
+    return nullptr;
+  }
+  TinyAIMappedModel* model = nullptr;
+  TinyAIMappedModel::Open(path, nullptr, 0, config, &model);
+  return model;
+}
+
+TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size,
+                                                   const TinyAIMmapConfig* config) {
+  if (!data) {
+    SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiOpenMappedModelFromMemory: data is NULL");
+    return nullptr;
+  }
+  TinyAIMappedModel* model = nullptr;
+  TinyAIMappedModel::Open(nullptr, data, size, config, &model);
+  return model;
+}
+
+void tinyaiCloseMappedModel(TinyAIMappedModel* model) { delete model; }
+
+int tinyaiGetMappedLayerCount(const TinyAIMappedModel* model) {
+  if (!model) {
+    NullModel("tinyaiGetMappedLayerCount");
+    return -1;
+  }
+  return model->layer_count();
+}
+
+const TinyAILayerDescriptor* tinyaiGetLayerDescriptor(const TinyAIMappedModel* model, int layerIndex) {
+  if (!model) {
+    NullModel("tinyaiGetLayerDescriptor");
+    return nullptr;
+  }
+  if (model->CheckLayer(layerIndex, "tinyaiGetLayerDescriptor") != TINYAI_OK) return nullptr;
+  return &model->descriptor(layerIndex);
+}
+
+void* tinyaiGetLayerWeights(TinyAIMappedModel* model, int layerIndex) {
+  if (!model) {
+    NullModel("tinyaiGetLayerWeights");
+    return nullptr;
+  }
+  const uint8_t* data = nullptr;
+  if (model->Acquire(layerIndex, &data) != TINYAI_OK) return nullptr;
+  // The guide's signature returns void*; the memory is read-only.
+  return const_cast<uint8_t*>(data);
+}
+
+TinyAIStatus tinyaiPrefetchLayerWeights(TinyAIMappedModel* model, int layerIndex) {
+  if (!model) return NullModel("tinyaiPrefetchLayerWeights");
+  return model->Prefetch(layerIndex);
+}
+
+TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int layerIndex) {
+  if (!model) return NullModel("tinyaiReleaseLayerWeights");
+  return model->Release(layerIndex);
+}
+
+size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model) {
+  if (!model) {
+    NullModel("tinyaiGetMappedModelMemoryUsage");
+    return 0;
+  }
+  return model->MemoryUsage();
+}
+
+TinyAIStatus tinyaiSetLayerPriority(TinyAIMappedModel* model, int layerIndex, float priority) {
+  if (!model) return NullModel("tinyaiSetLayerPriority");
+  return model->SetPriority(layerIndex, priority);
+}
+
+int tinyaiGetMappedTensorCount(const TinyAIMappedModel* model) {
+  if (!model) {
+    NullModel("tinyaiGetMappedTensorCount");
+    return -1;
+  }
+  return static_cast<int>(model->reader().tensors().size());
+}
+
+TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tensorIndex, TinyAITensorInfo* out) {
+  if (!model) return NullModel("tinyaiGetMappedTensorInfo");
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedTensorInfo: out is NULL");
+  return model->TensorInfo(tensorIndex, out);
+}
+
+TinyAIStatus tinyaiFindMappedTensor(const TinyAIMappedModel* model, const char* name, int* tensorIndex) {
+  if (!model) return NullModel("tinyaiFindMappedTensor");
+  if (!name || !tensorIndex) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiFindMappedTensor: %s is NULL", name ? "tensorIndex" : "name");
+  }
+  int32_t index = -1;
+  TINYAI_RETURN_IF_ERROR(model->FindTensor(name, &index));
+  *tensorIndex = index;
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiGetMetadataInt(const TinyAIMappedModel* model, const char* key, int64_t* out) {
+  if (!model) return NullModel("tinyaiGetMetadataInt");
+  if (!key || !out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMetadataInt: %s is NULL", key ? "out" : "key");
+  return model->reader().GetInt(key, out);
+}
+
+TinyAIStatus tinyaiGetMetadataFloat(const TinyAIMappedModel* model, const char* key, float* out) {
+  if (!model) return NullModel("tinyaiGetMetadataFloat");
+  if (!key || !out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMetadataFloat: %s is NULL", key ? "out" : "key");
+  return model->reader().GetFloat(key, out);
+}
+
+TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char* key, const char** str, size_t* len) {
+  if (!model) return NullModel("tinyaiGetMetadataString");
+  if (!key || !str || !len) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMetadataString: %s is NULL", !key ? "key" : !str ? "str" : "len");
+  }
+  tinyai::StringView v;
+  TINYAI_RETURN_IF_ERROR(model->reader().GetString(key, &v));
+  *str = v.data;
+  *len = v.size;
+  return TINYAI_OK;
+}
+
+uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model) { return model ? model->file_size() : 0; }
+
+}  // extern "C"

@@ -1,0 +1,32 @@
+#include "common/array.h"
+
+#include <cstring>
+
+#include "common/checked_math.h"
+#include "port/port.h"
+
+namespace tinyai {
+
+TinyAIStatus AlignedBuffer::Allocate(size_t bytes, const char* what) {
+  Free();
+  if (bytes == 0) return TINYAI_OK;
+  uint64_t rounded = AlignUp(bytes, kAlignment);
+  if (rounded < bytes || rounded > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "%s: %zu bytes overflow the address space", what, bytes);
+  }
+  data_ = port::AlignedAlloc(kAlignment, static_cast<size_t>(rounded));
+  if (!data_) {
+    return SetError(TINYAI_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", what, bytes);
+  }
+  std::memset(data_, 0, static_cast<size_t>(rounded));
+  bytes_ = bytes;
+  return TINYAI_OK;
+}
+
+void AlignedBuffer::Free() {
+  if (data_) port::AlignedFree(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+}  // namespace tinyai

@@ -1,0 +1,89 @@
+#include "common/status.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "common/config.h"
+
+namespace tinyai {
+namespace {
+
+constexpr size_t kMessageCapacity = 512;
+
+struct LastError {
+  TinyAIStatus code = TINYAI_OK;
+  char message[kMessageCapacity] = {0};
+};
+
+LastError& ThreadLastError() {
+  static TINYAI_THREAD_LOCAL LastError last;
+  return last;
+}
+
+}  // namespace
+
+TinyAIStatus SetError(TinyAIStatus code, const char* format, ...) {
+  LastError& last = ThreadLastError();
+  last.code = code;
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(last.message, kMessageCapacity, format, args);
+  va_end(args);
+  return code;
+}
+
+TinyAIStatus AddErrorContext(TinyAIStatus code, const char* format, ...) {
+  LastError& last = ThreadLastError();
+  char previous[kMessageCapacity];
+  std::memcpy(previous, last.message, kMessageCapacity);
+  va_list args;
+  va_start(args, format);
+  int n = std::vsnprintf(last.message, kMessageCapacity, format, args);
+  va_end(args);
+  if (n < 0) n = 0;
+  size_t used = static_cast<size_t>(n) < kMessageCapacity ? static_cast<size_t>(n) : kMessageCapacity - 1;
+  std::snprintf(last.message + used, kMessageCapacity - used, "%s", previous);
+  last.code = code;
+  return code;
+}
+
+}  // namespace tinyai
+
+extern "C" {
+
+const char* tinyaiStatusString(TinyAIStatus status) {
+  switch (status) {
+    case TINYAI_OK: return "TINYAI_OK";
+    case TINYAI_ERR_INVALID_ARGUMENT: return "TINYAI_ERR_INVALID_ARGUMENT";
+    case TINYAI_ERR_OUT_OF_MEMORY: return "TINYAI_ERR_OUT_OF_MEMORY";
+    case TINYAI_ERR_RESOURCE_EXHAUSTED: return "TINYAI_ERR_RESOURCE_EXHAUSTED";
+    case TINYAI_ERR_FILE_NOT_FOUND: return "TINYAI_ERR_FILE_NOT_FOUND";
+    case TINYAI_ERR_IO: return "TINYAI_ERR_IO";
+    case TINYAI_ERR_BAD_MAGIC: return "TINYAI_ERR_BAD_MAGIC";
+    case TINYAI_ERR_UNSUPPORTED_VERSION: return "TINYAI_ERR_UNSUPPORTED_VERSION";
+    case TINYAI_ERR_TRUNCATED: return "TINYAI_ERR_TRUNCATED";
+    case TINYAI_ERR_OUT_OF_BOUNDS: return "TINYAI_ERR_OUT_OF_BOUNDS";
+    case TINYAI_ERR_OVERFLOW: return "TINYAI_ERR_OVERFLOW";
+    case TINYAI_ERR_CHECKSUM: return "TINYAI_ERR_CHECKSUM";
+    case TINYAI_ERR_BAD_FORMAT: return "TINYAI_ERR_BAD_FORMAT";
+    case TINYAI_ERR_BAD_TOKENIZER: return "TINYAI_ERR_BAD_TOKENIZER";
+    case TINYAI_ERR_CONTEXT_OVERFLOW: return "TINYAI_ERR_CONTEXT_OVERFLOW";
+    case TINYAI_ERR_UNSUPPORTED: return "TINYAI_ERR_UNSUPPORTED";
+    case TINYAI_ERR_MISUSE: return "TINYAI_ERR_MISUSE";
+    case TINYAI_ERR_NOT_FOUND: return "TINYAI_ERR_NOT_FOUND";
+    case TINYAI_ERR_INTERNAL: return "TINYAI_ERR_INTERNAL";
+  }
+  return "TINYAI_ERR_UNKNOWN";
+}
+
+TinyAIStatus tinyaiGetLastError(void) { return tinyai::ThreadLastError().code; }
+
+const char* tinyaiGetLastErrorMessage(void) { return tinyai::ThreadLastError().message; }
+
+void tinyaiClearLastError(void) {
+  tinyai::ThreadLastError().code = TINYAI_OK;
+  tinyai::ThreadLastError().message[0] = '\0';
+}
+
+}  // extern "C"

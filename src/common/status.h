@@ -1,0 +1,36 @@
+// Internal error handling: functions return TinyAIStatus; the failure site
+// records a message naming the cause with SetError(), which also becomes the
+// thread's last error for the C API. The first cause is kept by returning it
+// unchanged up the stack (TINYAI_RETURN_IF_ERROR).
+#ifndef TINYAI_COMMON_STATUS_H_
+#define TINYAI_COMMON_STATUS_H_
+
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+// Records code and the printf-style message as this thread's last error and
+// returns code, so failure sites read `return SetError(CODE, "...", ...);`.
+TinyAIStatus SetError(TinyAIStatus code, const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+// Records code with the current message prefixed by context, e.g.
+// "layer 3: " + "tensor 'blk.3.w1': checksum mismatch". Returns code.
+TinyAIStatus AddErrorContext(TinyAIStatus code, const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+}  // namespace tinyai
+
+#define TINYAI_RETURN_IF_ERROR(expr)               \
+  do {                                             \
+    const TinyAIStatus tinyai_status_ = (expr);    \
+    if (tinyai_status_ != TINYAI_OK) return tinyai_status_; \
+  } while (0)
+
+#endif  // TINYAI_COMMON_STATUS_H_

@@ -1,0 +1,63 @@
+#include "tinyai/types.h"
+
+extern "C" {
+
+uint32_t tinyaiDTypeSize(TinyAIDType dtype) {
+  switch (dtype) {
+    case TINYAI_DTYPE_F32: return 4;
+    case TINYAI_DTYPE_F16: return 2;
+    default: return 0;
+  }
+}
+
+const char* tinyaiDTypeName(TinyAIDType dtype) {
+  switch (dtype) {
+    case TINYAI_DTYPE_F32: return "f32";
+    case TINYAI_DTYPE_F16: return "f16";
+    case TINYAI_DTYPE_Q8_B32: return "q8_b32";
+    case TINYAI_DTYPE_Q4_B32: return "q4_b32";
+  }
+  return "?";
+}
+
+const char* tinyaiCodecName(TinyAICodec codec) {
+  switch (codec) {
+    case TINYAI_CODEC_NONE: return "none";
+    case TINYAI_CODEC_ZSTD: return "zstd";
+    case TINYAI_CODEC_BLOCK_SPARSE: return "block_sparse";
+  }
+  return "?";
+}
+
+const char* tinyaiTensorRoleName(TinyAITensorRole role) {
+  switch (role) {
+    case TINYAI_ROLE_OTHER: return "other";
+    case TINYAI_ROLE_TOKEN_EMBEDDING: return "token_embedding";
+    case TINYAI_ROLE_ATTN_NORM: return "attn_norm";
+    case TINYAI_ROLE_ATTN_Q: return "attn_q";
+    case TINYAI_ROLE_ATTN_K: return "attn_k";
+    case TINYAI_ROLE_ATTN_V: return "attn_v";
+    case TINYAI_ROLE_ATTN_OUT: return "attn_out";
+    case TINYAI_ROLE_FFN_NORM: return "ffn_norm";
+    case TINYAI_ROLE_FFN_GATE: return "ffn_gate";
+    case TINYAI_ROLE_FFN_DOWN: return "ffn_down";
+    case TINYAI_ROLE_FFN_UP: return "ffn_up";
+    case TINYAI_ROLE_OUTPUT_NORM: return "output_norm";
+    case TINYAI_ROLE_CLASSIFIER: return "classifier";
+    case TINYAI_ROLE_DENSE_WEIGHT: return "dense_weight";
+    case TINYAI_ROLE_DENSE_BIAS: return "dense_bias";
+  }
+  return "?";
+}
+
+const char* tinyaiLayerKindName(TinyAILayerKind kind) {
+  switch (kind) {
+    case TINYAI_LAYER_EMBEDDING: return "embedding";
+    case TINYAI_LAYER_TRANSFORMER: return "transformer";
+    case TINYAI_LAYER_OUTPUT: return "output";
+    case TINYAI_LAYER_DENSE: return "dense";
+  }
+  return "?";
+}
+
+}  // extern "C"

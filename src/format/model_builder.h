@@ -1,0 +1,47 @@
+// Offline model builders (used by tinyai-convert and the tests): a llama2.c
+// checkpoint and tokenizer into .tmai, and random-weight LLaMA models for
+// speed and memory tests. Both stream tensor data, so writing a multi-GiB
+// model needs little memory.
+#ifndef TINYAI_FORMAT_MODEL_BUILDER_H_
+#define TINYAI_FORMAT_MODEL_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+struct LlamaShape {
+  int32_t dim = 0;
+  int32_t hidden_dim = 0;
+  int32_t layers = 0;
+  int32_t heads = 0;
+  int32_t kv_heads = 0;
+  int32_t vocab_size = 0;
+  int32_t seq_len = 0;
+  bool shared_classifier = true;
+  uint64_t seed = 1;  // synthetic models only
+};
+
+// Parses "dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,
+// seq_len=1024,seed=1[,shared=0]" (kv_heads defaults to heads, seed to 1,
+// shared to 1). TINYAI_ERR_INVALID_ARGUMENT names the bad key or value.
+TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out);
+
+// Checks a shape is a valid LLaMA model (dimensions positive, heads divide
+// dim into even head sizes, kv_heads divide heads, vocab >= 259 when the
+// synthetic tokenizer needs byte fallback).
+TinyAIStatus CheckShape(const LlamaShape& shape, bool synthetic);
+
+// Writes a random-weight model with a synthetic tokenizer (byte fallback plus
+// generated pieces); weights are uniform with variance 1/fan_in, norms 1.
+TinyAIStatus WriteSyntheticModel(const LlamaShape& shape, const char* outPath);
+
+// Converts a llama2.c checkpoint (version-0 header) and its tokenizer.
+TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
+                            LlamaShape* shapeOut);
+
+}  // namespace tinyai
+
+#endif  // TINYAI_FORMAT_MODEL_BUILDER_H_

@@ -1,0 +1,75 @@
+// The one validating reader of .tmai files. Parse() checks the header, the
+// metadata, the layer table and the tensor directory against each other and
+// the file size; nothing else in TinyAI interprets these bytes. Tensor data is
+// checked (CRC-32C) when it is loaded, by VerifyTensor().
+#ifndef TINYAI_FORMAT_TMAI_READER_H_
+#define TINYAI_FORMAT_TMAI_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/array.h"
+#include "common/span.h"
+#include "format/tmai_format.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+struct MetaEntry {
+  StringView key;
+  uint8_t type = 0;               // tmai::MetaType
+  int64_t int_value = 0;          // kMetaInt
+  float float_value = 0.0f;       // kMetaFloat
+  const uint8_t* payload = nullptr;  // string bytes or array elements (after the count)
+  uint32_t count = 0;             // string length or array element count
+};
+
+class TmaiReader {
+ public:
+  // Validates the index of a file of fileSize bytes whose first indexSize
+  // bytes (at least up to data_offset, or the whole file) are at index.
+  // index must stay valid and unchanged while the reader is used, and be
+  // 8-byte aligned. source names the file in error messages.
+  TinyAIStatus Parse(const uint8_t* index, uint64_t indexSize, uint64_t fileSize, const char* source);
+
+  const tmai::Header& header() const { return *header_; }
+  Span<const tmai::LayerEntry> layers() const { return layers_; }
+  Span<const tmai::TensorEntry> tensors() const { return tensors_; }
+  Span<const MetaEntry> metadata() const { return Span<const MetaEntry>(meta_.data(), meta_.size()); }
+  const char* source() const { return source_; }
+
+  // nullptr when absent.
+  const MetaEntry* FindMeta(const char* key) const;
+  // TINYAI_ERR_NOT_FOUND if absent, TINYAI_ERR_BAD_FORMAT if of another type.
+  TinyAIStatus GetInt(const char* key, int64_t* out) const;
+  TinyAIStatus GetFloat(const char* key, float* out) const;
+  TinyAIStatus GetString(const char* key, StringView* out) const;
+  // Array accessors fill exactly entry->count elements of out.
+  static void CopyFloatArray(const MetaEntry& entry, float* out);
+  static void GetStringArray(const MetaEntry& entry, StringView* out);
+
+  // Index of the tensor with this name, or -1.
+  int32_t FindTensor(const char* name) const;
+
+  // Checks a tensor's stored bytes (at data) against its CRC-32C.
+  TinyAIStatus VerifyTensor(uint32_t tensorIndex, const uint8_t* data) const;
+
+ private:
+  TinyAIStatus ParseHeader(const uint8_t* index, uint64_t indexSize, uint64_t fileSize);
+  TinyAIStatus ParseMetadata(const uint8_t* index);
+  TinyAIStatus ParseLayers();
+  TinyAIStatus ParseTensors();
+  TinyAIStatus CheckUniqueNames();
+
+  const char* source_ = "";
+  uint64_t file_size_ = 0;
+  const tmai::Header* header_ = nullptr;
+  Span<const tmai::LayerEntry> layers_;
+  Span<const tmai::TensorEntry> tensors_;
+  Array<MetaEntry> meta_;
+  Array<uint32_t> sorted_names_;  // tensor indices sorted by name
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_FORMAT_TMAI_READER_H_

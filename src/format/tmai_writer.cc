@@ -1,0 +1,271 @@
+#include "format/tmai_writer.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/checked_math.h"
+#include "common/crc32c.h"
+#include "common/status.h"
+
+namespace tinyai {
+namespace {
+
+void AppendBytes(std::vector<uint8_t>* out, const void* data, size_t n) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  out->insert(out->end(), p, p + n);
+}
+
+void AppendU32(std::vector<uint8_t>* out, uint32_t v) { AppendBytes(out, &v, 4); }
+
+}  // namespace
+
+TmaiWriter::~TmaiWriter() {
+  if (file_) std::fclose(file_);
+}
+
+void TmaiWriter::AddMetaInt(const std::string& key, int64_t value) {
+  Meta m{key, tmai::kMetaInt, {}};
+  AppendBytes(&m.value, &value, 8);
+  meta_.push_back(std::move(m));
+}
+
+void TmaiWriter::AddMetaFloat(const std::string& key, float value) {
+  Meta m{key, tmai::kMetaFloat, {}};
+  AppendBytes(&m.value, &value, 4);
+  meta_.push_back(std::move(m));
+}
+
+void TmaiWriter::AddMetaString(const std::string& key, const std::string& value) {
+  Meta m{key, tmai::kMetaString, {}};
+  AppendU32(&m.value, static_cast<uint32_t>(value.size()));
+  AppendBytes(&m.value, value.data(), value.size());
+  meta_.push_back(std::move(m));
+}
+
+void TmaiWriter::AddMetaFloatArray(const std::string& key, const std::vector<float>& values) {
+  Meta m{key, tmai::kMetaFloatArray, {}};
+  AppendU32(&m.value, static_cast<uint32_t>(values.size()));
+  AppendBytes(&m.value, values.data(), values.size() * 4);
+  meta_.push_back(std::move(m));
+}
+
+void TmaiWriter::AddMetaStringArray(const std::string& key, const std::vector<std::string>& values) {
+  Meta m{key, tmai::kMetaStringArray, {}};
+  AppendU32(&m.value, static_cast<uint32_t>(values.size()));
+  for (const std::string& s : values) {
+    AppendU32(&m.value, static_cast<uint32_t>(s.size()));
+    AppendBytes(&m.value, s.data(), s.size());
+  }
+  meta_.push_back(std::move(m));
+}
+
+int32_t TmaiWriter::AddLayer(TinyAILayerKind kind, int32_t blockIndex) {
+  tmai::LayerEntry l{};
+  l.kind = static_cast<uint32_t>(kind);
+  l.block_index = blockIndex;
+  l.first_tensor = static_cast<uint32_t>(tensors_.size());
+  layers_.push_back(l);
+  return static_cast<int32_t>(layers_.size() - 1);
+}
+
+int32_t TmaiWriter::AddTensor(const std::string& name, TinyAITensorRole role, TinyAIDType dtype,
+                              std::initializer_list<uint64_t> shape) {
+  return AddTensor(name, role, dtype, std::vector<uint64_t>(shape));
+}
+
+int32_t TmaiWriter::AddTensor(const std::string& name, TinyAITensorRole role, TinyAIDType dtype,
+                              const std::vector<uint64_t>& shape) {
+  auto fail = [&](TinyAIStatus code, const std::string& why) {
+    if (first_status_ == TINYAI_OK) {
+      first_status_ = code;
+      first_error_ = "tensor '" + name + "': " + why;
+    }
+    return -1;
+  };
+  if (layers_.empty()) return fail(TINYAI_ERR_MISUSE, "added before any layer");
+  if (name.empty() || name.size() >= tmai::kTensorNameCapacity) {
+    return fail(TINYAI_ERR_INVALID_ARGUMENT, "name must have 1..47 bytes");
+  }
+  if (shape.empty() || shape.size() > tmai::kMaxDims) {
+    return fail(TINYAI_ERR_INVALID_ARGUMENT, "must have 1..4 dimensions");
+  }
+  tmai::TensorEntry t{};
+  std::memcpy(t.name, name.data(), name.size());
+  t.role = static_cast<uint16_t>(role);
+  t.layer = static_cast<uint16_t>(layers_.size() - 1);
+  t.dtype = static_cast<uint8_t>(dtype);
+  t.codec = TINYAI_CODEC_NONE;
+  t.ndims = static_cast<uint8_t>(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) t.shape[d] = shape[d];
+  bool overflow = false;
+  t.decoded_size = tmai::DecodedBytes(t.dtype, t.shape, t.ndims, &overflow);
+  if (overflow || t.decoded_size == 0) return fail(TINYAI_ERR_INVALID_ARGUMENT, "bad shape for its dtype");
+  t.stored_size = t.decoded_size;
+  tmai::LayerEntry& l = layers_.back();
+  t.decoded_offset = AlignUp(l.decoded_size, tmai::kDataAlignment);
+  l.decoded_size = t.decoded_offset + t.decoded_size;
+  l.tensor_count++;
+  tensors_.push_back(t);
+  return static_cast<int32_t>(tensors_.size() - 1);
+}
+
+std::vector<uint8_t> TmaiWriter::SerializeMetadata() const {
+  std::vector<uint8_t> out;
+  AppendU32(&out, static_cast<uint32_t>(meta_.size()));
+  for (const Meta& m : meta_) {
+    uint16_t key_len = static_cast<uint16_t>(m.key.size());
+    AppendBytes(&out, &key_len, 2);
+    AppendBytes(&out, m.key.data(), m.key.size());
+    out.push_back(m.type);
+    AppendBytes(&out, m.value.data(), m.value.size());
+  }
+  return out;
+}
+
+TinyAIStatus TmaiWriter::WriteRaw(const void* data, size_t bytes) {
+  if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) {
+    return SetError(TINYAI_ERR_IO, "'%s': write failed: %s", path_.c_str(), std::strerror(errno));
+  }
+  cursor_ += bytes;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::WriteZeros(uint64_t bytes) {
+  static const uint8_t zeros[4096] = {0};
+  while (bytes > 0) {
+    size_t n = bytes < sizeof zeros ? static_cast<size_t>(bytes) : sizeof zeros;
+    TINYAI_RETURN_IF_ERROR(WriteRaw(zeros, n));
+    bytes -= n;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::Open(const char* path) {
+  if (first_status_ != TINYAI_OK) return SetError(first_status_, "%s", first_error_.c_str());
+  for (size_t i = 0; i < meta_.size(); ++i) {
+    if (meta_[i].key.empty() || meta_[i].key.size() > 0xffff) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "metadata key %zu has a bad length", i);
+    }
+  }
+  path_ = path;
+  file_ = std::fopen(path, "wb");
+  if (!file_) return SetError(TINYAI_ERR_IO, "'%s': cannot create: %s", path, std::strerror(errno));
+  uint64_t meta_size = SerializeMetadata().size();
+  uint64_t layers_offset = AlignUp(tmai::kHeaderSize + meta_size, 8);
+  uint64_t tensors_offset = layers_offset + layers_.size() * uint64_t{tmai::kLayerEntrySize};
+  uint64_t index_end = tensors_offset + tensors_.size() * uint64_t{tmai::kTensorEntrySize};
+  data_offset_ = AlignUp(index_end, tmai::kGroupAlignment);
+  // The index is written last (Finish), once every checksum is known.
+  TINYAI_RETURN_IF_ERROR(WriteZeros(data_offset_));
+  current_ = 0;
+  written_in_current_ = 0;
+  crc_ = 0;
+  for (tmai::LayerEntry& l : layers_) l.offset = 0;
+  return tensors_.empty() ? TINYAI_OK : BeginTensor();
+}
+
+TinyAIStatus TmaiWriter::BeginTensor() {
+  tmai::TensorEntry& t = tensors_[current_];
+  tmai::LayerEntry& l = layers_[t.layer];
+  if (current_ == l.first_tensor) {
+    l.offset = AlignUp(cursor_, tmai::kGroupAlignment);
+  }
+  uint64_t offset = l.offset + t.decoded_offset;  // uncompressed: stored as loaded
+  TINYAI_RETURN_IF_ERROR(WriteZeros(offset - cursor_));
+  t.offset = offset;
+  crc_ = 0;
+  written_in_current_ = 0;
+  return TINYAI_OK;
+}
+
+uint64_t TmaiWriter::TensorBytes(int32_t index) const {
+  size_t i = index < 0 ? current_ : static_cast<size_t>(index);
+  if (i >= tensors_.size()) return 0;
+  return i == current_ ? tensors_[i].stored_size - written_in_current_
+                       : (i > current_ ? tensors_[i].stored_size : 0);
+}
+
+TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
+  if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Write before Open");
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  while (bytes > 0) {
+    if (current_ >= tensors_.size()) {
+      return SetError(TINYAI_ERR_MISUSE, "'%s': %zu bytes written past the last tensor", path_.c_str(), bytes);
+    }
+    tmai::TensorEntry& t = tensors_[current_];
+    uint64_t left = t.stored_size - written_in_current_;
+    size_t n = bytes < left ? bytes : static_cast<size_t>(left);
+    crc_ = Crc32c(crc_, p, n);
+    TINYAI_RETURN_IF_ERROR(WriteRaw(p, n));
+    written_in_current_ += n;
+    p += n;
+    bytes -= n;
+    if (written_in_current_ == t.stored_size) {
+      t.checksum = crc_;
+      tmai::LayerEntry& l = layers_[t.layer];
+      l.stored_size = t.offset + t.stored_size - l.offset;
+      ++current_;
+      if (current_ < tensors_.size()) TINYAI_RETURN_IF_ERROR(BeginTensor());
+    }
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::Finish() {
+  if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Finish before Open");
+  if (current_ < tensors_.size()) {
+    return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' is missing %llu bytes", path_.c_str(),
+                    tensors_[current_].name,
+                    static_cast<unsigned long long>(tensors_[current_].stored_size - written_in_current_));
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (layers_[i].tensor_count == 0) {
+      return SetError(TINYAI_ERR_MISUSE, "'%s': layer %zu has no tensors", path_.c_str(), i);
+    }
+  }
+  uint64_t file_size = cursor_;
+
+  std::vector<uint8_t> index(data_offset_ - tmai::kHeaderSize, 0);
+  std::vector<uint8_t> meta = SerializeMetadata();
+  std::memcpy(index.data(), meta.data(), meta.size());
+  uint64_t layers_offset = AlignUp(tmai::kHeaderSize + meta.size(), 8);
+  uint64_t tensors_offset = layers_offset + layers_.size() * uint64_t{tmai::kLayerEntrySize};
+  if (!layers_.empty()) {
+    std::memcpy(index.data() + (layers_offset - tmai::kHeaderSize), layers_.data(),
+                layers_.size() * sizeof(tmai::LayerEntry));
+  }
+  if (!tensors_.empty()) {
+    std::memcpy(index.data() + (tensors_offset - tmai::kHeaderSize), tensors_.data(),
+                tensors_.size() * sizeof(tmai::TensorEntry));
+  }
+
+  tmai::Header h{};
+  std::memcpy(h.magic, tmai::kMagic, 4);
+  h.version_major = version_major_;
+  h.version_minor = version_minor_;
+  h.endian_tag = tmai::kEndianTag;
+  h.header_size = tmai::kHeaderSize;
+  h.file_size = file_size;
+  h.metadata_offset = tmai::kHeaderSize;
+  h.metadata_size = meta.size();
+  h.layers_offset = layers_offset;
+  h.layer_count = static_cast<uint32_t>(layers_.size());
+  h.tensor_count = static_cast<uint32_t>(tensors_.size());
+  h.tensors_offset = tensors_offset;
+  h.data_offset = data_offset_;
+  h.data_alignment = tmai::kDataAlignment;
+  h.group_alignment = tmai::kGroupAlignment;
+  h.index_crc = Crc32c(0, index.data(), index.size());
+  h.header_crc = Crc32c(0, &h, sizeof h);
+
+  if (std::fseek(file_, 0, SEEK_SET) != 0 || std::fwrite(&h, 1, sizeof h, file_) != sizeof h ||
+      std::fwrite(index.data(), 1, index.size(), file_) != index.size()) {
+    return SetError(TINYAI_ERR_IO, "'%s': cannot write the index: %s", path_.c_str(), std::strerror(errno));
+  }
+  int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) return SetError(TINYAI_ERR_IO, "'%s': close failed: %s", path_.c_str(), std::strerror(errno));
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

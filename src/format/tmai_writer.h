@@ -1,0 +1,97 @@
+// Streaming writer of .tmai files (offline; used by tools and tests).
+//
+//   TmaiWriter w;
+//   w.AddMetaString("general.architecture", "llama");
+//   w.AddLayer(TINYAI_LAYER_EMBEDDING, -1);
+//   w.AddTensor("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, TINYAI_DTYPE_F32, {vocab, dim});
+//   ...
+//   w.Open("out.tmai");
+//   w.Write(bytes, n);   // tensor data in directory order, in chunks of any size
+//   w.Finish();
+//
+// Only the descriptive part (metadata and directory) is held in memory; the
+// data streams to disk, so a multi-GiB model needs little memory to write.
+#ifndef TINYAI_FORMAT_TMAI_WRITER_H_
+#define TINYAI_FORMAT_TMAI_WRITER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "format/tmai_format.h"
+#include "tinyai/status.h"
+#include "tinyai/types.h"
+
+namespace tinyai {
+
+class TmaiWriter {
+ public:
+  TmaiWriter() = default;
+  TmaiWriter(const TmaiWriter&) = delete;
+  TmaiWriter& operator=(const TmaiWriter&) = delete;
+  ~TmaiWriter();
+
+  void AddMetaInt(const std::string& key, int64_t value);
+  void AddMetaFloat(const std::string& key, float value);
+  void AddMetaString(const std::string& key, const std::string& value);
+  void AddMetaFloatArray(const std::string& key, const std::vector<float>& values);
+  void AddMetaStringArray(const std::string& key, const std::vector<std::string>& values);
+
+  // Starts a new layer; tensors added next belong to it. Returns its index.
+  int32_t AddLayer(TinyAILayerKind kind, int32_t blockIndex);
+  // Adds a tensor to the current layer. Returns its index, or -1 (and records
+  // the error, reported again by Open) for a bad name or shape.
+  int32_t AddTensor(const std::string& name, TinyAITensorRole role, TinyAIDType dtype,
+                    std::initializer_list<uint64_t> shape);
+  int32_t AddTensor(const std::string& name, TinyAITensorRole role, TinyAIDType dtype,
+                    const std::vector<uint64_t>& shape);
+
+  // Creates path and writes a placeholder index; data follows with Write().
+  TinyAIStatus Open(const char* path);
+  // Appends tensor data in directory order; a chunk may span tensors.
+  TinyAIStatus Write(const void* data, size_t bytes);
+  // Bytes the tensor still expects (the current one when index < 0).
+  uint64_t TensorBytes(int32_t index) const;
+  // Writes the index with every checksum and closes the file. Fails if any
+  // tensor is incomplete.
+  TinyAIStatus Finish();
+
+  // Test hook: the file-format version written into the header.
+  void set_version_for_testing(uint16_t major, uint16_t minor) {
+    version_major_ = major;
+    version_minor_ = minor;
+  }
+
+ private:
+  struct Meta {
+    std::string key;
+    uint8_t type;
+    std::vector<uint8_t> value;
+  };
+  TinyAIStatus WriteZeros(uint64_t bytes);
+  TinyAIStatus WriteRaw(const void* data, size_t bytes);
+  TinyAIStatus BeginTensor();  // pads to the current tensor's offset
+  std::vector<uint8_t> SerializeMetadata() const;
+
+  std::vector<Meta> meta_;
+  std::vector<tmai::LayerEntry> layers_;
+  std::vector<tmai::TensorEntry> tensors_;
+  std::string first_error_;
+  TinyAIStatus first_status_ = TINYAI_OK;
+
+  std::string path_;
+  FILE* file_ = nullptr;
+  uint64_t cursor_ = 0;        // bytes written so far
+  uint64_t data_offset_ = 0;
+  size_t current_ = 0;         // tensor being written
+  uint64_t written_in_current_ = 0;
+  uint32_t crc_ = 0;
+  uint16_t version_major_ = tmai::kVersionMajor;
+  uint16_t version_minor_ = tmai::kVersionMinor;
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_FORMAT_TMAI_WRITER_H_

@@ -1,0 +1,71 @@
+// Run-time choice of a kernel table. CMake defines one of TINYAI_KERNELS_X86,
+// TINYAI_KERNELS_NEON64 or TINYAI_KERNELS_NEON when it compiles the matching
+// per-arch files (src/kernels/simd/); with none, only Ref() exists.
+// This file is compiled with default flags: it only asks the CPU what it
+// supports (xsimd::available_architectures) and never runs SIMD code itself.
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#if defined(TINYAI_KERNELS_X86) || defined(TINYAI_KERNELS_NEON64) || defined(TINYAI_KERNELS_NEON)
+#define TINYAI_KERNELS_HAVE_SIMD 1
+#include "kernels/simd/kernels_simd.h"
+#endif
+
+namespace tinyai {
+namespace kernels {
+namespace {
+
+constexpr size_t kMaxTables = 4;
+
+struct TableList {
+  const KernelTable* tables[kMaxTables];
+  size_t count;
+};
+
+// Every built table the running CPU supports, best first, Ref() last.
+TableList Detect() {
+  TableList list = {};
+#if defined(TINYAI_KERNELS_HAVE_SIMD)
+  const auto cpu = xsimd::available_architectures();
+#if defined(TINYAI_KERNELS_X86)
+  if (cpu.avx2 && cpu.fma3_avx2) list.tables[list.count++] = &X86Avx2FmaTable();
+  if (cpu.sse2) list.tables[list.count++] = &X86Sse2Table();
+#elif defined(TINYAI_KERNELS_NEON64)
+  if (cpu.neon64) list.tables[list.count++] = &ArmNeon64Table();
+#elif defined(TINYAI_KERNELS_NEON)
+  if (cpu.neon) list.tables[list.count++] = &ArmNeonTable();
+#endif
+#endif
+  list.tables[list.count++] = &Ref();
+  return list;
+}
+
+const TableList& Tables() {
+  static const TableList list = Detect();  // resolved once; thread-safe init
+  return list;
+}
+
+}  // namespace
+
+const KernelTable& Best() { return *Tables().tables[0]; }
+
+const KernelTable* ByName(const char* name) {
+  if (name == nullptr) return nullptr;
+  if (strcmp(name, "best") == 0) return &Best();
+  if (strcmp(name, "ref") == 0) return &Ref();
+  const TableList& list = Tables();
+  for (size_t i = 0; i < list.count; ++i) {
+    if (strcmp(list.tables[i]->name, name) == 0) return list.tables[i];
+  }
+  return nullptr;
+}
+
+size_t AvailableTables(const KernelTable** out, size_t capacity) {
+  const TableList& list = Tables();
+  for (size_t i = 0; i < list.count && i < capacity; ++i) out[i] = list.tables[i];
+  return list.count;
+}
+
+}  // namespace kernels
+}  // namespace tinyai

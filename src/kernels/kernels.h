@@ -1,0 +1,61 @@
+// Compute kernels over fp32 data, as a table of function pointers chosen once
+// at start-up: Ref() is the plain scalar oracle (src/kernels/ref/), Best() the
+// fastest xsimd instantiation this CPU supports (src/kernels/simd/).
+//
+// Conventions: matrices are row-major with a row stride (ld*, in elements);
+// pointers need no particular alignment; sizes may be any value >= 0 (tails
+// are handled); outputs never alias inputs unless stated.
+#ifndef TINYAI_KERNELS_KERNELS_H_
+#define TINYAI_KERNELS_KERNELS_H_
+
+#include <cstddef>
+
+namespace tinyai {
+namespace kernels {
+
+struct KernelTable {
+  const char* name;  // "ref", "sse2", "avx2+fma", "neon64", "neon", ...
+
+  // y[r] = dot(w + r*ldw, x, cols) for r < rows.
+  void (*matvec)(const float* w, size_t ldw, const float* x, float* y, size_t rows, size_t cols);
+
+  // y[j*ldy + r] = dot(w + r*ldw, x + j*ldx, cols) for r < rows, j < n:
+  // n input vectors against the same rows, each row read from memory once.
+  void (*matmul)(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
+                 size_t rows, size_t cols, size_t n);
+
+  // out[c] = sum over t < n of a[t] * v[t*ldv + c], for c < cols (out is overwritten).
+  void (*vecmat)(const float* a, const float* v, size_t ldv, float* out, size_t n, size_t cols);
+
+  float (*dot)(const float* a, const float* b, size_t n);
+
+  // out[i] = w[i] * x[i] / sqrt(mean(x^2) + eps). out may alias x.
+  void (*rmsnorm)(const float* x, const float* w, float* out, size_t n, float eps);
+
+  // x = exp(x - max(x)) / sum, in place.
+  void (*softmax)(float* x, size_t n);
+
+  // gate[i] = silu(gate[i]) * up[i], silu(v) = v / (1 + exp(-v)).
+  void (*swiglu)(float* gate, const float* up, size_t n);
+
+  // y[i] += x[i].
+  void (*add)(float* y, const float* x, size_t n);
+};
+
+const KernelTable& Ref();
+
+// The best table for the running CPU (resolved once, thread-safe).
+const KernelTable& Best();
+
+// A table by name ("ref", "best", or a name above), or nullptr when that
+// instantiation is not built or not supported by the running CPU.
+const KernelTable* ByName(const char* name);
+
+// Names of every table built into this library and runnable on this CPU,
+// best first; returns how many (at most capacity are written).
+size_t AvailableTables(const KernelTable** out, size_t capacity);
+
+}  // namespace kernels
+}  // namespace tinyai
+
+#endif  // TINYAI_KERNELS_KERNELS_H_

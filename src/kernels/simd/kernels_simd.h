@@ -1,0 +1,491 @@
+// xsimd kernels, written once as functors templated on the xsimd architecture
+// and instantiated per instruction set in kernels_<arch>.cc (each compiled
+// with its own -m flags). dispatch.cc picks one table at run time.
+//
+// Following xsimd's dispatching guide, every operator() is defined out of
+// class, and each per-arch file instantiates them with
+// TINYAI_KERNELS_INSTANTIATE(Arch) before building its table with
+// MakeTable<Arch>(name).
+//
+// One-definition-rule care: these headers are compiled with different -m
+// flags in different translation units, so every helper here is a template
+// on Arch (or a member of one). A non-template inline helper would be merged
+// by the linker and could run AVX2 code on an SSE2-only CPU. For the same
+// reason scalar tails call expf/sqrtf (C library functions) rather than the
+// inline std::exp/std::sqrt overloads.
+//
+// Numerics: reductions are reassociated (several accumulators, then a
+// horizontal add) and use FMA where the arch has it, so results differ from
+// Ref() by normal fp32 rounding; tests/kernels/kernels_test.cc bounds that.
+#ifndef TINYAI_KERNELS_SIMD_KERNELS_SIMD_H_
+#define TINYAI_KERNELS_SIMD_KERNELS_SIMD_H_
+
+#include <math.h>
+
+#include <cstddef>
+#include <utility>
+
+#include <xsimd/xsimd.hpp>
+
+#include "kernels/kernels.h"
+
+namespace tinyai {
+namespace kernels {
+
+// Table getters, one per built instantiation; defined in the per-arch files.
+// Call only when the running CPU supports the arch (dispatch.cc checks).
+const KernelTable& X86Sse2Table();     // kernels_x86_sse2.cc, "sse2"
+const KernelTable& X86Avx2FmaTable();  // kernels_x86_avx2.cc, "avx2+fma"
+const KernelTable& ArmNeon64Table();   // kernels_arm_neon.cc on aarch64, "neon64"
+const KernelTable& ArmNeonTable();     // kernels_arm_neon.cc on 32-bit ARM, "neon"
+
+namespace simd {
+
+// ---- Functors (signatures mirror KernelTable) ---------------------------------
+
+struct matvec_k {
+  template <class Arch>
+  void operator()(Arch, const float* w, size_t ldw, const float* x, float* y, size_t rows,
+                  size_t cols) const;
+};
+
+struct matmul_k {
+  template <class Arch>
+  void operator()(Arch, const float* w, size_t ldw, const float* x, size_t ldx, float* y,
+                  size_t ldy, size_t rows, size_t cols, size_t n) const;
+};
+
+struct vecmat_k {
+  template <class Arch>
+  void operator()(Arch, const float* a, const float* v, size_t ldv, float* out, size_t n,
+                  size_t cols) const;
+};
+
+struct dot_k {
+  template <class Arch>
+  float operator()(Arch, const float* a, const float* b, size_t n) const;
+};
+
+struct rmsnorm_k {
+  template <class Arch>
+  void operator()(Arch, const float* x, const float* w, float* out, size_t n, float eps) const;
+};
+
+struct softmax_k {
+  template <class Arch>
+  void operator()(Arch, float* x, size_t n) const;
+};
+
+struct swiglu_k {
+  template <class Arch>
+  void operator()(Arch, float* gate, const float* up, size_t n) const;
+};
+
+struct add_k {
+  template <class Arch>
+  void operator()(Arch, float* y, const float* x, size_t n) const;
+};
+
+// ---- Helpers (all templated on Arch, see the ODR note above) -------------------
+
+namespace detail {
+
+template <class Arch>
+using fbatch = xsimd::batch<float, Arch>;
+
+template <class Arch>
+inline fbatch<Arch> Load(const float* p) {
+  return fbatch<Arch>::load_unaligned(p);
+}
+
+// Hint that the cache line holding p will be read soon. Never faults.
+template <class Arch>
+inline void Prefetch(const float* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  static_cast<void>(p);
+#endif
+}
+
+// GCC at -O2 does not unroll short constant-trip loops over an array of
+// batches, which leaves accumulators in memory (store-forwarding latency on
+// every FMA, ~2x slower). So the per-row / per-vector work below is written as
+// fold expressions over std::index_sequence: straight-line code in which every
+// array index is a constant and the accumulators live in registers.
+
+// Dot products of R rows of w against V vectors of x, as an R x V tile:
+// y[v*ldy + r] = dot(w + r*ldw, x + v*ldx, cols). Each row chunk is loaded
+// once for all V vectors, each vector chunk once for all R rows.
+template <class Arch, size_t R, size_t V>
+struct Tile {
+  using B = fbatch<Arch>;
+  static constexpr size_t S = B::size;
+
+  // Also prefetches pf_rows rows starting at pf (row stride ldw), one line per
+  // 16 columns, so a later block streams in while this one computes.
+  static void Run(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
+                  size_t cols, const float* pf, size_t pf_rows) {
+    Run(w, ldw, x, ldx, y, ldy, cols, pf, pf_rows, std::make_index_sequence<R>(),
+        std::make_index_sequence<V>(), std::make_index_sequence<R * V>());
+  }
+
+  template <size_t... Ri, size_t... Vi, size_t... Ti>
+  static void Run(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
+                  size_t cols, const float* pf, size_t pf_rows, std::index_sequence<Ri...>,
+                  std::index_sequence<Vi...>, std::index_sequence<Ti...>) {
+    B acc[R * V] = {(static_cast<void>(Ti), B(0.0f))...};  // acc[r*V + v]
+    const size_t vec_end = cols - cols % S;
+    for (size_t c = 0; c < vec_end; c += S) {
+      if (c % 16 == 0) {  // one prefetch per 64-byte line
+        for (size_t k = 0; k < pf_rows; ++k) Prefetch<Arch>(pf + k * ldw + c);
+      }
+      const B xv[V] = {Load<Arch>(x + Vi * ldx + c)...};
+      const B wv[R] = {Load<Arch>(w + Ri * ldw + c)...};
+      ((acc[Ti] = xsimd::fma(wv[Ti / V], xv[Ti % V], acc[Ti])), ...);
+    }
+    ((y[(Ti % V) * ldy + Ti / V] =
+          xsimd::hadd(acc[Ti]) + TailDot(w + (Ti / V) * ldw, x + (Ti % V) * ldx, vec_end, cols)),
+     ...);
+  }
+
+  static float TailDot(const float* a, const float* b, size_t begin, size_t end) {
+    float sum = 0.0f;
+    for (size_t i = begin; i < end; ++i) sum += a[i] * b[i];
+    return sum;
+  }
+};
+
+// matvec rows: R rows at once, one accumulator per row (R independent FMA
+// chains, enough to cover FMA latency), each x chunk loaded once for all R
+// rows, one 64-byte line per row per step. Measured on Zen 3 (AVX2) this
+// streams from DRAM at about the machine's single-thread read bandwidth, also
+// for short (3 KiB) rows; software prefetching was tried and only cost
+// load slots.
+template <class Arch, size_t R>
+struct MatvecRows {
+  using B = fbatch<Arch>;
+  static constexpr size_t S = B::size;
+  static constexpr size_t kLineFloats = 16;
+  static constexpr size_t U = S >= kLineFloats ? 1 : kLineFloats / S;  // batches per line
+
+  static void Run(const float* w, size_t ldw, const float* x, float* y, size_t cols) {
+    Run(w, ldw, x, y, cols, std::make_index_sequence<R>());
+  }
+
+  template <size_t... I>
+  static void Run(const float* w, size_t ldw, const float* x, float* y, size_t cols,
+                  std::index_sequence<I...>) {
+    B acc[R] = {(static_cast<void>(I), B(0.0f))...};
+    size_t c = 0;
+    for (; c + U * S <= cols; c += U * S) {
+      for (size_t u = 0; u < U; ++u) {
+        const B xv = Load<Arch>(x + c + u * S);
+        ((acc[I] = xsimd::fma(Load<Arch>(w + I * ldw + c + u * S), xv, acc[I])), ...);
+      }
+    }
+    for (; c + S <= cols; c += S) {
+      const B xv = Load<Arch>(x + c);
+      ((acc[I] = xsimd::fma(Load<Arch>(w + I * ldw + c), xv, acc[I])), ...);
+    }
+    ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1>::TailDot(w + I * ldw, x, c, cols)), ...);
+  }
+};
+
+// Horizontal max via a small store (xsimd 8.1 has no reduce_max).
+template <class Arch>
+inline float HMax(const fbatch<Arch>& b) {
+  constexpr size_t S = fbatch<Arch>::size;
+  alignas(64) float tmp[S];
+  b.store_unaligned(tmp);
+  float m = tmp[0];
+  for (size_t i = 1; i < S; ++i) m = tmp[i] > m ? tmp[i] : m;
+  return m;
+}
+
+}  // namespace detail
+
+// ---- Definitions -----------------------------------------------------------------
+
+template <class Arch>
+void matvec_k::operator()(Arch, const float* w, size_t ldw, const float* x, float* y, size_t rows,
+                          size_t cols) const {
+  constexpr size_t R = 8;
+  size_t r = 0;
+  for (; r + R <= rows; r += R) detail::MatvecRows<Arch, R>::Run(w + r * ldw, ldw, x, y + r, cols);
+  if (r + 4 <= rows) {
+    detail::MatvecRows<Arch, 4>::Run(w + r * ldw, ldw, x, y + r, cols);
+    r += 4;
+  }
+  for (; r < rows; ++r) detail::MatvecRows<Arch, 1>::Run(w + r * ldw, ldw, x, y + r, cols);
+}
+
+template <class Arch>
+void matmul_k::operator()(Arch, const float* w, size_t ldw, const float* x, size_t ldx, float* y,
+                          size_t ldy, size_t rows, size_t cols, size_t n) const {
+  // A block of R rows (R * cols floats, a few KiB to tens of KiB) stays in L1/L2
+  // while every group of V vectors passes over it, so each weight row comes from
+  // memory once for all n vectors. While a block is computed, the next one is
+  // prefetched, so the DRAM stream overlaps the arithmetic. 3 x 4 (12
+  // accumulators, 4 vector registers) measured best of 4x3, 6x2, 4x2, 2x4, 4x4
+  // and 8x1 for AVX2 and SSE2, in cache and from DRAM.
+  constexpr size_t R = 3;
+  constexpr size_t V = 4;
+  size_t r = 0;
+  const size_t groups = n / V + n % V;  // Tile calls per block of rows
+  for (; r + R <= rows; r += R) {
+    const float* wr = w + r * ldw;
+    // Group g prefetches rows [g*R/groups, (g+1)*R/groups) of the next block, so
+    // the DRAM stream is spread over the whole computation of this block.
+    const bool has_next = r + 2 * R <= rows;
+    size_t g = 0, j = 0;
+    for (; j + V <= n; j += V, ++g) {
+      const size_t p0 = g * R / groups, p1 = (g + 1) * R / groups;
+      detail::Tile<Arch, R, V>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols,
+                                    has_next ? wr + (R + p0) * ldw : wr, has_next ? p1 - p0 : 0);
+    }
+    for (; j < n; ++j, ++g) {
+      const size_t p0 = g * R / groups, p1 = (g + 1) * R / groups;
+      detail::Tile<Arch, R, 1>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols,
+                                    has_next ? wr + (R + p0) * ldw : wr, has_next ? p1 - p0 : 0);
+    }
+  }
+  for (; r < rows; ++r) {
+    const float* wr = w + r * ldw;
+    size_t j = 0;
+    for (; j + V <= n; j += V)
+      detail::Tile<Arch, 1, V>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols, wr, 0);
+    for (; j < n; ++j)
+      detail::Tile<Arch, 1, 1>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols, wr, 0);
+  }
+}
+
+template <class Arch>
+void vecmat_k::operator()(Arch, const float* a, const float* v, size_t ldv, float* out, size_t n,
+                          size_t cols) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  // Column blocks of 4 batches held in registers across all n rows, so out is
+  // written once and each t accumulates in the same order as Ref().
+  size_t c = 0;
+  for (; c + 4 * S <= cols; c += 4 * S) {
+    B acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+    const float* vt = v + c;
+    for (size_t t = 0; t < n; ++t, vt += ldv) {
+      const B at(a[t]);
+      acc0 = xsimd::fma(at, detail::Load<Arch>(vt), acc0);
+      acc1 = xsimd::fma(at, detail::Load<Arch>(vt + S), acc1);
+      acc2 = xsimd::fma(at, detail::Load<Arch>(vt + 2 * S), acc2);
+      acc3 = xsimd::fma(at, detail::Load<Arch>(vt + 3 * S), acc3);
+    }
+    acc0.store_unaligned(out + c);
+    acc1.store_unaligned(out + c + S);
+    acc2.store_unaligned(out + c + 2 * S);
+    acc3.store_unaligned(out + c + 3 * S);
+  }
+  for (; c + S <= cols; c += S) {
+    B acc(0.0f);
+    const float* vt = v + c;
+    for (size_t t = 0; t < n; ++t, vt += ldv) acc = xsimd::fma(B(a[t]), detail::Load<Arch>(vt), acc);
+    acc.store_unaligned(out + c);
+  }
+  if (c < cols) {
+    for (size_t k = c; k < cols; ++k) out[k] = 0.0f;
+    for (size_t t = 0; t < n; ++t) {
+      const float at = a[t];
+      const float* vt = v + t * ldv;
+      for (size_t k = c; k < cols; ++k) out[k] += at * vt[k];
+    }
+  }
+}
+
+template <class Arch>
+float dot_k::operator()(Arch, const float* a, const float* b, size_t n) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  B acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  size_t i = 0;
+  for (; i + 4 * S <= n; i += 4 * S) {
+    acc0 = xsimd::fma(detail::Load<Arch>(a + i), detail::Load<Arch>(b + i), acc0);
+    acc1 = xsimd::fma(detail::Load<Arch>(a + i + S), detail::Load<Arch>(b + i + S), acc1);
+    acc2 = xsimd::fma(detail::Load<Arch>(a + i + 2 * S), detail::Load<Arch>(b + i + 2 * S), acc2);
+    acc3 = xsimd::fma(detail::Load<Arch>(a + i + 3 * S), detail::Load<Arch>(b + i + 3 * S), acc3);
+  }
+  for (; i + S <= n; i += S)
+    acc0 = xsimd::fma(detail::Load<Arch>(a + i), detail::Load<Arch>(b + i), acc0);
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return xsimd::hadd((acc0 + acc1) + (acc2 + acc3)) + tail;
+}
+
+template <class Arch>
+void rmsnorm_k::operator()(Arch, const float* x, const float* w, float* out, size_t n,
+                           float eps) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  if (n == 0) return;
+  // Pass 1: sum of squares.
+  B acc0(0.0f), acc1(0.0f);
+  size_t i = 0;
+  for (; i + 2 * S <= n; i += 2 * S) {
+    const B x0 = detail::Load<Arch>(x + i);
+    const B x1 = detail::Load<Arch>(x + i + S);
+    acc0 = xsimd::fma(x0, x0, acc0);
+    acc1 = xsimd::fma(x1, x1, acc1);
+  }
+  for (; i + S <= n; i += S) {
+    const B x0 = detail::Load<Arch>(x + i);
+    acc0 = xsimd::fma(x0, x0, acc0);
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += x[i] * x[i];
+  float ss = xsimd::hadd(acc0 + acc1) + tail;
+  ss /= static_cast<float>(n);
+  ss += eps;
+  ss = 1.0f / sqrtf(ss);
+  // Pass 2: out = w * (ss * x); out may alias x (each element read before written).
+  const B scale(ss);
+  i = 0;
+  for (; i + S <= n; i += S) {
+    const B xv = detail::Load<Arch>(x + i);
+    (detail::Load<Arch>(w + i) * (scale * xv)).store_unaligned(out + i);
+  }
+  for (; i < n; ++i) out[i] = w[i] * (ss * x[i]);
+}
+
+template <class Arch>
+void softmax_k::operator()(Arch, float* x, size_t n) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  if (n == 0) return;
+  // Pass 1: max.
+  float max_val = x[0];
+  size_t i = 0;
+  if (n >= S) {
+    B m = detail::Load<Arch>(x);
+    for (i = S; i + S <= n; i += S) m = xsimd::max(m, detail::Load<Arch>(x + i));
+    max_val = detail::HMax<Arch>(m);
+  }
+  for (; i < n; ++i) max_val = x[i] > max_val ? x[i] : max_val;
+  // Pass 2: exp(x - max) and the sum.
+  const B mv(max_val);
+  B acc(0.0f);
+  i = 0;
+  for (; i + S <= n; i += S) {
+    const B e = xsimd::exp(detail::Load<Arch>(x + i) - mv);
+    e.store_unaligned(x + i);
+    acc += e;
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) {
+    x[i] = expf(x[i] - max_val);
+    tail += x[i];
+  }
+  const float sum = xsimd::hadd(acc) + tail;
+  // Pass 3: normalize.
+  const B sv(sum);
+  i = 0;
+  for (; i + S <= n; i += S) (detail::Load<Arch>(x + i) / sv).store_unaligned(x + i);
+  for (; i < n; ++i) x[i] /= sum;
+}
+
+template <class Arch>
+void swiglu_k::operator()(Arch, float* gate, const float* up, size_t n) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  const B one(1.0f);
+  size_t i = 0;
+  for (; i + S <= n; i += S) {
+    const B g = detail::Load<Arch>(gate + i);
+    const B silu = g * (one / (one + xsimd::exp(-g)));
+    (silu * detail::Load<Arch>(up + i)).store_unaligned(gate + i);
+  }
+  for (; i < n; ++i) {
+    float v = gate[i];
+    v *= 1.0f / (1.0f + expf(-v));
+    gate[i] = v * up[i];
+  }
+}
+
+template <class Arch>
+void add_k::operator()(Arch, float* y, const float* x, size_t n) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  size_t i = 0;
+  for (; i + 2 * S <= n; i += 2 * S) {
+    (detail::Load<Arch>(y + i) + detail::Load<Arch>(x + i)).store_unaligned(y + i);
+    (detail::Load<Arch>(y + i + S) + detail::Load<Arch>(x + i + S)).store_unaligned(y + i + S);
+  }
+  for (; i + S <= n; i += S)
+    (detail::Load<Arch>(y + i) + detail::Load<Arch>(x + i)).store_unaligned(y + i);
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+// ---- Tables ------------------------------------------------------------------------
+
+// Plain functions with KernelTable's signatures, forwarding to the functors.
+template <class Arch>
+struct TableFns {
+  static void Matvec(const float* w, size_t ldw, const float* x, float* y, size_t rows,
+                     size_t cols) {
+    matvec_k{}(Arch{}, w, ldw, x, y, rows, cols);
+  }
+  static void Matmul(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
+                     size_t rows, size_t cols, size_t n) {
+    matmul_k{}(Arch{}, w, ldw, x, ldx, y, ldy, rows, cols, n);
+  }
+  static void Vecmat(const float* a, const float* v, size_t ldv, float* out, size_t n,
+                     size_t cols) {
+    vecmat_k{}(Arch{}, a, v, ldv, out, n, cols);
+  }
+  static float Dot(const float* a, const float* b, size_t n) { return dot_k{}(Arch{}, a, b, n); }
+  static void Rmsnorm(const float* x, const float* w, float* out, size_t n, float eps) {
+    rmsnorm_k{}(Arch{}, x, w, out, n, eps);
+  }
+  static void Softmax(float* x, size_t n) { softmax_k{}(Arch{}, x, n); }
+  static void Swiglu(float* gate, const float* up, size_t n) { swiglu_k{}(Arch{}, gate, up, n); }
+  static void Add(float* y, const float* x, size_t n) { add_k{}(Arch{}, y, x, n); }
+};
+
+// The table for one arch; use in the per-arch file only, after
+// TINYAI_KERNELS_INSTANTIATE(Arch).
+template <class Arch>
+constexpr KernelTable MakeTable(const char* name) {
+  return KernelTable{
+      name,
+      &TableFns<Arch>::Matvec,
+      &TableFns<Arch>::Matmul,
+      &TableFns<Arch>::Vecmat,
+      &TableFns<Arch>::Dot,
+      &TableFns<Arch>::Rmsnorm,
+      &TableFns<Arch>::Softmax,
+      &TableFns<Arch>::Swiglu,
+      &TableFns<Arch>::Add,
+  };
+}
+
+}  // namespace simd
+}  // namespace kernels
+}  // namespace tinyai
+
+// Explicit instantiation of every functor for ARCH (a type name, e.g.
+// xsimd::sse2). Use at namespace scope in exactly one per-arch file.
+#define TINYAI_KERNELS_INSTANTIATE(ARCH)                                                         \
+  template void tinyai::kernels::simd::matvec_k::operator()<ARCH>(                               \
+      ARCH, const float*, size_t, const float*, float*, size_t, size_t) const;                   \
+  template void tinyai::kernels::simd::matmul_k::operator()<ARCH>(                               \
+      ARCH, const float*, size_t, const float*, size_t, float*, size_t, size_t, size_t, size_t)  \
+      const;                                                                                     \
+  template void tinyai::kernels::simd::vecmat_k::operator()<ARCH>(                               \
+      ARCH, const float*, const float*, size_t, float*, size_t, size_t) const;                   \
+  template float tinyai::kernels::simd::dot_k::operator()<ARCH>(ARCH, const float*, const float*, \
+                                                                size_t) const;                   \
+  template void tinyai::kernels::simd::rmsnorm_k::operator()<ARCH>(                              \
+      ARCH, const float*, const float*, float*, size_t, float) const;                            \
+  template void tinyai::kernels::simd::softmax_k::operator()<ARCH>(ARCH, float*, size_t) const;  \
+  template void tinyai::kernels::simd::swiglu_k::operator()<ARCH>(ARCH, float*, const float*,    \
+                                                                  size_t) const;                 \
+  template void tinyai::kernels::simd::add_k::operator()<ARCH>(ARCH, float*, const float*, size_t) \
+      const
+
+#endif  // TINYAI_KERNELS_SIMD_KERNELS_SIMD_H_

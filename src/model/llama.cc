@@ -1,0 +1,414 @@
+#include "model/llama.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/checked_math.h"
+#include "common/status.h"
+
+namespace tinyai {
+namespace {
+
+// Rows per parallel share of a matrix product: keeps shares cache-line sized.
+constexpr size_t kRowGrain = 16;
+
+TinyAIStatus ReadDim(const TmaiReader& r, const char* key, int32_t min, int32_t max, int32_t* out) {
+  int64_t v = 0;
+  TINYAI_RETURN_IF_ERROR(r.GetInt(key, &v));
+  if (v < min || v > max) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata '%s' is %lld; allowed %d..%d", r.source(), key,
+                    static_cast<long long>(v), min, max);
+  }
+  *out = static_cast<int32_t>(v);
+  return TINYAI_OK;
+}
+
+}  // namespace
+
+TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
+  StringView arch;
+  TINYAI_RETURN_IF_ERROR(r.GetString("general.architecture", &arch));
+  if (arch.size != 5 || std::memcmp(arch.data, "llama", 5) != 0) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not supported (expected 'llama')",
+                    r.source(), static_cast<int>(arch.size), arch.data);
+  }
+  constexpr int32_t kMax = 1 << 20;
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.dim", 1, kMax, &dim));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.hidden_dim", 1, kMax, &hidden_dim));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.layers", 1, 4096, &layers));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.heads", 1, 4096, &heads));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.kv_heads", 1, 4096, &kv_heads));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.vocab_size", 1, 1 << 24, &vocab_size));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.seq_len", 1, kMax, &seq_len));
+  int32_t shared = 1;
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.shared_classifier", 0, 1, &shared));
+  shared_classifier = shared != 0;
+  if (r.FindMeta("llama.norm_eps")) TINYAI_RETURN_IF_ERROR(r.GetFloat("llama.norm_eps", &norm_eps));
+  if (r.FindMeta("llama.rope_theta")) TINYAI_RETURN_IF_ERROR(r.GetFloat("llama.rope_theta", &rope_theta));
+  if (!(norm_eps > 0.0f && norm_eps < 1.0f) || !(rope_theta > 1.0f && std::isfinite(rope_theta))) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': norm_eps %g or rope_theta %g is out of range", r.source(),
+                    static_cast<double>(norm_eps), static_cast<double>(rope_theta));
+  }
+  if (dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': dim %d, heads %d, kv_heads %d do not divide into even-sized heads", r.source(), dim,
+                    heads, kv_heads);
+  }
+  head_size = dim / heads;
+  kv_dim = head_size * kv_heads;
+  return TINYAI_OK;
+}
+
+LlamaModel::~LlamaModel() = default;
+
+TinyAIStatus LlamaModel::Init(TinyAIMappedModel* model, const TinyAILLMConfig& config,
+                              const kernels::KernelTable* kernels) {
+  model_ = model;
+  k_ = kernels ? kernels : &kernels::Best();
+  TINYAI_RETURN_IF_ERROR(hp_.Load(model->reader()));
+  if (config.contextLength < 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", config.contextLength);
+  }
+  context_ = config.contextLength == 0 ? hp_.seq_len : config.contextLength;
+  if (context_ > hp_.seq_len) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d exceeds the model's seq_len %d", context_,
+                    hp_.seq_len);
+  }
+  if (config.threads < 0 || config.threads > 256) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "threads %d is out of range 0..256", config.threads);
+  }
+  int threads = config.threads == 0 ? port::CpuCount() : config.threads;
+  TINYAI_RETURN_IF_ERROR(BindTensors());
+  TINYAI_RETURN_IF_ERROR(BindTokenizer());
+  TINYAI_RETURN_IF_ERROR(pool_.Start(threads));
+  TINYAI_RETURN_IF_ERROR(AllocateBuffers());
+  position_ = 0;
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::FindInLayer(int32_t layer, TinyAITensorRole role, uint64_t rows, uint64_t cols,
+                                     uint64_t* offset) {
+  const TinyAILayerDescriptor& d = model_->descriptor(layer);
+  const auto tensors = model_->reader().tensors();
+  for (int32_t t = d.firstTensor; t < d.firstTensor + d.tensorCount; ++t) {
+    const tmai::TensorEntry& e = tensors[static_cast<size_t>(t)];
+    if (e.role != role) continue;
+    if (e.dtype != TINYAI_DTYPE_F32) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; this runner computes in f32",
+                      model_->reader().source(), e.name, tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
+    }
+    bool ok = cols == 0 ? (e.ndims == 1 && e.shape[0] == rows)
+                        : (e.ndims == 2 && e.shape[0] == rows && e.shape[1] == cols);
+    if (!ok) {
+      return SetError(TINYAI_ERR_BAD_FORMAT,
+                      "'%s': tensor '%s' has shape [%llu, %llu], expected [%llu, %llu] from the hyper-parameters",
+                      model_->reader().source(), e.name, static_cast<unsigned long long>(e.shape[0]),
+                      static_cast<unsigned long long>(e.shape[1]), static_cast<unsigned long long>(rows),
+                      static_cast<unsigned long long>(cols));
+    }
+    *offset = e.decoded_offset;
+    weight_bytes_ += e.decoded_size;
+    return TINYAI_OK;
+  }
+  return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer '%s' has no %s tensor", model_->reader().source(), d.name,
+                  tinyaiTensorRoleName(role));
+}
+
+TinyAIStatus LlamaModel::BindTensors() {
+  TINYAI_RETURN_IF_ERROR(blocks_.Allocate(static_cast<size_t>(hp_.layers), "block table"));
+  weight_bytes_ = 0;
+  int32_t seen_blocks = 0;
+  const uint64_t dim = static_cast<uint64_t>(hp_.dim), hidden = static_cast<uint64_t>(hp_.hidden_dim);
+  const uint64_t kv_dim = static_cast<uint64_t>(hp_.kv_dim), vocab = static_cast<uint64_t>(hp_.vocab_size);
+  for (int32_t l = 0; l < model_->layer_count(); ++l) {
+    const TinyAILayerDescriptor& d = model_->descriptor(l);
+    switch (d.kind) {
+      case TINYAI_LAYER_EMBEDDING:
+        embedding_layer_ = l;
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_TOKEN_EMBEDDING, vocab, dim, &embedding_));
+        break;
+      case TINYAI_LAYER_TRANSFORMER: {
+        if (d.blockIndex != seen_blocks || d.blockIndex >= hp_.layers) {
+          return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': transformer layer %d is block %d, expected block %d of %d",
+                          model_->reader().source(), l, d.blockIndex, seen_blocks, hp_.layers);
+        }
+        BlockTensors& b = blocks_[static_cast<size_t>(seen_blocks++)];
+        b.layer = l;
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_NORM, dim, 0, &b.attn_norm));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_Q, dim, dim, &b.wq));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_K, kv_dim, dim, &b.wk));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_V, kv_dim, dim, &b.wv));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_OUT, dim, dim, &b.wo));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_NORM, dim, 0, &b.ffn_norm));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_GATE, hidden, dim, &b.w1));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_DOWN, dim, hidden, &b.w2));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_UP, hidden, dim, &b.w3));
+        break;
+      }
+      case TINYAI_LAYER_OUTPUT:
+        output_layer_ = l;
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_OUTPUT_NORM, dim, 0, &output_norm_));
+        if (!hp_.shared_classifier) {
+          classifier_layer_ = l;
+          TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_CLASSIFIER, vocab, dim, &classifier_));
+        }
+        break;
+      default:
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer %d (%s) has no place in a llama model",
+                        model_->reader().source(), l, tinyaiLayerKindName(d.kind));
+    }
+  }
+  if (embedding_layer_ < 0 || output_layer_ < 0 || seen_blocks != hp_.layers) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': expected an embedding, %d blocks and an output layer; found %s%d blocks%s",
+                    model_->reader().source(), hp_.layers, embedding_layer_ < 0 ? "no embedding, " : "", seen_blocks,
+                    output_layer_ < 0 ? ", no output" : "");
+  }
+  if (hp_.shared_classifier) {
+    classifier_layer_ = embedding_layer_;
+    classifier_ = embedding_;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::BindTokenizer() {
+  const TmaiReader& r = model_->reader();
+  const MetaEntry* tokens = r.FindMeta("tokenizer.tokens");
+  const MetaEntry* scores = r.FindMeta("tokenizer.scores");
+  if (!tokens || !scores || tokens->type != tmai::kMetaStringArray || scores->type != tmai::kMetaFloatArray) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': tokenizer.tokens / tokenizer.scores are missing or mistyped",
+                    r.source());
+  }
+  if (tokens->count != static_cast<uint32_t>(hp_.vocab_size) || scores->count != tokens->count) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': tokenizer has %u pieces and %u scores for a vocabulary of %d",
+                    r.source(), tokens->count, scores->count, hp_.vocab_size);
+  }
+  TINYAI_RETURN_IF_ERROR(pieces_.Allocate(tokens->count, "tokenizer pieces"));
+  TINYAI_RETURN_IF_ERROR(scores_.Allocate(scores->count, "tokenizer scores"));
+  TmaiReader::GetStringArray(*tokens, pieces_.data());
+  TmaiReader::CopyFloatArray(*scores, scores_.data());
+  int64_t bos = 1, eos = 2, max_len = 0;
+  if (r.FindMeta("tokenizer.bos_id")) TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.bos_id", &bos));
+  if (r.FindMeta("tokenizer.eos_id")) TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.eos_id", &eos));
+  if (r.FindMeta("tokenizer.max_token_length")) {
+    TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.max_token_length", &max_len));
+  }
+  if (bos < 0 || bos >= hp_.vocab_size || eos < 0 || eos >= hp_.vocab_size || max_len < 0 || max_len > 65536) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': bos %lld, eos %lld or max_token_length %lld is impossible",
+                    r.source(), static_cast<long long>(bos), static_cast<long long>(eos),
+                    static_cast<long long>(max_len));
+  }
+  return tokenizer_.Init(Span<const StringView>(pieces_.data(), pieces_.size()),
+                         Span<const float>(scores_.data(), scores_.size()), static_cast<int32_t>(bos),
+                         static_cast<int32_t>(eos), static_cast<uint32_t>(max_len));
+}
+
+TinyAIStatus LlamaModel::AllocateBuffers() {
+  const size_t c = kMaxChunk, dim = static_cast<size_t>(hp_.dim), hidden = static_cast<size_t>(hp_.hidden_dim);
+  TINYAI_RETURN_IF_ERROR(x_.Allocate(c * dim * sizeof(float), "activations x"));
+  TINYAI_RETURN_IF_ERROR(xb_.Allocate(c * dim * sizeof(float), "activations xb"));
+  TINYAI_RETURN_IF_ERROR(xb2_.Allocate(c * dim * sizeof(float), "activations xb2"));
+  TINYAI_RETURN_IF_ERROR(q_.Allocate(c * dim * sizeof(float), "activations q"));
+  TINYAI_RETURN_IF_ERROR(hb_.Allocate(c * hidden * sizeof(float), "activations hb"));
+  TINYAI_RETURN_IF_ERROR(hb2_.Allocate(c * hidden * sizeof(float), "activations hb2"));
+  TINYAI_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(hp_.vocab_size) * sizeof(float), "logits"));
+  // Attention scores: one context-long row per thread, rows 64 bytes apart.
+  TINYAI_RETURN_IF_ERROR(att_.Allocate(AttentionStride() * static_cast<size_t>(pool_.size()) * sizeof(float),
+                                       "attention scores"));
+  uint64_t kv_bytes = 0;
+  if (!CheckedMul(static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(context_),
+                  static_cast<uint64_t>(hp_.kv_dim) * sizeof(float), &kv_bytes) ||
+      kv_bytes > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp_.layers, context_);
+  }
+  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(kv_bytes), "KV cache"));
+  TINYAI_RETURN_IF_ERROR(rope_.Allocate(static_cast<size_t>(hp_.head_size) * sizeof(float), "rope table"));
+  return TINYAI_OK;
+}
+
+uint64_t LlamaModel::activation_bytes() const {
+  return x_.bytes() + xb_.bytes() + xb2_.bytes() + q_.bytes() + hb_.bytes() + hb2_.bytes() + logits_.bytes() +
+         att_.bytes() + rope_.bytes();
+}
+
+uint64_t LlamaModel::BytesPerToken(int32_t position) const {
+  uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
+                static_cast<uint64_t>(hp_.kv_dim) * sizeof(float);
+  uint64_t row = static_cast<uint64_t>(hp_.dim) * sizeof(float);
+  uint64_t table = static_cast<uint64_t>(hp_.vocab_size) * row;
+  // Every weight is read once, except the embedding table, of which one row
+  // is read, unless it doubles as the classifier.
+  uint64_t weights = weight_bytes_ - table + row + (hp_.shared_classifier ? table : 0);
+  return weights + kv;
+}
+
+void LlamaModel::MatMul(const float* w, const float* x, float* y, int32_t rows, int32_t cols, int32_t n,
+                        size_t ldy) {
+  const kernels::KernelTable& k = *k_;
+  const size_t c = static_cast<size_t>(cols);
+  pool_.ParallelFor(static_cast<size_t>(rows), kRowGrain, [&](size_t begin, size_t end, int) {
+    if (n == 1) {
+      k.matvec(w + begin * c, c, x, y + begin, end - begin, c);
+    } else {
+      k.matmul(w + begin * c, c, x, c, y + begin, ldy, end - begin, c, static_cast<size_t>(n));
+    }
+  });
+}
+
+void LlamaModel::Rope(float* vec, int32_t width) const {
+  const float* cs = rope_.floats();
+  const int32_t hs = hp_.head_size;
+  for (int32_t i = 0; i < width; i += 2) {
+    int32_t pair = (i % hs) / 2;
+    float fcr = cs[2 * pair], fci = cs[2 * pair + 1];
+    float v0 = vec[i], v1 = vec[i + 1];
+    vec[i] = v0 * fcr - v1 * fci;
+    vec[i + 1] = v0 * fci + v1 * fcr;
+  }
+}
+
+TinyAIStatus LlamaModel::Eval(const int32_t* tokens, int32_t count) {
+  if (count < 0 || (count > 0 && !tokens)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "eval: %d tokens at %p", count, static_cast<const void*>(tokens));
+  }
+  if (count > context_ - position_) {
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW,
+                    "%d tokens do not fit: %d of the context's %d positions are used", count, position_, context_);
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= hp_.vocab_size) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "token %d at index %d is outside the vocabulary (0..%d)",
+                      tokens[i], i, hp_.vocab_size - 1);
+    }
+  }
+  for (int32_t done = 0; done < count;) {
+    int32_t n = count - done < kMaxChunk ? count - done : kMaxChunk;
+    TINYAI_RETURN_IF_ERROR(EvalChunk(tokens + done, n));
+    done += n;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::EvalChunk(const int32_t* tokens, int32_t n) {
+  TINYAI_RETURN_IF_ERROR(Embed(tokens, n));
+  for (int32_t b = 0; b < hp_.layers; ++b) TINYAI_RETURN_IF_ERROR(Block(b, n));
+  TINYAI_RETURN_IF_ERROR(Classify(n));
+  position_ += n;
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::Embed(const int32_t* tokens, int32_t n) {
+  const uint8_t* base = nullptr;
+  TINYAI_RETURN_IF_ERROR(model_->Acquire(embedding_layer_, &base));
+  const float* table = reinterpret_cast<const float*>(base + embedding_);
+  const size_t dim = static_cast<size_t>(hp_.dim);
+  for (int32_t i = 0; i < n; ++i) {
+    std::memcpy(x_.floats() + static_cast<size_t>(i) * dim, table + static_cast<size_t>(tokens[i]) * dim,
+                dim * sizeof(float));
+  }
+  return model_->Release(embedding_layer_);
+}
+
+TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
+  const BlockTensors& bt = blocks_[static_cast<size_t>(b)];
+  const uint8_t* base = nullptr;
+  TINYAI_RETURN_IF_ERROR(model_->Acquire(bt.layer, &base));
+  int32_t next = b + 1 < hp_.layers ? blocks_[static_cast<size_t>(b) + 1].layer : output_layer_;
+  model_->Prefetch(next);
+  auto W = [base](uint64_t offset) { return reinterpret_cast<const float*>(base + offset); };
+
+  const kernels::KernelTable& k = *k_;
+  const int32_t dim = hp_.dim, kv_dim = hp_.kv_dim, hidden = hp_.hidden_dim;
+  const size_t d = static_cast<size_t>(dim);
+  float* x = x_.floats();
+  float* xb = xb_.floats();
+  float* xb2 = xb2_.floats();
+  float* q = q_.floats();
+  float* hb = hb_.floats();
+  float* hb2 = hb2_.floats();
+  float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * static_cast<size_t>(kv_dim);
+  float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * static_cast<size_t>(kv_dim);
+  float* kpos = kcache + static_cast<size_t>(position_) * static_cast<size_t>(kv_dim);
+  float* vpos = vcache + static_cast<size_t>(position_) * static_cast<size_t>(kv_dim);
+
+  // Attention.
+  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, W(bt.attn_norm), xb + i * d, d, hp_.norm_eps);
+  MatMul(W(bt.wq), xb, q, dim, dim, n, d);
+  MatMul(W(bt.wk), xb, kpos, kv_dim, dim, n, static_cast<size_t>(kv_dim));
+  MatMul(W(bt.wv), xb, vpos, kv_dim, dim, n, static_cast<size_t>(kv_dim));
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t pos = position_ + i;
+    float* cs = rope_.floats();
+    for (int32_t pair = 0; pair < hp_.head_size / 2; ++pair) {
+      float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size));
+      float val = static_cast<float>(pos) * freq;
+      cs[2 * pair] = cosf(val);
+      cs[2 * pair + 1] = sinf(val);
+    }
+    Rope(q + i * d, dim);
+    Rope(kpos + static_cast<size_t>(i) * static_cast<size_t>(kv_dim), kv_dim);
+  }
+  Attention(b, n);
+  MatMul(W(bt.wo), xb2, xb, dim, dim, n, d);
+  for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
+
+  // Feed-forward.
+  const size_t h = static_cast<size_t>(hidden);
+  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, W(bt.ffn_norm), xb + i * d, d, hp_.norm_eps);
+  MatMul(W(bt.w1), xb, hb, hidden, dim, n, h);
+  MatMul(W(bt.w3), xb, hb2, hidden, dim, n, h);
+  for (int32_t i = 0; i < n; ++i) k.swiglu(hb + i * h, hb2 + i * h, h);
+  MatMul(W(bt.w2), hb, xb, dim, hidden, n, d);
+  for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
+  return model_->Release(bt.layer);
+}
+
+void LlamaModel::Attention(int32_t b, int32_t n) {
+  const kernels::KernelTable& k = *k_;
+  const size_t kv_dim = static_cast<size_t>(hp_.kv_dim), d = static_cast<size_t>(hp_.dim);
+  const size_t hs = static_cast<size_t>(hp_.head_size);
+  const int32_t heads = hp_.heads, kv_mul = hp_.heads / hp_.kv_heads;
+  const float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kv_dim;
+  const float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kv_dim;
+  const float scale = 1.0f / sqrtf(static_cast<float>(hs));
+  const size_t att_stride = AttentionStride();
+  const int32_t base_pos = position_;
+  const float* q = q_.floats();
+  float* out = xb2_.floats();
+  float* att_all = att_.floats();
+  pool_.ParallelFor(static_cast<size_t>(n) * static_cast<size_t>(heads), 1, [&](size_t begin, size_t end, int t) {
+    float* att = att_all + static_cast<size_t>(t) * att_stride;
+    for (size_t item = begin; item < end; ++item) {
+      const int32_t i = static_cast<int32_t>(item / static_cast<size_t>(heads));
+      const int32_t h = static_cast<int32_t>(item % static_cast<size_t>(heads));
+      const size_t len = static_cast<size_t>(base_pos + i + 1);
+      const float* qh = q + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs;
+      const size_t kvh = static_cast<size_t>(h / kv_mul) * hs;
+      k.matvec(kcache + kvh, kv_dim, qh, att, len, hs);
+      for (size_t t = 0; t < len; ++t) att[t] *= scale;
+      k.softmax(att, len);
+      k.vecmat(att, vcache + kvh, kv_dim, out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs, len, hs);
+    }
+  });
+}
+
+TinyAIStatus LlamaModel::Classify(int32_t n) {
+  const uint8_t* out_base = nullptr;
+  TINYAI_RETURN_IF_ERROR(model_->Acquire(output_layer_, &out_base));
+  const size_t d = static_cast<size_t>(hp_.dim);
+  float* last = x_.floats() + static_cast<size_t>(n - 1) * d;
+  k_->rmsnorm(last, reinterpret_cast<const float*>(out_base + output_norm_), last, d, hp_.norm_eps);
+  const uint8_t* cls_base = out_base;
+  if (classifier_layer_ != output_layer_) {
+    TinyAIStatus s = model_->Acquire(classifier_layer_, &cls_base);
+    if (s != TINYAI_OK) {
+      model_->Release(output_layer_);
+      return s;
+    }
+  }
+  MatMul(reinterpret_cast<const float*>(cls_base + classifier_), last, logits_.floats(), hp_.vocab_size, hp_.dim, 1,
+         static_cast<size_t>(hp_.vocab_size));
+  if (classifier_layer_ != output_layer_) TINYAI_RETURN_IF_ERROR(model_->Release(classifier_layer_));
+  return model_->Release(output_layer_);
+}
+
+}  // namespace tinyai

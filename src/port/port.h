@@ -1,0 +1,61 @@
+// The platform seam. Each port (ports/<target>/) implements these link-time
+// functions; the core calls nothing of the OS except through them.
+#ifndef TINYAI_PORT_PORT_H_
+#define TINYAI_PORT_PORT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tinyai/status.h"
+
+namespace tinyai {
+namespace port {
+
+// A read-only view of a whole file. handle is the port's own.
+struct MappedFile {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+  intptr_t handle = -1;
+};
+
+// Maps path read-only. Errors: TINYAI_ERR_FILE_NOT_FOUND, TINYAI_ERR_IO,
+// TINYAI_ERR_TRUNCATED (the file is empty), TINYAI_ERR_UNSUPPORTED (no
+// file system on this port). The message names the path and the OS error.
+TinyAIStatus MapFile(const char* path, MappedFile* out);
+void UnmapFile(MappedFile* file);  // resets *file; ok on an empty MappedFile
+
+enum class Advice { kWillNeed, kDontNeed, kSequential, kRandom };
+// Hints the OS about [data, data+size) of a mapping; rounds to pages. No-op
+// where the port has no virtual memory.
+void AdviseRange(const void* data, size_t size, Advice advice);
+
+size_t PageSize();
+int CpuCount();
+uint64_t MonotonicNanos();
+
+// Resident set size of the process (0 if unknown): peak (VmHWM) and now.
+uint64_t PeakRssBytes();
+uint64_t CurrentRssBytes();
+
+void* AlignedAlloc(size_t alignment, size_t size);  // NULL on failure
+void AlignedFree(void* p);                           // NULL ok
+
+}  // namespace port
+}  // namespace tinyai
+
+
+namespace tinyai {
+namespace port {
+
+// Threads (ports without threads return TINYAI_ERR_UNSUPPORTED).
+struct Thread {
+  uintptr_t handle = 0;
+  bool started = false;
+};
+TinyAIStatus StartThread(Thread* thread, void (*fn)(void*), void* arg);
+void JoinThread(Thread* thread);  // no-op for a thread that never started
+
+}  // namespace port
+}  // namespace tinyai
+
+#endif  // TINYAI_PORT_PORT_H_

@@ -1,0 +1,162 @@
+#include "text/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/status.h"
+
+// Bit-for-bit llama2.c's sampler (sample_argmax, softmax, sample_mult,
+// sample_topp, random_u32/random_f32), with two departures where llama2.c
+// has undefined behaviour:
+//  - a random state of 0 (a fixed point of xorshift) is replaced by
+//    kZeroStateReplacement before use;
+//  - when no probability reaches the top-p cutoff (llama2.c then reads
+//    probindex[-1]), or for a single-token vocabulary, the arg-max of the
+//    probabilities is returned. No probability reaches the cutoff
+//    (1 - topP) / (n - 1) only when topP < 1/n (the largest probability is at
+//    least 1/n), and then the largest probability alone exceeds topP, so the
+//    nucleus is exactly that token: the fallback is the exact top-p answer.
+//    It happens easily for small vocabularies (n = 2, topP 0.1, 0.6/0.4).
+// Ties in the top-p sort (llama2.c's qsort leaves their order unspecified)
+// are broken by ascending token index.
+
+namespace tinyai {
+namespace {
+
+constexpr uint64_t kZeroStateReplacement = 0x9E3779B97F4A7C15ull;
+
+struct ProbIndexGreater {
+  bool operator()(const ProbIndex& a, const ProbIndex& b) const {
+    if (a.prob != b.prob) return a.prob > b.prob;
+    return a.index < b.index;
+  }
+};
+
+void Softmax(float* x, size_t n) {
+  float maxValue = x[0];
+  for (size_t i = 1; i < n; ++i) {
+    if (x[i] > maxValue) maxValue = x[i];
+  }
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - maxValue);
+    sum += x[i];
+  }
+  for (size_t i = 0; i < n; ++i) x[i] /= sum;
+}
+
+int32_t SampleMult(const float* probabilities, size_t n, float coin) {
+  float cdf = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    cdf += probabilities[i];
+    if (coin < cdf) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(n - 1);
+}
+
+int32_t SampleTopP(const float* probabilities, size_t n, float topP, ProbIndex* probIndex,
+                   float coin) {
+  if (n < 2) return 0;
+  // Tokens below the cutoff cannot be in the nucleus; dropping them first
+  // keeps the sort short.
+  const float cutoff = (1.0f - topP) / static_cast<float>(n - 1);
+  size_t n0 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (probabilities[i] >= cutoff) {
+      probIndex[n0].index = static_cast<int32_t>(i);
+      probIndex[n0].prob = probabilities[i];
+      ++n0;
+    }
+  }
+  if (n0 == 0) return Sampler::Argmax(probabilities, n);
+  std::sort(probIndex, probIndex + n0, ProbIndexGreater());
+
+  // The smallest prefix whose probabilities add up to more than topP.
+  float cumulative = 0.0f;
+  size_t last = n0 - 1;
+  for (size_t i = 0; i < n0; ++i) {
+    cumulative += probIndex[i].prob;
+    if (cumulative > topP) {
+      last = i;
+      break;
+    }
+  }
+  const float r = coin * cumulative;
+  float cdf = 0.0f;
+  for (size_t i = 0; i <= last; ++i) {
+    cdf += probIndex[i].prob;
+    if (r < cdf) return probIndex[i].index;
+  }
+  return probIndex[last].index;
+}
+
+}  // namespace
+
+TinyAIStatus Sampler::Init(size_t vocabSize) {
+  scratch_ = Array<ProbIndex>();
+  if (vocabSize == 0 || vocabSize > static_cast<size_t>(INT32_MAX)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "sampler: vocabulary size %zu must be in [1, 2147483647]", vocabSize);
+  }
+  return scratch_.Allocate(vocabSize, "sampler scratch");
+}
+
+TinyAIStatus Sampler::Sample(float* logits, float temperature, float topP, uint64_t* rng,
+                             int32_t* token) {
+  if (logits == nullptr || rng == nullptr || token == nullptr) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler: NULL %s",
+                    logits == nullptr ? "logits" : rng == nullptr ? "random state" : "token");
+  }
+  if (scratch_.size() == 0) {
+    return SetError(TINYAI_ERR_MISUSE, "sampler: Sample before a successful Init");
+  }
+  if (!std::isfinite(temperature) || temperature < 0.0f) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "sampler: temperature %g must be finite and >= 0",
+                    static_cast<double>(temperature));
+  }
+  if (std::isnan(topP)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler: top-p is NaN");
+  }
+  const size_t n = scratch_.size();
+  if (temperature == 0.0f) {
+    *token = Argmax(logits, n);
+    return TINYAI_OK;
+  }
+  for (size_t i = 0; i < n; ++i) logits[i] /= temperature;
+  Softmax(logits, n);
+  const float coin = RandomF32(rng);
+  if (topP <= 0.0f || topP >= 1.0f) {
+    *token = SampleMult(logits, n, coin);
+  } else {
+    *token = SampleTopP(logits, n, topP, scratch_.data(), coin);
+  }
+  return TINYAI_OK;
+}
+
+int32_t Sampler::Argmax(const float* logits, size_t n) {
+  if (logits == nullptr || n == 0) return 0;
+  size_t best = 0;
+  float bestValue = logits[0];
+  for (size_t i = 1; i < n; ++i) {
+    if (logits[i] > bestValue) {
+      best = i;
+      bestValue = logits[i];
+    }
+  }
+  return static_cast<int32_t>(best);
+}
+
+uint32_t Sampler::RandomU32(uint64_t* state) {
+  if (*state == 0) *state = kZeroStateReplacement;
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return static_cast<uint32_t>((*state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float Sampler::RandomF32(uint64_t* state) {
+  return static_cast<float>(RandomU32(state) >> 8) / 16777216.0f;
+}
+
+}  // namespace tinyai

@@ -1,0 +1,42 @@
+// Next-token sampling as in llama2.c: greedy arg-max at temperature 0,
+// otherwise softmax(logits / temperature) sampled whole or by nucleus (top-p),
+// from a xorshift64* random stream so a seed reproduces the text.
+#ifndef TINYAI_TEXT_SAMPLER_H_
+#define TINYAI_TEXT_SAMPLER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/array.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+struct ProbIndex {
+  float prob;
+  int32_t index;
+};
+
+class Sampler {
+ public:
+  // Allocates the scratch for a vocabulary of vocabSize tokens.
+  TinyAIStatus Init(size_t vocabSize);
+
+  // Picks a token from logits (vocabSize floats; modified in place).
+  // temperature >= 0, topP in (0, 1] (>= 1 or <= 0 means off); *rng is the
+  // random state (never 0; a 0 state is replaced by a fixed constant).
+  // TINYAI_ERR_INVALID_ARGUMENT for a negative or non-finite temperature.
+  TinyAIStatus Sample(float* logits, float temperature, float topP, uint64_t* rng,
+                      int32_t* token);
+
+  static int32_t Argmax(const float* logits, size_t n);
+  static uint32_t RandomU32(uint64_t* state);
+  static float RandomF32(uint64_t* state);  // in [0, 1)
+
+ private:
+  Array<ProbIndex> scratch_;
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_TEXT_SAMPLER_H_

@@ -1,0 +1,539 @@
+// Parity tests: every kernel table this CPU runs against Ref(), and Ref()
+// against double precision.
+//
+// Two kinds of checks:
+//  - exact: small-integer data, where every product and partial sum is exact
+//    in fp32, so any correct summation order (and FMA) must give the same
+//    bits as Ref(). These catch dropped, doubled or misplaced terms at any
+//    size, which a tolerance could hide.
+//  - random: uniform data, compared with a bound for fp32 reassociation,
+//    |got - want| <= kRelTol * sum|terms| + kAbsTol.
+// Buffers are sized exactly (so ASan sees any over-read), padding between
+// rows is NaN (so reading it poisons the result), and pointers are offset by
+// one float to test unaligned access.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace tinyai {
+namespace kernels {
+namespace {
+
+constexpr float kRelTol = 1e-5f;
+constexpr float kAbsTol = 1e-6f;
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+const size_t kSizes[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 768, 2048};
+const size_t kRows[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 24, 33};
+
+std::vector<const KernelTable*> AllTables() {
+  const KernelTable* tables[16];
+  size_t n = AvailableTables(tables, 16);
+  if (n > 16) n = 16;
+  return std::vector<const KernelTable*>(tables, tables + n);
+}
+
+// A buffer of exactly offset + count floats, viewed from `offset` on.
+struct Buf {
+  Buf(size_t count, size_t offset) : storage(offset + count, kNaN), off(offset) {}
+  float* data() { return storage.data() + off; }
+  float& operator[](size_t i) { return storage[off + i]; }
+  std::vector<float> storage;
+  size_t off;
+};
+
+class Filler {
+ public:
+  explicit Filler(uint32_t seed) : rng_(seed) {}
+  float Uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng_); }
+  // Small integers: products and sums stay exact in fp32 for our sizes.
+  float SmallInt() { return static_cast<float>(static_cast<int>(rng_() % 7) - 3); }
+  float Next(bool exact) { return exact ? SmallInt() : Uniform(-1.0f, 1.0f); }
+
+ private:
+  std::mt19937 rng_;
+};
+
+// A rows x cols matrix with row stride ld; only the used elements are filled,
+// the padding stays NaN. Size is exact: (rows-1)*ld + cols.
+Buf MakeMatrix(Filler& f, size_t rows, size_t cols, size_t ld, size_t offset, bool exact) {
+  Buf m(rows == 0 ? 0 : (rows - 1) * ld + cols, offset);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) m[r * ld + c] = f.Next(exact);
+  return m;
+}
+
+float SumAbsProducts(const float* a, size_t stride_a, const float* b, size_t stride_b, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(a[i * stride_a]) * b[i * stride_b]);
+  return static_cast<float>(s);
+}
+
+::testing::AssertionResult Close(float got, float want, float scale, bool exact) {
+  if (exact) {
+    if (std::memcmp(&got, &want, sizeof(float)) == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "got " << got << ", want exactly " << want;
+  }
+  const float tol = kRelTol * scale + kAbsTol;
+  if (std::fabs(got - want) <= tol) return ::testing::AssertionSuccess();  // false for NaN
+  return ::testing::AssertionFailure() << "got " << got << ", want " << want << " (tolerance "
+                                       << tol << ")";
+}
+
+// Element-wise relative comparison for rmsnorm/softmax/swiglu outputs.
+::testing::AssertionResult CloseRel(float got, float want, float rel, float abs_tol) {
+  if (std::fabs(got - want) <= rel * std::fabs(want) + abs_tol) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << got << ", want " << want;
+}
+
+class KernelParity : public ::testing::TestWithParam<const KernelTable*> {
+ protected:
+  const KernelTable& T() const { return *GetParam(); }
+  const KernelTable& R() const { return Ref(); }
+};
+
+std::string TableTestName(const ::testing::TestParamInfo<const KernelTable*>& info) {
+  std::string s;
+  for (const char* p = info.param->name; *p; ++p) {
+    const char c = *p;
+    s += ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) ? c : '_';
+  }
+  return s;
+}
+
+// ---- matvec ---------------------------------------------------------------------
+
+void CheckMatvec(const KernelTable& t, size_t rows, size_t cols, size_t ld_pad, size_t off, bool exact,
+                 uint32_t seed) {
+  Filler f(seed);
+  const size_t ldw = cols + ld_pad;
+  Buf w = MakeMatrix(f, rows, cols, ldw, off, exact);
+  Buf x(cols, off);
+  for (size_t c = 0; c < cols; ++c) x[c] = f.Next(exact);
+  Buf y(rows, off), y_ref(rows, off);
+  t.matvec(w.data(), ldw, x.data(), y.data(), rows, cols);
+  Ref().matvec(w.data(), ldw, x.data(), y_ref.data(), rows, cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const float scale = SumAbsProducts(w.data() + r * ldw, 1, x.data(), 1, cols);
+    ASSERT_TRUE(Close(y[r], y_ref[r], scale, exact))
+        << t.name << " matvec rows=" << rows << " cols=" << cols << " ldw=" << ldw << " off=" << off
+        << " row " << r;
+  }
+}
+
+TEST_P(KernelParity, Matvec) {
+  uint32_t seed = 1;
+  for (bool exact : {true, false})
+    for (size_t rows : kRows)
+      for (size_t cols : kSizes)
+        for (size_t ld_pad : {0, 1, 7})
+          for (size_t off : {0, 1}) {
+            CheckMatvec(T(), rows, cols, ld_pad, off, exact, seed++);
+            if (HasFatalFailure()) return;
+          }
+}
+
+TEST_P(KernelParity, MatvecLarge) {
+  CheckMatvec(T(), 256, 768, 0, 0, false, 11);
+  CheckMatvec(T(), 67, 2048, 3, 1, false, 12);
+  CheckMatvec(T(), 129, 2048, 0, 1, true, 13);
+}
+
+// ---- matmul ---------------------------------------------------------------------
+
+void CheckMatmul(const KernelTable& t, size_t rows, size_t cols, size_t n, size_t pad, size_t off,
+                 bool exact, uint32_t seed) {
+  Filler f(seed);
+  const size_t ldw = cols + pad, ldx = cols + 2 * pad, ldy = rows + pad;
+  Buf w = MakeMatrix(f, rows, cols, ldw, off, exact);
+  Buf x = MakeMatrix(f, n, cols, ldx, off, exact);
+  const size_t ysize = n == 0 ? 0 : (n - 1) * ldy + rows;
+  Buf y(ysize, off), y_ref(ysize, off);
+  t.matmul(w.data(), ldw, x.data(), ldx, y.data(), ldy, rows, cols, n);
+  Ref().matmul(w.data(), ldw, x.data(), ldx, y_ref.data(), ldy, rows, cols, n);
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float scale = SumAbsProducts(w.data() + r * ldw, 1, x.data() + j * ldx, 1, cols);
+      ASSERT_TRUE(Close(y[j * ldy + r], y_ref[j * ldy + r], scale, exact))
+          << t.name << " matmul rows=" << rows << " cols=" << cols << " n=" << n << " pad=" << pad
+          << " off=" << off << " at j=" << j << " r=" << r;
+    }
+    // Padding between output vectors must be left alone.
+    if (j + 1 < n) {
+      for (size_t r = rows; r < ldy; ++r) ASSERT_TRUE(std::isnan(y[j * ldy + r])) << "matmul wrote padding";
+    }
+  }
+}
+
+TEST_P(KernelParity, Matmul) {
+  uint32_t seed = 100;
+  const size_t cols_list[] = {0, 1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 768};
+  for (bool exact : {true, false})
+    for (size_t rows : {0, 1, 3, 4, 5, 8, 9, 17})
+      for (size_t cols : cols_list)
+        for (size_t n = 0; n <= 9; ++n)
+          for (size_t pad : {0, 3})
+            for (size_t off : {0, 1}) {
+              CheckMatmul(T(), rows, cols, n, pad, off, exact, seed++);
+              if (HasFatalFailure()) return;
+            }
+}
+
+TEST_P(KernelParity, MatmulLarge) {
+  CheckMatmul(T(), 64, 2048, 8, 0, 0, false, 201);
+  CheckMatmul(T(), 33, 768, 16, 1, 1, false, 202);
+  CheckMatmul(T(), 31, 2048, 11, 1, 1, true, 203);
+}
+
+// ---- vecmat ---------------------------------------------------------------------
+
+void CheckVecmat(const KernelTable& t, size_t n, size_t cols, size_t pad, size_t off, bool exact,
+                 uint32_t seed) {
+  Filler f(seed);
+  const size_t ldv = cols + pad;
+  Buf a(n, off);
+  for (size_t i = 0; i < n; ++i) a[i] = f.Next(exact);
+  Buf v = MakeMatrix(f, n, cols, ldv, off, exact);
+  Buf out(cols, off), out_ref(cols, off);  // NaN-filled: vecmat must overwrite
+  t.vecmat(a.data(), v.data(), ldv, out.data(), n, cols);
+  Ref().vecmat(a.data(), v.data(), ldv, out_ref.data(), n, cols);
+  for (size_t c = 0; c < cols; ++c) {
+    const float scale = SumAbsProducts(a.data(), 1, v.data() + c, ldv, n);
+    ASSERT_TRUE(Close(out[c], out_ref[c], scale, exact))
+        << t.name << " vecmat n=" << n << " cols=" << cols << " ldv=" << ldv << " off=" << off
+        << " col " << c;
+  }
+}
+
+TEST_P(KernelParity, Vecmat) {
+  uint32_t seed = 300;
+  for (bool exact : {true, false})
+    for (size_t n : {0, 1, 2, 3, 5, 17, 100, 257})
+      for (size_t cols : kSizes)
+        for (size_t pad : {0, 5})
+          for (size_t off : {0, 1}) {
+            CheckVecmat(T(), n, cols, pad, off, exact, seed++);
+            if (HasFatalFailure()) return;
+          }
+}
+
+// ---- dot, add ---------------------------------------------------------------------
+
+TEST_P(KernelParity, Dot) {
+  uint32_t seed = 400;
+  for (bool exact : {true, false})
+    for (size_t n : kSizes)
+      for (size_t off_a : {0, 1})
+        for (size_t off_b : {0, 1}) {
+          Filler f(seed++);
+          Buf a(n, off_a), b(n, off_b);
+          for (size_t i = 0; i < n; ++i) {
+            a[i] = f.Next(exact);
+            b[i] = f.Next(exact);
+          }
+          const float got = T().dot(a.data(), b.data(), n);
+          const float want = R().dot(a.data(), b.data(), n);
+          ASSERT_TRUE(Close(got, want, SumAbsProducts(a.data(), 1, b.data(), 1, n), exact))
+              << T().name << " dot n=" << n << " offsets " << off_a << "," << off_b;
+        }
+}
+
+TEST_P(KernelParity, Add) {
+  uint32_t seed = 500;
+  for (size_t n : kSizes)
+    for (size_t off : {0, 1}) {
+      Filler f(seed++);
+      Buf x(n, off), y(n, 1 - off), y_ref(n, 1 - off);
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = f.Uniform(-1, 1);
+        y[i] = y_ref[i] = f.Uniform(-1, 1);
+      }
+      T().add(y.data(), x.data(), n);
+      R().add(y_ref.data(), x.data(), n);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(y[i], y_ref[i]) << T().name << " add n=" << n << " at " << i;  // exact: one rounding
+    }
+}
+
+// ---- rmsnorm, softmax, swiglu -------------------------------------------------------
+
+TEST_P(KernelParity, Rmsnorm) {
+  uint32_t seed = 600;
+  for (size_t n : kSizes)
+    for (size_t off : {0, 1})
+      for (bool in_place : {false, true}) {
+        Filler f(seed++);
+        Buf x(n, off), w(n, 1 - off), out(n, off), out_ref(n, off);
+        for (size_t i = 0; i < n; ++i) {
+          x[i] = f.Uniform(-3, 3);
+          w[i] = f.Uniform(-2, 2);
+        }
+        Buf x_copy = x;
+        float* dst = in_place ? x.data() : out.data();
+        T().rmsnorm(x.data(), w.data(), dst, n, 1e-5f);
+        R().rmsnorm(x_copy.data(), w.data(), out_ref.data(), n, 1e-5f);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_TRUE(CloseRel(dst[i], out_ref[i], 1e-5f, 1e-6f))
+              << T().name << " rmsnorm n=" << n << " off=" << off << " in_place=" << in_place << " at " << i;
+      }
+}
+
+TEST_P(KernelParity, Softmax) {
+  uint32_t seed = 700;
+  for (size_t n : kSizes)
+    for (size_t off : {0, 1})
+      for (float range : {1.0f, 10.0f, 100.0f}) {
+        Filler f(seed++);
+        Buf x(n, off), x_ref(n, off);
+        for (size_t i = 0; i < n; ++i) x[i] = x_ref[i] = f.Uniform(-range, range);
+        T().softmax(x.data(), n);
+        R().softmax(x_ref.data(), n);
+        double total = 0.0;
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(CloseRel(x[i], x_ref[i], 1e-5f, 1e-30f))
+              << T().name << " softmax n=" << n << " off=" << off << " range=" << range << " at " << i;
+          total += x[i];
+        }
+        if (n > 0) {
+          EXPECT_NEAR(total, 1.0, 1e-5) << T().name << " softmax n=" << n;
+        }
+      }
+}
+
+TEST_P(KernelParity, SoftmaxLargeAndMaskedInputs) {
+  // Values far beyond expf's range must not overflow (max is subtracted), and
+  // -inf entries (masked positions) must come out as exactly 0.
+  for (size_t n : {1, 5, 8, 9, 17, 33, 100}) {
+    Buf x(n, 1), x_ref(n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      float v = 500.0f + static_cast<float>(i % 5);
+      if (i % 3 == 1) v = -std::numeric_limits<float>::infinity();
+      x[i] = x_ref[i] = v;
+    }
+    T().softmax(x.data(), n);
+    R().softmax(x_ref.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(CloseRel(x[i], x_ref[i], 1e-5f, 1e-30f)) << T().name << " n=" << n << " at " << i;
+      if (i % 3 == 1) {
+        ASSERT_EQ(x[i], 0.0f);
+      }
+    }
+  }
+}
+
+TEST_P(KernelParity, Swiglu) {
+  uint32_t seed = 800;
+  for (size_t n : kSizes)
+    for (size_t off : {0, 1})
+      for (float range : {1.0f, 10.0f, 120.0f}) {
+        Filler f(seed++);
+        Buf gate(n, off), gate_ref(n, off), up(n, 1 - off);
+        for (size_t i = 0; i < n; ++i) {
+          gate[i] = gate_ref[i] = f.Uniform(-range, range);
+          up[i] = f.Uniform(-2, 2);
+        }
+        T().swiglu(gate.data(), up.data(), n);
+        R().swiglu(gate_ref.data(), up.data(), n);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_TRUE(CloseRel(gate[i], gate_ref[i], 1e-5f, 1e-30f))
+              << T().name << " swiglu n=" << n << " range=" << range << " at " << i;
+      }
+}
+
+TEST_P(KernelParity, SoftmaxMaxAnywhere) {
+  // One value far above the rest, at every position: if the max pass missed
+  // it, exp would overflow to inf and the result would be NaN.
+  for (size_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33}) {
+    for (size_t k = 0; k < n; ++k) {
+      Buf x(n, 1);
+      for (size_t i = 0; i < n; ++i) x[i] = 0.0f;
+      x[k] = 200.0f;
+      T().softmax(x.data(), n);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(x[i], i == k ? 1.0f : 0.0f) << T().name << " softmax n=" << n << " k=" << k << " at " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, KernelParity, ::testing::ValuesIn(AllTables()), TableTestName);
+
+// ---- Ref() against double precision --------------------------------------------------
+
+TEST(RefVsDouble, DotAndMatvec) {
+  Filler f(900);
+  for (size_t n : kSizes) {
+    std::vector<float> a(n), b(n);
+    double want = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = f.Uniform(-1, 1);
+      b[i] = f.Uniform(-1, 1);
+      want += static_cast<double>(a[i]) * b[i];
+      scale += std::fabs(static_cast<double>(a[i]) * b[i]);
+    }
+    const float got = Ref().dot(a.data(), b.data(), n);
+    EXPECT_LE(std::fabs(got - want), kRelTol * scale + kAbsTol) << "dot n=" << n;
+    float y = kNaN;
+    Ref().matvec(a.data(), n, b.data(), &y, 1, n);
+    EXPECT_EQ(y, got) << "matvec of one row must equal dot, n=" << n;
+  }
+}
+
+TEST(RefVsDouble, MatmulAndVecmat) {
+  Filler f(901);
+  const size_t rows = 5, cols = 257, n = 3;
+  std::vector<float> w(rows * cols), x(n * cols), y(n * rows);
+  for (float& v : w) v = f.Uniform(-1, 1);
+  for (float& v : x) v = f.Uniform(-1, 1);
+  Ref().matmul(w.data(), cols, x.data(), cols, y.data(), rows, rows, cols, n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t r = 0; r < rows; ++r) {
+      double want = 0.0, scale = 0.0;
+      for (size_t c = 0; c < cols; ++c) {
+        want += static_cast<double>(w[r * cols + c]) * x[j * cols + c];
+        scale += std::fabs(static_cast<double>(w[r * cols + c]) * x[j * cols + c]);
+      }
+      EXPECT_LE(std::fabs(y[j * rows + r] - want), kRelTol * scale + kAbsTol);
+    }
+  // vecmat: out = sum_t a[t] * w[t, :], with rows as t.
+  std::vector<float> out(cols, kNaN);
+  Ref().vecmat(x.data(), w.data(), cols, out.data(), rows, cols);
+  for (size_t c = 0; c < cols; ++c) {
+    double want = 0.0, scale = 0.0;
+    for (size_t t = 0; t < rows; ++t) {
+      want += static_cast<double>(x[t]) * w[t * cols + c];
+      scale += std::fabs(static_cast<double>(x[t]) * w[t * cols + c]);
+    }
+    EXPECT_LE(std::fabs(out[c] - want), kRelTol * scale + kAbsTol) << "vecmat col " << c;
+  }
+}
+
+TEST(RefVsDouble, RmsnormSoftmaxSwiglu) {
+  Filler f(902);
+  for (size_t n : {1, 7, 64, 768, 2048}) {
+    std::vector<float> x(n), w(n), out(n);
+    double ss = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = f.Uniform(-3, 3);
+      w[i] = f.Uniform(-2, 2);
+      ss += static_cast<double>(x[i]) * x[i];
+    }
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+    Ref().rmsnorm(x.data(), w.data(), out.data(), n, 1e-5f);
+    for (size_t i = 0; i < n; ++i) {
+      const double want = w[i] * inv * x[i];
+      EXPECT_LE(std::fabs(out[i] - want), 1e-5 * std::fabs(want) + 1e-7) << "rmsnorm n=" << n << " at " << i;
+    }
+
+    std::vector<float> s(n);
+    double mx = -1e300, sum = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      s[i] = f.Uniform(-20, 20);
+      mx = s[i] > mx ? s[i] : mx;
+    }
+    for (size_t i = 0; i < n; ++i) sum += std::exp(s[i] - mx);
+    std::vector<float> s_in = s;
+    Ref().softmax(s.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double want = std::exp(s_in[i] - mx) / sum;
+      EXPECT_LE(std::fabs(s[i] - want), 1e-5 * want + 1e-30) << "softmax n=" << n << " at " << i;
+    }
+
+    std::vector<float> g(n), up(n);
+    for (size_t i = 0; i < n; ++i) {
+      g[i] = f.Uniform(-10, 10);
+      up[i] = f.Uniform(-2, 2);
+    }
+    std::vector<float> g_in = g;
+    Ref().swiglu(g.data(), up.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double v = g_in[i];
+      const double want = v / (1.0 + std::exp(-v)) * up[i];
+      EXPECT_LE(std::fabs(g[i] - want), 1e-5 * std::fabs(want) + 1e-30) << "swiglu n=" << n << " at " << i;
+    }
+  }
+}
+
+TEST(RefVsDouble, AddIsExactSum) {
+  std::vector<float> y = {1.0f, -2.5f, 3.25f}, x = {0.5f, 0.5f, -0.25f};
+  Ref().add(y.data(), x.data(), 3);
+  EXPECT_EQ(y, (std::vector<float>{1.5f, -2.0f, 3.0f}));
+}
+
+// The tolerance must be tight enough to notice a single missing term.
+TEST(Tolerance, DetectsDroppedTerm) {
+  Filler f(903);
+  for (size_t n : {17, 257, 2048}) {
+    std::vector<float> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = f.Uniform(-1, 1);
+      b[i] = f.Uniform(-1, 1);
+    }
+    a[n - 1] = 0.5f;
+    b[n - 1] = 0.5f;
+    const float full = Ref().dot(a.data(), b.data(), n);
+    const float dropped = Ref().dot(a.data(), b.data(), n - 1);
+    const float scale = SumAbsProducts(a.data(), 1, b.data(), 1, n);
+    EXPECT_FALSE(Close(dropped, full, scale, false)) << "n=" << n;
+    EXPECT_FALSE(Close(full + 1.0f, full, 0.0f, true));
+  }
+}
+
+// ---- dispatch ------------------------------------------------------------------------
+
+TEST(Dispatch, BestIsAvailableAndNamed) {
+  const std::vector<const KernelTable*> tables = AllTables();
+  ASSERT_FALSE(tables.empty());
+  EXPECT_EQ(tables.front(), &Best());
+  bool found_best = false, found_ref = false;
+  for (const KernelTable* t : tables) {
+    found_best |= (t == &Best());
+    found_ref |= (t == &Ref());
+    ASSERT_NE(t->name, nullptr);
+    EXPECT_EQ(ByName(t->name), t) << t->name;
+    EXPECT_NE(t->matvec, nullptr);
+    EXPECT_NE(t->matmul, nullptr);
+    EXPECT_NE(t->vecmat, nullptr);
+    EXPECT_NE(t->dot, nullptr);
+    EXPECT_NE(t->rmsnorm, nullptr);
+    EXPECT_NE(t->softmax, nullptr);
+    EXPECT_NE(t->swiglu, nullptr);
+    EXPECT_NE(t->add, nullptr);
+  }
+  EXPECT_TRUE(found_best);
+  EXPECT_TRUE(found_ref);
+  EXPECT_EQ(&Best(), &Best());  // resolved once
+}
+
+TEST(Dispatch, ByName) {
+  EXPECT_EQ(ByName("ref"), &Ref());
+  EXPECT_EQ(ByName("best"), &Best());
+  EXPECT_STREQ(Ref().name, "ref");
+  EXPECT_EQ(ByName("nonexistent"), nullptr);
+  EXPECT_EQ(ByName(""), nullptr);
+  EXPECT_EQ(ByName(nullptr), nullptr);
+}
+
+TEST(Dispatch, AvailableTablesCapacity) {
+  const size_t total = AvailableTables(nullptr, 0);
+  EXPECT_GE(total, 1u);
+  const KernelTable* one[1] = {nullptr};
+  EXPECT_EQ(AvailableTables(one, 1), total);
+  EXPECT_EQ(one[0], &Best());
+}
+
+}  // namespace
+
+// Print tables by name in gtest messages (found by argument-dependent lookup).
+void PrintTo(const KernelTable* t, std::ostream* os) { *os << (t ? t->name : "null"); }
+
+}  // namespace kernels
+}  // namespace tinyai

@@ -1,0 +1,23 @@
+// The machine's memory read bandwidth, measured by streaming a buffer far
+// larger than the caches with the widest SIMD loads this CPU has, on every
+// core at once; best of several runs.
+#ifndef TINYAI_TOOLS_BENCH_BANDWIDTH_PROBE_H_
+#define TINYAI_TOOLS_BENCH_BANDWIDTH_PROBE_H_
+
+#include <cstddef>
+
+namespace tinyai_tools {
+
+struct BandwidthResult {
+  double best_gbps = 0;   // 1e9 bytes per second
+  double median_gbps = 0;
+  int threads = 0;
+  size_t bytes = 0;       // buffer size
+  const char* kernels = "";
+};
+
+BandwidthResult MeasureReadBandwidth(int threads, size_t bytes, int runs);
+
+}  // namespace tinyai_tools
+
+#endif  // TINYAI_TOOLS_BENCH_BANDWIDTH_PROBE_H_

@@ -1,0 +1,223 @@
+// Kernel microbenchmarks (Google Benchmark), single thread.
+//
+//   matvec/<table>/<rows>x<cols>        one matrix, read again each iteration
+//                                       (stays in cache when it fits)
+//   matvec_cold/<table>/<rows>x<cols>   rotates through copies totalling
+//                                       >= 256 MiB, so every read comes from
+//                                       DRAM, as in decoding a real model
+//   matmul/<table>/<rows>x<cols>/n:8    8 vectors against the same rows
+//   vecmat/<table>/...                  attention-shaped weighted row sum
+//   memory_read_probe/...               streams a 256 MiB buffer with wide
+//                                       loads: the machine's read bandwidth
+//
+// bytes_per_second counts weight (matrix) bytes read once per call, so matvec
+// figures compare directly with the probe.
+#include <benchmark/benchmark.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/kernels.h"
+
+namespace {
+
+using tinyai::kernels::AvailableTables;
+using tinyai::kernels::KernelTable;
+
+constexpr size_t kProbeBytes = size_t{256} << 20;
+
+// 64-byte aligned, zero-initialized float buffer (pages touched up front).
+struct AlignedFloats {
+  explicit AlignedFloats(size_t n) : count(n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    if (bytes == 0) bytes = 64;
+    data = static_cast<float*>(aligned_alloc(64, bytes));
+    memset(data, 0, bytes);
+  }
+  ~AlignedFloats() { free(data); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data;
+  size_t count;
+};
+
+void FillRandom(float* p, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) p[i] = dist(rng);
+}
+
+std::vector<const KernelTable*> Tables() {
+  const KernelTable* t[16];
+  size_t n = AvailableTables(t, 16);
+  if (n > 16) n = 16;
+  return std::vector<const KernelTable*>(t, t + n);
+}
+
+void BM_Matvec(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, bool cold) {
+  const size_t mat = rows * cols;
+  size_t copies = 1;
+  if (cold) copies = (kProbeBytes + mat * sizeof(float) - 1) / (mat * sizeof(float));
+  AlignedFloats w(mat * copies), x(cols), y(rows);
+  FillRandom(w.data, mat * copies, 1);
+  FillRandom(x.data, cols, 2);
+  size_t k = 0;
+  for (auto _ : state) {
+    t->matvec(w.data + k * mat, cols, x.data, y.data, rows, cols);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+    if (++k == copies) k = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * mat * sizeof(float));
+}
+
+void BM_Matmul(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, size_t n) {
+  AlignedFloats w(rows * cols), x(n * cols), y(n * rows);
+  FillRandom(w.data, rows * cols, 3);
+  FillRandom(x.data, n * cols, 4);
+  for (auto _ : state) {
+    t->matmul(w.data, cols, x.data, cols, y.data, rows, rows, cols, n);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * cols * sizeof(float));
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * rows * cols * n * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// Attention shape: softmax weights over `seq` positions times V rows of one
+// head (head_size columns, row stride kv_dim).
+void BM_Vecmat(benchmark::State& state, const KernelTable* t, size_t seq, size_t cols, size_t ldv) {
+  AlignedFloats a(seq), v(seq * ldv), out(cols);
+  FillRandom(a.data, seq, 5);
+  FillRandom(v.data, seq * ldv, 6);
+  for (auto _ : state) {
+    t->vecmat(a.data, v.data, ldv, out.data, seq, cols);
+    benchmark::DoNotOptimize(out.data);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * seq * cols * sizeof(float));
+}
+
+// Read bandwidth with the widest loads the default build has (xsimd's default
+// arch: SSE2 on x86-64, NEON on ARM), eight independent accumulators.
+void BM_MemoryReadProbe(benchmark::State& state) {
+  using B = xsimd::batch<float>;
+  constexpr size_t S = B::size;
+  AlignedFloats buf(kProbeBytes / sizeof(float));
+  const size_t n = buf.count;
+  for (auto _ : state) {
+    B a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f), a4(0.0f), a5(0.0f), a6(0.0f), a7(0.0f);
+    for (size_t i = 0; i + 8 * S <= n; i += 8 * S) {
+      const float* p = buf.data + i;
+      a0 += B::load_aligned(p);
+      a1 += B::load_aligned(p + S);
+      a2 += B::load_aligned(p + 2 * S);
+      a3 += B::load_aligned(p + 3 * S);
+      a4 += B::load_aligned(p + 4 * S);
+      a5 += B::load_aligned(p + 5 * S);
+      a6 += B::load_aligned(p + 6 * S);
+      a7 += B::load_aligned(p + 7 * S);
+    }
+    benchmark::DoNotOptimize(xsimd::hadd(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kProbeBytes);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// The same with 256-bit AVX loads, when the CPU has AVX.
+__attribute__((target("avx"))) float SumAvx(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+    a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
+    a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
+    a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
+    a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
+  }
+  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, s);
+  return tmp[0] + tmp[1] + tmp[2] + tmp[3] + tmp[4] + tmp[5] + tmp[6] + tmp[7];
+}
+
+void BM_MemoryReadProbeAvx(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx")) {
+    state.SkipWithError("CPU has no AVX");
+    return;
+  }
+  AlignedFloats buf(kProbeBytes / sizeof(float));
+  for (auto _ : state) benchmark::DoNotOptimize(SumAvx(buf.data, buf.count));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kProbeBytes);
+}
+#endif
+
+void RegisterAll() {
+  struct Shape {
+    size_t rows, cols;
+  };
+  const Shape shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
+  const std::vector<const KernelTable*> tables = Tables();
+
+  benchmark::RegisterBenchmark("memory_read_probe/xsimd_default_arch", BM_MemoryReadProbe)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+#if defined(__x86_64__) || defined(__i386__)
+  benchmark::RegisterBenchmark("memory_read_probe/avx256", BM_MemoryReadProbeAvx)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+#endif
+  for (bool cold : {false, true}) {
+    for (const Shape& s : shapes) {
+      if (cold && s.rows == 32000) continue;  // 98 MB already misses every cache
+      for (const KernelTable* t : tables) {
+        std::string name = std::string(cold ? "matvec_cold/" : "matvec/") + t->name + "/" +
+                           std::to_string(s.rows) + "x" + std::to_string(s.cols);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matvec, t, s.rows, s.cols, cold)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  for (const Shape& s : shapes) {
+    for (const KernelTable* t : tables) {
+      std::string name = std::string("matmul/") + t->name + "/" + std::to_string(s.rows) + "x" +
+                         std::to_string(s.cols) + "/n:8";
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s.rows, s.cols, size_t{8})
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
+  for (const KernelTable* t : tables) {
+    std::string name = std::string("vecmat/") + t->name + "/seq:1024,head:64,ld:768";
+    benchmark::RegisterBenchmark(name.c_str(), BM_Vecmat, t, size_t{1024}, size_t{64}, size_t{768})
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  RegisterAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

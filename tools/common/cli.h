@@ -1,0 +1,43 @@
+// Small helpers shared by the command-line tools (tools may use exceptions).
+#ifndef TINYAI_TOOLS_COMMON_CLI_H_
+#define TINYAI_TOOLS_COMMON_CLI_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "tinyai/tinyai.h"
+
+namespace tinyai_tools {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline long long ParseInt(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (!*v || *end) throw UsageError(flag + " expects an integer, got '" + v + "'");
+  return x;
+}
+
+inline double ParseFloat(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  if (!*v || *end) throw UsageError(flag + " expects a number, got '" + v + "'");
+  return x;
+}
+
+// Prints "tool: STATUS: message" for the last TinyAI error and returns 1.
+inline int ReportError(const char* tool, TinyAIStatus status) {
+  std::fprintf(stderr, "%s: %s: %s\n", tool, tinyaiStatusString(status), tinyaiGetLastErrorMessage());
+  return 1;
+}
+
+inline double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+}  // namespace tinyai_tools
+
+#endif  // TINYAI_TOOLS_COMMON_CLI_H_
