@@ -24,7 +24,23 @@ constexpr Tables kTables;
 
 }  // namespace
 
+#if defined(TINYAI_CRC32C_SSE42)
+namespace crc32c_internal {
+uint32_t Crc32cSse42(uint32_t crc, const void* data, size_t size);
+}  // namespace crc32c_internal
+#endif
+
+uint32_t Crc32cSoftware(uint32_t crc, const void* data, size_t size);
+
 uint32_t Crc32c(uint32_t crc, const void* data, size_t size) {
+#if defined(TINYAI_CRC32C_SSE42)
+  static const bool hardware = __builtin_cpu_supports("sse4.2");
+  if (hardware) return crc32c_internal::Crc32cSse42(crc, data, size);
+#endif
+  return Crc32cSoftware(crc, data, size);
+}
+
+uint32_t Crc32cSoftware(uint32_t crc, const void* data, size_t size) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;
   while (size > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {

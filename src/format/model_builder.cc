@@ -38,7 +38,9 @@ void AddMetadata(TmaiWriter* w, const LlamaShape& s, const char* name, const cha
 }
 
 // Declares layers and tensors in the order their data is written:
-// embedding; per block attn_norm, q, k, v, o, ffn_norm, w1, w2, w3; output.
+// embedding; per block attn_norm, q, k, v, o, ffn_norm, gate (w1), up (w3),
+// down (w2); output. q, k, v and gate, up are adjacent so the runner can
+// read each group as one matrix.
 void DeclareTensors(TmaiWriter* w, const LlamaShape& s) {
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
   const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
@@ -55,8 +57,8 @@ void DeclareTensors(TmaiWriter* w, const LlamaShape& s) {
     w->AddTensor(p + "attn_out", TINYAI_ROLE_ATTN_OUT, TINYAI_DTYPE_F32, {dim, dim});
     w->AddTensor(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, TINYAI_DTYPE_F32, {dim});
     w->AddTensor(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, TINYAI_DTYPE_F32, {hidden, dim});
-    w->AddTensor(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, TINYAI_DTYPE_F32, {dim, hidden});
     w->AddTensor(p + "ffn_up", TINYAI_ROLE_FFN_UP, TINYAI_DTYPE_F32, {hidden, dim});
+    w->AddTensor(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, TINYAI_DTYPE_F32, {dim, hidden});
   }
   w->AddLayer(TINYAI_LAYER_OUTPUT, -1);
   w->AddTensor("output_norm", TINYAI_ROLE_OUTPUT_NORM, TINYAI_DTYPE_F32, {dim});
@@ -224,8 +226,8 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath) {
     TINYAI_RETURN_IF_ERROR(WriteRandom(&w, dim * dim, fan_in(dim), 0.0f, &rng));
     TINYAI_RETURN_IF_ERROR(WriteRandom(&w, dim, 0.0f, 1.0f, &rng));
     TINYAI_RETURN_IF_ERROR(WriteRandom(&w, hidden * dim, fan_in(dim), 0.0f, &rng));
-    TINYAI_RETURN_IF_ERROR(WriteRandom(&w, dim * hidden, fan_in(hidden), 0.0f, &rng));
     TINYAI_RETURN_IF_ERROR(WriteRandom(&w, hidden * dim, fan_in(dim), 0.0f, &rng));
+    TINYAI_RETURN_IF_ERROR(WriteRandom(&w, dim * hidden, fan_in(hidden), 0.0f, &rng));
   }
   TINYAI_RETURN_IF_ERROR(WriteRandom(&w, dim, 0.0f, 1.0f, &rng));
   if (!s.shared_classifier) TINYAI_RETURN_IF_ERROR(WriteRandom(&w, vocab * dim, fan_in(dim), 0.0f, &rng));
@@ -311,8 +313,8 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
     TINYAI_RETURN_IF_ERROR(put(o_wo + l * dim * dim, dim * dim));
     TINYAI_RETURN_IF_ERROR(put(o_rms_ffn + l * dim, dim));
     TINYAI_RETURN_IF_ERROR(put(o_w1 + l * hidden * dim, hidden * dim));
-    TINYAI_RETURN_IF_ERROR(put(o_w2 + l * dim * hidden, dim * hidden));
     TINYAI_RETURN_IF_ERROR(put(o_w3 + l * hidden * dim, hidden * dim));
+    TINYAI_RETURN_IF_ERROR(put(o_w2 + l * dim * hidden, dim * hidden));
   }
   TINYAI_RETURN_IF_ERROR(put(o_rms_final, dim));
   if (!s.shared_classifier) TINYAI_RETURN_IF_ERROR(put(o_cls, vocab * dim));

@@ -11,8 +11,10 @@ namespace tinyai {
 namespace {
 
 void AppendBytes(std::vector<uint8_t>* out, const void* data, size_t n) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  out->insert(out->end(), p, p + n);
+  if (n == 0) return;
+  size_t at = out->size();
+  out->resize(at + n);
+  std::memcpy(out->data() + at, data, n);
 }
 
 void AppendU32(std::vector<uint8_t>* out, uint32_t v) { AppendBytes(out, &v, 4); }

@@ -156,6 +156,10 @@ TinyAIStatus TinyAIMappedModel::Release(int32_t layer) {
 TinyAIStatus TinyAIMappedModel::Prefetch(int32_t layer) {
   TINYAI_RETURN_IF_ERROR(CheckLayer(layer, "tinyaiPrefetchLayerWeights"));
   if (!config_.prefetchEnabled) return TINYAI_OK;
+  {
+    LockGuard lock(mutex_);
+    if (layers_[static_cast<size_t>(layer)].resident) return TINYAI_OK;
+  }
   const TinyAILayerDescriptor& d = descriptor(layer);
   tinyai::port::AdviseRange(data_ + d.fileOffset, static_cast<size_t>(d.storedSize),
                             tinyai::port::Advice::kWillNeed);

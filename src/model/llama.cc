@@ -143,6 +143,8 @@ TinyAIStatus LlamaModel::BindTensors() {
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_GATE, hidden, dim, &b.w1));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_DOWN, dim, hidden, &b.w2));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_UP, hidden, dim, &b.w3));
+        b.qkv_fused = b.wk == b.wq + dim * dim * 4 && b.wv == b.wk + kv_dim * dim * 4;
+        b.gate_up_fused = b.w3 == b.w1 + hidden * dim * 4;
         break;
       }
       case TINYAI_LAYER_OUTPUT:
@@ -207,9 +209,8 @@ TinyAIStatus LlamaModel::AllocateBuffers() {
   TINYAI_RETURN_IF_ERROR(x_.Allocate(c * dim * sizeof(float), "activations x"));
   TINYAI_RETURN_IF_ERROR(xb_.Allocate(c * dim * sizeof(float), "activations xb"));
   TINYAI_RETURN_IF_ERROR(xb2_.Allocate(c * dim * sizeof(float), "activations xb2"));
-  TINYAI_RETURN_IF_ERROR(q_.Allocate(c * dim * sizeof(float), "activations q"));
-  TINYAI_RETURN_IF_ERROR(hb_.Allocate(c * hidden * sizeof(float), "activations hb"));
-  TINYAI_RETURN_IF_ERROR(hb2_.Allocate(c * hidden * sizeof(float), "activations hb2"));
+  TINYAI_RETURN_IF_ERROR(qkv_.Allocate(c * qkv_width() * sizeof(float), "activations qkv"));
+  TINYAI_RETURN_IF_ERROR(hb_.Allocate(c * 2 * hidden * sizeof(float), "activations hb"));
   TINYAI_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(hp_.vocab_size) * sizeof(float), "logits"));
   // Attention scores: one context-long row per thread, rows 64 bytes apart.
   TINYAI_RETURN_IF_ERROR(att_.Allocate(AttentionStride() * static_cast<size_t>(pool_.size()) * sizeof(float),
@@ -226,8 +227,8 @@ TinyAIStatus LlamaModel::AllocateBuffers() {
 }
 
 uint64_t LlamaModel::activation_bytes() const {
-  return x_.bytes() + xb_.bytes() + xb2_.bytes() + q_.bytes() + hb_.bytes() + hb2_.bytes() + logits_.bytes() +
-         att_.bytes() + rope_.bytes();
+  return x_.bytes() + xb_.bytes() + xb2_.bytes() + qkv_.bytes() + hb_.bytes() + logits_.bytes() + att_.bytes() +
+         rope_.bytes();
 }
 
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
@@ -241,15 +242,15 @@ uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   return weights + kv;
 }
 
-void LlamaModel::MatMul(const float* w, const float* x, float* y, int32_t rows, int32_t cols, int32_t n,
-                        size_t ldy) {
+void LlamaModel::MatMul(const float* w, const float* x, size_t ldx, float* y, size_t ldy, int32_t rows,
+                        int32_t cols, int32_t n) {
   const kernels::KernelTable& k = *k_;
   const size_t c = static_cast<size_t>(cols);
   pool_.ParallelFor(static_cast<size_t>(rows), kRowGrain, [&](size_t begin, size_t end, int) {
     if (n == 1) {
       k.matvec(w + begin * c, c, x, y + begin, end - begin, c);
     } else {
-      k.matmul(w + begin * c, c, x, c, y + begin, ldy, end - begin, c, static_cast<size_t>(n));
+      k.matmul(w + begin * c, c, x, ldx, y + begin, ldy, end - begin, c, static_cast<size_t>(n));
     }
   });
 }
@@ -318,23 +319,24 @@ TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
 
   const kernels::KernelTable& k = *k_;
   const int32_t dim = hp_.dim, kv_dim = hp_.kv_dim, hidden = hp_.hidden_dim;
-  const size_t d = static_cast<size_t>(dim);
+  const size_t d = static_cast<size_t>(dim), kvd = static_cast<size_t>(kv_dim), h = static_cast<size_t>(hidden);
+  const size_t qkv_w = qkv_width();
   float* x = x_.floats();
   float* xb = xb_.floats();
-  float* xb2 = xb2_.floats();
-  float* q = q_.floats();
+  float* qkv = qkv_.floats();
   float* hb = hb_.floats();
-  float* hb2 = hb2_.floats();
-  float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * static_cast<size_t>(kv_dim);
-  float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * static_cast<size_t>(kv_dim);
-  float* kpos = kcache + static_cast<size_t>(position_) * static_cast<size_t>(kv_dim);
-  float* vpos = vcache + static_cast<size_t>(position_) * static_cast<size_t>(kv_dim);
+  float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kvd;
+  float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kvd;
 
-  // Attention.
+  // Attention: q, k, v in one pass when adjacent, then RoPE, then the cache.
   for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, W(bt.attn_norm), xb + i * d, d, hp_.norm_eps);
-  MatMul(W(bt.wq), xb, q, dim, dim, n, d);
-  MatMul(W(bt.wk), xb, kpos, kv_dim, dim, n, static_cast<size_t>(kv_dim));
-  MatMul(W(bt.wv), xb, vpos, kv_dim, dim, n, static_cast<size_t>(kv_dim));
+  if (bt.qkv_fused) {
+    MatMul(W(bt.wq), xb, d, qkv, qkv_w, dim + 2 * kv_dim, dim, n);
+  } else {
+    MatMul(W(bt.wq), xb, d, qkv, qkv_w, dim, dim, n);
+    MatMul(W(bt.wk), xb, d, qkv + d, qkv_w, kv_dim, dim, n);
+    MatMul(W(bt.wv), xb, d, qkv + d + kvd, qkv_w, kv_dim, dim, n);
+  }
   for (int32_t i = 0; i < n; ++i) {
     const int32_t pos = position_ + i;
     float* cs = rope_.floats();
@@ -344,20 +346,32 @@ TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
       cs[2 * pair] = cosf(val);
       cs[2 * pair + 1] = sinf(val);
     }
-    Rope(q + i * d, dim);
-    Rope(kpos + static_cast<size_t>(i) * static_cast<size_t>(kv_dim), kv_dim);
+    float* row = qkv + static_cast<size_t>(i) * qkv_w;
+    Rope(row, dim);
+    Rope(row + d, kv_dim);
+    // Cache layout per layer: [kv_head][position][head_size], so attention
+    // streams each head's keys and values contiguously.
+    const size_t hs = static_cast<size_t>(hp_.head_size), ctx = static_cast<size_t>(context_);
+    for (size_t kh = 0; kh < static_cast<size_t>(hp_.kv_heads); ++kh) {
+      const size_t at = (kh * ctx + static_cast<size_t>(pos)) * hs;
+      std::memcpy(kcache + at, row + d + kh * hs, hs * sizeof(float));
+      std::memcpy(vcache + at, row + d + kvd + kh * hs, hs * sizeof(float));
+    }
   }
   Attention(b, n);
-  MatMul(W(bt.wo), xb2, xb, dim, dim, n, d);
+  MatMul(W(bt.wo), xb2_.floats(), d, xb, d, dim, dim, n);
   for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
 
-  // Feed-forward.
-  const size_t h = static_cast<size_t>(hidden);
+  // Feed-forward: gate and up in one pass when adjacent, SwiGLU, down.
   for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, W(bt.ffn_norm), xb + i * d, d, hp_.norm_eps);
-  MatMul(W(bt.w1), xb, hb, hidden, dim, n, h);
-  MatMul(W(bt.w3), xb, hb2, hidden, dim, n, h);
-  for (int32_t i = 0; i < n; ++i) k.swiglu(hb + i * h, hb2 + i * h, h);
-  MatMul(W(bt.w2), hb, xb, dim, hidden, n, d);
+  if (bt.gate_up_fused) {
+    MatMul(W(bt.w1), xb, d, hb, 2 * h, 2 * hidden, dim, n);
+  } else {
+    MatMul(W(bt.w1), xb, d, hb, 2 * h, hidden, dim, n);
+    MatMul(W(bt.w3), xb, d, hb + h, 2 * h, hidden, dim, n);
+  }
+  for (int32_t i = 0; i < n; ++i) k.swiglu(hb + i * 2 * h, hb + i * 2 * h + h, h);
+  MatMul(W(bt.w2), hb, 2 * h, xb, d, dim, hidden, n);
   for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
   return model_->Release(bt.layer);
 }
@@ -372,7 +386,8 @@ void LlamaModel::Attention(int32_t b, int32_t n) {
   const float scale = 1.0f / sqrtf(static_cast<float>(hs));
   const size_t att_stride = AttentionStride();
   const int32_t base_pos = position_;
-  const float* q = q_.floats();
+  const float* qkv = qkv_.floats();
+  const size_t qkv_w = qkv_width();
   float* out = xb2_.floats();
   float* att_all = att_.floats();
   pool_.ParallelFor(static_cast<size_t>(n) * static_cast<size_t>(heads), 1, [&](size_t begin, size_t end, int t) {
@@ -381,12 +396,12 @@ void LlamaModel::Attention(int32_t b, int32_t n) {
       const int32_t i = static_cast<int32_t>(item / static_cast<size_t>(heads));
       const int32_t h = static_cast<int32_t>(item % static_cast<size_t>(heads));
       const size_t len = static_cast<size_t>(base_pos + i + 1);
-      const float* qh = q + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs;
-      const size_t kvh = static_cast<size_t>(h / kv_mul) * hs;
-      k.matvec(kcache + kvh, kv_dim, qh, att, len, hs);
+      const float* qh = qkv + static_cast<size_t>(i) * qkv_w + static_cast<size_t>(h) * hs;
+      const size_t head_base = static_cast<size_t>(h / kv_mul) * static_cast<size_t>(context_) * hs;
+      k.matvec(kcache + head_base, hs, qh, att, len, hs);
       for (size_t t = 0; t < len; ++t) att[t] *= scale;
       k.softmax(att, len);
-      k.vecmat(att, vcache + kvh, kv_dim, out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs, len, hs);
+      k.vecmat(att, vcache + head_base, hs, out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs, len, hs);
     }
   });
 }
@@ -405,8 +420,8 @@ TinyAIStatus LlamaModel::Classify(int32_t n) {
       return s;
     }
   }
-  MatMul(reinterpret_cast<const float*>(cls_base + classifier_), last, logits_.floats(), hp_.vocab_size, hp_.dim, 1,
-         static_cast<size_t>(hp_.vocab_size));
+  MatMul(reinterpret_cast<const float*>(cls_base + classifier_), last, d, logits_.floats(),
+         static_cast<size_t>(hp_.vocab_size), hp_.vocab_size, hp_.dim, 1);
   if (classifier_layer_ != output_layer_) TINYAI_RETURN_IF_ERROR(model_->Release(classifier_layer_));
   return model_->Release(output_layer_);
 }

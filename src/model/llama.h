@@ -78,6 +78,9 @@ class LlamaModel {
   struct BlockTensors {
     int32_t layer = -1;  // loader layer index
     uint64_t attn_norm = 0, wq = 0, wk = 0, wv = 0, wo = 0, ffn_norm = 0, w1 = 0, w2 = 0, w3 = 0;
+    // Adjacent in memory, so read as one matrix (one pass, one barrier).
+    bool qkv_fused = false;
+    bool gate_up_fused = false;
   };
 
   TinyAIStatus BindTensors();
@@ -94,9 +97,11 @@ class LlamaModel {
   // Rotates pairs of vec by the angles in rope_ (one position).
   void Rope(float* vec, int32_t width) const;
   size_t AttentionStride() const { return static_cast<size_t>(context_ + 15) / 16 * 16; }
-  // y[j][r] = w[r] . x[j] for r < rows, j < n, rows split across threads.
-  void MatMul(const float* w, const float* x, float* y, int32_t rows, int32_t cols, int32_t n,
-              size_t ldy);
+  // y[j*ldy + r] = w[r] . x[j*ldx ...] for r < rows, j < n, rows split
+  // across threads.
+  void MatMul(const float* w, const float* x, size_t ldx, float* y, size_t ldy, int32_t rows, int32_t cols,
+              int32_t n);
+  size_t qkv_width() const { return static_cast<size_t>(hp_.dim + 2 * hp_.kv_dim); }
 
   TinyAIMappedModel* model_ = nullptr;
   const kernels::KernelTable* k_ = nullptr;
@@ -118,11 +123,12 @@ class LlamaModel {
   Array<float> scores_;
   Tokenizer tokenizer_;
 
-  // Activations, kMaxChunk rows each.
-  AlignedBuffer x_, xb_, xb2_, q_, hb_, hb2_, logits_;
+  // Activations, kMaxChunk rows each: x residual stream, xb/xb2 [dim],
+  // qkv [dim + 2 kv_dim], hb gate then up [2 hidden].
+  AlignedBuffer x_, xb_, xb2_, qkv_, hb_, logits_;
   AlignedBuffer att_;   // one row of seq scores per thread
   AlignedBuffer rope_;  // cos/sin per pair for one position
-  AlignedBuffer kv_;    // key cache then value cache: [layers][context][kv_dim] each
+  AlignedBuffer kv_;    // key cache then value cache: [layers][kv_heads][context][head_size] each
 };
 
 }  // namespace tinyai

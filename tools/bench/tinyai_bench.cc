@@ -131,14 +131,15 @@ int Run(int argc, char** argv) {
   const int cores = tinyai::port::CpuCount();
   if (threads <= 0) threads = cores;
 
-  // The probe always uses every core: it measures the machine, not the run.
-  tinyai_tools::BandwidthResult bw =
-      tinyai_tools::MeasureReadBandwidth(cores, static_cast<size_t>(probe_mib) << 20, 7);
+  // The model runs first so its peak RSS is not the probe's buffer.
   ModelFigures f;
   if (!probe_only) {
     int rc = BenchModel(model, threads, prompt_n, gen_n, &f);
     if (rc != 0) return rc;
   }
+  // The probe always uses every core: it measures the machine, not the run.
+  tinyai_tools::BandwidthResult bw =
+      tinyai_tools::MeasureReadBandwidth(cores, static_cast<size_t>(probe_mib) << 20, 7);
   if (json) {
     std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f", bw.kernels,
                 cores, bw.best_gbps, bw.median_gbps);
