@@ -158,6 +158,12 @@ TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char*
   return TINYAI_OK;
 }
 
-uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model) { return model ? model->file_size() : 0; }
+uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model) {
+  if (!model) {
+    NullModel("tinyaiGetMappedModelFileSize");
+    return 0;
+  }
+  return model->file_size();
+}
 
 }  // extern "C"

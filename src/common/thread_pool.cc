@@ -31,6 +31,7 @@ TinyAIStatus ThreadPool::Start(int threads) {
   threads_ = 1;
   stop_.store(false);
   if (threads == 1) return TINYAI_OK;
+  spin_limit_ = threads <= port::CpuCount() ? kSpinIterations : 0;
   TINYAI_RETURN_IF_ERROR(workers_.Allocate(static_cast<size_t>(threads - 1), "thread pool"));
   for (size_t i = 0; i < workers_.size(); ++i) {
     workers_[i].pool = this;
@@ -67,7 +68,7 @@ void ThreadPool::WorkerMain(void* arg) {
     unsigned gen;
     while ((gen = pool->generation_.load(std::memory_order_acquire)) == seen &&
            !pool->stop_.load(std::memory_order_acquire)) {
-      if (++spins < kSpinIterations) {
+      if (++spins < pool->spin_limit_) {
         CpuRelax();
         continue;
       }
@@ -104,7 +105,7 @@ void ThreadPool::Run(Fn fn, void* ctx) {
   fn(ctx, 0, threads_);
   int spins = 0;
   while (pending_.load(std::memory_order_acquire) != 0) {
-    if (++spins < kSpinIterations) {
+    if (++spins < spin_limit_) {
       CpuRelax();
     } else {
       std::this_thread::yield();

@@ -61,6 +61,10 @@ class ThreadPool {
 
   int threads_ = 1;
 #if TINYAI_WITH_THREADS
+  // Polls before sleeping (waiting workers) or yielding (the caller); 0 when
+  // there are more threads than cores, where spinning steals the core the
+  // awaited thread needs.
+  int spin_limit_ = 0;
   struct Worker {
     ThreadPool* pool;
     int index;

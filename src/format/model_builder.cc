@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/array.h"
+#include "common/checked_math.h"
 #include "common/status.h"
 #include "format/tmai_writer.h"
 #include "port/port.h"
@@ -264,15 +265,26 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   const uint64_t L = static_cast<uint64_t>(s.layers), vocab = static_cast<uint64_t>(s.vocab_size);
   const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
   const uint64_t head_size = dim / static_cast<uint64_t>(s.heads);
-  // Float offsets of each stacked tensor after the 28-byte header.
-  const uint64_t o_emb = 0, o_rms_att = o_emb + vocab * dim, o_wq = o_rms_att + L * dim;
-  const uint64_t o_wk = o_wq + L * dim * dim, o_wv = o_wk + L * kv_dim * dim, o_wo = o_wv + L * kv_dim * dim;
-  const uint64_t o_rms_ffn = o_wo + L * dim * dim, o_w1 = o_rms_ffn + L * dim, o_w2 = o_w1 + L * hidden * dim;
-  const uint64_t o_w3 = o_w2 + L * dim * hidden, o_rms_final = o_w3 + L * hidden * dim;
-  const uint64_t o_freq = o_rms_final + dim;
-  const uint64_t o_cls = o_freq + static_cast<uint64_t>(s.seq_len) * head_size;  // real + imag halves
-  const uint64_t expected_floats = s.shared_classifier ? o_cls : o_cls + vocab * dim;
-  const uint64_t expected = 28 + expected_floats * 4;
+  // Float offsets of each stacked tensor after the 28-byte header, computed
+  // with overflow checks: the header is untrusted.
+  bool overflow = false;
+  uint64_t cursor = 0;
+  auto next = [&](uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t at = cursor, n = 0;
+    if (!CheckedMul(a, b, &n) || !CheckedMul(n, c, &n) || !CheckedAdd(cursor, n, &cursor)) overflow = true;
+    return at;
+  };
+  const uint64_t o_emb = next(vocab, dim, 1), o_rms_att = next(L, dim, 1), o_wq = next(L, dim, dim);
+  const uint64_t o_wk = next(L, kv_dim, dim), o_wv = next(L, kv_dim, dim), o_wo = next(L, dim, dim);
+  const uint64_t o_rms_ffn = next(L, dim, 1), o_w1 = next(L, hidden, dim), o_w2 = next(L, dim, hidden);
+  const uint64_t o_w3 = next(L, hidden, dim), o_rms_final = next(dim, 1, 1);
+  next(static_cast<uint64_t>(s.seq_len), head_size, 1);  // legacy freq_cis real and imag halves
+  const uint64_t o_cls = s.shared_classifier ? 0 : next(vocab, dim, 1);
+  uint64_t expected = 0;
+  if (overflow || !CheckedMul(cursor, 4, &expected) || !CheckedAdd(expected, 28, &expected)) {
+    return SetError(TINYAI_ERR_OVERFLOW, "'%s': the header's shape (dim %d, hidden %d, layers %d) overflows 64-bit sizes",
+                    checkpointPath, s.dim, s.hidden_dim, s.layers);
+  }
   if (ckpt.size != expected) {
     return SetError(ckpt.size < expected ? TINYAI_ERR_TRUNCATED : TINYAI_ERR_BAD_FORMAT,
                     "'%s': a llama2.c checkpoint of this shape has %llu bytes, the file %llu", checkpointPath,

@@ -263,10 +263,16 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
   return bytes;
 }
 
+// The shared folder: $TINYAI_SHARED_DIR, else the path tests/CMakeLists.txt compiled in.
+const char* SharedDir() {
+  const char* shared = std::getenv("TINYAI_SHARED_DIR");
+  return shared ? shared : TINYAI_TEST_SHARED_DIR;
+}
+
 class Tok512Test : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* shared = std::getenv("TINYAI_SHARED_DIR");
+    const char* shared = SharedDir();
     if (shared == nullptr || shared[0] == '\0') {
       GTEST_SKIP() << "TINYAI_SHARED_DIR is not set; point it at the shared folder holding "
                       "models/stories260K/tok512.bin to run the tokenizer tests";
@@ -346,7 +352,7 @@ TEST_F(Tok512Test, KnownEncodings) {
 
 // The golden prompts (whose expected outputs print the prompt back).
 TEST_F(Tok512Test, GoldenPrompts) {
-  const std::string dir = std::string(std::getenv("TINYAI_SHARED_DIR")) + "/golden/stories260K/";
+  const std::string dir = std::string(SharedDir()) + "/golden/stories260K/";
   int found = 0;
   for (int i = 1; i <= 99; ++i) {
     char name[32];

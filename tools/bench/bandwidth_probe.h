@@ -18,6 +18,10 @@ struct BandwidthResult {
 
 BandwidthResult MeasureReadBandwidth(int threads, size_t bytes, int runs);
 
+// The same, run in a forked child so the buffer never adds to this process's
+// peak RSS. Falls back to a zero result if the child cannot run.
+BandwidthResult MeasureReadBandwidthInChild(int threads, size_t bytes, int runs);
+
 }  // namespace tinyai_tools
 
 #endif  // TINYAI_TOOLS_BENCH_BANDWIDTH_PROBE_H_

@@ -131,15 +131,21 @@ int Run(int argc, char** argv) {
   const int cores = tinyai::port::CpuCount();
   if (threads <= 0) threads = cores;
 
-  // The model runs first so its peak RSS is not the probe's buffer.
+  // The probe always uses every core: it measures the machine, not the run.
+  // A shared machine's bandwidth drifts with its neighbours, so the probe
+  // brackets the model run and the better result is the figure. The probe
+  // before the run happens in a child process, so its 1 GiB buffer never
+  // counts in this process's peak RSS.
+  const size_t probe_bytes = static_cast<size_t>(probe_mib) << 20;
+  tinyai_tools::BandwidthResult bw;
+  if (!probe_only) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7);
   ModelFigures f;
   if (!probe_only) {
     int rc = BenchModel(model, threads, prompt_n, gen_n, &f);
     if (rc != 0) return rc;
   }
-  // The probe always uses every core: it measures the machine, not the run.
-  tinyai_tools::BandwidthResult bw =
-      tinyai_tools::MeasureReadBandwidth(cores, static_cast<size_t>(probe_mib) << 20, 7);
+  tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7);
+  if (after.best_gbps > bw.best_gbps) bw = after;
   if (json) {
     std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f", bw.kernels,
                 cores, bw.best_gbps, bw.median_gbps);

@@ -1,0 +1,704 @@
+/*
+ * c_api_test.c - a pure C99 program that drives the whole public C API
+ * (every function of the headers in include/tinyai/), built with -Wall -Wextra -Werror
+ * -pedantic.
+ *
+ *   c_api_test MODEL.tmai TEMP_DIR [GOLDEN.expected]
+ *
+ * MODEL is stories260K converted to .tmai; exit code 77 (skip) when it does
+ * not exist. TEMP_DIR is a writable folder for scratch files. GOLDEN, when
+ * given, is compared in full with the greedy text of "Once upon a time";
+ * otherwise its known first sentence is checked.
+ *
+ * Prints "N passed, M failed" and returns non-zero on any failure.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tinyai/tinyai.h>
+
+static int g_passed = 0;
+static int g_failed = 0;
+
+static void check(int ok, const char* what, const char* file, int line) {
+    if (ok) {
+        ++g_passed;
+    } else {
+        ++g_failed;
+        fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what);
+        fprintf(stderr, "    last error: %s: %s\n", tinyaiStatusString(tinyaiGetLastError()),
+                tinyaiGetLastErrorMessage());
+    }
+}
+
+#define CHECK(cond) check((cond) ? 1 : 0, #cond, __FILE__, __LINE__)
+
+/* status == code, and the last error is code with a message. */
+static void check_status(TinyAIStatus got, TinyAIStatus want, const char* expr, const char* file, int line) {
+    if (got != want) {
+        char what[512];
+        snprintf(what, sizeof what, "%s returned %s, expected %s", expr, tinyaiStatusString(got),
+                 tinyaiStatusString(want));
+        check(0, what, file, line);
+        return;
+    }
+    ++g_passed;
+    if (want != TINYAI_OK) {
+        check(tinyaiGetLastError() == want, "tinyaiGetLastError() matches the returned status", file, line);
+        check(tinyaiGetLastErrorMessage()[0] != '\0', "the failure has a message", file, line);
+    }
+}
+
+#define CHECK_STATUS(expr, want) check_status((expr), (want), #expr, __FILE__, __LINE__)
+
+/* A sentinel return (NULL, -1, 0) must come with the last error set. */
+static void check_last_error(TinyAIStatus want, const char* expr, const char* file, int line) {
+    char what[512];
+    snprintf(what, sizeof what, "after %s: last error is %s (expected %s)", expr,
+             tinyaiStatusString(tinyaiGetLastError()), tinyaiStatusString(want));
+    check(tinyaiGetLastError() == want, what, file, line);
+    snprintf(what, sizeof what, "after %s: the last error has a message", expr);
+    check(tinyaiGetLastErrorMessage()[0] != '\0', what, file, line);
+}
+
+#define CHECK_SENTINEL(expr, sentinel, want)                          \
+    do {                                                              \
+        tinyaiClearLastError();                                       \
+        CHECK((expr) == (sentinel));                                  \
+        check_last_error((want), #expr, __FILE__, __LINE__);          \
+    } while (0)
+
+/* A NULL-argument status call: returns want, last error set, message names needle. */
+static void check_null_arg(TinyAIStatus got, const char* needle, const char* expr, const char* file, int line) {
+    char what[512];
+    check_status(got, TINYAI_ERR_INVALID_ARGUMENT, expr, file, line);
+    snprintf(what, sizeof what, "message of %s names '%s' (got \"%s\")", expr, needle, tinyaiGetLastErrorMessage());
+    check(strstr(tinyaiGetLastErrorMessage(), needle) != NULL, what, file, line);
+}
+
+#define CHECK_NULL_ARG(expr, needle)                                  \
+    do {                                                              \
+        tinyaiClearLastError();                                       \
+        check_null_arg((expr), (needle), #expr, __FILE__, __LINE__);  \
+    } while (0)
+
+static int file_exists(const char* path) {
+    FILE* f = fopen(path, "rb");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
+}
+
+/* Reads a whole file into malloc'd memory (64-byte aligned copy in *aligned). */
+static unsigned char* read_file(const char* path, size_t* size, unsigned char** aligned) {
+    FILE* f = fopen(path, "rb");
+    long n;
+    unsigned char* raw;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    raw = (unsigned char*)malloc((size_t)n + 64);
+    if (!raw) {
+        fclose(f);
+        return NULL;
+    }
+    *aligned = raw + (64 - (size_t)((uintptr_t)raw % 64)) % 64;
+    if (fread(*aligned, 1, (size_t)n, f) != (size_t)n) {
+        free(raw);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return raw;
+}
+
+static int write_file(const char* path, const void* data, size_t size) {
+    FILE* f = fopen(path, "wb");
+    int ok;
+    if (!f) return 0;
+    ok = size == 0 || fwrite(data, 1, size, f) == size;
+    return fclose(f) == 0 && ok;
+}
+
+/* ---- status.h, types.h, tinyai.h ---------------------------------------------- */
+
+static void test_status_and_types(void) {
+    static const TinyAIStatus codes[] = {
+        TINYAI_OK, TINYAI_ERR_INVALID_ARGUMENT, TINYAI_ERR_OUT_OF_MEMORY, TINYAI_ERR_RESOURCE_EXHAUSTED,
+        TINYAI_ERR_FILE_NOT_FOUND, TINYAI_ERR_IO, TINYAI_ERR_BAD_MAGIC, TINYAI_ERR_UNSUPPORTED_VERSION,
+        TINYAI_ERR_TRUNCATED, TINYAI_ERR_OUT_OF_BOUNDS, TINYAI_ERR_OVERFLOW, TINYAI_ERR_CHECKSUM,
+        TINYAI_ERR_BAD_FORMAT, TINYAI_ERR_BAD_TOKENIZER, TINYAI_ERR_CONTEXT_OVERFLOW, TINYAI_ERR_UNSUPPORTED,
+        TINYAI_ERR_MISUSE, TINYAI_ERR_NOT_FOUND, TINYAI_ERR_INTERNAL};
+    static const char* names[] = {
+        "TINYAI_OK", "TINYAI_ERR_INVALID_ARGUMENT", "TINYAI_ERR_OUT_OF_MEMORY", "TINYAI_ERR_RESOURCE_EXHAUSTED",
+        "TINYAI_ERR_FILE_NOT_FOUND", "TINYAI_ERR_IO", "TINYAI_ERR_BAD_MAGIC", "TINYAI_ERR_UNSUPPORTED_VERSION",
+        "TINYAI_ERR_TRUNCATED", "TINYAI_ERR_OUT_OF_BOUNDS", "TINYAI_ERR_OVERFLOW", "TINYAI_ERR_CHECKSUM",
+        "TINYAI_ERR_BAD_FORMAT", "TINYAI_ERR_BAD_TOKENIZER", "TINYAI_ERR_CONTEXT_OVERFLOW", "TINYAI_ERR_UNSUPPORTED",
+        "TINYAI_ERR_MISUSE", "TINYAI_ERR_NOT_FOUND", "TINYAI_ERR_INTERNAL"};
+    size_t i;
+    int role;
+    /* Values are pinned: 0, then -1 .. -18 in order. */
+    for (i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
+        const char* s = tinyaiStatusString(codes[i]);
+        CHECK((int)codes[i] == -(int)i);
+        CHECK(s != NULL);
+        if (s) CHECK(strcmp(s, names[i]) == 0);
+    }
+    CHECK(tinyaiStatusString((TinyAIStatus)-999) != NULL);
+    CHECK(tinyaiStatusString((TinyAIStatus)7) != NULL);
+    CHECK(strcmp(tinyaiStatusString((TinyAIStatus)-999), "TINYAI_OK") != 0);
+
+    tinyaiClearLastError();
+    CHECK(tinyaiGetLastError() == TINYAI_OK);
+    CHECK(tinyaiGetLastErrorMessage() != NULL);
+    CHECK(strcmp(tinyaiGetLastErrorMessage(), "") == 0);
+
+    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_F32) == 4);
+    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_F16) == 2);
+    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_Q8_B32) == 0);
+    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_Q4_B32) == 0);
+    CHECK(tinyaiDTypeSize((TinyAIDType)77) == 0);
+    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_F32), "f32") == 0);
+    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_F16), "f16") == 0);
+    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_Q8_B32), "q8_b32") == 0);
+    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_Q4_B32), "q4_b32") == 0);
+    CHECK(strcmp(tinyaiDTypeName((TinyAIDType)77), "?") == 0);
+    CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_NONE), "none") == 0);
+    CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_ZSTD), "zstd") == 0);
+    CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_BLOCK_SPARSE), "block_sparse") == 0);
+    CHECK(strcmp(tinyaiCodecName((TinyAICodec)9), "?") == 0);
+    for (role = TINYAI_ROLE_OTHER; role <= TINYAI_ROLE_DENSE_BIAS; ++role) {
+        const char* n = tinyaiTensorRoleName((TinyAITensorRole)role);
+        CHECK(n != NULL && strcmp(n, "?") != 0 && n[0] != '\0');
+    }
+    CHECK(strcmp(tinyaiTensorRoleName(TINYAI_ROLE_ATTN_Q), "attn_q") == 0);
+    CHECK(strcmp(tinyaiTensorRoleName((TinyAITensorRole)99), "?") == 0);
+    CHECK(strcmp(tinyaiLayerKindName(TINYAI_LAYER_EMBEDDING), "embedding") == 0);
+    CHECK(strcmp(tinyaiLayerKindName(TINYAI_LAYER_TRANSFORMER), "transformer") == 0);
+    CHECK(strcmp(tinyaiLayerKindName(TINYAI_LAYER_OUTPUT), "output") == 0);
+    CHECK(strcmp(tinyaiLayerKindName(TINYAI_LAYER_DENSE), "dense") == 0);
+    CHECK(strcmp(tinyaiLayerKindName((TinyAILayerKind)42), "?") == 0);
+
+    CHECK(strcmp(tinyaiVersionString(), TINYAI_VERSION_STRING) == 0);
+    CHECK(TINYAI_VERSION_MAJOR == 0 && TINYAI_VERSION_MINOR == 1);
+    CHECK(tinyaiFormatVersion() == 1);
+    {
+        /* The current size read first: the peak read after it can only be larger. */
+        uint64_t current = tinyaiGetProcessCurrentRss();
+        uint64_t peak = tinyaiGetProcessPeakRss();
+        CHECK(current > 0);
+        CHECK(peak >= current);
+    }
+}
+
+/* ---- NULL arguments everywhere ------------------------------------------------- */
+
+static void test_null_arguments(void) {
+    TinyAITensorInfo info;
+    TinyAIModelInfo minfo;
+    TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    TinyAILLM* llm = (TinyAILLM*)&sc; /* overwritten with NULL on failure */
+    int index = 0;
+    int64_t i64 = 0;
+    float f = 0.0f;
+    const char* str = NULL;
+    size_t len = 0;
+    int32_t ids[4] = {1, 2, 3, 4};
+    int32_t count = 0;
+    char buf[16];
+    float logits[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint64_t state = 0;
+    int32_t token = 0;
+
+    /* mmap_loader.h */
+    CHECK_SENTINEL(tinyaiOpenMappedModel(NULL, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "path") != NULL);
+    CHECK_SENTINEL(tinyaiOpenMappedModelFromMemory(NULL, 128, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "data") != NULL);
+    tinyaiCloseMappedModel(NULL);
+    CHECK_SENTINEL(tinyaiGetMappedLayerCount(NULL), -1, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_SENTINEL(tinyaiGetLayerDescriptor(NULL, 0), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_SENTINEL(tinyaiGetLayerWeights(NULL, 0), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiPrefetchLayerWeights(NULL, 0), "model");
+    CHECK_NULL_ARG(tinyaiReleaseLayerWeights(NULL, 0), "model");
+    CHECK_SENTINEL(tinyaiGetMappedModelMemoryUsage(NULL), 0, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiSetLayerPriority(NULL, 0, 1.0f), "model");
+    CHECK_SENTINEL(tinyaiGetMappedTensorCount(NULL), -1, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiGetMappedTensorInfo(NULL, 0, &info), "model");
+    CHECK_NULL_ARG(tinyaiFindMappedTensor(NULL, "token_embd", &index), "model");
+    CHECK_NULL_ARG(tinyaiGetMetadataInt(NULL, "llama.dim", &i64), "model");
+    CHECK_NULL_ARG(tinyaiGetMetadataFloat(NULL, "llama.norm_eps", &f), "model");
+    CHECK_NULL_ARG(tinyaiGetMetadataString(NULL, "general.name", &str, &len), "model");
+    /* "0 for NULL", with the cause recorded like every other count. */
+    CHECK_SENTINEL(tinyaiGetMappedModelFileSize(NULL), 0, TINYAI_ERR_INVALID_ARGUMENT);
+
+    /* llm.h */
+    CHECK_NULL_ARG(tinyaiCreateLLM(NULL, NULL, &llm), "model");
+    CHECK(llm == NULL);
+    CHECK_NULL_ARG(tinyaiCreateLLM(NULL, NULL, NULL), "out");
+    tinyaiDestroyLLM(NULL);
+    CHECK_NULL_ARG(tinyaiGetModelInfo(NULL, &minfo), "llm");
+    CHECK_NULL_ARG(tinyaiTokenize(NULL, "a", 1, ids, 4, &count), "llm");
+    CHECK_NULL_ARG(tinyaiDecodeToken(NULL, 1, 2, buf, sizeof buf, &len), "llm");
+    CHECK_NULL_ARG(tinyaiEval(NULL, ids, 1, NULL), "llm");
+    CHECK_SENTINEL(tinyaiGetPosition(NULL), -1, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiResetLLM(NULL), "llm");
+    CHECK_NULL_ARG(tinyaiSample(NULL, logits, &sc, &state, &token), "llm");
+    CHECK_NULL_ARG(tinyaiGenerate(NULL, "a", &gp, buf, sizeof buf, &len, NULL), "llm");
+}
+
+static void test_null_arguments_with_handles(TinyAIMappedModel* model, TinyAILLM* llm) {
+    TinyAIModelInfo minfo;
+    TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    int index = 0;
+    int64_t i64 = 0;
+    float f = 0.0f;
+    const char* str = NULL;
+    size_t len = 0;
+    int32_t ids[4] = {1, 2, 3, 4};
+    int32_t count = 0;
+    char buf[16];
+    float logits[512];
+    uint64_t state = 0;
+    int32_t token = 0;
+    memset(logits, 0, sizeof logits);
+
+    CHECK_NULL_ARG(tinyaiGetMappedTensorInfo(model, 0, NULL), "out");
+    CHECK_NULL_ARG(tinyaiFindMappedTensor(model, NULL, &index), "name");
+    CHECK_NULL_ARG(tinyaiFindMappedTensor(model, "token_embd", NULL), "tensorIndex");
+    CHECK_NULL_ARG(tinyaiGetMetadataInt(model, NULL, &i64), "key");
+    CHECK_NULL_ARG(tinyaiGetMetadataInt(model, "llama.dim", NULL), "out");
+    CHECK_NULL_ARG(tinyaiGetMetadataFloat(model, NULL, &f), "key");
+    CHECK_NULL_ARG(tinyaiGetMetadataFloat(model, "llama.norm_eps", NULL), "out");
+    CHECK_NULL_ARG(tinyaiGetMetadataString(model, NULL, &str, &len), "key");
+    CHECK_NULL_ARG(tinyaiGetMetadataString(model, "general.name", NULL, &len), "str");
+    CHECK_NULL_ARG(tinyaiGetMetadataString(model, "general.name", &str, NULL), "len");
+
+    CHECK_NULL_ARG(tinyaiGetModelInfo(llm, NULL), "out");
+    CHECK_NULL_ARG(tinyaiTokenize(llm, NULL, 1, ids, 4, &count), "text");
+    CHECK_NULL_ARG(tinyaiTokenize(llm, "a", 1, ids, 4, NULL), "count");
+    CHECK_STATUS(tinyaiTokenize(llm, "a", 1, NULL, 4, &count), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiDecodeToken(llm, 1, 2, buf, sizeof buf, NULL), "len");
+    CHECK_NULL_ARG(tinyaiDecodeToken(llm, 1, 2, NULL, 4, &len), "out");
+    CHECK_NULL_ARG(tinyaiEval(llm, NULL, 1, NULL), "tokens");
+    CHECK_NULL_ARG(tinyaiSample(llm, NULL, &sc, &state, &token), "logits");
+    CHECK_NULL_ARG(tinyaiSample(llm, logits, NULL, &state, &token), "sampler");
+    CHECK_NULL_ARG(tinyaiSample(llm, logits, &sc, NULL, &token), "rngState");
+    CHECK_NULL_ARG(tinyaiSample(llm, logits, &sc, &state, NULL), "token");
+    CHECK_NULL_ARG(tinyaiGenerate(llm, NULL, &gp, buf, sizeof buf, &len, NULL), "prompt");
+    CHECK_NULL_ARG(tinyaiGenerate(llm, "a", &gp, NULL, 10, &len, NULL), "out");
+    (void)minfo;
+}
+
+/* ---- Struct-size versioning ----------------------------------------------------- */
+
+static void test_struct_sizes(const char* model_path, TinyAIMappedModel* model, TinyAILLM* llm) {
+    TinyAIMmapConfig mc = tinyaiCreateDefaultMmapConfig();
+    TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    TinyAILLM* other = NULL;
+    float logits[512];
+    uint64_t state = 1;
+    int32_t token = 0;
+    memset(logits, 0, sizeof logits);
+
+    CHECK(mc.structSize == sizeof(TinyAIMmapConfig));
+    CHECK(mc.maxCacheSize == (size_t)256 * 1024 * 1024);
+    CHECK(mc.minLayerCacheSize == 4096);
+    CHECK(mc.prefetchThreads == 1);
+    CHECK(mc.prefetchEnabled && mc.adaptiveCaching && mc.verifyChecksums);
+    CHECK(lc.structSize == sizeof(TinyAILLMConfig));
+    CHECK(lc.contextLength == 0 && lc.threads == 1);
+    CHECK(sc.structSize == sizeof(TinyAISamplerConfig));
+    CHECK(sc.temperature == 0.0f);
+    CHECK(sc.topP > 0.89f && sc.topP < 0.91f);
+    CHECK(gp.structSize == sizeof(TinyAIGenerateParams));
+    CHECK(gp.steps == 256);
+    CHECK(gp.onText == NULL && gp.user == NULL);
+    CHECK(gp.sampler.structSize == sizeof(TinyAISamplerConfig));
+
+    mc.structSize = 0;
+    CHECK_SENTINEL(tinyaiOpenMappedModel(model_path, &mc), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
+    lc.structSize = 0;
+    tinyaiClearLastError();
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &other), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(other == NULL);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
+    gp.structSize = 0;
+    CHECK_STATUS(tinyaiGenerate(llm, "a", &gp, NULL, 0, NULL, NULL), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
+    sc.structSize = 0;
+    CHECK_STATUS(tinyaiSample(llm, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
+    /* A struct from a newer library (larger) is refused too. */
+    lc = tinyaiCreateDefaultLLMConfig();
+    lc.structSize = (uint32_t)sizeof(TinyAILLMConfig) + 16;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &other), TINYAI_ERR_INVALID_ARGUMENT);
+    /* NULL configs are the defaults. */
+    CHECK_STATUS(tinyaiCreateLLM(model, NULL, &other), TINYAI_OK);
+    CHECK(other != NULL);
+    tinyaiDestroyLLM(other);
+}
+
+/* ---- Files that are not models --------------------------------------------------- */
+
+static void test_bad_files(const char* tmp, const unsigned char* image, size_t size) {
+    char path[1024];
+    unsigned char* copy;
+    TinyAIMappedModel* m;
+
+    snprintf(path, sizeof path, "%s/c_api_test_missing.tmai", tmp);
+    remove(path);
+    CHECK_SENTINEL(tinyaiOpenMappedModel(path, NULL), NULL, TINYAI_ERR_FILE_NOT_FOUND);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "c_api_test_missing.tmai") != NULL);
+
+    snprintf(path, sizeof path, "%s/c_api_test_empty.tmai", tmp);
+    CHECK(write_file(path, "", 0));
+    CHECK_SENTINEL(tinyaiOpenMappedModel(path, NULL), NULL, TINYAI_ERR_TRUNCATED);
+    remove(path);
+
+    copy = (unsigned char*)malloc(size);
+    CHECK(copy != NULL);
+    if (!copy) return;
+    memcpy(copy, image, size);
+    copy[0] = 'X';
+    snprintf(path, sizeof path, "%s/c_api_test_magic.tmai", tmp);
+    CHECK(write_file(path, copy, size));
+    CHECK_SENTINEL(tinyaiOpenMappedModel(path, NULL), NULL, TINYAI_ERR_BAD_MAGIC);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "c_api_test_magic.tmai") != NULL);
+    remove(path);
+
+    snprintf(path, sizeof path, "%s/c_api_test_cut.tmai", tmp);
+    CHECK(write_file(path, image, size - 100));
+    CHECK_SENTINEL(tinyaiOpenMappedModel(path, NULL), NULL, TINYAI_ERR_TRUNCATED);
+    remove(path);
+
+    /* A flipped data byte in the last layer: opens, the layer fails its checksum. */
+    memcpy(copy, image, size);
+    copy[size - 5] ^= 0x40;
+    snprintf(path, sizeof path, "%s/c_api_test_crc.tmai", tmp);
+    CHECK(write_file(path, copy, size));
+    m = tinyaiOpenMappedModel(path, NULL);
+    CHECK(m != NULL);
+    if (m) {
+        int last = tinyaiGetMappedLayerCount(m) - 1;
+        CHECK_SENTINEL(tinyaiGetLayerWeights(m, last), NULL, TINYAI_ERR_CHECKSUM);
+        tinyaiCloseMappedModel(m);
+    }
+    remove(path);
+    free(copy);
+}
+
+/* ---- The loader on stories260K --------------------------------------------------- */
+
+static void test_loader(TinyAIMappedModel* model, const unsigned char* image, size_t size) {
+    int layers = tinyaiGetMappedLayerCount(model);
+    int tensors = tinyaiGetMappedTensorCount(model);
+    int i, index = -1, next = 0;
+    int64_t i64 = 0;
+    float f = 0.0f;
+    const char* str = NULL;
+    size_t len = 0;
+    size_t usage = 0;
+    TinyAITensorInfo info;
+    void* w;
+
+    CHECK(layers == 7); /* embedding, 5 blocks, output */
+    CHECK(tensors == 1 + 5 * 9 + 1);
+    CHECK(tinyaiGetMappedModelFileSize(model) == (uint64_t)size);
+    CHECK(tinyaiGetMappedModelMemoryUsage(model) == 0);
+    for (i = 0; i < layers; ++i) {
+        const TinyAILayerDescriptor* d = tinyaiGetLayerDescriptor(model, i);
+        CHECK(d != NULL);
+        if (!d) continue;
+        CHECK(d->index == i);
+        CHECK(d->fileOffset % 4096 == 0);
+        CHECK(d->firstTensor == next);
+        next += d->tensorCount;
+        CHECK(d->name != NULL);
+        CHECK(d->kind == (i == 0 ? TINYAI_LAYER_EMBEDDING
+                                 : i == layers - 1 ? TINYAI_LAYER_OUTPUT : TINYAI_LAYER_TRANSFORMER));
+        CHECK(d->blockIndex == (d->kind == TINYAI_LAYER_TRANSFORMER ? i - 1 : -1));
+        CHECK_STATUS(tinyaiPrefetchLayerWeights(model, i), TINYAI_OK);
+        CHECK_STATUS(tinyaiSetLayerPriority(model, i, (float)i), TINYAI_OK);
+        w = tinyaiGetLayerWeights(model, i);
+        CHECK(w != NULL);
+        CHECK(w == NULL || memcmp(w, image + d->fileOffset, (size_t)d->storedSize) == 0);
+        usage += (size_t)d->decodedSize;
+        CHECK(tinyaiGetMappedModelMemoryUsage(model) == usage);
+        CHECK_STATUS(tinyaiReleaseLayerWeights(model, i), TINYAI_OK);
+    }
+    CHECK(next == tensors);
+    CHECK_STATUS(tinyaiReleaseLayerWeights(model, 0), TINYAI_ERR_MISUSE);
+    CHECK_SENTINEL(tinyaiGetLayerDescriptor(model, layers), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_SENTINEL(tinyaiGetLayerWeights(model, -1), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiSetLayerPriority(model, 0, -1.0f), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiSetLayerPriority(model, 0, (float)NAN), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiPrefetchLayerWeights(model, layers), TINYAI_ERR_INVALID_ARGUMENT);
+
+    for (i = 0; i < tensors; ++i) {
+        CHECK_STATUS(tinyaiGetMappedTensorInfo(model, i, &info), TINYAI_OK);
+        CHECK(info.name != NULL && info.dtype == TINYAI_DTYPE_F32 && info.codec == TINYAI_CODEC_NONE);
+        CHECK(info.decodedSize == info.elementCount * 4);
+        CHECK_STATUS(tinyaiFindMappedTensor(model, info.name, &index), TINYAI_OK);
+        CHECK(index == i);
+    }
+    CHECK_STATUS(tinyaiGetMappedTensorInfo(model, tensors, &info), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiFindMappedTensor(model, "blk.4.attn_q", &index), TINYAI_OK);
+    CHECK_STATUS(tinyaiGetMappedTensorInfo(model, index, &info), TINYAI_OK);
+    CHECK(strcmp(info.name, "blk.4.attn_q") == 0);
+    CHECK(info.role == TINYAI_ROLE_ATTN_Q && info.blockIndex == 4 && info.nDims == 2);
+    CHECK(info.shape[0] == 64 && info.shape[1] == 64);
+    CHECK_STATUS(tinyaiFindMappedTensor(model, "blk.5.attn_q", &index), TINYAI_ERR_NOT_FOUND);
+
+    CHECK_STATUS(tinyaiGetMetadataInt(model, "llama.dim", &i64), TINYAI_OK);
+    CHECK(i64 == 64);
+    CHECK_STATUS(tinyaiGetMetadataInt(model, "llama.vocab_size", &i64), TINYAI_OK);
+    CHECK(i64 == 512);
+    CHECK_STATUS(tinyaiGetMetadataFloat(model, "llama.norm_eps", &f), TINYAI_OK);
+    CHECK(f > 0.0f && f < 1e-4f);
+    CHECK_STATUS(tinyaiGetMetadataString(model, "general.architecture", &str, &len), TINYAI_OK);
+    CHECK(len == 5 && str != NULL && memcmp(str, "llama", 5) == 0);
+    CHECK_STATUS(tinyaiGetMetadataInt(model, "no.such.key", &i64), TINYAI_ERR_NOT_FOUND);
+    CHECK_STATUS(tinyaiGetMetadataFloat(model, "llama.dim", &f), TINYAI_ERR_BAD_FORMAT);
+    CHECK_STATUS(tinyaiGetMetadataString(model, "llama.dim", &str, &len), TINYAI_ERR_BAD_FORMAT);
+    CHECK_STATUS(tinyaiGetMetadataInt(model, "general.architecture", &i64), TINYAI_ERR_BAD_FORMAT);
+}
+
+/* ---- Text generation ------------------------------------------------------------ */
+
+struct Stopper {
+    int calls;
+    int stop_at;
+    size_t bytes;
+};
+
+static int on_text(const char* piece, size_t len, void* user) {
+    struct Stopper* s = (struct Stopper*)user;
+    (void)piece;
+    ++s->calls;
+    s->bytes += len;
+    return s->stop_at > 0 && s->calls >= s->stop_at;
+}
+
+static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
+    static const char kPrefix[] = "Once upon a time, there was a little girl named Lily.";
+    TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    TinyAILLM* llm = NULL;
+    TinyAIModelInfo info;
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    TinyAIGenerateStats stats;
+    TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+    struct Stopper stopper;
+    int32_t ids[64];
+    int32_t count = 0, needed = 0, token = -1, i;
+    float* logits = NULL;
+    uint64_t state = 42;
+    char piece[64];
+    char text[8192];
+    char small[8];
+    size_t len = 0, full_len = 0;
+
+    lc.threads = 2;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
+    if (!llm) return;
+    test_null_arguments_with_handles(model, llm);
+
+    CHECK_STATUS(tinyaiGetModelInfo(llm, &info), TINYAI_OK);
+    CHECK(info.dim == 64 && info.layers == 5 && info.vocabSize == 512 && info.seqLen == 512);
+    CHECK(info.heads == 8 && info.kvHeads == 4 && info.contextLength == 512);
+    CHECK(info.bosId == 1 && info.eosId == 2 && info.sharedClassifier == 1);
+    CHECK(info.weightBytes > 0 && info.kvCacheBytes > 0 && info.activationBytes > 0);
+
+    /* Tokenize: the sizing protocol. */
+    CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, NULL, 0, &needed), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    CHECK(needed > 1 && needed < 64);
+    CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, ids, 64, &count), TINYAI_OK);
+    CHECK(count == needed);
+    CHECK(ids[0] == 1);
+    /* Decode the prompt back. */
+    text[0] = '\0';
+    len = 0;
+    for (i = 1; i < count && i < 64; ++i) {
+        size_t n = 0;
+        CHECK_STATUS(tinyaiDecodeToken(llm, ids[i - 1], ids[i], piece, sizeof piece, &n), TINYAI_OK);
+        if (len + n < sizeof text) {
+            memcpy(text + len, piece, n);
+            len += n;
+            text[len] = '\0';
+        }
+    }
+    CHECK(strcmp(text, "Once upon a time") == 0);
+    CHECK_STATUS(tinyaiDecodeToken(llm, 1, 512, piece, sizeof piece, &len), TINYAI_ERR_INVALID_ARGUMENT);
+
+    /* Eval, position, sample, reset. */
+    logits = (float*)malloc(sizeof(float) * (size_t)info.vocabSize);
+    CHECK(logits != NULL);
+    if (logits) {
+        CHECK_STATUS(tinyaiEval(llm, ids, count, logits), TINYAI_OK);
+        CHECK(tinyaiGetPosition(llm) == count);
+        CHECK_STATUS(tinyaiSample(llm, logits, &sc, &state, &token), TINYAI_OK);
+        CHECK(token >= 0 && token < info.vocabSize);
+        CHECK_STATUS(tinyaiDecodeToken(llm, ids[count - 1], token, piece, sizeof piece, &len), TINYAI_OK);
+        CHECK(len == 1 && piece[0] == ','); /* "Once upon a time" -> "," */
+        CHECK_STATUS(tinyaiEval(llm, &token, 1, NULL), TINYAI_OK);
+        CHECK(tinyaiGetPosition(llm) == count + 1);
+        ids[0] = 600;
+        CHECK_STATUS(tinyaiEval(llm, ids, 1, logits), TINYAI_ERR_INVALID_ARGUMENT);
+        ids[0] = 1;
+        sc.temperature = -1.0f;
+        CHECK_STATUS(tinyaiSample(llm, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+        sc.temperature = 0.0f;
+        CHECK_STATUS(tinyaiResetLLM(llm), TINYAI_OK);
+        CHECK(tinyaiGetPosition(llm) == 0);
+        free(logits);
+    }
+
+    /* Greedy generation: the golden story. */
+    gp.steps = 256;
+    memset(&stats, 0, sizeof stats);
+    CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &full_len, &stats), TINYAI_OK);
+    CHECK(strlen(text) == full_len);
+    CHECK(strncmp(text, kPrefix, sizeof kPrefix - 1) == 0);
+    if (strncmp(text, kPrefix, sizeof kPrefix - 1) != 0) fprintf(stderr, "    generated: %.200s\n", text);
+    CHECK(stats.promptTokens == count);
+    CHECK(stats.generatedTokens > 0 && stats.promptTokens + stats.generatedTokens <= 257);
+    CHECK(stats.totalSeconds >= 0.0);
+    if (golden_path) {
+        size_t gsize = 0;
+        unsigned char* aligned = NULL;
+        unsigned char* golden = read_file(golden_path, &gsize, &aligned);
+        CHECK(golden != NULL);
+        if (golden) {
+            /* The reference prints a final newline; tinyaiGenerate does not. */
+            CHECK(gsize > 0 && aligned[gsize - 1] == '\n');
+            CHECK(gsize - 1 == full_len && memcmp(aligned, text, full_len) == 0);
+            free(golden);
+        }
+    }
+
+    /* A too-small buffer: truncated, terminated, full length reported. */
+    memset(small, '#', sizeof small);
+    CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, small, sizeof small, &len, NULL),
+                 TINYAI_ERR_RESOURCE_EXHAUSTED);
+    CHECK(len == full_len);
+    CHECK(small[sizeof small - 1] == '\0');
+    CHECK(strncmp(small, text, sizeof small - 1) == 0);
+
+    /* The callback stops generation. */
+    memset(&stopper, 0, sizeof stopper);
+    stopper.stop_at = 5;
+    gp.onText = on_text;
+    gp.user = &stopper;
+    CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL), TINYAI_OK);
+    CHECK(stopper.calls == 5);
+    CHECK(stopper.bytes == len);
+    gp.onText = NULL;
+    gp.user = NULL;
+
+    /* Sampling: reproducible for a seed. */
+    {
+        char a[4096], b[4096];
+        gp.sampler.temperature = 0.8f;
+        gp.sampler.seed = 7;
+        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, a, sizeof a, NULL, NULL), TINYAI_OK);
+        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, b, sizeof b, NULL, NULL), TINYAI_OK);
+        CHECK(strcmp(a, b) == 0);
+        gp.sampler.topP = 1.5f;
+        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, a, sizeof a, NULL, NULL),
+                     TINYAI_ERR_INVALID_ARGUMENT);
+        gp.sampler.topP = 0.9f;
+        gp.sampler.temperature = 0.0f;
+    }
+    tinyaiDestroyLLM(llm);
+
+    /* A 16-token context. */
+    lc.contextLength = 16;
+    lc.threads = 1;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
+    if (llm) {
+        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time there was a big dog and a small cat who were friends",
+                                    &gp, text, sizeof text, &len, NULL),
+                     TINYAI_ERR_CONTEXT_OVERFLOW);
+        for (i = 0; i < 16; ++i) ids[i] = 1 + i;
+        CHECK_STATUS(tinyaiEval(llm, ids, 16, NULL), TINYAI_OK);
+        CHECK_STATUS(tinyaiEval(llm, ids, 1, NULL), TINYAI_ERR_CONTEXT_OVERFLOW);
+        tinyaiDestroyLLM(llm);
+    }
+}
+
+int main(int argc, char** argv) {
+    const char* model_path;
+    const char* tmp;
+    unsigned char* raw = NULL;
+    unsigned char* image = NULL;
+    size_t size = 0;
+    TinyAIMappedModel* model;
+    TinyAIMappedModel* from_memory;
+    TinyAIMmapConfig mc;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MODEL.tmai TEMP_DIR [GOLDEN.expected]\n", argv[0]);
+        return 2;
+    }
+    model_path = argv[1];
+    tmp = argv[2];
+    if (!file_exists(model_path)) {
+        printf("skip: %s not found (stories260K is converted from ../shared by the convert_stories260K test)\n",
+               model_path);
+        return 77;
+    }
+
+    test_status_and_types();
+    test_null_arguments();
+
+    raw = read_file(model_path, &size, &image);
+    CHECK(raw != NULL);
+    if (!raw) goto done;
+    test_bad_files(tmp, image, size);
+
+    mc = tinyaiCreateDefaultMmapConfig();
+    mc.maxCacheSize = 0;
+    model = tinyaiOpenMappedModel(model_path, &mc);
+    CHECK(model != NULL);
+    if (!model) goto done;
+    test_loader(model, image, size);
+
+    /* The same model from memory, and a misaligned image. */
+    from_memory = tinyaiOpenMappedModelFromMemory(image, size, NULL);
+    CHECK(from_memory != NULL);
+    if (from_memory) {
+        CHECK(tinyaiGetMappedLayerCount(from_memory) == tinyaiGetMappedLayerCount(model));
+        CHECK(tinyaiGetLayerWeights(from_memory, 1) ==
+              (void*)(image + tinyaiGetLayerDescriptor(from_memory, 1)->fileOffset));
+        CHECK_STATUS(tinyaiReleaseLayerWeights(from_memory, 1), TINYAI_OK);
+        tinyaiCloseMappedModel(from_memory);
+    }
+    CHECK_SENTINEL(tinyaiOpenMappedModelFromMemory(image + 1, size - 1, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+
+    {
+        TinyAILLM* llm = NULL;
+        CHECK_STATUS(tinyaiCreateLLM(model, NULL, &llm), TINYAI_OK);
+        if (llm) {
+            test_struct_sizes(model_path, model, llm);
+            tinyaiDestroyLLM(llm);
+        }
+    }
+    test_llm(model, argc > 3 ? argv[3] : NULL);
+    tinyaiCloseMappedModel(model);
+
+done:
+    free(raw);
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed == 0 ? 0 : 1;
+}

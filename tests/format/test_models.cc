@@ -1,0 +1,339 @@
+#include "format/test_models.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/crc32c.h"
+#include "common/status.h"
+#include "format/tmai_writer.h"
+
+namespace tinyai {
+namespace testing {
+
+LlamaShape TinyShape() {
+  LlamaShape s;
+  s.dim = 32;
+  s.hidden_dim = 64;
+  s.layers = 2;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.vocab_size = 300;
+  s.seq_len = 64;
+  s.shared_classifier = true;
+  s.seed = 7;
+  return s;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v) return std::string(v);
+  // Defaults compiled in by tests/CMakeLists.txt.
+  const std::string n = name;
+  if (n == "TINYAI_SHARED_DIR") return TINYAI_TEST_SHARED_DIR;
+  if (n == "TINYAI_TEST_DATA") return TINYAI_TEST_DATA_DIR;
+  if (n == "TINYAI_STORIES_TMAI") return TINYAI_TEST_STORIES_TMAI;
+  return std::string();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string StoriesTmai() {
+  std::string p = Env("TINYAI_STORIES_TMAI");
+  return FileExists(p) ? p : std::string();
+}
+
+std::string StoriesDir() {
+  std::string shared = Env("TINYAI_SHARED_DIR");
+  if (shared.empty()) return std::string();
+  std::string dir = shared + "/models/stories260K";
+  if (!FileExists(dir + "/stories260K.bin") || !FileExists(dir + "/tok512.bin")) return std::string();
+  return dir;
+}
+
+TempDir::TempDir() {
+  std::string base = Env("TINYAI_TEST_DATA");
+  if (!base.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(base, ec);
+    if (ec) base.clear();
+  }
+  if (base.empty()) {
+    base = Env("TMPDIR");
+    if (base.empty()) base = "/tmp";
+  }
+  std::string templ = base + "/tinyai-test-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data())) path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+TinyAIStatus WriteTinyModel(const std::string& path, const LlamaShape& shape) {
+  return WriteSyntheticModel(shape, path.c_str());
+}
+
+namespace {
+
+uint64_t SplitMix(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+TinyAIStatus WriteModel(const std::string& path, const ModelOptions& o) {
+  const LlamaShape& s = o.shape;
+  TmaiWriter w;
+  w.set_version_for_testing(o.version_major, o.version_minor);
+  w.AddMetaString("general.architecture", o.architecture);
+  w.AddMetaString("general.name", "test model");
+  w.AddMetaInt("llama.dim", s.dim);
+  w.AddMetaInt("llama.hidden_dim", s.hidden_dim);
+  w.AddMetaInt("llama.layers", s.layers);
+  w.AddMetaInt("llama.heads", s.heads);
+  w.AddMetaInt("llama.kv_heads", s.kv_heads);
+  w.AddMetaInt("llama.vocab_size", s.vocab_size);
+  w.AddMetaInt("llama.seq_len", s.seq_len);
+  w.AddMetaInt("llama.shared_classifier", s.shared_classifier ? 1 : 0);
+  w.AddMetaFloat("llama.norm_eps", 1e-5f);
+  w.AddMetaFloat("llama.rope_theta", 10000.0f);
+  std::vector<std::string> pieces = {"<unk>", "\n<s>\n", "\n</s>\n"};
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    pieces.push_back(buf);
+  }
+  for (int i = 0; static_cast<int32_t>(pieces.size()) < s.vocab_size; ++i) {
+    pieces.push_back(" w" + std::to_string(i));
+  }
+  std::vector<float> scores(pieces.size(), 0.0f);
+  size_t max_len = 0;
+  for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
+  w.AddMetaString("tokenizer.model", "llama2c-bpe");
+  w.AddMetaStringArray("tokenizer.tokens", pieces);
+  w.AddMetaFloatArray("tokenizer.scores", scores);
+  w.AddMetaInt("tokenizer.bos_id", 1);
+  w.AddMetaInt("tokenizer.eos_id", 2);
+  w.AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
+
+  const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
+  const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
+  const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
+  auto add = [&](const std::string& name, TinyAITensorRole role, std::vector<uint64_t> shape) {
+    if (name == o.override_tensor) shape = o.override_shape;
+    return w.AddTensor(name, role, TINYAI_DTYPE_F32, shape);
+  };
+  w.AddLayer(TINYAI_LAYER_EMBEDDING, -1);
+  add("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, {vocab, dim});
+  for (int32_t l = 0; l < s.layers; ++l) {
+    std::string p = "blk." + std::to_string(l) + ".";
+    w.AddLayer(TINYAI_LAYER_TRANSFORMER, l);
+    add(p + "attn_norm", TINYAI_ROLE_ATTN_NORM, {dim});
+    add(p + "attn_q", TINYAI_ROLE_ATTN_Q, {dim, dim});
+    add(p + "attn_k", TINYAI_ROLE_ATTN_K, {kv_dim, dim});
+    add(p + "attn_v", TINYAI_ROLE_ATTN_V, {kv_dim, dim});
+    add(p + "attn_out", TINYAI_ROLE_ATTN_OUT, {dim, dim});
+    add(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, {dim});
+    add(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, {hidden, dim});
+    add(p + "ffn_up", TINYAI_ROLE_FFN_UP, {hidden, dim});
+    add(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, {dim, hidden});
+  }
+  w.AddLayer(TINYAI_LAYER_OUTPUT, -1);
+  add("output_norm", TINYAI_ROLE_OUTPUT_NORM, {dim});
+  if (!s.shared_classifier) add("output", TINYAI_ROLE_CLASSIFIER, {vocab, dim});
+
+  TINYAI_RETURN_IF_ERROR(w.Open(path.c_str()));
+  uint64_t rng = s.seed;
+  std::vector<float> chunk;
+  for (int32_t t = 0;; ++t) {
+    uint64_t bytes = w.TensorBytes(t);
+    if (bytes == 0) break;
+    chunk.resize(static_cast<size_t>(bytes / 4));
+    for (float& f : chunk) {
+      f = (static_cast<float>(SplitMix(&rng) >> 40) * (1.0f / 16777216.0f) - 0.5f) * 0.2f;
+    }
+    TINYAI_RETURN_IF_ERROR(w.Write(chunk.data(), chunk.size() * 4));
+  }
+  return w.Finish();
+}
+
+bool ReadFileBytes(const std::string& path, Bytes* out) {
+  out->clear();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  in.seekg(0, std::ios::end);
+  std::streamoff n = in.tellg();
+  if (n < 0) return false;
+  in.seekg(0, std::ios::beg);
+  out->resize(static_cast<size_t>(n));
+  if (n > 0) in.read(reinterpret_cast<char*>(out->data()), n);
+  return static_cast<bool>(in);
+}
+
+bool WriteFileBytes(const std::string& path, const Bytes& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return false;
+  if (!bytes.empty()) f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  return static_cast<bool>(f);
+}
+
+// ---- Structured access -------------------------------------------------------
+
+tmai::Header GetHeader(const Bytes& image) {
+  tmai::Header h;
+  std::memset(&h, 0, sizeof h);
+  std::memcpy(&h, image.data(), image.size() < sizeof h ? image.size() : sizeof h);
+  return h;
+}
+
+void SetHeader(Bytes* image, const tmai::Header& h) {
+  if (image->size() < sizeof h) image->resize(sizeof h);
+  std::memcpy(image->data(), &h, sizeof h);
+}
+
+tmai::LayerEntry GetLayer(const Bytes& image, uint32_t index) {
+  tmai::Header h = GetHeader(image);
+  tmai::LayerEntry l;
+  std::memcpy(&l, image.data() + h.layers_offset + size_t{index} * sizeof l, sizeof l);
+  return l;
+}
+
+void SetLayer(Bytes* image, uint32_t index, const tmai::LayerEntry& l) {
+  tmai::Header h = GetHeader(*image);
+  std::memcpy(image->data() + h.layers_offset + size_t{index} * sizeof l, &l, sizeof l);
+}
+
+tmai::TensorEntry GetTensor(const Bytes& image, uint32_t index) {
+  tmai::Header h = GetHeader(image);
+  tmai::TensorEntry t;
+  std::memcpy(&t, image.data() + h.tensors_offset + size_t{index} * sizeof t, sizeof t);
+  return t;
+}
+
+void SetTensor(Bytes* image, uint32_t index, const tmai::TensorEntry& t) {
+  tmai::Header h = GetHeader(*image);
+  std::memcpy(image->data() + h.tensors_offset + size_t{index} * sizeof t, &t, sizeof t);
+}
+
+int32_t FindTensor(const Bytes& image, const char* name) {
+  tmai::Header h = GetHeader(image);
+  for (uint32_t i = 0; i < h.tensor_count; ++i) {
+    tmai::TensorEntry t = GetTensor(image, i);
+    if (std::strncmp(t.name, name, sizeof t.name) == 0) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+void ResealHeaderOnly(Bytes* image) {
+  tmai::Header h = GetHeader(*image);
+  h.header_crc = 0;
+  h.header_crc = Crc32c(0, &h, sizeof h);
+  SetHeader(image, h);
+}
+
+void Reseal(Bytes* image) {
+  tmai::Header h = GetHeader(*image);
+  if (h.data_offset >= tmai::kHeaderSize && h.data_offset <= image->size()) {
+    h.index_crc = Crc32c(0, image->data() + tmai::kHeaderSize, static_cast<size_t>(h.data_offset - tmai::kHeaderSize));
+    SetHeader(image, h);
+  }
+  ResealHeaderOnly(image);
+}
+
+void PatchHeader(Bytes* image, const std::function<void(tmai::Header&)>& edit, bool reseal) {
+  tmai::Header h = GetHeader(*image);
+  edit(h);
+  SetHeader(image, h);
+  if (reseal) Reseal(image);
+}
+
+void PatchLayer(Bytes* image, uint32_t index, const std::function<void(tmai::LayerEntry&)>& edit, bool reseal) {
+  tmai::LayerEntry l = GetLayer(*image, index);
+  edit(l);
+  SetLayer(image, index, l);
+  if (reseal) Reseal(image);
+}
+
+void PatchTensor(Bytes* image, uint32_t index, const std::function<void(tmai::TensorEntry&)>& edit, bool reseal) {
+  tmai::TensorEntry t = GetTensor(*image, index);
+  edit(t);
+  SetTensor(image, index, t);
+  if (reseal) Reseal(image);
+}
+
+uint32_t LoadU32(const Bytes& image, size_t offset) {
+  uint32_t v;
+  std::memcpy(&v, image.data() + offset, 4);
+  return v;
+}
+
+void StoreU32(Bytes* image, size_t offset, uint32_t value) { std::memcpy(image->data() + offset, &value, 4); }
+
+void StoreI32(Bytes* image, size_t offset, int32_t value) { std::memcpy(image->data() + offset, &value, 4); }
+
+size_t FindMetaValue(const Bytes& image, const char* key, uint8_t* type) {
+  tmai::Header h = GetHeader(image);
+  size_t p = static_cast<size_t>(h.metadata_offset);
+  const size_t end = p + static_cast<size_t>(h.metadata_size);
+  if (end > image.size() || p + 4 > end) return 0;
+  uint32_t count = LoadU32(image, p);
+  p += 4;
+  const size_t key_len = std::strlen(key);
+  for (uint32_t i = 0; i < count && p + 3 <= end; ++i) {
+    uint16_t kl;
+    std::memcpy(&kl, image.data() + p, 2);
+    if (p + 3 + kl > end) return 0;
+    const bool match = kl == key_len && std::memcmp(image.data() + p + 2, key, key_len) == 0;
+    const uint8_t t = image[p + 2 + kl];
+    p += 3u + kl;
+    if (match) {
+      if (type) *type = t;
+      return p;
+    }
+    switch (t) {
+      case tmai::kMetaInt: p += 8; break;
+      case tmai::kMetaFloat: p += 4; break;
+      case tmai::kMetaString: p += 4 + size_t{LoadU32(image, p)}; break;
+      case tmai::kMetaFloatArray: p += 4 + 4 * size_t{LoadU32(image, p)}; break;
+      case tmai::kMetaStringArray: {
+        uint32_t n = LoadU32(image, p);
+        p += 4;
+        for (uint32_t s = 0; s < n && p + 4 <= end; ++s) p += 4 + size_t{LoadU32(image, p)};
+        break;
+      }
+      default: return 0;
+    }
+  }
+  return 0;
+}
+
+AlignedImage::AlignedImage(const uint8_t* data, size_t size) : size_(size) {
+  void* p = nullptr;
+  // posix_memalign with the exact size: reads past size are heap overflows
+  // ASan reports. At least one byte so the pointer is never NULL.
+  if (::posix_memalign(&p, 64, size > 0 ? size : 1) == 0) {
+    data_ = static_cast<uint8_t*>(p);
+    if (size > 0) std::memcpy(data_, data, size);
+  }
+}
+
+AlignedImage::~AlignedImage() { std::free(data_); }
+
+}  // namespace testing
+}  // namespace tinyai

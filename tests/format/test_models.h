@@ -1,0 +1,122 @@
+// Shared helpers of the C++ tests: small synthetic models in temporary
+// folders, file images as byte vectors, and "patches" that change one field of
+// the header, a layer or a tensor and then re-seal the header and index
+// checksums, so a test reaches the validation step behind the CRCs.
+#ifndef TINYAI_TESTS_FORMAT_TEST_MODELS_H_
+#define TINYAI_TESTS_FORMAT_TEST_MODELS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "format/model_builder.h"
+#include "format/tmai_format.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+namespace testing {
+
+using Bytes = std::vector<uint8_t>;
+
+// dim=32, hidden=64, layers=2, heads=4, kv_heads=2, vocab=300, seq_len=64.
+LlamaShape TinyShape();
+
+// A fresh folder under $TINYAI_TEST_DATA (created if needed) or else under
+// $TMPDIR; removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes WriteSyntheticModel(shape) to path; returns its status.
+TinyAIStatus WriteTinyModel(const std::string& path, const LlamaShape& shape = TinyShape());
+
+// A llama model written with TmaiWriter, with knobs to make it wrong in ways
+// the reader accepts but a runner must not.
+struct ModelOptions {
+  LlamaShape shape = TinyShape();
+  std::string architecture = "llama";
+  // When set, this tensor gets override_shape instead of its proper shape.
+  std::string override_tensor;
+  std::vector<uint64_t> override_shape;
+  uint16_t version_major = tmai::kVersionMajor;
+  uint16_t version_minor = tmai::kVersionMinor;
+};
+TinyAIStatus WriteModel(const std::string& path, const ModelOptions& options);
+
+// Whole-file I/O (aborts the test through an empty result on failure).
+bool ReadFileBytes(const std::string& path, Bytes* out);
+bool WriteFileBytes(const std::string& path, const Bytes& bytes);
+bool FileExists(const std::string& path);
+
+// Environment variable or "" when unset.
+std::string Env(const char* name);
+// $TINYAI_STORIES_TMAI if set and the file exists, else "".
+std::string StoriesTmai();
+// $TINYAI_SHARED_DIR/models/stories260K if it holds the checkpoint and
+// tokenizer, else "".
+std::string StoriesDir();
+
+// ---- Structured access to a .tmai image --------------------------------------
+
+tmai::Header GetHeader(const Bytes& image);
+void SetHeader(Bytes* image, const tmai::Header& header);
+tmai::LayerEntry GetLayer(const Bytes& image, uint32_t index);
+void SetLayer(Bytes* image, uint32_t index, const tmai::LayerEntry& layer);
+tmai::TensorEntry GetTensor(const Bytes& image, uint32_t index);
+void SetTensor(Bytes* image, uint32_t index, const tmai::TensorEntry& tensor);
+// Index of the tensor called name, or -1.
+int32_t FindTensor(const Bytes& image, const char* name);
+
+// Recomputes index_crc over [header_size, data_offset) (when that range lies
+// inside the image) and then header_crc.
+void Reseal(Bytes* image);
+void ResealHeaderOnly(Bytes* image);
+
+// Edit, then re-seal (unless reseal is false).
+void PatchHeader(Bytes* image, const std::function<void(tmai::Header&)>& edit, bool reseal = true);
+void PatchLayer(Bytes* image, uint32_t index, const std::function<void(tmai::LayerEntry&)>& edit,
+                bool reseal = true);
+void PatchTensor(Bytes* image, uint32_t index, const std::function<void(tmai::TensorEntry&)>& edit,
+                 bool reseal = true);
+
+// File offset of the value of metadata key (the byte after its type byte), or
+// 0 if the key is absent. *type receives the type byte when not null.
+size_t FindMetaValue(const Bytes& image, const char* key, uint8_t* type = nullptr);
+
+uint32_t LoadU32(const Bytes& image, size_t offset);
+void StoreU32(Bytes* image, size_t offset, uint32_t value);
+void StoreI32(Bytes* image, size_t offset, int32_t value);
+
+// A 64-byte aligned copy of bytes (for tinyaiOpenMappedModelFromMemory),
+// exactly size bytes long so that ASan catches reads past the end.
+class AlignedImage {
+ public:
+  explicit AlignedImage(const Bytes& bytes) : AlignedImage(bytes.data(), bytes.size()) {}
+  AlignedImage(const uint8_t* data, size_t size);
+  ~AlignedImage();
+  AlignedImage(const AlignedImage&) = delete;
+  AlignedImage& operator=(const AlignedImage&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint8_t* mutable_data() { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace testing
+}  // namespace tinyai
+
+#endif  // TINYAI_TESTS_FORMAT_TEST_MODELS_H_

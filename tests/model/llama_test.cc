@@ -1,0 +1,961 @@
+// The LLaMA runner through the C API of <tinyai/llm.h>, on a synthetic model
+// (always) and on stories260K (skipped when ../shared is absent): chunked
+// evaluation, threads, the context limit, tokenize/decode sizing, output
+// buffers, callbacks, sampling, argument checks, bad models, and the golden
+// greedy text.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "format/test_models.h"
+#include "tinyai/llm.h"
+#include "tinyai/tinyai.h"
+
+namespace {
+
+namespace tt = tinyai::testing;
+
+std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+#define EXPECT_LAST_ERROR(code, needle)                                                            \
+  do {                                                                                             \
+    EXPECT_EQ(tinyaiGetLastError(), (code)) << tinyaiStatusString(tinyaiGetLastError()) << ": "    \
+                                            << LastMessage();                                      \
+    EXPECT_TRUE(Contains(LastMessage(), (needle))) << "lacks '" << (needle) << "': " << LastMessage(); \
+  } while (0)
+
+// A model and a runner, closed in the right order.
+struct Runner {
+  TinyAIMappedModel* model = nullptr;
+  TinyAILLM* llm = nullptr;
+  TinyAIModelInfo info{};
+
+  Runner() = default;
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+  ~Runner() { Close(); }
+
+  void Close() {
+    tinyaiDestroyLLM(llm);
+    llm = nullptr;
+    tinyaiCloseMappedModel(model);
+    model = nullptr;
+  }
+
+  // Opens path with threads and context; false (with the message) on failure.
+  ::testing::AssertionResult Open(const std::string& path, int32_t threads = 1, int32_t context = 0) {
+    Close();
+    model = tinyaiOpenMappedModel(path.c_str(), nullptr);
+    if (!model) return ::testing::AssertionFailure() << "open '" << path << "': " << LastMessage();
+    TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+    cfg.threads = threads;
+    cfg.contextLength = context;
+    TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
+    if (s != TINYAI_OK) return ::testing::AssertionFailure() << "create: " << tinyaiStatusString(s) << ": " << LastMessage();
+    s = tinyaiGetModelInfo(llm, &info);
+    if (s != TINYAI_OK) return ::testing::AssertionFailure() << "info: " << LastMessage();
+    return ::testing::AssertionSuccess();
+  }
+
+  std::vector<int32_t> Tokenize(const std::string& text, bool bos = true) const {
+    int32_t count = 0;
+    tinyaiTokenize(llm, text.c_str(), bos ? 1 : 0, nullptr, 0, &count);
+    std::vector<int32_t> ids(static_cast<size_t>(count));
+    int32_t again = 0;
+    EXPECT_EQ(tinyaiTokenize(llm, text.c_str(), bos ? 1 : 0, ids.data(), count, &again), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(again, count);
+    return ids;
+  }
+
+  // Generates with params; *status receives the result.
+  std::string Generate(const std::string& prompt, const TinyAIGenerateParams& params, TinyAIStatus* status = nullptr,
+                       TinyAIGenerateStats* stats = nullptr) {
+    std::vector<char> out(1 << 16);
+    size_t len = 0;
+    TinyAIStatus s = tinyaiGenerate(llm, prompt.c_str(), &params, out.data(), out.size(), &len, stats);
+    if (status) {
+      *status = s;
+    } else {
+      EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+    }
+    EXPECT_EQ(std::strlen(out.data()), len);
+    return std::string(out.data());
+  }
+
+  std::string Greedy(const std::string& prompt, int32_t steps) {
+    TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
+    p.steps = steps;
+    p.sampler.temperature = 0.0f;
+    return Generate(prompt, p);
+  }
+};
+
+// Paths of the models the tests run on.
+class ModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    synthetic_ = dir_.File("tiny.tmai");
+    ASSERT_EQ(tt::WriteTinyModel(synthetic_), TINYAI_OK) << LastMessage();
+    stories_ = tt::StoriesTmai();
+  }
+
+  // The models to run a test on: the synthetic one, and stories260K when it
+  // exists (a skip message is printed otherwise).
+  std::vector<std::string> Models() const {
+    std::vector<std::string> m = {synthetic_};
+    if (!stories_.empty()) {
+      m.push_back(stories_);
+    } else {
+      std::printf("note: stories260K not found (TINYAI_STORIES_TMAI='%s'); synthetic model only\n",
+                  tt::Env("TINYAI_STORIES_TMAI").c_str());
+    }
+    return m;
+  }
+
+  bool SkipWithoutStories() {
+    if (stories_.empty()) {
+      return true;
+    }
+    return false;
+  }
+
+  tt::TempDir dir_;
+  std::string synthetic_;
+  std::string stories_;
+};
+
+#define REQUIRE_STORIES()                                                                                   \
+  do {                                                                                                      \
+    if (SkipWithoutStories()) {                                                                             \
+      GTEST_SKIP() << "stories260K .tmai not found (TINYAI_STORIES_TMAI='" << tt::Env("TINYAI_STORIES_TMAI") \
+                   << "'); the convert_stories260K fixture makes it from ../shared";                         \
+    }                                                                                                       \
+  } while (0)
+
+// A fixed token sequence: BOS then ids spread over the vocabulary.
+std::vector<int32_t> Sequence(int32_t vocab, size_t n) {
+  std::vector<int32_t> ids = {1};
+  for (size_t i = 1; i < n; ++i) ids.push_back(static_cast<int32_t>((i * 37 + 5) % static_cast<size_t>(vocab)));
+  return ids;
+}
+
+::testing::AssertionResult LogitsClose(const std::vector<float>& ref, const std::vector<float>& got) {
+  float scale = 1.0f;
+  for (float v : ref) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i]) || std::fabs(ref[i] - got[i]) > 1e-4f * scale) {
+      return ::testing::AssertionFailure() << "logit " << i << ": " << ref[i] << " vs " << got[i] << " (scale "
+                                           << scale << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---- (a) one call == one token at a time ------------------------------------------
+
+TEST_F(ModelTest, EvalInOneCallMatchesTokenByToken) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    const int32_t vocab = r.info.vocabSize;
+    std::vector<int32_t> ids = path == stories_
+                                   ? r.Tokenize("Once upon a time, there was a little girl named Lily. She loved to "
+                                                "play outside in the park with her friends.")
+                                   : Sequence(vocab, 40);
+    ASSERT_GT(ids.size(), 33u) << "want more than two 16-token chunks";
+    const size_t n = ids.size();
+    // Token by token, keeping the logits after every prefix.
+    std::vector<std::vector<float>> step(n, std::vector<float>(static_cast<size_t>(vocab)));
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(tinyaiEval(r.llm, &ids[i], 1, step[i].data()), TINYAI_OK) << LastMessage();
+      ASSERT_EQ(tinyaiGetPosition(r.llm), static_cast<int32_t>(i + 1));
+    }
+    // Prefixes in one call, across the chunk boundaries.
+    for (size_t len : {size_t{1}, size_t{2}, size_t{15}, size_t{16}, size_t{17}, size_t{32}, size_t{33}, n}) {
+      SCOPED_TRACE("prefix " + std::to_string(len));
+      ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
+      ASSERT_EQ(tinyaiGetPosition(r.llm), 0);
+      std::vector<float> logits(static_cast<size_t>(vocab));
+      ASSERT_EQ(tinyaiEval(r.llm, ids.data(), static_cast<int32_t>(len), logits.data()), TINYAI_OK) << LastMessage();
+      EXPECT_EQ(tinyaiGetPosition(r.llm), static_cast<int32_t>(len));
+      EXPECT_TRUE(LogitsClose(step[len - 1], logits));
+    }
+    // Uneven pieces: 7, then 20, then the rest.
+    ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    ASSERT_EQ(tinyaiEval(r.llm, ids.data(), 7, nullptr), TINYAI_OK);
+    ASSERT_EQ(tinyaiEval(r.llm, ids.data() + 7, 20, nullptr), TINYAI_OK);
+    ASSERT_EQ(tinyaiEval(r.llm, ids.data() + 27, static_cast<int32_t>(n - 27), logits.data()), TINYAI_OK);
+    EXPECT_TRUE(LogitsClose(step[n - 1], logits));
+    // Zero tokens is a no-op.
+    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 0, logits.data()), TINYAI_OK);
+    EXPECT_EQ(tinyaiGetPosition(r.llm), static_cast<int32_t>(n));
+    // Threads do not change the logits beyond rounding.
+    Runner r2;
+    ASSERT_TRUE(r2.Open(path, 2));
+    std::vector<float> logits2(static_cast<size_t>(vocab));
+    ASSERT_EQ(tinyaiEval(r2.llm, ids.data(), static_cast<int32_t>(n), logits2.data()), TINYAI_OK);
+    EXPECT_TRUE(LogitsClose(step[n - 1], logits2));
+  }
+}
+
+// ---- (b) threads -----------------------------------------------------------------
+
+TEST_F(ModelTest, ThreadCountDoesNotChangeGreedyText) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    const int32_t steps = path == stories_ ? 256 : 64;
+    std::string texts[2];
+    const int32_t threads[2] = {1, 2};
+    for (int i = 0; i < 2; ++i) {
+      Runner r;
+      ASSERT_TRUE(r.Open(path, threads[i]));
+      texts[i] = r.Greedy("Once upon a time", steps);
+    }
+    EXPECT_FALSE(texts[0].empty());
+    EXPECT_EQ(texts[0], texts[1]) << "threads=1 and threads=2 differ";
+  }
+}
+
+TEST_F(ModelTest, GreedyIsRepeatableOnOneRunner) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  const std::string a = r.Greedy("the cat", 40);
+  const std::string b = r.Greedy("something else first", 40);
+  const std::string c = r.Greedy("the cat", 40);
+  EXPECT_EQ(a, c) << "tinyaiGenerate resets the cache";
+  (void)b;
+}
+
+// tinyaiGenerate equals the loop a caller would write with tinyaiEval,
+// tinyaiSample and tinyaiDecodeToken.
+TEST_F(ModelTest, GenerateMatchesAManualLoop) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    const int32_t steps = 48;
+    const std::string prompt = "Once upon a time";
+    const std::string expected = r.Greedy(prompt, steps);
+
+    std::vector<int32_t> ids = r.Tokenize(prompt);
+    ASSERT_GE(ids.size(), 2u);
+    ASSERT_EQ(ids[0], r.info.bosId);
+    ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
+    std::string text;
+    char piece[256];
+    size_t len = 0;
+    for (size_t i = 1; i < ids.size(); ++i) {
+      ASSERT_EQ(tinyaiDecodeToken(r.llm, ids[i - 1], ids[i], piece, sizeof piece, &len), TINYAI_OK);
+      text.append(piece, len);
+    }
+    std::vector<float> logits(static_cast<size_t>(r.info.vocabSize));
+    ASSERT_EQ(tinyaiEval(r.llm, ids.data(), static_cast<int32_t>(ids.size()), logits.data()), TINYAI_OK);
+    TinyAISamplerConfig greedy = tinyaiCreateDefaultSamplerConfig();
+    greedy.temperature = 0.0f;
+    uint64_t rng = greedy.seed;
+    int32_t prev = ids.back();
+    for (int32_t pos = static_cast<int32_t>(ids.size());; ++pos) {
+      int32_t next = -1;
+      ASSERT_EQ(tinyaiSample(r.llm, logits.data(), &greedy, &rng, &next), TINYAI_OK) << LastMessage();
+      ASSERT_GE(next, 0);
+      ASSERT_LT(next, r.info.vocabSize);
+      if (next == r.info.bosId) break;
+      ASSERT_EQ(tinyaiDecodeToken(r.llm, prev, next, piece, sizeof piece, &len), TINYAI_OK);
+      text.append(piece, len);
+      if (pos >= steps) break;
+      ASSERT_EQ(tinyaiEval(r.llm, &next, 1, logits.data()), TINYAI_OK) << LastMessage();
+      prev = next;
+    }
+    EXPECT_EQ(text, expected);
+  }
+}
+
+// ---- (c) the context limit ----------------------------------------------------------
+
+// A prompt that tokenizes (BOS included) to exactly n tokens, or "".
+std::string PromptOfTokens(const Runner& r, int32_t n) {
+  for (const char* unit : {"z", "q", "x", "a", " hello"}) {
+    std::string text;
+    for (int i = 0; i < 4 * n; ++i) {
+      text += unit;
+      int32_t count = 0;
+      tinyaiTokenize(r.llm, text.c_str(), 1, nullptr, 0, &count);
+      if (count == n) return text;
+      if (count > n) break;
+    }
+  }
+  return std::string();
+}
+
+TEST_F(ModelTest, ContextOverflow) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path, 1, 16));
+    EXPECT_EQ(r.info.contextLength, 16);
+    const std::string p17 = PromptOfTokens(r, 17);
+    ASSERT_FALSE(p17.empty()) << "no prompt of 17 tokens found";
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    char out[256];
+    size_t len = 12345;
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiGenerate(r.llm, p17.c_str(), &gp, out, sizeof out, &len, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_LAST_ERROR(TINYAI_ERR_CONTEXT_OVERFLOW, "17");
+    EXPECT_TRUE(Contains(LastMessage(), "16")) << LastMessage();
+
+    // 16 tokens fit: the prompt fills the context and one token follows.
+    const std::string p16 = PromptOfTokens(r, 16);
+    ASSERT_FALSE(p16.empty());
+    TinyAIGenerateStats stats;
+    EXPECT_EQ(tinyaiGenerate(r.llm, p16.c_str(), &gp, out, sizeof out, &len, &stats), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(stats.promptTokens, 16);
+    EXPECT_LE(stats.generatedTokens, 1);
+    EXPECT_LE(tinyaiGetPosition(r.llm), 16);
+
+    // tinyaiEval past the end.
+    ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
+    std::vector<int32_t> ids = Sequence(r.info.vocabSize, 17);
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(tinyaiEval(r.llm, &ids[static_cast<size_t>(i)], 1, nullptr), TINYAI_OK);
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiEval(r.llm, &ids[16], 1, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_LAST_ERROR(TINYAI_ERR_CONTEXT_OVERFLOW, "16");
+    EXPECT_EQ(tinyaiGetPosition(r.llm), 16);
+    // 17 at once from an empty cache.
+    ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
+    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 17, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiGetPosition(r.llm), 0) << "a refused eval changes nothing";
+    // 10 then 7.
+    ASSERT_EQ(tinyaiEval(r.llm, ids.data(), 10, nullptr), TINYAI_OK);
+    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 7, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiGetPosition(r.llm), 10);
+    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 6, nullptr), TINYAI_OK);
+    EXPECT_EQ(tinyaiGetPosition(r.llm), 16);
+  }
+}
+
+TEST_F(ModelTest, StepsBeyondTheContextStopAtTheContext) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_, 1, 16));
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.steps = 1000;
+  TinyAIGenerateStats stats;
+  TinyAIStatus s;
+  r.Generate("ab", gp, &s, &stats);
+  EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+  EXPECT_LE(tinyaiGetPosition(r.llm), 16);
+  EXPECT_LE(stats.promptTokens + stats.generatedTokens, 17);
+}
+
+TEST_F(ModelTest, StepsCountPositionsPromptIncluded) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    const std::string prompt = "Once upon a time";
+    const std::vector<int32_t> ids = r.Tokenize(prompt);
+    ASSERT_GE(ids.size(), 3u);
+    // Fewer steps than prompt tokens: only the first pieces of the prompt.
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 2;
+    TinyAIGenerateStats st;
+    TinyAIStatus s;
+    const std::string two = r.Generate(prompt, gp, &s, &st);
+    EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+    EXPECT_EQ(st.generatedTokens, 0);
+    char piece[64];
+    size_t len = 0;
+    ASSERT_EQ(tinyaiDecodeToken(r.llm, ids[0], ids[1], piece, sizeof piece, &len), TINYAI_OK);
+    EXPECT_EQ(two, std::string(piece, len));
+    // steps = 0 is the whole context.
+    gp.steps = 0;
+    r.Generate(prompt, gp, &s, &st);
+    EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+    EXPECT_LE(st.promptTokens + st.generatedTokens, r.info.contextLength + 1);
+    EXPECT_LE(tinyaiGetPosition(r.llm), r.info.contextLength);
+    // The empty prompt is BOS alone.
+    gp.steps = 12;
+    const std::string empty = r.Generate("", gp, &s, &st);
+    EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+    EXPECT_EQ(st.promptTokens, 1);
+    EXPECT_LE(st.generatedTokens, 12);
+  }
+}
+
+// ---- (d) tokenize and decode sizing -------------------------------------------------
+
+TEST_F(ModelTest, TokenizeSizingProtocol) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    const char* text = "Once upon a time, there was a dog.";
+    int32_t count = -1;
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, nullptr, 0, &count), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    EXPECT_STRNE(tinyaiGetLastErrorMessage(), "");
+    ASSERT_GT(count, 1);
+    std::vector<int32_t> ids(static_cast<size_t>(count) + 4, -7);
+    int32_t again = -1;
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count - 1, &again), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    EXPECT_EQ(again, count);
+    EXPECT_EQ(ids[static_cast<size_t>(count) - 1], -7) << "wrote past capacity";
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count, &again), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(again, count);
+    EXPECT_EQ(ids[0], r.info.bosId);
+    EXPECT_EQ(ids[static_cast<size_t>(count)], -7) << "wrote past count";
+    for (int32_t i = 0; i < count; ++i) {
+      EXPECT_GE(ids[static_cast<size_t>(i)], 0);
+      EXPECT_LT(ids[static_cast<size_t>(i)], r.info.vocabSize);
+    }
+    std::vector<int32_t> larger(static_cast<size_t>(count) + 4);
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, larger.data(), count + 4, &again), TINYAI_OK);
+    EXPECT_EQ(again, count);
+    EXPECT_TRUE(std::equal(ids.begin(), ids.begin() + count, larger.begin()));
+    // Without BOS: one fewer, the same ids after it.
+    std::vector<int32_t> nobos(static_cast<size_t>(count));
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 0, nobos.data(), count, &again), TINYAI_OK);
+    EXPECT_EQ(again, count - 1);
+    EXPECT_TRUE(std::equal(ids.begin() + 1, ids.begin() + count, nobos.begin()));
+    // The empty text is BOS alone, or nothing.
+    EXPECT_EQ(tinyaiTokenize(r.llm, "", 1, larger.data(), 4, &again), TINYAI_OK);
+    EXPECT_EQ(again, 1);
+    EXPECT_EQ(tinyaiTokenize(r.llm, "", 0, nullptr, 0, &again), TINYAI_OK);
+    EXPECT_EQ(again, 0);
+    // Decoding the ids gives the text back.
+    std::string back;
+    char piece[64];
+    size_t len = 0;
+    for (int32_t i = 1; i < count; ++i) {
+      ASSERT_EQ(tinyaiDecodeToken(r.llm, ids[static_cast<size_t>(i) - 1], ids[static_cast<size_t>(i)], piece,
+                                  sizeof piece, &len),
+                TINYAI_OK);
+      back.append(piece, len);
+    }
+    if (path == synthetic_) {
+      // The synthetic vocabulary has no " " piece: the dummy prefix is the
+      // byte token <0x20>, which llama2.c prints as a space even after BOS
+      // (only a piece's own leading space is dropped).
+      EXPECT_EQ(ids[1], 3 + ' ');
+      EXPECT_EQ(back, std::string(" ") + text);
+    } else {
+      EXPECT_EQ(back, text);
+    }
+    // Bad arguments.
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), -1, &again), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, nullptr, 5, &again), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiTokenize(r.llm, nullptr, 1, ids.data(), count, &again), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "text");
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "count");
+  }
+}
+
+TEST_F(ModelTest, DecodeTokenSizing) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  // Token 300-1 is a generated piece like " tha"; after BOS its space goes.
+  const int32_t token = r.info.vocabSize - 1;
+  size_t len = 0;
+  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, token, nullptr, 0, &len), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  ASSERT_GT(len, 0u);
+  std::vector<char> buf(len + 1, '#');
+  size_t len2 = 0;
+  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, token, buf.data(), len, &len2), TINYAI_OK);
+  EXPECT_EQ(len2, len);
+  EXPECT_EQ(buf[len], '#') << "no terminator is written";
+  // A byte-fallback token is that byte.
+  char byte = 0;
+  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, 3 + 'A', &byte, 1, &len), TINYAI_OK);
+  EXPECT_EQ(len, 1u);
+  EXPECT_EQ(byte, 'A');
+  // Out of range.
+  for (int32_t bad : {-1, r.info.vocabSize, std::numeric_limits<int32_t>::max()}) {
+    EXPECT_EQ(tinyaiDecodeToken(r.llm, 1, bad, buf.data(), buf.size(), &len), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, std::to_string(bad));
+  }
+  EXPECT_EQ(tinyaiDecodeToken(r.llm, 1, 5, buf.data(), buf.size(), nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "len");
+  EXPECT_EQ(tinyaiDecodeToken(r.llm, 1, 5, nullptr, 4, &len), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
+}
+
+// ---- (e) output buffer ---------------------------------------------------------------
+
+TEST_F(ModelTest, TinyOutputBufferIsResourceExhausted) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    const std::string full = r.Greedy("Once upon a time", 40);
+    ASSERT_GT(full.size(), 20u);
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 40;
+    for (size_t cap : {size_t{1}, size_t{2}, size_t{8}, full.size()}) {
+      SCOPED_TRACE("capacity " + std::to_string(cap));
+      std::vector<char> out(cap + 8, '#');
+      size_t len = 0;
+      tinyaiClearLastError();
+      EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, out.data(), cap, &len, nullptr),
+                TINYAI_ERR_RESOURCE_EXHAUSTED);
+      EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_RESOURCE_EXHAUSTED);
+      EXPECT_TRUE(Contains(LastMessage(), std::to_string(full.size()))) << LastMessage();
+      EXPECT_EQ(len, full.size()) << "outLen is the full length";
+      EXPECT_EQ(out[cap - 1], '\0') << "truncated text is NUL-terminated";
+      EXPECT_EQ(std::string(out.data()), full.substr(0, cap - 1));
+      EXPECT_EQ(out[cap], '#') << "wrote past outCapacity";
+    }
+    // Exactly enough room.
+    std::vector<char> exact(full.size() + 1);
+    size_t len = 0;
+    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, exact.data(), exact.size(), &len, nullptr), TINYAI_OK)
+        << LastMessage();
+    EXPECT_EQ(std::string(exact.data()), full);
+    // No buffer at all: only the length (and the callback) are produced.
+    len = 0;
+    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, nullptr, 0, &len, nullptr), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(len, full.size());
+    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, nullptr, 0, nullptr, nullptr), TINYAI_OK);
+    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, nullptr, 10, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
+  }
+}
+
+// ---- (f) callbacks -----------------------------------------------------------------
+
+struct Collector {
+  std::string text;
+  int calls = 0;
+  int stop_after = -1;
+};
+
+int Collect(const char* piece, size_t len, void* user) {
+  Collector* c = static_cast<Collector*>(user);
+  c->text.append(piece, len);
+  ++c->calls;
+  return c->stop_after >= 0 && c->calls >= c->stop_after ? 1 : 0;
+}
+
+TEST_F(ModelTest, CallbackReceivesTheTextAndCanStop) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 60;
+    Collector all;
+    gp.onText = Collect;
+    gp.user = &all;
+    TinyAIGenerateStats stats;
+    TinyAIStatus s;
+    const std::string full = r.Generate("Once upon a time", gp, &s, &stats);
+    ASSERT_EQ(s, TINYAI_OK) << LastMessage();
+    EXPECT_EQ(all.text, full) << "the callback sees exactly the text";
+    EXPECT_GT(all.calls, 10);
+
+    for (int stop : {1, 3, 12}) {
+      SCOPED_TRACE("stop after " + std::to_string(stop));
+      Collector some;
+      some.stop_after = stop;
+      gp.user = &some;
+      const std::string part = r.Generate("Once upon a time", gp, &s, &stats);
+      EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+      EXPECT_EQ(some.calls, stop) << "no call after the callback asked to stop";
+      EXPECT_EQ(part, some.text);
+      EXPECT_EQ(full.compare(0, part.size(), part), 0) << "a prefix of the full text";
+      EXPECT_LT(part.size(), full.size());
+    }
+  }
+}
+
+// ---- (g) sampling ------------------------------------------------------------------
+
+TEST_F(ModelTest, TemperatureSamplingIsReproducible) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    const int32_t steps = path == stories_ ? 256 : 64;
+    for (float top_p : {0.9f, 1.0f}) {
+      SCOPED_TRACE(top_p);
+      TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+      gp.steps = steps;
+      gp.sampler.temperature = 1.0f;
+      gp.sampler.topP = top_p;
+      gp.sampler.seed = 1234;
+      const std::string a = r.Generate("Once upon a time", gp);
+      const std::string b = r.Generate("Once upon a time", gp);
+      EXPECT_EQ(a, b) << "same seed, same text";
+      Runner other;
+      ASSERT_TRUE(other.Open(path, 2));
+      EXPECT_EQ(other.Generate("Once upon a time", gp), a) << "another runner with another thread count";
+      bool differs = false;
+      for (uint64_t seed : {uint64_t{999}, uint64_t{5}, uint64_t{77777}}) {
+        gp.sampler.seed = seed;
+        differs = differs || r.Generate("Once upon a time", gp) != a;
+      }
+      EXPECT_TRUE(differs) << "other seeds always gave the same text";
+    }
+  }
+}
+
+TEST_F(ModelTest, SampleCarriesTheRandomState) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  std::vector<int32_t> ids = Sequence(r.info.vocabSize, 5);
+  std::vector<float> logits(static_cast<size_t>(r.info.vocabSize));
+  ASSERT_EQ(tinyaiEval(r.llm, ids.data(), 5, logits.data()), TINYAI_OK);
+  TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+  sc.temperature = 1.5f;
+  sc.topP = 1.0f;
+  auto draw = [&](uint64_t seed) {
+    std::vector<int32_t> tokens;
+    uint64_t state = seed;
+    for (int i = 0; i < 50; ++i) {
+      std::vector<float> copy = logits;  // sampling modifies logits in place
+      int32_t t = -1;
+      EXPECT_EQ(tinyaiSample(r.llm, copy.data(), &sc, &state, &t), TINYAI_OK) << LastMessage();
+      EXPECT_GE(t, 0);
+      EXPECT_LT(t, r.info.vocabSize);
+      tokens.push_back(t);
+    }
+    return tokens;
+  };
+  const std::vector<int32_t> a = draw(42);
+  EXPECT_EQ(draw(42), a);
+  EXPECT_NE(draw(43), a);
+  // Greedy sampling is the arg-max, whatever the state.
+  sc.temperature = 0.0f;
+  int32_t argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  uint64_t state = 1;
+  int32_t t = -1;
+  std::vector<float> copy = logits;
+  EXPECT_EQ(tinyaiSample(r.llm, copy.data(), &sc, &state, &t), TINYAI_OK);
+  EXPECT_EQ(t, argmax);
+}
+
+// ---- (h) sampler settings ------------------------------------------------------------
+
+TEST_F(ModelTest, InvalidSamplerSettings) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Bad {
+    float temperature, top_p;
+    const char* field;
+  } bad[] = {{-0.5f, 0.9f, "temperature"}, {nan, 0.9f, "temperature"}, {inf, 0.9f, "temperature"},
+             {-inf, 0.9f, "temperature"},  {1.0f, 0.0f, "topP"},         {1.0f, 1.5f, "topP"},
+             {1.0f, nan, "topP"},          {1.0f, -0.1f, "topP"},        {0.0f, 0.0f, "topP"}};
+  std::vector<float> logits(static_cast<size_t>(r.info.vocabSize), 0.0f);
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(std::string(b.field) + " " + std::to_string(b.temperature) + " " + std::to_string(b.top_p));
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 8;
+    gp.sampler.temperature = b.temperature;
+    gp.sampler.topP = b.top_p;
+    char out[64];
+    size_t len = 0;
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, out, sizeof out, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, b.field);
+    uint64_t state = 1;
+    int32_t token = -1;
+    EXPECT_EQ(tinyaiSample(r.llm, logits.data(), &gp.sampler, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, b.field);
+  }
+  // Struct versioning.
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.structSize = 0;
+  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize");
+  gp.structSize = sizeof gp + 4;
+  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  gp = tinyaiCreateDefaultGenerateParams();
+  gp.steps = -1;
+  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "steps");
+  TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+  sc.structSize = 0;
+  uint64_t state = 1;
+  int32_t token = -1;
+  EXPECT_EQ(tinyaiSample(r.llm, logits.data(), &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize");
+  // NULL params are the defaults.
+  char out[4096];
+  size_t len = 0;
+  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", nullptr, out, sizeof out, &len, nullptr), TINYAI_OK) << LastMessage();
+}
+
+// ---- (i) token ids -------------------------------------------------------------------
+
+TEST_F(ModelTest, OutOfRangeTokensAreInvalidArgument) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  const int32_t vocab = r.info.vocabSize;
+  for (int32_t bad : {-1, vocab, vocab + 1000, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}) {
+    SCOPED_TRACE(bad);
+    const int32_t ids[3] = {1, 5, bad};
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiEval(r.llm, ids, 3, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "token " + std::to_string(bad));
+    EXPECT_EQ(tinyaiGetPosition(r.llm), 0) << "nothing of a refused batch is evaluated";
+  }
+  const int32_t ok[2] = {1, vocab - 1};
+  EXPECT_EQ(tinyaiEval(r.llm, ok, 2, nullptr), TINYAI_OK);
+  EXPECT_EQ(tinyaiEval(r.llm, ok, -1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiEval(r.llm, nullptr, 1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "tokens");
+  EXPECT_EQ(tinyaiGetPosition(r.llm), 2);
+}
+
+// ---- (j) models a llama runner refuses ------------------------------------------------
+
+TEST_F(ModelTest, WriterBuiltLlamaModelRuns) {
+  const std::string path = dir_.File("written.tmai");
+  ASSERT_EQ(tt::WriteModel(path, tt::ModelOptions()), TINYAI_OK) << LastMessage();
+  Runner r;
+  ASSERT_TRUE(r.Open(path));
+  EXPECT_FALSE(r.Greedy("w1 w2", 20).empty());
+}
+
+TEST_F(ModelTest, OtherArchitectureIsUnsupported) {
+  tt::ModelOptions o;
+  o.architecture = "gpt2";
+  const std::string path = dir_.File("gpt2.tmai");
+  ASSERT_EQ(tt::WriteModel(path, o), TINYAI_OK) << LastMessage();
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  ASSERT_NE(m, nullptr) << "the file itself is valid: " << LastMessage();
+  TinyAILLM* llm = reinterpret_cast<TinyAILLM*>(&o);  // must be overwritten with NULL
+  tinyaiClearLastError();
+  EXPECT_EQ(tinyaiCreateLLM(m, nullptr, &llm), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_EQ(llm, nullptr);
+  EXPECT_LAST_ERROR(TINYAI_ERR_UNSUPPORTED, "gpt2");
+  EXPECT_TRUE(Contains(LastMessage(), path)) << LastMessage();
+  tinyaiCloseMappedModel(m);
+}
+
+TEST_F(ModelTest, TensorShapeInconsistentWithHyperParametersIsBadFormat) {
+  const tinyai::LlamaShape s = tt::TinyShape();
+  struct Case {
+    const char* tensor;
+    std::vector<uint64_t> shape;
+  } cases[] = {
+      {"blk.1.ffn_down", {static_cast<uint64_t>(s.dim), static_cast<uint64_t>(s.hidden_dim / 2)}},
+      {"blk.0.attn_k", {static_cast<uint64_t>(s.dim), static_cast<uint64_t>(s.dim)}},
+      {"token_embd", {static_cast<uint64_t>(s.vocab_size - 1), static_cast<uint64_t>(s.dim)}},
+      {"blk.0.attn_norm", {static_cast<uint64_t>(s.dim), 1}},
+      {"output_norm", {static_cast<uint64_t>(s.dim + 2)}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tensor);
+    tt::ModelOptions o;
+    o.override_tensor = c.tensor;
+    o.override_shape = c.shape;
+    const std::string path = dir_.File(std::string(c.tensor) + ".tmai");
+    ASSERT_EQ(tt::WriteModel(path, o), TINYAI_OK) << LastMessage();
+    TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+    ASSERT_NE(m, nullptr) << LastMessage();
+    TinyAILLM* llm = nullptr;
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiCreateLLM(m, nullptr, &llm), TINYAI_ERR_BAD_FORMAT);
+    EXPECT_EQ(llm, nullptr);
+    EXPECT_LAST_ERROR(TINYAI_ERR_BAD_FORMAT, c.tensor);
+    tinyaiDestroyLLM(llm);
+    tinyaiCloseMappedModel(m);
+  }
+}
+
+TEST_F(ModelTest, BadRunnerConfigs) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(synthetic_.c_str(), nullptr);
+  ASSERT_NE(m, nullptr);
+  TinyAILLM* llm = nullptr;
+  struct Bad {
+    int32_t context, threads;
+    uint32_t size;
+    const char* needle;
+  } bad[] = {{65, 1, sizeof(TinyAILLMConfig), "contextLength"},
+             {-1, 1, sizeof(TinyAILLMConfig), "contextLength"},
+             {0, -1, sizeof(TinyAILLMConfig), "threads"},
+             {0, 100000, sizeof(TinyAILLMConfig), "threads"},
+             {0, 1, 0, "structSize"},
+             {0, 1, sizeof(TinyAILLMConfig) + 4, "structSize"}};
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.needle);
+    TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+    cfg.contextLength = b.context;
+    cfg.threads = b.threads;
+    cfg.structSize = b.size;
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(llm, nullptr);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, b.needle);
+  }
+  EXPECT_EQ(tinyaiCreateLLM(nullptr, nullptr, &llm), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "model");
+  EXPECT_EQ(tinyaiCreateLLM(m, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
+  // threads = 0 is one per core.
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.threads = 0;
+  EXPECT_EQ(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_OK) << LastMessage();
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(m);
+}
+
+TEST_F(ModelTest, NullRunnerArguments) {
+  TinyAIModelInfo info;
+  int32_t ids[4] = {1, 2, 3, 4};
+  int32_t count = 0;
+  size_t len = 0;
+  char buf[16];
+  float logits[4] = {0};
+  uint64_t state = 0;
+  int32_t token = 0;
+  TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  tinyaiDestroyLLM(nullptr);  // ok
+  EXPECT_EQ(tinyaiGetModelInfo(nullptr, &info), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  EXPECT_EQ(tinyaiTokenize(nullptr, "a", 1, ids, 4, &count), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  EXPECT_EQ(tinyaiDecodeToken(nullptr, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  EXPECT_EQ(tinyaiEval(nullptr, ids, 1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  tinyaiClearLastError();
+  EXPECT_EQ(tinyaiGetPosition(nullptr), -1);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  EXPECT_EQ(tinyaiResetLLM(nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  EXPECT_EQ(tinyaiSample(nullptr, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+  EXPECT_EQ(tinyaiGenerate(nullptr, "a", &gp, buf, sizeof buf, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
+
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  EXPECT_EQ(tinyaiGetModelInfo(r.llm, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
+  std::vector<float> big(static_cast<size_t>(r.info.vocabSize));
+  EXPECT_EQ(tinyaiSample(r.llm, nullptr, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "logits");
+  EXPECT_EQ(tinyaiSample(r.llm, big.data(), nullptr, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "sampler");
+  EXPECT_EQ(tinyaiSample(r.llm, big.data(), &sc, nullptr, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "rngState");
+  EXPECT_EQ(tinyaiSample(r.llm, big.data(), &sc, &state, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "token");
+  EXPECT_EQ(tinyaiGenerate(r.llm, nullptr, &gp, buf, sizeof buf, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "prompt");
+}
+
+// ---- Model info and memory --------------------------------------------------------------
+
+TEST_F(ModelTest, ModelInfoOfTheSyntheticModel) {
+  const tinyai::LlamaShape s = tt::TinyShape();
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  const TinyAIModelInfo& i = r.info;
+  EXPECT_EQ(i.dim, s.dim);
+  EXPECT_EQ(i.hiddenDim, s.hidden_dim);
+  EXPECT_EQ(i.layers, s.layers);
+  EXPECT_EQ(i.heads, s.heads);
+  EXPECT_EQ(i.kvHeads, s.kv_heads);
+  EXPECT_EQ(i.vocabSize, s.vocab_size);
+  EXPECT_EQ(i.seqLen, s.seq_len);
+  EXPECT_EQ(i.contextLength, s.seq_len) << "0 = the model's seq_len";
+  EXPECT_EQ(i.sharedClassifier, 1);
+  EXPECT_EQ(i.bosId, 1);
+  EXPECT_EQ(i.eosId, 2);
+  EXPECT_FLOAT_EQ(i.normEps, 1e-5f);
+  EXPECT_FLOAT_EQ(i.ropeTheta, 10000.0f);
+  // Weights: every tensor once.
+  uint64_t tensor_bytes = 0;
+  for (int t = 0; t < tinyaiGetMappedTensorCount(r.model); ++t) {
+    TinyAITensorInfo ti;
+    ASSERT_EQ(tinyaiGetMappedTensorInfo(r.model, t, &ti), TINYAI_OK);
+    tensor_bytes += ti.decodedSize;
+  }
+  EXPECT_EQ(i.weightBytes, tensor_bytes);
+  const uint64_t kv_dim = static_cast<uint64_t>(s.dim / s.heads * s.kv_heads);
+  EXPECT_EQ(i.kvCacheBytes, 2u * static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.seq_len) * kv_dim * 4u);
+  EXPECT_GT(i.activationBytes, 0u);
+  // A smaller context, a smaller cache.
+  Runner small;
+  ASSERT_TRUE(small.Open(synthetic_, 1, 16));
+  EXPECT_EQ(small.info.contextLength, 16);
+  EXPECT_EQ(small.info.kvCacheBytes, i.kvCacheBytes / 4);
+  // After generating, every layer has been used.
+  r.Greedy("ab", 8);
+  EXPECT_GT(tinyaiGetMappedModelMemoryUsage(r.model), 0u);
+  EXPECT_GT(tinyaiGetProcessPeakRss(), 0u);
+  EXPECT_GT(tinyaiGetProcessCurrentRss(), 0u);
+}
+
+TEST_F(ModelTest, GenerateStats) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_));
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.steps = 30;
+  TinyAIGenerateStats st;
+  std::memset(&st, 0xFF, sizeof st);
+  TinyAIStatus s;
+  r.Generate("ab", gp, &s, &st);
+  ASSERT_EQ(s, TINYAI_OK);
+  const int32_t prompt = static_cast<int32_t>(r.Tokenize("ab").size());
+  EXPECT_EQ(st.promptTokens, prompt);
+  EXPECT_GE(st.generatedTokens, 1);
+  EXPECT_LE(st.promptTokens + st.generatedTokens, 31);
+  EXPECT_LE(st.decodeTokens, st.generatedTokens);
+  EXPECT_GE(st.totalSeconds, 0.0);
+  EXPECT_GE(st.totalSeconds, st.promptSeconds);
+}
+
+// ---- (k) golden text --------------------------------------------------------------------
+
+TEST_F(ModelTest, StoriesGreedyMatchesGolden) {
+  REQUIRE_STORIES();
+  const std::string golden = tt::Env("TINYAI_SHARED_DIR") + "/golden/stories260K";
+  int checked = 0;
+  for (const char* name : {"greedy-01", "greedy-02", "greedy-03"}) {
+    tt::Bytes prompt_bytes, expected_bytes;
+    if (!tt::ReadFileBytes(golden + "/" + name + ".prompt", &prompt_bytes) ||
+        !tt::ReadFileBytes(golden + "/" + name + ".expected", &expected_bytes)) {
+      continue;
+    }
+    SCOPED_TRACE(name);
+    std::string prompt(prompt_bytes.begin(), prompt_bytes.end());
+    std::string expected(expected_bytes.begin(), expected_bytes.end());
+    ASSERT_FALSE(expected.empty());
+    ASSERT_EQ(expected.back(), '\n');
+    expected.pop_back();  // the reference prints a final newline; tinyaiGenerate does not
+    for (int32_t threads : {1, 2}) {
+      Runner r;
+      ASSERT_TRUE(r.Open(stories_, threads));
+      EXPECT_EQ(r.Greedy(prompt, 256), expected) << "threads " << threads;
+    }
+    ++checked;
+  }
+  ASSERT_GE(checked, 1) << "no golden files under " << golden;
+  // The first one is the story the brief quotes.
+  Runner r;
+  ASSERT_TRUE(r.Open(stories_));
+  EXPECT_EQ(r.Greedy("Once upon a time", 256).rfind("Once upon a time, there was a little girl named Lily.", 0), 0u);
+}
+
+}  // namespace
