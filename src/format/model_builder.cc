@@ -15,57 +15,6 @@
 namespace tinyai {
 namespace {
 
-// The tensors of one LLaMA model in file order, and where each comes from.
-struct TensorPlan {
-  std::string name;
-  TinyAITensorRole role;
-  std::vector<uint64_t> shape;
-};
-
-void AddMetadata(TmaiWriter* w, const LlamaShape& s, const char* name, const char* source) {
-  w->AddMetaString("general.architecture", "llama");
-  w->AddMetaString("general.name", name);
-  w->AddMetaString("general.source", source);
-  w->AddMetaInt("llama.dim", s.dim);
-  w->AddMetaInt("llama.hidden_dim", s.hidden_dim);
-  w->AddMetaInt("llama.layers", s.layers);
-  w->AddMetaInt("llama.heads", s.heads);
-  w->AddMetaInt("llama.kv_heads", s.kv_heads);
-  w->AddMetaInt("llama.vocab_size", s.vocab_size);
-  w->AddMetaInt("llama.seq_len", s.seq_len);
-  w->AddMetaInt("llama.shared_classifier", s.shared_classifier ? 1 : 0);
-  w->AddMetaFloat("llama.norm_eps", 1e-5f);
-  w->AddMetaFloat("llama.rope_theta", 10000.0f);
-}
-
-// Declares layers and tensors in the order their data is written:
-// embedding; per block attn_norm, q, k, v, o, ffn_norm, gate (w1), up (w3),
-// down (w2); output. q, k, v and gate, up are adjacent so the runner can
-// read each group as one matrix.
-void DeclareTensors(TmaiWriter* w, const LlamaShape& s) {
-  const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
-  const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
-  const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
-  w->AddLayer(TINYAI_LAYER_EMBEDDING, -1);
-  w->AddTensor("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, TINYAI_DTYPE_F32, {vocab, dim});
-  for (int32_t l = 0; l < s.layers; ++l) {
-    std::string p = "blk." + std::to_string(l) + ".";
-    w->AddLayer(TINYAI_LAYER_TRANSFORMER, l);
-    w->AddTensor(p + "attn_norm", TINYAI_ROLE_ATTN_NORM, TINYAI_DTYPE_F32, {dim});
-    w->AddTensor(p + "attn_q", TINYAI_ROLE_ATTN_Q, TINYAI_DTYPE_F32, {dim, dim});
-    w->AddTensor(p + "attn_k", TINYAI_ROLE_ATTN_K, TINYAI_DTYPE_F32, {kv_dim, dim});
-    w->AddTensor(p + "attn_v", TINYAI_ROLE_ATTN_V, TINYAI_DTYPE_F32, {kv_dim, dim});
-    w->AddTensor(p + "attn_out", TINYAI_ROLE_ATTN_OUT, TINYAI_DTYPE_F32, {dim, dim});
-    w->AddTensor(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, TINYAI_DTYPE_F32, {dim});
-    w->AddTensor(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, TINYAI_DTYPE_F32, {hidden, dim});
-    w->AddTensor(p + "ffn_up", TINYAI_ROLE_FFN_UP, TINYAI_DTYPE_F32, {hidden, dim});
-    w->AddTensor(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, TINYAI_DTYPE_F32, {dim, hidden});
-  }
-  w->AddLayer(TINYAI_LAYER_OUTPUT, -1);
-  w->AddTensor("output_norm", TINYAI_ROLE_OUTPUT_NORM, TINYAI_DTYPE_F32, {dim});
-  if (!s.shared_classifier) w->AddTensor("output", TINYAI_ROLE_CLASSIFIER, TINYAI_DTYPE_F32, {vocab, dim});
-}
-
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -137,6 +86,62 @@ long ParseLong(const std::string& v, bool* ok) {
 
 }  // namespace
 
+void AddLlamaMetadata(TmaiWriter* w, const LlamaShape& s, const std::string& architecture, const std::string& name,
+                      const std::string& source) {
+  w->AddMetaString("general.architecture", architecture);
+  w->AddMetaString("general.name", name);
+  w->AddMetaString("general.source", source);
+  w->AddMetaInt("llama.dim", s.dim);
+  w->AddMetaInt("llama.hidden_dim", s.hidden_dim);
+  w->AddMetaInt("llama.layers", s.layers);
+  w->AddMetaInt("llama.heads", s.heads);
+  w->AddMetaInt("llama.kv_heads", s.kv_heads);
+  w->AddMetaInt("llama.vocab_size", s.vocab_size);
+  w->AddMetaInt("llama.seq_len", s.seq_len);
+  w->AddMetaInt("llama.shared_classifier", s.shared_classifier ? 1 : 0);
+  w->AddMetaFloat("llama.norm_eps", 1e-5f);
+  w->AddMetaFloat("llama.rope_theta", 10000.0f);
+}
+
+void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores) {
+  size_t max_len = 0;
+  for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
+  w->AddMetaString("tokenizer.model", "llama2c-bpe");
+  w->AddMetaStringArray("tokenizer.tokens", pieces);
+  w->AddMetaFloatArray("tokenizer.scores", scores);
+  w->AddMetaInt("tokenizer.bos_id", 1);
+  w->AddMetaInt("tokenizer.eos_id", 2);
+  w->AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
+}
+
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape) {
+  const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
+  const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
+  const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
+  auto add = [&](const std::string& name, TinyAITensorRole role, std::vector<uint64_t> shape) {
+    if (reshape) reshape(name, &shape);
+    w->AddTensor(name, role, TINYAI_DTYPE_F32, shape);
+  };
+  w->AddLayer(TINYAI_LAYER_EMBEDDING, -1);
+  add("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, {vocab, dim});
+  for (int32_t l = 0; l < s.layers; ++l) {
+    std::string p = "blk." + std::to_string(l) + ".";
+    w->AddLayer(TINYAI_LAYER_TRANSFORMER, l);
+    add(p + "attn_norm", TINYAI_ROLE_ATTN_NORM, {dim});
+    add(p + "attn_q", TINYAI_ROLE_ATTN_Q, {dim, dim});
+    add(p + "attn_k", TINYAI_ROLE_ATTN_K, {kv_dim, dim});
+    add(p + "attn_v", TINYAI_ROLE_ATTN_V, {kv_dim, dim});
+    add(p + "attn_out", TINYAI_ROLE_ATTN_OUT, {dim, dim});
+    add(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, {dim});
+    add(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, {hidden, dim});
+    add(p + "ffn_up", TINYAI_ROLE_FFN_UP, {hidden, dim});
+    add(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, {dim, hidden});
+  }
+  w->AddLayer(TINYAI_LAYER_OUTPUT, -1);
+  add("output_norm", TINYAI_ROLE_OUTPUT_NORM, {dim});
+  if (!s.shared_classifier) add("output", TINYAI_ROLE_CLASSIFIER, {vocab, dim});
+}
+
 TinyAIStatus CheckShape(const LlamaShape& s, bool synthetic) {
   if (s.dim <= 0 || s.hidden_dim <= 0 || s.layers <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.vocab_size <= 0 ||
       s.seq_len <= 0) {
@@ -197,20 +202,13 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
 TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath) {
   TINYAI_RETURN_IF_ERROR(CheckShape(s, true));
   TmaiWriter w;
-  AddMetadata(&w, s, "synthetic", "tinyai-convert --synthetic");
+  AddLlamaMetadata(&w, s, "llama", "synthetic", "tinyai-convert --synthetic");
   w.AddMetaInt("general.seed", static_cast<int64_t>(s.seed));
   std::vector<std::string> pieces;
   std::vector<float> scores;
   SyntheticTokenizer(s.vocab_size, s.seed, &pieces, &scores);
-  size_t max_len = 0;
-  for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
-  w.AddMetaString("tokenizer.model", "llama2c-bpe");
-  w.AddMetaStringArray("tokenizer.tokens", pieces);
-  w.AddMetaFloatArray("tokenizer.scores", scores);
-  w.AddMetaInt("tokenizer.bos_id", 1);
-  w.AddMetaInt("tokenizer.eos_id", 2);
-  w.AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
-  DeclareTensors(&w, s);
+  AddTokenizerMetadata(&w, pieces, scores);
+  DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
 
   uint64_t rng = s.seed;
@@ -300,20 +298,15 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", tokenizerPath);
 
   TmaiWriter w;
-  AddMetadata(&w, s, "llama2.c checkpoint", "tinyai-convert --from llama2c");
+  AddLlamaMetadata(&w, s, "llama", "llama2.c checkpoint", "tinyai-convert --from llama2c");
   std::vector<std::string> pieces;
   std::vector<float> scores;
   for (int32_t i = 0; i < s.vocab_size; ++i) {
     pieces.emplace_back(vocab_data.pieces[static_cast<size_t>(i)].data, vocab_data.pieces[static_cast<size_t>(i)].size);
     scores.push_back(vocab_data.scores[static_cast<size_t>(i)]);
   }
-  w.AddMetaString("tokenizer.model", "llama2c-bpe");
-  w.AddMetaStringArray("tokenizer.tokens", pieces);
-  w.AddMetaFloatArray("tokenizer.scores", scores);
-  w.AddMetaInt("tokenizer.bos_id", 1);
-  w.AddMetaInt("tokenizer.eos_id", 2);
-  w.AddMetaInt("tokenizer.max_token_length", vocab_data.max_token_length);
-  DeclareTensors(&w, s);
+  AddTokenizerMetadata(&w, pieces, scores);
+  DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
   auto put = [&](uint64_t offset, uint64_t count) { return w.Write(f + offset, static_cast<size_t>(count * 4)); };
   TINYAI_RETURN_IF_ERROR(put(o_emb, vocab * dim));

@@ -6,7 +6,9 @@
 #define TINYAI_FORMAT_MODEL_BUILDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "tinyai/status.h"
 
@@ -37,6 +39,22 @@ TinyAIStatus CheckShape(const LlamaShape& shape, bool synthetic);
 // Writes a random-weight model with a synthetic tokenizer (byte fallback plus
 // generated pieces); weights are uniform with variance 1/fan_in, norms 1.
 TinyAIStatus WriteSyntheticModel(const LlamaShape& shape, const char* outPath);
+
+class TmaiWriter;
+
+// The pieces of a llama .tmai description, shared by every builder (and the
+// tests' deliberately malformed models):
+// the general.* and llama.* metadata, with the given architecture name;
+void AddLlamaMetadata(TmaiWriter* w, const LlamaShape& s, const std::string& architecture, const std::string& name,
+                      const std::string& source);
+// the tokenizer.* metadata (llama2c-bpe, BOS 1, EOS 2);
+void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores);
+// the layers and tensors, in the order their data is written: embedding; per
+// block attn_norm, q, k, v, o, ffn_norm, gate, up, down; output. q, k, v and
+// gate, up are adjacent so the runner reads each group as one matrix. reshape,
+// when set, may change a tensor's shape (tests).
+using TensorReshape = std::function<void(const std::string& name, std::vector<uint64_t>* shape)>;
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape = nullptr);
 
 // Converts a llama2.c checkpoint (version-0 header) and its tokenizer.
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,

@@ -48,7 +48,7 @@ class TmaiWriter {
   int32_t AddTensor(const std::string& name, TinyAITensorRole role, TinyAIDType dtype,
                     const std::vector<uint64_t>& shape);
 
-  // Creates path and writes a placeholder index; data follows with Write().
+  // Creates path and writes a zero-filled index; data follows with Write().
   TinyAIStatus Open(const char* path);
   // Appends tensor data in directory order; a chunk may span tensors.
   TinyAIStatus Write(const void* data, size_t bytes);

@@ -33,14 +33,11 @@ using tinyai::testing::TempDir;
 namespace tt = tinyai::testing;
 namespace tmai = tinyai::tmai;
 
-std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
+using tinyai::testing::Contains;
+using tinyai::testing::LastMessage;
 
 std::string Describe(TinyAIStatus s) {
   return std::string(tinyaiStatusString(s)) + " (" + std::to_string(static_cast<int>(s)) + ")";
-}
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 class ReaderTest : public ::testing::Test {

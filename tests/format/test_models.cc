@@ -100,18 +100,7 @@ TinyAIStatus WriteModel(const std::string& path, const ModelOptions& o) {
   const LlamaShape& s = o.shape;
   TmaiWriter w;
   w.set_version_for_testing(o.version_major, o.version_minor);
-  w.AddMetaString("general.architecture", o.architecture);
-  w.AddMetaString("general.name", "test model");
-  w.AddMetaInt("llama.dim", s.dim);
-  w.AddMetaInt("llama.hidden_dim", s.hidden_dim);
-  w.AddMetaInt("llama.layers", s.layers);
-  w.AddMetaInt("llama.heads", s.heads);
-  w.AddMetaInt("llama.kv_heads", s.kv_heads);
-  w.AddMetaInt("llama.vocab_size", s.vocab_size);
-  w.AddMetaInt("llama.seq_len", s.seq_len);
-  w.AddMetaInt("llama.shared_classifier", s.shared_classifier ? 1 : 0);
-  w.AddMetaFloat("llama.norm_eps", 1e-5f);
-  w.AddMetaFloat("llama.rope_theta", 10000.0f);
+  AddLlamaMetadata(&w, s, o.architecture, "test model", "tests");
   std::vector<std::string> pieces = {"<unk>", "\n<s>\n", "\n</s>\n"};
   for (int b = 0; b < 256; ++b) {
     char buf[8];
@@ -121,41 +110,10 @@ TinyAIStatus WriteModel(const std::string& path, const ModelOptions& o) {
   for (int i = 0; static_cast<int32_t>(pieces.size()) < s.vocab_size; ++i) {
     pieces.push_back(" w" + std::to_string(i));
   }
-  std::vector<float> scores(pieces.size(), 0.0f);
-  size_t max_len = 0;
-  for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
-  w.AddMetaString("tokenizer.model", "llama2c-bpe");
-  w.AddMetaStringArray("tokenizer.tokens", pieces);
-  w.AddMetaFloatArray("tokenizer.scores", scores);
-  w.AddMetaInt("tokenizer.bos_id", 1);
-  w.AddMetaInt("tokenizer.eos_id", 2);
-  w.AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
-
-  const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
-  const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
-  const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
-  auto add = [&](const std::string& name, TinyAITensorRole role, std::vector<uint64_t> shape) {
-    if (name == o.override_tensor) shape = o.override_shape;
-    return w.AddTensor(name, role, TINYAI_DTYPE_F32, shape);
-  };
-  w.AddLayer(TINYAI_LAYER_EMBEDDING, -1);
-  add("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, {vocab, dim});
-  for (int32_t l = 0; l < s.layers; ++l) {
-    std::string p = "blk." + std::to_string(l) + ".";
-    w.AddLayer(TINYAI_LAYER_TRANSFORMER, l);
-    add(p + "attn_norm", TINYAI_ROLE_ATTN_NORM, {dim});
-    add(p + "attn_q", TINYAI_ROLE_ATTN_Q, {dim, dim});
-    add(p + "attn_k", TINYAI_ROLE_ATTN_K, {kv_dim, dim});
-    add(p + "attn_v", TINYAI_ROLE_ATTN_V, {kv_dim, dim});
-    add(p + "attn_out", TINYAI_ROLE_ATTN_OUT, {dim, dim});
-    add(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, {dim});
-    add(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, {hidden, dim});
-    add(p + "ffn_up", TINYAI_ROLE_FFN_UP, {hidden, dim});
-    add(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, {dim, hidden});
-  }
-  w.AddLayer(TINYAI_LAYER_OUTPUT, -1);
-  add("output_norm", TINYAI_ROLE_OUTPUT_NORM, {dim});
-  if (!s.shared_classifier) add("output", TINYAI_ROLE_CLASSIFIER, {vocab, dim});
+  AddTokenizerMetadata(&w, pieces, std::vector<float>(pieces.size(), 0.0f));
+  DeclareLlamaTensors(&w, s, [&o](const std::string& name, std::vector<uint64_t>* shape) {
+    if (name == o.override_tensor) *shape = o.override_shape;
+  });
 
   TINYAI_RETURN_IF_ERROR(w.Open(path.c_str()));
   uint64_t rng = s.seed;

@@ -116,7 +116,23 @@ class AlignedImage {
   size_t size_ = 0;
 };
 
+// The last TinyAI error message on this thread.
+inline std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
+
+inline bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
 }  // namespace testing
 }  // namespace tinyai
+
+// Expects the last error to be code with a message containing needle.
+#define EXPECT_LAST_ERROR(code, needle)                                                             \
+  do {                                                                                              \
+    EXPECT_EQ(tinyaiGetLastError(), (code)) << tinyaiStatusString(tinyaiGetLastError()) << ": "     \
+                                            << ::tinyai::testing::LastMessage();                    \
+    EXPECT_TRUE(::tinyai::testing::Contains(::tinyai::testing::LastMessage(), (needle)))            \
+        << "lacks '" << (needle) << "': " << ::tinyai::testing::LastMessage();                      \
+  } while (0)
 
 #endif  // TINYAI_TESTS_FORMAT_TEST_MODELS_H_

@@ -24,19 +24,8 @@ namespace tt = tinyai::testing;
 using tt::AlignedImage;
 using tt::Bytes;
 
-std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-// Expects the last error to be code with a message containing needle.
-#define EXPECT_LAST_ERROR(code, needle)                                                        \
-  do {                                                                                         \
-    EXPECT_EQ(tinyaiGetLastError(), (code)) << tinyaiStatusString(tinyaiGetLastError()) << ": " \
-                                            << LastMessage();                                  \
-    EXPECT_TRUE(Contains(LastMessage(), (needle))) << "lacks '" << (needle) << "': " << LastMessage(); \
-  } while (0)
+using tinyai::testing::Contains;
+using tinyai::testing::LastMessage;
 
 class LoaderTest : public ::testing::Test {
  protected:

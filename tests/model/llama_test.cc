@@ -21,18 +21,8 @@ namespace {
 
 namespace tt = tinyai::testing;
 
-std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-#define EXPECT_LAST_ERROR(code, needle)                                                            \
-  do {                                                                                             \
-    EXPECT_EQ(tinyaiGetLastError(), (code)) << tinyaiStatusString(tinyaiGetLastError()) << ": "    \
-                                            << LastMessage();                                      \
-    EXPECT_TRUE(Contains(LastMessage(), (needle))) << "lacks '" << (needle) << "': " << LastMessage(); \
-  } while (0)
+using tinyai::testing::Contains;
+using tinyai::testing::LastMessage;
 
 // A model and a runner, closed in the right order.
 struct Runner {
