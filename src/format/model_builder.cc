@@ -56,6 +56,8 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
     pieces->push_back(buf);
   }
   for (size_t i = 0; i < pieces->size(); ++i) scores->push_back(0.0f);
+  pieces->push_back(" ");  // the dummy prefix, as SentencePiece vocabularies have it
+  scores->push_back(0.0f);
   static const char* kOnsets[] = {"b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "w", "th", "st"};
   static const char* kVowels[] = {"a", "e", "i", "o", "u", "ay", "ee", "oo"};
   static const char* kCodas[] = {"", "n", "t", "s", "r", "ng", "ll", "d"};
