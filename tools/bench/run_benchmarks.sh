@@ -27,15 +27,15 @@ for model in "${models[@]}"; do
   done
 done
 echo
-echo "| model | threads | prompt tok/s | decode tok/s | TTFT ms | MiB/token | effective GB/s | measured GB/s | fraction | peak RSS MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| model | threads | prompt tok/s | decode tok/s | TTFT ms | MiB/token | effective GB/s | machine GB/s (all cores) | fraction | GB/s at this thread count | fraction | peak RSS MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 /usr/bin/python3 - "$results" <<'PY'
 import json, os, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f%% | %.1f |" % (
+    print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f%% | %.2f | %.0f%% | %.1f |" % (
         os.path.basename(r["model"]), r["threads"], r["pp_tokens_per_s"], r["decode_tokens_per_s"], r["ttft_ms"],
         r["bytes_per_token"] / 2**20, r["effective_gbps"], r["memory_read_gbps"], 100 * r["bandwidth_fraction"],
-        r["peak_rss_bytes"] / 2**20))
+        r["memory_read_gbps_same_threads"], 100 * r["bandwidth_fraction_same_threads"], r["peak_rss_bytes"] / 2**20))
 PY
 rm -f "$results"
