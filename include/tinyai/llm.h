@@ -121,7 +121,8 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
 
 /* Evaluates count tokens at the current position, appending them to the KV
  * cache, and copies the logits of the last one into logits (vocabSize floats;
- * may be NULL). TINYAI_ERR_CONTEXT_OVERFLOW if they do not fit. */
+ * may be NULL). TINYAI_ERR_CONTEXT_OVERFLOW if they do not fit. All or
+ * nothing: on any failure the position is unchanged. */
 TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
 
 /* Number of tokens in the KV cache. */
@@ -132,7 +133,8 @@ TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
 
 /* Picks the next token from logits (vocabSize floats, modified in place) with
  * the sampler settings; *rngState carries the random state between calls and
- * should start as the seed. */
+ * should start as the seed. Uses the runner's scratch: like every call on a
+ * TinyAILLM, one thread at a time. */
 TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
                           uint64_t* rngState, int32_t* token);
 

@@ -1,5 +1,6 @@
 // POSIX port: mmap for files, /proc and getrusage for memory figures.
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@ namespace port {
 
 TinyAIStatus MapFile(const char* path, MappedFile* out) {
   *out = MappedFile();
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO or device must not block the open; it is refused below.
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
@@ -85,6 +87,14 @@ size_t PageSize() {
 }
 
 int CpuCount() {
+  // The CPUs this process may run on (taskset, cpusets), not all online ones:
+  // more compute threads than that only wait on each other.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
   long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
 }

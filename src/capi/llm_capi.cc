@@ -20,12 +20,13 @@ namespace {
 
 TinyAIStatus NullLLM(const char* call) { return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: llm is NULL", call); }
 
-// Copies a caller's struct that starts with structSize into defaults, so
-// older callers (smaller structs) keep working as fields are appended.
+// Copies a caller's struct that starts with structSize. Only this
+// version's size exists so far; when fields are appended, the sizes of
+// earlier versions join it here and the missing fields keep their defaults.
 template <class T>
 TinyAIStatus CopyVersioned(const T* in, T* out, const char* what) {
   if (!in) return TINYAI_OK;
-  if (in->structSize < sizeof(uint32_t) || in->structSize > sizeof(T)) {
+  if (in->structSize != sizeof(T)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s.structSize is %u; create it with its tinyaiCreateDefault function",
                     what, in->structSize);
   }

@@ -7,7 +7,7 @@
 
 namespace tinyai {
 
-TinyAIStatus AlignedBuffer::Allocate(size_t bytes, const char* what) {
+TinyAIStatus AlignedBuffer::Allocate(size_t bytes, const char* what, Fill fill) {
   Free();
   if (bytes == 0) return TINYAI_OK;
   uint64_t rounded = AlignUp(bytes, kAlignment);
@@ -18,7 +18,7 @@ TinyAIStatus AlignedBuffer::Allocate(size_t bytes, const char* what) {
   if (!data_) {
     return SetError(TINYAI_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", what, bytes);
   }
-  std::memset(data_, 0, static_cast<size_t>(rounded));
+  if (fill == kZeroed) std::memset(data_, 0, static_cast<size_t>(rounded));
   bytes_ = bytes;
   return TINYAI_OK;
 }

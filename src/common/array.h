@@ -78,7 +78,9 @@ class AlignedBuffer {
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   ~AlignedBuffer() { Free(); }
 
-  TinyAIStatus Allocate(size_t bytes, const char* what);
+  enum Fill { kZeroed, kUninitialized };
+  // kUninitialized leaves large buffers' pages uncommitted until written.
+  TinyAIStatus Allocate(size_t bytes, const char* what, Fill fill = kZeroed);
   void Free();
 
   void* data() const { return data_; }

@@ -107,6 +107,13 @@ TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, u
   }
   const Header* h = reinterpret_cast<const Header*>(index);
   header_ = h;
+  // Endianness first: in a byte-swapped file every other field reads wrong.
+  if (h->endian_tag != tmai::kEndianTag) {
+    if (h->endian_tag == 0x04030201u) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': big-endian file; TinyAI reads little-endian", src);
+    }
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': bad endianness tag 0x%08x", src, h->endian_tag);
+  }
   if (h->version_major > tmai::kVersionMajor) {
     return SetError(TINYAI_ERR_UNSUPPORTED_VERSION,
                     "'%s': format version %u.%u is newer than this library reads (%u.%u)", src,
@@ -114,12 +121,6 @@ TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, u
   }
   if (h->version_major == 0) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': format version 0 does not exist", src);
-  }
-  if (h->endian_tag != tmai::kEndianTag) {
-    if (h->endian_tag == 0x04030201u) {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': big-endian file; TinyAI reads little-endian", src);
-    }
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': bad endianness tag 0x%08x", src, h->endian_tag);
   }
   if (h->header_size != tmai::kHeaderSize) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': header size %u, expected %u", src, h->header_size,
@@ -132,6 +133,11 @@ TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, u
   if (crc != h->header_crc && kEnforceChecksums) {
     return SetError(TINYAI_ERR_CHECKSUM, "'%s': header checksum mismatch (stored %08x, computed %08x)",
                     src, h->header_crc, crc);
+  }
+  bool reserved_zero = h->flags == 0;
+  for (uint8_t b : h->reserved) reserved_zero = reserved_zero && b == 0;
+  if (!reserved_zero) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': header flags or reserved bytes are not zero (v1 defines none)", src);
   }
   if (h->file_size > fileSize) {
     return SetError(TINYAI_ERR_TRUNCATED, "'%s': file has %llu bytes but its header claims %llu", src,
@@ -208,7 +214,7 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
   const char* src = source_;
   const uint8_t* p = index + header_->metadata_offset;
   uint64_t remaining = header_->metadata_size;
-  if (remaining < 4) return SetError(TINYAI_ERR_TRUNCATED, "'%s': metadata section has no count", src);
+  if (remaining < 4) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata section has no count", src);
   uint32_t count = ReadU32(p);
   p += 4;
   remaining -= 4;
@@ -225,7 +231,10 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
     }
     uint16_t key_len;
     std::memcpy(&key_len, p, 2);
-    if (key_len == 0 || key_len + 3u > remaining) {
+    if (key_len == 0) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata entry %u has an empty key", src, i);
+    }
+    if (key_len + 3u > remaining) {
       return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': metadata entry %u has a bad key length %u", src,
                       i, key_len);
     }
@@ -293,6 +302,15 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata '%.*s' has unknown type %u", src, kl,
                         e.key.data, e.type);
     }
+    for (uint32_t j = 0; j < i; ++j) {
+      if (meta_[j].key.size == e.key.size && std::memcmp(meta_[j].key.data, e.key.data, e.key.size) == 0) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata key '%.*s' appears twice", src, kl, e.key.data);
+      }
+    }
+  }
+  if (remaining != 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %llu stray bytes after the last metadata entry", src,
+                    static_cast<unsigned long long>(remaining));
   }
   return TINYAI_OK;
 }
@@ -303,6 +321,9 @@ TinyAIStatus TmaiReader::ParseLayers() {
   uint64_t next_tensor = 0;
   for (uint32_t i = 0; i < layers_.size(); ++i) {
     const LayerEntry& l = layers_[i];
+    if (l.reserved != 0) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer %u reserved field is not zero", src, i);
+    }
     if (l.kind > TINYAI_LAYER_DENSE) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer %u has unknown kind %u", src, i, l.kind);
     }
@@ -415,6 +436,15 @@ TinyAIStatus TmaiReader::ParseTensors() {
       }
       prev_stored_end = t.offset + t.stored_size;
       prev_decoded_end = t.decoded_offset + t.decoded_size;
+    }
+    // A layer is exactly its tensors: the sizes the loader accounts with.
+    if (l.stored_size != prev_stored_end - l.offset || l.decoded_size != prev_decoded_end) {
+      return SetError(TINYAI_ERR_BAD_FORMAT,
+                      "'%s': layer %u declares %llu stored / %llu decoded bytes but its tensors end at %llu / %llu",
+                      src, li, static_cast<unsigned long long>(l.stored_size),
+                      static_cast<unsigned long long>(l.decoded_size),
+                      static_cast<unsigned long long>(prev_stored_end - l.offset),
+                      static_cast<unsigned long long>(prev_decoded_end));
     }
   }
   return TINYAI_OK;

@@ -25,19 +25,28 @@ TmaiWriter::~TmaiWriter() {
   if (file_) std::fclose(file_);
 }
 
+void TmaiWriter::Fail(TinyAIStatus code, const std::string& why) {
+  if (first_status_ != TINYAI_OK) return;
+  first_status_ = code;
+  first_error_ = why;
+}
+
 void TmaiWriter::AddMetaInt(const std::string& key, int64_t value) {
+  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaInt, {}};
   AppendBytes(&m.value, &value, 8);
   meta_.push_back(std::move(m));
 }
 
 void TmaiWriter::AddMetaFloat(const std::string& key, float value) {
+  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaFloat, {}};
   AppendBytes(&m.value, &value, 4);
   meta_.push_back(std::move(m));
 }
 
 void TmaiWriter::AddMetaString(const std::string& key, const std::string& value) {
+  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaString, {}};
   AppendU32(&m.value, static_cast<uint32_t>(value.size()));
   AppendBytes(&m.value, value.data(), value.size());
@@ -45,6 +54,7 @@ void TmaiWriter::AddMetaString(const std::string& key, const std::string& value)
 }
 
 void TmaiWriter::AddMetaFloatArray(const std::string& key, const std::vector<float>& values) {
+  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaFloatArray, {}};
   AppendU32(&m.value, static_cast<uint32_t>(values.size()));
   AppendBytes(&m.value, values.data(), values.size() * 4);
@@ -52,6 +62,7 @@ void TmaiWriter::AddMetaFloatArray(const std::string& key, const std::vector<flo
 }
 
 void TmaiWriter::AddMetaStringArray(const std::string& key, const std::vector<std::string>& values) {
+  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaStringArray, {}};
   AppendU32(&m.value, static_cast<uint32_t>(values.size()));
   for (const std::string& s : values) {
@@ -62,6 +73,10 @@ void TmaiWriter::AddMetaStringArray(const std::string& key, const std::vector<st
 }
 
 int32_t TmaiWriter::AddLayer(TinyAILayerKind kind, int32_t blockIndex) {
+  if (file_ || layers_.size() >= tmai::kMaxLayers) {
+    Fail(TINYAI_ERR_MISUSE, file_ ? "layer added after Open" : "more layers than the format allows");
+    return -1;
+  }
   tmai::LayerEntry l{};
   l.kind = static_cast<uint32_t>(kind);
   l.block_index = blockIndex;
@@ -85,6 +100,8 @@ int32_t TmaiWriter::AddTensor(const std::string& name, TinyAITensorRole role, Ti
     return -1;
   };
   if (layers_.empty()) return fail(TINYAI_ERR_MISUSE, "added before any layer");
+  if (file_) return fail(TINYAI_ERR_MISUSE, "added after Open");
+  if (tensors_.size() >= tmai::kMaxTensors) return fail(TINYAI_ERR_MISUSE, "more tensors than the format allows");
   if (name.empty() || name.size() >= tmai::kTensorNameCapacity) {
     return fail(TINYAI_ERR_INVALID_ARGUMENT, "name must have 1..47 bytes");
   }
@@ -215,6 +232,7 @@ TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
 
 TinyAIStatus TmaiWriter::Finish() {
   if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Finish before Open");
+  if (first_status_ != TINYAI_OK) return SetError(first_status_, "%s", first_error_.c_str());
   if (current_ < tensors_.size()) {
     return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' is missing %llu bytes", path_.c_str(),
                     tensors_[current_].name,

@@ -75,6 +75,9 @@ class TmaiWriter {
   TinyAIStatus BeginTensor();  // pads to the current tensor's offset
   std::vector<uint8_t> SerializeMetadata() const;
 
+  // Records a misuse (first one wins; reported by Open/Finish).
+  void Fail(TinyAIStatus code, const std::string& why);
+
   std::vector<Meta> meta_;
   std::vector<tmai::LayerEntry> layers_;
   std::vector<tmai::TensorEntry> tensors_;

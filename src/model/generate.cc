@@ -27,16 +27,18 @@ TinyAIStatus Generate(LlamaModel* model, Sampler* sampler, const char* prompt, c
   const Tokenizer& tok = model->tokenizer();
   const int32_t context = model->context_length();
 
+  // Every byte gives at most one token, plus BOS and the dummy prefix: one
+  // encoding into a buffer that bound sizes never fails for lack of room
+  // (and so leaves no error behind on success).
+  const size_t bound = std::strlen(prompt) + 2;
+  Array<int32_t> tokens;
+  TINYAI_RETURN_IF_ERROR(tokens.Allocate(bound, "prompt tokens"));
   size_t count = 0;
-  TinyAIStatus s = tok.Encode(prompt, true, false, nullptr, 0, &count);
-  if (s != TINYAI_OK && s != TINYAI_ERR_RESOURCE_EXHAUSTED) return s;
+  TINYAI_RETURN_IF_ERROR(tok.Encode(prompt, true, false, tokens.data(), bound, &count));
   if (count > static_cast<size_t>(context)) {
     return SetError(TINYAI_ERR_CONTEXT_OVERFLOW,
                     "the prompt is %zu tokens (BOS included) but the context holds %d", count, context);
   }
-  Array<int32_t> tokens;
-  TINYAI_RETURN_IF_ERROR(tokens.Allocate(count, "prompt tokens"));
-  TINYAI_RETURN_IF_ERROR(tok.Encode(prompt, true, false, tokens.data(), count, &count));
   const int32_t prompt_tokens = static_cast<int32_t>(count);
   int32_t steps = params.steps == 0 || params.steps > context ? context : params.steps;
   st.promptTokens = prompt_tokens;
@@ -44,9 +46,10 @@ TinyAIStatus Generate(LlamaModel* model, Sampler* sampler, const char* prompt, c
   model->Reset();
   char byte[1];
   bool stopped = false;
-  // The prompt's own pieces are printed as llama2.c does, position by position.
-  const int32_t shown = prompt_tokens < steps ? prompt_tokens : steps;
-  for (int32_t i = 1; i < shown && !stopped; ++i) {
+  // The prompt's own pieces are printed as llama2.c does, position by
+  // position: the piece forced at position p (p < steps) is token p+1.
+  const int32_t shown = prompt_tokens - 1 < steps ? prompt_tokens - 1 : steps;
+  for (int32_t i = 1; i <= shown && !stopped; ++i) {
     StringView piece = tok.Decode(tokens[i - 1], tokens[i], byte);
     stopped = !sink->Put(piece.data, piece.size);
   }

@@ -93,6 +93,11 @@ TinyAIStatus LlamaModel::FindInLayer(int32_t layer, TinyAITensorRole role, uint6
   for (int32_t t = d.firstTensor; t < d.firstTensor + d.tensorCount; ++t) {
     const tmai::TensorEntry& e = tensors[static_cast<size_t>(t)];
     if (e.role != role) continue;
+    if (e.codec != TINYAI_CODEC_NONE) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is stored with codec %s; this runner reads %s",
+                      model_->reader().source(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)),
+                      "uncompressed tensors");
+    }
     if (e.dtype != TINYAI_DTYPE_F32) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; this runner computes in f32",
                       model_->reader().source(), e.name, tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
@@ -221,7 +226,9 @@ TinyAIStatus LlamaModel::AllocateBuffers() {
       kv_bytes > SIZE_MAX) {
     return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp_.layers, context_);
   }
-  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(kv_bytes), "KV cache"));
+  // Not zero-filled: attention reads only positions already written, and
+  // untouched pages of a large cache stay uncommitted until used.
+  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(kv_bytes), "KV cache", AlignedBuffer::kUninitialized));
   TINYAI_RETURN_IF_ERROR(rope_.Allocate(static_cast<size_t>(hp_.head_size) * sizeof(float), "rope table"));
   return TINYAI_OK;
 }
@@ -281,9 +288,16 @@ TinyAIStatus LlamaModel::Eval(const int32_t* tokens, int32_t count) {
                       tokens[i], i, hp_.vocab_size - 1);
     }
   }
+  // All or nothing: a failure in a later chunk (a layer that fails its
+  // checksum on first load) leaves the position where it was.
+  const int32_t start = position_;
   for (int32_t done = 0; done < count;) {
     int32_t n = count - done < kMaxChunk ? count - done : kMaxChunk;
-    TINYAI_RETURN_IF_ERROR(EvalChunk(tokens + done, n));
+    TinyAIStatus s = EvalChunk(tokens + done, n);
+    if (s != TINYAI_OK) {
+      position_ = start;
+      return s;
+    }
     done += n;
   }
   return TINYAI_OK;

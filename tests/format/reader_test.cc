@@ -401,12 +401,12 @@ TEST_F(ReaderTest, UnknownMetadataTypeIsBadFormat) {
   ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {"llama.dim", "unknown type 42"});
 }
 
-TEST_F(ReaderTest, ZeroKeyLengthIsOutOfBounds) {
+TEST_F(ReaderTest, ZeroKeyLengthIsBadFormat) {
   Bytes b = image_;
   b[header_.metadata_offset + 4] = 0;  // entry 0's key length
   b[header_.metadata_offset + 5] = 0;
   tt::Reseal(&b);
-  ExpectOpenFails(b, TINYAI_ERR_OUT_OF_BOUNDS, {"entry 0", "key length"});
+  ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {"entry 0", "empty key"});
 }
 
 // ---- Layer table ---------------------------------------------------------------
