@@ -42,6 +42,9 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& shape, const char* outPath);
 
 class TmaiWriter;
 
+// The seeded generator of synthetic weights (splitmix64): next value of *state.
+uint64_t SplitMix64(uint64_t* state);
+
 // The pieces of a llama .tmai description, shared by every builder (and the
 // tests' deliberately malformed models):
 // the general.* and llama.* metadata, with the given architecture name;

@@ -85,17 +85,6 @@ TinyAIStatus WriteTinyModel(const std::string& path, const LlamaShape& shape) {
   return WriteSyntheticModel(shape, path.c_str());
 }
 
-namespace {
-
-uint64_t SplitMix(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 TinyAIStatus WriteModel(const std::string& path, const ModelOptions& o) {
   const LlamaShape& s = o.shape;
   TmaiWriter w;
@@ -123,7 +112,7 @@ TinyAIStatus WriteModel(const std::string& path, const ModelOptions& o) {
     if (bytes == 0) break;
     chunk.resize(static_cast<size_t>(bytes / 4));
     for (float& f : chunk) {
-      f = (static_cast<float>(SplitMix(&rng) >> 40) * (1.0f / 16777216.0f) - 0.5f) * 0.2f;
+      f = (static_cast<float>(SplitMix64(&rng) >> 40) * (1.0f / 16777216.0f) - 0.5f) * 0.2f;
     }
     TINYAI_RETURN_IF_ERROR(w.Write(chunk.data(), chunk.size() * 4));
   }
@@ -165,28 +154,34 @@ void SetHeader(Bytes* image, const tmai::Header& h) {
   std::memcpy(image->data(), &h, sizeof h);
 }
 
+namespace {
+
+// Entry index of the table starting at the header field `offset`.
+template <class Entry>
+size_t EntryAt(const Bytes& image, uint64_t tmai::Header::*offset, uint32_t index) {
+  return static_cast<size_t>(GetHeader(image).*offset) + size_t{index} * sizeof(Entry);
+}
+
+}  // namespace
+
 tmai::LayerEntry GetLayer(const Bytes& image, uint32_t index) {
-  tmai::Header h = GetHeader(image);
   tmai::LayerEntry l;
-  std::memcpy(&l, image.data() + h.layers_offset + size_t{index} * sizeof l, sizeof l);
+  std::memcpy(&l, image.data() + EntryAt<tmai::LayerEntry>(image, &tmai::Header::layers_offset, index), sizeof l);
   return l;
 }
 
 void SetLayer(Bytes* image, uint32_t index, const tmai::LayerEntry& l) {
-  tmai::Header h = GetHeader(*image);
-  std::memcpy(image->data() + h.layers_offset + size_t{index} * sizeof l, &l, sizeof l);
+  std::memcpy(image->data() + EntryAt<tmai::LayerEntry>(*image, &tmai::Header::layers_offset, index), &l, sizeof l);
 }
 
 tmai::TensorEntry GetTensor(const Bytes& image, uint32_t index) {
-  tmai::Header h = GetHeader(image);
   tmai::TensorEntry t;
-  std::memcpy(&t, image.data() + h.tensors_offset + size_t{index} * sizeof t, sizeof t);
+  std::memcpy(&t, image.data() + EntryAt<tmai::TensorEntry>(image, &tmai::Header::tensors_offset, index), sizeof t);
   return t;
 }
 
 void SetTensor(Bytes* image, uint32_t index, const tmai::TensorEntry& t) {
-  tmai::Header h = GetHeader(*image);
-  std::memcpy(image->data() + h.tensors_offset + size_t{index} * sizeof t, &t, sizeof t);
+  std::memcpy(image->data() + EntryAt<tmai::TensorEntry>(*image, &tmai::Header::tensors_offset, index), &t, sizeof t);
 }
 
 int32_t FindTensor(const Bytes& image, const char* name) {
