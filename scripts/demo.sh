@@ -10,8 +10,9 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build/release -j "$(nproc)" --target tinyai-generate default_model
 prompt=${1:-Once upon a time}
 cap_mb=${TINYAI_DEMO_CAP_MB:-32}
+limit=${TINYAI_DEMO_LIMIT:-4M}
 cmd=(build/release/bin/tinyai-generate -m build/release/models/tinyai-default-synthetic.tmai -p "$prompt"
-     -n 128 --temp 0.8 --seed 1)
+     -n 128 --temp 0.8 --seed 1 --mem-limit "$limit" --stats)
 # The kernel enforces the cap (page cache included) where ../shared/tools/run-capped
 # can make a cgroup; elsewhere the run is uncapped and the report still shows peak RSS.
 capper=../shared/tools/run-capped

@@ -40,6 +40,11 @@ typedef struct TinyAILLMConfig {
     uint32_t structSize;    /* sizeof(TinyAILLMConfig); set by tinyaiCreateDefaultLLMConfig() */
     int32_t contextLength;  /* tokens the KV cache holds; 0 = the model's seq_len */
     int32_t threads;        /* compute threads including the caller; 0 = one per core; default 1 */
+    size_t memoryLimit;     /* bytes the LLM may hold in all - weights through the model's cache,
+                               KV cache, activations, scratch, tables; 0 = no limit (default).
+                               The LLM sets the model's weight cache cap to what the rest leaves.
+                               Below tinyaiGetLLMMemoryReport()'s minimumLimit, creation fails
+                               with TINYAI_ERR_RESOURCE_EXHAUSTED naming the tensor, bytes and limit. */
 } TinyAILLMConfig;
 
 typedef struct TinyAIModelInfo {
@@ -90,6 +95,23 @@ typedef struct TinyAIGenerateStats {
     double totalSeconds;
 } TinyAIGenerateStats;
 
+/* Where an LLM's memory goes, from TinyAI's own accounting. */
+typedef struct TinyAIMemoryReport {
+    uint32_t structSize;      /* set to sizeof(TinyAIMemoryReport) before the call */
+    uint64_t limit;           /* the config's memoryLimit; 0 = none */
+    uint64_t minimumLimit;    /* the least memoryLimit this model, context and thread count run under */
+    uint64_t weightCacheCap;  /* the model's weight cache cap; 0 = none */
+    uint64_t weightBytes;     /* memory the weight cache holds now */
+    uint64_t weightPeakBytes; /* the most it has held */
+    uint64_t kvBytes;         /* KV cache reserved */
+    uint64_t activationBytes; /* activations and scratch */
+    uint64_t otherBytes;      /* tokenizer, sampler, block tables, model index, cache bookkeeping */
+    uint64_t totalBytes;      /* weightBytes + kvBytes + activationBytes + otherBytes */
+    uint64_t peakTotalBytes;  /* the same with weightPeakBytes */
+    uint64_t largestBlockBytes;     /* the largest row block the cache must hold at once */
+    const char* largestBlockTensor; /* a tensor in it; owned by the model */
+} TinyAIMemoryReport;
+
 TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
 TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void);
 TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void);
@@ -105,6 +127,15 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
 void tinyaiDestroyLLM(TinyAILLM* llm);
 
 TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);
+
+/* Fills out (set out->structSize first). */
+TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out);
+
+/* What an LLM for model with config (may be NULL) would need, without
+ * creating it: minimumLimit, kvBytes, activationBytes, otherBytes and the
+ * largest row block (the weight fields are 0). */
+TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
+                                     TinyAIMemoryReport* out);
 
 /* Encodes text (SentencePiece-style BPE with byte fallback and a dummy-prefix
  * space), preceded by BOS when addBos. Writes up to capacity ids and sets

@@ -23,7 +23,7 @@ typedef enum TinyAIDType {
 /* How a tensor's bytes are stored in the file. */
 typedef enum TinyAICodec {
     TINYAI_CODEC_NONE = 0,
-    TINYAI_CODEC_ZSTD = 1,         /* reserved: per-tensor zstd frame */
+    TINYAI_CODEC_ZSTD = 1,         /* zstd frames of row blocks (docs/format.md) */
     TINYAI_CODEC_BLOCK_SPARSE = 2  /* reserved: block mask + non-zero blocks */
 } TinyAICodec;
 

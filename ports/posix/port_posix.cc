@@ -17,8 +17,10 @@
 namespace tinyai {
 namespace port {
 
-TinyAIStatus MapFile(const char* path, MappedFile* out) {
-  *out = MappedFile();
+namespace {
+
+// Opens path read-only and checks it is a non-empty regular file.
+TinyAIStatus OpenRegular(const char* path, int* fd_out, uint64_t* size_out) {
   // O_NONBLOCK: a FIFO or device must not block the open; it is refused below.
   int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -48,6 +50,18 @@ TinyAIStatus MapFile(const char* path, MappedFile* out) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %llu bytes do not fit this address space", path,
                     static_cast<unsigned long long>(size));
   }
+  *fd_out = fd;
+  *size_out = size;
+  return TINYAI_OK;
+}
+
+}  // namespace
+
+TinyAIStatus MapFile(const char* path, MappedFile* out) {
+  *out = MappedFile();
+  int fd = -1;
+  uint64_t size = 0;
+  TINYAI_RETURN_IF_ERROR(OpenRegular(path, &fd, &size));
   void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
   int err = errno;
   ::close(fd);
@@ -58,6 +72,44 @@ TinyAIStatus MapFile(const char* path, MappedFile* out) {
   out->data = static_cast<const uint8_t*>(p);
   out->size = size;
   out->handle = 0;
+  return TINYAI_OK;
+}
+
+TinyAIStatus OpenFile(const char* path, File* out) {
+  *out = File();
+  int fd = -1;
+  uint64_t size = 0;
+  TINYAI_RETURN_IF_ERROR(OpenRegular(path, &fd, &size));
+  // Reads are positional and the cache decides what stays: the kernel's
+  // readahead past a block would only fill the page cache.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  out->handle = fd;
+  out->size = size;
+  return TINYAI_OK;
+}
+
+void CloseFile(File* file) {
+  if (file->handle >= 0) ::close(static_cast<int>(file->handle));
+  *file = File();
+}
+
+TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, const char* source) {
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  while (size > 0) {
+    ssize_t n = ::pread(static_cast<int>(file.handle), out, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SetError(TINYAI_ERR_IO, "'%s': cannot read %zu bytes at offset %llu: %s", source, size,
+                      static_cast<unsigned long long>(offset), strerror(errno));
+    }
+    if (n == 0) {
+      return SetError(TINYAI_ERR_TRUNCATED, "'%s': file ends before offset %llu (+%zu bytes); was it changed?",
+                      source, static_cast<unsigned long long>(offset), size);
+    }
+    out += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
   return TINYAI_OK;
 }
 
@@ -144,6 +196,16 @@ void* AlignedAlloc(size_t alignment, size_t size) {
 }
 
 void AlignedFree(void* p) { ::free(p); }
+
+void* PageAlloc(size_t size) {
+  if (size == 0) return nullptr;
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void PageFree(void* p, size_t size) {
+  if (p) ::munmap(p, size);
+}
 
 }  // namespace port
 }  // namespace tinyai

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "common/status.h"
+#include "port/port.h"
 #include "model/generate.h"
 #include "model/llama.h"
 #include "text/sampler.h"
@@ -14,6 +15,8 @@ using tinyai::SetError;
 struct TinyAILLM {
   tinyai::LlamaModel model;
   tinyai::Sampler sampler;
+  tinyai::LlamaMemoryPlan plan;
+  uint64_t limit = 0;
 };
 
 namespace {
@@ -43,6 +46,12 @@ TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler topP %g must be in (0, 1]", static_cast<double>(s.topP));
   }
   return TINYAI_OK;
+}
+
+void FillLargestBlock(const TinyAIMappedModel& model, const tinyai::LlamaMemoryPlan& plan, TinyAIMemoryReport* out) {
+  out->largestBlockBytes = plan.largest_block;
+  out->largestBlockTensor =
+      plan.largest_tensor >= 0 ? model.reader().tensors()[static_cast<size_t>(plan.largest_tensor)].name : "";
 }
 
 }  // namespace
@@ -83,10 +92,26 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: model is NULL");
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
+  // The limit is checked before anything is allocated.
+  tinyai::LlamaMemoryPlan plan;
+  const int threads = cfg.threads == 0 ? tinyai::port::CpuCount() : cfg.threads;
+  if (cfg.threads >= 0 && cfg.contextLength >= 0) {
+    TINYAI_RETURN_IF_ERROR(tinyai::LlamaModel::PlanMemory(*model, cfg.contextLength, threads, &plan));
+    TINYAI_RETURN_IF_ERROR(plan.CheckLimit(*model, cfg.memoryLimit, cfg.contextLength));
+  }
   TinyAILLM* llm = new (std::nothrow) TinyAILLM();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
+  llm->plan = plan;
+  llm->limit = cfg.memoryLimit;
   TinyAIStatus s = llm->model.Init(model, cfg, nullptr);
   if (s == TINYAI_OK) s = llm->sampler.Init(static_cast<size_t>(llm->model.params().vocab_size));
+  if (s == TINYAI_OK && cfg.memoryLimit > 0) {
+    uint64_t cap = cfg.memoryLimit - plan.fixed;
+    const uint64_t configured = model->config().maxCacheSize;
+    if (configured > 0 && configured < cap) cap = configured;
+    s = model->cache().SetCapacity(cap);
+    llm->model.UpdateStreaming();
+  }
   if (s != TINYAI_OK) {
     delete llm;
     return s;
@@ -118,6 +143,61 @@ TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   out->weightBytes = llm->model.weight_bytes();
   out->kvCacheBytes = llm->model.kv_bytes();
   out->activationBytes = llm->model.activation_bytes();
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out) {
+  if (!llm) return NullLLM("tinyaiGetLLMMemoryReport");
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out is NULL");
+  if (out->structSize != sizeof *out) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out->structSize is %u, expected %zu",
+                    out->structSize, sizeof *out);
+  }
+  const tinyai::CacheStats cs = llm->model.mapped_model()->cache().stats();
+  const tinyai::LlamaMemory& m = llm->model.memory();
+  std::memset(out, 0, sizeof *out);
+  out->structSize = sizeof *out;
+  out->limit = llm->limit;
+  out->minimumLimit = llm->plan.minimum_limit;
+  out->weightCacheCap = cs.capacity;
+  out->weightBytes = cs.held_bytes;
+  out->weightPeakBytes = cs.peak_held_bytes;
+  out->kvBytes = m.kv;
+  out->activationBytes = m.activations;
+  out->otherBytes = m.tokenizer + m.sampler + m.runner + llm->model.mapped_model()->overhead_bytes();
+  out->totalBytes = out->weightBytes + out->kvBytes + out->activationBytes + out->otherBytes;
+  out->peakTotalBytes = out->weightPeakBytes + out->kvBytes + out->activationBytes + out->otherBytes;
+  FillLargestBlock(*llm->model.mapped_model(), llm->plan, out);
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
+                                     TinyAIMemoryReport* out) {
+  if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: model is NULL");
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out is NULL");
+  if (out->structSize != sizeof *out) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out->structSize is %u, expected %zu",
+                    out->structSize, sizeof *out);
+  }
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
+  if (cfg.threads < 0 || cfg.contextLength < 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: threads %d or contextLength %d is negative",
+                    cfg.threads, cfg.contextLength);
+  }
+  tinyai::LlamaMemoryPlan plan;
+  TINYAI_RETURN_IF_ERROR(tinyai::LlamaModel::PlanMemory(
+      *model, cfg.contextLength, cfg.threads == 0 ? tinyai::port::CpuCount() : cfg.threads, &plan));
+  std::memset(out, 0, sizeof *out);
+  out->structSize = sizeof *out;
+  out->limit = cfg.memoryLimit;
+  out->minimumLimit = plan.minimum_limit;
+  out->kvBytes = plan.runner.kv;
+  out->activationBytes = plan.runner.activations;
+  out->otherBytes = plan.runner.tokenizer + plan.runner.sampler + plan.runner.runner + plan.loader;
+  out->totalBytes = out->kvBytes + out->activationBytes + out->otherBytes;
+  out->peakTotalBytes = out->totalBytes;
+  FillLargestBlock(*model, plan, out);
   return TINYAI_OK;
 }
 

@@ -28,6 +28,7 @@ TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void) {
   c.prefetchEnabled = true;
   c.adaptiveCaching = true;
   c.verifyChecksums = true;
+  c.rowBlockSize = 1u << 20;
   return c;
 }
 
@@ -56,7 +57,9 @@ TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size
   return model;
 }
 
-void tinyaiCloseMappedModel(TinyAIMappedModel* model) { delete model; }
+void tinyaiCloseMappedModel(TinyAIMappedModel* model) {
+  if (model) TinyAIMappedModel::Close(model);
+}
 
 int tinyaiGetMappedLayerCount(const TinyAIMappedModel* model) {
   if (!model) {
@@ -164,6 +167,37 @@ uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model) {
     return 0;
   }
   return model->file_size();
+}
+
+TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, TinyAICacheStats* out) {
+  if (!model) return NullModel("tinyaiGetMappedModelCacheStats");
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedModelCacheStats: out is NULL");
+  if (out->structSize != sizeof *out) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedModelCacheStats: out->structSize is %u, expected %zu",
+                    out->structSize, sizeof *out);
+  }
+  const tinyai::CacheStats s = model->cache().stats();
+  out->hits = s.hits;
+  out->misses = s.misses;
+  out->bytesRead = s.bytes_read;
+  out->bytesLoaded = s.bytes_loaded;
+  out->evictions = s.evictions;
+  out->prefetchRequests = s.prefetch_requests;
+  out->prefetchLoads = s.prefetch_loads;
+  out->prefetchDropped = s.prefetch_dropped;
+  out->prefetchHits = s.prefetch_hits;
+  out->stalls = s.stalls;
+  out->heldBytes = s.held_bytes;
+  out->peakHeldBytes = s.peak_held_bytes;
+  out->residentBytes = s.resident_bytes;
+  out->capacity = s.capacity;
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiResetMappedModelCacheStats(TinyAIMappedModel* model) {
+  if (!model) return NullModel("tinyaiResetMappedModelCacheStats");
+  model->cache().ResetStats();
+  return TINYAI_OK;
 }
 
 }  // extern "C"

@@ -201,9 +201,11 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
   return TINYAI_OK;
 }
 
-TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath) {
+TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const WriteOptions& options,
+                                 TmaiWriteStats* stats) {
   TINYAI_RETURN_IF_ERROR(CheckShape(s, true));
   TmaiWriter w;
+  w.SetCompression(options.codec, options.level);
   AddLlamaMetadata(&w, s, "llama", "synthetic", "tinyai-convert --synthetic");
   w.AddMetaInt("general.seed", static_cast<int64_t>(s.seed));
   std::vector<std::string> pieces;
@@ -232,11 +234,13 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath) {
   }
   TINYAI_RETURN_IF_ERROR(WriteRandom(&w, dim, 0.0f, 1.0f, &rng));
   if (!s.shared_classifier) TINYAI_RETURN_IF_ERROR(WriteRandom(&w, vocab * dim, fan_in(dim), 0.0f, &rng));
-  return w.Finish();
+  TINYAI_RETURN_IF_ERROR(w.Finish());
+  if (stats) *stats = w.stats();
+  return TINYAI_OK;
 }
 
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
-                            LlamaShape* shapeOut) {
+                            LlamaShape* shapeOut, const WriteOptions& options, TmaiWriteStats* stats) {
   port::MappedFile ckpt;
   TINYAI_RETURN_IF_ERROR(port::MapFile(checkpointPath, &ckpt));
   struct Unmap {
@@ -300,6 +304,7 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", tokenizerPath);
 
   TmaiWriter w;
+  w.SetCompression(options.codec, options.level);
   AddLlamaMetadata(&w, s, "llama", "llama2.c checkpoint", "tinyai-convert --from llama2c");
   std::vector<std::string> pieces;
   std::vector<float> scores;
@@ -327,6 +332,7 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   if (!s.shared_classifier) TINYAI_RETURN_IF_ERROR(put(o_cls, vocab * dim));
   TINYAI_RETURN_IF_ERROR(w.Finish());
   if (shapeOut) *shapeOut = s;
+  if (stats) *stats = w.stats();
   return TINYAI_OK;
 }
 

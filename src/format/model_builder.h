@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tinyai/status.h"
+#include "tinyai/types.h"
 
 namespace tinyai {
 
@@ -26,6 +27,14 @@ struct LlamaShape {
   uint64_t seed = 1;  // synthetic models only
 };
 
+// How builders store tensor data (TmaiWriter::SetCompression).
+struct WriteOptions {
+  TinyAICodec codec = TINYAI_CODEC_NONE;  // TINYAI_CODEC_ZSTD: zstd frames for every tensor they shrink
+  int level = 3;                          // zstd level, 1..19
+};
+
+struct TmaiWriteStats;
+
 // Parses "dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,
 // seq_len=1024,seed=1[,shared=0]" (kv_heads defaults to heads, seed to 1,
 // shared to 1). TINYAI_ERR_INVALID_ARGUMENT names the bad key or value.
@@ -38,7 +47,9 @@ TinyAIStatus CheckShape(const LlamaShape& shape, bool synthetic);
 
 // Writes a random-weight model with a synthetic tokenizer (byte fallback plus
 // generated pieces); weights are uniform with variance 1/fan_in, norms 1.
-TinyAIStatus WriteSyntheticModel(const LlamaShape& shape, const char* outPath);
+// stats, when not null, receives what was written.
+TinyAIStatus WriteSyntheticModel(const LlamaShape& shape, const char* outPath,
+                                 const WriteOptions& options = WriteOptions(), TmaiWriteStats* stats = nullptr);
 
 class TmaiWriter;
 
@@ -61,7 +72,8 @@ void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape
 
 // Converts a llama2.c checkpoint (version-0 header) and its tokenizer.
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
-                            LlamaShape* shapeOut);
+                            LlamaShape* shapeOut, const WriteOptions& options = WriteOptions(),
+                            TmaiWriteStats* stats = nullptr);
 
 }  // namespace tinyai
 

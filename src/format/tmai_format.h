@@ -27,6 +27,17 @@ constexpr uint32_t kMaxDims = 4;
 constexpr uint32_t kMaxLayers = 1u << 16;
 constexpr uint32_t kMaxTensors = 1u << 20;
 
+// Codec zstd (docs/format.md, "codec zstd"): a tensor is split into row
+// blocks of codec_param rows, each one zstd frame that decodes on its own.
+// The target decoded size of a row block (a frame); a row bigger than it
+// makes a one-row frame. The weight cache loads compressed and uncompressed
+// tensors in blocks of about this size.
+constexpr uint64_t kDefaultRowBlockBytes = 1u << 20;
+// The smallest possible zstd frame that declares its content size: a 6-byte
+// frame header (magic, descriptor, 1-byte content size) and one 3-byte block
+// header.
+constexpr uint64_t kZstdMinFrameBytes = 9;
+
 // Header, 128 bytes at offset 0.
 struct Header {
   char magic[4];             // "TMAI"

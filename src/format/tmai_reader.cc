@@ -5,6 +5,7 @@
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "format/zstd_frames.h"
 #include "tinyai/types.h"
 
 namespace tinyai {
@@ -434,6 +435,11 @@ TinyAIStatus TmaiReader::ParseTensors() {
         return SetError(TINYAI_ERR_BAD_FORMAT,
                         "'%s': uncompressed tensor '%s' must be stored exactly as it is loaded", src, name);
       }
+      if (t.codec == TINYAI_CODEC_NONE && t.codec_param != 0) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': uncompressed tensor '%s' has codec_param %u (must be 0)", src,
+                        name, t.codec_param);
+      }
+      if (t.codec == TINYAI_CODEC_ZSTD) TINYAI_RETURN_IF_ERROR(CheckZstdTensor(t));
       prev_stored_end = t.offset + t.stored_size;
       prev_decoded_end = t.decoded_offset + t.decoded_size;
     }
@@ -446,6 +452,33 @@ TinyAIStatus TmaiReader::ParseTensors() {
                       static_cast<unsigned long long>(prev_stored_end - l.offset),
                       static_cast<unsigned long long>(prev_decoded_end));
     }
+  }
+  return TINYAI_OK;
+}
+
+// The zstd layout as far as the index shows it: the data (frame table and
+// frames) is not read here, it may not even be in memory; the weight cache
+// checks the table with ParseZstdFrameTable when it loads the tensor.
+TinyAIStatus TmaiReader::CheckZstdTensor(const TensorEntry& t) const {
+  const char* src = source_;
+  if (t.codec_param == 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': zstd tensor '%s' has codec_param 0 (rows per frame must be >= 1)",
+                    src, t.name);
+  }
+  uint64_t rows = 0, row_bytes = 0;
+  if (TensorRowLayout(t, &rows, &row_bytes) != TINYAI_OK) return AddErrorContext(TINYAI_ERR_BAD_FORMAT, "'%s': ", src);
+  const uint32_t frames = ZstdFrameCount(t);
+  if (frames == 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': zstd tensor '%s' has too many frames (%llu rows, %u per frame)",
+                    src, t.name, static_cast<unsigned long long>(rows), t.codec_param);
+  }
+  // The table (8 bytes per frame, plus one) and the smallest possible frames.
+  const uint64_t least = (uint64_t{frames} + 1) * 8 + uint64_t{frames} * tmai::kZstdMinFrameBytes;
+  if (t.stored_size < least) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': zstd tensor '%s' stores %llu bytes, too few for %u frames and their table (%llu at least)",
+                    src, t.name, static_cast<unsigned long long>(t.stored_size), frames,
+                    static_cast<unsigned long long>(least));
   }
   return TINYAI_OK;
 }
@@ -528,8 +561,12 @@ int32_t TmaiReader::FindTensor(const char* name) const {
 }
 
 TinyAIStatus TmaiReader::VerifyTensor(uint32_t tensorIndex, const uint8_t* data) const {
+  return CheckTensorChecksum(tensorIndex,
+                             Crc32c(0, data, static_cast<size_t>(tensors_[tensorIndex].stored_size)));
+}
+
+TinyAIStatus TmaiReader::CheckTensorChecksum(uint32_t tensorIndex, uint32_t crc) const {
   const TensorEntry& t = tensors_[tensorIndex];
-  uint32_t crc = Crc32c(0, data, static_cast<size_t>(t.stored_size));
   if (crc != t.checksum && kEnforceChecksums) {
     return SetError(TINYAI_ERR_CHECKSUM,
                     "'%s': tensor '%s' data checksum mismatch (stored %08x, computed %08x): the file is "

@@ -52,6 +52,9 @@ class TmaiReader {
   int32_t FindTensor(const char* name) const;
 
   // Checks a tensor's stored bytes (at data) against its CRC-32C.
+  // TINYAI_ERR_CHECKSUM naming the tensor when crc (of its stored bytes,
+  // computed by the caller, e.g. while streaming them) is not the recorded one.
+  TinyAIStatus CheckTensorChecksum(uint32_t tensorIndex, uint32_t crc) const;
   TinyAIStatus VerifyTensor(uint32_t tensorIndex, const uint8_t* data) const;
 
  private:
@@ -59,6 +62,7 @@ class TmaiReader {
   TinyAIStatus ParseMetadata(const uint8_t* index);
   TinyAIStatus ParseLayers();
   TinyAIStatus ParseTensors();
+  TinyAIStatus CheckZstdTensor(const tmai::TensorEntry& t) const;
   TinyAIStatus CheckUniqueNames();
 
   const char* source_ = "";

@@ -1,11 +1,14 @@
 #include "format/tmai_writer.h"
 
+#include <zstd.h>
+
 #include <cerrno>
 #include <cstring>
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
 #include "common/status.h"
+#include "format/zstd_frames.h"
 
 namespace tinyai {
 namespace {
@@ -23,6 +26,20 @@ void AppendU32(std::vector<uint8_t>* out, uint32_t v) { AppendBytes(out, &v, 4);
 
 TmaiWriter::~TmaiWriter() {
   if (file_) std::fclose(file_);
+  ZSTD_freeCCtx(cctx_);
+}
+
+void TmaiWriter::SetCompression(TinyAICodec codec, int level) {
+  if (file_) return Fail(TINYAI_ERR_MISUSE, "compression set after Open");
+  if (codec == TINYAI_CODEC_ZSTD && (level < 1 || level > 19)) {
+    return Fail(TINYAI_ERR_INVALID_ARGUMENT, "zstd level " + std::to_string(level) + " is outside 1..19");
+  }
+  if (codec != TINYAI_CODEC_NONE && codec != TINYAI_CODEC_ZSTD) {
+    return Fail(TINYAI_ERR_UNSUPPORTED, "codec " + std::to_string(static_cast<int>(codec)) +
+                                            " cannot be written (none and zstd can)");
+  }
+  codec_ = codec;
+  level_ = level;
 }
 
 void TmaiWriter::Fail(TinyAIStatus code, const std::string& why) {
@@ -166,6 +183,16 @@ TinyAIStatus TmaiWriter::Open(const char* path) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "metadata key %zu has a bad length", i);
     }
   }
+  if (codec_ == TINYAI_CODEC_ZSTD && !cctx_) {
+    cctx_ = ZSTD_createCCtx();
+    // Every frame declares its content size (the decoder checks it against the
+    // rows it must hold) and carries zstd's content checksum.
+    if (!cctx_ || ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1))) {
+      return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot set up a zstd compression context (level %d)", level_);
+    }
+  }
   path_ = path;
   file_ = std::fopen(path, "wb");
   if (!file_) return SetError(TINYAI_ERR_IO, "'%s': cannot create: %s", path, std::strerror(errno));
@@ -179,29 +206,101 @@ TinyAIStatus TmaiWriter::Open(const char* path) {
   current_ = 0;
   written_in_current_ = 0;
   crc_ = 0;
+  stats_ = TmaiWriteStats();
   for (tmai::LayerEntry& l : layers_) l.offset = 0;
   return tensors_.empty() ? TINYAI_OK : BeginTensor();
 }
 
 TinyAIStatus TmaiWriter::BeginTensor() {
-  tmai::TensorEntry& t = tensors_[current_];
-  tmai::LayerEntry& l = layers_[t.layer];
-  if (current_ == l.first_tensor) {
-    l.offset = AlignUp(cursor_, tmai::kGroupAlignment);
-  }
-  uint64_t offset = l.offset + t.decoded_offset;  // uncompressed: stored as loaded
-  TINYAI_RETURN_IF_ERROR(WriteZeros(offset - cursor_));
-  t.offset = offset;
   crc_ = 0;
   written_in_current_ = 0;
+  pending_.clear();
+  // An uncompressed file streams each tensor straight to its place; a
+  // compressing writer places a tensor once it knows its codec and stored size.
+  return codec_ == TINYAI_CODEC_NONE ? PlaceTensor(current_) : TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::PlaceTensor(size_t index) {
+  tmai::TensorEntry& t = tensors_[index];
+  tmai::LayerEntry& l = layers_[t.layer];
+  if (index == l.first_tensor) l.offset = AlignUp(cursor_, tmai::kGroupAlignment);
+  // Uncompressed: stored exactly as loaded, at its decoded offset in the
+  // layer. That is never behind the cursor: a compressed tensor before it in
+  // the layer stored fewer bytes than it decodes to, and the gap stays as
+  // padding. Compressed: at the layer's start or right after the tensor
+  // before it, 64-aligned.
+  uint64_t offset = t.codec == TINYAI_CODEC_NONE ? l.offset + t.decoded_offset
+                    : index == l.first_tensor    ? l.offset
+                                                 : AlignUp(cursor_, tmai::kDataAlignment);
+  if (offset < cursor_) {
+    return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' would start at %llu, before the %llu bytes written",
+                    path_.c_str(), t.name, static_cast<unsigned long long>(offset),
+                    static_cast<unsigned long long>(cursor_));
+  }
+  TINYAI_RETURN_IF_ERROR(WriteZeros(offset - cursor_));
+  t.offset = offset;
   return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::PackZstd(const tmai::TensorEntry& t, const uint8_t* data, uint32_t* rows_per_frame,
+                                  bool* smaller) {
+  *smaller = false;
+  uint64_t rows = 0, row_bytes = 0;
+  TINYAI_RETURN_IF_ERROR(TensorRowLayout(t, &rows, &row_bytes));
+  uint64_t per_frame = tmai::kDefaultRowBlockBytes / row_bytes;
+  if (per_frame == 0) per_frame = 1;  // a row bigger than a block is a frame of its own
+  if (per_frame > rows) per_frame = rows;  // codec_param * row_bytes bounds a block buffer: keep it tight
+  const uint64_t frames = (rows + per_frame - 1) / per_frame;
+  const size_t table = static_cast<size_t>((frames + 1) * 8);
+  const size_t raw = static_cast<size_t>(t.decoded_size);
+  if (table + frames * tmai::kZstdMinFrameBytes >= raw) return TINYAI_OK;  // cannot win
+  const size_t frame_raw = static_cast<size_t>(per_frame * row_bytes);
+  // Packing stops once it is no smaller than raw, so this never reallocates.
+  packed_.clear();
+  packed_.reserve(raw + ZSTD_compressBound(frame_raw));
+  packed_.resize(table);
+  std::vector<uint64_t> offsets(static_cast<size_t>(frames) + 1);
+  offsets[0] = table;
+  for (uint64_t i = 0; i < frames; ++i) {
+    const uint64_t first = i * per_frame;
+    const size_t n = static_cast<size_t>((rows - first < per_frame ? rows - first : per_frame) * row_bytes);
+    const size_t at = packed_.size();
+    const size_t bound = ZSTD_compressBound(n);
+    packed_.resize(at + bound);
+    const size_t r = ZSTD_compress2(cctx_, packed_.data() + at, bound, data + first * row_bytes, n);
+    if (ZSTD_isError(r)) {
+      return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s': zstd cannot compress frame %llu: %s", path_.c_str(),
+                      t.name, static_cast<unsigned long long>(i), ZSTD_getErrorName(r));
+    }
+    packed_.resize(at + r);
+    offsets[static_cast<size_t>(i) + 1] = packed_.size();
+    if (packed_.size() >= raw) return TINYAI_OK;  // incompressible: stored as it is
+  }
+  std::memcpy(packed_.data(), offsets.data(), table);  // little-endian (tmai_format.h)
+  *rows_per_frame = static_cast<uint32_t>(per_frame);
+  *smaller = true;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::StoreTensor(const uint8_t* data) {
+  tmai::TensorEntry& t = tensors_[current_];
+  uint32_t rows_per_frame = 0;
+  bool smaller = false;
+  TINYAI_RETURN_IF_ERROR(PackZstd(t, data, &rows_per_frame, &smaller));
+  t.codec = static_cast<uint8_t>(smaller ? TINYAI_CODEC_ZSTD : TINYAI_CODEC_NONE);
+  t.codec_param = smaller ? rows_per_frame : 0;
+  t.stored_size = smaller ? packed_.size() : t.decoded_size;
+  TINYAI_RETURN_IF_ERROR(PlaceTensor(current_));
+  const uint8_t* stored = smaller ? packed_.data() : data;
+  t.checksum = Crc32c(0, stored, static_cast<size_t>(t.stored_size));
+  return WriteRaw(stored, static_cast<size_t>(t.stored_size));
 }
 
 uint64_t TmaiWriter::TensorBytes(int32_t index) const {
   size_t i = index < 0 ? current_ : static_cast<size_t>(index);
   if (i >= tensors_.size()) return 0;
-  return i == current_ ? tensors_[i].stored_size - written_in_current_
-                       : (i > current_ ? tensors_[i].stored_size : 0);
+  return i == current_ ? tensors_[i].decoded_size - written_in_current_
+                       : (i > current_ ? tensors_[i].decoded_size : 0);
 }
 
 TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
@@ -212,15 +311,28 @@ TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
       return SetError(TINYAI_ERR_MISUSE, "'%s': %zu bytes written past the last tensor", path_.c_str(), bytes);
     }
     tmai::TensorEntry& t = tensors_[current_];
-    uint64_t left = t.stored_size - written_in_current_;
+    uint64_t left = t.decoded_size - written_in_current_;
     size_t n = bytes < left ? bytes : static_cast<size_t>(left);
-    crc_ = Crc32c(crc_, p, n);
-    TINYAI_RETURN_IF_ERROR(WriteRaw(p, n));
+    const uint8_t* whole = nullptr;  // the complete tensor, once it is
+    if (codec_ == TINYAI_CODEC_NONE) {
+      crc_ = Crc32c(crc_, p, n);
+      TINYAI_RETURN_IF_ERROR(WriteRaw(p, n));
+    } else if (written_in_current_ == 0 && n == left) {
+      whole = p;  // the whole tensor in one chunk: compress it in place, no copy
+    } else {
+      if (pending_.empty()) pending_.reserve(static_cast<size_t>(t.decoded_size));
+      pending_.insert(pending_.end(), p, p + n);
+      if (n == left) whole = pending_.data();
+    }
     written_in_current_ += n;
     p += n;
     bytes -= n;
-    if (written_in_current_ == t.stored_size) {
-      t.checksum = crc_;
+    if (written_in_current_ == t.decoded_size) {
+      if (codec_ == TINYAI_CODEC_NONE) {
+        t.checksum = crc_;
+      } else {
+        TINYAI_RETURN_IF_ERROR(StoreTensor(whole));
+      }
       tmai::LayerEntry& l = layers_[t.layer];
       l.stored_size = t.offset + t.stored_size - l.offset;
       ++current_;
@@ -236,7 +348,7 @@ TinyAIStatus TmaiWriter::Finish() {
   if (current_ < tensors_.size()) {
     return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' is missing %llu bytes", path_.c_str(),
                     tensors_[current_].name,
-                    static_cast<unsigned long long>(tensors_[current_].stored_size - written_in_current_));
+                    static_cast<unsigned long long>(tensors_[current_].decoded_size - written_in_current_));
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (layers_[i].tensor_count == 0) {
@@ -285,6 +397,13 @@ TinyAIStatus TmaiWriter::Finish() {
   int rc = std::fclose(file_);
   file_ = nullptr;
   if (rc != 0) return SetError(TINYAI_ERR_IO, "'%s': close failed: %s", path_.c_str(), std::strerror(errno));
+  for (const tmai::TensorEntry& t : tensors_) {
+    stats_.tensors++;
+    stats_.compressed_tensors += t.codec != TINYAI_CODEC_NONE ? 1 : 0;
+    stats_.decoded_bytes += t.decoded_size;
+    stats_.stored_bytes += t.stored_size;
+  }
+  stats_.file_size = file_size;
   return TINYAI_OK;
 }
 

@@ -11,6 +11,14 @@
 //
 // Only the descriptive part (metadata and directory) is held in memory; the
 // data streams to disk, so a multi-GiB model needs little memory to write.
+//
+// With w.SetCompression(TINYAI_CODEC_ZSTD, level) before Open, each tensor is
+// held in memory until its last byte arrives (unless one Write() brings it
+// whole), split into row blocks of about tmai::kDefaultRowBlockBytes, and
+// stored as zstd frames behind a frame table (docs/format.md, "codec zstd")
+// when that is smaller than its raw bytes, else uncompressed. Peak memory is
+// then about twice the largest tensor (its raw bytes and its compressed
+// copy) plus the zstd context (about 0.6 MiB at level 3, 18 MiB at 19).
 #ifndef TINYAI_FORMAT_TMAI_WRITER_H_
 #define TINYAI_FORMAT_TMAI_WRITER_H_
 
@@ -24,7 +32,18 @@
 #include "tinyai/status.h"
 #include "tinyai/types.h"
 
+typedef struct ZSTD_CCtx_s ZSTD_CCtx;
+
 namespace tinyai {
+
+// What a finished file holds (TmaiWriter::stats() after Finish).
+struct TmaiWriteStats {
+  uint64_t tensors = 0;
+  uint64_t compressed_tensors = 0;  // stored with codec zstd
+  uint64_t decoded_bytes = 0;       // sum of the tensors' decoded sizes
+  uint64_t stored_bytes = 0;        // sum of the tensors' stored sizes
+  uint64_t file_size = 0;           // header, index, data and alignment padding
+};
 
 class TmaiWriter {
  public:
@@ -48,15 +67,24 @@ class TmaiWriter {
   int32_t AddTensor(const std::string& name, TinyAITensorRole role, TinyAIDType dtype,
                     const std::vector<uint64_t>& shape);
 
+  static constexpr int kDefaultZstdLevel = 3;
+  // Before Open: TINYAI_CODEC_ZSTD stores each tensor that gets smaller as
+  // zstd frames (level 1..19); TINYAI_CODEC_NONE (the default) stores every
+  // tensor as loaded. A bad codec or level is recorded and reported by Open.
+  void SetCompression(TinyAICodec codec, int level = kDefaultZstdLevel);
+
   // Creates path and writes a zero-filled index; data follows with Write().
   TinyAIStatus Open(const char* path);
-  // Appends tensor data in directory order; a chunk may span tensors.
+  // Appends tensor data (decoded bytes) in directory order; a chunk may span
+  // tensors.
   TinyAIStatus Write(const void* data, size_t bytes);
-  // Bytes the tensor still expects (the current one when index < 0).
+  // Decoded bytes the tensor still expects (the current one when index < 0).
   uint64_t TensorBytes(int32_t index) const;
   // Writes the index with every checksum and closes the file. Fails if any
   // tensor is incomplete.
   TinyAIStatus Finish();
+  // Totals of the finished file (zero before Finish succeeds).
+  const TmaiWriteStats& stats() const { return stats_; }
 
   // Test hook: the file-format version written into the header.
   void set_version_for_testing(uint16_t major, uint16_t minor) {
@@ -72,7 +100,14 @@ class TmaiWriter {
   };
   TinyAIStatus WriteZeros(uint64_t bytes);
   TinyAIStatus WriteRaw(const void* data, size_t bytes);
-  TinyAIStatus BeginTensor();  // pads to the current tensor's offset
+  TinyAIStatus BeginTensor();             // starts the current tensor
+  TinyAIStatus PlaceTensor(size_t index);  // pads to where its stored bytes start
+  // Compressing writers: stores the current tensor, whose decoded bytes are
+  // data, as zstd frames or, when that is not smaller, as they are.
+  TinyAIStatus StoreTensor(const uint8_t* data);
+  // Fills packed_ with the frame table and frames of tensor t; *smaller tells
+  // whether they beat its raw size (packing stops as soon as they cannot).
+  TinyAIStatus PackZstd(const tmai::TensorEntry& t, const uint8_t* data, uint32_t* rows_per_frame, bool* smaller);
   std::vector<uint8_t> SerializeMetadata() const;
 
   // Records a misuse (first one wins; reported by Open/Finish).
@@ -93,6 +128,13 @@ class TmaiWriter {
   uint32_t crc_ = 0;
   uint16_t version_major_ = tmai::kVersionMajor;
   uint16_t version_minor_ = tmai::kVersionMinor;
+  TmaiWriteStats stats_;
+
+  TinyAICodec codec_ = TINYAI_CODEC_NONE;
+  int level_ = kDefaultZstdLevel;
+  ZSTD_CCtx* cctx_ = nullptr;
+  std::vector<uint8_t> pending_;  // the current tensor's decoded bytes so far (compressing only)
+  std::vector<uint8_t> packed_;   // its frame table and frames
 };
 
 }  // namespace tinyai

@@ -6,9 +6,25 @@
 #include <new>
 
 #include "common/status.h"
+#include "common/sync.h"
 
 using tinyai::LockGuard;
 using tinyai::SetError;
+
+namespace {
+
+// Open models, so that closing one twice is reported instead of freeing
+// freed memory.
+tinyai::Mutex g_live_mutex;
+TinyAIMappedModel* g_live_head = nullptr;
+
+uint64_t LoadLe64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
 
 TinyAIStatus TinyAIMappedModel::Open(const char* path, const void* data, size_t size,
                                      const TinyAIMmapConfig* config, TinyAIMappedModel** out) {
@@ -22,10 +38,15 @@ TinyAIStatus TinyAIMappedModel::Open(const char* path, const void* data, size_t 
                       config->structSize);
     }
     std::memcpy(&cfg, config, config->structSize);
+    cfg.structSize = sizeof cfg;
   }
   if (cfg.prefetchThreads < 0 || cfg.prefetchThreads > 64) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.prefetchThreads is %d; allowed 0..64",
                     cfg.prefetchThreads);
+  }
+  if (cfg.rowBlockSize < 64) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.rowBlockSize is %zu; it must be at least 64 bytes",
+                    cfg.rowBlockSize);
   }
   TinyAIMappedModel* model = new (std::nothrow) TinyAIMappedModel();
   if (!model) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a mapped model");
@@ -34,33 +55,68 @@ TinyAIStatus TinyAIMappedModel::Open(const char* path, const void* data, size_t 
     delete model;
     return s;
   }
+  LockGuard lock(g_live_mutex);
+  model->next_live_ = g_live_head;
+  g_live_head = model;
   *out = model;
   return TINYAI_OK;
 }
 
-TinyAIMappedModel::~TinyAIMappedModel() { tinyai::port::UnmapFile(&file_); }
+TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
+  {
+    LockGuard lock(g_live_mutex);
+    TinyAIMappedModel** link = &g_live_head;
+    while (*link && *link != model) link = &(*link)->next_live_;
+    if (!*link) {
+      return SetError(TINYAI_ERR_MISUSE, "tinyaiCloseMappedModel: %p is not an open model (closed twice?)",
+                      static_cast<void*>(model));
+    }
+    *link = model->next_live_;
+  }
+  delete model;
+  return TINYAI_OK;
+}
+
+TinyAIMappedModel::~TinyAIMappedModel() { cache_.Shutdown(); }
 
 TinyAIStatus TinyAIMappedModel::Init(const char* path, const void* data, size_t size,
                                      const TinyAIMmapConfig& config) {
   config_ = config;
   const char* name = path ? path : "<memory image>";
   size_t name_len = std::strlen(name);
-  TINYAI_RETURN_IF_ERROR(source_.Allocate(name_len + 1, "model path"));
-  std::memcpy(source_.data(), name, name_len + 1);
+  TINYAI_RETURN_IF_ERROR(source_name_.Allocate(name_len + 1, "model path"));
+  std::memcpy(source_name_.data(), name, name_len + 1);
   if (path) {
-    TINYAI_RETURN_IF_ERROR(tinyai::port::MapFile(path, &file_));
-    data_ = file_.data;
-    size_ = file_.size;
+    TINYAI_RETURN_IF_ERROR(source_.OpenFile(path));
+    TINYAI_RETURN_IF_ERROR(ReadIndex());
   } else {
     if (reinterpret_cast<uintptr_t>(data) % 64 != 0) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "model image at %p is not 64-byte aligned", data);
     }
-    data_ = static_cast<const uint8_t*>(data);
-    size_ = size;
+    source_.UseMemory(static_cast<const uint8_t*>(data), size);
+    TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
   }
-  TINYAI_RETURN_IF_ERROR(reader_.Parse(data_, size_, size_, source_.data()));
-  TINYAI_RETURN_IF_ERROR(layers_.Allocate(reader_.layers().size(), "layer states"));
-  return BuildDescriptors();
+  TINYAI_RETURN_IF_ERROR(BuildDescriptors());
+  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowBlockSize));
+  return cache_.Init(&reader_, &source_, &table_, config_);
+}
+
+TinyAIStatus TinyAIMappedModel::ReadIndex() {
+  // The header says how long the index is; the reader checks everything,
+  // so a header too short or inconsistent to trust gets only its own bytes.
+  const uint64_t file_size = source_.size();
+  uint8_t header[tinyai::tmai::kHeaderSize] = {};
+  const size_t head = file_size < sizeof header ? static_cast<size_t>(file_size) : sizeof header;
+  TINYAI_RETURN_IF_ERROR(source_.Read(0, head, header, source_name_.data()));
+  uint64_t index_size = head;
+  if (head == sizeof header) {
+    uint64_t data_offset = LoadLe64(header + 64);
+    if (data_offset > head && data_offset <= file_size) index_size = data_offset;
+  }
+  TINYAI_RETURN_IF_ERROR(index_.Allocate(static_cast<size_t>(index_size), "model index",
+                                         tinyai::AlignedBuffer::kUninitialized));
+  TINYAI_RETURN_IF_ERROR(source_.Read(0, static_cast<size_t>(index_size), static_cast<uint8_t*>(index_.data()), source_name_.data()));
+  return reader_.Parse(static_cast<uint8_t*>(index_.data()), index_size, file_size, source_name_.data());
 }
 
 TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
@@ -90,6 +146,11 @@ TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
   return TINYAI_OK;
 }
 
+uint64_t TinyAIMappedModel::overhead_bytes() const {
+  return index_.bytes() + descriptors_.size() * sizeof(TinyAILayerDescriptor) + layer_names_.size() +
+         table_.bytes() + cache_.overhead_bytes();
+}
+
 TinyAIStatus TinyAIMappedModel::CheckLayer(int32_t layer, const char* call) const {
   if (layer < 0 || layer >= layer_count()) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: layer %d is out of range (the model has %d)", call,
@@ -98,72 +159,21 @@ TinyAIStatus TinyAIMappedModel::CheckLayer(int32_t layer, const char* call) cons
   return TINYAI_OK;
 }
 
-TinyAIStatus TinyAIMappedModel::VerifyLayer(int32_t layer) {
-  const tinyai::tmai::LayerEntry& l = reader_.layers()[static_cast<size_t>(layer)];
-  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
-    const tinyai::tmai::TensorEntry& e = reader_.tensors()[t];
-    if (e.codec != TINYAI_CODEC_NONE) {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' uses codec %s, which this build cannot load",
-                      source_.data(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)));
-    }
-    TINYAI_RETURN_IF_ERROR(reader_.VerifyTensor(t, data_ + e.offset));
-  }
-  return TINYAI_OK;
-}
-
 TinyAIStatus TinyAIMappedModel::Acquire(int32_t layer, const uint8_t** data) {
   TINYAI_RETURN_IF_ERROR(CheckLayer(layer, "tinyaiGetLayerWeights"));
-  LockGuard lock(mutex_);
-  LayerState& st = layers_[static_cast<size_t>(layer)];
-  const TinyAILayerDescriptor& d = descriptor(layer);
-  if (!st.resident) {
-    tinyai::port::AdviseRange(data_ + d.fileOffset, static_cast<size_t>(d.storedSize),
-                              tinyai::port::Advice::kWillNeed);
-    if (config_.verifyChecksums && !st.verified) {
-      TINYAI_RETURN_IF_ERROR(VerifyLayer(layer));
-      st.verified = true;
-    } else {
-      // Codec support is checked even when checksums are not.
-      const tinyai::tmai::LayerEntry& l = reader_.layers()[static_cast<size_t>(layer)];
-      for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
-        if (reader_.tensors()[t].codec != TINYAI_CODEC_NONE) {
-          return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is compressed; this build cannot load it",
-                          source_.data(), reader_.tensors()[t].name);
-        }
-      }
-    }
-    st.resident = true;
-    resident_bytes_ += static_cast<size_t>(d.decodedSize);
-  }
-  ++st.pins;
-  *data = data_ + d.fileOffset;
-  return TINYAI_OK;
+  return cache_.Acquire(cache_.LayerEntry(layer), data);
 }
 
 TinyAIStatus TinyAIMappedModel::Release(int32_t layer) {
   TINYAI_RETURN_IF_ERROR(CheckLayer(layer, "tinyaiReleaseLayerWeights"));
-  LockGuard lock(mutex_);
-  LayerState& st = layers_[static_cast<size_t>(layer)];
-  if (st.pins == 0) {
-    return SetError(TINYAI_ERR_MISUSE,
-                    "tinyaiReleaseLayerWeights: layer %d is not held (no matching tinyaiGetLayerWeights)",
-                    layer);
-  }
-  --st.pins;
-  return TINYAI_OK;
+  TinyAIStatus s = cache_.Release(cache_.LayerEntry(layer));
+  if (s != TINYAI_OK) return tinyai::AddErrorContext(s, "tinyaiReleaseLayerWeights");
+  return s;
 }
 
 TinyAIStatus TinyAIMappedModel::Prefetch(int32_t layer) {
   TINYAI_RETURN_IF_ERROR(CheckLayer(layer, "tinyaiPrefetchLayerWeights"));
-  if (!config_.prefetchEnabled) return TINYAI_OK;
-  {
-    LockGuard lock(mutex_);
-    if (layers_[static_cast<size_t>(layer)].resident) return TINYAI_OK;
-  }
-  const TinyAILayerDescriptor& d = descriptor(layer);
-  tinyai::port::AdviseRange(data_ + d.fileOffset, static_cast<size_t>(d.storedSize),
-                            tinyai::port::Advice::kWillNeed);
-  return TINYAI_OK;
+  return cache_.Prefetch(cache_.LayerEntry(layer));
 }
 
 TinyAIStatus TinyAIMappedModel::SetPriority(int32_t layer, float priority) {
@@ -172,14 +182,28 @@ TinyAIStatus TinyAIMappedModel::SetPriority(int32_t layer, float priority) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetLayerPriority: priority %g must be finite and >= 0",
                     static_cast<double>(priority));
   }
-  LockGuard lock(mutex_);
-  layers_[static_cast<size_t>(layer)].priority = priority;
+  cache_.SetLayerPriority(layer, priority);
   return TINYAI_OK;
 }
 
-size_t TinyAIMappedModel::MemoryUsage() const {
-  LockGuard lock(mutex_);
-  return resident_bytes_;
+TinyAIStatus TinyAIMappedModel::AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows,
+                                            int32_t* block) {
+  const tinyai::TensorSpan* span = table_.Find(tensor, row);
+  if (!span) {
+    const tinyai::tmai::TensorEntry& e = reader_.tensors()[static_cast<size_t>(tensor)];
+    if (table_.spans(tensor).empty()) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' uses codec %s, which this build cannot load",
+                      source_name_.data(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)));
+    }
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': row %llu of tensor '%s' is out of range", source_name_.data(),
+                    static_cast<unsigned long long>(row), e.name);
+  }
+  const uint8_t* base = nullptr;
+  TINYAI_RETURN_IF_ERROR(cache_.Acquire(span->block, &base));
+  *data = base + span->offset + (row - span->row_begin) * table_.row_bytes(tensor);
+  *rows = span->row_end - row;
+  *block = span->block;
+  return TINYAI_OK;
 }
 
 TinyAIStatus TinyAIMappedModel::TensorInfo(int32_t tensor, TinyAITensorInfo* out) const {
@@ -212,7 +236,7 @@ TinyAIStatus TinyAIMappedModel::TensorInfo(int32_t tensor, TinyAITensorInfo* out
 
 TinyAIStatus TinyAIMappedModel::FindTensor(const char* name, int32_t* index) const {
   int32_t i = reader_.FindTensor(name);
-  if (i < 0) return SetError(TINYAI_ERR_NOT_FOUND, "'%s': no tensor named '%s'", source_.data(), name);
+  if (i < 0) return SetError(TINYAI_ERR_NOT_FOUND, "'%s': no tensor named '%s'", source_name_.data(), name);
   *index = i;
   return TINYAI_OK;
 }

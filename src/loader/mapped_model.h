@@ -1,11 +1,11 @@
-// The mapped model behind <tinyai/utils/mmap_loader.h>: a validated .tmai
-// index over a mapped file (or an image in memory) and per-layer residency.
+// The model behind <tinyai/utils/mmap_loader.h>: a validated .tmai index and
+// a capped weight cache (loader/weight_cache.h) over the file's data, or over
+// an image in memory.
 //
-// Residency today: a layer becomes resident when first pinned (its pages are
-// advised in and its checksums verified once) and stays resident; pins are
-// counted so a layer in use is never given back. The capped LRU-priority cache
-// and prefetch workers replace Acquire/Release/Prefetch behind this same
-// interface (issue 3), so callers (the C API, the LLaMA runner) do not change.
+// Files are read with positional reads into memory the cache owns (see
+// weight_cache.h for why not a mapping); only the index is read at open.
+// Two ways in: whole layers (the C API's tinyaiGetLayerWeights) and row
+// blocks (the runners, which stream tensors larger than the cache).
 #ifndef TINYAI_LOADER_MAPPED_MODEL_H_
 #define TINYAI_LOADER_MAPPED_MODEL_H_
 
@@ -13,9 +13,10 @@
 #include <cstdint>
 
 #include "common/array.h"
-#include "common/sync.h"
 #include "format/tmai_reader.h"
-#include "port/port.h"
+#include "loader/row_blocks.h"
+#include "loader/weight_cache.h"
+#include "loader/weight_source.h"
 #include "tinyai/utils/mmap_loader.h"
 
 struct TinyAIMappedModel {
@@ -23,22 +24,37 @@ struct TinyAIMappedModel {
   // Opens path, or the image (data, size) when path is NULL.
   static TinyAIStatus Open(const char* path, const void* data, size_t size,
                            const TinyAIMmapConfig* config, TinyAIMappedModel** out);
-  ~TinyAIMappedModel();
+  // Closes a model Open() returned; TINYAI_ERR_MISUSE (and nothing freed) for
+  // a pointer that is not an open model, e.g. one closed already.
+  static TinyAIStatus Close(TinyAIMappedModel* model);
 
   const tinyai::TmaiReader& reader() const { return reader_; }
   const TinyAIMmapConfig& config() const { return config_; }
   int32_t layer_count() const { return static_cast<int32_t>(descriptors_.size()); }
   const TinyAILayerDescriptor& descriptor(int32_t layer) const { return descriptors_[static_cast<size_t>(layer)]; }
-  uint64_t file_size() const { return size_; }
+  uint64_t file_size() const { return source_.size(); }
 
-  // Pins the layer, making it resident (and verified) first if needed, and
-  // returns the start of its loaded data.
+  // Whole layers: pins the layer, loading it first if needed.
   TinyAIStatus Acquire(int32_t layer, const uint8_t** data);
   // Unpins; TINYAI_ERR_MISUSE if the layer is not pinned.
   TinyAIStatus Release(int32_t layer);
   TinyAIStatus Prefetch(int32_t layer);
   TinyAIStatus SetPriority(int32_t layer, float priority);
-  size_t MemoryUsage() const;
+  size_t MemoryUsage() const { return static_cast<size_t>(cache_.held_bytes()); }
+
+  // Row blocks: pins the block holding `row` of tensor; *data points at that
+  // row and *rows says how many rows of the tensor follow it in the block.
+  // Release with ReleaseBlock(*block).
+  TinyAIStatus AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows, int32_t* block);
+  TinyAIStatus ReleaseBlock(int32_t block) { return cache_.Release(block); }
+  void PrefetchBlock(int32_t block) { cache_.Prefetch(block); }
+  const tinyai::RowBlockTable& blocks() const { return table_; }
+  tinyai::WeightCache& cache() { return cache_; }
+  const tinyai::WeightCache& cache() const { return cache_; }
+
+  // Bytes the model holds besides weights: the index, block tables, cache
+  // bookkeeping and staging.
+  uint64_t overhead_bytes() const;
 
   TinyAIStatus TensorInfo(int32_t tensor, TinyAITensorInfo* out) const;
   // Index of the tensor called name, or TINYAI_ERR_NOT_FOUND.
@@ -48,29 +64,22 @@ struct TinyAIMappedModel {
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
 
  private:
-  struct LayerState {
-    int32_t pins = 0;
-    bool resident = false;
-    bool verified = false;
-    float priority = 1.0f;
-  };
-
   TinyAIMappedModel() = default;
+  ~TinyAIMappedModel();
   TinyAIStatus Init(const char* path, const void* data, size_t size, const TinyAIMmapConfig& config);
+  TinyAIStatus ReadIndex();
   TinyAIStatus BuildDescriptors();
-  TinyAIStatus VerifyLayer(int32_t layer);
 
   TinyAIMmapConfig config_{};
-  tinyai::port::MappedFile file_;
-  const uint8_t* data_ = nullptr;  // the whole file's bytes
-  uint64_t size_ = 0;
-  tinyai::Array<char> source_;  // path for messages
+  tinyai::Array<char> source_name_;  // path for messages
+  tinyai::WeightSource source_;
+  tinyai::AlignedBuffer index_;  // the file's index (files only; an image is parsed in place)
   tinyai::TmaiReader reader_;
   tinyai::Array<TinyAILayerDescriptor> descriptors_;
   tinyai::Array<char> layer_names_;
-  tinyai::Array<LayerState> layers_;
-  mutable tinyai::Mutex mutex_;
-  size_t resident_bytes_ = 0;
+  tinyai::RowBlockTable table_;
+  tinyai::WeightCache cache_;
+  TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models
 };
 
 #endif  // TINYAI_LOADER_MAPPED_MODEL_H_

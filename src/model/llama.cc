@@ -82,21 +82,21 @@ TinyAIStatus LlamaModel::Init(TinyAIMappedModel* model, const TinyAILLMConfig& c
   TINYAI_RETURN_IF_ERROR(BindTokenizer());
   TINYAI_RETURN_IF_ERROR(pool_.Start(threads));
   TINYAI_RETURN_IF_ERROR(AllocateBuffers());
+  TINYAI_RETURN_IF_ERROR(BuildSequence());
   position_ = 0;
   return TINYAI_OK;
 }
 
 TinyAIStatus LlamaModel::FindInLayer(int32_t layer, TinyAITensorRole role, uint64_t rows, uint64_t cols,
-                                     uint64_t* offset) {
+                                     int32_t* tensor) {
   const TinyAILayerDescriptor& d = model_->descriptor(layer);
   const auto tensors = model_->reader().tensors();
   for (int32_t t = d.firstTensor; t < d.firstTensor + d.tensorCount; ++t) {
     const tmai::TensorEntry& e = tensors[static_cast<size_t>(t)];
     if (e.role != role) continue;
-    if (e.codec != TINYAI_CODEC_NONE) {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is stored with codec %s; this runner reads %s",
-                      model_->reader().source(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)),
-                      "uncompressed tensors");
+    if (e.codec != TINYAI_CODEC_NONE && e.codec != TINYAI_CODEC_ZSTD) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is stored with codec %s, which this runner cannot read",
+                      model_->reader().source(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)));
     }
     if (e.dtype != TINYAI_DTYPE_F32) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; this runner computes in f32",
@@ -111,7 +111,7 @@ TinyAIStatus LlamaModel::FindInLayer(int32_t layer, TinyAITensorRole role, uint6
                       static_cast<unsigned long long>(e.shape[1]), static_cast<unsigned long long>(rows),
                       static_cast<unsigned long long>(cols));
     }
-    *offset = e.decoded_offset;
+    *tensor = t;
     weight_bytes_ += e.decoded_size;
     return TINYAI_OK;
   }
@@ -123,13 +123,14 @@ TinyAIStatus LlamaModel::BindTensors() {
   TINYAI_RETURN_IF_ERROR(blocks_.Allocate(static_cast<size_t>(hp_.layers), "block table"));
   weight_bytes_ = 0;
   int32_t seen_blocks = 0;
+  int32_t embedding_layer = -1, output_layer = -1;
   const uint64_t dim = static_cast<uint64_t>(hp_.dim), hidden = static_cast<uint64_t>(hp_.hidden_dim);
   const uint64_t kv_dim = static_cast<uint64_t>(hp_.kv_dim), vocab = static_cast<uint64_t>(hp_.vocab_size);
   for (int32_t l = 0; l < model_->layer_count(); ++l) {
     const TinyAILayerDescriptor& d = model_->descriptor(l);
     switch (d.kind) {
       case TINYAI_LAYER_EMBEDDING:
-        embedding_layer_ = l;
+        embedding_layer = l;
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_TOKEN_EMBEDDING, vocab, dim, &embedding_));
         break;
       case TINYAI_LAYER_TRANSFORMER: {
@@ -148,15 +149,12 @@ TinyAIStatus LlamaModel::BindTensors() {
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_GATE, hidden, dim, &b.w1));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_DOWN, dim, hidden, &b.w2));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_UP, hidden, dim, &b.w3));
-        b.qkv_fused = b.wk == b.wq + dim * dim * 4 && b.wv == b.wk + kv_dim * dim * 4;
-        b.gate_up_fused = b.w3 == b.w1 + hidden * dim * 4;
         break;
       }
       case TINYAI_LAYER_OUTPUT:
-        output_layer_ = l;
+        output_layer = l;
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_OUTPUT_NORM, dim, 0, &output_norm_));
         if (!hp_.shared_classifier) {
-          classifier_layer_ = l;
           TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_CLASSIFIER, vocab, dim, &classifier_));
         }
         break;
@@ -165,15 +163,12 @@ TinyAIStatus LlamaModel::BindTensors() {
                         model_->reader().source(), l, tinyaiLayerKindName(d.kind));
     }
   }
-  if (embedding_layer_ < 0 || output_layer_ < 0 || seen_blocks != hp_.layers) {
+  if (embedding_layer < 0 || output_layer < 0 || seen_blocks != hp_.layers) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': expected an embedding, %d blocks and an output layer; found %s%d blocks%s",
-                    model_->reader().source(), hp_.layers, embedding_layer_ < 0 ? "no embedding, " : "", seen_blocks,
-                    output_layer_ < 0 ? ", no output" : "");
+                    model_->reader().source(), hp_.layers, embedding_layer < 0 ? "no embedding, " : "", seen_blocks,
+                    output_layer < 0 ? ", no output" : "");
   }
-  if (hp_.shared_classifier) {
-    classifier_layer_ = embedding_layer_;
-    classifier_ = embedding_;
-  }
+  if (hp_.shared_classifier) classifier_ = embedding_;
   return TINYAI_OK;
 }
 
@@ -209,34 +204,141 @@ TinyAIStatus LlamaModel::BindTokenizer() {
                          static_cast<int32_t>(eos), static_cast<uint32_t>(max_len));
 }
 
-TinyAIStatus LlamaModel::AllocateBuffers() {
-  const size_t c = kMaxChunk, dim = static_cast<size_t>(hp_.dim), hidden = static_cast<size_t>(hp_.hidden_dim);
-  TINYAI_RETURN_IF_ERROR(x_.Allocate(c * dim * sizeof(float), "activations x"));
-  TINYAI_RETURN_IF_ERROR(xb_.Allocate(c * dim * sizeof(float), "activations xb"));
-  TINYAI_RETURN_IF_ERROR(xb2_.Allocate(c * dim * sizeof(float), "activations xb2"));
-  TINYAI_RETURN_IF_ERROR(qkv_.Allocate(c * qkv_width() * sizeof(float), "activations qkv"));
-  TINYAI_RETURN_IF_ERROR(hb_.Allocate(c * 2 * hidden * sizeof(float), "activations hb"));
-  TINYAI_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(hp_.vocab_size) * sizeof(float), "logits"));
+namespace {
+
+// Sizes of the runner's buffers; one formula for EstimateMemory and
+// AllocateBuffers.
+struct BufferSizes {
+  size_t x = 0, qkv = 0, hb = 0, logits = 0, att = 0, rope = 0;
+  uint64_t kv = 0;
+  uint64_t activations() const { return 3 * static_cast<uint64_t>(x) + qkv + hb + logits + att + rope; }
+};
+
+size_t AttentionStrideFor(int32_t context) { return static_cast<size_t>(context + 15) / 16 * 16; }
+
+TinyAIStatus SizeBuffers(const LlamaHyperParams& hp, int32_t context, int threads, BufferSizes* out) {
+  const size_t c = LlamaModel::kMaxChunk, dim = static_cast<size_t>(hp.dim), hidden = static_cast<size_t>(hp.hidden_dim);
+  out->x = c * dim * sizeof(float);
+  out->qkv = c * (dim + 2 * static_cast<size_t>(hp.kv_dim)) * sizeof(float);
+  out->hb = c * 2 * hidden * sizeof(float);
+  out->logits = static_cast<size_t>(hp.vocab_size) * sizeof(float);
   // Attention scores: one context-long row per thread, rows 64 bytes apart.
-  TINYAI_RETURN_IF_ERROR(att_.Allocate(AttentionStride() * static_cast<size_t>(pool_.size()) * sizeof(float),
-                                       "attention scores"));
-  uint64_t kv_bytes = 0;
-  if (!CheckedMul(static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(context_),
-                  static_cast<uint64_t>(hp_.kv_dim) * sizeof(float), &kv_bytes) ||
-      kv_bytes > SIZE_MAX) {
-    return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp_.layers, context_);
+  out->att = AttentionStrideFor(context) * static_cast<size_t>(threads) * sizeof(float);
+  out->rope = static_cast<size_t>(hp.head_size) * sizeof(float);
+  if (!CheckedMul(static_cast<uint64_t>(hp.layers) * 2u * static_cast<uint64_t>(context),
+                  static_cast<uint64_t>(hp.kv_dim) * sizeof(float), &out->kv) ||
+      out->kv > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp.layers, context);
   }
-  // Not zero-filled: attention reads only positions already written, and
-  // untouched pages of a large cache stay uncommitted until used.
-  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(kv_bytes), "KV cache", AlignedBuffer::kUninitialized));
-  TINYAI_RETURN_IF_ERROR(rope_.Allocate(static_cast<size_t>(hp_.head_size) * sizeof(float), "rope table"));
   return TINYAI_OK;
 }
 
-uint64_t LlamaModel::activation_bytes() const {
-  return x_.bytes() + xb_.bytes() + xb2_.bytes() + qkv_.bytes() + hb_.bytes() + logits_.bytes() + att_.bytes() +
-         rope_.bytes();
+}  // namespace
+
+TinyAIStatus LlamaModel::EstimateMemory(const TinyAIMappedModel& model, int32_t context, int threads,
+                                        LlamaMemory* out) {
+  LlamaHyperParams hp;
+  TINYAI_RETURN_IF_ERROR(hp.Load(model.reader()));
+  if (context <= 0 || context > hp.seq_len) context = hp.seq_len;
+  if (threads <= 0) threads = 1;
+  BufferSizes b;
+  TINYAI_RETURN_IF_ERROR(SizeBuffers(hp, context, threads, &b));
+  const uint64_t vocab = static_cast<uint64_t>(hp.vocab_size);
+  const uint64_t blocks = static_cast<uint64_t>(model.blocks().block_count());
+  *out = LlamaMemory();
+  out->activations = b.activations();
+  out->kv = b.kv;
+  out->tokenizer = vocab * (sizeof(StringView) + sizeof(float) + sizeof(int32_t));
+  out->sampler = vocab * 8;  // ProbIndex: a float and an id
+  out->runner = static_cast<uint64_t>(hp.layers) * sizeof(BlockTensors) +
+                blocks * (2 * sizeof(int32_t) + sizeof(Segment) + sizeof(int32_t));
+  return TINYAI_OK;
 }
+
+TinyAIStatus LlamaModel::PlanMemory(const TinyAIMappedModel& model, int32_t context, int threads,
+                                    LlamaMemoryPlan* out) {
+  *out = LlamaMemoryPlan();
+  TINYAI_RETURN_IF_ERROR(EstimateMemory(model, context, threads, &out->runner));
+  out->loader = model.overhead_bytes();
+  out->fixed = out->runner.total() + out->loader;
+  const int32_t largest = model.blocks().largest_block();
+  if (largest >= 0) {
+    out->largest_block = model.cache().EntryBytes(largest);
+    out->largest_tensor = model.blocks().block(largest).tensor;
+  }
+  out->minimum_limit = out->fixed + out->largest_block;
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaMemoryPlan::CheckLimit(const TinyAIMappedModel& model, uint64_t limit, int32_t context) const {
+  if (limit == 0 || limit >= minimum_limit) return TINYAI_OK;
+  const char* tensor = largest_tensor >= 0 ? model.reader().tensors()[static_cast<size_t>(largest_tensor)].name : "-";
+  return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                  "memory limit of %llu bytes is below this model's minimum of %llu: tensor '%s' streams in row "
+                  "blocks of %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
+                  "scratch and %llu of tables",
+                  static_cast<unsigned long long>(limit), static_cast<unsigned long long>(minimum_limit), tensor,
+                  static_cast<unsigned long long>(largest_block), static_cast<unsigned long long>(runner.kv), context,
+                  static_cast<unsigned long long>(runner.activations),
+                  static_cast<unsigned long long>(runner.tokenizer + runner.sampler + runner.runner + loader));
+}
+
+TinyAIStatus LlamaModel::AllocateBuffers() {
+  BufferSizes b;
+  TINYAI_RETURN_IF_ERROR(SizeBuffers(hp_, context_, pool_.size(), &b));
+  TINYAI_RETURN_IF_ERROR(x_.Allocate(b.x, "activations x"));
+  TINYAI_RETURN_IF_ERROR(xb_.Allocate(b.x, "activations xb"));
+  TINYAI_RETURN_IF_ERROR(xb2_.Allocate(b.x, "activations xb2"));
+  TINYAI_RETURN_IF_ERROR(qkv_.Allocate(b.qkv, "activations qkv"));
+  TINYAI_RETURN_IF_ERROR(hb_.Allocate(b.hb, "activations hb"));
+  TINYAI_RETURN_IF_ERROR(logits_.Allocate(b.logits, "logits"));
+  TINYAI_RETURN_IF_ERROR(att_.Allocate(b.att, "attention scores"));
+  // Not zero-filled: attention reads only positions already written, and
+  // untouched pages of a large cache stay uncommitted until used.
+  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(b.kv), "KV cache", AlignedBuffer::kUninitialized));
+  TINYAI_RETURN_IF_ERROR(rope_.Allocate(b.rope, "rope table"));
+  return EstimateMemory(*model_, context_, pool_.size(), &memory_);
+}
+
+TinyAIStatus LlamaModel::BuildSequence() {
+  const RowBlockTable& table = model_->blocks();
+  const size_t block_count = static_cast<size_t>(table.block_count());
+  TINYAI_RETURN_IF_ERROR(sequence_.Allocate(block_count, "block sequence"));
+  TINYAI_RETURN_IF_ERROR(sequence_index_.Allocate(block_count, "block sequence index"));
+  TINYAI_RETURN_IF_ERROR(segments_.Allocate(block_count, "matmul window"));
+  TINYAI_RETURN_IF_ERROR(pinned_.Allocate(block_count, "pinned blocks"));
+  for (int32_t& i : sequence_index_) i = -1;
+  size_t n = 0;
+  auto add = [&](int32_t tensor) {
+    for (const TensorSpan& sp : table.spans(tensor)) {
+      if (sequence_index_[static_cast<size_t>(sp.block)] >= 0) continue;
+      sequence_index_[static_cast<size_t>(sp.block)] = static_cast<int32_t>(n);
+      sequence_[n++] = sp.block;
+    }
+  };
+  for (const BlockTensors& b : blocks_) {
+    const int32_t order[] = {b.attn_norm, b.wq, b.wk, b.wv, b.wo, b.ffn_norm, b.w1, b.w3, b.w2};
+    for (int32_t t : order) add(t);
+  }
+  add(output_norm_);
+  add(classifier_);
+  sequence_length_ = n;
+  UpdateStreaming();
+  return TINYAI_OK;
+}
+
+void LlamaModel::UpdateStreaming() {
+  const uint64_t cap = model_->cache().stats().capacity;
+  // With a cap, a window pins at most a quarter of it and prefetch reads up
+  // to another quarter ahead, leaving half for what the policy keeps.
+  window_bytes_ = cap / 4;
+  lookahead_bytes_ = cap == 0 ? (32u << 20) : cap / 4;
+  prefetched_until_ = 0;
+}
+
+uint64_t LlamaModel::activation_bytes() const { return memory_.activations; }
+
+size_t LlamaModel::AttentionStride() const { return AttentionStrideFor(context_); }
 
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
@@ -249,15 +351,93 @@ uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   return weights + kv;
 }
 
-void LlamaModel::MatMul(const float* w, const float* x, size_t ldx, float* y, size_t ldy, int32_t rows,
-                        int32_t cols, int32_t n) {
+void LlamaModel::ReleasePinned(size_t count) {
+  for (size_t i = 0; i < count; ++i) model_->ReleaseBlock(pinned_[i]);
+}
+
+void LlamaModel::PrefetchAfter(int32_t block) {
+  const int32_t idx = sequence_index_[static_cast<size_t>(block)];
+  if (idx < 0 || sequence_length_ == 0) return;
+  const uint64_t len = sequence_length_;
+  const uint64_t at = pass_ * len + static_cast<uint64_t>(idx);
+  if (prefetched_until_ < at + 1) prefetched_until_ = at + 1;
+  uint64_t ahead = 0;
+  for (uint64_t j = at + 1; j < prefetched_until_; ++j) ahead += BlockBytes(sequence_[j % len]);
+  // The sequence is a cycle: after the classifier come the next token's blocks.
+  while (ahead < lookahead_bytes_ && prefetched_until_ < at + len) {
+    const int32_t b = sequence_[prefetched_until_ % len];
+    model_->PrefetchBlock(b);
+    ahead += BlockBytes(b);
+    ++prefetched_until_;
+  }
+}
+
+TinyAIStatus LlamaModel::AcquireVector(int32_t tensor, const float** data, int32_t* block) {
+  const uint8_t* p = nullptr;
+  uint64_t rows = 0;
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, 0, &p, &rows, block));
+  PrefetchAfter(*block);
+  *data = reinterpret_cast<const float*>(p);
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
+                                int32_t cols, int32_t n) {
+  const RowBlockTable& table = model_->blocks();
+  size_t out_row = 0;  // output row of the cursor's row
+  int k = 0;
+  uint64_t row = 0;
+  while (k < count) {
+    // Pin a window: at least one block, then more while under the budget.
+    size_t segs = 0;
+    uint64_t bytes = 0;
+    while (k < count && (segs == 0 || window_bytes_ == 0 || bytes < window_bytes_)) {
+      const uint8_t* p = nullptr;
+      uint64_t avail = 0;
+      int32_t block = -1;
+      TinyAIStatus s = model_->AcquireRows(tensors[k], row, &p, &avail, &block);
+      if (s != TINYAI_OK) {
+        ReleasePinned(segs);
+        return s;
+      }
+      PrefetchAfter(block);
+      pinned_[segs] = block;
+      segments_[segs] = Segment{reinterpret_cast<const float*>(p), out_row, static_cast<size_t>(avail)};
+      ++segs;
+      bytes += BlockBytes(block);
+      row += avail;
+      out_row += static_cast<size_t>(avail);
+      if (row == table.rows(tensors[k])) {
+        ++k;
+        row = 0;
+      }
+    }
+    MultiplyWindow(segs, x, ldx, y, ldy, static_cast<size_t>(cols), n);
+    ReleasePinned(segs);
+  }
+  return TINYAI_OK;
+}
+
+void LlamaModel::MultiplyWindow(size_t segs, const float* x, size_t ldx, float* y, size_t ldy, size_t cols,
+                                int32_t n) {
   const kernels::KernelTable& k = *k_;
-  const size_t c = static_cast<size_t>(cols);
-  pool_.ParallelFor(static_cast<size_t>(rows), kRowGrain, [&](size_t begin, size_t end, int) {
-    if (n == 1) {
-      k.matvec(w + begin * c, c, x, y + begin, end - begin, c);
-    } else {
-      k.matmul(w + begin * c, c, x, ldx, y + begin, ldy, end - begin, c, static_cast<size_t>(n));
+  const Segment* seg = segments_.data();
+  const size_t first = seg[0].first;
+  const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
+  pool_.ParallelFor(total, kRowGrain, [&](size_t begin, size_t end, int) {
+    size_t i = 0;
+    for (size_t r = first + begin; r < first + end;) {
+      while (r >= seg[i].first + seg[i].rows) ++i;
+      const size_t in_seg = r - seg[i].first;
+      size_t count = seg[i].first + seg[i].rows - r;
+      if (count > first + end - r) count = first + end - r;
+      const float* w = seg[i].w + in_seg * cols;
+      if (n == 1) {
+        k.matvec(w, cols, x, y + r, count, cols);
+      } else {
+        k.matmul(w, cols, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));
+      }
+      r += count;
     }
   });
 }
@@ -308,29 +488,25 @@ TinyAIStatus LlamaModel::EvalChunk(const int32_t* tokens, int32_t n) {
   for (int32_t b = 0; b < hp_.layers; ++b) TINYAI_RETURN_IF_ERROR(Block(b, n));
   TINYAI_RETURN_IF_ERROR(Classify(n));
   position_ += n;
+  ++pass_;
   return TINYAI_OK;
 }
 
 TinyAIStatus LlamaModel::Embed(const int32_t* tokens, int32_t n) {
-  const uint8_t* base = nullptr;
-  TINYAI_RETURN_IF_ERROR(model_->Acquire(embedding_layer_, &base));
-  const float* table = reinterpret_cast<const float*>(base + embedding_);
   const size_t dim = static_cast<size_t>(hp_.dim);
   for (int32_t i = 0; i < n; ++i) {
-    std::memcpy(x_.floats() + static_cast<size_t>(i) * dim, table + static_cast<size_t>(tokens[i]) * dim,
-                dim * sizeof(float));
+    const uint8_t* row = nullptr;
+    uint64_t rows = 0;
+    int32_t block = -1;
+    TINYAI_RETURN_IF_ERROR(model_->AcquireRows(embedding_, static_cast<uint64_t>(tokens[i]), &row, &rows, &block));
+    std::memcpy(x_.floats() + static_cast<size_t>(i) * dim, row, dim * sizeof(float));
+    TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(block));
   }
-  return model_->Release(embedding_layer_);
+  return TINYAI_OK;
 }
 
 TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
   const BlockTensors& bt = blocks_[static_cast<size_t>(b)];
-  const uint8_t* base = nullptr;
-  TINYAI_RETURN_IF_ERROR(model_->Acquire(bt.layer, &base));
-  int32_t next = b + 1 < hp_.layers ? blocks_[static_cast<size_t>(b) + 1].layer : output_layer_;
-  model_->Prefetch(next);
-  auto W = [base](uint64_t offset) { return reinterpret_cast<const float*>(base + offset); };
-
   const kernels::KernelTable& k = *k_;
   const int32_t dim = hp_.dim, kv_dim = hp_.kv_dim, hidden = hp_.hidden_dim;
   const size_t d = static_cast<size_t>(dim), kvd = static_cast<size_t>(kv_dim), h = static_cast<size_t>(hidden);
@@ -342,15 +518,14 @@ TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
   float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kvd;
   float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kvd;
 
-  // Attention: q, k, v in one pass when adjacent, then RoPE, then the cache.
-  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, W(bt.attn_norm), xb + i * d, d, hp_.norm_eps);
-  if (bt.qkv_fused) {
-    MatMul(W(bt.wq), xb, d, qkv, qkv_w, dim + 2 * kv_dim, dim, n);
-  } else {
-    MatMul(W(bt.wq), xb, d, qkv, qkv_w, dim, dim, n);
-    MatMul(W(bt.wk), xb, d, qkv + d, qkv_w, kv_dim, dim, n);
-    MatMul(W(bt.wv), xb, d, qkv + d + kvd, qkv_w, kv_dim, dim, n);
-  }
+  // Attention: q, k, v as one stacked matrix, then RoPE, then the cache.
+  const float* norm = nullptr;
+  int32_t norm_block = -1;
+  TINYAI_RETURN_IF_ERROR(AcquireVector(bt.attn_norm, &norm, &norm_block));
+  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, norm, xb + i * d, d, hp_.norm_eps);
+  TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(norm_block));
+  const int32_t qkv_tensors[] = {bt.wq, bt.wk, bt.wv};
+  TINYAI_RETURN_IF_ERROR(MatMul(qkv_tensors, 3, xb, d, qkv, qkv_w, dim, n));
   for (int32_t i = 0; i < n; ++i) {
     const int32_t pos = position_ + i;
     float* cs = rope_.floats();
@@ -373,21 +548,19 @@ TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
     }
   }
   Attention(b, n);
-  MatMul(W(bt.wo), xb2_.floats(), d, xb, d, dim, dim, n);
+  TINYAI_RETURN_IF_ERROR(MatMul(&bt.wo, 1, xb2_.floats(), d, xb, d, dim, n));
   for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
 
-  // Feed-forward: gate and up in one pass when adjacent, SwiGLU, down.
-  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, W(bt.ffn_norm), xb + i * d, d, hp_.norm_eps);
-  if (bt.gate_up_fused) {
-    MatMul(W(bt.w1), xb, d, hb, 2 * h, 2 * hidden, dim, n);
-  } else {
-    MatMul(W(bt.w1), xb, d, hb, 2 * h, hidden, dim, n);
-    MatMul(W(bt.w3), xb, d, hb + h, 2 * h, hidden, dim, n);
-  }
+  // Feed-forward: gate and up as one stacked matrix, SwiGLU, down.
+  TINYAI_RETURN_IF_ERROR(AcquireVector(bt.ffn_norm, &norm, &norm_block));
+  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, norm, xb + i * d, d, hp_.norm_eps);
+  TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(norm_block));
+  const int32_t gate_up[] = {bt.w1, bt.w3};
+  TINYAI_RETURN_IF_ERROR(MatMul(gate_up, 2, xb, d, hb, 2 * h, dim, n));
   for (int32_t i = 0; i < n; ++i) k.swiglu(hb + i * 2 * h, hb + i * 2 * h + h, h);
-  MatMul(W(bt.w2), hb, 2 * h, xb, d, dim, hidden, n);
+  TINYAI_RETURN_IF_ERROR(MatMul(&bt.w2, 1, hb, 2 * h, xb, d, hidden, n));
   for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
-  return model_->Release(bt.layer);
+  return TINYAI_OK;
 }
 
 void LlamaModel::Attention(int32_t b, int32_t n) {
@@ -421,23 +594,14 @@ void LlamaModel::Attention(int32_t b, int32_t n) {
 }
 
 TinyAIStatus LlamaModel::Classify(int32_t n) {
-  const uint8_t* out_base = nullptr;
-  TINYAI_RETURN_IF_ERROR(model_->Acquire(output_layer_, &out_base));
   const size_t d = static_cast<size_t>(hp_.dim);
   float* last = x_.floats() + static_cast<size_t>(n - 1) * d;
-  k_->rmsnorm(last, reinterpret_cast<const float*>(out_base + output_norm_), last, d, hp_.norm_eps);
-  const uint8_t* cls_base = out_base;
-  if (classifier_layer_ != output_layer_) {
-    TinyAIStatus s = model_->Acquire(classifier_layer_, &cls_base);
-    if (s != TINYAI_OK) {
-      model_->Release(output_layer_);
-      return s;
-    }
-  }
-  MatMul(reinterpret_cast<const float*>(cls_base + classifier_), last, d, logits_.floats(),
-         static_cast<size_t>(hp_.vocab_size), hp_.vocab_size, hp_.dim, 1);
-  if (classifier_layer_ != output_layer_) TINYAI_RETURN_IF_ERROR(model_->Release(classifier_layer_));
-  return model_->Release(output_layer_);
+  const float* norm = nullptr;
+  int32_t norm_block = -1;
+  TINYAI_RETURN_IF_ERROR(AcquireVector(output_norm_, &norm, &norm_block));
+  k_->rmsnorm(last, norm, last, d, hp_.norm_eps);
+  TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(norm_block));
+  return MatMul(&classifier_, 1, last, d, logits_.floats(), static_cast<size_t>(hp_.vocab_size), hp_.dim, 1);
 }
 
 }  // namespace tinyai

@@ -24,6 +24,19 @@ struct MappedFile {
 TinyAIStatus MapFile(const char* path, MappedFile* out);
 void UnmapFile(MappedFile* file);  // resets *file; ok on an empty MappedFile
 
+// A file opened for positional reads (the weight cache reads through it, so
+// no weight byte is resident unless the cache holds it). handle is the port's.
+struct File {
+  intptr_t handle = -1;
+  uint64_t size = 0;
+};
+// Errors as MapFile().
+TinyAIStatus OpenFile(const char* path, File* out);
+void CloseFile(File* file);  // resets *file; ok on an unopened File
+// Reads exactly size bytes at offset. TINYAI_ERR_IO names source and the OS
+// error; a short read (the file shrank) is TINYAI_ERR_TRUNCATED.
+TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, const char* source);
+
 enum class Advice { kWillNeed, kDontNeed, kSequential, kRandom };
 // Hints the OS about [data, data+size) of a mapping; rounds to pages. No-op
 // where the port has no virtual memory.
@@ -39,6 +52,13 @@ uint64_t CurrentRssBytes();
 
 void* AlignedAlloc(size_t alignment, size_t size);  // NULL on failure
 void AlignedFree(void* p);                           // NULL ok
+
+// Whole pages for large buffers that must go back to the OS when freed (the
+// weight cache's slots): NULL on failure; PageFree takes the size given to
+// PageAlloc. Contents are zero on ports with virtual memory, unspecified
+// elsewhere.
+void* PageAlloc(size_t size);
+void PageFree(void* p, size_t size);  // NULL ok
 
 }  // namespace port
 }  // namespace tinyai

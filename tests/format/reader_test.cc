@@ -553,10 +553,11 @@ TEST_F(ReaderTest, UnknownDtypeOrCodecIsUnsupported) {
   ExpectOpenFails(c, TINYAI_ERR_UNSUPPORTED, {"blk.1.attn_out", "codec 7"});
 }
 
+// (Codec zstd is defined and checked at open: tests/format/zstd_test.cc.)
 TEST_F(ReaderTest, ReservedCodecOpensButDoesNotLoad) {
   const uint32_t ti = TensorIndex("blk.1.attn_out");
   Bytes b = image_;
-  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.codec = TINYAI_CODEC_ZSTD; });
+  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.codec = TINYAI_CODEC_BLOCK_SPARSE; });
   for (bool verify : {true, false}) {
     TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
     cfg.verifyChecksums = verify;
@@ -564,7 +565,7 @@ TEST_F(ReaderTest, ReservedCodecOpensButDoesNotLoad) {
     ASSERT_NE(m, nullptr) << "reserved codecs are parsed: " << LastMessage();
     TinyAITensorInfo info;
     ASSERT_EQ(tinyaiGetMappedTensorInfo(m, static_cast<int>(ti), &info), TINYAI_OK);
-    EXPECT_EQ(info.codec, TINYAI_CODEC_ZSTD);
+    EXPECT_EQ(info.codec, TINYAI_CODEC_BLOCK_SPARSE);
     tinyaiClearLastError();
     EXPECT_EQ(tinyaiGetLayerWeights(m, info.layer), nullptr);
     EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_UNSUPPORTED) << LastMessage();

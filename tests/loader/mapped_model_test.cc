@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/crc32c.h"
 #include "format/test_models.h"
@@ -19,6 +20,12 @@
 #include "tinyai/utils/mmap_loader.h"
 
 namespace {
+
+// Memory the cache holds for a loaded layer: its decoded bytes in whole pages.
+size_t HeldBytes(const TinyAILayerDescriptor* d) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (static_cast<size_t>(d->decodedSize) + page - 1) / page * page;
+}
 
 namespace tt = tinyai::testing;
 using tt::AlignedImage;
@@ -225,12 +232,12 @@ TEST_F(LoaderTest, MemoryUsageIsTheSumOfTouchedLayers) {
     EXPECT_EQ(tinyaiReleaseLayerWeights(model_, i), TINYAI_OK);
     if (!touched[static_cast<size_t>(i)]) {
       touched[static_cast<size_t>(i)] = true;
-      expected += static_cast<size_t>(tinyaiGetLayerDescriptor(model_, i)->decodedSize);
+      expected += HeldBytes(tinyaiGetLayerDescriptor(model_, i));
     }
     EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model_), expected) << "after layer " << i;
   }
   size_t sum = 0;
-  for (int i : {0, 1, 2, n - 1}) sum += static_cast<size_t>(tinyaiGetLayerDescriptor(model_, i)->decodedSize);
+  for (int i : {0, 1, 2, n - 1}) sum += HeldBytes(tinyaiGetLayerDescriptor(model_, i));
   EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model_), sum);
   // Touching a resident layer again does not count it twice.
   ASSERT_NE(tinyaiGetLayerWeights(model_, 0), nullptr);
@@ -240,7 +247,7 @@ TEST_F(LoaderTest, MemoryUsageIsTheSumOfTouchedLayers) {
   size_t all = 0;
   for (int i = 0; i < n; ++i) {
     ASSERT_NE(tinyaiGetLayerWeights(model_, i), nullptr);
-    all += static_cast<size_t>(tinyaiGetLayerDescriptor(model_, i)->decodedSize);
+    all += HeldBytes(tinyaiGetLayerDescriptor(model_, i));
   }
   EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model_), all);
   for (int i = 0; i < n; ++i) EXPECT_EQ(tinyaiReleaseLayerWeights(model_, i), TINYAI_OK);
@@ -251,7 +258,7 @@ TEST_F(LoaderTest, MemoryUsageGrowsStepByStep) {
   size_t expected = 0;
   for (int i = n - 1; i >= 0; --i) {
     ASSERT_NE(tinyaiGetLayerWeights(model_, i), nullptr) << LastMessage();
-    expected += static_cast<size_t>(tinyaiGetLayerDescriptor(model_, i)->decodedSize);
+    expected += HeldBytes(tinyaiGetLayerDescriptor(model_, i));
     EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model_), expected) << "while layer " << i << " is pinned";
   }
   for (int i = 0; i < n; ++i) EXPECT_EQ(tinyaiReleaseLayerWeights(model_, i), TINYAI_OK);
@@ -497,7 +504,7 @@ TEST_F(LoaderTest, ConcurrentPinAndRelease) {
     EXPECT_EQ(tinyaiReleaseLayerWeights(model_, i), TINYAI_ERR_MISUSE) << "layer " << i << " still pinned";
   }
   size_t all = 0;
-  for (int i = 0; i < layers; ++i) all += static_cast<size_t>(tinyaiGetLayerDescriptor(model_, i)->decodedSize);
+  for (int i = 0; i < layers; ++i) all += HeldBytes(tinyaiGetLayerDescriptor(model_, i));
   EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model_), all);
 }
 

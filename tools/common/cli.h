@@ -30,6 +30,21 @@ inline double ParseFloat(const std::string& flag, const char* v) {
   return x;
 }
 
+// A byte count: digits with an optional K, M or G (binary: 64M = 64 MiB).
+inline uint64_t ParseSize(const std::string& flag, const char* v) {
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (!*v || end == v || *v == '-') throw UsageError(flag + " expects a size such as 64M, got '" + v + "'");
+  uint64_t scale = 1;
+  std::string unit = end;
+  if (unit == "K" || unit == "k" || unit == "KiB") scale = 1ull << 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB") scale = 1ull << 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB") scale = 1ull << 30;
+  else if (!unit.empty() && unit != "B") throw UsageError(flag + ": unknown unit in '" + v + "' (use K, M or G)");
+  if (x > UINT64_MAX / scale) throw UsageError(flag + ": '" + v + "' is too large");
+  return static_cast<uint64_t>(x) * scale;
+}
+
 // Prints "tool: STATUS: message" for the last TinyAI error and returns 1.
 inline int ReportError(const char* tool, TinyAIStatus status) {
   std::fprintf(stderr, "%s: %s: %s\n", tool, tinyaiStatusString(status), tinyaiGetLastErrorMessage());

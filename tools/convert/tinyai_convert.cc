@@ -1,20 +1,52 @@
 // tinyai-convert: build .tmai models.
-//   tinyai-convert --from llama2c --tokenizer TOK.bin IN.bin OUT.tmai
-//   tinyai-convert --synthetic SPEC OUT.tmai
+//   tinyai-convert [--compress zstd[:LEVEL]] --from llama2c --tokenizer TOK.bin IN.bin OUT.tmai
+//   tinyai-convert [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "format/model_builder.h"
+#include "format/tmai_writer.h"
 #include "tools/common/cli.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: tinyai-convert --from llama2c --tokenizer TOK.bin IN.bin OUT.tmai\n"
-    "       tinyai-convert --synthetic SPEC OUT.tmai\n"
-    "SPEC: dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_len=1024,seed=1[,shared=0]\n";
+    "usage: tinyai-convert [--compress C] --from llama2c --tokenizer TOK.bin IN.bin OUT.tmai\n"
+    "       tinyai-convert [--compress C] --synthetic SPEC OUT.tmai\n"
+    "SPEC: dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_len=1024,seed=1[,shared=0]\n"
+    "C:    none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets smaller is stored\n"
+    "      as zstd frames of about 1 MiB of rows, the others as they are\n";
+
+// "none", "zstd" or "zstd:LEVEL".
+tinyai::WriteOptions ParseCompress(const std::string& v) {
+  tinyai::WriteOptions o;
+  if (v == "none") return o;
+  if (v.compare(0, 4, "zstd") != 0 || (v.size() > 4 && v[4] != ':')) {
+    throw tinyai_tools::UsageError("--compress takes none or zstd[:LEVEL], got '" + v + "'");
+  }
+  o.codec = TINYAI_CODEC_ZSTD;
+  if (v.size() > 4) {
+    long long level = tinyai_tools::ParseInt("--compress zstd:LEVEL", v.c_str() + 5);
+    if (level < 1 || level > 19) throw tinyai_tools::UsageError("zstd level must be 1..19, got " + v.substr(5));
+    o.level = static_cast<int>(level);
+  }
+  return o;
+}
+
+void PrintStats(const tinyai::WriteOptions& o, const tinyai::TmaiWriteStats& st) {
+  const double pct = st.decoded_bytes ? 100.0 * static_cast<double>(st.stored_bytes) /
+                                            static_cast<double>(st.decoded_bytes)
+                                      : 100.0;
+  std::fprintf(stderr,
+               "tinyai-convert: %llu tensors, %llu compressed (%s); tensor data %llu bytes stored for %llu decoded "
+               "(%.1f%%); file %llu bytes\n",
+               static_cast<unsigned long long>(st.tensors), static_cast<unsigned long long>(st.compressed_tensors),
+               o.codec == TINYAI_CODEC_ZSTD ? ("zstd level " + std::to_string(o.level)).c_str() : "none",
+               static_cast<unsigned long long>(st.stored_bytes), static_cast<unsigned long long>(st.decoded_bytes),
+               pct, static_cast<unsigned long long>(st.file_size));
+}
 
 void PrintShape(const tinyai::LlamaShape& s, const char* out) {
   std::fprintf(stderr,
@@ -26,6 +58,7 @@ void PrintShape(const tinyai::LlamaShape& s, const char* out) {
 
 int Run(int argc, char** argv) {
   std::string from, tokenizer, synthetic;
+  tinyai::WriteOptions options;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -36,6 +69,7 @@ int Run(int argc, char** argv) {
     if (a == "--from") from = value();
     else if (a == "--tokenizer") tokenizer = value();
     else if (a == "--synthetic") synthetic = value();
+    else if (a == "--compress") options = ParseCompress(value());
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -45,18 +79,23 @@ int Run(int argc, char** argv) {
   if (!synthetic.empty()) {
     if (positional.size() != 1 || !from.empty()) throw tinyai_tools::UsageError("--synthetic takes SPEC and OUT.tmai");
     tinyai::LlamaShape shape;
+    tinyai::TmaiWriteStats stats;
     TinyAIStatus s = tinyai::ParseSyntheticSpec(synthetic, &shape);
-    if (s == TINYAI_OK) s = tinyai::WriteSyntheticModel(shape, positional[0].c_str());
+    if (s == TINYAI_OK) s = tinyai::WriteSyntheticModel(shape, positional[0].c_str(), options, &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
     PrintShape(shape, positional[0].c_str());
+    PrintStats(options, stats);
     return 0;
   }
   if (from != "llama2c") throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c or --synthetic" : "unknown --from " + from);
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");
   tinyai::LlamaShape shape;
-  TinyAIStatus s = tinyai::ConvertLlama2c(positional[0].c_str(), tokenizer.c_str(), positional[1].c_str(), &shape);
+  tinyai::TmaiWriteStats stats;
+  TinyAIStatus s = tinyai::ConvertLlama2c(positional[0].c_str(), tokenizer.c_str(), positional[1].c_str(), &shape,
+                                          options, &stats);
   if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
   PrintShape(shape, positional[1].c_str());
+  PrintStats(options, stats);
   return 0;
 }
 

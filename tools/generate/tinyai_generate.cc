@@ -1,7 +1,8 @@
 // tinyai-generate: text generation. The text goes to stdout exactly as the
 // golden files show it; figures go to stderr.
 //   tinyai-generate -m MODEL.tmai -p PROMPT -n STEPS [--temp T] [--top-p P] [--seed S]
-//                   [-t THREADS] [--context N] [--quiet]
+//                   [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
+//                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 #include <cstdio>
 #include <string>
 
@@ -12,10 +13,16 @@ namespace {
 
 const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai -p PROMPT [-n STEPS] [--temp T] [--top-p P] [--seed S]\n"
-    "                       [-t THREADS] [--context N] [--quiet]\n"
+    "                       [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
+    "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "  -n STEPS    positions in all, BOS and prompt included (default 256; 0 = the context)\n"
     "  --temp T    0 = greedy (default); --top-p P nucleus mass (default 0.9); --seed S (default 42)\n"
     "  -t THREADS  compute threads (default: one per core)\n"
+    "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M\n"
+    "  --cache SIZE      cap only the weight cache (default: no cap unless --mem-limit)\n"
+    "  --prefetch-threads N  background loaders (default 1; 0 = load ahead inline)\n"
+    "  --no-prefetch     no loading ahead; --lru: plain LRU eviction instead of the adaptive policy\n"
+    "  --stats     weight cache and memory figures on stderr\n"
     "  --quiet     no figures on stderr\n";
 
 int PrintPiece(const char* piece, size_t len, void*) {
@@ -26,7 +33,9 @@ int PrintPiece(const char* piece, size_t len, void*) {
 
 int Run(int argc, char** argv) {
   std::string model_path, prompt;
-  bool have_prompt = false, quiet = false;
+  bool have_prompt = false, quiet = false, show_stats = false, mem_limit_given = false, cache_given = false;
+  TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
+  mmap_config.maxCacheSize = 0;
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
   TinyAILLMConfig config = tinyaiCreateDefaultLLMConfig();
   config.threads = 0;
@@ -44,13 +53,20 @@ int Run(int argc, char** argv) {
     else if (a == "--seed") params.sampler.seed = static_cast<uint64_t>(tinyai_tools::ParseInt(a, value()));
     else if (a == "-t") config.threads = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
     else if (a == "--context") config.contextLength = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--mem-limit" && (mem_limit_given = true)) config.memoryLimit = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
+    else if (a == "--cache" && (cache_given = true)) mmap_config.maxCacheSize = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
+    else if (a == "--prefetch-threads") mmap_config.prefetchThreads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--no-prefetch") mmap_config.prefetchEnabled = false;
+    else if (a == "--lru") mmap_config.adaptiveCaching = false;
+    else if (a == "--stats") show_stats = true;
     else if (a == "--quiet") quiet = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else throw tinyai_tools::UsageError("unknown argument " + a);
   }
   if (model_path.empty() || !have_prompt) throw tinyai_tools::UsageError("-m MODEL and -p PROMPT are required");
+  if (mem_limit_given && config.memoryLimit == 0) throw tinyai_tools::UsageError("--mem-limit must be above 0");
+  if (cache_given && mmap_config.maxCacheSize == 0) throw tinyai_tools::UsageError("--cache must be above 0");
 
-  TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   TinyAIMappedModel* model = tinyaiOpenMappedModel(model_path.c_str(), &mmap_config);
   if (!model) return tinyai_tools::ReportError("tinyai-generate", tinyaiGetLastError());
   TinyAILLM* llm = nullptr;
@@ -76,12 +92,34 @@ int Run(int argc, char** argv) {
                  "tinyai-generate: %d prompt tokens at %.1f tokens/s, %d generated at %.1f tokens/s, "
                  "time to first token %.1f ms, total %.2f s\n",
                  stats.promptTokens, pp, stats.generatedTokens, tg, stats.firstTokenSeconds * 1e3, stats.totalSeconds);
+    TinyAIMemoryReport mem;
+    mem.structSize = sizeof mem;
+    tinyaiGetLLMMemoryReport(llm, &mem);
     std::fprintf(stderr,
-                 "tinyai-generate: peak RSS %.1f MiB (OS); weights resident %.1f MiB, KV cache %.1f MiB, "
-                 "activations %.2f MiB (TinyAI)\n",
-                 tinyai_tools::Mib(tinyaiGetProcessPeakRss()),
-                 tinyai_tools::Mib(tinyaiGetMappedModelMemoryUsage(model)), tinyai_tools::Mib(info.kvCacheBytes),
-                 tinyai_tools::Mib(info.activationBytes));
+                 "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
+                 "KV cache %.1f MiB, activations %.2f MiB, tables %.2f MiB\n",
+                 tinyai_tools::Mib(tinyaiGetProcessPeakRss()), tinyai_tools::Mib(mem.peakTotalBytes),
+                 tinyai_tools::Mib(mem.weightPeakBytes),
+                 mem.weightCacheCap ? (std::to_string(mem.weightCacheCap >> 20) + " MiB").c_str() : "none",
+                 tinyai_tools::Mib(mem.kvBytes), tinyai_tools::Mib(mem.activationBytes),
+                 tinyai_tools::Mib(mem.otherBytes));
+    if (show_stats) {
+      TinyAICacheStats cs;
+      cs.structSize = sizeof cs;
+      tinyaiGetMappedModelCacheStats(model, &cs);
+      const double positions = stats.promptTokens + stats.decodeTokens > 0 ? stats.promptTokens + stats.decodeTokens : 1;
+      std::fprintf(stderr,
+                   "tinyai-generate: cache: %llu hits, %llu misses, %.1f MiB read (%.2f MiB per position), "
+                   "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls\n",
+                   static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
+                   tinyai_tools::Mib(cs.bytesRead), tinyai_tools::Mib(cs.bytesRead) / positions,
+                   static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
+                   static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
+                   static_cast<unsigned long long>(cs.stalls));
+      std::fprintf(stderr, "tinyai-generate: memory limit %s, minimum for this model and context %.1f MiB\n",
+                   mem.limit ? (std::to_string(mem.limit >> 20) + " MiB").c_str() : "none",
+                   tinyai_tools::Mib(mem.minimumLimit));
+    }
   }
   tinyaiDestroyLLM(llm);
   tinyaiCloseMappedModel(model);

@@ -1,5 +1,5 @@
 // tinyai-inspect: what a .tmai file holds.
-//   tinyai-inspect MODEL.tmai [--json]
+//   tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS]
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -9,7 +9,10 @@
 
 namespace {
 
-const char kUsage[] = "usage: tinyai-inspect MODEL.tmai [--json]\n";
+const char kUsage[] =
+    "usage: tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS]\n"
+    "  also reports the least --mem-limit a llama model runs under, for that context (default: the model's\n"
+    "  seq_len) and thread count (default 1)\n";
 
 void PrintJsonString(const char* s, size_t n) {
   std::putchar('"');
@@ -25,9 +28,16 @@ void PrintJsonString(const char* s, size_t n) {
 int Run(int argc, char** argv) {
   std::string path;
   bool json = false;
+  TinyAILLMConfig llm_config = tinyaiCreateDefaultLLMConfig();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
+      return argv[++i];
+    };
     if (a == "--json") json = true;
+    else if (a == "--context") llm_config.contextLength = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "-t") llm_config.threads = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else if (!a.empty() && a[0] == '-') throw tinyai_tools::UsageError("unknown option " + a);
     else if (path.empty()) path = a;
@@ -50,6 +60,10 @@ int Run(int argc, char** argv) {
     weights += info.decodedSize;
   }
   const int layers = tinyaiGetMappedLayerCount(model);
+  // The least memory limit, for models the LLM runner serves.
+  TinyAIMemoryReport mem;
+  mem.structSize = sizeof mem;
+  const bool have_mem = tinyaiEstimateLLMMemory(model, &llm_config, &mem) == TINYAI_OK;
   if (json) {
     std::printf("{\"file\":");
     PrintJsonString(path.c_str(), path.size());
@@ -57,6 +71,11 @@ int Run(int argc, char** argv) {
                 tinyaiFormatVersion());
     PrintJsonString(arch, arch_len);
     std::printf(",\"weights_bytes\":%" PRIu64, weights);
+    if (have_mem) {
+      std::printf(",\"min_mem_limit_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
+                  ",\"largest_row_block_bytes\":%" PRIu64 ",\"largest_row_block_tensor\":\"%s\"",
+                  mem.minimumLimit, mem.kvBytes, mem.activationBytes, mem.largestBlockBytes, mem.largestBlockTensor);
+    }
     for (const char* key : kIntKeys) {
       int64_t v;
       if (tinyaiGetMetadataInt(model, key, &v) == TINYAI_OK) std::printf(",\"%s\":%" PRId64, key, v);
@@ -85,6 +104,13 @@ int Run(int argc, char** argv) {
     for (const char* key : kIntKeys) {
       int64_t v;
       if (tinyaiGetMetadataInt(model, key, &v) == TINYAI_OK) std::printf("  %-24s %" PRId64 "\n", key, v);
+    }
+    if (have_mem) {
+      std::printf("  least --mem-limit %.2f MiB (%" PRIu64 " bytes): row blocks up to %.2f MiB (tensor '%s'), KV cache "
+                  "%.2f MiB, activations %.2f MiB, tables %.2f MiB\n",
+                  tinyai_tools::Mib(mem.minimumLimit), mem.minimumLimit, tinyai_tools::Mib(mem.largestBlockBytes),
+                  mem.largestBlockTensor, tinyai_tools::Mib(mem.kvBytes), tinyai_tools::Mib(mem.activationBytes),
+                  tinyai_tools::Mib(mem.otherBytes));
     }
     std::printf("%d layers:\n", layers);
     for (int l = 0; l < layers; ++l) {

@@ -47,8 +47,12 @@ typedef struct TinyAIMmapConfig {
     int prefetchThreads;       /* background prefetch workers; default 1; 0 = prefetch inline */
     bool prefetchEnabled;      /* honour tinyaiPrefetchLayerWeights(); default true */
     bool adaptiveCaching;      /* learn the access cycle to choose what stays; default true */
-    bool verifyChecksums;      /* check every tensor's CRC-32C the first time its layer is
+    bool verifyChecksums;      /* check every tensor's CRC-32C the first time any of it is
                                   loaded; default true */
+    size_t rowBlockSize;       /* bytes of rows the cache moves as one piece when a runner
+                                  streams tensors; default 1 MB (kept for compressed tensors:
+                                  their frames are the blocks). Smaller blocks lower the
+                                  least memory a model runs in; larger ones cost fewer loads */
 } TinyAIMmapConfig;
 
 typedef struct TinyAILayerDescriptor {
@@ -79,6 +83,25 @@ typedef struct TinyAITensorInfo {
     uint32_t checksum;         /* CRC-32C of the stored bytes */
 } TinyAITensorInfo;
 
+/* What the weight cache did (since open or the last reset). */
+typedef struct TinyAICacheStats {
+    uint32_t structSize;       /* set to sizeof(TinyAICacheStats) before the call */
+    uint64_t hits;             /* uses that found their weights loaded (or being loaded) */
+    uint64_t misses;           /* uses that had to load them */
+    uint64_t bytesRead;        /* bytes read from the file or image, checksum passes included */
+    uint64_t bytesLoaded;      /* bytes made resident (decoded) */
+    uint64_t evictions;
+    uint64_t prefetchRequests; /* prefetches queued */
+    uint64_t prefetchLoads;    /* loads a prefetch did */
+    uint64_t prefetchDropped;  /* prefetches skipped: no room without evicting something worth more */
+    uint64_t prefetchHits;     /* uses served by a prefetch's load */
+    uint64_t stalls;           /* uses that waited for a load in flight */
+    uint64_t heldBytes;        /* memory held for weights now (= tinyaiGetMappedModelMemoryUsage) */
+    uint64_t peakHeldBytes;    /* the most held */
+    uint64_t residentBytes;    /* of heldBytes, memory of loaded weights (the rest is free slots) */
+    uint64_t capacity;         /* the cap; 0 = none */
+} TinyAICacheStats;
+
 /* Defaults as documented on each field. Returned by value; nothing to free. */
 TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void);
 
@@ -95,7 +118,9 @@ TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfi
 TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size,
                                                    const TinyAIMmapConfig* config);
 
-/* Unmaps and frees everything. NULL is ok. Weight pointers die with it. */
+/* Stops the prefetch workers and frees everything. NULL is ok. Weight
+ * pointers die with it. Closing a model twice (or a pointer that is not an
+ * open model) records TINYAI_ERR_MISUSE and frees nothing. */
 void tinyaiCloseMappedModel(TinyAIMappedModel* model);
 
 /* Number of layers, or -1 (and the last error set) if model is NULL. */
@@ -120,9 +145,16 @@ TinyAIStatus tinyaiPrefetchLayerWeights(TinyAIMappedModel* model, int layerIndex
  * not pinned is TINYAI_ERR_MISUSE. */
 TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int layerIndex);
 
-/* Bytes of weights the model holds resident right now: pages of pinned or
- * cached layers (mapped files) or owned decoded copies. 0 for NULL. */
+/* Bytes of memory the weight cache holds right now: loaded layers and row
+ * blocks in whole pages, and slots kept for reuse; never above
+ * maxCacheSize. Weights of an uncompressed image in memory are used in place
+ * and count nothing. 0 for NULL. */
 size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model);
+
+/* Fills out (set out->structSize first). */
+TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, TinyAICacheStats* out);
+/* Zeroes the counters (peakHeldBytes restarts at heldBytes). */
+TinyAIStatus tinyaiResetMappedModelCacheStats(TinyAIMappedModel* model);
 
 /* Priority of a layer in the cache: higher values stay longer. Default 1.0;
  * must be finite and >= 0. */

@@ -1,0 +1,177 @@
+#include "format/zstd_frames.h"
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include <cstring>
+
+#include "common/checked_math.h"
+#include "common/status.h"
+#include "tinyai/types.h"
+
+namespace tinyai {
+namespace {
+
+// Entries may come from a file nobody validated yet: print at most the name's
+// capacity, NUL or not.
+constexpr int kNameWidth = static_cast<int>(tmai::kTensorNameCapacity);
+
+const char* Src(const char* source) { return source ? source : "<memory>"; }
+
+uint64_t FrameCount64(uint64_t rows, uint64_t rows_per_frame) {
+  return rows / rows_per_frame + (rows % rows_per_frame != 0 ? 1 : 0);
+}
+
+}  // namespace
+
+TinyAIStatus TensorRowLayout(const tmai::TensorEntry& e, uint64_t* rows, uint64_t* row_bytes) {
+  const uint64_t r = e.ndims >= 2 ? e.shape[0] : 1;
+  if (r == 0 || e.decoded_size == 0 || e.decoded_size % r != 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%.*s': %llu decoded bytes do not split into %llu whole rows",
+                    kNameWidth, e.name, static_cast<unsigned long long>(e.decoded_size),
+                    static_cast<unsigned long long>(r));
+  }
+  *rows = r;
+  *row_bytes = e.decoded_size / r;
+  return TINYAI_OK;
+}
+
+uint32_t ZstdFrameCount(const tmai::TensorEntry& e) {
+  if (e.codec != TINYAI_CODEC_ZSTD || e.codec_param == 0) return 0;
+  const uint64_t r = e.ndims >= 2 ? e.shape[0] : 1;
+  if (r == 0 || e.decoded_size == 0 || e.decoded_size % r != 0) return 0;
+  const uint64_t frames = FrameCount64(r, e.codec_param);
+  return frames > UINT32_MAX - 1 ? 0 : static_cast<uint32_t>(frames);
+}
+
+TinyAIStatus ZstdFrameRows(const tmai::TensorEntry& e, uint32_t frame, uint64_t* first_row, uint64_t* row_count) {
+  const uint32_t frames = ZstdFrameCount(e);
+  if (frame >= frames) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tensor '%.*s': zstd frame %u does not exist (%u frames)",
+                    kNameWidth, e.name, frame, frames);
+  }
+  const uint64_t rows = e.ndims >= 2 ? e.shape[0] : 1;
+  const uint64_t first = uint64_t{frame} * e.codec_param;  // < rows: frame < ceil(rows / codec_param)
+  *first_row = first;
+  *row_count = rows - first < e.codec_param ? rows - first : e.codec_param;
+  return TINYAI_OK;
+}
+
+TinyAIStatus ParseZstdFrameTable(const tmai::TensorEntry& e, const uint8_t* table, size_t table_bytes,
+                                 uint64_t* offsets, const char* source) {
+  const char* src = Src(source);
+  const uint32_t frames = ZstdFrameCount(e);
+  if (frames == 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' is not a valid zstd tensor (codec %u, codec_param %u)",
+                    src, kNameWidth, e.name, e.codec, e.codec_param);
+  }
+  const uint64_t entries = uint64_t{frames} + 1;
+  const uint64_t need = entries * 8;  // frames < 2^32: no overflow
+  if (table == nullptr || offsets == nullptr || table_bytes < need) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "'%s': tensor '%.*s': its zstd frame table needs %llu bytes, %zu were given", src, kNameWidth,
+                    e.name, static_cast<unsigned long long>(need), table ? table_bytes : size_t{0});
+  }
+  std::memcpy(offsets, table, static_cast<size_t>(need));  // little-endian hosts only (tmai_format.h)
+  if (offsets[0] != need) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s': zstd frame 0 starts at %llu, not right after the %llu-byte frame table",
+                    src, kNameWidth, e.name, static_cast<unsigned long long>(offsets[0]),
+                    static_cast<unsigned long long>(need));
+  }
+  for (uint32_t i = 0; i < frames; ++i) {
+    // Strictly increasing by at least a minimal frame, which also keeps every
+    // end inside stored_size once the last one equals it.
+    if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] < tmai::kZstdMinFrameBytes) {
+      return SetError(TINYAI_ERR_BAD_FORMAT,
+                      "'%s': tensor '%.*s': zstd frame %u of %u spans [%llu, %llu), less than a %llu-byte zstd frame",
+                      src, kNameWidth, e.name, i, frames, static_cast<unsigned long long>(offsets[i]),
+                      static_cast<unsigned long long>(offsets[i + 1]),
+                      static_cast<unsigned long long>(tmai::kZstdMinFrameBytes));
+    }
+  }
+  if (offsets[frames] != e.stored_size) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s': zstd frame %u ends at %llu but the tensor stores %llu bytes", src,
+                    kNameWidth, e.name, frames - 1, static_cast<unsigned long long>(offsets[frames]),
+                    static_cast<unsigned long long>(e.stored_size));
+  }
+  return TINYAI_OK;
+}
+
+ZstdDecoder::~ZstdDecoder() { ZSTD_freeDCtx(dctx_); }
+
+TinyAIStatus ZstdDecoder::Init() {
+  if (dctx_) return TINYAI_OK;
+  dctx_ = ZSTD_createDCtx();
+  if (!dctx_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decompression context");
+  return TINYAI_OK;
+}
+
+size_t ZstdDecoder::bytes() const { return dctx_ ? ZSTD_sizeof_DCtx(dctx_) : 0; }
+
+TinyAIStatus ZstdDecoder::DecodeFrame(const tmai::TensorEntry& e, uint32_t frame, const uint8_t* src,
+                                      size_t src_size, uint8_t* dst, size_t dst_capacity, const char* source) {
+  const char* file = Src(source);
+  if (!dctx_) return SetError(TINYAI_ERR_MISUSE, "'%s': ZstdDecoder::DecodeFrame before Init", file);
+  uint64_t first_row = 0, row_count = 0, rows = 0, row_bytes = 0;
+  if (ZstdFrameRows(e, frame, &first_row, &row_count) != TINYAI_OK) {
+    return AddErrorContext(TINYAI_ERR_INVALID_ARGUMENT, "'%s': ", file);
+  }
+  TINYAI_RETURN_IF_ERROR(TensorRowLayout(e, &rows, &row_bytes));
+  uint64_t expected = 0;
+  if (!CheckedMul(row_count, row_bytes, &expected) || expected > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%.*s' zstd frame %u: %llu rows of %llu bytes overflow",
+                    file, kNameWidth, e.name, frame, static_cast<unsigned long long>(row_count),
+                    static_cast<unsigned long long>(row_bytes));
+  }
+  if (dst == nullptr || dst_capacity < expected) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "'%s': tensor '%.*s' zstd frame %u decodes to %llu bytes but the destination holds %zu", file,
+                    kNameWidth, e.name, frame, static_cast<unsigned long long>(expected),
+                    dst ? dst_capacity : size_t{0});
+  }
+  // Skippable frames and other magics would otherwise pass as empty content.
+  uint32_t magic = 0;
+  if (src != nullptr && src_size >= 4) std::memcpy(&magic, src, 4);
+  if (src_size < tmai::kZstdMinFrameBytes || magic != ZSTD_MAGICNUMBER) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u (%zu bytes) is not a zstd frame",
+                    file, kNameWidth, e.name, frame, src ? src_size : size_t{0});
+  }
+  const unsigned long long content = ZSTD_getFrameContentSize(src, src_size);
+  if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u %s", file, kNameWidth, e.name, frame,
+                    content == ZSTD_CONTENTSIZE_ERROR ? "has a malformed frame header"
+                                                      : "does not declare its content size");
+  }
+  if (content != expected) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s' zstd frame %u declares %llu bytes, its %llu rows need %llu", file,
+                    kNameWidth, e.name, frame, content, static_cast<unsigned long long>(row_count),
+                    static_cast<unsigned long long>(expected));
+  }
+  // ZSTD_decompressDCtx would also decode frames concatenated after the
+  // first: the table says where each frame ends, so the frame must end there.
+  const size_t frame_size = ZSTD_findFrameCompressedSize(src, src_size);
+  if (ZSTD_isError(frame_size) || frame_size != src_size) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u: %s (%zu bytes in the table)", file,
+                    kNameWidth, e.name, frame,
+                    ZSTD_isError(frame_size) ? ZSTD_getErrorName(frame_size) : "the frame ends before its table entry",
+                    src_size);
+  }
+  const size_t got = ZSTD_decompressDCtx(dctx_, dst, static_cast<size_t>(expected), src, src_size);
+  if (ZSTD_isError(got)) {
+    const bool checksum = ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong;
+    return SetError(checksum ? TINYAI_ERR_CHECKSUM : TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s' zstd frame %u (rows %llu..%llu) does not decode: %s", file, kNameWidth,
+                    e.name, frame, static_cast<unsigned long long>(first_row),
+                    static_cast<unsigned long long>(first_row + row_count - 1), ZSTD_getErrorName(got));
+  }
+  if (got != expected) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u decoded to %zu bytes, expected %llu",
+                    file, kNameWidth, e.name, frame, got, static_cast<unsigned long long>(expected));
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

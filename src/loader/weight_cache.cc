@@ -1,0 +1,700 @@
+#include "loader/weight_cache.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "common/crc32c.h"
+#include "common/status.h"
+#include "format/zstd_frames.h"
+
+#if TINYAI_WITH_THREADS
+#include <concurrentqueue/blockingconcurrentqueue.h>
+#endif
+
+namespace tinyai {
+
+#if TINYAI_WITH_THREADS
+class PrefetchQueue {
+ public:
+  moodycamel::BlockingConcurrentQueue<int32_t> queue;
+};
+#else
+class PrefetchQueue {};
+#endif
+
+namespace {
+
+constexpr int32_t kStopWorker = -1;
+// Bounce buffer for checking a compressed tensor's checksum when its frames
+// are not loaded together (and the least a staging buffer holds).
+constexpr uint64_t kStagingMinBytes = 256u * 1024u;
+
+uint64_t PageRound(uint64_t n) {
+  const uint64_t page = port::PageSize();
+  return (n + page - 1) / page * page;
+}
+
+}  // namespace
+
+WeightCache::~WeightCache() { Shutdown(); }
+
+TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* source, const RowBlockTable* table,
+                               const TinyAIMmapConfig& config) {
+  reader_ = reader;
+  source_ = source;
+  table_ = table;
+  config_ = config;
+  capacity_ = config.maxCacheSize;
+  slot_bytes_ = PageRound(table->max_decoded_bytes());
+  const size_t tensor_count = reader->tensors().size();
+  TINYAI_RETURN_IF_ERROR(entries_.Allocate(static_cast<size_t>(table->block_count()) + reader->layers().size(),
+                                           "weight cache entries"));
+  TINYAI_RETURN_IF_ERROR(free_slots_.Allocate(static_cast<size_t>(table->block_count()), "weight cache slots"));
+  TINYAI_RETURN_IF_ERROR(verified_.Allocate(tensor_count, "checksum states"));
+  has_zstd_ = false;
+  for (size_t t = 0; t < tensor_count; ++t) {
+    if (!config.verifyChecksums) verified_[t].store(1, std::memory_order_relaxed);
+    if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
+  }
+  if (has_zstd_) {
+    // One staging buffer (and zstd context) per worker, plus two for the
+    // threads that use the model; more users wait for one.
+    const int workers = config.prefetchThreads > 0 ? config.prefetchThreads : 0;
+    TINYAI_RETURN_IF_ERROR(staging_.Allocate(static_cast<size_t>(workers) + 2, "staging buffers"));
+    uint64_t bytes = table->max_stored_frame_bytes();
+    if (bytes < kStagingMinBytes) bytes = kStagingMinBytes;
+    staging_bytes_ = source->InPlace(0) ? 0 : static_cast<size_t>(PageRound(bytes));
+    for (Staging& s : staging_) {
+      s.decoder = new (std::nothrow) ZstdDecoder();
+      if (!s.decoder) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decoder");
+      TINYAI_RETURN_IF_ERROR(s.decoder->Init());
+      if (staging_bytes_ > 0) {
+        s.buffer = static_cast<uint8_t*>(port::PageAlloc(staging_bytes_));
+        if (!s.buffer) {
+          return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a %zu-byte staging buffer", staging_bytes_);
+        }
+      }
+    }
+  }
+#if TINYAI_WITH_THREADS
+  if (config.prefetchEnabled && config.prefetchThreads > 0) {
+    queue_ = new (std::nothrow) PrefetchQueue();
+    if (!queue_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the prefetch queue");
+    TINYAI_RETURN_IF_ERROR(workers_.Allocate(static_cast<size_t>(config.prefetchThreads), "prefetch workers"));
+    for (port::Thread& t : workers_) TINYAI_RETURN_IF_ERROR(port::StartThread(&t, &WeightCache::WorkerMain, this));
+  }
+#endif
+  return TINYAI_OK;
+}
+
+void WeightCache::Shutdown() {
+#if TINYAI_WITH_THREADS
+  if (queue_) {
+    stopping_.store(true);
+    // Workers skip what is still queued once stopping_ is set and exit at
+    // their stop item; a worker mid-load finishes that load first.
+    for (port::Thread& t : workers_) {
+      if (t.started) queue_->queue.enqueue(kStopWorker);
+    }
+    for (port::Thread& t : workers_) port::JoinThread(&t);
+    delete queue_;
+    queue_ = nullptr;
+  }
+#endif
+  for (Entry& e : entries_) {
+    if (e.buffer) port::PageFree(e.buffer, e.in_slot ? static_cast<size_t>(slot_bytes_) : static_cast<size_t>(e.bytes));
+    e = Entry();
+  }
+  for (size_t i = 0; i < free_slot_count_; ++i) port::PageFree(free_slots_[i], static_cast<size_t>(slot_bytes_));
+  free_slot_count_ = 0;
+  for (Staging& s : staging_) {
+    port::PageFree(s.buffer, staging_bytes_);
+    delete s.decoder;
+    s = Staging();
+  }
+  held_ = 0;
+  resident_ = 0;
+}
+
+// ---- sizes and scores (under mutex_) ----
+
+bool WeightCache::InPlace(int32_t entry) const {
+  if (!source_->InPlace(0)) return false;
+  if (entry < table_->block_count()) return table_->block(entry).frame < 0;
+  const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(entry - table_->block_count())];
+  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+    if (reader_->tensors()[t].codec != TINYAI_CODEC_NONE) return false;
+  }
+  return true;
+}
+
+uint64_t WeightCache::EntryBytes(int32_t entry) const {
+  if (InPlace(entry)) return 0;
+  if (entry < table_->block_count()) {
+    uint64_t decoded = table_->block(entry).decoded_size;
+    // Blocks of at least half the largest share slots; smaller ones (a
+    // layer's tail) get a buffer of their own size.
+    return decoded * 2 >= slot_bytes_ ? slot_bytes_ : PageRound(decoded);
+  }
+  return PageRound(reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size);
+}
+
+bool WeightCache::IsSmall(int32_t entry) const {
+  int32_t layer = entry < table_->block_count() ? table_->block(entry).layer : entry - table_->block_count();
+  return reader_->layers()[static_cast<size_t>(layer)].decoded_size < config_.minLayerCacheSize;
+}
+
+double WeightCache::Score(int32_t entry) const {
+  const Entry& e = entries_[static_cast<size_t>(entry)];
+  return KeepScore(e.use, e.priority, tick_, config_.adaptiveCaching);
+}
+
+int32_t WeightCache::PickVictim(double below) const {
+  int32_t victim = -1;
+  double best = 0.0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.state != kResident || e.pins > 0 || !e.buffer) continue;
+    const int32_t id = static_cast<int32_t>(i);
+    if (IsSmall(id) && below >= 0.0) continue;  // not worth evicting (but a smaller cap may force it)
+    double s = Score(id);
+    if (below >= 0.0 && s >= below) continue;
+    if (victim < 0 || s < best || (s == best && e.bytes > entries_[static_cast<size_t>(victim)].bytes)) {
+      victim = id;
+      best = s;
+    }
+  }
+  return victim;
+}
+
+void WeightCache::FreeMemory(Entry& e) {
+  if (!e.buffer) return;
+  if (e.in_slot) {
+    free_slots_[free_slot_count_++] = e.buffer;
+  } else {
+    port::PageFree(e.buffer, static_cast<size_t>(e.bytes));
+    held_ -= e.bytes;
+  }
+  e.buffer = nullptr;
+  e.in_slot = false;
+  e.bytes = 0;
+}
+
+void WeightCache::Evict(int32_t entry) {
+  Entry& e = entries_[static_cast<size_t>(entry)];
+  resident_ -= e.bytes;
+  FreeMemory(e);
+  e.state = kEmpty;
+  e.data = nullptr;
+  e.by_prefetch = false;
+  e.use.pending = false;
+  ++stats_.evictions;
+}
+
+void WeightCache::NoteHeld() {
+  if (held_ > stats_.peak_held_bytes) stats_.peak_held_bytes = held_;
+}
+
+namespace {
+
+// "row block 17 (tensor 'blk.3.attn_q' ...)" or "layer 'block.3'".
+void Describe(const TmaiReader& reader, const RowBlockTable& table, int32_t entry, char* out, size_t size) {
+  if (entry < table.block_count()) {
+    const RowBlock& b = table.block(entry);
+    std::snprintf(out, size, "row block %d (of tensor '%s')", entry, reader.tensors()[static_cast<size_t>(b.tensor)].name);
+  } else {
+    const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.block_count())];
+    if (l.kind == TINYAI_LAYER_TRANSFORMER) {
+      std::snprintf(out, size, "layer %d ('block.%d')", entry - table.block_count(), l.block_index);
+    } else {
+      std::snprintf(out, size, "layer %d ('%s')", entry - table.block_count(),
+                    tinyaiLayerKindName(static_cast<TinyAILayerKind>(l.kind)));
+    }
+  }
+}
+
+}  // namespace
+
+TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch, bool* room) {
+  (void)lock;
+  *room = true;
+  Entry& e = entries_[static_cast<size_t>(entry)];
+  const uint64_t need = EntryBytes(entry);
+  if (need == 0) return TINYAI_OK;
+  const bool slot = entry < table_->block_count() && need == slot_bytes_;
+  if (capacity_ > 0 && need > capacity_) {
+    if (prefetch) {
+      *room = false;
+      return TINYAI_OK;
+    }
+    char what[128];
+    Describe(*reader_, *table_, entry, what, sizeof what);
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "'%s': %s needs %llu bytes, more than the weight cache's cap of %llu bytes", reader_->source(),
+                    what, static_cast<unsigned long long>(need), static_cast<unsigned long long>(capacity_));
+  }
+  double below = -1.0;
+  if (prefetch) {
+    EntryUse u = e.use;
+    u.pending = true;
+    below = KeepScore(u, e.priority, tick_, config_.adaptiveCaching);
+  }
+  for (;;) {
+    if (slot && free_slot_count_ > 0) {
+      e.buffer = free_slots_[--free_slot_count_];
+      e.in_slot = true;
+      e.bytes = need;
+      return TINYAI_OK;
+    }
+    if (capacity_ == 0 || held_ + need <= capacity_) {
+      void* p = port::PageAlloc(static_cast<size_t>(need));
+      if (!p) {
+        return SetError(TINYAI_ERR_OUT_OF_MEMORY, "'%s': cannot allocate %llu bytes for weights", reader_->source(),
+                        static_cast<unsigned long long>(need));
+      }
+      held_ += need;
+      NoteHeld();
+      e.buffer = static_cast<uint8_t*>(p);
+      e.in_slot = slot;
+      e.bytes = need;
+      return TINYAI_OK;
+    }
+    if (free_slot_count_ > 0) {
+      port::PageFree(free_slots_[--free_slot_count_], static_cast<size_t>(slot_bytes_));
+      held_ -= slot_bytes_;
+      continue;
+    }
+    int32_t victim = PickVictim(below);
+    if (victim >= 0) {
+      Evict(victim);
+      continue;
+    }
+    if (prefetch) {
+      *room = false;
+      return TINYAI_OK;
+    }
+#if TINYAI_WITH_THREADS
+    if (loading_ > 0) {  // a load in flight will end and become evictable
+      changed_.wait(lock);
+      continue;
+    }
+#endif
+    uint64_t pinned = 0;
+    for (const Entry& x : entries_) {
+      if (x.pins > 0) pinned += x.bytes;
+    }
+    char what[128];
+    Describe(*reader_, *table_, entry, what, sizeof what);
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "'%s': no room for %s (%llu bytes) under the weight cache's cap of %llu bytes: %llu bytes are "
+                    "pinned and nothing else can be evicted",
+                    reader_->source(), what, static_cast<unsigned long long>(need),
+                    static_cast<unsigned long long>(capacity_), static_cast<unsigned long long>(pinned));
+  }
+}
+
+// ---- public ----
+
+TinyAIStatus WeightCache::Acquire(int32_t entry, const uint8_t** data) {
+  UniqueLock lock(mutex_);
+  Entry& e = entries_[static_cast<size_t>(entry)];
+  const uint64_t now = ++tick_;
+  bool waited = false;
+  for (;;) {
+#if TINYAI_WITH_THREADS
+    while (e.state == kLoading) {
+      if (!waited) ++stats_.stalls;
+      waited = true;
+      changed_.wait(lock);
+    }
+#endif
+    if (e.state == kResident) {
+      ++stats_.hits;
+      if (e.by_prefetch && e.use.pending) ++stats_.prefetch_hits;
+      ++e.pins;
+      RecordUse(&e.use, now);
+      *data = e.data;
+      return TINYAI_OK;
+    }
+    // Empty (or a load we waited for failed): load it here.
+    ++stats_.misses;
+    e.state = kLoading;
+    bool room = true;
+    TinyAIStatus s = Reserve(lock, entry, false, &room);
+    if (s != TINYAI_OK) {
+      e.state = kEmpty;
+      changed_.notify_all();
+      return s;
+    }
+    ++loading_;
+    e.by_prefetch = false;
+    uint8_t* dst = e.buffer;
+    const uint8_t* loaded = nullptr;
+    uint64_t read = 0;
+#if TINYAI_WITH_THREADS
+    lock.unlock();
+#endif
+    s = Load(entry, dst, &loaded, &read);
+#if TINYAI_WITH_THREADS
+    lock.lock();
+#endif
+    --loading_;
+    stats_.bytes_read += read;
+    if (s != TINYAI_OK) {
+      FreeMemory(e);
+      e.state = kEmpty;
+      changed_.notify_all();
+      return s;
+    }
+    e.data = loaded;
+    e.state = kResident;
+    resident_ += e.bytes;
+    stats_.bytes_loaded += entry < table_->block_count()
+                               ? table_->block(entry).decoded_size
+                               : reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size;
+    ++e.pins;
+    RecordUse(&e.use, now);
+    *data = e.data;
+    changed_.notify_all();
+    return TINYAI_OK;
+  }
+}
+
+TinyAIStatus WeightCache::Release(int32_t entry) {
+  LockGuard lock(mutex_);
+  Entry& e = entries_[static_cast<size_t>(entry)];
+  if (e.pins == 0) {
+    char what[128];
+    Describe(*reader_, *table_, entry, what, sizeof what);
+    return SetError(TINYAI_ERR_MISUSE, "release of %s, which is not held (no matching get)", what);
+  }
+  --e.pins;
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightCache::Prefetch(int32_t entry) {
+  if (!config_.prefetchEnabled) return TINYAI_OK;
+  {
+    LockGuard lock(mutex_);
+    Entry& e = entries_[static_cast<size_t>(entry)];
+    if (e.state != kEmpty || e.queued) return TINYAI_OK;
+    ++stats_.prefetch_requests;
+#if TINYAI_WITH_THREADS
+    if (queue_) {
+      e.queued = true;
+      if (!queue_->queue.enqueue(entry)) e.queued = false;  // the queue could not grow: drop it
+      return TINYAI_OK;
+    }
+#endif
+  }
+  PrefetchLoad(entry);
+  return TINYAI_OK;
+}
+
+void WeightCache::PrefetchLoad(int32_t entry) {
+  UniqueLock lock(mutex_);
+  Entry& e = entries_[static_cast<size_t>(entry)];
+  e.queued = false;
+  if (stopping_.load() || e.state != kEmpty) return;
+  e.state = kLoading;
+  bool room = true;
+  if (Reserve(lock, entry, true, &room) != TINYAI_OK || !room) {
+    e.state = kEmpty;
+    ++stats_.prefetch_dropped;
+    changed_.notify_all();
+    return;
+  }
+  ++loading_;
+  e.by_prefetch = true;
+  uint8_t* dst = e.buffer;
+  const uint8_t* loaded = nullptr;
+  uint64_t read = 0;
+#if TINYAI_WITH_THREADS
+  lock.unlock();
+#endif
+  TinyAIStatus s = Load(entry, dst, &loaded, &read);
+#if TINYAI_WITH_THREADS
+  lock.lock();
+#endif
+  --loading_;
+  stats_.bytes_read += read;
+  if (s != TINYAI_OK) {  // the use that follows loads again and reports the error
+    FreeMemory(e);
+    e.state = kEmpty;
+    e.by_prefetch = false;
+  } else {
+    e.data = loaded;
+    e.state = kResident;
+    e.use.pending = true;
+    resident_ += e.bytes;
+    ++stats_.prefetch_loads;
+    stats_.bytes_loaded += entry < table_->block_count()
+                               ? table_->block(entry).decoded_size
+                               : reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size;
+  }
+  changed_.notify_all();
+}
+
+void WeightCache::WorkerMain(void* self) {
+#if TINYAI_WITH_THREADS
+  WeightCache* cache = static_cast<WeightCache*>(self);
+  for (;;) {
+    int32_t item = kStopWorker;
+    cache->queue_->queue.wait_dequeue(item);
+    if (item == kStopWorker) return;
+    if (cache->stopping_.load()) continue;
+    cache->PrefetchLoad(item);
+  }
+#else
+  (void)self;
+#endif
+}
+
+void WeightCache::SetLayerPriority(int32_t layer, float priority) {
+  LockGuard lock(mutex_);
+  entries_[static_cast<size_t>(LayerEntry(layer))].priority = priority;
+  for (int32_t b = table_->layer_first_block(layer); b < table_->layer_end_block(layer); ++b) {
+    entries_[static_cast<size_t>(b)].priority = priority;
+  }
+}
+
+TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
+  LockGuard lock(mutex_);
+  capacity_ = bytes;
+  if (bytes == 0) return TINYAI_OK;
+  while (held_ > capacity_) {
+    if (free_slot_count_ > 0) {
+      port::PageFree(free_slots_[--free_slot_count_], static_cast<size_t>(slot_bytes_));
+      held_ -= slot_bytes_;
+      continue;
+    }
+    int32_t victim = PickVictim(-1.0);
+    if (victim < 0) {
+      return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                      "'%s': cannot shrink the weight cache to %llu bytes: %llu bytes are in use", reader_->source(),
+                      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(held_));
+    }
+    Evict(victim);
+  }
+  return TINYAI_OK;
+}
+
+uint64_t WeightCache::held_bytes() const {
+  LockGuard lock(mutex_);
+  return held_;
+}
+
+CacheStats WeightCache::stats() const {
+  LockGuard lock(mutex_);
+  CacheStats s = stats_;
+  s.held_bytes = held_;
+  s.resident_bytes = resident_;
+  s.capacity = capacity_;
+  return s;
+}
+
+void WeightCache::ResetStats() {
+  LockGuard lock(mutex_);
+  stats_ = CacheStats();
+  stats_.peak_held_bytes = held_;
+}
+
+uint64_t WeightCache::overhead_bytes() const {
+  uint64_t b = entries_.size() * sizeof(Entry) + free_slots_.size() * sizeof(uint8_t*) + verified_.size();
+  for (const Staging& s : staging_) b += staging_bytes_ + (s.decoder ? s.decoder->bytes() : 0);
+  return b;
+}
+
+bool WeightCache::CheckInvariants() const {
+  LockGuard lock(mutex_);
+  if (capacity_ > 0 && held_ > capacity_) return false;
+  uint64_t counted = free_slot_count_ * slot_bytes_, resident = 0;
+  for (const Entry& e : entries_) {
+    if (e.buffer) counted += e.in_slot ? slot_bytes_ : e.bytes;
+    if (e.state == kResident) resident += e.bytes;
+    if (e.pins < 0 || (e.pins > 0 && e.state != kResident)) return false;
+  }
+  return counted == held_ && resident == resident_;
+}
+
+// ---- loading (outside mutex_) ----
+
+bool WeightCache::NeedsVerify(int32_t tensor) const {
+  return verified_[static_cast<size_t>(tensor)].load(std::memory_order_acquire) == 0;
+}
+
+TinyAIStatus WeightCache::VerifyInMemory(int32_t tensor, const uint8_t* stored) {
+  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
+  TINYAI_RETURN_IF_ERROR(reader_->CheckTensorChecksum(static_cast<uint32_t>(tensor),
+                                                      Crc32c(0, stored, static_cast<size_t>(e.stored_size))));
+  verified_[static_cast<size_t>(tensor)].store(1, std::memory_order_release);
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightCache::GrabStaging(UniqueLock& lock, Staging** out) {
+  (void)lock;
+  for (;;) {
+    for (Staging& s : staging_) {
+      if (!s.busy) {
+        s.busy = true;
+        *out = &s;
+        return TINYAI_OK;
+      }
+    }
+#if TINYAI_WITH_THREADS
+    changed_.wait(lock);
+#else
+    return SetError(TINYAI_ERR_INTERNAL, "no staging buffer free");
+#endif
+  }
+}
+
+TinyAIStatus WeightCache::VerifyStreaming(int32_t tensor, uint8_t* bounce, size_t bounce_size, uint64_t* bytes_read) {
+  if (!NeedsVerify(tensor)) return TINYAI_OK;
+  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
+  if (const uint8_t* p = source_->InPlace(e.offset)) {
+    *bytes_read += e.stored_size;
+    return VerifyInMemory(tensor, p);
+  }
+  Staging* st = nullptr;
+  if (!bounce) {
+    UniqueLock lock(mutex_);
+    TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
+    bounce = st->buffer;
+    bounce_size = staging_bytes_;
+  }
+  uint32_t crc = 0;
+  TinyAIStatus s = TINYAI_OK;
+  for (uint64_t done = 0; done < e.stored_size && s == TINYAI_OK;) {
+    size_t n = e.stored_size - done < bounce_size ? static_cast<size_t>(e.stored_size - done) : bounce_size;
+    s = source_->Read(e.offset + done, n, bounce, reader_->source());
+    if (s == TINYAI_OK) crc = Crc32c(crc, bounce, n);
+    done += n;
+    *bytes_read += n;
+  }
+  if (st) {
+    UniqueLock lock(mutex_);
+    st->busy = false;
+    changed_.notify_all();
+  }
+  TINYAI_RETURN_IF_ERROR(s);
+  TINYAI_RETURN_IF_ERROR(reader_->CheckTensorChecksum(static_cast<uint32_t>(tensor), crc));
+  verified_[static_cast<size_t>(tensor)].store(1, std::memory_order_release);
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightCache::DecodeFrame(int32_t tensor, int32_t frame, uint8_t* dst, uint64_t* bytes_read) {
+  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
+  const uint64_t* off = table_->frame_offsets(tensor);
+  const uint64_t at = e.offset + off[frame];
+  const size_t size = static_cast<size_t>(off[frame + 1] - off[frame]);
+  uint64_t first_row = 0, row_count = 0;
+  TINYAI_RETURN_IF_ERROR(ZstdFrameRows(e, static_cast<uint32_t>(frame), &first_row, &row_count));
+  Staging* st = nullptr;
+  {
+    UniqueLock lock(mutex_);
+    TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
+  }
+  const uint8_t* src = source_->InPlace(at);
+  TinyAIStatus s = TINYAI_OK;
+  if (!src) {
+    s = source_->Read(at, size, st->buffer, reader_->source());
+    src = st->buffer;
+  }
+  *bytes_read += size;
+  if (s == TINYAI_OK) {
+    s = st->decoder->DecodeFrame(e, static_cast<uint32_t>(frame), src, size, dst,
+                                 static_cast<size_t>(row_count * table_->row_bytes(tensor)), reader_->source());
+  }
+  UniqueLock lock(mutex_);
+  st->busy = false;
+  changed_.notify_all();
+  return s;
+}
+
+TinyAIStatus WeightCache::Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
+  if (entry < table_->block_count()) return LoadBlock(entry, dst, data, bytes_read);
+  return LoadLayer(entry - table_->block_count(), dst, data, bytes_read);
+}
+
+TinyAIStatus WeightCache::LoadBlock(int32_t block, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
+  const RowBlock& b = table_->block(block);
+  if (b.frame >= 0) {
+    TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
+    TINYAI_RETURN_IF_ERROR(DecodeFrame(b.tensor, b.frame, dst, bytes_read));
+    *data = dst;
+    return TINYAI_OK;
+  }
+  const uint64_t begin = b.stored_offset, end = b.stored_offset + b.stored_size;
+  const tmai::LayerEntry& layer = reader_->layers()[static_cast<size_t>(b.layer)];
+  const uint32_t last = layer.first_tensor + layer.tensor_count;
+  // Tensors only partly in this block are checked by streaming them once
+  // through the block's own buffer, before it is filled.
+  const size_t bounce = static_cast<size_t>(EntryBytes(block));
+  for (uint32_t t = static_cast<uint32_t>(b.tensor); t < last; ++t) {
+    const tmai::TensorEntry& e = reader_->tensors()[t];
+    if (e.offset >= end) break;
+    if (e.codec != TINYAI_CODEC_NONE || !NeedsVerify(static_cast<int32_t>(t))) continue;
+    if (e.offset < begin || e.offset + e.stored_size > end) {
+      TINYAI_RETURN_IF_ERROR(VerifyStreaming(static_cast<int32_t>(t), dst, bounce, bytes_read));
+    }
+  }
+  const uint8_t* p = source_->InPlace(begin);
+  if (!p) {
+    TINYAI_RETURN_IF_ERROR(source_->Read(begin, static_cast<size_t>(b.stored_size), dst, reader_->source()));
+    p = dst;
+  }
+  *bytes_read += b.stored_size;
+  for (uint32_t t = static_cast<uint32_t>(b.tensor); t < last; ++t) {
+    const tmai::TensorEntry& e = reader_->tensors()[t];
+    if (e.offset >= end) break;
+    if (e.codec != TINYAI_CODEC_NONE || !NeedsVerify(static_cast<int32_t>(t))) continue;
+    if (e.offset >= begin && e.offset + e.stored_size <= end) {
+      TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), p + (e.offset - begin)));
+    }
+  }
+  *data = p;
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightCache::LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
+  const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(layer)];
+  const int32_t entry = LayerEntry(layer);
+  if (InPlace(entry)) {
+    const uint8_t* p = source_->InPlace(l.offset);
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+      const tmai::TensorEntry& e = reader_->tensors()[t];
+      if (NeedsVerify(static_cast<int32_t>(t))) TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), p + (e.offset - l.offset)));
+    }
+    *bytes_read += l.stored_size;
+    *data = p;
+    return TINYAI_OK;
+  }
+  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+    const tmai::TensorEntry& e = reader_->tensors()[t];
+    uint8_t* out = dst + e.decoded_offset;
+    if (e.codec == TINYAI_CODEC_NONE) {
+      TINYAI_RETURN_IF_ERROR(source_->Read(e.offset, static_cast<size_t>(e.stored_size), out, reader_->source()));
+      *bytes_read += e.stored_size;
+      if (NeedsVerify(static_cast<int32_t>(t))) TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), out));
+    } else if (e.codec == TINYAI_CODEC_ZSTD) {
+      TINYAI_RETURN_IF_ERROR(VerifyStreaming(static_cast<int32_t>(t), nullptr, 0, bytes_read));
+      const uint32_t frames = ZstdFrameCount(e);
+      const uint64_t row_bytes = table_->row_bytes(static_cast<int32_t>(t));
+      for (uint32_t f = 0; f < frames; ++f) {
+        uint64_t first_row = 0, rows = 0;
+        TINYAI_RETURN_IF_ERROR(ZstdFrameRows(e, f, &first_row, &rows));
+        TINYAI_RETURN_IF_ERROR(DecodeFrame(static_cast<int32_t>(t), static_cast<int32_t>(f), out + first_row * row_bytes,
+                                           bytes_read));
+      }
+    } else {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' uses codec %s, which this build cannot load",
+                      reader_->source(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)));
+    }
+  }
+  *data = dst;
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

@@ -1,0 +1,194 @@
+// The weight cache: a hard cap on the bytes of weights held in memory.
+//
+// Entries are the row blocks of a RowBlockTable (what the LLaMA runner
+// streams) and whole layers (what tinyaiGetLayerWeights() returns). An entry
+// is loaded on first use - read from the file into memory the cache owns,
+// decoded when zstd-compressed, its tensors' CRC-32C checked the first time
+// they are touched - and stays until room is needed; then the unpinned entry
+// with the lowest keep score is evicted (cache_policy.h). Bytes held never
+// exceed the cap: a load that cannot make room fails with
+// TINYAI_ERR_RESOURCE_EXHAUSTED instead.
+//
+// Why owned buffers and not madvise on a mapping: a mapping's residency is
+// the kernel's, not ours - fault-around maps up to 64 KB of neighbouring
+// pages per fault, and pages given back with MADV_DONTNEED come back the
+// same way - so the bytes counted and the bytes resident drift apart; and
+// compressed tensors and ports without mmap need owned buffers anyway. With
+// owned buffers the process's resident weight bytes are exactly what the
+// cache holds (docs/benchmarks.md has the measurement). Blocks of an image
+// in memory (flash) are used in place and cost nothing.
+//
+// Memory is taken in slots of the largest block's size, kept for reuse when
+// their block is evicted (counted as held: a reused slot needs no page
+// faults), and given back to the OS when a layer-sized buffer needs room.
+//
+// Prefetch: Prefetch() queues an entry for the worker threads (a moodycamel
+// BlockingConcurrentQueue); a worker loads it only if it can make room
+// without evicting anything the policy values more. With no workers (or no
+// threads on the port) a prefetch loads inline.
+//
+// Thread safety: every public member may be called from any thread. Loads
+// run outside the lock, their entry marked as loading; a thread that needs
+// an entry being loaded waits for it (a stall).
+#ifndef TINYAI_LOADER_WEIGHT_CACHE_H_
+#define TINYAI_LOADER_WEIGHT_CACHE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/array.h"
+#include "common/sync.h"
+#include "format/tmai_reader.h"
+#include "loader/cache_policy.h"
+#include "loader/row_blocks.h"
+#include "loader/weight_source.h"
+#include "port/port.h"
+#include "tinyai/utils/mmap_loader.h"
+
+namespace tinyai {
+
+class ZstdDecoder;
+class PrefetchQueue;
+
+struct CacheStats {
+  uint64_t hits = 0;           // uses that found the entry loaded (or being loaded)
+  uint64_t misses = 0;         // uses that had to load it
+  uint64_t bytes_read = 0;     // bytes read from the file or image (stored bytes, checksum passes included)
+  uint64_t bytes_loaded = 0;   // bytes made resident (decoded)
+  uint64_t evictions = 0;
+  uint64_t prefetch_requests = 0;  // prefetches queued
+  uint64_t prefetch_loads = 0;     // entries a prefetch loaded
+  uint64_t prefetch_dropped = 0;   // prefetches skipped: no room without evicting something worth more
+  uint64_t prefetch_hits = 0;      // uses served by a prefetch's load
+  uint64_t stalls = 0;             // uses that waited for a load in flight
+  uint64_t held_bytes = 0;         // memory held for weights now (within the cap)
+  uint64_t peak_held_bytes = 0;
+  uint64_t resident_bytes = 0;     // of which loaded entries
+  uint64_t capacity = 0;           // the cap; 0 = none
+};
+
+class WeightCache {
+ public:
+  WeightCache() = default;
+  WeightCache(const WeightCache&) = delete;
+  WeightCache& operator=(const WeightCache&) = delete;
+  ~WeightCache();
+
+  // The reader, source and table must outlive the cache. Starts the
+  // prefetch workers.
+  TinyAIStatus Init(const TmaiReader* reader, const WeightSource* source, const RowBlockTable* table,
+                    const TinyAIMmapConfig& config);
+  // Stops the workers (queued prefetches are dropped) and frees everything.
+  void Shutdown();
+
+  int32_t block_entries() const { return table_->block_count(); }
+  // Entry ids: blocks 0 .. block_entries()-1, then one per layer.
+  int32_t LayerEntry(int32_t layer) const { return table_->block_count() + layer; }
+
+  // Pins the entry, loading it first if needed; *data is its first byte.
+  // Balanced by Release(). `what` names the caller in messages.
+  TinyAIStatus Acquire(int32_t entry, const uint8_t** data);
+  // TINYAI_ERR_MISUSE if the entry is not pinned.
+  TinyAIStatus Release(int32_t entry);
+  // Asks for the entry to be loaded ahead of use; never fails for lack of
+  // room (the prefetch is dropped).
+  TinyAIStatus Prefetch(int32_t entry);
+  // Priority of a layer's entry and its blocks (cache_policy.h).
+  void SetLayerPriority(int32_t layer, float priority);
+  // Changes the cap, evicting down to it. TINYAI_ERR_RESOURCE_EXHAUSTED if
+  // pinned entries alone exceed it (the cap is set anyway).
+  TinyAIStatus SetCapacity(uint64_t bytes);
+
+  uint64_t held_bytes() const;
+  CacheStats stats() const;
+  void ResetStats();
+  // Bytes of the cache's own bookkeeping and staging (not weights).
+  uint64_t overhead_bytes() const;
+  // Bytes an entry holds once loaded (0 when used in place).
+  uint64_t EntryBytes(int32_t entry) const;
+  bool adaptive() const { return config_.adaptiveCaching; }
+
+  // Checks the cap invariant (tests): held <= cap, counters consistent.
+  bool CheckInvariants() const;
+
+ private:
+  enum State : uint8_t { kEmpty, kLoading, kResident };
+  struct Entry {
+    const uint8_t* data = nullptr;  // where the bytes are (owned buffer or in place)
+    uint8_t* buffer = nullptr;      // owned memory, nullptr when in place
+    uint64_t bytes = 0;             // memory held (0 in place)
+    int32_t pins = 0;
+    State state = kEmpty;
+    bool queued = false;
+    bool in_slot = false;
+    bool by_prefetch = false;  // the current load was a prefetch's
+    float priority = 1.0f;
+    EntryUse use;
+  };
+  struct Staging {
+    uint8_t* buffer = nullptr;
+    ZstdDecoder* decoder = nullptr;
+    bool busy = false;
+  };
+
+  // --- under mutex_ ---
+  // Finds memory for entry (a slot or an exact buffer), evicting as needed.
+  // For a prefetch, *room is false (and OK returned) when making room would
+  // evict something worth more.
+  TinyAIStatus Reserve(UniqueLock& lock, int32_t entry, bool prefetch, bool* room);
+  int32_t PickVictim(double below_score) const;
+  void Evict(int32_t entry);
+  void FreeMemory(Entry& e);
+  double Score(int32_t entry) const;
+  bool IsSmall(int32_t entry) const;
+  void NoteHeld();
+  TinyAIStatus GrabStaging(UniqueLock& lock, Staging** out);
+
+  // --- outside mutex_, entry marked kLoading ---
+  TinyAIStatus Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  TinyAIStatus LoadBlock(int32_t block, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  TinyAIStatus LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  // Reads and decodes a zstd frame of tensor t into dst.
+  TinyAIStatus DecodeFrame(int32_t tensor, int32_t frame, uint8_t* dst, uint64_t* bytes_read);
+  // Checks tensor t's CRC (once per tensor), reading its stored bytes through
+  // bounce (bounce_size bytes) unless they are in place.
+  TinyAIStatus VerifyStreaming(int32_t tensor, uint8_t* bounce, size_t bounce_size, uint64_t* bytes_read);
+  TinyAIStatus VerifyInMemory(int32_t tensor, const uint8_t* stored);
+  bool NeedsVerify(int32_t tensor) const;
+  bool InPlace(int32_t entry) const;
+
+  // Loads entry as a prefetch (worker threads or inline).
+  void PrefetchLoad(int32_t entry);
+  static void WorkerMain(void* self);
+
+  const TmaiReader* reader_ = nullptr;
+  const WeightSource* source_ = nullptr;
+  const RowBlockTable* table_ = nullptr;
+  TinyAIMmapConfig config_{};
+  uint64_t slot_bytes_ = 0;
+  bool has_zstd_ = false;
+
+  mutable Mutex mutex_;
+  CondVar changed_;  // an entry finished loading, a pin or staging buffer was released
+  Array<Entry> entries_;
+  Array<uint8_t*> free_slots_;
+  size_t free_slot_count_ = 0;
+  Array<Staging> staging_;
+  size_t staging_bytes_ = 0;
+  Array<std::atomic<uint8_t>> verified_;  // per tensor: CRC checked
+  uint64_t capacity_ = 0;
+  uint64_t held_ = 0;
+  uint64_t resident_ = 0;
+  uint64_t tick_ = 0;
+  int32_t loading_ = 0;
+  CacheStats stats_;
+
+  PrefetchQueue* queue_ = nullptr;
+  Array<port::Thread> workers_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_LOADER_WEIGHT_CACHE_H_

@@ -1,0 +1,52 @@
+# The issue's acceptance run: a ~320 MB synthetic model (tied 98 MB
+# classifier) generates under tinyai-generate --mem-limit 64M with the
+# process's peak RSS within 64 MB plus the README's 16 MB overhead, its
+# classifier streamed in row blocks; tinyai-inspect reports a least limit
+# below that; a limit under the minimum and a zero limit are refused.
+# Run by ctest as generate_mem_limit_320M with CONVERT, GENERATE, INSPECT,
+# OUT_DIR and SANITIZE (RSS is not checked under a sanitizer).
+file(REMOVE_RECURSE ${OUT_DIR})
+file(MAKE_DIRECTORY ${OUT_DIR})
+set(model ${OUT_DIR}/synthetic-320M.tmai)
+
+function(run expect_rc)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL expect_rc)
+    file(REMOVE_RECURSE ${OUT_DIR})
+    message(FATAL_ERROR "${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}${err}")
+  endif()
+  set(output "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+run(0 ${CONVERT} --synthetic dim=768,hidden=2048,layers=8,heads=12,kv_heads=12,vocab=32000,seq_len=256,seed=3 ${model})
+file(SIZE ${model} size)
+if(size LESS 300000000)
+  message(FATAL_ERROR "the model is ${size} bytes, expected about 320 MB")
+endif()
+
+run(0 ${INSPECT} ${model} -t 2)
+if(NOT output MATCHES "least --mem-limit ([0-9.]+) MiB")
+  message(FATAL_ERROR "tinyai-inspect does not report the least memory limit:\n${output}")
+endif()
+set(least ${CMAKE_MATCH_1})
+message(STATUS "least --mem-limit: ${least} MiB")
+
+run(0 ${GENERATE} -m ${model} -p "Once upon a time" -n 48 -t 2 --mem-limit 64M --stats)
+message(STATUS "${output}")
+if(NOT output MATCHES "peak RSS ([0-9]+)\\.[0-9] MiB \\(OS\\)")
+  message(FATAL_ERROR "no peak RSS in:\n${output}")
+endif()
+set(peak ${CMAKE_MATCH_1})
+if(NOT output MATCHES "([0-9]+) evictions" OR CMAKE_MATCH_1 EQUAL 0)
+  message(FATAL_ERROR "the model did not stream through the cache:\n${output}")
+endif()
+if(NOT SANITIZE AND peak GREATER_EQUAL 80)
+  message(FATAL_ERROR "peak RSS ${peak} MiB is above 64 MiB + 16 MiB overhead")
+endif()
+
+run(1 ${GENERATE} -m ${model} -p "Once" -n 4 --mem-limit 8M)
+if(NOT output MATCHES "TINYAI_ERR_RESOURCE_EXHAUSTED.*below this model's minimum.*tensor '")
+  message(FATAL_ERROR "a limit below the minimum is not reported as it should be:\n${output}")
+endif()
+run(2 ${GENERATE} -m ${model} -p "Once" --mem-limit 0)
+file(REMOVE_RECURSE ${OUT_DIR})
