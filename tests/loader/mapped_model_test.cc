@@ -527,3 +527,73 @@ TEST_F(LoaderTest, LastErrorIsPerThread) {
 }
 
 }  // namespace
+
+namespace {
+
+// A zstd model whose last tensor's last frame has a flipped byte: the load
+// fails with a specific status (the CRC, or without CRCs zstd's own frame
+// checks), never with wrong weights or a crash, and the model stays usable.
+TEST(CompressedLoaderTest, CorruptCompressedDataIsDetected) {
+  tt::TempDir dir;
+  const std::string path = dir.File("zstd.tmai");
+  tinyai::LlamaShape shape = tt::TinyShape();
+  shape.dim = 64;
+  shape.hidden_dim = 256;
+  tinyai::WriteOptions options;
+  options.codec = TINYAI_CODEC_ZSTD;
+  ASSERT_EQ(tinyai::WriteSyntheticModel(shape, path.c_str(), options), TINYAI_OK) << LastMessage();
+  Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(path, &image));
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  ASSERT_NE(model, nullptr) << LastMessage();
+  const TinyAILayerDescriptor* block0 = tinyaiGetLayerDescriptor(model, 1);
+  ASSERT_NE(block0, nullptr);
+  TinyAITensorInfo last;
+  ASSERT_EQ(tinyaiGetMappedTensorInfo(model, block0->firstTensor + block0->tensorCount - 1, &last), TINYAI_OK);
+  ASSERT_EQ(last.codec, TINYAI_CODEC_ZSTD) << "the synthetic weights must compress";
+  ASSERT_LT(block0->storedSize, block0->decodedSize);
+  // The intact model loads, and its decoded weights are what the checksums say.
+  ASSERT_NE(tinyaiGetLayerWeights(model, 1), nullptr) << LastMessage();
+  EXPECT_EQ(tinyaiReleaseLayerWeights(model, 1), TINYAI_OK);
+  tinyaiCloseMappedModel(model);
+
+  image[static_cast<size_t>(block0->fileOffset + block0->storedSize - 8)] ^= 0x5a;
+  ASSERT_TRUE(tt::WriteFileBytes(path, image));
+  for (bool verify : {true, false}) {
+    SCOPED_TRACE(verify);
+    TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
+    cfg.verifyChecksums = verify;
+    model = tinyaiOpenMappedModel(path.c_str(), &cfg);
+    ASSERT_NE(model, nullptr) << LastMessage();
+    for (int attempt = 0; attempt < 2; ++attempt) {  // a failed load leaves nothing behind
+      EXPECT_EQ(tinyaiGetLayerWeights(model, 1), nullptr);
+      const TinyAIStatus s = tinyaiGetLastError();
+      if (verify) {
+        EXPECT_EQ(s, TINYAI_ERR_CHECKSUM) << LastMessage();
+      } else {
+        EXPECT_TRUE(s == TINYAI_ERR_CHECKSUM || s == TINYAI_ERR_BAD_FORMAT) << tinyaiStatusString(s) << LastMessage();
+      }
+      EXPECT_TRUE(Contains(LastMessage(), last.name)) << LastMessage();
+    }
+    EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model), 0u);
+    // Other layers still load.
+    EXPECT_NE(tinyaiGetLayerWeights(model, 0), nullptr) << LastMessage();
+    EXPECT_EQ(tinyaiReleaseLayerWeights(model, 0), TINYAI_OK);
+    tinyaiCloseMappedModel(model);
+  }
+}
+
+TEST(CompressedLoaderTest, DoubleCloseIsMisuse) {
+  tt::TempDir dir;
+  ASSERT_EQ(tt::WriteTinyModel(dir.File("m.tmai")), TINYAI_OK);
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(dir.File("m.tmai").c_str(), nullptr);
+  ASSERT_NE(model, nullptr);
+  tinyaiClearLastError();
+  tinyaiCloseMappedModel(model);
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_OK);
+  tinyaiCloseMappedModel(model);  // the registry refuses it before touching it
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_MISUSE);
+  EXPECT_TRUE(Contains(LastMessage(), "closed twice")) << LastMessage();
+}
+
+}  // namespace
