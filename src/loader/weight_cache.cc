@@ -140,6 +140,11 @@ uint64_t WeightCache::EntryBytes(int32_t entry) const {
   return PageRound(reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size);
 }
 
+uint64_t WeightCache::DecodedSize(int32_t entry) const {
+  if (entry < table_->block_count()) return table_->block(entry).decoded_size;
+  return reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size;
+}
+
 bool WeightCache::IsSmall(int32_t entry) const {
   int32_t layer = entry < table_->block_count() ? table_->block(entry).layer : entry - table_->block_count();
   return reader_->layers()[static_cast<size_t>(layer)].decoded_size < config_.minLayerCacheSize;
@@ -150,14 +155,14 @@ double WeightCache::Score(int32_t entry) const {
   return KeepScore(e.use, e.priority, tick_, config_.adaptiveCaching);
 }
 
-int32_t WeightCache::PickVictim(double below) const {
+int32_t WeightCache::PickVictim(double below, bool allow_small) const {
   int32_t victim = -1;
   double best = 0.0;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (e.state != kResident || e.pins > 0 || !e.buffer) continue;
     const int32_t id = static_cast<int32_t>(i);
-    if (IsSmall(id) && below >= 0.0) continue;  // not worth evicting (but a smaller cap may force it)
+    if (!allow_small && IsSmall(id)) continue;  // not worth evicting, unless nothing else is left
     double s = Score(id);
     if (below >= 0.0 && s >= below) continue;
     if (victim < 0 || s < best || (s == best && e.bytes > entries_[static_cast<size_t>(victim)].bytes)) {
@@ -265,7 +270,8 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
       held_ -= slot_bytes_;
       continue;
     }
-    int32_t victim = PickVictim(below);
+    int32_t victim = PickVictim(below, false);
+    if (victim < 0 && !prefetch) victim = PickVictim(below, true);
     if (victim >= 0) {
       Evict(victim);
       continue;
@@ -350,9 +356,7 @@ TinyAIStatus WeightCache::Acquire(int32_t entry, const uint8_t** data) {
     e.data = loaded;
     e.state = kResident;
     resident_ += e.bytes;
-    stats_.bytes_loaded += entry < table_->block_count()
-                               ? table_->block(entry).decoded_size
-                               : reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size;
+    stats_.bytes_loaded += DecodedSize(entry);
     ++e.pins;
     RecordUse(&e.use, now);
     *data = e.data;
@@ -429,9 +433,7 @@ void WeightCache::PrefetchLoad(int32_t entry) {
     e.use.pending = true;
     resident_ += e.bytes;
     ++stats_.prefetch_loads;
-    stats_.bytes_loaded += entry < table_->block_count()
-                               ? table_->block(entry).decoded_size
-                               : reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size;
+    stats_.bytes_loaded += DecodedSize(entry);
   }
   changed_.notify_all();
 }
@@ -469,7 +471,7 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
       held_ -= slot_bytes_;
       continue;
     }
-    int32_t victim = PickVictim(-1.0);
+    int32_t victim = PickVictim(-1.0, true);
     if (victim < 0) {
       return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "'%s': cannot shrink the weight cache to %llu bytes: %llu bytes are in use", reader_->source(),

@@ -89,7 +89,7 @@ class WeightCache {
   int32_t LayerEntry(int32_t layer) const { return table_->block_count() + layer; }
 
   // Pins the entry, loading it first if needed; *data is its first byte.
-  // Balanced by Release(). `what` names the caller in messages.
+  // Balanced by Release().
   TinyAIStatus Acquire(int32_t entry, const uint8_t** data);
   // TINYAI_ERR_MISUSE if the entry is not pinned.
   TinyAIStatus Release(int32_t entry);
@@ -139,11 +139,14 @@ class WeightCache {
   // For a prefetch, *room is false (and OK returned) when making room would
   // evict something worth more.
   TinyAIStatus Reserve(UniqueLock& lock, int32_t entry, bool prefetch, bool* room);
-  int32_t PickVictim(double below_score) const;
+  // The unpinned loaded entry with the lowest keep score (below below_score
+  // when >= 0); entries of layers under minLayerCacheSize only if allow_small.
+  int32_t PickVictim(double below_score, bool allow_small) const;
   void Evict(int32_t entry);
   void FreeMemory(Entry& e);
   double Score(int32_t entry) const;
   bool IsSmall(int32_t entry) const;
+  uint64_t DecodedSize(int32_t entry) const;
   void NoteHeld();
   TinyAIStatus GrabStaging(UniqueLock& lock, Staging** out);
 
@@ -172,7 +175,7 @@ class WeightCache {
   bool has_zstd_ = false;
 
   mutable Mutex mutex_;
-  CondVar changed_;  // an entry finished loading, a pin or staging buffer was released
+  CondVar changed_;  // an entry finished (or failed) loading, a staging buffer was released
   Array<Entry> entries_;
   Array<uint8_t*> free_slots_;
   size_t free_slot_count_ = 0;

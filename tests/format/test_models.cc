@@ -12,6 +12,8 @@
 #include "common/status.h"
 #include "format/tmai_writer.h"
 
+#include <gtest/gtest.h>
+
 namespace tinyai {
 namespace testing {
 
@@ -287,6 +289,14 @@ AlignedImage::AlignedImage(const uint8_t* data, size_t size) : size_(size) {
 }
 
 AlignedImage::~AlignedImage() { std::free(data_); }
+
+TinyAICacheStats CacheStats(const TinyAIMappedModel* model) {
+  TinyAICacheStats s;
+  std::memset(&s, 0, sizeof s);
+  s.structSize = sizeof s;
+  EXPECT_EQ(tinyaiGetMappedModelCacheStats(model, &s), TINYAI_OK) << LastMessage();
+  return s;
+}
 
 }  // namespace testing
 }  // namespace tinyai

@@ -14,6 +14,7 @@
 #include "format/model_builder.h"
 #include "format/tmai_format.h"
 #include "tinyai/status.h"
+#include "tinyai/utils/mmap_loader.h"
 
 namespace tinyai {
 namespace testing {
@@ -118,6 +119,9 @@ class AlignedImage {
 
 // The last TinyAI error message on this thread.
 inline std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
+
+// The model's weight cache statistics (a failed call fails the test).
+TinyAICacheStats CacheStats(const TinyAIMappedModel* model);
 
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;

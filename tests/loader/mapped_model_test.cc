@@ -546,11 +546,13 @@ TEST(CompressedLoaderTest, CorruptCompressedDataIsDetected) {
   ASSERT_TRUE(tt::ReadFileBytes(path, &image));
   TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), nullptr);
   ASSERT_NE(model, nullptr) << LastMessage();
-  const TinyAILayerDescriptor* block0 = tinyaiGetLayerDescriptor(model, 1);
-  ASSERT_NE(block0, nullptr);
-  TinyAITensorInfo last;
-  ASSERT_EQ(tinyaiGetMappedTensorInfo(model, block0->firstTensor + block0->tensorCount - 1, &last), TINYAI_OK);
-  ASSERT_EQ(last.codec, TINYAI_CODEC_ZSTD) << "the synthetic weights must compress";
+  ASSERT_NE(tinyaiGetLayerDescriptor(model, 1), nullptr);
+  const TinyAILayerDescriptor block0_copy = *tinyaiGetLayerDescriptor(model, 1);  // outlives the model
+  const TinyAILayerDescriptor* block0 = &block0_copy;
+  TinyAITensorInfo info;
+  ASSERT_EQ(tinyaiGetMappedTensorInfo(model, block0->firstTensor + block0->tensorCount - 1, &info), TINYAI_OK);
+  ASSERT_EQ(info.codec, TINYAI_CODEC_ZSTD) << "the synthetic weights must compress";
+  const std::string last_name = info.name;  // owned by the model
   ASSERT_LT(block0->storedSize, block0->decodedSize);
   // The intact model loads, and its decoded weights are what the checksums say.
   ASSERT_NE(tinyaiGetLayerWeights(model, 1), nullptr) << LastMessage();
@@ -573,7 +575,7 @@ TEST(CompressedLoaderTest, CorruptCompressedDataIsDetected) {
       } else {
         EXPECT_TRUE(s == TINYAI_ERR_CHECKSUM || s == TINYAI_ERR_BAD_FORMAT) << tinyaiStatusString(s) << LastMessage();
       }
-      EXPECT_TRUE(Contains(LastMessage(), last.name)) << LastMessage();
+      EXPECT_TRUE(Contains(LastMessage(), last_name)) << LastMessage();
     }
     EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(model), 0u);
     // Other layers still load.
