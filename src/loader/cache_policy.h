@@ -11,9 +11,12 @@
 // worst policy there is: the block evicted is always the one needed soonest,
 // and nothing ever hits.
 //
-// Adaptive (the default) learns each entry's reuse interval (accesses between
-// its last two uses) and predicts the next use at last use + interval, so
-// distance = predicted - now. On a cycle the block just used is predicted
+// Adaptive (the default) learns each entry's reuse interval and predicts the
+// next use at last use + interval, so distance = predicted - now. The
+// interval is the longer of the last two gaps between uses: a block touched
+// twice in a row within one pass (a norm and the matrix rows packed after it)
+// has gaps of 1 and a whole cycle, and the cycle is what predicts its next
+// use. On a cycle the block just used is predicted
 // furthest away and is evicted first, and the cache keeps the blocks needed
 // next: Belady's choice, learned from one pass. An entry whose prediction
 // has passed without a use (the pattern changed) falls back to its age, as
@@ -32,7 +35,8 @@ namespace tinyai {
 
 struct EntryUse {
   uint64_t last_use = 0;  // access tick of the last use; 0 = never used
-  uint64_t interval = 0;  // ticks between the last two uses; 0 = unknown
+  uint64_t interval = 0;  // the longer of the last two gaps between uses; 0 = unknown
+  uint64_t last_gap = 0;  // the latest gap
   bool pending = false;   // loaded ahead of use and not used since
 };
 
@@ -51,7 +55,11 @@ inline double KeepScore(const EntryUse& u, float priority, uint64_t now, bool ad
 
 // Records a use at tick now.
 inline void RecordUse(EntryUse* u, uint64_t now) {
-  if (u->last_use > 0 && now > u->last_use) u->interval = now - u->last_use;
+  if (u->last_use > 0 && now > u->last_use) {
+    const uint64_t gap = now - u->last_use;
+    u->interval = gap > u->last_gap ? gap : u->last_gap;
+    u->last_gap = gap;
+  }
   u->last_use = now;
   u->pending = false;
 }

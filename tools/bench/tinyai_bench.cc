@@ -1,7 +1,10 @@
 // tinyai-bench: prompt-processing and decode speed, time to first token and
 // peak RSS of a model, beside the effective weight bandwidth and the
-// machine's measured memory read bandwidth.
-//   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--json]
+// machine's measured memory read bandwidth; under a memory limit or cache
+// cap, what the weight cache read from storage per decoded token.
+//   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]
+//                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
+//                [--lru] [--no-probe] [--json]
 //   tinyai-bench --probe [-t THREADS] [--json]
 #include <chrono>
 #include <cinttypes>
@@ -18,22 +21,60 @@
 namespace {
 
 const char kUsage[] =
-    "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--json]\n"
+    "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
+    "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
+    "                    [--lru] [--no-probe] [--json]\n"
     "       tinyai-bench --probe [-t THREADS] [--json]\n"
     "  --prompt N  prompt tokens for prompt processing and time to first token (default 128)\n"
     "  --gen N     tokens decoded one at a time (default 128)\n"
+    "  --context N tokens the KV cache holds (default: the model's seq_len)\n"
+    "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 232M\n"
+    "  --cache SIZE      cap only the weight cache (default 0 = no cap unless --mem-limit)\n"
+    "  --prefetch-threads N  background loaders (default 1; 0 = load ahead inline)\n"
+    "  --no-prefetch     no loading ahead; --lru: plain LRU eviction instead of the adaptive policy\n"
+    "  --no-probe  skip the memory bandwidth probe (its 1 GiB buffer would not fit a memory cgroup)\n"
     "  --probe-mib M  buffer of the bandwidth probe (default 1024)\n";
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+struct BenchOptions {
+  int threads = 0, prompt_n = 128, gen_n = 128, context = 0;
+  uint64_t mem_limit = 0;  // TinyAILLMConfig.memoryLimit; 0 = none
+  TinyAIMmapConfig mmap{};
+};
+
+// Cache counters over one phase (the difference of two snapshots).
+struct CacheDelta {
+  uint64_t hits = 0, misses = 0, bytes_read = 0, evictions = 0, prefetch_loads = 0, prefetch_dropped = 0,
+           prefetch_hits = 0, stalls = 0;
+};
+
+CacheDelta Diff(const TinyAICacheStats& a, const TinyAICacheStats& b) {
+  CacheDelta d;
+  d.hits = b.hits - a.hits;
+  d.misses = b.misses - a.misses;
+  d.bytes_read = b.bytesRead - a.bytesRead;
+  d.evictions = b.evictions - a.evictions;
+  d.prefetch_loads = b.prefetchLoads - a.prefetchLoads;
+  d.prefetch_dropped = b.prefetchDropped - a.prefetchDropped;
+  d.prefetch_hits = b.prefetchHits - a.prefetchHits;
+  d.stalls = b.stalls - a.stalls;
+  return d;
+}
+
 struct ModelFigures {
   TinyAIModelInfo info{};
+  int prompt_n = 0, gen_n = 0;
   double pp_tps = 0, decode_tps = 0, ttft_ms = 0;
   uint64_t bytes_per_token = 0;  // at the mean decode position
   double effective_gbps = 0;
   uint64_t peak_rss = 0, weights_resident = 0;
+  CacheDelta prompt_cache, decode_cache;  // prompt phase (after warm-up) and decode phase
+  double read_bytes_per_token = 0;        // decode_cache.bytes_read / decoded tokens
+  double read_gbps = 0;                   // decode_cache.bytes_read / decode seconds
+  TinyAIMemoryReport mem{};               // at the end of the run
 };
 
 // Bytes read from memory to decode one token at position pos: every weight
@@ -47,12 +88,14 @@ uint64_t BytesPerToken(const TinyAIModelInfo& m, double pos) {
   return weights + static_cast<uint64_t>(2.0 * m.layers * pos * static_cast<double>(kv_dim) * 4.0);
 }
 
-int BenchModel(const std::string& path, int threads, int prompt_n, int gen_n, ModelFigures* f) {
-  TinyAIMmapConfig mc = tinyaiCreateDefaultMmapConfig();
+int BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f) {
+  TinyAIMmapConfig mc = o.mmap;
   TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), &mc);
   if (!model) return tinyai_tools::ReportError("tinyai-bench", tinyaiGetLastError());
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-  cfg.threads = threads;
+  cfg.threads = o.threads;
+  cfg.contextLength = o.context;
+  cfg.memoryLimit = static_cast<size_t>(o.mem_limit);
   TinyAILLM* llm = nullptr;
   TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
   if (s != TINYAI_OK) {
@@ -61,10 +104,13 @@ int BenchModel(const std::string& path, int threads, int prompt_n, int gen_n, Mo
   }
   tinyaiGetModelInfo(llm, &f->info);
   const int ctx = f->info.contextLength;
+  int prompt_n = o.prompt_n, gen_n = o.gen_n;
   if (prompt_n + gen_n > ctx) {
     prompt_n = ctx / 2;
     gen_n = ctx - prompt_n;
   }
+  f->prompt_n = prompt_n;
+  f->gen_n = gen_n;
   std::vector<float> logits(static_cast<size_t>(f->info.vocabSize));
   std::vector<int32_t> tokens(static_cast<size_t>(prompt_n));
   uint64_t rng = 12345;
@@ -75,20 +121,31 @@ int BenchModel(const std::string& path, int threads, int prompt_n, int gen_n, Mo
   }
   TinyAISamplerConfig greedy = tinyaiCreateDefaultSamplerConfig();
   greedy.temperature = 0.0f;
-  // Warm-up: every weight is touched once, so the figures are steady-state.
+  TinyAICacheStats c0, c1, c2;
+  c0.structSize = c1.structSize = c2.structSize = sizeof(TinyAICacheStats);
+  // Warm-up: every weight is touched once, so the figures are steady-state
+  // (without a cap every weight is then resident; with one, the cache holds
+  // what its policy keeps).
   s = tinyaiEval(llm, tokens.data(), prompt_n < 8 ? prompt_n : 8, logits.data());
   if (s == TINYAI_OK) s = tinyaiResetLLM(llm);
   int32_t next = 0;
+  if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c0);
   double t0 = Now();
   if (s == TINYAI_OK) s = tinyaiEval(llm, tokens.data(), prompt_n, logits.data());
   double t1 = Now();
   if (s == TINYAI_OK) s = tinyaiSample(llm, logits.data(), &greedy, &rng, &next);
   double t2 = Now();
+  if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c1);
+  // The decode phase is timed from just after the snapshot.
+  const double t2d = Now();
   for (int i = 0; i < gen_n && s == TINYAI_OK; ++i) {
     s = tinyaiEval(llm, &next, 1, logits.data());
     if (s == TINYAI_OK) s = tinyaiSample(llm, logits.data(), &greedy, &rng, &next);
   }
   double t3 = Now();
+  if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c2);
+  f->mem.structSize = sizeof f->mem;
+  if (s == TINYAI_OK) s = tinyaiGetLLMMemoryReport(llm, &f->mem);
   if (s != TINYAI_OK) {
     tinyaiDestroyLLM(llm);
     tinyaiCloseMappedModel(model);
@@ -96,9 +153,13 @@ int BenchModel(const std::string& path, int threads, int prompt_n, int gen_n, Mo
   }
   f->pp_tps = prompt_n / (t1 - t0);
   f->ttft_ms = (t2 - t0) * 1e3;
-  f->decode_tps = gen_n / (t3 - t2);
+  f->decode_tps = gen_n / (t3 - t2d);
   f->bytes_per_token = BytesPerToken(f->info, prompt_n + gen_n / 2.0);
   f->effective_gbps = static_cast<double>(f->bytes_per_token) * f->decode_tps / 1e9;
+  f->prompt_cache = Diff(c0, c1);
+  f->decode_cache = Diff(c1, c2);
+  f->read_bytes_per_token = static_cast<double>(f->decode_cache.bytes_read) / gen_n;
+  f->read_gbps = static_cast<double>(f->decode_cache.bytes_read) / (t3 - t2d) / 1e9;
   f->weights_resident = tinyaiGetMappedModelMemoryUsage(model);
   f->peak_rss = tinyaiGetProcessPeakRss();
   tinyaiDestroyLLM(llm);
@@ -106,10 +167,25 @@ int BenchModel(const std::string& path, int threads, int prompt_n, int gen_n, Mo
   return 0;
 }
 
+void PrintCacheJson(const char* name, const CacheDelta& d) {
+  std::printf(",\"%s\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"bytes_read\":%" PRIu64
+              ",\"evictions\":%" PRIu64 ",\"prefetch_loads\":%" PRIu64 ",\"prefetch_dropped\":%" PRIu64
+              ",\"prefetch_hits\":%" PRIu64 ",\"stalls\":%" PRIu64 "}",
+              name, d.hits, d.misses, d.bytes_read, d.evictions, d.prefetch_loads, d.prefetch_dropped,
+              d.prefetch_hits, d.stalls);
+}
+
+double Fraction(double a, double b) { return b > 0 ? a / b : 0.0; }
+
 int Run(int argc, char** argv) {
   std::string model;
-  bool json = false, probe_only = false;
-  int threads = 0, prompt_n = 128, gen_n = 128, probe_mib = 1024;
+  bool json = false, probe_only = false, probe = true, mem_limit_given = false;
+  int probe_mib = 1024;
+  BenchOptions o;
+  o.mmap = tinyaiCreateDefaultMmapConfig();
+  // The library's default caps the weight cache (256 MB); the benchmark
+  // measures the whole model unless a cap or limit is asked for.
+  o.mmap.maxCacheSize = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -117,19 +193,31 @@ int Run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-m") model = value();
-    else if (a == "-t") threads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--prompt") prompt_n = static_cast<int>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--gen") gen_n = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "-t") o.threads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--prompt") o.prompt_n = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--gen") o.gen_n = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--context") o.context = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--mem-limit" && (mem_limit_given = true)) o.mem_limit = tinyai_tools::ParseSize(a, value());
+    else if (a == "--cache") o.mmap.maxCacheSize = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
+    else if (a == "--prefetch-threads") o.mmap.prefetchThreads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--no-prefetch") o.mmap.prefetchEnabled = false;
+    else if (a == "--lru") o.mmap.adaptiveCaching = false;
     else if (a == "--probe-mib") probe_mib = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--no-probe") probe = false;
     else if (a == "--json") json = true;
     else if (a == "--probe") probe_only = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else throw tinyai_tools::UsageError("unknown argument " + a);
   }
   if (!probe_only && model.empty()) throw tinyai_tools::UsageError("-m MODEL or --probe is required");
-  if (prompt_n < 1 || gen_n < 1 || probe_mib < 16) throw tinyai_tools::UsageError("--prompt, --gen must be >= 1, --probe-mib >= 16");
+  if (o.prompt_n < 1 || o.gen_n < 1 || probe_mib < 16) throw tinyai_tools::UsageError("--prompt, --gen must be >= 1, --probe-mib >= 16");
+  if (o.context < 0) throw tinyai_tools::UsageError("--context must be >= 0 (0 = the model's seq_len)");
+  if (mem_limit_given && o.mem_limit == 0) throw tinyai_tools::UsageError("--mem-limit must be above 0");
+  if (o.mmap.prefetchThreads < 0) throw tinyai_tools::UsageError("--prefetch-threads must be >= 0");
+  if (probe_only) probe = true;
   const int cores = tinyai::port::CpuCount();
-  if (threads <= 0) threads = cores;
+  if (o.threads <= 0) o.threads = cores;
+  const int threads = o.threads;
 
   // The probe always uses every core: it measures the machine, not the run.
   // A shared machine's bandwidth drifts with its neighbours, so the probe
@@ -138,46 +226,90 @@ int Run(int argc, char** argv) {
   // counts in this process's peak RSS.
   const size_t probe_bytes = static_cast<size_t>(probe_mib) << 20;
   tinyai_tools::BandwidthResult bw;
-  if (!probe_only) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7);
+  if (!probe_only && probe) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7);
   ModelFigures f;
   if (!probe_only) {
-    int rc = BenchModel(model, threads, prompt_n, gen_n, &f);
+    int rc = BenchModel(model, o, &f);
     if (rc != 0) return rc;
   }
-  tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7);
-  if (after.best_gbps > bw.best_gbps) bw = after;
-  // What the run's own thread count can pull (one core cannot saturate memory).
   tinyai_tools::BandwidthResult same = bw;
-  if (!probe_only && threads != cores) same = tinyai_tools::MeasureReadBandwidth(threads, probe_bytes, 7);
+  if (probe) {
+    tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7);
+    if (after.best_gbps > bw.best_gbps) bw = after;
+    // What the run's own thread count can pull (one core cannot saturate memory).
+    same = bw;
+    if (!probe_only && threads != cores) same = tinyai_tools::MeasureReadBandwidth(threads, probe_bytes, 7);
+  }
+  const bool capped = !probe_only && (f.mem.limit > 0 || f.mem.weightCacheCap > 0);
   if (json) {
-    std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f", bw.kernels,
-                cores, bw.best_gbps, bw.median_gbps);
+    std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f",
+                probe ? bw.kernels : "", cores, bw.best_gbps, bw.median_gbps);
     if (!probe_only) {
       std::printf(",\"model\":\"%s\",\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"weights_bytes\":%" PRIu64
                   ",\"pp_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f,\"ttft_ms\":%.2f,\"bytes_per_token\":%" PRIu64
                   ",\"effective_gbps\":%.2f,\"bandwidth_fraction\":%.3f,\"memory_read_gbps_same_threads\":%.2f"
                   ",\"bandwidth_fraction_same_threads\":%.3f,\"peak_rss_bytes\":%" PRIu64
-                  ",\"weights_resident_bytes\":%" PRIu64 "}\n",
-                  model.c_str(), threads, prompt_n, gen_n, f.info.weightBytes, f.pp_tps, f.decode_tps, f.ttft_ms,
-                  f.bytes_per_token, f.effective_gbps, f.effective_gbps / bw.best_gbps, same.best_gbps,
-                  f.effective_gbps / same.best_gbps, f.peak_rss, f.weights_resident);
-    } else {
-      std::printf("}\n");
+                  ",\"weights_resident_bytes\":%" PRIu64,
+                  model.c_str(), threads, f.prompt_n, f.gen_n, f.info.weightBytes, f.pp_tps, f.decode_tps, f.ttft_ms,
+                  f.bytes_per_token, f.effective_gbps, Fraction(f.effective_gbps, bw.best_gbps), same.best_gbps,
+                  Fraction(f.effective_gbps, same.best_gbps), f.peak_rss, f.weights_resident);
+      std::printf(",\"context\":%d,\"mem_limit_bytes\":%" PRIu64 ",\"cache_cap_bytes\":%" PRIu64
+                  ",\"minimum_limit_bytes\":%" PRIu64 ",\"prefetch\":%s,\"prefetch_threads\":%d,\"adaptive\":%s"
+                  ",\"read_bytes_per_token\":%.0f,\"read_gbps\":%.3f,\"accounted_peak_bytes\":%" PRIu64
+                  ",\"accounted_weights_peak_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64
+                  ",\"activation_bytes\":%" PRIu64 ",\"other_bytes\":%" PRIu64,
+                  f.info.contextLength, static_cast<uint64_t>(f.mem.limit), static_cast<uint64_t>(f.mem.weightCacheCap),
+                  static_cast<uint64_t>(f.mem.minimumLimit), o.mmap.prefetchEnabled ? "true" : "false",
+                  o.mmap.prefetchThreads, o.mmap.adaptiveCaching ? "true" : "false", f.read_bytes_per_token,
+                  f.read_gbps, static_cast<uint64_t>(f.mem.peakTotalBytes),
+                  static_cast<uint64_t>(f.mem.weightPeakBytes), static_cast<uint64_t>(f.mem.kvBytes),
+                  static_cast<uint64_t>(f.mem.activationBytes), static_cast<uint64_t>(f.mem.otherBytes));
+      PrintCacheJson("decode_cache", f.decode_cache);
+      PrintCacheJson("prompt_cache", f.prompt_cache);
     }
+    std::printf("}\n");
   } else {
-    std::printf("memory read bandwidth: %.2f GB/s best, %.2f median (%d cores, %s, %d MiB buffer)\n", bw.best_gbps,
-                bw.median_gbps, cores, bw.kernels, probe_mib);
+    if (probe) {
+      std::printf("memory read bandwidth: %.2f GB/s best, %.2f median (%d cores, %s, %d MiB buffer)\n", bw.best_gbps,
+                  bw.median_gbps, cores, bw.kernels, probe_mib);
+    } else {
+      std::printf("memory read bandwidth: not measured (--no-probe)\n");
+    }
     if (!probe_only) {
-      std::printf("model %s: %.1f MiB of weights, %d threads\n", model.c_str(), tinyai_tools::Mib(f.info.weightBytes), threads);
-      std::printf("  prompt processing  %8.2f tokens/s (%d tokens)\n", f.pp_tps, prompt_n);
+      std::printf("model %s: %.1f MiB of weights, %d threads, context %d\n", model.c_str(),
+                  tinyai_tools::Mib(f.info.weightBytes), threads, f.info.contextLength);
+      if (capped) {
+        std::printf("  memory limit %s, weight cache cap %s (minimum limit %.1f MiB), prefetch %s (%d threads), %s\n",
+                    f.mem.limit ? (std::to_string(f.mem.limit >> 20) + " MiB").c_str() : "none",
+                    f.mem.weightCacheCap ? (std::to_string(f.mem.weightCacheCap >> 20) + " MiB").c_str() : "none",
+                    tinyai_tools::Mib(f.mem.minimumLimit), o.mmap.prefetchEnabled ? "on" : "off",
+                    o.mmap.prefetchThreads, o.mmap.adaptiveCaching ? "adaptive" : "LRU");
+      }
+      std::printf("  prompt processing  %8.2f tokens/s (%d tokens)\n", f.pp_tps, f.prompt_n);
       std::printf("  time to first token %7.2f ms\n", f.ttft_ms);
-      std::printf("  decode             %8.2f tokens/s (%d tokens)\n", f.decode_tps, gen_n);
-      std::printf("  effective bandwidth %7.2f GB/s = %.1f MiB/token x tokens/s (%.0f%% of measured; %.0f%% of %.2f GB/s "
-                  "that %d thread(s) can read)\n",
-                  f.effective_gbps, tinyai_tools::Mib(f.bytes_per_token), 100.0 * f.effective_gbps / bw.best_gbps,
-                  100.0 * f.effective_gbps / same.best_gbps, same.best_gbps, threads);
+      std::printf("  decode             %8.2f tokens/s (%d tokens)\n", f.decode_tps, f.gen_n);
+      if (probe) {
+        std::printf("  effective bandwidth %7.2f GB/s = %.1f MiB/token x tokens/s (%.0f%% of measured; %.0f%% of %.2f GB/s "
+                    "that %d thread(s) can read)\n",
+                    f.effective_gbps, tinyai_tools::Mib(f.bytes_per_token), 100.0 * Fraction(f.effective_gbps, bw.best_gbps),
+                    100.0 * Fraction(f.effective_gbps, same.best_gbps), same.best_gbps, threads);
+      } else {
+        std::printf("  effective bandwidth %7.2f GB/s = %.1f MiB/token x tokens/s\n", f.effective_gbps,
+                    tinyai_tools::Mib(f.bytes_per_token));
+      }
+      const CacheDelta& d = f.decode_cache;
+      std::printf("  read from storage  %8.2f MiB/token while decoding (%.3f GB/s)\n",
+                  tinyai_tools::Mib(static_cast<uint64_t>(f.read_bytes_per_token)), f.read_gbps);
+      std::printf("  decode cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64 " evictions, prefetch %" PRIu64
+                  " loads / %" PRIu64 " hits / %" PRIu64 " dropped, %" PRIu64 " stalls\n",
+                  d.hits, d.misses, d.evictions, d.prefetch_loads, d.prefetch_hits, d.prefetch_dropped, d.stalls);
       std::printf("  peak RSS           %8.1f MiB (weights resident %.1f MiB)\n", tinyai_tools::Mib(f.peak_rss),
                   tinyai_tools::Mib(f.weights_resident));
+      std::printf("  TinyAI accounted peak %5.1f MiB: weights %.1f MiB, KV cache %.1f MiB, activations %.2f MiB, "
+                  "tables %.2f MiB\n",
+                  tinyai_tools::Mib(f.mem.peakTotalBytes), tinyai_tools::Mib(f.mem.weightPeakBytes),
+                  tinyai_tools::Mib(f.mem.kvBytes), tinyai_tools::Mib(f.mem.activationBytes),
+                  tinyai_tools::Mib(f.mem.otherBytes));
     }
   }
   return 0;
