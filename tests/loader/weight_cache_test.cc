@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "format/test_models.h"
+#include "loader/cache_policy.h"
 #include "loader/mapped_model.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -887,6 +888,32 @@ TEST_F(WeightCacheTest, ClosingAModelTwiceIsMisuse) {
   TinyAIMappedModel* other = Open(Config(0, true));
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(Touch(other, 1), 0);
+}
+
+}  // namespace
+
+namespace {
+
+// A block used twice in a row once per cycle (a norm, then the matrix rows
+// packed after it) must still be predicted a whole cycle away after its
+// second use, not treated as overdue (which would make it LRU prey).
+TEST(CachePolicyTest, DoubleTouchPerCycleLearnsTheCycle) {
+  constexpr uint64_t kCycle = 100;
+  tinyai::EntryUse u;
+  for (uint64_t pass = 0; pass < 3; ++pass) {
+    tinyai::RecordUse(&u, 5 + pass * kCycle);
+    tinyai::RecordUse(&u, 6 + pass * kCycle);
+  }
+  const uint64_t now = 7 + 2 * kCycle;
+  EXPECT_GE(tinyai::PredictedDistance(u, now, true), kCycle - 5);
+  // A block used once per cycle just before now is predicted further away
+  // than one needed a few accesses from now.
+  tinyai::EntryUse soon;
+  tinyai::RecordUse(&soon, 10 + kCycle);
+  tinyai::RecordUse(&soon, 10 + 2 * kCycle);
+  EXPECT_LT(tinyai::PredictedDistance(soon, now + 90, true), tinyai::PredictedDistance(u, now, true));
+  // Plain LRU: distance is the age.
+  EXPECT_EQ(tinyai::PredictedDistance(u, now, false), 1u);
 }
 
 }  // namespace
