@@ -333,30 +333,11 @@ TinyAIStatus WeightCache::Acquire(int32_t entry, const uint8_t** data) {
       changed_.notify_all();
       return s;
     }
-    ++loading_;
-    e.by_prefetch = false;
-    uint8_t* dst = e.buffer;
-    const uint8_t* loaded = nullptr;
-    uint64_t read = 0;
-#if TINYAI_WITH_THREADS
-    lock.unlock();
-#endif
-    s = Load(entry, dst, &loaded, &read);
-#if TINYAI_WITH_THREADS
-    lock.lock();
-#endif
-    --loading_;
-    stats_.bytes_read += read;
+    s = LoadReserved(lock, entry, false);
     if (s != TINYAI_OK) {
-      FreeMemory(e);
-      e.state = kEmpty;
       changed_.notify_all();
       return s;
     }
-    e.data = loaded;
-    e.state = kResident;
-    resident_ += e.bytes;
-    stats_.bytes_loaded += DecodedSize(entry);
     ++e.pins;
     RecordUse(&e.use, now);
     *data = e.data;
@@ -409,8 +390,19 @@ void WeightCache::PrefetchLoad(int32_t entry) {
     changed_.notify_all();
     return;
   }
+  // On failure the use that follows loads again and reports the error.
+  if (LoadReserved(lock, entry, true) == TINYAI_OK) {
+    e.use.pending = true;
+    ++stats_.prefetch_loads;
+  }
+  changed_.notify_all();
+}
+
+TinyAIStatus WeightCache::LoadReserved(UniqueLock& lock, int32_t entry, bool prefetch) {
+  (void)lock;
+  Entry& e = entries_[static_cast<size_t>(entry)];
   ++loading_;
-  e.by_prefetch = true;
+  e.by_prefetch = prefetch;
   uint8_t* dst = e.buffer;
   const uint8_t* loaded = nullptr;
   uint64_t read = 0;
@@ -423,19 +415,17 @@ void WeightCache::PrefetchLoad(int32_t entry) {
 #endif
   --loading_;
   stats_.bytes_read += read;
-  if (s != TINYAI_OK) {  // the use that follows loads again and reports the error
+  if (s != TINYAI_OK) {
     FreeMemory(e);
     e.state = kEmpty;
     e.by_prefetch = false;
-  } else {
-    e.data = loaded;
-    e.state = kResident;
-    e.use.pending = true;
-    resident_ += e.bytes;
-    ++stats_.prefetch_loads;
-    stats_.bytes_loaded += DecodedSize(entry);
+    return s;
   }
-  changed_.notify_all();
+  e.data = loaded;
+  e.state = kResident;
+  resident_ += e.bytes;
+  stats_.bytes_loaded += DecodedSize(entry);
+  return TINYAI_OK;
 }
 
 void WeightCache::WorkerMain(void* self) {

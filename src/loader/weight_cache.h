@@ -150,6 +150,10 @@ class WeightCache {
   void NoteHeld();
   TinyAIStatus GrabStaging(UniqueLock& lock, Staging** out);
 
+  // Loads entry (marked kLoading, memory reserved) with the lock released,
+  // then marks it resident, or empty with its memory returned on failure.
+  TinyAIStatus LoadReserved(UniqueLock& lock, int32_t entry, bool prefetch);
+
   // --- outside mutex_, entry marked kLoading ---
   TinyAIStatus Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   TinyAIStatus LoadBlock(int32_t block, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
