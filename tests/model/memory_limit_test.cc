@@ -44,6 +44,16 @@ bool ResetPeakRss() {
   return static_cast<bool>(f);
 }
 
+// Greedy text of steps positions from prompt; fails the test on an error.
+std::string Generate(TinyAILLM* llm, const char* prompt, int32_t steps) {
+  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+  params.steps = steps;
+  char text[1024];
+  size_t len = 0;
+  EXPECT_EQ(tinyaiGenerate(llm, prompt, &params, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
+  return std::string(text, len < sizeof text ? len : sizeof text);
+}
+
 class MemoryLimitTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -145,11 +155,7 @@ TEST_F(MemoryLimitTest, LimitBelowTheMinimumFailsBeforeRunning) {
   cfg.memoryLimit = static_cast<size_t>(need.minimumLimit);
   TinyAILLM* llm = nullptr;
   ASSERT_EQ(tinyaiCreateLLM(model, &cfg, &llm), TINYAI_OK) << LastMessage();
-  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
-  params.steps = 8;
-  char text[256];
-  size_t len = 0;
-  EXPECT_EQ(tinyaiGenerate(llm, "Hi", &params, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
+  EXPECT_FALSE(Generate(llm, "Hi", 8).empty());
   TinyAIMemoryReport mem;
   mem.structSize = sizeof mem;
   ASSERT_EQ(tinyaiGetLLMMemoryReport(llm, &mem), TINYAI_OK);
@@ -169,12 +175,7 @@ TEST_F(MemoryLimitTest, StreamedOutputEqualsUncappedOutput) {
     if (capped) cfg.memoryLimit = 12u << 20;
     TinyAILLM* llm = nullptr;
     ASSERT_EQ(tinyaiCreateLLM(model, &cfg, &llm), TINYAI_OK) << LastMessage();
-    TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
-    params.steps = 24;
-    char text[1024];
-    size_t len = 0;
-    ASSERT_EQ(tinyaiGenerate(llm, "The cat", &params, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
-    texts[capped].assign(text, len);
+    texts[capped] = Generate(llm, "The cat", 24);
     tinyaiDestroyLLM(llm);
     tinyaiCloseMappedModel(model);
   }
