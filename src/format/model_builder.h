@@ -1,7 +1,7 @@
 // Offline model builders (used by tinyai-convert and the tests): a llama2.c
-// checkpoint and tokenizer into .tmai, and random-weight LLaMA models for
-// speed and memory tests. Both stream tensor data, so writing a multi-GiB
-// model needs little memory.
+// checkpoint and tokenizer into .tmai, random-weight LLaMA models for speed
+// and memory tests, and random-weight dense networks from a definition file.
+// They stream tensor data, so writing a multi-GiB model needs little memory.
 #ifndef TINYAI_FORMAT_MODEL_BUILDER_H_
 #define TINYAI_FORMAT_MODEL_BUILDER_H_
 
@@ -74,6 +74,62 @@ void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
                             LlamaShape* shapeOut, const WriteOptions& options = WriteOptions(),
                             TmaiWriteStats* stats = nullptr);
+
+// ---- Dense networks (docs/format.md, "Dense networks") ----------------------
+//
+// A definition file describes an MLP whose layers may read several earlier
+// layers (their outputs are summed), which is how residual blocks are written:
+//
+//   # comment lines and blank lines are ignored; '#' also ends a line early
+//   name mlp-residual          # optional: general.name
+//   input 32                   # floats per input row (required, before the first layer)
+//   seed 7                     # optional, default 1
+//   layer fc_in  out=64 act=relu
+//   layer b0_fc1 out=64 act=relu
+//   layer b0_fc2 out=64 act=none
+//   layer b1_fc1 out=64 act=relu inputs=b0_fc2,fc_in    # input = b0_fc2 + fc_in: a residual block
+//   ...
+//   layer head   out=10 act=none bias=0
+//
+// Directives are whitespace-separated tokens, one directive per line; each of
+// name, input and seed appears at most once. `layer NAME key=value...` takes
+// out=N (required, 1..16777216), act=none|relu|tanh (default none), bias=0|1
+// (default 1) and inputs=A,B,... (no spaces; default: the previous layer, or
+// the network input for the first layer). In inputs=, a name is an earlier
+// layer and `input` is the network's input; the inputs must all have the same
+// width, which becomes the layer's input width. NAME is letters, digits, '_',
+// '-' and '.', unique, and not `input`. The network's output is the
+// concatenation, in layer order, of the layers no later layer reads.
+
+struct DenseLayerDef {
+  std::string name;
+  int32_t out = 0;                  // output width (rows of the weight)
+  std::string activation;           // "none", "relu" or "tanh"; empty means none
+  std::vector<std::string> inputs;  // earlier layer names or "input"; empty: the previous layer (or the input)
+  bool bias = true;
+};
+
+struct DenseNetDef {
+  std::string name;       // general.name; may be empty
+  int32_t input_dim = 0;  // floats per input row
+  uint64_t seed = 1;      // of the random weights
+  std::vector<DenseLayerDef> layers;
+};
+
+// Parses a definition (above). Errors are TINYAI_ERR_INVALID_ARGUMENT with a
+// message "line N: ..." naming the problem: an unknown directive or key, a
+// missing or repeated `input`, a bad number, a duplicate layer name, an input
+// naming an unknown or later layer, an unknown activation, inputs of
+// different widths, or no layers.
+TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out);
+
+// Writes a dense network with seeded random weights: each weight uniform with
+// variance 1/in, each bias uniform in [-0.1, 0.1]; the same definition and
+// seed give the same bytes. def is checked as ParseDenseDefinition checks a
+// file (TINYAI_ERR_INVALID_ARGUMENT naming the layer). stats, when not null,
+// receives what was written.
+TinyAIStatus WriteDenseModel(const DenseNetDef& def, const char* outPath, const WriteOptions& options = WriteOptions(),
+                             TmaiWriteStats* stats = nullptr);
 
 }  // namespace tinyai
 

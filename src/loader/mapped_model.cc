@@ -122,7 +122,7 @@ TinyAIStatus TinyAIMappedModel::ReadIndex() {
 TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
   const auto layers = reader_.layers();
   TINYAI_RETURN_IF_ERROR(descriptors_.Allocate(layers.size(), "layer descriptors"));
-  constexpr size_t kNameCapacity = 24;  // "block.65535" fits
+  constexpr size_t kNameCapacity = 24;  // "block.65535" and "dense.2147483647" fit
   TINYAI_RETURN_IF_ERROR(layer_names_.Allocate(layers.size() * kNameCapacity, "layer names"));
   for (size_t i = 0; i < layers.size(); ++i) {
     const tinyai::tmai::LayerEntry& l = layers[i];
@@ -138,6 +138,8 @@ TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
     d.decodedSize = l.decoded_size;
     if (l.kind == TINYAI_LAYER_TRANSFORMER) {
       std::snprintf(name, kNameCapacity, "block.%d", l.block_index);
+    } else if (l.kind == TINYAI_LAYER_DENSE && l.block_index >= 0) {
+      std::snprintf(name, kNameCapacity, "dense.%d", l.block_index);
     } else {
       std::snprintf(name, kNameCapacity, "%s", tinyaiLayerKindName(d.kind));
     }
