@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libzstd-dev libxsimd-dev libconcurrentqueue-dev
-          libgtest-dev libgmock-dev libbenchmark-dev python3-numpy clang-14 libclang-rt-14-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev python3-numpy python3-yaml clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,9 +1,10 @@
 /*
  * tinyai/llm.h - text generation with a LLaMA-architecture model.
  *
- * A TinyAILLM runs a mapped .tmai model: it owns the KV cache, the
- * activation buffers (all allocated at creation; nothing is allocated while
- * tokens are evaluated), the tokenizer and the worker threads.
+ * A TinyAILLM runs a mapped .tmai model through a forward scheduler
+ * (<tinyai/utils/forward_scheduler.h>): it owns the KV cache, the planned
+ * activation arena (allocated at creation; nothing is allocated while tokens
+ * are evaluated), the tokenizer and the worker threads.
  *
  *     TinyAIMappedModel* model = tinyaiOpenMappedModel("model.tmai", NULL);
  *     TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "utils/forward_scheduler.h"
 #include "utils/mmap_loader.h"
 
 #ifdef __cplusplus
@@ -45,6 +47,10 @@ typedef struct TinyAILLMConfig {
                                The LLM sets the model's weight cache cap to what the rest leaves.
                                Below tinyaiGetLLMMemoryReport()'s minimumLimit, creation fails
                                with TINYAI_ERR_RESOURCE_EXHAUSTED naming the tensor, bytes and limit. */
+    TinyAIExecutionMode mode; /* how the forward scheduler runs it under memoryLimit
+                               (<tinyai/utils/forward_scheduler.h>); default TINYAI_EXEC_ADAPTIVE */
+    bool debugExecution;    /* no in-place reuse of activations (every tensor its own buffer);
+                               the output is identical; default false */
 } TinyAILLMConfig;
 
 typedef struct TinyAIModelInfo {
@@ -181,6 +187,16 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
 TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
                             char* out, size_t outCapacity, size_t* outLen,
                             TinyAIGenerateStats* stats);
+
+/* Generation settings for tinyaiExecuteNextLayer() on a language model's
+ * schedule (<tinyai/utils/forward_scheduler.h>): steps, sampler, callback.
+ * Copied; before the first call of a generation. Defaults:
+ * tinyaiCreateDefaultGenerateParams(). */
+TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params);
+
+/* The forward scheduler an LLM runs on (owned by the LLM): its report,
+ * memory figures and activation DAG. */
+const TinyAIForwardScheduler* tinyaiGetLLMScheduler(const TinyAILLM* llm);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,9 @@ typedef enum TinyAIStatus {
     TINYAI_ERR_UNSUPPORTED = -15,        /* valid but not supported (dtype, codec, arch) */
     TINYAI_ERR_MISUSE = -16,             /* API called in the wrong state */
     TINYAI_ERR_NOT_FOUND = -17,          /* a named tensor or key does not exist */
-    TINYAI_ERR_INTERNAL = -18            /* a bug in TinyAI: please report it */
+    TINYAI_ERR_INTERNAL = -18,           /* a bug in TinyAI: please report it */
+    TINYAI_ERR_GRAPH_CYCLE = -19,        /* a schedule's dependencies form a cycle (a layer on itself included) */
+    TINYAI_ERR_MISSING_DEPENDENCY = -20  /* a scheduled layer depends on a layer never added to the schedule */
 } TinyAIStatus;
 
 /* Static name of a status, e.g. "TINYAI_ERR_BAD_MAGIC". Never NULL. */

@@ -14,6 +14,7 @@
 #include "llm.h"
 #include "status.h"
 #include "types.h"
+#include "utils/forward_scheduler.h"
 #include "utils/mmap_loader.h"
 
 #define TINYAI_VERSION_MAJOR 0

@@ -7,16 +7,18 @@
 #include "port/port.h"
 #include "model/generate.h"
 #include "model/llama.h"
+#include "scheduler/scheduler.h"
 #include "text/sampler.h"
 #include "tinyai/llm.h"
 
 using tinyai::SetError;
+using tinyai::StringView;
 
 struct TinyAILLM {
-  tinyai::LlamaModel model;
-  tinyai::Sampler sampler;
-  tinyai::LlamaMemoryPlan plan;
-  uint64_t limit = 0;
+  TinyAIForwardScheduler sched;
+  tinyai::ForwardScheduler& impl() { return sched.impl; }
+  const tinyai::ForwardScheduler& impl() const { return sched.impl; }
+  tinyai::LlamaModel& model() const { return *sched.impl.llama(); }
 };
 
 namespace {
@@ -48,10 +50,35 @@ TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
   return TINYAI_OK;
 }
 
-void FillLargestBlock(const TinyAIMappedModel& model, const tinyai::LlamaMemoryPlan& plan, TinyAIMemoryReport* out) {
-  out->largestBlockBytes = plan.largest_block;
-  out->largestBlockTensor =
-      plan.largest_tensor >= 0 ? model.reader().tensors()[static_cast<size_t>(plan.largest_tensor)].name : "";
+// A language model's schedule: the whole chain, one row per token, up to
+// 16 tokens per pass.
+TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* model, const TinyAILLMConfig& cfg) {
+  TinyAISchedulerConfig sc = tinyaiCreateDefaultSchedulerConfig();
+  sc.threads = cfg.threads;
+  sc.contextLength = cfg.contextLength;
+  sc.debugExecution = cfg.debugExecution;
+  TINYAI_RETURN_IF_ERROR(s->Init(model, cfg.mode, cfg.memoryLimit, sc));
+  if (!s->llama()) {
+    StringView arch;
+    model->reader().GetString("general.architecture", &arch);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not a language model (expected 'llama')",
+                    model->reader().source(), static_cast<int>(arch.size), arch.data);
+  }
+  TINYAI_RETURN_IF_ERROR(s->AddModelLayers());
+  return s->Plan();
+}
+
+// Fills the fields an estimate and a report share.
+void FillPlan(const tinyai::ForwardScheduler& s, TinyAIMemoryReport* out) {
+  const tinyai::WeightStream* stream = const_cast<tinyai::ForwardScheduler&>(s).program()->weights();
+  out->limit = s.limit();
+  out->minimumLimit = s.minimum_limit();
+  out->kvBytes = s.program_memory().persistent;
+  out->activationBytes = s.arena_bytes();
+  out->otherBytes = s.tables_bytes();
+  out->largestBlockBytes = stream->largest_block_bytes();
+  const int32_t t = stream->largest_block_tensor();
+  out->largestBlockTensor = t >= 0 ? s.model()->reader().tensors()[static_cast<size_t>(t)].name : "";
 }
 
 }  // namespace
@@ -64,6 +91,8 @@ TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void) {
   c.structSize = sizeof c;
   c.contextLength = 0;
   c.threads = 1;
+  c.mode = TINYAI_EXEC_ADAPTIVE;
+  c.debugExecution = false;
   return c;
 }
 
@@ -92,26 +121,11 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: model is NULL");
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
-  // The limit is checked before anything is allocated.
-  tinyai::LlamaMemoryPlan plan;
-  const int threads = cfg.threads == 0 ? tinyai::port::CpuCount() : cfg.threads;
-  if (cfg.threads >= 0 && cfg.contextLength >= 0) {
-    TINYAI_RETURN_IF_ERROR(tinyai::LlamaModel::PlanMemory(*model, cfg.contextLength, threads, &plan));
-    TINYAI_RETURN_IF_ERROR(plan.CheckLimit(*model, cfg.memoryLimit, cfg.contextLength));
-  }
   TinyAILLM* llm = new (std::nothrow) TinyAILLM();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
-  llm->plan = plan;
-  llm->limit = cfg.memoryLimit;
-  TinyAIStatus s = llm->model.Init(model, cfg, nullptr);
-  if (s == TINYAI_OK) s = llm->sampler.Init(static_cast<size_t>(llm->model.params().vocab_size));
-  if (s == TINYAI_OK && cfg.memoryLimit > 0) {
-    uint64_t cap = cfg.memoryLimit - plan.fixed;
-    const uint64_t configured = model->config().maxCacheSize;
-    if (configured > 0 && configured < cap) cap = configured;
-    s = model->cache().SetCapacity(cap);
-    llm->model.UpdateStreaming();
-  }
+  // The limit is checked (by planning) before anything large is allocated.
+  TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg);
+  if (s == TINYAI_OK) s = llm->impl().Prepare();
   if (s != TINYAI_OK) {
     delete llm;
     return s;
@@ -125,7 +139,8 @@ void tinyaiDestroyLLM(TinyAILLM* llm) { delete llm; }
 TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   if (!llm) return NullLLM("tinyaiGetModelInfo");
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetModelInfo: out is NULL");
-  const tinyai::LlamaHyperParams& hp = llm->model.params();
+  const tinyai::LlamaModel& m = llm->model();
+  const tinyai::LlamaHyperParams& hp = m.params();
   std::memset(out, 0, sizeof *out);
   out->dim = hp.dim;
   out->hiddenDim = hp.hidden_dim;
@@ -134,15 +149,15 @@ TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   out->kvHeads = hp.kv_heads;
   out->vocabSize = hp.vocab_size;
   out->seqLen = hp.seq_len;
-  out->contextLength = llm->model.context_length();
+  out->contextLength = m.context_length();
   out->sharedClassifier = hp.shared_classifier ? 1 : 0;
-  out->bosId = llm->model.tokenizer().bos_id();
-  out->eosId = llm->model.tokenizer().eos_id();
+  out->bosId = m.tokenizer().bos_id();
+  out->eosId = m.tokenizer().eos_id();
   out->ropeTheta = hp.rope_theta;
   out->normEps = hp.norm_eps;
-  out->weightBytes = llm->model.weight_bytes();
-  out->kvCacheBytes = llm->model.kv_bytes();
-  out->activationBytes = llm->model.activation_bytes();
+  out->weightBytes = m.weight_bytes();
+  out->kvCacheBytes = m.kv_bytes();
+  out->activationBytes = llm->impl().arena_bytes();
   return TINYAI_OK;
 }
 
@@ -153,21 +168,15 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out->structSize is %u, expected %zu",
                     out->structSize, sizeof *out);
   }
-  const tinyai::CacheStats cs = llm->model.mapped_model()->cache().stats();
-  const tinyai::LlamaMemory& m = llm->model.memory();
+  const tinyai::CacheStats cs = llm->model().mapped_model()->cache().stats();
   std::memset(out, 0, sizeof *out);
   out->structSize = sizeof *out;
-  out->limit = llm->limit;
-  out->minimumLimit = llm->plan.minimum_limit;
+  FillPlan(llm->impl(), out);
   out->weightCacheCap = cs.capacity;
   out->weightBytes = cs.held_bytes;
   out->weightPeakBytes = cs.peak_held_bytes;
-  out->kvBytes = m.kv;
-  out->activationBytes = m.activations;
-  out->otherBytes = m.tokenizer + m.sampler + m.runner + llm->model.mapped_model()->overhead_bytes();
   out->totalBytes = out->weightBytes + out->kvBytes + out->activationBytes + out->otherBytes;
   out->peakTotalBytes = out->weightPeakBytes + out->kvBytes + out->activationBytes + out->otherBytes;
-  FillLargestBlock(*llm->model.mapped_model(), llm->plan, out);
   return TINYAI_OK;
 }
 
@@ -181,23 +190,18 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   }
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
-  if (cfg.threads < 0 || cfg.contextLength < 0) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: threads %d or contextLength %d is negative",
-                    cfg.threads, cfg.contextLength);
-  }
-  tinyai::LlamaMemoryPlan plan;
-  TINYAI_RETURN_IF_ERROR(tinyai::LlamaModel::PlanMemory(
-      *model, cfg.contextLength, cfg.threads == 0 ? tinyai::port::CpuCount() : cfg.threads, &plan));
+  // Planned as tinyaiCreateLLM plans it, without a limit and without
+  // allocating anything but tables.
+  cfg.memoryLimit = 0;
+  cfg.mode = TINYAI_EXEC_ADAPTIVE;
+  tinyai::ForwardScheduler s;
+  TINYAI_RETURN_IF_ERROR(InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg));
   std::memset(out, 0, sizeof *out);
   out->structSize = sizeof *out;
-  out->limit = cfg.memoryLimit;
-  out->minimumLimit = plan.minimum_limit;
-  out->kvBytes = plan.runner.kv;
-  out->activationBytes = plan.runner.activations;
-  out->otherBytes = plan.runner.tokenizer + plan.runner.sampler + plan.runner.runner + plan.loader;
+  FillPlan(s, out);
+  out->limit = config ? config->memoryLimit : 0;
   out->totalBytes = out->kvBytes + out->activationBytes + out->otherBytes;
   out->peakTotalBytes = out->totalBytes;
-  FillLargestBlock(*model, plan, out);
   return TINYAI_OK;
 }
 
@@ -210,7 +214,7 @@ TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, 
                     static_cast<void*>(tokens));
   }
   size_t needed = 0;
-  TinyAIStatus s = llm->model.tokenizer().Encode(text, addBos != 0, false, tokens, static_cast<size_t>(capacity), &needed);
+  TinyAIStatus s = llm->model().tokenizer().Encode(text, addBos != 0, false, tokens, static_cast<size_t>(capacity), &needed);
   if (needed > INT32_MAX) return SetError(TINYAI_ERR_OVERFLOW, "tinyaiTokenize: %zu tokens overflow int32", needed);
   *count = static_cast<int32_t>(needed);
   return s;
@@ -222,7 +226,7 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
   if (!len || (capacity > 0 && !out)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDecodeToken: %s is NULL", len ? "out" : "len");
   }
-  const tinyai::Tokenizer& tok = llm->model.tokenizer();
+  const tinyai::Tokenizer& tok = llm->model().tokenizer();
   if (token < 0 || token >= tok.vocab_size()) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDecodeToken: token %d is outside the vocabulary (0..%d)", token,
                     tok.vocab_size() - 1);
@@ -241,9 +245,10 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
 TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits) {
   if (!llm) return NullLLM("tinyaiEval");
   if (!tokens && count > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEval: tokens is NULL");
-  TINYAI_RETURN_IF_ERROR(llm->model.Eval(tokens, count));
+  TINYAI_RETURN_IF_ERROR(tinyai::EvalTokens(&llm->impl(), tokens, count));
   if (logits && count > 0) {
-    std::memcpy(logits, llm->model.logits(), static_cast<size_t>(llm->model.params().vocab_size) * sizeof(float));
+    std::memcpy(logits, llm->impl().OutputData(0),
+                static_cast<size_t>(llm->model().params().vocab_size) * sizeof(float));
   }
   return TINYAI_OK;
 }
@@ -253,12 +258,12 @@ int32_t tinyaiGetPosition(const TinyAILLM* llm) {
     NullLLM("tinyaiGetPosition");
     return -1;
   }
-  return llm->model.position();
+  return llm->model().position();
 }
 
 TinyAIStatus tinyaiResetLLM(TinyAILLM* llm) {
   if (!llm) return NullLLM("tinyaiResetLLM");
-  llm->model.Reset();
+  llm->model().Reset();
   return TINYAI_OK;
 }
 
@@ -273,7 +278,7 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
   TINYAI_RETURN_IF_ERROR(CopyVersioned(sampler, &cfg, "sampler"));
   TINYAI_RETURN_IF_ERROR(CheckSampler(cfg));
   // The sampler's scratch is the runner's; sampling does not change the model.
-  return const_cast<TinyAILLM*>(llm)->sampler.Sample(logits, cfg.temperature, cfg.topP, rngState, token);
+  return llm->model().sampler().Sample(logits, cfg.temperature, cfg.topP, rngState, token);
 }
 
 TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params, char* out,
@@ -285,10 +290,39 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
   TINYAI_RETURN_IF_ERROR(CopyVersioned(params, &p, "params"));
   if (p.steps < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: steps %d is negative", p.steps);
   TINYAI_RETURN_IF_ERROR(CheckSampler(p.sampler));
-  tinyai::TextSink sink(p.onText, p.user, out, outCapacity);
-  TinyAIStatus s = tinyai::Generate(&llm->model, &llm->sampler, prompt, p, &sink, stats);
-  if (outLen) *outLen = sink.length();
+  // The same session tinyaiExecuteNextLayer() steps through, run to the end.
+  tinyai::TextSession session(&llm->impl());
+  TinyAIStatus s = session.Start(prompt, p, tinyai::TextSink(p.onText, p.user, out, outCapacity));
+  for (bool finished = false; s == TINYAI_OK && !finished;) s = session.Step(nullptr, &finished);
+  if (s == TINYAI_OK) {
+    s = session.Finish(stats);
+  } else {
+    session.Cancel();
+  }
+  if (outLen) *outLen = session.sink().length();
   return s;
+}
+
+TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params) {
+  if (!scheduler) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: scheduler is NULL");
+  if (!params) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: params is NULL");
+  TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
+  TINYAI_RETURN_IF_ERROR(CopyVersioned(params, &p, "params"));
+  if (p.steps < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: steps %d is negative", p.steps);
+  TINYAI_RETURN_IF_ERROR(CheckSampler(p.sampler));
+  if (!scheduler->impl.llama()) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiSetSchedulerGenerateParams: the schedule's model is not a language model");
+  }
+  *scheduler->impl.mutable_generate() = p;
+  return TINYAI_OK;
+}
+
+const TinyAIForwardScheduler* tinyaiGetLLMScheduler(const TinyAILLM* llm) {
+  if (!llm) {
+    NullLLM("tinyaiGetLLMScheduler");
+    return nullptr;
+  }
+  return &llm->sched;
 }
 
 }  // extern "C"

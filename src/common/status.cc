@@ -73,6 +73,8 @@ const char* tinyaiStatusString(TinyAIStatus status) {
     case TINYAI_ERR_MISUSE: return "TINYAI_ERR_MISUSE";
     case TINYAI_ERR_NOT_FOUND: return "TINYAI_ERR_NOT_FOUND";
     case TINYAI_ERR_INTERNAL: return "TINYAI_ERR_INTERNAL";
+    case TINYAI_ERR_GRAPH_CYCLE: return "TINYAI_ERR_GRAPH_CYCLE";
+    case TINYAI_ERR_MISSING_DEPENDENCY: return "TINYAI_ERR_MISSING_DEPENDENCY";
   }
   return "TINYAI_ERR_UNKNOWN";
 }

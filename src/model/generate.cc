@@ -6,6 +6,11 @@
 #include "port/port.h"
 
 namespace tinyai {
+namespace {
+
+double SecondsSince(uint64_t t) { return static_cast<double>(port::MonotonicNanos() - t) * 1e-9; }
+
+}  // namespace
 
 bool TextSink::Put(const char* piece, size_t len) {
   if (out_ && capacity_ > 0 && length_ < capacity_ - 1) {
@@ -18,70 +23,176 @@ bool TextSink::Put(const char* piece, size_t len) {
   return cb_ ? cb_(piece, len, user_) == 0 : true;
 }
 
-TinyAIStatus Generate(LlamaModel* model, Sampler* sampler, const char* prompt, const TinyAIGenerateParams& params,
-                      TextSink* sink, TinyAIGenerateStats* stats) {
-  const uint64_t t0 = port::MonotonicNanos();
-  TinyAIGenerateStats st;
-  std::memset(&st, 0, sizeof st);
-  auto seconds_since = [](uint64_t t) { return static_cast<double>(port::MonotonicNanos() - t) * 1e-9; };
-  const Tokenizer& tok = model->tokenizer();
-  const int32_t context = model->context_length();
+TinyAIStatus EvalTokens(ForwardScheduler* sched, const int32_t* tokens, int32_t count) {
+  LlamaModel* m = sched->llama();
+  if (count < 0 || (count > 0 && !tokens)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "eval: %d tokens at %p", count, static_cast<const void*>(tokens));
+  }
+  const int32_t context = m->context_length();
+  if (count > context - m->position()) {
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "%d tokens do not fit: %d of the context's %d positions are used",
+                    count, m->position(), context);
+  }
+  const int32_t vocab = m->params().vocab_size;
+  for (int32_t i = 0; i < count; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "token %d at index %d is outside the vocabulary (0..%d)", tokens[i],
+                      i, vocab - 1);
+    }
+  }
+  // All or nothing: a failure in a later pass (a layer that fails its
+  // checksum on first load) leaves the position where it was.
+  const int32_t start = m->position();
+  for (int32_t done = 0; done < count;) {
+    const int32_t pos = m->position();
+    int32_t n = sched->MaxRows(pos);
+    if (n <= 0) {
+      m->set_position(start);
+      return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "position %d is beyond every planned max shape's context", pos);
+    }
+    if (n > count - done) n = count - done;
+    PassContext pass;
+    pass.shape.rows = n;
+    pass.shape.context = pos + n;
+    pass.position = pos;
+    TinyAIStatus s = sched->RunPass(pass, tokens + done);
+    if (s != TINYAI_OK) {
+      m->set_position(start);
+      return s;
+    }
+    done += n;
+  }
+  return TINYAI_OK;
+}
+
+void TextSession::Cancel() {
+  if (sched_->in_pass()) sched_->AbortPass();
+  phase_ = kIdle;
+}
+
+TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& params, const TextSink& sink,
+                                bool stop_when_full) {
+  Cancel();
+  stop_when_full_ = stop_when_full;
+  llama_ = sched_->llama();
+  t0_ = port::MonotonicNanos();
+  std::memset(&stats_, 0, sizeof stats_);
+  sink_ = sink;
+  params_ = params;
+  const Tokenizer& tok = llama_->tokenizer();
+  const int32_t context = llama_->context_length();
 
   // Every byte gives at most one token, plus BOS and the dummy prefix: one
   // encoding into a buffer that bound sizes never fails for lack of room
   // (and so leaves no error behind on success).
   const size_t bound = std::strlen(prompt) + 2;
-  Array<int32_t> tokens;
-  TINYAI_RETURN_IF_ERROR(tokens.Allocate(bound, "prompt tokens"));
+  TINYAI_RETURN_IF_ERROR(tokens_.Allocate(bound, "prompt tokens"));
   size_t count = 0;
-  TINYAI_RETURN_IF_ERROR(tok.Encode(prompt, true, false, tokens.data(), bound, &count));
+  TINYAI_RETURN_IF_ERROR(tok.Encode(prompt, true, false, tokens_.data(), bound, &count));
   if (count > static_cast<size_t>(context)) {
-    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW,
-                    "the prompt is %zu tokens (BOS included) but the context holds %d", count, context);
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu tokens (BOS included) but the context holds %d",
+                    count, context);
   }
-  const int32_t prompt_tokens = static_cast<int32_t>(count);
-  int32_t steps = params.steps == 0 || params.steps > context ? context : params.steps;
-  st.promptTokens = prompt_tokens;
+  prompt_tokens_ = static_cast<int32_t>(count);
+  steps_ = params.steps == 0 || params.steps > context ? context : params.steps;
+  stats_.promptTokens = prompt_tokens_;
+  llama_->Reset();
 
-  model->Reset();
-  char byte[1];
-  bool stopped = false;
   // The prompt's own pieces are printed as llama2.c does, position by
   // position: the piece forced at position p (p < steps) is token p+1.
-  const int32_t shown = prompt_tokens - 1 < steps ? prompt_tokens - 1 : steps;
+  char byte[1];
+  bool stopped = false;
+  const int32_t shown = prompt_tokens_ - 1 < steps_ ? prompt_tokens_ - 1 : steps_;
   for (int32_t i = 1; i <= shown && !stopped; ++i) {
-    StringView piece = tok.Decode(tokens[i - 1], tokens[i], byte);
-    stopped = !sink->Put(piece.data, piece.size);
+    StringView piece = tok.Decode(tokens_[static_cast<size_t>(i - 1)], tokens_[static_cast<size_t>(i)], byte);
+    stopped = (stop_when_full_ && sink_.WouldOverflow(piece.size)) || !sink_.Put(piece.data, piece.size);
   }
-  if (!stopped && steps >= prompt_tokens) {
-    const uint64_t tp = port::MonotonicNanos();
-    TINYAI_RETURN_IF_ERROR(model->Eval(tokens.data(), prompt_tokens));
-    st.promptSeconds = seconds_since(tp);
-    uint64_t rng = params.sampler.seed;
-    int32_t token = tokens[prompt_tokens - 1];
-    int32_t pos = prompt_tokens;
-    const uint64_t td = port::MonotonicNanos();
-    for (;;) {
-      int32_t next = 0;
-      TINYAI_RETURN_IF_ERROR(sampler->Sample(model->mutable_logits(), params.sampler.temperature,
-                                             params.sampler.topP, &rng, &next));
-      if (st.generatedTokens == 0) st.firstTokenSeconds = seconds_since(t0);
-      if (next == tok.bos_id()) break;
-      ++st.generatedTokens;
-      StringView piece = tok.Decode(token, next, byte);
-      if (!sink->Put(piece.data, piece.size) || pos >= steps) break;
-      TINYAI_RETURN_IF_ERROR(model->Eval(&next, 1));
-      ++pos;
-      ++st.decodeTokens;
-      token = next;
+  phase_ = !stopped && steps_ >= prompt_tokens_ ? kPrompt : kDone;
+  rng_ = params.sampler.seed;
+  token_ = tokens_[static_cast<size_t>(prompt_tokens_ - 1)];
+  pos_ = prompt_tokens_;
+  fed_ = 0;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TextSession::NextPass() {
+  PassContext pass;
+  if (phase_ == kPrompt) {
+    if (fed_ == 0) tp_ = port::MonotonicNanos();
+    if (fed_ < prompt_tokens_) {
+      const int32_t at = llama_->position();
+      int32_t n = sched_->MaxRows(at);
+      if (n <= 0) {
+        return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "position %d is beyond every planned max shape's context", at);
+      }
+      if (n > prompt_tokens_ - fed_) n = prompt_tokens_ - fed_;
+      pass.shape.rows = n;
+      pass.shape.context = at + n;
+      pass.position = at;
+      TINYAI_RETURN_IF_ERROR(sched_->BeginPass(pass, tokens_.data() + fed_));
+      fed_ += n;
+      return TINYAI_OK;
     }
-    st.decodeSeconds = seconds_since(td);
+    stats_.promptSeconds = SecondsSince(tp_);
+    phase_ = kDecode;
+    td_ = port::MonotonicNanos();
   }
-  st.totalSeconds = seconds_since(t0);
-  if (stats) *stats = st;
-  if (sink->truncated()) {
+  if (phase_ != kDecode) return TINYAI_OK;
+  // The last pass's logits are ready: pick the next token.
+  int32_t next = 0;
+  float* logits = static_cast<float*>(sched_->OutputData(0));
+  TINYAI_RETURN_IF_ERROR(llama_->sampler().Sample(logits, params_.sampler.temperature, params_.sampler.topP, &rng_,
+                                                  &next));
+  if (stats_.generatedTokens == 0) stats_.firstTokenSeconds = SecondsSince(t0_);
+  bool done = next == llama_->tokenizer().bos_id();
+  if (!done) {
+    ++stats_.generatedTokens;
+    char byte[1];
+    StringView piece = llama_->tokenizer().Decode(token_, next, byte);
+    done = (stop_when_full_ && sink_.WouldOverflow(piece.size)) || !sink_.Put(piece.data, piece.size) ||
+           pos_ >= steps_;
+  }
+  if (done) {
+    stats_.decodeSeconds = SecondsSince(td_);
+    phase_ = kDone;
+    return TINYAI_OK;
+  }
+  token_ = next;
+  pass.shape.rows = 1;
+  pass.shape.context = pos_ + 1;
+  pass.position = pos_;
+  TINYAI_RETURN_IF_ERROR(sched_->BeginPass(pass, &token_));
+  ++pos_;
+  ++stats_.decodeTokens;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TextSession::Step(int32_t* layer, bool* finished) {
+  *finished = false;
+  if (phase_ == kIdle) return SetError(TINYAI_ERR_MISUSE, "no generation was started");
+  if (!sched_->in_pass()) {
+    TinyAIStatus s = NextPass();
+    if (s != TINYAI_OK) {
+      phase_ = kDone;
+      return s;
+    }
+    if (phase_ == kDone) {
+      *finished = true;
+      return TINYAI_OK;
+    }
+  }
+  TinyAIStatus s = sched_->StepNode(layer);
+  if (s != TINYAI_OK) phase_ = kDone;
+  return s;
+}
+
+TinyAIStatus TextSession::Finish(TinyAIGenerateStats* stats) {
+  stats_.totalSeconds = SecondsSince(t0_);
+  if (stats) *stats = stats_;
+  phase_ = kIdle;
+  if (sink_.truncated()) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "generated %zu bytes of text; the output buffer holds %zu",
-                    sink->length(), sink->capacity());
+                    sink_.length(), sink_.capacity());
   }
   return TINYAI_OK;
 }

@@ -1,12 +1,15 @@
 // Text generation with llama2.c's semantics (see tinyaiGenerate in
-// <tinyai/llm.h> and ../shared/golden/README.md).
+// <tinyai/llm.h> and ../shared/golden/README.md), run through the forward
+// scheduler one layer at a time: tinyaiGenerate() runs a session to the end,
+// tinyaiExecuteNextLayer() one layer per call.
 #ifndef TINYAI_MODEL_GENERATE_H_
 #define TINYAI_MODEL_GENERATE_H_
 
 #include <cstddef>
 
+#include "common/array.h"
 #include "model/llama.h"
-#include "text/sampler.h"
+#include "scheduler/scheduler.h"
 #include "tinyai/llm.h"
 
 namespace tinyai {
@@ -14,6 +17,7 @@ namespace tinyai {
 // Where generated text goes: the caller's callback and a bounded buffer.
 class TextSink {
  public:
+  TextSink() = default;
   TextSink(TinyAITextCallback cb, void* user, char* out, size_t capacity)
       : cb_(cb), user_(user), out_(out), capacity_(capacity) {
     if (out_ && capacity_ > 0) out_[0] = '\0';
@@ -23,17 +27,65 @@ class TextSink {
   size_t length() const { return length_; }
   size_t capacity() const { return capacity_; }
   bool truncated() const { return out_ && length_ + 1 > capacity_; }
+  // True when len more bytes would not fit (NUL included).
+  bool WouldOverflow(size_t len) const { return out_ && length_ + len + 1 > capacity_; }
 
  private:
-  TinyAITextCallback cb_;
-  void* user_;
-  char* out_;
-  size_t capacity_;
+  TinyAITextCallback cb_ = nullptr;
+  void* user_ = nullptr;
+  char* out_ = nullptr;
+  size_t capacity_ = 0;
   size_t length_ = 0;
 };
 
-TinyAIStatus Generate(LlamaModel* model, Sampler* sampler, const char* prompt, const TinyAIGenerateParams& params,
-                      TextSink* sink, TinyAIGenerateStats* stats);
+// Evaluates count tokens at the model's position, in passes as large as the
+// scheduler's plans allow. All or nothing: on failure the position is
+// unchanged.
+TinyAIStatus EvalTokens(ForwardScheduler* sched, const int32_t* tokens, int32_t count);
+
+// One generation: BOS, the prompt, then sampled tokens.
+class TextSession {
+ public:
+  explicit TextSession(ForwardScheduler* sched) : sched_(sched) {}
+
+  // Encodes the prompt, resets the model and prints the prompt's pieces;
+  // nothing is evaluated yet. With stop_when_full, generation ends before a
+  // piece that would not fit whole in the sink's buffer (the scheduler's
+  // loop, whose output buffer has no length argument); otherwise text that
+  // does not fit is counted and reported by Finish().
+  TinyAIStatus Start(const char* prompt, const TinyAIGenerateParams& params, const TextSink& sink,
+                     bool stop_when_full = false);
+  // Runs the next layer of the next pass (*layer gets its index), or, when
+  // the text is complete, runs nothing and sets *finished.
+  TinyAIStatus Step(int32_t* layer, bool* finished);
+  // After the last Step: stats, and TINYAI_ERR_RESOURCE_EXHAUSTED when the
+  // text did not fit the output buffer.
+  TinyAIStatus Finish(TinyAIGenerateStats* stats);
+  bool active() const { return phase_ != kIdle; }
+  void Cancel();
+  const TextSink& sink() const { return sink_; }
+
+ private:
+  enum Phase { kIdle, kPrompt, kDecode, kDone };
+  // Begins the next pass, or moves to kDone.
+  TinyAIStatus NextPass();
+
+  ForwardScheduler* sched_;
+  LlamaModel* llama_ = nullptr;
+  TextSink sink_;
+  TinyAIGenerateParams params_{};
+  Phase phase_ = kIdle;
+  bool stop_when_full_ = false;
+  Array<int32_t> tokens_;
+  int32_t prompt_tokens_ = 0;
+  int32_t fed_ = 0;     // prompt tokens whose pass has begun
+  int32_t steps_ = 0;
+  int32_t pos_ = 0;     // positions used
+  int32_t token_ = 0;   // the last token, fed to the next pass
+  uint64_t rng_ = 0;
+  TinyAIGenerateStats stats_{};
+  uint64_t t0_ = 0, tp_ = 0, td_ = 0;
+};
 
 }  // namespace tinyai
 

@@ -1,6 +1,7 @@
 #include "model/llama.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "common/checked_math.h"
@@ -8,9 +9,6 @@
 
 namespace tinyai {
 namespace {
-
-// Rows per parallel share of a matrix product: keeps shares cache-line sized.
-constexpr size_t kRowGrain = 16;
 
 TinyAIStatus ReadDim(const TmaiReader& r, const char* key, int32_t min, int32_t max, int32_t* out) {
   int64_t v = 0;
@@ -59,30 +57,36 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
   return TINYAI_OK;
 }
 
-LlamaModel::~LlamaModel() = default;
-
-TinyAIStatus LlamaModel::Init(TinyAIMappedModel* model, const TinyAILLMConfig& config,
-                              const kernels::KernelTable* kernels) {
+TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool) {
   model_ = model;
-  k_ = kernels ? kernels : &kernels::Best();
+  pool_ = pool;
+  threads_ = threads < 1 ? 1 : threads;
+  k_ = &kernels::Best();
   TINYAI_RETURN_IF_ERROR(hp_.Load(model->reader()));
-  if (config.contextLength < 0) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", config.contextLength);
-  }
-  context_ = config.contextLength == 0 ? hp_.seq_len : config.contextLength;
+  if (context < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", context);
+  context_ = context == 0 ? hp_.seq_len : context;
   if (context_ > hp_.seq_len) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d exceeds the model's seq_len %d", context_,
                     hp_.seq_len);
   }
-  if (config.threads < 0 || config.threads > 256) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "threads %d is out of range 0..256", config.threads);
+  if (!CheckedMul(static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(context_),
+                  static_cast<uint64_t>(hp_.kv_dim) * sizeof(float), &kv_bytes_) ||
+      kv_bytes_ > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp_.layers, context_);
   }
-  int threads = config.threads == 0 ? port::CpuCount() : config.threads;
   TINYAI_RETURN_IF_ERROR(BindTensors());
   TINYAI_RETURN_IF_ERROR(BindTokenizer());
-  TINYAI_RETURN_IF_ERROR(pool_.Start(threads));
-  TINYAI_RETURN_IF_ERROR(AllocateBuffers());
-  TINYAI_RETURN_IF_ERROR(BuildSequence());
+  // The order a token reads its weights: the blocks' in turn, then the
+  // output's; the embedding is read a row at a time.
+  TINYAI_RETURN_IF_ERROR(stream_.Init(model_));
+  for (const BlockTensors& b : blocks_) {
+    const int32_t order[] = {b.attn_norm, b.wq, b.wk, b.wv, b.wo, b.ffn_norm, b.w1, b.w3, b.w2};
+    for (int32_t t : order) stream_.AddTensor(t);
+  }
+  stream_.AddTensor(output_norm_);
+  stream_.AddTensor(classifier_);
+  stream_.AddSideTensor(embedding_);
+  stream_.Bind(pool_, k_);
   position_ = 0;
   return TINYAI_OK;
 }
@@ -123,14 +127,14 @@ TinyAIStatus LlamaModel::BindTensors() {
   TINYAI_RETURN_IF_ERROR(blocks_.Allocate(static_cast<size_t>(hp_.layers), "block table"));
   weight_bytes_ = 0;
   int32_t seen_blocks = 0;
-  int32_t embedding_layer = -1, output_layer = -1;
+  embedding_layer_ = output_layer_ = -1;
   const uint64_t dim = static_cast<uint64_t>(hp_.dim), hidden = static_cast<uint64_t>(hp_.hidden_dim);
   const uint64_t kv_dim = static_cast<uint64_t>(hp_.kv_dim), vocab = static_cast<uint64_t>(hp_.vocab_size);
   for (int32_t l = 0; l < model_->layer_count(); ++l) {
     const TinyAILayerDescriptor& d = model_->descriptor(l);
     switch (d.kind) {
       case TINYAI_LAYER_EMBEDDING:
-        embedding_layer = l;
+        embedding_layer_ = l;
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_TOKEN_EMBEDDING, vocab, dim, &embedding_));
         break;
       case TINYAI_LAYER_TRANSFORMER: {
@@ -152,7 +156,7 @@ TinyAIStatus LlamaModel::BindTensors() {
         break;
       }
       case TINYAI_LAYER_OUTPUT:
-        output_layer = l;
+        output_layer_ = l;
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_OUTPUT_NORM, dim, 0, &output_norm_));
         if (!hp_.shared_classifier) {
           TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_CLASSIFIER, vocab, dim, &classifier_));
@@ -163,10 +167,10 @@ TinyAIStatus LlamaModel::BindTensors() {
                         model_->reader().source(), l, tinyaiLayerKindName(d.kind));
     }
   }
-  if (embedding_layer < 0 || output_layer < 0 || seen_blocks != hp_.layers) {
+  if (embedding_layer_ < 0 || output_layer_ < 0 || seen_blocks != hp_.layers) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': expected an embedding, %d blocks and an output layer; found %s%d blocks%s",
-                    model_->reader().source(), hp_.layers, embedding_layer < 0 ? "no embedding, " : "", seen_blocks,
-                    output_layer < 0 ? ", no output" : "");
+                    model_->reader().source(), hp_.layers, embedding_layer_ < 0 ? "no embedding, " : "", seen_blocks,
+                    output_layer_ < 0 ? ", no output" : "");
   }
   if (hp_.shared_classifier) classifier_ = embedding_;
   return TINYAI_OK;
@@ -204,141 +208,23 @@ TinyAIStatus LlamaModel::BindTokenizer() {
                          static_cast<int32_t>(eos), static_cast<uint32_t>(max_len));
 }
 
-namespace {
-
-// Sizes of the runner's buffers; one formula for EstimateMemory and
-// AllocateBuffers.
-struct BufferSizes {
-  size_t x = 0, qkv = 0, hb = 0, logits = 0, att = 0, rope = 0;
-  uint64_t kv = 0;
-  uint64_t activations() const { return 3 * static_cast<uint64_t>(x) + qkv + hb + logits + att + rope; }
-};
-
-size_t AttentionStrideFor(int32_t context) { return static_cast<size_t>(context + 15) / 16 * 16; }
-
-TinyAIStatus SizeBuffers(const LlamaHyperParams& hp, int32_t context, int threads, BufferSizes* out) {
-  const size_t c = LlamaModel::kMaxChunk, dim = static_cast<size_t>(hp.dim), hidden = static_cast<size_t>(hp.hidden_dim);
-  out->x = c * dim * sizeof(float);
-  out->qkv = c * (dim + 2 * static_cast<size_t>(hp.kv_dim)) * sizeof(float);
-  out->hb = c * 2 * hidden * sizeof(float);
-  out->logits = static_cast<size_t>(hp.vocab_size) * sizeof(float);
-  // Attention scores: one context-long row per thread, rows 64 bytes apart.
-  out->att = AttentionStrideFor(context) * static_cast<size_t>(threads) * sizeof(float);
-  out->rope = static_cast<size_t>(hp.head_size) * sizeof(float);
-  if (!CheckedMul(static_cast<uint64_t>(hp.layers) * 2u * static_cast<uint64_t>(context),
-                  static_cast<uint64_t>(hp.kv_dim) * sizeof(float), &out->kv) ||
-      out->kv > SIZE_MAX) {
-    return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp.layers, context);
-  }
-  return TINYAI_OK;
+ProgramMemory LlamaModel::Memory() const {
+  const uint64_t vocab = static_cast<uint64_t>(hp_.vocab_size);
+  ProgramMemory m;
+  m.persistent = kv_bytes_;
+  // Tokenizer pieces, scores and lookup index; sampler scratch; block and
+  // streaming tables.
+  m.tables = vocab * (sizeof(StringView) + sizeof(float) + sizeof(int32_t)) + vocab * sizeof(ProbIndex) +
+             static_cast<uint64_t>(hp_.layers) * sizeof(BlockTensors) + stream_.bytes();
+  return m;
 }
 
-}  // namespace
-
-TinyAIStatus LlamaModel::EstimateMemory(const TinyAIMappedModel& model, int32_t context, int threads,
-                                        LlamaMemory* out) {
-  LlamaHyperParams hp;
-  TINYAI_RETURN_IF_ERROR(hp.Load(model.reader()));
-  if (context <= 0 || context > hp.seq_len) context = hp.seq_len;
-  if (threads <= 0) threads = 1;
-  BufferSizes b;
-  TINYAI_RETURN_IF_ERROR(SizeBuffers(hp, context, threads, &b));
-  const uint64_t vocab = static_cast<uint64_t>(hp.vocab_size);
-  const uint64_t blocks = static_cast<uint64_t>(model.blocks().block_count());
-  *out = LlamaMemory();
-  out->activations = b.activations();
-  out->kv = b.kv;
-  out->tokenizer = vocab * (sizeof(StringView) + sizeof(float) + sizeof(int32_t));
-  out->sampler = vocab * 8;  // ProbIndex: a float and an id
-  out->runner = static_cast<uint64_t>(hp.layers) * sizeof(BlockTensors) +
-                blocks * (2 * sizeof(int32_t) + sizeof(Segment) + sizeof(int32_t));
-  return TINYAI_OK;
-}
-
-TinyAIStatus LlamaModel::PlanMemory(const TinyAIMappedModel& model, int32_t context, int threads,
-                                    LlamaMemoryPlan* out) {
-  *out = LlamaMemoryPlan();
-  TINYAI_RETURN_IF_ERROR(EstimateMemory(model, context, threads, &out->runner));
-  out->loader = model.overhead_bytes();
-  out->fixed = out->runner.total() + out->loader;
-  const int32_t largest = model.blocks().largest_block();
-  if (largest >= 0) {
-    out->largest_block = model.cache().EntryBytes(largest);
-    out->largest_tensor = model.blocks().block(largest).tensor;
-  }
-  out->minimum_limit = out->fixed + out->largest_block;
-  return TINYAI_OK;
-}
-
-TinyAIStatus LlamaMemoryPlan::CheckLimit(const TinyAIMappedModel& model, uint64_t limit, int32_t context) const {
-  if (limit == 0 || limit >= minimum_limit) return TINYAI_OK;
-  const char* tensor = largest_tensor >= 0 ? model.reader().tensors()[static_cast<size_t>(largest_tensor)].name : "-";
-  return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                  "memory limit of %llu bytes is below this model's minimum of %llu: tensor '%s' streams in row "
-                  "blocks of %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
-                  "scratch and %llu of tables",
-                  static_cast<unsigned long long>(limit), static_cast<unsigned long long>(minimum_limit), tensor,
-                  static_cast<unsigned long long>(largest_block), static_cast<unsigned long long>(runner.kv), context,
-                  static_cast<unsigned long long>(runner.activations),
-                  static_cast<unsigned long long>(runner.tokenizer + runner.sampler + runner.runner + loader));
-}
-
-TinyAIStatus LlamaModel::AllocateBuffers() {
-  BufferSizes b;
-  TINYAI_RETURN_IF_ERROR(SizeBuffers(hp_, context_, pool_.size(), &b));
-  TINYAI_RETURN_IF_ERROR(x_.Allocate(b.x, "activations x"));
-  TINYAI_RETURN_IF_ERROR(xb_.Allocate(b.x, "activations xb"));
-  TINYAI_RETURN_IF_ERROR(xb2_.Allocate(b.x, "activations xb2"));
-  TINYAI_RETURN_IF_ERROR(qkv_.Allocate(b.qkv, "activations qkv"));
-  TINYAI_RETURN_IF_ERROR(hb_.Allocate(b.hb, "activations hb"));
-  TINYAI_RETURN_IF_ERROR(logits_.Allocate(b.logits, "logits"));
-  TINYAI_RETURN_IF_ERROR(att_.Allocate(b.att, "attention scores"));
+TinyAIStatus LlamaModel::AllocateState() {
   // Not zero-filled: attention reads only positions already written, and
   // untouched pages of a large cache stay uncommitted until used.
-  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(b.kv), "KV cache", AlignedBuffer::kUninitialized));
-  TINYAI_RETURN_IF_ERROR(rope_.Allocate(b.rope, "rope table"));
-  return EstimateMemory(*model_, context_, pool_.size(), &memory_);
+  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(kv_bytes_), "KV cache", AlignedBuffer::kUninitialized));
+  return sampler_.Init(static_cast<size_t>(hp_.vocab_size));
 }
-
-TinyAIStatus LlamaModel::BuildSequence() {
-  const RowBlockTable& table = model_->blocks();
-  const size_t block_count = static_cast<size_t>(table.block_count());
-  TINYAI_RETURN_IF_ERROR(sequence_.Allocate(block_count, "block sequence"));
-  TINYAI_RETURN_IF_ERROR(sequence_index_.Allocate(block_count, "block sequence index"));
-  TINYAI_RETURN_IF_ERROR(segments_.Allocate(block_count, "matmul window"));
-  TINYAI_RETURN_IF_ERROR(pinned_.Allocate(block_count, "pinned blocks"));
-  for (int32_t& i : sequence_index_) i = -1;
-  size_t n = 0;
-  auto add = [&](int32_t tensor) {
-    for (const TensorSpan& sp : table.spans(tensor)) {
-      if (sequence_index_[static_cast<size_t>(sp.block)] >= 0) continue;
-      sequence_index_[static_cast<size_t>(sp.block)] = static_cast<int32_t>(n);
-      sequence_[n++] = sp.block;
-    }
-  };
-  for (const BlockTensors& b : blocks_) {
-    const int32_t order[] = {b.attn_norm, b.wq, b.wk, b.wv, b.wo, b.ffn_norm, b.w1, b.w3, b.w2};
-    for (int32_t t : order) add(t);
-  }
-  add(output_norm_);
-  add(classifier_);
-  sequence_length_ = n;
-  UpdateStreaming();
-  return TINYAI_OK;
-}
-
-void LlamaModel::UpdateStreaming() {
-  const uint64_t cap = model_->cache().stats().capacity;
-  // With a cap, a window pins at most a quarter of it and prefetch reads up
-  // to another quarter ahead, leaving half for what the policy keeps.
-  window_bytes_ = cap / 4;
-  lookahead_bytes_ = cap == 0 ? (32u << 20) : cap / 4;
-  prefetched_until_ = 0;
-}
-
-uint64_t LlamaModel::activation_bytes() const { return memory_.activations; }
-
-size_t LlamaModel::AttentionStride() const { return AttentionStrideFor(context_); }
 
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
@@ -351,99 +237,224 @@ uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   return weights + kv;
 }
 
-void LlamaModel::ReleasePinned(size_t count) {
-  for (size_t i = 0; i < count; ++i) model_->ReleaseBlock(pinned_[i]);
-}
-
-void LlamaModel::PrefetchAfter(int32_t block) {
-  const int32_t idx = sequence_index_[static_cast<size_t>(block)];
-  if (idx < 0 || sequence_length_ == 0) return;
-  const uint64_t len = sequence_length_;
-  const uint64_t at = pass_ * len + static_cast<uint64_t>(idx);
-  if (prefetched_until_ < at + 1) prefetched_until_ = at + 1;
-  uint64_t ahead = 0;
-  for (uint64_t j = at + 1; j < prefetched_until_; ++j) ahead += BlockBytes(sequence_[j % len]);
-  // The sequence is a cycle: after the classifier come the next token's blocks.
-  while (ahead < lookahead_bytes_ && prefetched_until_ < at + len) {
-    const int32_t b = sequence_[prefetched_until_ % len];
-    model_->PrefetchBlock(b);
-    ahead += BlockBytes(b);
-    ++prefetched_until_;
+int32_t LlamaModel::BlockOf(int32_t layer) const {
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].layer == layer) return static_cast<int32_t>(b);
   }
+  return -1;
 }
 
-TinyAIStatus LlamaModel::AcquireVector(int32_t tensor, const float** data, int32_t* block) {
-  const uint8_t* p = nullptr;
-  uint64_t rows = 0;
-  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, 0, &p, &rows, block));
-  PrefetchAfter(*block);
-  *data = reinterpret_cast<const float*>(p);
-  return TINYAI_OK;
-}
+// ---- the schedule ----
 
-TinyAIStatus LlamaModel::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
-                                int32_t cols, int32_t n) {
-  const RowBlockTable& table = model_->blocks();
-  size_t out_row = 0;  // output row of the cursor's row
-  int k = 0;
-  uint64_t row = 0;
-  while (k < count) {
-    // Pin a window: at least one block, then more while under the budget.
-    size_t segs = 0;
-    uint64_t bytes = 0;
-    while (k < count && (segs == 0 || window_bytes_ == 0 || bytes < window_bytes_)) {
-      const uint8_t* p = nullptr;
-      uint64_t avail = 0;
-      int32_t block = -1;
-      TinyAIStatus s = model_->AcquireRows(tensors[k], row, &p, &avail, &block);
-      if (s != TINYAI_OK) {
-        ReleasePinned(segs);
-        return s;
-      }
-      PrefetchAfter(block);
-      pinned_[segs] = block;
-      segments_[segs] = Segment{reinterpret_cast<const float*>(p), out_row, static_cast<size_t>(avail)};
-      ++segs;
-      bytes += BlockBytes(block);
-      row += avail;
-      out_row += static_cast<size_t>(avail);
-      if (row == table.rows(tensors[k])) {
-        ++k;
-        row = 0;
-      }
-    }
-    MultiplyWindow(segs, x, ldx, y, ldy, static_cast<size_t>(cols), n);
-    ReleasePinned(segs);
+TinyAIStatus LlamaModel::OutputRowBytes(int32_t layer, uint64_t* bytes) const {
+  const uint64_t row = static_cast<uint64_t>(hp_.dim) * sizeof(float);
+  if (layer == embedding_layer_ || BlockOf(layer) >= 0) {
+    *bytes = row;
+  } else if (layer == output_layer_) {
+    *bytes = static_cast<uint64_t>(hp_.vocab_size) * sizeof(float);
+  } else {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': layer %d is not a layer of this llama model",
+                    model_->reader().source(), layer);
   }
   return TINYAI_OK;
 }
 
-void LlamaModel::MultiplyWindow(size_t segs, const float* x, size_t ldx, float* y, size_t ldy, size_t cols,
-                                int32_t n) {
-  const kernels::KernelTable& k = *k_;
-  const Segment* seg = segments_.data();
-  const size_t first = seg[0].first;
-  const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
-  pool_.ParallelFor(total, kRowGrain, [&](size_t begin, size_t end, int) {
-    size_t i = 0;
-    for (size_t r = first + begin; r < first + end;) {
-      while (r >= seg[i].first + seg[i].rows) ++i;
-      const size_t in_seg = r - seg[i].first;
-      size_t count = seg[i].first + seg[i].rows - r;
-      if (count > first + end - r) count = first + end - r;
-      const float* w = seg[i].w + in_seg * cols;
-      if (n == 1) {
-        k.matvec(w, cols, x, y + r, count, cols);
-      } else {
-        k.matmul(w, cols, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));
-      }
-      r += count;
-    }
-  });
+TinyAIStatus LlamaModel::AddLayers(LayerGraph* graph) const {
+  uint64_t bytes = 0;
+  TINYAI_RETURN_IF_ERROR(OutputRowBytes(embedding_layer_, &bytes));
+  TINYAI_RETURN_IF_ERROR(graph->Add(embedding_layer_, -1, TINYAI_DEP_NONE, bytes, model_->layer_count()));
+  int32_t prev = embedding_layer_;
+  // Each block reads the residual stream throughout its attention.
+  for (const BlockTensors& b : blocks_) {
+    TINYAI_RETURN_IF_ERROR(graph->Add(b.layer, prev, TINYAI_DEP_ATTENTION, bytes, model_->layer_count()));
+    prev = b.layer;
+  }
+  TINYAI_RETURN_IF_ERROR(OutputRowBytes(output_layer_, &bytes));
+  return graph->Add(output_layer_, prev, TINYAI_DEP_SEQUENTIAL, bytes, model_->layer_count());
 }
 
-void LlamaModel::Rope(float* vec, int32_t width) const {
-  const float* cs = rope_.floats();
+TinyAIStatus LlamaModel::CheckSchedule(const LayerGraph& graph) const {
+  const char* source = model_->reader().source();
+  const int32_t expected = hp_.layers + 2;
+  Span<const int32_t> order = graph.order();
+  auto chain_error = [&](const char* what, int32_t layer) {
+    return SetError(TINYAI_ERR_UNSUPPORTED,
+                    "'%s': a llama model runs as its chain of layers (embedding %d, blocks %d..%d each on the one "
+                    "before, output %d on the last block); layer %d %s",
+                    source, embedding_layer_, blocks_[0].layer, blocks_[blocks_.size() - 1].layer, output_layer_,
+                    layer, what);
+  };
+  for (int32_t i = 0; i < graph.node_count(); ++i) {
+    const int32_t node = order[static_cast<size_t>(i)];
+    const int32_t layer = graph.node(node).layer;
+    Span<const LayerDep> deps = graph.deps(node);
+    const int32_t want = i == 0 ? embedding_layer_ : i <= hp_.layers ? blocks_[static_cast<size_t>(i - 1)].layer
+                                                                      : i == hp_.layers + 1 ? output_layer_ : -1;
+    if (layer != want) return chain_error(want < 0 ? "is one layer too many" : "is out of place", layer);
+    if (deps.size() != 1) return chain_error("has more than one dependency", layer);
+    const int32_t producer = deps[0].producer < 0 ? -1 : graph.node(deps[0].producer).layer;
+    const int32_t want_producer = i == 0 ? -1 : graph.node(order[static_cast<size_t>(i - 1)]).layer;
+    if (producer != want_producer) {
+      return chain_error(i == 0 ? "must read the scheduler's input (TINYAI_DEP_NONE)"
+                                : "must depend on the layer before it in the chain",
+                         layer);
+    }
+  }
+  if (graph.node_count() != expected) {
+    return SetError(TINYAI_ERR_UNSUPPORTED,
+                    "'%s': a llama model runs as its whole chain of %d layers (embedding, %d blocks, output); the "
+                    "schedule has %d",
+                    source, expected, hp_.layers, graph.node_count());
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const int32_t* inputs, int32_t count,
+                                   ActivationGraph* g, int32_t* output) {
+  const int32_t layer = graph.node(node).layer;
+  const uint64_t f = sizeof(float);
+  const uint64_t dim = static_cast<uint64_t>(hp_.dim) * f;
+  GraphOp op;
+  op.layer = layer;
+  op.node = graph.position(node);
+  op.input_count = 1;
+  // One operator: kind, input, in-place input (or -1), scratch, output size.
+  auto add = [&](int32_t kind, int32_t in, bool in_place, const SizeRule& scratch, const SizeRule& out_size,
+                 int32_t* out) {
+    op.kind = kind;
+    op.inputs[0] = in;
+    op.in_place = in_place ? 0 : -1;
+    op.scratch = scratch;
+    return g->AddOp(op, out_size, out);
+  };
+  const SizeRule none;
+  if (count != 1) return SetError(TINYAI_ERR_INTERNAL, "llama layer %d has %d inputs", layer, count);
+  if (layer == embedding_layer_) return add(kEmbed, inputs[0], false, none, SizeRule::Rows(dim), output);
+  if (layer == output_layer_) {
+    int32_t last = -1;
+    TINYAI_RETURN_IF_ERROR(add(kFinalNorm, inputs[0], true, none, SizeRule::Fixed(dim), &last));
+    return add(kClassify, last, false, none, SizeRule::Fixed(static_cast<uint64_t>(hp_.vocab_size) * f), output);
+  }
+  const int32_t b = BlockOf(layer);
+  op.arg = b;
+  const int32_t x = inputs[0];
+  int32_t xb = -1, qkv = -1, rot = -1, att = -1, proj = -1, x1 = -1, xb2 = -1, hb = -1, hg = -1, down = -1;
+  SizeRule rope_scratch = SizeRule::Fixed(static_cast<uint64_t>(hp_.head_size) * f);  // cos, sin per pair
+  SizeRule scores;  // one context-long row per thread
+  scores.per_context = static_cast<uint64_t>(threads_) * f;
+  scores.context_round = 16;
+  TINYAI_RETURN_IF_ERROR(add(kAttnNorm, x, false, none, SizeRule::Rows(dim), &xb));
+  TINYAI_RETURN_IF_ERROR(add(kQkv, xb, false, none, SizeRule::Rows(qkv_width() * f), &qkv));
+  TINYAI_RETURN_IF_ERROR(add(kRope, qkv, true, rope_scratch, SizeRule::Rows(qkv_width() * f), &rot));
+  TINYAI_RETURN_IF_ERROR(add(kAttention, rot, false, scores, SizeRule::Rows(dim), &att));
+  TINYAI_RETURN_IF_ERROR(add(kAttnOut, att, false, none, SizeRule::Rows(dim), &proj));
+  op.input_count = 2;
+  op.inputs[1] = proj;
+  TINYAI_RETURN_IF_ERROR(add(kAttnAdd, x, true, none, SizeRule::Rows(dim), &x1));
+  op.input_count = 1;
+  const uint64_t hidden = static_cast<uint64_t>(hp_.hidden_dim) * f;
+  TINYAI_RETURN_IF_ERROR(add(kFfnNorm, x1, false, none, SizeRule::Rows(dim), &xb2));
+  TINYAI_RETURN_IF_ERROR(add(kGateUp, xb2, false, none, SizeRule::Rows(2 * hidden), &hb));
+  TINYAI_RETURN_IF_ERROR(add(kSwiglu, hb, true, none, SizeRule::Rows(hidden), &hg));
+  TINYAI_RETURN_IF_ERROR(add(kDown, hg, false, none, SizeRule::Rows(dim), &down));
+  op.input_count = 2;
+  op.inputs[1] = down;
+  return add(kFfnAdd, x1, true, none, SizeRule::Rows(dim), output);
+}
+
+void LlamaModel::NameOp(const GraphOp& op, char* out, size_t capacity) const {
+  static const char* kNames[] = {"embed",  "attn_norm", "qkv",  "rope", "attention", "attn_out",   "attn_add",
+                                 "ffn_norm", "gate_up", "swiglu", "down", "ffn_add",  "final_norm", "classify"};
+  const char* name = op.kind >= 0 && op.kind <= kClassify ? kNames[op.kind] : "?";
+  std::snprintf(out, capacity, "%s/%s", model_->descriptor(op.layer).name, name);
+}
+
+void LlamaModel::EndPass(const PassContext& pass) {
+  position_ = pass.position + pass.shape.rows;
+  stream_.NextPass();
+}
+
+// ---- the operators ----
+
+TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassContext& pass) {
+  const int32_t n = pass.shape.rows;
+  const size_t d = static_cast<size_t>(hp_.dim), h = static_cast<size_t>(hp_.hidden_dim);
+  const float* in = static_cast<const float*>(io.inputs[0]);
+  float* out = static_cast<float*>(io.output);
+  const BlockTensors* bt = op.arg >= 0 && static_cast<size_t>(op.arg) < blocks_.size() ? &blocks_[static_cast<size_t>(op.arg)] : nullptr;
+  switch (op.kind) {
+    case kEmbed:
+      return Embed(static_cast<const int32_t*>(io.inputs[0]), out, n);
+    case kAttnNorm:
+      return Norm(bt->attn_norm, in, out, n);
+    case kFfnNorm:
+      return Norm(bt->ffn_norm, in, out, n);
+    case kQkv: {
+      const int32_t t[] = {bt->wq, bt->wk, bt->wv};
+      return stream_.MatMul(t, 3, in, d, out, qkv_width(), hp_.dim, n);
+    }
+    case kRope:
+      if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * qkv_width() * sizeof(float));
+      return Rope(op.arg, out, static_cast<float*>(io.scratch), pass);
+    case kAttention:
+      Attention(op.arg, in, out, static_cast<float*>(io.scratch), static_cast<size_t>(io.scratch_bytes), pass);
+      return TINYAI_OK;
+    case kAttnOut:
+      return stream_.MatMul(&bt->wo, 1, in, d, out, d, hp_.dim, n);
+    case kAttnAdd:
+    case kFfnAdd:
+      // The residual stream: out = x + branch (out is x itself unless in debug mode).
+      if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * d * sizeof(float));
+      k_->add(out, static_cast<const float*>(io.inputs[1]), static_cast<size_t>(n) * d);
+      return TINYAI_OK;
+    case kGateUp: {
+      const int32_t t[] = {bt->w1, bt->w3};
+      return stream_.MatMul(t, 2, in, d, out, 2 * h, hp_.dim, n);
+    }
+    case kSwiglu:
+      // Row i: gate at in + 2hi, up after it; the result goes to out + hi.
+      // In place (out == in) each row's result lands on rows already used,
+      // never on a gate or up not yet read.
+      for (int32_t i = 0; i < n; ++i) {
+        float* o = out + static_cast<size_t>(i) * h;
+        const float* gate = in + static_cast<size_t>(i) * 2 * h;
+        if (o != gate) std::memmove(o, gate, h * sizeof(float));
+        k_->swiglu(o, gate + h, h);
+      }
+      return TINYAI_OK;
+    case kDown:
+      return stream_.MatMul(&bt->w2, 1, in, h, out, d, hp_.hidden_dim, n);
+    case kFinalNorm:
+      return Norm(output_norm_, in + static_cast<size_t>(n - 1) * d, out, 1);
+    case kClassify:
+      return stream_.MatMul(&classifier_, 1, in, d, out, static_cast<size_t>(hp_.vocab_size), hp_.dim, 1);
+  }
+  return SetError(TINYAI_ERR_INTERNAL, "llama operator %d is unknown", op.kind);
+}
+
+TinyAIStatus LlamaModel::Embed(const int32_t* tokens, float* x, int32_t n) {
+  const size_t dim = static_cast<size_t>(hp_.dim);
+  for (int32_t i = 0; i < n; ++i) {
+    const float* row = nullptr;
+    int32_t block = -1;
+    TINYAI_RETURN_IF_ERROR(stream_.AcquireRow(embedding_, static_cast<uint64_t>(tokens[i]), &row, &block));
+    std::memcpy(x + static_cast<size_t>(i) * dim, row, dim * sizeof(float));
+    stream_.Release(block);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::Norm(int32_t tensor, const float* x, float* out, int32_t n) {
+  const size_t d = static_cast<size_t>(hp_.dim);
+  const float* w = nullptr;
+  int32_t block = -1;
+  TINYAI_RETURN_IF_ERROR(stream_.AcquireVector(tensor, &w, &block));
+  for (int32_t i = 0; i < n; ++i) k_->rmsnorm(x + static_cast<size_t>(i) * d, w, out + static_cast<size_t>(i) * d, d, hp_.norm_eps);
+  stream_.Release(block);
+  return TINYAI_OK;
+}
+
+void LlamaModel::Rotate(float* vec, int32_t width, const float* cs) const {
   const int32_t hs = hp_.head_size;
   for (int32_t i = 0; i < width; i += 2) {
     int32_t pair = (i % hs) / 2;
@@ -454,116 +465,35 @@ void LlamaModel::Rope(float* vec, int32_t width) const {
   }
 }
 
-TinyAIStatus LlamaModel::Eval(const int32_t* tokens, int32_t count) {
-  if (count < 0 || (count > 0 && !tokens)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "eval: %d tokens at %p", count, static_cast<const void*>(tokens));
-  }
-  if (count > context_ - position_) {
-    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW,
-                    "%d tokens do not fit: %d of the context's %d positions are used", count, position_, context_);
-  }
-  for (int32_t i = 0; i < count; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= hp_.vocab_size) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "token %d at index %d is outside the vocabulary (0..%d)",
-                      tokens[i], i, hp_.vocab_size - 1);
-    }
-  }
-  // All or nothing: a failure in a later chunk (a layer that fails its
-  // checksum on first load) leaves the position where it was.
-  const int32_t start = position_;
-  for (int32_t done = 0; done < count;) {
-    int32_t n = count - done < kMaxChunk ? count - done : kMaxChunk;
-    TinyAIStatus s = EvalChunk(tokens + done, n);
-    if (s != TINYAI_OK) {
-      position_ = start;
-      return s;
-    }
-    done += n;
-  }
-  return TINYAI_OK;
-}
-
-TinyAIStatus LlamaModel::EvalChunk(const int32_t* tokens, int32_t n) {
-  TINYAI_RETURN_IF_ERROR(Embed(tokens, n));
-  for (int32_t b = 0; b < hp_.layers; ++b) TINYAI_RETURN_IF_ERROR(Block(b, n));
-  TINYAI_RETURN_IF_ERROR(Classify(n));
-  position_ += n;
-  ++pass_;
-  return TINYAI_OK;
-}
-
-TinyAIStatus LlamaModel::Embed(const int32_t* tokens, int32_t n) {
-  const size_t dim = static_cast<size_t>(hp_.dim);
-  for (int32_t i = 0; i < n; ++i) {
-    const uint8_t* row = nullptr;
-    uint64_t rows = 0;
-    int32_t block = -1;
-    TINYAI_RETURN_IF_ERROR(model_->AcquireRows(embedding_, static_cast<uint64_t>(tokens[i]), &row, &rows, &block));
-    std::memcpy(x_.floats() + static_cast<size_t>(i) * dim, row, dim * sizeof(float));
-    TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(block));
-  }
-  return TINYAI_OK;
-}
-
-TinyAIStatus LlamaModel::Block(int32_t b, int32_t n) {
-  const BlockTensors& bt = blocks_[static_cast<size_t>(b)];
-  const kernels::KernelTable& k = *k_;
-  const int32_t dim = hp_.dim, kv_dim = hp_.kv_dim, hidden = hp_.hidden_dim;
-  const size_t d = static_cast<size_t>(dim), kvd = static_cast<size_t>(kv_dim), h = static_cast<size_t>(hidden);
-  const size_t qkv_w = qkv_width();
-  float* x = x_.floats();
-  float* xb = xb_.floats();
-  float* qkv = qkv_.floats();
-  float* hb = hb_.floats();
-  float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kvd;
-  float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kvd;
-
-  // Attention: q, k, v as one stacked matrix, then RoPE, then the cache.
-  const float* norm = nullptr;
-  int32_t norm_block = -1;
-  TINYAI_RETURN_IF_ERROR(AcquireVector(bt.attn_norm, &norm, &norm_block));
-  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, norm, xb + i * d, d, hp_.norm_eps);
-  TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(norm_block));
-  const int32_t qkv_tensors[] = {bt.wq, bt.wk, bt.wv};
-  TINYAI_RETURN_IF_ERROR(MatMul(qkv_tensors, 3, xb, d, qkv, qkv_w, dim, n));
-  for (int32_t i = 0; i < n; ++i) {
-    const int32_t pos = position_ + i;
-    float* cs = rope_.floats();
+TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContext& pass) {
+  const size_t d = static_cast<size_t>(hp_.dim), kvd = static_cast<size_t>(hp_.kv_dim);
+  const size_t hs = static_cast<size_t>(hp_.head_size), ctx = static_cast<size_t>(context_);
+  float* kcache = kv_.floats() + static_cast<size_t>(b) * ctx * kvd;
+  float* vcache = kcache + static_cast<size_t>(hp_.layers) * ctx * kvd;
+  for (int32_t i = 0; i < pass.shape.rows; ++i) {
+    const int32_t pos = pass.position + i;
     for (int32_t pair = 0; pair < hp_.head_size / 2; ++pair) {
       float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size));
       float val = static_cast<float>(pos) * freq;
       cs[2 * pair] = cosf(val);
       cs[2 * pair + 1] = sinf(val);
     }
-    float* row = qkv + static_cast<size_t>(i) * qkv_w;
-    Rope(row, dim);
-    Rope(row + d, kv_dim);
+    float* row = qkv + static_cast<size_t>(i) * qkv_width();
+    Rotate(row, hp_.dim, cs);
+    Rotate(row + d, hp_.kv_dim, cs);
     // Cache layout per layer: [kv_head][position][head_size], so attention
     // streams each head's keys and values contiguously.
-    const size_t hs = static_cast<size_t>(hp_.head_size), ctx = static_cast<size_t>(context_);
     for (size_t kh = 0; kh < static_cast<size_t>(hp_.kv_heads); ++kh) {
       const size_t at = (kh * ctx + static_cast<size_t>(pos)) * hs;
       std::memcpy(kcache + at, row + d + kh * hs, hs * sizeof(float));
       std::memcpy(vcache + at, row + d + kvd + kh * hs, hs * sizeof(float));
     }
   }
-  Attention(b, n);
-  TINYAI_RETURN_IF_ERROR(MatMul(&bt.wo, 1, xb2_.floats(), d, xb, d, dim, n));
-  for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
-
-  // Feed-forward: gate and up as one stacked matrix, SwiGLU, down.
-  TINYAI_RETURN_IF_ERROR(AcquireVector(bt.ffn_norm, &norm, &norm_block));
-  for (int32_t i = 0; i < n; ++i) k.rmsnorm(x + i * d, norm, xb + i * d, d, hp_.norm_eps);
-  TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(norm_block));
-  const int32_t gate_up[] = {bt.w1, bt.w3};
-  TINYAI_RETURN_IF_ERROR(MatMul(gate_up, 2, xb, d, hb, 2 * h, dim, n));
-  for (int32_t i = 0; i < n; ++i) k.swiglu(hb + i * 2 * h, hb + i * 2 * h + h, h);
-  TINYAI_RETURN_IF_ERROR(MatMul(&bt.w2, 1, hb, 2 * h, xb, d, hidden, n));
-  for (int32_t i = 0; i < n; ++i) k.add(x + i * d, xb + i * d, d);
   return TINYAI_OK;
 }
 
-void LlamaModel::Attention(int32_t b, int32_t n) {
+void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* scores, size_t scores_bytes,
+                           const PassContext& pass) {
   const kernels::KernelTable& k = *k_;
   const size_t kv_dim = static_cast<size_t>(hp_.kv_dim), d = static_cast<size_t>(hp_.dim);
   const size_t hs = static_cast<size_t>(hp_.head_size);
@@ -571,14 +501,14 @@ void LlamaModel::Attention(int32_t b, int32_t n) {
   const float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kv_dim;
   const float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kv_dim;
   const float scale = 1.0f / sqrtf(static_cast<float>(hs));
-  const size_t att_stride = AttentionStride();
-  const int32_t base_pos = position_;
-  const float* qkv = qkv_.floats();
+  // Each thread's row of scores: the plan sized the scratch for its
+  // largest context, so a row holds at least position + rows scores.
+  const size_t stride = scores_bytes / sizeof(float) / static_cast<size_t>(pool_->size());
+  const int32_t base_pos = pass.position;
   const size_t qkv_w = qkv_width();
-  float* out = xb2_.floats();
-  float* att_all = att_.floats();
-  pool_.ParallelFor(static_cast<size_t>(n) * static_cast<size_t>(heads), 1, [&](size_t begin, size_t end, int t) {
-    float* att = att_all + static_cast<size_t>(t) * att_stride;
+  pool_->ParallelFor(static_cast<size_t>(pass.shape.rows) * static_cast<size_t>(heads), 1,
+                     [&](size_t begin, size_t end, int t) {
+    float* att = scores + static_cast<size_t>(t) * stride;
     for (size_t item = begin; item < end; ++item) {
       const int32_t i = static_cast<int32_t>(item / static_cast<size_t>(heads));
       const int32_t h = static_cast<int32_t>(item % static_cast<size_t>(heads));
@@ -586,22 +516,10 @@ void LlamaModel::Attention(int32_t b, int32_t n) {
       const float* qh = qkv + static_cast<size_t>(i) * qkv_w + static_cast<size_t>(h) * hs;
       const size_t head_base = static_cast<size_t>(h / kv_mul) * static_cast<size_t>(context_) * hs;
       k.matvec(kcache + head_base, hs, qh, att, len, hs);
-      for (size_t t = 0; t < len; ++t) att[t] *= scale;
+      for (size_t j = 0; j < len; ++j) att[j] *= scale;
       k.softmax(att, len);
       k.vecmat(att, vcache + head_base, hs, out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs, len, hs);
     }
   });
 }
-
-TinyAIStatus LlamaModel::Classify(int32_t n) {
-  const size_t d = static_cast<size_t>(hp_.dim);
-  float* last = x_.floats() + static_cast<size_t>(n - 1) * d;
-  const float* norm = nullptr;
-  int32_t norm_block = -1;
-  TINYAI_RETURN_IF_ERROR(AcquireVector(output_norm_, &norm, &norm_block));
-  k_->rmsnorm(last, norm, last, d, hp_.norm_eps);
-  TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(norm_block));
-  return MatMul(&classifier_, 1, last, d, logits_.floats(), static_cast<size_t>(hp_.vocab_size), hp_.dim, 1);
-}
-
 }  // namespace tinyai

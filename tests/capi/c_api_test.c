@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <tinyai/tinyai.h>
+#include <tinyai/utils/forward_scheduler.h>
 
 static int g_passed = 0;
 static int g_failed = 0;
@@ -135,16 +136,18 @@ static void test_status_and_types(void) {
         TINYAI_ERR_FILE_NOT_FOUND, TINYAI_ERR_IO, TINYAI_ERR_BAD_MAGIC, TINYAI_ERR_UNSUPPORTED_VERSION,
         TINYAI_ERR_TRUNCATED, TINYAI_ERR_OUT_OF_BOUNDS, TINYAI_ERR_OVERFLOW, TINYAI_ERR_CHECKSUM,
         TINYAI_ERR_BAD_FORMAT, TINYAI_ERR_BAD_TOKENIZER, TINYAI_ERR_CONTEXT_OVERFLOW, TINYAI_ERR_UNSUPPORTED,
-        TINYAI_ERR_MISUSE, TINYAI_ERR_NOT_FOUND, TINYAI_ERR_INTERNAL};
+        TINYAI_ERR_MISUSE, TINYAI_ERR_NOT_FOUND, TINYAI_ERR_INTERNAL, TINYAI_ERR_GRAPH_CYCLE,
+        TINYAI_ERR_MISSING_DEPENDENCY};
     static const char* names[] = {
         "TINYAI_OK", "TINYAI_ERR_INVALID_ARGUMENT", "TINYAI_ERR_OUT_OF_MEMORY", "TINYAI_ERR_RESOURCE_EXHAUSTED",
         "TINYAI_ERR_FILE_NOT_FOUND", "TINYAI_ERR_IO", "TINYAI_ERR_BAD_MAGIC", "TINYAI_ERR_UNSUPPORTED_VERSION",
         "TINYAI_ERR_TRUNCATED", "TINYAI_ERR_OUT_OF_BOUNDS", "TINYAI_ERR_OVERFLOW", "TINYAI_ERR_CHECKSUM",
         "TINYAI_ERR_BAD_FORMAT", "TINYAI_ERR_BAD_TOKENIZER", "TINYAI_ERR_CONTEXT_OVERFLOW", "TINYAI_ERR_UNSUPPORTED",
-        "TINYAI_ERR_MISUSE", "TINYAI_ERR_NOT_FOUND", "TINYAI_ERR_INTERNAL"};
+        "TINYAI_ERR_MISUSE", "TINYAI_ERR_NOT_FOUND", "TINYAI_ERR_INTERNAL", "TINYAI_ERR_GRAPH_CYCLE",
+        "TINYAI_ERR_MISSING_DEPENDENCY"};
     size_t i;
     int role;
-    /* Values are pinned: 0, then -1 .. -18 in order. */
+    /* Values are pinned: 0, then -1 .. -20 in order. */
     for (i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
         const char* s = tinyaiStatusString(codes[i]);
         CHECK((int)codes[i] == -(int)i);
@@ -640,6 +643,103 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     }
 }
 
+/* ---- forward_scheduler.h ------------------------------------------------------ */
+
+static void test_scheduler(TinyAIMappedModel* model) {
+    TinyAISchedulerConfig cfg = tinyaiCreateDefaultSchedulerConfig();
+    TinyAISchedulerReport rep;
+    TinyAIForwardScheduler* plan_only;
+    TinyAIForwardScheduler* s;
+    char text[1024];
+    char small[8];
+    size_t needed = 0;
+    int layer = -7, layers = 0, last = -1, n, i;
+
+    /* NULL handles: statuses, sentinels, no crash. */
+    CHECK_NULL_ARG(tinyaiAddLayerToSchedule(NULL, 0, -1, TINYAI_DEP_NONE, 4), "scheduler");
+    CHECK_NULL_ARG(tinyaiAddModelLayersToSchedule(NULL), "scheduler");
+    CHECK_NULL_ARG(tinyaiPrepareForwardPass(NULL), "scheduler");
+    CHECK_NULL_ARG(tinyaiPlanForwardPass(NULL), "scheduler");
+    CHECK_NULL_ARG(tinyaiGetSchedulerStatus(NULL), "scheduler");
+    CHECK_NULL_ARG(tinyaiSetScheduleBatchSize(NULL, 1), "scheduler");
+    CHECK_NULL_ARG(tinyaiGetSchedulerReport(NULL, &rep), "scheduler");
+    CHECK_NULL_ARG(tinyaiDumpActivationDag(NULL, NULL, 0, &needed), "scheduler");
+    CHECK_NULL_ARG(tinyaiSetSchedulerGenerateParams(NULL, NULL), "scheduler");
+    CHECK_SENTINEL(tinyaiExecuteNextLayer(NULL, "x", text, &layer), false, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_SENTINEL(tinyaiCalculateOptimalBatchSize(NULL, 4, 4, 8), -1, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_SENTINEL(tinyaiGetLayerOutputSize(NULL, 0), 0, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(tinyaiGetSchedulerMemoryUsage(NULL) == 0 && tinyaiGetSchedulerPeakMemoryUsage(NULL) == 0);
+    tinyaiDestroyForwardScheduler(NULL);
+    CHECK_SENTINEL(tinyaiCreateForwardScheduler(model, (TinyAIExecutionMode)9, 0), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    cfg.structSize = 3;
+    CHECK_SENTINEL(tinyaiCreateForwardSchedulerWithConfig(model, TINYAI_EXEC_ADAPTIVE, 0, &cfg), NULL,
+                   TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strcmp(tinyaiExecutionModeName(TINYAI_EXEC_STREAMING), "STREAMING") == 0);
+    CHECK(strcmp(tinyaiExecutionModeName((TinyAIExecutionMode)42), "?") == 0);
+
+    /* A planning-only schedule: the guide's residual example, then a cycle. */
+    plan_only = tinyaiCreateForwardScheduler(NULL, TINYAI_EXEC_ADAPTIVE, 0);
+    CHECK(plan_only != NULL);
+    if (plan_only) {
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 0, -1, TINYAI_DEP_NONE, 256), TINYAI_OK);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 1, 0, TINYAI_DEP_SEQUENTIAL, 256), TINYAI_OK);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 2, 0, TINYAI_DEP_RESIDUAL, 256), TINYAI_OK);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 3, 1, TINYAI_DEP_SEQUENTIAL, 128), TINYAI_OK);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 3, 2, TINYAI_DEP_SEQUENTIAL, 128), TINYAI_OK);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 4, 4, TINYAI_DEP_SEQUENTIAL, 128), TINYAI_ERR_GRAPH_CYCLE);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 5, 0, TINYAI_DEP_SEQUENTIAL, 0), TINYAI_ERR_INVALID_ARGUMENT);
+        rep.structSize = sizeof rep;
+        CHECK_STATUS(tinyaiGetSchedulerReport(plan_only, &rep), TINYAI_ERR_MISUSE);
+        CHECK_STATUS(tinyaiPrepareForwardPass(plan_only), TINYAI_OK);
+        CHECK_STATUS(tinyaiAddLayerToSchedule(plan_only, 9, 3, TINYAI_DEP_SEQUENTIAL, 4), TINYAI_ERR_MISUSE);
+        CHECK_STATUS(tinyaiGetSchedulerReport(plan_only, &rep), TINYAI_OK);
+        CHECK(rep.layerCount == 4 && rep.arenaBytes >= rep.lowerBoundBytes && rep.naiveBytes > rep.arenaBytes);
+        CHECK(rep.mode == TINYAI_EXEC_NORMAL && rep.reason != NULL && rep.reason[0] != '\0');
+        CHECK_SENTINEL(tinyaiExecuteNextLayer(plan_only, text, text, &layer), false, TINYAI_ERR_UNSUPPORTED);
+        CHECK(tinyaiGetSchedulerStatus(plan_only) == TINYAI_ERR_UNSUPPORTED);
+        CHECK_STATUS(tinyaiDumpActivationDag(plan_only, small, sizeof small, &needed), TINYAI_ERR_RESOURCE_EXHAUSTED);
+        CHECK(needed > sizeof small && small[sizeof small - 1] == '\0');
+        tinyaiDestroyForwardScheduler(plan_only);
+    }
+    plan_only = tinyaiCreateForwardScheduler(NULL, TINYAI_EXEC_ADAPTIVE, 0);
+    if (plan_only) {
+        tinyaiAddLayerToSchedule(plan_only, 0, 1, TINYAI_DEP_SEQUENTIAL, 8);
+        tinyaiAddLayerToSchedule(plan_only, 1, 0, TINYAI_DEP_SEQUENTIAL, 8);
+        CHECK_STATUS(tinyaiPrepareForwardPass(plan_only), TINYAI_ERR_GRAPH_CYCLE);
+        CHECK(strstr(tinyaiGetLastErrorMessage(), "0 -> 1") != NULL);
+        tinyaiDestroyForwardScheduler(plan_only);
+    }
+
+    /* The language model, layer by layer, as the guide's last example. */
+    s = tinyaiCreateForwardScheduler(model, TINYAI_EXEC_MEMORY_OPT, 64u << 20);
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK_SENTINEL(tinyaiExecuteNextLayer(s, "Once", text, &layer), false, TINYAI_ERR_MISUSE);
+    CHECK_STATUS(tinyaiAddModelLayersToSchedule(s), TINYAI_OK);
+    n = tinyaiGetMappedLayerCount(model);
+    for (i = 0; i < n; ++i) CHECK(tinyaiGetLayerOutputSize(model, i) > 0);
+    CHECK_SENTINEL(tinyaiGetLayerOutputSize(model, n), 0, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiPrepareForwardPass(s), TINYAI_OK);
+    {
+        TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+        gp.steps = 24;
+        CHECK_STATUS(tinyaiSetSchedulerGenerateParams(s, &gp), TINYAI_OK);
+    }
+    while (tinyaiExecuteNextLayer(s, "Once upon a time", text, &layer)) {
+        CHECK(layer == (last + 1) % n);
+        last = layer;
+        ++layers;
+    }
+    CHECK(tinyaiGetSchedulerStatus(s) == TINYAI_OK);
+    CHECK(layers > 0 && layers % n == 0 && last == n - 1);
+    CHECK(strncmp(text, "Once upon a time", 16) == 0 && strlen(text) > 16);
+    CHECK(tinyaiGetSchedulerPeakMemoryUsage(s) <= (64u << 20));
+    CHECK(tinyaiGetSchedulerMemoryUsage(s) <= tinyaiGetSchedulerPeakMemoryUsage(s));
+    CHECK_STATUS(tinyaiGetSchedulerReport(s, &rep), TINYAI_OK);
+    CHECK(rep.mode == TINYAI_EXEC_MEMORY_OPT && rep.inPlaceCount > 0 && rep.kvBytes > 0);
+    tinyaiDestroyForwardScheduler(s);
+}
+
 int main(int argc, char** argv) {
     const char* model_path;
     const char* tmp;
@@ -698,6 +798,7 @@ int main(int argc, char** argv) {
         }
     }
     test_llm(model, argc > 3 ? argv[3] : NULL);
+    test_scheduler(model);
     tinyaiCloseMappedModel(model);
 
 done:

@@ -1,17 +1,38 @@
 #!/bin/sh
-# run_golden.sh GENERATE MODEL PROMPT_FILE THREADS: greedy generation of the
-# prompt must reproduce PROMPT_FILE's .expected byte for byte.
-gen=$1 model=$2 prompt=$3 threads=$4
+# run_golden.sh GENERATE MODEL PROMPT_FILE THREADS [MODE INSPECT]: greedy
+# generation of the prompt must reproduce PROMPT_FILE's .expected byte for
+# byte, run by the forward scheduler in MODE:
+#   normal      all weights resident (no limit)
+#   memory_opt  weights streamed through a 1 MiB limit (stories260K holds 1.06 MiB of weights)
+#   streaming   at exactly the least limit INSPECT reports: one token per pass
+#   adaptive    1 MiB limit, the scheduler's own choice (MEMORY_OPT)
+#   debug       normal, with no in-place reuse of activations
+gen=$1 model=$2 prompt=$3 threads=$4 mode=${5:-adaptive} inspect=$6
 expected=${prompt%.prompt}.expected
 if [ ! -f "$model" ]; then echo "skip: $model not found (../shared absent?)"; exit 77; fi
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$gen" -m "$model" -p "$(cat "$prompt")" -n 256 --temp 0 -t "$threads" --quiet > "$out" || exit 1
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+case $mode in
+  normal) args="--mode normal"; want=NORMAL ;;
+  memory_opt) args="--mode memory_opt --mem-limit 1M"; want=MEMORY_OPT ;;
+  streaming)
+    least=$("$inspect" "$model" --plan --json -t "$threads" | sed -n 's/.*"min_mem_limit_bytes":\([0-9]*\).*/\1/p')
+    [ -n "$least" ] || { echo "tinyai-inspect reported no min_mem_limit_bytes"; exit 1; }
+    args="--mode streaming --mem-limit $least"; want="STREAMING.* 1 rows per pass" ;;
+  adaptive) args="--mem-limit 1M"; want="MEMORY_OPT:" ;;
+  debug) args="--mode normal --debug-exec"; want=NORMAL ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+# shellcheck disable=SC2086
+"$gen" -m "$model" -p "$(cat "$prompt")" -n 256 --temp 0 -t "$threads" $args > "$out" 2> "$err" || { cat "$err"; exit 1; }
+if ! grep -q "$want" "$err"; then
+  echo "the scheduler did not run in the expected mode ($want):"; cat "$err"; exit 1
+fi
 if cmp -s "$out" "$expected"; then
-  echo "golden $(basename "$prompt" .prompt): identical ($(wc -c < "$expected") bytes)"
+  echo "golden $(basename "$prompt" .prompt) [$mode, $threads threads]: identical ($(wc -c < "$expected") bytes); $(grep -o '[A-Z_]*:.*tokens per pass' "$err")"
   exit 0
 fi
-echo "MISMATCH for $(basename "$prompt"):"
+echo "MISMATCH for $(basename "$prompt") [$mode]:"
 cmp "$out" "$expected"
-echo "--- expected"; cat "$expected"; echo "--- got"; cat "$out"
+echo "--- expected"; cat "$expected"; echo "--- got"; cat "$out"; cat "$err"
 exit 1

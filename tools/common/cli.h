@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tinyai/tinyai.h"
+#include "tinyai/utils/forward_scheduler.h"
 
 namespace tinyai_tools {
 
@@ -52,6 +53,40 @@ inline int ReportError(const char* tool, TinyAIStatus status) {
 }
 
 inline double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// "normal", "memory_opt", "streaming" or "adaptive".
+inline TinyAIExecutionMode ParseMode(const std::string& flag, const std::string& v) {
+  if (v == "normal") return TINYAI_EXEC_NORMAL;
+  if (v == "memory_opt") return TINYAI_EXEC_MEMORY_OPT;
+  if (v == "streaming") return TINYAI_EXEC_STREAMING;
+  if (v == "adaptive") return TINYAI_EXEC_ADAPTIVE;
+  throw UsageError(flag + " takes normal, memory_opt, streaming or adaptive, got '" + v + "'");
+}
+
+// "ROWS:CONTEXT" (CONTEXT 0 = the context length), or "ROWS".
+inline TinyAIMaxShape ParseShape(const std::string& flag, const std::string& v) {
+  TinyAIMaxShape s;
+  const size_t colon = v.find(':');
+  s.rows = static_cast<int32_t>(ParseInt(flag, v.substr(0, colon).c_str()));
+  s.context = colon == std::string::npos ? 0 : static_cast<int32_t>(ParseInt(flag, v.substr(colon + 1).c_str()));
+  return s;
+}
+
+// Writes a scheduler's activation DAG (YAML) to path.
+inline TinyAIStatus WriteDag(const TinyAIForwardScheduler* sched, const std::string& path) {
+  size_t needed = 0;
+  tinyaiDumpActivationDag(sched, nullptr, 0, &needed);
+  std::string text(needed, '\0');
+  TinyAIStatus s = tinyaiDumpActivationDag(sched, &text[0], text.size(), &needed);
+  if (s != TINYAI_OK) return s;
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(text.data(), 1, needed - 1, f) != needed - 1) {
+    if (f) std::fclose(f);
+    throw UsageError("cannot write " + path);
+  }
+  std::fclose(f);
+  return TINYAI_OK;
+}
 
 }  // namespace tinyai_tools
 

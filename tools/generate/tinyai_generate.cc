@@ -3,6 +3,7 @@
 //   tinyai-generate -m MODEL.tmai -p PROMPT -n STEPS [--temp T] [--top-p P] [--seed S]
 //                   [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
+//                   [--mode M] [--debug-exec] [--dump-dag FILE]
 #include <cstdio>
 #include <string>
 
@@ -15,6 +16,7 @@ const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai -p PROMPT [-n STEPS] [--temp T] [--top-p P] [--seed S]\n"
     "                       [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
+    "                       [--mode M] [--debug-exec] [--dump-dag FILE]\n"
     "  -n STEPS    positions in all, BOS and prompt included (default 256; 0 = the context)\n"
     "  --temp T    0 = greedy (default); --top-p P nucleus mass (default 0.9); --seed S (default 42)\n"
     "  -t THREADS  compute threads (default: one per core)\n"
@@ -23,7 +25,11 @@ const char kUsage[] =
     "  --prefetch-threads N  background loaders (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch     no loading ahead; --lru: plain LRU eviction instead of the adaptive policy\n"
     "  --stats     weight cache and memory figures on stderr\n"
-    "  --quiet     no figures on stderr\n";
+    "  --quiet     no figures on stderr\n"
+    "  --mode M    how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
+    "              memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
+    "  --debug-exec  no in-place reuse of activations (the text must not change)\n"
+    "  --dump-dag FILE  write the activation DAG and the arena plans as YAML\n";
 
 int PrintPiece(const char* piece, size_t len, void*) {
   std::fwrite(piece, 1, len, stdout);
@@ -32,7 +38,7 @@ int PrintPiece(const char* piece, size_t len, void*) {
 }
 
 int Run(int argc, char** argv) {
-  std::string model_path, prompt;
+  std::string model_path, prompt, dump_path;
   bool have_prompt = false, quiet = false, show_stats = false, mem_limit_given = false, cache_given = false;
   TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   mmap_config.maxCacheSize = 0;
@@ -60,6 +66,9 @@ int Run(int argc, char** argv) {
     else if (a == "--lru") mmap_config.adaptiveCaching = false;
     else if (a == "--stats") show_stats = true;
     else if (a == "--quiet") quiet = true;
+    else if (a == "--mode") config.mode = tinyai_tools::ParseMode(a, value());
+    else if (a == "--debug-exec") config.debugExecution = true;
+    else if (a == "--dump-dag") dump_path = value();
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else throw tinyai_tools::UsageError("unknown argument " + a);
   }
@@ -72,6 +81,12 @@ int Run(int argc, char** argv) {
   TinyAILLM* llm = nullptr;
   TinyAIStatus s = tinyaiCreateLLM(model, &config, &llm);
   if (s != TINYAI_OK) {
+    tinyaiCloseMappedModel(model);
+    return tinyai_tools::ReportError("tinyai-generate", s);
+  }
+  const TinyAIForwardScheduler* sched = tinyaiGetLLMScheduler(llm);
+  if (!dump_path.empty() && (s = tinyai_tools::WriteDag(sched, dump_path)) != TINYAI_OK) {
+    tinyaiDestroyLLM(llm);
     tinyaiCloseMappedModel(model);
     return tinyai_tools::ReportError("tinyai-generate", s);
   }
@@ -103,6 +118,12 @@ int Run(int argc, char** argv) {
                  mem.weightCacheCap ? (std::to_string(mem.weightCacheCap >> 20) + " MiB").c_str() : "none",
                  tinyai_tools::Mib(mem.kvBytes), tinyai_tools::Mib(mem.activationBytes),
                  tinyai_tools::Mib(mem.otherBytes));
+    TinyAISchedulerReport rep;
+    rep.structSize = sizeof rep;
+    tinyaiGetSchedulerReport(sched, &rep);
+    std::fprintf(stderr, "tinyai-generate: %s; arena %.3f MiB (lower bound %.3f, naive %.3f), %d tokens per pass\n",
+                 rep.reason, tinyai_tools::Mib(rep.arenaBytes), tinyai_tools::Mib(rep.lowerBoundBytes),
+                 tinyai_tools::Mib(rep.naiveBytes), rep.rowsPerPass);
     if (show_stats) {
       TinyAICacheStats cs;
       cs.structSize = sizeof cs;

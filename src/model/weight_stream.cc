@@ -1,0 +1,179 @@
+#include "model/weight_stream.h"
+
+#include "common/status.h"
+
+namespace tinyai {
+namespace {
+
+// Rows per parallel share of a matrix product: keeps shares cache-line sized.
+constexpr size_t kRowGrain = 16;
+
+}  // namespace
+
+TinyAIStatus WeightStream::Init(TinyAIMappedModel* model) {
+  model_ = model;
+  const size_t blocks = static_cast<size_t>(model->blocks().block_count());
+  TINYAI_RETURN_IF_ERROR(sequence_.Allocate(blocks, "block sequence"));
+  TINYAI_RETURN_IF_ERROR(sequence_index_.Allocate(blocks, "block sequence index"));
+  TINYAI_RETURN_IF_ERROR(counted_.Allocate(blocks, "block sequence index"));
+  TINYAI_RETURN_IF_ERROR(segments_.Allocate(blocks, "matmul window"));
+  TINYAI_RETURN_IF_ERROR(pinned_.Allocate(blocks, "pinned blocks"));
+  for (int32_t& i : sequence_index_) i = -1;
+  sequence_length_ = 0;
+  resident_bytes_ = decoded_bytes_ = largest_block_bytes_ = 0;
+  largest_tensor_ = -1;
+  pass_ = prefetched_until_ = 0;
+  UpdateStreaming();
+  return TINYAI_OK;
+}
+
+void WeightStream::Count(int32_t block) {
+  uint8_t& c = counted_[static_cast<size_t>(block)];
+  if (c) return;
+  c = 1;
+  const uint64_t bytes = model_->cache().EntryBytes(block);
+  resident_bytes_ += bytes;
+  decoded_bytes_ += BlockBytes(block);
+  if (largest_tensor_ < 0 || bytes > largest_block_bytes_) {
+    largest_block_bytes_ = bytes;
+    largest_tensor_ = model_->blocks().block(block).tensor;
+  }
+}
+
+void WeightStream::AddTensor(int32_t tensor) {
+  for (const TensorSpan& sp : model_->blocks().spans(tensor)) {
+    Count(sp.block);
+    if (sequence_index_[static_cast<size_t>(sp.block)] >= 0) continue;
+    sequence_index_[static_cast<size_t>(sp.block)] = static_cast<int32_t>(sequence_length_);
+    sequence_[sequence_length_++] = sp.block;
+  }
+}
+
+void WeightStream::AddSideTensor(int32_t tensor) {
+  for (const TensorSpan& sp : model_->blocks().spans(tensor)) Count(sp.block);
+}
+
+void WeightStream::UpdateStreaming() {
+  const uint64_t cap = model_->cache().stats().capacity;
+  // With a cap, a window pins at most a quarter of it and prefetch reads up
+  // to another quarter ahead, leaving half for what the policy keeps.
+  window_bytes_ = cap / 4;
+  lookahead_bytes_ = cap == 0 ? (32u << 20) : cap / 4;
+  prefetched_until_ = 0;
+}
+
+TinyAIStatus WeightStream::Preload() {
+  for (size_t b = 0; b < counted_.size(); ++b) {
+    if (!counted_[b]) continue;
+    const uint8_t* data = nullptr;
+    TINYAI_RETURN_IF_ERROR(model_->cache().Acquire(static_cast<int32_t>(b), &data));
+    TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(static_cast<int32_t>(b)));
+  }
+  return TINYAI_OK;
+}
+
+uint64_t WeightStream::bytes() const {
+  return sequence_.size() * 2 * sizeof(int32_t) + counted_.size() + segments_.size() * sizeof(Segment) +
+         pinned_.size() * sizeof(int32_t);
+}
+
+void WeightStream::ReleasePinned(size_t count) {
+  for (size_t i = 0; i < count; ++i) model_->ReleaseBlock(pinned_[i]);
+}
+
+void WeightStream::PrefetchAfter(int32_t block) {
+  const int32_t idx = sequence_index_[static_cast<size_t>(block)];
+  if (idx < 0 || sequence_length_ == 0) return;
+  const uint64_t len = sequence_length_;
+  const uint64_t at = pass_ * len + static_cast<uint64_t>(idx);
+  if (prefetched_until_ < at + 1) prefetched_until_ = at + 1;
+  uint64_t ahead = 0;
+  for (uint64_t j = at + 1; j < prefetched_until_; ++j) ahead += BlockBytes(sequence_[j % len]);
+  // The sequence is a cycle: after the last block come the next pass's.
+  while (ahead < lookahead_bytes_ && prefetched_until_ < at + len) {
+    const int32_t b = sequence_[prefetched_until_ % len];
+    model_->PrefetchBlock(b);
+    ahead += BlockBytes(b);
+    ++prefetched_until_;
+  }
+}
+
+TinyAIStatus WeightStream::AcquireVector(int32_t tensor, const float** data, int32_t* block) {
+  const uint8_t* p = nullptr;
+  uint64_t rows = 0;
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, 0, &p, &rows, block));
+  PrefetchAfter(*block);
+  *data = reinterpret_cast<const float*>(p);
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightStream::AcquireRow(int32_t tensor, uint64_t row, const float** data, int32_t* block) {
+  const uint8_t* p = nullptr;
+  uint64_t rows = 0;
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, row, &p, &rows, block));
+  *data = reinterpret_cast<const float*>(p);
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
+                                  int32_t cols, int32_t n) {
+  const RowBlockTable& table = model_->blocks();
+  size_t out_row = 0;  // output row of the cursor's row
+  int k = 0;
+  uint64_t row = 0;
+  while (k < count) {
+    // Pin a window: at least one block, then more while under the budget.
+    size_t segs = 0;
+    uint64_t bytes = 0;
+    while (k < count && (segs == 0 || window_bytes_ == 0 || bytes < window_bytes_)) {
+      const uint8_t* p = nullptr;
+      uint64_t avail = 0;
+      int32_t block = -1;
+      TinyAIStatus s = model_->AcquireRows(tensors[k], row, &p, &avail, &block);
+      if (s != TINYAI_OK) {
+        ReleasePinned(segs);
+        return s;
+      }
+      PrefetchAfter(block);
+      pinned_[segs] = block;
+      segments_[segs] = Segment{reinterpret_cast<const float*>(p), out_row, static_cast<size_t>(avail)};
+      ++segs;
+      bytes += BlockBytes(block);
+      row += avail;
+      out_row += static_cast<size_t>(avail);
+      if (row == table.rows(tensors[k])) {
+        ++k;
+        row = 0;
+      }
+    }
+    MultiplyWindow(segs, x, ldx, y, ldy, static_cast<size_t>(cols), n);
+    ReleasePinned(segs);
+  }
+  return TINYAI_OK;
+}
+
+void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, float* y, size_t ldy, size_t cols,
+                                  int32_t n) {
+  const kernels::KernelTable& k = *k_;
+  const Segment* seg = segments_.data();
+  const size_t first = seg[0].first;
+  const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
+  pool_->ParallelFor(total, kRowGrain, [&](size_t begin, size_t end, int) {
+    size_t i = 0;
+    for (size_t r = first + begin; r < first + end;) {
+      while (r >= seg[i].first + seg[i].rows) ++i;
+      const size_t in_seg = r - seg[i].first;
+      size_t count = seg[i].first + seg[i].rows - r;
+      if (count > first + end - r) count = first + end - r;
+      const float* w = seg[i].w + in_seg * cols;
+      if (n == 1) {
+        k.matvec(w, cols, x, y + r, count, cols);
+      } else {
+        k.matmul(w, cols, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));
+      }
+      r += count;
+    }
+  });
+}
+
+}  // namespace tinyai

@@ -1,0 +1,108 @@
+// Weights streamed through the loader's weight cache in row blocks, in the
+// order a pass reads them (shared by every model runtime).
+//
+// A matrix product pins a window of blocks, multiplies, and releases them,
+// so a tensor larger than the cache (a 32,000-row classifier) passes through
+// it in pieces and the cache, never this code, decides what stays resident.
+// Blocks ahead of the one in use are prefetched in the order a pass consumes
+// them; the order is a cycle (after the last block of a pass come the first
+// of the next).
+#ifndef TINYAI_MODEL_WEIGHT_STREAM_H_
+#define TINYAI_MODEL_WEIGHT_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/array.h"
+#include "common/thread_pool.h"
+#include "kernels/kernels.h"
+#include "loader/mapped_model.h"
+
+namespace tinyai {
+
+class WeightStream {
+ public:
+  WeightStream() = default;
+  WeightStream(const WeightStream&) = delete;
+  WeightStream& operator=(const WeightStream&) = delete;
+
+  // Starts an empty sequence over model's row blocks.
+  TinyAIStatus Init(TinyAIMappedModel* model);
+  // Appends the blocks of tensor (those not already in the sequence), in the
+  // order the pass reads them.
+  void AddTensor(int32_t tensor);
+  // Counts a tensor the pass reads outside the sequence (a row at a time,
+  // like an embedding table): its blocks count for NORMAL's preload and the
+  // largest block, but are not prefetched.
+  void AddSideTensor(int32_t tensor);
+  // The compute resources products run on; call before the first product.
+  void Bind(ThreadPool* pool, const kernels::KernelTable* kernels) {
+    pool_ = pool;
+    k_ = kernels;
+  }
+
+  // Re-reads the cache's cap to size windows and prefetch lookahead; call
+  // after changing it.
+  void UpdateStreaming();
+  // Loads every block the model's layers use (NORMAL mode); fails with the
+  // cache's TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
+  TinyAIStatus Preload();
+
+  // y[j*ldy + r] = W[r] . x[j*ldx ...] for j < n, where W stacks the rows of
+  // tensors[0..count) (all `cols` wide), rows split across the pool's threads.
+  TinyAIStatus MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
+                      int32_t cols, int32_t n);
+  // Pins the block holding a 1-D tensor (a norm's weights, a bias).
+  TinyAIStatus AcquireVector(int32_t tensor, const float** data, int32_t* block);
+  // Pins the block holding one row of a tensor.
+  TinyAIStatus AcquireRow(int32_t tensor, uint64_t row, const float** data, int32_t* block);
+  void Release(int32_t block) { model_->ReleaseBlock(block); }
+  // Marks the end of a pass: the next reads are the next cycle's.
+  void NextPass() { ++pass_; }
+
+  // Bytes the cache holds when every block used is loaded (NORMAL mode),
+  // the largest single block, and a tensor in it.
+  uint64_t resident_bytes() const { return resident_bytes_; }
+  // The decoded bytes of those blocks (the weights themselves, without the
+  // cache's slot rounding).
+  uint64_t decoded_bytes() const { return decoded_bytes_; }
+  uint64_t largest_block_bytes() const { return largest_block_bytes_; }
+  int32_t largest_block_tensor() const { return largest_tensor_; }
+  // Bytes of this object's tables.
+  uint64_t bytes() const;
+  TinyAIMappedModel* model() const { return model_; }
+
+ private:
+  struct Segment {
+    const float* w;
+    size_t first;
+    size_t rows;
+  };
+  void Count(int32_t block);
+  void PrefetchAfter(int32_t block);
+  void ReleasePinned(size_t count);
+  void MultiplyWindow(size_t segments, const float* x, size_t ldx, float* y, size_t ldy, size_t cols, int32_t n);
+  uint64_t BlockBytes(int32_t block) const { return model_->blocks().block(block).decoded_size; }
+
+  TinyAIMappedModel* model_ = nullptr;
+  ThreadPool* pool_ = nullptr;
+  const kernels::KernelTable* k_ = nullptr;
+  Array<int32_t> sequence_;        // blocks in pass order
+  size_t sequence_length_ = 0;
+  Array<int32_t> sequence_index_;  // per block: its place in sequence_, -1 if absent
+  Array<uint8_t> counted_;         // per block: counted in resident_bytes_
+  Array<Segment> segments_;
+  Array<int32_t> pinned_;
+  uint64_t resident_bytes_ = 0;
+  uint64_t decoded_bytes_ = 0;
+  uint64_t largest_block_bytes_ = 0;
+  int32_t largest_tensor_ = -1;
+  uint64_t window_bytes_ = 0;      // pin at most this much per window (0 = no limit)
+  uint64_t lookahead_bytes_ = 0;   // prefetch this far ahead
+  uint64_t prefetched_until_ = 0;  // absolute sequence position prefetch has reached
+  uint64_t pass_ = 0;              // passes done (absolute position = pass * length + index)
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_MODEL_WEIGHT_STREAM_H_

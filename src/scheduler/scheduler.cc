@@ -1,0 +1,811 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "common/checked_math.h"
+#include "common/status.h"
+#include "model/dense.h"
+#include "model/generate.h"
+#include "model/llama.h"
+#include "port/port.h"
+
+namespace tinyai {
+
+// The program of a schedule without a model: it plans memory and runs
+// nothing. Each layer is one operator writing outputSize bytes per row from
+// the sum of its inputs, which it may overwrite in place unless an input is
+// an ATTENTION one.
+class AbstractProgram final : public LayerProgram {
+ public:
+  enum Op : int32_t { kSum, kLayer };
+
+  TinyAIStatus OutputRowBytes(int32_t, uint64_t* bytes) const override {
+    *bytes = 0;  // any size
+    return TINYAI_OK;
+  }
+  SizeRule InputSize() const override { return SizeRule(); }
+  TinyAIStatus CheckSchedule(const LayerGraph&) const override { return TINYAI_OK; }
+  TinyAIStatus EmitLayer(const LayerGraph& graph, int32_t node, const int32_t* inputs, int32_t count,
+                         ActivationGraph* g, int32_t* output) override {
+    const LayerNode& n = graph.node(node);
+    const Span<const LayerDep> deps = graph.deps(node);
+    GraphOp op;
+    op.layer = n.layer;
+    op.node = graph.position(node);
+    Array<TinyAIDependencyType> types;
+    TINYAI_RETURN_IF_ERROR(types.Allocate(static_cast<size_t>(count), "schedule dependencies"));
+    SizeRule sum;  // as large as the largest input
+    for (int32_t i = 0; i < count; ++i) {
+      types[static_cast<size_t>(i)] = deps[static_cast<size_t>(i)].type;
+      const SizeRule& r = g->tensors()[static_cast<size_t>(inputs[i])].size;
+      if (r.per_row > sum.per_row) sum.per_row = r.per_row;
+    }
+    int32_t x = inputs[0];
+    TINYAI_RETURN_IF_ERROR(EmitSum(g, op, kSum, inputs, types.data(), count, sum, &x));
+    op.kind = kLayer;
+    op.inputs[0] = x;
+    op.input_count = 1;
+    op.in_place = count > 1 || types[0] != TINYAI_DEP_ATTENTION ? 0 : -1;
+    return g->AddOp(op, SizeRule::Rows(n.output_size), output);
+  }
+  void NameOp(const GraphOp& op, char* out, size_t capacity) const override {
+    std::snprintf(out, capacity, "layer.%d/%s", op.layer, op.kind == kSum ? "sum" : "layer");
+  }
+  TinyAIStatus RunOp(const GraphOp&, const OpIo&, const PassContext&) override {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "this schedule has no model: it plans memory and runs nothing");
+  }
+  void EndPass(const PassContext&) override {}
+  WeightStream* weights() override { return nullptr; }
+  ProgramMemory Memory() const override { return ProgramMemory(); }
+  TinyAIStatus AllocateState() override { return TINYAI_OK; }
+  int32_t context_length() const override { return 0; }
+};
+
+namespace {
+
+double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// a + b + ... with overflow saturating at UINT64_MAX (compared against limits).
+uint64_t SatAdd(uint64_t a, uint64_t b) {
+  uint64_t s = 0;
+  return CheckedAdd(a, b, &s) ? s : UINT64_MAX;
+}
+
+}  // namespace
+
+ForwardScheduler::ForwardScheduler() { generate_ = tinyaiCreateDefaultGenerateParams(); }
+
+ForwardScheduler::~ForwardScheduler() {
+  delete session_;
+  delete llama_;
+  delete dense_;
+  delete abstract_;
+}
+
+TinyAIStatus ForwardScheduler::CommonInit(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
+                                          const TinyAISchedulerConfig& config) {
+  if (static_cast<int>(mode) < TINYAI_EXEC_NORMAL || static_cast<int>(mode) > TINYAI_EXEC_ADAPTIVE) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "execution mode %d is not a TinyAIExecutionMode",
+                    static_cast<int>(mode));
+  }
+  if (config.threads < 0 || config.threads > 256) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "threads %d is out of range 0..256", config.threads);
+  }
+  if (config.batchSize < 1) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "batchSize %d is below 1", config.batchSize);
+  if (config.contextLength < 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", config.contextLength);
+  }
+  if (config.maxShapeCount < 0 || config.maxShapeCount > TINYAI_MAX_SHAPES) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxShapeCount %d is out of range 0..%d", config.maxShapeCount,
+                    TINYAI_MAX_SHAPES);
+  }
+  for (int32_t i = 0; i < config.maxShapeCount; ++i) {
+    const TinyAIMaxShape& s = config.maxShapes[i];
+    if (s.rows < 1 || s.context < 0) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxShapes[%d] is (%d rows, %d positions): rows must be >= 1 and "
+                      "context >= 0", i, s.rows, s.context);
+    }
+  }
+  config_ = config;
+  requested_mode_ = mode_ = mode;
+  limit_ = limit;
+  batch_ = config.batchSize;
+  model_ = model;
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
+                                    const TinyAISchedulerConfig& config) {
+  TINYAI_RETURN_IF_ERROR(CommonInit(model, mode, limit, config));
+  return CreateProgram(model);
+}
+
+TinyAIStatus ForwardScheduler::InitWithProgram(LayerProgram* program, TinyAIMappedModel* model,
+                                               TinyAIExecutionMode mode, uint64_t limit,
+                                               const TinyAISchedulerConfig& config) {
+  TINYAI_RETURN_IF_ERROR(CommonInit(model, mode, limit, config));
+  program_ = program;
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::CreateProgram(TinyAIMappedModel* model) {
+  const int threads = config_.threads == 0 ? port::CpuCount() : config_.threads;
+  if (!model) {
+    abstract_ = new (std::nothrow) AbstractProgram();
+    if (!abstract_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the scheduler's program");
+    program_ = abstract_;
+    return TINYAI_OK;
+  }
+  StringView arch;
+  TINYAI_RETURN_IF_ERROR(model->reader().GetString("general.architecture", &arch));
+  if (arch.size == 5 && std::memcmp(arch.data, "llama", 5) == 0) {
+    llama_ = new (std::nothrow) LlamaModel();
+    session_ = new (std::nothrow) TextSession(this);
+    if (!llama_ || !session_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the llama runtime");
+    TINYAI_RETURN_IF_ERROR(llama_->Bind(model, config_.contextLength, threads, &pool_));
+    program_ = llama_;
+    return TINYAI_OK;
+  }
+  if (arch.size == 5 && std::memcmp(arch.data, "dense", 5) == 0) {
+    dense_ = new (std::nothrow) DenseModel();
+    if (!dense_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the dense runtime");
+    TINYAI_RETURN_IF_ERROR(dense_->Bind(model, &pool_));
+    program_ = dense_;
+    return TINYAI_OK;
+  }
+  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' has no runtime (expected 'llama' or 'dense')",
+                  model->reader().source(), static_cast<int>(arch.size), arch.data);
+}
+
+TinyAIStatus ForwardScheduler::AddLayer(int32_t layer, int32_t depends_on, TinyAIDependencyType type,
+                                        uint64_t output_size) {
+  if (planned_) {
+    return SetError(TINYAI_ERR_MISUSE, "layer %d added after the schedule was prepared; create a new scheduler", layer);
+  }
+  const int32_t layers = model_ ? model_->layer_count() : 0;
+  if (model_ && layer >= 0 && layer < layers && output_size > 0) {
+    uint64_t expect = 0;
+    TINYAI_RETURN_IF_ERROR(program_->OutputRowBytes(layer, &expect));
+    if (expect != 0 && expect != output_size) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                      "layer %d (%s) produces %llu bytes per row; outputSize is %llu (tinyaiGetLayerOutputSize)",
+                      layer, model_->descriptor(layer).name, static_cast<unsigned long long>(expect),
+                      static_cast<unsigned long long>(output_size));
+    }
+  }
+  return graph_.Add(layer, depends_on, type, output_size, layers);
+}
+
+TinyAIStatus ForwardScheduler::AddModelLayers() {
+  if (planned_) return SetError(TINYAI_ERR_MISUSE, "layers added after the schedule was prepared");
+  if (llama_) return llama_->AddLayers(&graph_);
+  if (dense_) return dense_->AddLayers(&graph_);
+  return SetError(TINYAI_ERR_UNSUPPORTED, "this scheduler has no model whose layers it could add");
+}
+
+TinyAIStatus ForwardScheduler::SetBatchSize(int32_t batch) {
+  if (planned_) return SetError(TINYAI_ERR_MISUSE, "the batch size is set before the schedule is prepared");
+  if (batch < 1) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "batch size %d is below 1", batch);
+  batch_ = batch;
+  config_.batchSize = batch;
+  return TINYAI_OK;
+}
+
+// ---- planning ----
+
+TinyAIStatus ForwardScheduler::BuildGraph() {
+  if (graph_.built()) return TINYAI_OK;
+  TINYAI_RETURN_IF_ERROR(graph_.Build());
+  TINYAI_RETURN_IF_ERROR(program_->CheckSchedule(graph_));
+  act_.Clear();
+  TINYAI_RETURN_IF_ERROR(act_.AddInput(program_->InputSize(), &input_tensor_));
+  const size_t nodes = static_cast<size_t>(graph_.node_count());
+  TINYAI_RETURN_IF_ERROR(node_output_.Allocate(nodes, "schedule outputs"));
+  Array<int32_t> inputs;
+  for (int32_t node : graph_.order()) {
+    const Span<const LayerDep> deps = graph_.deps(node);
+    TINYAI_RETURN_IF_ERROR(inputs.Allocate(deps.size(), "layer inputs"));
+    for (size_t i = 0; i < deps.size(); ++i) {
+      inputs[i] = deps[i].producer < 0 ? input_tensor_ : node_output_[static_cast<size_t>(deps[i].producer)];
+    }
+    TINYAI_RETURN_IF_ERROR(program_->EmitLayer(graph_, node, inputs.data(), static_cast<int32_t>(deps.size()), &act_,
+                                               &node_output_[static_cast<size_t>(node)]));
+  }
+  // The layers nobody reads are the schedule's output, in layer order.
+  Array<int32_t> sinks;
+  TINYAI_RETURN_IF_ERROR(sinks.Allocate(nodes, "schedule outputs"));
+  size_t sink_count = 0;
+  for (size_t n = 0; n < nodes; ++n) {
+    if (graph_.node(static_cast<int32_t>(n)).consumers == 0) sinks[sink_count++] = static_cast<int32_t>(n);
+  }
+  std::sort(sinks.begin(), sinks.begin() + sink_count,
+            [this](int32_t a, int32_t b) { return graph_.node(a).layer < graph_.node(b).layer; });
+  for (size_t i = 0; i < sink_count; ++i) {
+    TINYAI_RETURN_IF_ERROR(act_.MarkOutput(node_output_[static_cast<size_t>(sinks[i])]));
+  }
+  TINYAI_RETURN_IF_ERROR(act_.Finish(config_.debugExecution));
+  memory_ = program_->Memory();
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const {
+  const int32_t context = program_->context_length();
+  const size_t count = config_.maxShapeCount > 0 ? static_cast<size_t>(config_.maxShapeCount) : 1;
+  TINYAI_RETURN_IF_ERROR(shapes->Allocate(count, "max shapes"));
+  for (size_t i = 0; i < count; ++i) {
+    PassShape& s = (*shapes)[i];
+    if (config_.maxShapeCount > 0) {
+      s.rows = config_.maxShapes[i].rows;
+      s.context = config_.maxShapes[i].context == 0 ? context : config_.maxShapes[i].context;
+      if (s.context > context) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxShapes[%zu] attends to %d positions; the context holds %d", i,
+                        s.context, context);
+      }
+      if (context == 0) s.context = 0;
+    } else if (llama_) {
+      s.rows = context < LlamaModel::kMaxChunk ? context : LlamaModel::kMaxChunk;
+      s.context = context;
+    } else {
+      s.rows = batch_;
+      s.context = context;
+    }
+    if (max_rows > 0 && s.rows > max_rows) s.rows = max_rows;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::PlanShapes(const Array<PassShape>& shapes, Array<ShapePlan>* plans,
+                                          uint64_t* arena) const {
+  ArenaPlanner planner;  // working memory only while planning
+  TINYAI_RETURN_IF_ERROR(plans->Allocate(shapes.size(), "arena plans"));
+  *arena = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TINYAI_RETURN_IF_ERROR(act_.Plan(shapes[i], &planner, &(*plans)[i]));
+    if ((*plans)[i].result.arena_bytes > *arena) *arena = (*plans)[i].result.arena_bytes;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
+  const WeightStream* stream = program_->weights();
+  if (stream && model_) {
+    const int32_t t = stream->largest_block_tensor();
+    const char* tensor = t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "-";
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "memory limit of %llu bytes is below this model's minimum of %llu: tensor '%s' streams in row "
+                    "blocks of %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
+                    "scratch (the arena for 1 row per pass) and %llu of tables",
+                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed), tensor,
+                    static_cast<unsigned long long>(stream->largest_block_bytes()),
+                    static_cast<unsigned long long>(memory_.persistent), program_->context_length(),
+                    static_cast<unsigned long long>(needed - stream->largest_block_bytes() - memory_.persistent -
+                                                    tables_bytes_),
+                    static_cast<unsigned long long>(tables_bytes_));
+  }
+  return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                  "memory limit of %llu bytes is below this schedule's minimum of %llu: an arena of %llu bytes "
+                  "for 1 row per pass and %llu of tables",
+                  static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed),
+                  static_cast<unsigned long long>(needed - tables_bytes_), static_cast<unsigned long long>(tables_bytes_));
+}
+
+TinyAIStatus ForwardScheduler::ChooseMode() {
+  const WeightStream* stream = program_->weights();
+  const uint64_t all_weights = stream ? stream->resident_bytes() : 0;
+  const uint64_t block = stream ? stream->largest_block_bytes() : 0;
+  const uint64_t configured_cap = model_ ? model_->config().maxCacheSize : 0;
+
+  if (configured_cap != 0 && block > configured_cap) {
+    const int32_t t = stream->largest_block_tensor();
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "the model's weight cache is capped at %llu bytes (maxCacheSize), below its largest row block of "
+                    "%llu (tensor '%s'); raise maxCacheSize or lower rowBlockSize",
+                    static_cast<unsigned long long>(configured_cap), static_cast<unsigned long long>(block),
+                    t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "-");
+  }
+  Array<PassShape> shapes;
+  TINYAI_RETURN_IF_ERROR(MakeShapes(0, &shapes));
+  uint64_t arena_full = 0;
+  TINYAI_RETURN_IF_ERROR(PlanShapes(shapes, &plans_, &arena_full));
+  int32_t full_rows = 0;
+  for (const PassShape& s : shapes) full_rows = s.rows > full_rows ? s.rows : full_rows;
+
+  // Tables: the program's, the loader's index and cache bookkeeping, and the
+  // scheduler's graphs and plans.
+  uint64_t plan_bytes = 0;
+  for (const ShapePlan& p : plans_) {
+    plan_bytes += sizeof(ShapePlan) + p.offsets.size() * sizeof(uint64_t) + p.buffers.size() * sizeof(PlanBuffer);
+  }
+  tables_bytes_ = memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
+                  node_output_.size() * sizeof(int32_t) + plan_bytes;
+  const uint64_t rest = SatAdd(memory_.persistent, tables_bytes_);
+  auto need = [&](uint64_t weights, uint64_t arena) { return SatAdd(SatAdd(weights, arena), rest); };
+  auto fits = [&](uint64_t weights, uint64_t arena) {
+    return (limit_ == 0 || need(weights, arena) <= limit_) && (configured_cap == 0 || weights <= configured_cap);
+  };
+
+  // The least limit: streaming, one row per pass.
+  Array<PassShape> one;
+  Array<ShapePlan> one_plans;
+  uint64_t arena_one = 0;
+  TINYAI_RETURN_IF_ERROR(MakeShapes(1, &one));
+  TINYAI_RETURN_IF_ERROR(PlanShapes(one, &one_plans, &arena_one));
+  minimum_limit_ = need(block, arena_one);
+
+  // Below the least limit nothing runs, whatever the mode.
+  if (limit_ != 0 && minimum_limit_ > limit_) return TooSmall(minimum_limit_);
+  const bool normal = fits(all_weights, arena_full);
+  const bool memopt = fits(block, arena_full);
+  const char* how = requested_mode_ == TINYAI_EXEC_ADAPTIVE ? "" : " (requested)";
+  const double limit_mib = Mib(limit_);
+  rows_per_pass_ = full_rows;
+  uint64_t arena = arena_full;
+  if (requested_mode_ == TINYAI_EXEC_NORMAL || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && normal)) {
+    if (!normal) {
+      if (configured_cap != 0 && all_weights > configured_cap) {
+        return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                        "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
+                        "%llu (maxCacheSize); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
+                        static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap));
+      }
+      return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                      "NORMAL keeps all %llu bytes of weights resident: with the arena's %llu, %llu of KV cache and "
+                      "%llu of tables that is %llu, over the memory limit of %llu; MEMORY_OPT needs %llu and STREAMING "
+                      "%llu (ADAPTIVE chooses for you)",
+                      static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(arena_full),
+                      static_cast<unsigned long long>(memory_.persistent),
+                      static_cast<unsigned long long>(tables_bytes_),
+                      static_cast<unsigned long long>(need(all_weights, arena_full)),
+                      static_cast<unsigned long long>(limit_),
+                      static_cast<unsigned long long>(need(block, arena_full)),
+                      static_cast<unsigned long long>(minimum_limit_));
+    }
+    mode_ = TINYAI_EXEC_NORMAL;
+    if (limit_ == 0) {
+      std::snprintf(reason_, sizeof reason_, "NORMAL%s: no memory limit%s, so all %.2f MiB of weights stay resident",
+                    how, configured_cap ? " and the weights fit the weight cache's cap" : "", Mib(all_weights));
+    } else {
+      std::snprintf(reason_, sizeof reason_,
+                    "NORMAL%s: all %.2f MiB of weights fit beside the %.3f MiB arena, %.2f MiB of KV cache and %.3f "
+                    "MiB of tables in the limit of %.2f MiB",
+                    how, Mib(all_weights), Mib(arena_full), Mib(memory_.persistent), Mib(tables_bytes_), limit_mib);
+    }
+  } else if (requested_mode_ == TINYAI_EXEC_MEMORY_OPT || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && memopt)) {
+    if (!memopt) {
+      return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                      "MEMORY_OPT with %d rows per pass needs %llu bytes (a row block of %llu, an arena of %llu, "
+                      "%llu of KV cache, %llu of tables), over the memory limit of %llu; STREAMING needs %llu",
+                      full_rows, static_cast<unsigned long long>(need(block, arena_full)),
+                      static_cast<unsigned long long>(block), static_cast<unsigned long long>(arena_full),
+                      static_cast<unsigned long long>(memory_.persistent),
+                      static_cast<unsigned long long>(tables_bytes_), static_cast<unsigned long long>(limit_),
+                      static_cast<unsigned long long>(minimum_limit_));
+    }
+    mode_ = TINYAI_EXEC_MEMORY_OPT;
+    std::snprintf(reason_, sizeof reason_,
+                  "MEMORY_OPT%s: the %.2f MiB of weights do not fit beside the rest (%.3f MiB) in the limit of %.2f "
+                  "MiB; streamed in row blocks of at most %.3f MiB",
+                  how, Mib(all_weights), Mib(SatAdd(arena_full, rest)), limit_mib, Mib(block));
+  } else {
+    // STREAMING: the most rows per pass whose arena fits beside one row block.
+    if (!fits(block, arena_one)) return TooSmall(minimum_limit_);
+    int32_t lo = 1, hi = full_rows;
+    Array<PassShape> trial;
+    Array<ShapePlan> trial_plans;
+    while (lo < hi) {
+      const int32_t mid = lo + (hi - lo + 1) / 2;
+      uint64_t a = 0;
+      TINYAI_RETURN_IF_ERROR(MakeShapes(mid, &trial));
+      TINYAI_RETURN_IF_ERROR(PlanShapes(trial, &trial_plans, &a));
+      if (fits(block, a)) lo = mid;
+      else hi = mid - 1;
+    }
+    rows_per_pass_ = lo;
+    TINYAI_RETURN_IF_ERROR(MakeShapes(lo, &shapes));
+    TINYAI_RETURN_IF_ERROR(PlanShapes(shapes, &plans_, &arena));
+    mode_ = TINYAI_EXEC_STREAMING;
+    std::snprintf(reason_, sizeof reason_,
+                  "STREAMING%s: with %d rows per pass the arena (%.3f MiB) does not fit beside a %.3f MiB row block "
+                  "in the limit of %.2f MiB; %d rows per pass (arena %.3f MiB) do",
+                  how, full_rows, Mib(arena_full), Mib(block), limit_mib, lo, Mib(arena));
+    if (lo == full_rows) {
+      std::snprintf(reason_, sizeof reason_, "STREAMING%s: %d rows per pass (arena %.3f MiB) fit beside a %.3f MiB "
+                    "row block in the limit of %.2f MiB", how, lo, Mib(arena), Mib(block), limit_mib);
+    }
+  }
+
+  arena_bytes_ = arena;
+  lower_bound_bytes_ = naive_bytes_ = 0;
+  plan_note_[0] = '\0';
+  for (const ShapePlan& p : plans_) {
+    if (p.result.lower_bound_bytes > lower_bound_bytes_) lower_bound_bytes_ = p.result.lower_bound_bytes;
+    if (p.result.naive_bytes > naive_bytes_) naive_bytes_ = p.result.naive_bytes;
+    if (p.result.arena_bytes > p.result.lower_bound_bytes && plan_note_[0] == '\0') {
+      char op_name[96] = "-";
+      const int32_t b = p.result.first_above_bound;
+      if (b >= 0) {
+        const PlanBuffer& pb = p.buffers[static_cast<size_t>(b)];
+        Name(act_.ops()[static_cast<size_t>(pb.first < act_.op_count() ? pb.first : act_.op_count() - 1)], op_name,
+             sizeof op_name);
+      }
+      std::snprintf(plan_note_, sizeof plan_note_,
+                    "shape (%d rows, %d positions): the arena is %llu bytes above the lower bound of %llu; no placement "
+                    "order tried fits every buffer under it (the best, '%s', places a buffer live from step %d, op "
+                    "'%s', above it)",
+                    p.shape.rows, p.shape.context,
+                    static_cast<unsigned long long>(p.result.arena_bytes - p.result.lower_bound_bytes),
+                    static_cast<unsigned long long>(p.result.lower_bound_bytes),
+                    p.result.order >= 0 ? ArenaPlanner::OrderName(p.result.order) : "-",
+                    b >= 0 ? p.buffers[static_cast<size_t>(b)].first : -1, op_name);
+    }
+  }
+  // The weight cache gets what the rest leaves (never more than configured).
+  cache_cap_ = configured_cap;
+  if (limit_ != 0) {
+    const uint64_t left = limit_ - need(0, arena_bytes_);
+    cache_cap_ = configured_cap != 0 && configured_cap < left ? configured_cap : left;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::Plan() {
+  if (planned_) return TINYAI_OK;
+  TINYAI_RETURN_IF_ERROR(BuildGraph());
+  TINYAI_RETURN_IF_ERROR(ChooseMode());
+  planned_ = true;
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::Prepare() {
+  if (prepared_) {
+    // Again: restart execution.
+    if (session_) session_->Cancel();
+    AbortPass();
+    run_active_ = false;
+    status_ = TINYAI_OK;
+    if (llama_) llama_->Reset();
+    return TINYAI_OK;
+  }
+  TINYAI_RETURN_IF_ERROR(Plan());
+  if (!threads_started_) {
+    TINYAI_RETURN_IF_ERROR(pool_.Start(config_.threads == 0 ? port::CpuCount() : config_.threads));
+    threads_started_ = true;
+  }
+  TINYAI_RETURN_IF_ERROR(arena_.Allocate(static_cast<size_t>(arena_bytes_), "activation arena"));
+  TINYAI_RETURN_IF_ERROR(program_->AllocateState());
+  WeightStream* stream = program_->weights();
+  if (model_ && limit_ != 0) TINYAI_RETURN_IF_ERROR(model_->cache().SetCapacity(cache_cap_));
+  if (stream) {
+    stream->UpdateStreaming();
+    if (mode_ == TINYAI_EXEC_NORMAL) TINYAI_RETURN_IF_ERROR(stream->Preload());
+  }
+  prepared_ = true;
+  return TINYAI_OK;
+}
+
+// ---- passes ----
+
+int32_t ForwardScheduler::MaxRows(int32_t position) const {
+  int32_t best = 0;
+  for (const ShapePlan& p : plans_) {
+    int32_t rows = p.shape.rows;
+    if (p.shape.context > 0) {
+      if (p.shape.context <= position) continue;
+      if (p.shape.context - position < rows) rows = p.shape.context - position;
+    }
+    if (rows > best) best = rows;
+  }
+  return best;
+}
+
+TinyAIStatus ForwardScheduler::BeginPass(const PassContext& pass, const void* input) {
+  if (!prepared_) return SetError(TINYAI_ERR_MISUSE, "a pass begun before tinyaiPrepareForwardPass");
+  if (in_pass()) return SetError(TINYAI_ERR_MISUSE, "a pass begun while another is in progress");
+  const ShapePlan* best = nullptr;
+  for (const ShapePlan& p : plans_) {
+    if (!ShapeFits(pass.shape, p.shape)) continue;
+    if (!best || p.result.arena_bytes < best->result.arena_bytes) best = &p;
+  }
+  if (!best || pass.shape.rows < 1) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a pass of %d rows over %d positions fits no planned max shape",
+                    pass.shape.rows, pass.shape.context);
+  }
+  pass_ = pass;
+  pass_input_ = input;
+  pass_plan_ = best;
+  cursor_ = 0;
+  return TINYAI_OK;
+}
+
+void ForwardScheduler::AbortPass() { cursor_ = -1; }
+
+TinyAIStatus ForwardScheduler::RunOp(int32_t o) {
+  const GraphOp& op = act_.ops()[static_cast<size_t>(o)];
+  const ShapePlan& plan = *pass_plan_;
+  uint8_t* base = static_cast<uint8_t*>(arena_.data());
+  OpIo io;
+  for (int i = 0; i < op.input_count; ++i) {
+    const int32_t g = act_.group(op.inputs[i]);
+    io.inputs[i] = g < 0 ? pass_input_ : base + plan.offsets[static_cast<size_t>(g)];
+  }
+  io.output = base + plan.offsets[static_cast<size_t>(act_.group(op.output))];
+  const int32_t s = act_.scratch_buffer(o);
+  if (s >= 0) {
+    io.scratch = base + plan.offsets[static_cast<size_t>(s)];
+    io.scratch_bytes = plan.buffers[static_cast<size_t>(s)].size;
+  }
+  return program_->RunOp(op, io, pass_);
+}
+
+TinyAIStatus ForwardScheduler::StepNode(int32_t* layer) {
+  if (!in_pass()) return SetError(TINYAI_ERR_MISUSE, "no pass is in progress");
+  const Span<const GraphOp> ops = act_.ops();
+  const int32_t node = ops[static_cast<size_t>(cursor_)].node;
+  if (layer) *layer = ops[static_cast<size_t>(cursor_)].layer;
+  while (cursor_ < act_.op_count() && ops[static_cast<size_t>(cursor_)].node == node) {
+    TinyAIStatus s = RunOp(cursor_);
+    if (s != TINYAI_OK) {
+      AbortPass();
+      return s;
+    }
+    ++cursor_;
+  }
+  if (cursor_ == act_.op_count()) {
+    program_->EndPass(pass_);
+    last_plan_ = pass_plan_;
+    cursor_ = -1;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::RunPass(const PassContext& pass, const void* input) {
+  TINYAI_RETURN_IF_ERROR(BeginPass(pass, input));
+  while (in_pass()) TINYAI_RETURN_IF_ERROR(StepNode(nullptr));
+  return TINYAI_OK;
+}
+
+void* ForwardScheduler::OutputData(size_t k) const {
+  if (!last_plan_ || k >= act_.outputs().size()) return nullptr;
+  const int32_t g = act_.group(act_.outputs()[k]);
+  return static_cast<uint8_t*>(arena_.data()) + last_plan_->offsets[static_cast<size_t>(g)];
+}
+
+// ---- the guide's loop ----
+
+bool ForwardScheduler::ExecuteNext(const void* input, void* output, int32_t* layer) {
+  if (!prepared_) {
+    status_ = SetError(TINYAI_ERR_MISUSE, "tinyaiExecuteNextLayer called before tinyaiPrepareForwardPass");
+    return false;
+  }
+  if (abstract_) {
+    status_ = SetError(TINYAI_ERR_UNSUPPORTED, "this schedule has no model: it plans memory and runs nothing");
+    return false;
+  }
+  return llama_ ? ExecuteText(input, output, layer) : ExecuteBatch(input, output, layer);
+}
+
+bool ForwardScheduler::ExecuteText(const void* input, void* output, int32_t* layer) {
+  if (!run_active_) {
+    if (!input) {
+      status_ = SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiExecuteNextLayer: input (the prompt) is NULL");
+      return false;
+    }
+    TextSink sink(generate_.onText, generate_.user, static_cast<char*>(output), output ? config_.outputCapacity : 0);
+    status_ = session_->Start(static_cast<const char*>(input), generate_, sink, /*stop_when_full=*/true);
+    if (status_ != TINYAI_OK) return false;
+    run_active_ = true;
+  }
+  bool finished = false;
+  status_ = session_->Step(layer, &finished);
+  if (status_ != TINYAI_OK) {
+    session_->Cancel();
+    run_active_ = false;
+    return false;
+  }
+  if (finished) {
+    status_ = session_->Finish(nullptr);
+    run_active_ = false;
+    return false;
+  }
+  return true;
+}
+
+TinyAIStatus ForwardScheduler::BeginBatchPass(const void* input) {
+  PassContext pass;
+  pass.shape.rows = batch_ - batch_done_ < rows_per_pass_ ? batch_ - batch_done_ : rows_per_pass_;
+  pass.shape.context = 0;
+  pass.row_offset = batch_done_;
+  const uint64_t row_bytes = program_->InputSize().per_row;
+  return BeginPass(pass, static_cast<const uint8_t*>(input) + static_cast<size_t>(row_bytes) * batch_done_);
+}
+
+void ForwardScheduler::CopyBatchOutputs(void* output) {
+  // Row r of the output holds every graph output's row r, in order.
+  uint64_t row_bytes = 0;
+  for (int32_t t : act_.outputs()) row_bytes += act_.tensors()[static_cast<size_t>(t)].size.per_row;
+  uint8_t* out = static_cast<uint8_t*>(output);
+  uint64_t at = 0;
+  for (size_t k = 0; k < act_.outputs().size(); ++k) {
+    const uint64_t width = act_.tensors()[static_cast<size_t>(act_.outputs()[k])].size.per_row;
+    const uint8_t* src = static_cast<const uint8_t*>(OutputData(k));
+    for (int32_t r = 0; r < pass_.shape.rows; ++r) {
+      std::memcpy(out + (static_cast<uint64_t>(pass_.row_offset + r) * row_bytes + at), src + r * width, width);
+    }
+    at += width;
+  }
+}
+
+bool ForwardScheduler::ExecuteBatch(const void* input, void* output, int32_t* layer) {
+  if (!run_active_) {
+    if (!input || !output) {
+      status_ = SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiExecuteNextLayer: %s is NULL", input ? "output" : "input");
+      return false;
+    }
+    run_input_ = input;
+    run_output_ = output;
+    batch_done_ = 0;
+    run_active_ = true;
+  }
+  if (!in_pass()) {
+    if (batch_done_ >= batch_) {
+      run_active_ = false;
+      status_ = TINYAI_OK;
+      return false;
+    }
+    status_ = BeginBatchPass(run_input_);
+    if (status_ != TINYAI_OK) {
+      run_active_ = false;
+      return false;
+    }
+  }
+  status_ = StepNode(layer);
+  if (status_ != TINYAI_OK) {
+    run_active_ = false;
+    return false;
+  }
+  if (!in_pass()) {
+    CopyBatchOutputs(run_output_);
+    batch_done_ += pass_.shape.rows;
+  }
+  return true;
+}
+
+// ---- memory and reports ----
+
+uint64_t ForwardScheduler::memory_usage() const {
+  const uint64_t weights = model_ ? model_->cache().held_bytes() : 0;
+  return prepared_ ? weights + fixed_bytes() : weights;
+}
+
+uint64_t ForwardScheduler::peak_memory_usage() const {
+  const uint64_t weights = model_ ? model_->cache().stats().peak_held_bytes : 0;
+  return prepared_ ? weights + fixed_bytes() : weights;
+}
+
+TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output_size, int32_t max_batch,
+                                            int32_t* best) {
+  if (max_batch < 1) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxBatch %d is below 1", max_batch);
+  TINYAI_RETURN_IF_ERROR(BuildGraph());
+  const WeightStream* stream = program_->weights();
+  const uint64_t weights = !stream ? 0 : requested_mode_ == TINYAI_EXEC_NORMAL ? stream->resident_bytes()
+                                                                             : stream->largest_block_bytes();
+  const uint64_t configured_cap = model_ ? model_->config().maxCacheSize : 0;
+  if (configured_cap != 0 && weights > configured_cap) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "%s needs %llu bytes of weights in the cache, which is capped at %llu",
+                    tinyaiExecutionModeName(requested_mode_), static_cast<unsigned long long>(weights),
+                    static_cast<unsigned long long>(configured_cap));
+  }
+  if (limit_ == 0) {
+    *best = max_batch;
+    return TINYAI_OK;
+  }
+  // Tables as Plan() counts them (one plan per max shape).
+  Array<PassShape> shapes;
+  TINYAI_RETURN_IF_ERROR(MakeShapes(1, &shapes));
+  int32_t context = 0;
+  for (const PassShape& s : shapes) context = s.context > context ? s.context : context;
+  uint64_t tables = memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
+                    node_output_.size() * sizeof(int32_t) +
+                    shapes.size() * (sizeof(ShapePlan) + static_cast<uint64_t>(act_.buffer_count()) *
+                                                             (sizeof(uint64_t) + sizeof(PlanBuffer)));
+  const uint64_t fixed = SatAdd(SatAdd(weights, memory_.persistent), tables);
+  ArenaPlanner planner;
+  ShapePlan plan;
+  // need(b) for the plan of b rows, from its arena or (bound) its lower bound.
+  auto need = [&](int32_t b, bool bound, uint64_t* out) -> TinyAIStatus {
+    PassShape s;
+    s.rows = b;
+    s.context = context;
+    TINYAI_RETURN_IF_ERROR(act_.Plan(s, &planner, &plan));
+    uint64_t io = 0;
+    if (!CheckedMul(static_cast<uint64_t>(b), SatAdd(input_size, output_size), &io)) io = UINT64_MAX;
+    *out = SatAdd(SatAdd(fixed, bound ? plan.result.lower_bound_bytes : plan.result.arena_bytes), io);
+    return TINYAI_OK;
+  };
+  // The lower bound grows with the rows, so the largest batch whose bound
+  // fits is found by bisection; no larger batch can fit. Below it, plans
+  // are checked from the top.
+  int32_t lo = 0, hi = max_batch;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    uint64_t n = 0;
+    TINYAI_RETURN_IF_ERROR(need(mid, true, &n));
+    if (n <= limit_) lo = mid;
+    else hi = mid - 1;
+  }
+  for (int32_t b = lo; b >= 1; --b) {
+    uint64_t n = 0;
+    TINYAI_RETURN_IF_ERROR(need(b, false, &n));
+    if (n <= limit_) {
+      *best = b;
+      return TINYAI_OK;
+    }
+  }
+  uint64_t n = 0;
+  TINYAI_RETURN_IF_ERROR(need(1, false, &n));
+  return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                  "even a batch of 1 does not fit: it needs %llu bytes (weights %llu in %s mode, an arena of %llu, "
+                  "%llu of KV cache, %llu of tables, %llu of input and output), over the memory limit of %llu",
+                  static_cast<unsigned long long>(n), static_cast<unsigned long long>(weights),
+                  tinyaiExecutionModeName(requested_mode_), static_cast<unsigned long long>(plan.result.arena_bytes),
+                  static_cast<unsigned long long>(memory_.persistent), static_cast<unsigned long long>(tables),
+                  static_cast<unsigned long long>(SatAdd(input_size, output_size)),
+                  static_cast<unsigned long long>(limit_));
+}
+
+TinyAIStatus ForwardScheduler::Report(TinyAISchedulerReport* out) const {
+  if (!planned_) return SetError(TINYAI_ERR_MISUSE, "the schedule has not been planned or prepared yet");
+  const WeightStream* stream = program_->weights();
+  std::memset(out, 0, sizeof *out);
+  out->structSize = sizeof *out;
+  out->requestedMode = requested_mode_;
+  out->mode = mode_;
+  out->reason = reason_;
+  out->memLimit = limit_;
+  out->minMemLimit = minimum_limit_;
+  out->arenaBytes = arena_bytes_;
+  out->lowerBoundBytes = lower_bound_bytes_;
+  out->naiveBytes = naive_bytes_;
+  out->weightsBytes = stream ? stream->decoded_bytes() : 0;
+  out->weightsResidentBytes = stream ? stream->resident_bytes() : 0;
+  out->weightCacheCap = cache_cap_;
+  out->kvBytes = memory_.persistent;
+  out->tableBytes = tables_bytes_;
+  out->largestBlockBytes = stream ? stream->largest_block_bytes() : 0;
+  out->rowsPerPass = rows_per_pass_;
+  out->layerCount = graph_.node_count();
+  out->opCount = act_.op_count();
+  out->bufferCount = act_.buffer_count();
+  out->inPlaceCount = act_.in_place_count();
+  out->shapeCount = static_cast<int32_t>(plans_.size());
+  out->atLowerBound = plan_note_[0] == '\0' ? 1 : 0;
+  out->planNote = plan_note_;
+  out->memoryUsage = memory_usage();
+  out->peakMemoryUsage = peak_memory_usage();
+  return TINYAI_OK;
+}
+
+void ForwardScheduler::Name(const GraphOp& op, char* out, size_t capacity) const {
+  program_->NameOp(op, out, capacity);
+}
+
+TinyAIStatus ForwardScheduler::DumpDag(char* buf, size_t capacity, size_t* needed) const {
+  if (!planned_) return SetError(TINYAI_ERR_MISUSE, "the activation DAG exists once the schedule is prepared");
+  TextBuffer text(buf, capacity);
+  text.Printf("# mode: %s; %s\n", tinyaiExecutionModeName(mode_), reason_);
+  const ShapePlan* plans[TINYAI_MAX_SHAPES];
+  size_t n = 0;
+  for (const ShapePlan& p : plans_) plans[n++] = &p;
+  DumpActivationDagYaml(act_, Span<const ShapePlan* const>(plans, n), *this, &text);
+  *needed = text.length() + 1;
+  if (text.length() + 1 > capacity) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "the activation DAG takes %zu bytes; the buffer holds %zu",
+                    text.length() + 1, capacity);
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

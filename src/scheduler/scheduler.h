@@ -1,0 +1,193 @@
+// The forward scheduler behind <tinyai/utils/forward_scheduler.h>, and the
+// one execution path of every model: TinyAILLM runs its language model
+// through one too.
+//
+// Plan() turns the schedule into an activation graph (the program emits each
+// layer's operators, in dependency order), plans the arena for every max
+// shape, sums what the mode needs - weights (all of them for NORMAL, the
+// largest row block for the streaming modes), the arena, persistent state,
+// tables - against the limit, and settles the mode and the rows per pass.
+// Prepare() then allocates the arena and the program's state, sets the
+// weight cache's cap to what the rest leaves, and in NORMAL mode loads every
+// weight. Nothing is allocated after that: a pass runs its operators on
+// pointers into the arena.
+//
+// Passes: BeginPass() picks the smallest plan whose shape covers the pass,
+// StepNode() runs one layer's operators, and after the last one the program
+// ends the pass (a language model advances its position). The drivers above
+// decide what passes to run: the text session (model/generate.h) for a
+// language model, the batch driver here for a dense network.
+#ifndef TINYAI_SCHEDULER_SCHEDULER_H_
+#define TINYAI_SCHEDULER_SCHEDULER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/array.h"
+#include "common/thread_pool.h"
+#include "kernels/kernels.h"
+#include "loader/mapped_model.h"
+#include "planner/activation_graph.h"
+#include "planner/arena_planner.h"
+#include "scheduler/layer_graph.h"
+#include "scheduler/program.h"
+#include "tinyai/llm.h"
+#include "tinyai/utils/forward_scheduler.h"
+
+namespace tinyai {
+
+class LlamaModel;
+class DenseModel;
+class AbstractProgram;
+class TextSession;
+
+class ForwardScheduler : private OpNamer {
+ public:
+  ForwardScheduler();
+  ForwardScheduler(const ForwardScheduler&) = delete;
+  ForwardScheduler& operator=(const ForwardScheduler&) = delete;
+  ~ForwardScheduler();
+
+  // model may be null (planning only). config must be a full struct.
+  TinyAIStatus Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
+                    const TinyAISchedulerConfig& config);
+  // Tests: runs `program` (borrowed; it must outlive the scheduler) over
+  // model (may be null); the program's compute pool is pool().
+  TinyAIStatus InitWithProgram(LayerProgram* program, TinyAIMappedModel* model, TinyAIExecutionMode mode,
+                               uint64_t limit, const TinyAISchedulerConfig& config);
+
+  TinyAIStatus AddLayer(int32_t layer, int32_t depends_on, TinyAIDependencyType type, uint64_t output_size);
+  TinyAIStatus AddModelLayers();
+  TinyAIStatus SetBatchSize(int32_t batch);
+
+  // Everything but allocation (see above); again after a change restarts.
+  TinyAIStatus Plan();
+  TinyAIStatus Prepare();
+  bool planned() const { return planned_; }
+  bool prepared() const { return prepared_; }
+
+  // ---- passes ----
+  // The most rows a pass starting at `position` can take (a plan covers
+  // rows and position + rows); 0 when no plan covers position + 1.
+  int32_t MaxRows(int32_t position) const;
+  TinyAIStatus BeginPass(const PassContext& pass, const void* input);
+  bool in_pass() const { return cursor_ >= 0; }
+  // Runs the next layer's operators; *layer (may be null) gets its index.
+  TinyAIStatus StepNode(int32_t* layer);
+  // Begins a pass and runs it to the end.
+  TinyAIStatus RunPass(const PassContext& pass, const void* input);
+  // Abandons a pass in progress (after a failure).
+  void AbortPass();
+  // The k-th graph output of the last pass (valid until the next pass).
+  void* OutputData(size_t k) const;
+
+  // ---- the guide's execution loop ----
+  bool ExecuteNext(const void* input, void* output, int32_t* layer);
+  TinyAIStatus status() const { return status_; }
+
+  // ---- memory ----
+  uint64_t memory_usage() const;
+  uint64_t peak_memory_usage() const;
+  uint64_t arena_bytes() const { return arena_bytes_; }
+  uint64_t fixed_bytes() const { return arena_bytes_ + memory_.persistent + tables_bytes_; }
+  TinyAIStatus OptimalBatch(uint64_t input_size, uint64_t output_size, int32_t max_batch, int32_t* best);
+  TinyAIStatus Report(TinyAISchedulerReport* out) const;
+  TinyAIStatus DumpDag(char* buf, size_t capacity, size_t* needed) const;
+
+  TinyAIExecutionMode mode() const { return mode_; }
+  TinyAIExecutionMode requested_mode() const { return requested_mode_; }
+  const char* reason() const { return reason_; }
+  int32_t rows_per_pass() const { return rows_per_pass_; }
+  uint64_t limit() const { return limit_; }
+  uint64_t minimum_limit() const { return minimum_limit_; }
+  uint64_t tables_bytes() const { return tables_bytes_; }
+  const ProgramMemory& program_memory() const { return memory_; }
+  const TinyAISchedulerConfig& config() const { return config_; }
+  LlamaModel* llama() const { return llama_; }
+  LayerProgram* program() const { return program_; }
+  TinyAIMappedModel* model() const { return model_; }
+  ThreadPool* pool() { return &pool_; }
+  const ActivationGraph& graph() const { return act_; }
+  const LayerGraph& layers() const { return graph_; }
+  int32_t shape_count() const { return static_cast<int32_t>(plans_.size()); }
+  const ShapePlan& plan(int32_t i) const { return plans_[static_cast<size_t>(i)]; }
+  // Text generation settings for ExecuteNext on a language model.
+  TinyAIGenerateParams* mutable_generate() { return &generate_; }
+
+ private:
+  TinyAIStatus CreateProgram(TinyAIMappedModel* model);
+  TinyAIStatus CommonInit(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
+                          const TinyAISchedulerConfig& config);
+  TinyAIStatus BuildGraph();
+  // Shapes with rows capped at max_rows (0 = as configured).
+  TinyAIStatus MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const;
+  TinyAIStatus PlanShapes(const Array<PassShape>& shapes, Array<ShapePlan>* plans, uint64_t* arena) const;
+  TinyAIStatus ChooseMode();
+  // TINYAI_ERR_RESOURCE_EXHAUSTED: the limit is below `needed`, the least.
+  TinyAIStatus TooSmall(uint64_t needed) const;
+  TinyAIStatus RunOp(int32_t op);
+  bool ExecuteText(const void* input, void* output, int32_t* layer);
+  bool ExecuteBatch(const void* input, void* output, int32_t* layer);
+  TinyAIStatus BeginBatchPass(const void* input);
+  void CopyBatchOutputs(void* output);
+  void Name(const GraphOp& op, char* out, size_t capacity) const override;
+
+  TinyAIMappedModel* model_ = nullptr;
+  LayerProgram* program_ = nullptr;
+  LlamaModel* llama_ = nullptr;        // owned, when the model is a language model
+  DenseModel* dense_ = nullptr;        // owned, when it is a dense network
+  AbstractProgram* abstract_ = nullptr;  // owned, without a model
+  TextSession* session_ = nullptr;     // owned, language models
+  ThreadPool pool_;
+  TinyAISchedulerConfig config_{};
+  TinyAIExecutionMode requested_mode_ = TINYAI_EXEC_ADAPTIVE;
+  TinyAIExecutionMode mode_ = TINYAI_EXEC_ADAPTIVE;
+  uint64_t limit_ = 0;
+
+  LayerGraph graph_;
+  ActivationGraph act_;
+  ArenaPlanner planner_;
+  Array<int32_t> node_output_;  // per node: its output tensor
+  int32_t input_tensor_ = -1;
+  Array<ShapePlan> plans_;
+  AlignedBuffer arena_;
+  uint64_t arena_bytes_ = 0;
+  uint64_t lower_bound_bytes_ = 0;
+  uint64_t naive_bytes_ = 0;
+  ProgramMemory memory_;
+  uint64_t tables_bytes_ = 0;
+  uint64_t minimum_limit_ = 0;
+  uint64_t cache_cap_ = 0;
+  int32_t rows_per_pass_ = 1;
+  char reason_[320] = {0};
+  char plan_note_[256] = {0};
+  bool planned_ = false;
+  bool prepared_ = false;
+  bool threads_started_ = false;
+
+  // The pass in progress.
+  PassContext pass_;
+  const void* pass_input_ = nullptr;
+  const ShapePlan* pass_plan_ = nullptr;
+  const ShapePlan* last_plan_ = nullptr;
+  int32_t cursor_ = -1;  // next operator, -1 when no pass runs
+  int32_t node_cursor_ = 0;
+
+  // The guide's loop.
+  TinyAIStatus status_ = TINYAI_OK;
+  bool run_active_ = false;
+  int32_t batch_ = 1;
+  int32_t batch_done_ = 0;  // rows of the current run finished
+  void* run_output_ = nullptr;
+  const void* run_input_ = nullptr;
+  TinyAIGenerateParams generate_;
+};
+
+}  // namespace tinyai
+
+// The C API's handle (also inside every TinyAILLM).
+struct TinyAIForwardScheduler {
+  tinyai::ForwardScheduler impl;
+};
+
+#endif  // TINYAI_SCHEDULER_SCHEDULER_H_
