@@ -331,8 +331,10 @@ TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   if (count != 1) return SetError(TINYAI_ERR_INTERNAL, "llama layer %d has %d inputs", layer, count);
   if (layer == embedding_layer_) return add(kEmbed, inputs[0], false, none, SizeRule::Rows(dim), output);
   if (layer == output_layer_) {
+    // Not in place: the normalised last row is one row, while the residual
+    // stream it would extend is all of them, live beside the logits.
     int32_t last = -1;
-    TINYAI_RETURN_IF_ERROR(add(kFinalNorm, inputs[0], true, none, SizeRule::Fixed(dim), &last));
+    TINYAI_RETURN_IF_ERROR(add(kFinalNorm, inputs[0], false, none, SizeRule::Fixed(dim), &last));
     return add(kClassify, last, false, none, SizeRule::Fixed(static_cast<uint64_t>(hp_.vocab_size) * f), output);
   }
   const int32_t b = BlockOf(layer);

@@ -269,6 +269,15 @@ TinyAIStatus ForwardScheduler::PlanShapes(const Array<PassShape>& shapes, Array<
   return TINYAI_OK;
 }
 
+uint64_t ForwardScheduler::TablesBytes(size_t plans) const {
+  // The program's, the loader's index and cache bookkeeping, and the
+  // scheduler's graphs and plans (offsets and buffers of every planned buffer).
+  const uint64_t per_plan =
+      sizeof(ShapePlan) + static_cast<uint64_t>(act_.buffer_count()) * (sizeof(uint64_t) + sizeof(PlanBuffer));
+  return memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
+         node_output_.size() * sizeof(int32_t) + plans * per_plan;
+}
+
 TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
   const WeightStream* stream = program_->weights();
   if (stream && model_) {
@@ -313,14 +322,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   int32_t full_rows = 0;
   for (const PassShape& s : shapes) full_rows = s.rows > full_rows ? s.rows : full_rows;
 
-  // Tables: the program's, the loader's index and cache bookkeeping, and the
-  // scheduler's graphs and plans.
-  uint64_t plan_bytes = 0;
-  for (const ShapePlan& p : plans_) {
-    plan_bytes += sizeof(ShapePlan) + p.offsets.size() * sizeof(uint64_t) + p.buffers.size() * sizeof(PlanBuffer);
-  }
-  tables_bytes_ = memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
-                  node_output_.size() * sizeof(int32_t) + plan_bytes;
+  tables_bytes_ = TablesBytes(plans_.size());
   const uint64_t rest = SatAdd(memory_.persistent, tables_bytes_);
   auto need = [&](uint64_t weights, uint64_t arena) { return SatAdd(SatAdd(weights, arena), rest); };
   auto fits = [&](uint64_t weights, uint64_t arena) {
@@ -707,10 +709,7 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
   TINYAI_RETURN_IF_ERROR(MakeShapes(1, &shapes));
   int32_t context = 0;
   for (const PassShape& s : shapes) context = s.context > context ? s.context : context;
-  uint64_t tables = memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
-                    node_output_.size() * sizeof(int32_t) +
-                    shapes.size() * (sizeof(ShapePlan) + static_cast<uint64_t>(act_.buffer_count()) *
-                                                             (sizeof(uint64_t) + sizeof(PlanBuffer)));
+  const uint64_t tables = TablesBytes(shapes.size());
   const uint64_t fixed = SatAdd(SatAdd(weights, memory_.persistent), tables);
   ArenaPlanner planner;
   ShapePlan plan;

@@ -123,6 +123,8 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const;
   TinyAIStatus PlanShapes(const Array<PassShape>& shapes, Array<ShapePlan>* plans, uint64_t* arena) const;
   TinyAIStatus ChooseMode();
+  // Bytes of tables held with `plans` plans (see TinyAISchedulerReport.tableBytes).
+  uint64_t TablesBytes(size_t plans) const;
   // TINYAI_ERR_RESOURCE_EXHAUSTED: the limit is below `needed`, the least.
   TinyAIStatus TooSmall(uint64_t needed) const;
   TinyAIStatus RunOp(int32_t op);

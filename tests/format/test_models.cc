@@ -298,5 +298,23 @@ TinyAICacheStats CacheStats(const TinyAIMappedModel* model) {
   return s;
 }
 
+void SyntheticAndStoriesTest::SetUp() {
+  ASSERT_FALSE(dir_.path().empty());
+  synthetic_ = dir_.File("tiny.tmai");
+  ASSERT_EQ(WriteTinyModel(synthetic_), TINYAI_OK) << LastMessage();
+  stories_ = StoriesTmai();
+}
+
+std::vector<std::string> SyntheticAndStoriesTest::Models() const {
+  std::vector<std::string> m = {synthetic_};
+  if (!stories_.empty()) {
+    m.push_back(stories_);
+  } else {
+    std::printf("note: stories260K not found (TINYAI_STORIES_TMAI='%s'); synthetic model only\n",
+                Env("TINYAI_STORIES_TMAI").c_str());
+  }
+  return m;
+}
+
 }  // namespace testing
 }  // namespace tinyai

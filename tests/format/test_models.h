@@ -16,6 +16,8 @@
 #include "tinyai/status.h"
 #include "tinyai/utils/mmap_loader.h"
 
+#include <gtest/gtest.h>
+
 namespace tinyai {
 namespace testing {
 
@@ -127,8 +129,33 @@ inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// A fixture with the models runner tests use: a small synthetic llama model
+// (always written) and stories260K (when converted; REQUIRE_STORIES() skips
+// without it).
+class SyntheticAndStoriesTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  // The synthetic model, and stories260K when it exists (a note is printed
+  // otherwise).
+  std::vector<std::string> Models() const;
+
+  TempDir dir_;
+  std::string synthetic_;
+  std::string stories_;
+};
+
 }  // namespace testing
 }  // namespace tinyai
+
+// In a SyntheticAndStoriesTest: skips the test when stories260K is absent.
+#define REQUIRE_STORIES()                                                                                    \
+  do {                                                                                                       \
+    if (stories_.empty()) {                                                                                  \
+      GTEST_SKIP() << "stories260K .tmai not found (TINYAI_STORIES_TMAI='"                                   \
+                   << ::tinyai::testing::Env("TINYAI_STORIES_TMAI")                                          \
+                   << "'); the convert_stories260K fixture makes it from ../shared";                          \
+    }                                                                                                        \
+  } while (0)
 
 // Expects the last error to be code with a message containing needle.
 #define EXPECT_LAST_ERROR(code, needle)                                                             \

@@ -90,48 +90,8 @@ struct Runner {
   }
 };
 
-// Paths of the models the tests run on.
-class ModelTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    synthetic_ = dir_.File("tiny.tmai");
-    ASSERT_EQ(tt::WriteTinyModel(synthetic_), TINYAI_OK) << LastMessage();
-    stories_ = tt::StoriesTmai();
-  }
-
-  // The models to run a test on: the synthetic one, and stories260K when it
-  // exists (a skip message is printed otherwise).
-  std::vector<std::string> Models() const {
-    std::vector<std::string> m = {synthetic_};
-    if (!stories_.empty()) {
-      m.push_back(stories_);
-    } else {
-      std::printf("note: stories260K not found (TINYAI_STORIES_TMAI='%s'); synthetic model only\n",
-                  tt::Env("TINYAI_STORIES_TMAI").c_str());
-    }
-    return m;
-  }
-
-  bool SkipWithoutStories() {
-    if (stories_.empty()) {
-      return true;
-    }
-    return false;
-  }
-
-  tt::TempDir dir_;
-  std::string synthetic_;
-  std::string stories_;
-};
-
-#define REQUIRE_STORIES()                                                                                   \
-  do {                                                                                                      \
-    if (SkipWithoutStories()) {                                                                             \
-      GTEST_SKIP() << "stories260K .tmai not found (TINYAI_STORIES_TMAI='" << tt::Env("TINYAI_STORIES_TMAI") \
-                   << "'); the convert_stories260K fixture makes it from ../shared";                         \
-    }                                                                                                       \
-  } while (0)
+// The synthetic model and stories260K (tests/format/test_models.h).
+using ModelTest = tt::SyntheticAndStoriesTest;
 
 // A fixed token sequence: BOS then ids spread over the vocabulary.
 std::vector<int32_t> Sequence(int32_t vocab, size_t n) {

@@ -335,7 +335,9 @@ class DenseTest : public ::testing::Test {
   // A scheduler over the whole network.
   SchedPtr Whole(TinyAIMappedModel* m, TinyAIExecutionMode mode, size_t limit, const TinyAISchedulerConfig& cfg) {
     SchedPtr s = Make(m, mode, limit, &cfg);
-    if (s) EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK) << LastMessage();
+    if (s) {
+      EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK) << LastMessage();
+    }
     return s;
   }
 
@@ -427,26 +429,8 @@ std::string ReadText(const std::string& path) {
 }
 
 // The synthetic model (always) and stories260K (when present).
-class LlamaTest : public ::testing::Test {
+class LlamaTest : public tt::SyntheticAndStoriesTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    synthetic_ = dir_.File("tiny.tmai");
-    ASSERT_EQ(tt::WriteTinyModel(synthetic_), TINYAI_OK) << LastMessage();
-    stories_ = tt::StoriesTmai();
-  }
-
-  std::vector<std::string> Models() const {
-    std::vector<std::string> m = {synthetic_};
-    if (!stories_.empty()) {
-      m.push_back(stories_);
-    } else {
-      std::printf("note: stories260K not found (TINYAI_STORIES_TMAI='%s'); synthetic model only\n",
-                  tt::Env("TINYAI_STORIES_TMAI").c_str());
-    }
-    return m;
-  }
-
   LLMPtr CreateLLM(TinyAIMappedModel* model, int32_t threads, bool debug) {
     TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
     cfg.threads = threads;
@@ -456,18 +440,8 @@ class LlamaTest : public ::testing::Test {
     return LLMPtr(llm);
   }
 
-  tt::TempDir dir_;
-  std::string synthetic_;
-  std::string stories_;
 };
 
-#define REQUIRE_STORIES()                                                                                   \
-  do {                                                                                                      \
-    if (stories_.empty()) {                                                                                 \
-      GTEST_SKIP() << "stories260K .tmai not found (TINYAI_STORIES_TMAI='" << tt::Env("TINYAI_STORIES_TMAI") \
-                   << "'); the convert_stories260K fixture makes it from ../shared";                         \
-    }                                                                                                       \
-  } while (0)
 
 // =====================================================================================
 // 1. Bad input
@@ -850,7 +824,9 @@ TEST_F(LlamaTest, ScheduleOutOfItsChainIsUnsupported) {
     }
     tinyaiClearLastError();
     EXPECT_EQ(tinyaiPrepareForwardPass(s.get()), c.code) << LastMessage();
-    if (c.code != TINYAI_OK) EXPECT_LAST_ERROR(c.code, c.needle);
+    if (c.code != TINYAI_OK) {
+      EXPECT_LAST_ERROR(c.code, c.needle);
+    }
   }
 }
 
@@ -1120,7 +1096,7 @@ TEST_F(DenseTest, LimitsNameTheModeAndTheMinimum) {
     RunChecked(s.get(), batch, 21);
     EXPECT_LE(tinyaiGetSchedulerPeakMemoryUsage(s.get()), memopt);
   }
-  for (TinyAIExecutionMode mode : {TINYAI_EXEC_MEMORY_OPT, TINYAI_EXEC_STREAMING, TINYAI_EXEC_ADAPTIVE}) {
+  for (TinyAIExecutionMode mode : kModes) {
     SCOPED_TRACE(std::string("below the minimum: ") + tinyaiExecutionModeName(mode));
     SchedPtr s = Whole(m.get(), mode, minimum - 1, cfg);
     ASSERT_TRUE(s);
@@ -1150,23 +1126,6 @@ TEST_F(DenseTest, LimitsNameTheModeAndTheMinimum) {
     EXPECT_TRUE(Close(Reference(net_, net_.FileInputs(), x, batch, &width), y, 1e-4));
     EXPECT_LE(tinyaiGetSchedulerPeakMemoryUsage(s.get()), minimum);
   }
-}
-
-// NORMAL below the minimum fails like every other mode: "below this model's
-// minimum", naming it.
-TEST_F(DenseTest, NormalBelowTheMinimumNamesTheMinimum) {
-  ModelPtr m = Open(path_);
-  ASSERT_TRUE(m);
-  SchedPtr probe = Whole(m.get(), TINYAI_EXEC_NORMAL, 0, Config(5));
-  ASSERT_TRUE(probe);
-  ASSERT_EQ(tinyaiPlanForwardPass(probe.get()), TINYAI_OK) << LastMessage();
-  const uint64_t minimum = ReportOf(probe.get()).minMemLimit;
-  SchedPtr s = Whole(m.get(), TINYAI_EXEC_NORMAL, minimum - 1, Config(5));
-  ASSERT_TRUE(s);
-  tinyaiClearLastError();
-  EXPECT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_ERR_RESOURCE_EXHAUSTED);
-  EXPECT_LAST_ERROR(TINYAI_ERR_RESOURCE_EXHAUSTED, "below this model's minimum");
-  EXPECT_TRUE(Contains(LastMessage(), std::to_string(minimum))) << LastMessage();
 }
 
 // =====================================================================================
@@ -1260,7 +1219,9 @@ TEST_F(DenseTest, OptimalBatchMatchesBruteForce) {
         [&] {
           TinyAISchedulerConfig c = Config();
           SchedPtr s = Make(m.get(), mode, 0, &c);
-          if (s) EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+          if (s) {
+            EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+          }
           return s;
         },
         normal, in_bytes_, out_bytes_, max_batch);
@@ -1341,7 +1302,9 @@ TEST(OptimalBatchTest, PlanningOnlyRandomGraphsMatchBruteForce) {
       const std::vector<uint64_t> need = BruteForceNeeds(
           [&] {
             SchedPtr s = Make(nullptr, mode, 0);
-            if (s) EXPECT_TRUE(AddAll(s.get(), adds));
+            if (s) {
+              EXPECT_TRUE(AddAll(s.get(), adds));
+            }
             return s;
           },
           mode == TINYAI_EXEC_NORMAL, in, out, max_batch);
@@ -1557,7 +1520,7 @@ TEST_F(LlamaTest, DebugExecutionGivesBitwiseEqualLogits) {
 // Two max shapes - the first decoding step (16 rows over 32 positions) and
 // the last (1 row over the whole context) - against the default single
 // shape (16 rows over the whole context).
-TEST_F(LlamaTest, TwoMaxShapesGiveTheSameLogitsInASmallerArena) {
+TEST_F(LlamaTest, TwoMaxShapesGiveTheSameLogitsAndTheLargerArena) {
   for (const std::string& path : Models()) {
     SCOPED_TRACE(path);
     ModelPtr m = Open(path);
@@ -1567,7 +1530,9 @@ TEST_F(LlamaTest, TwoMaxShapesGiveTheSameLogitsInASmallerArena) {
       c.maxShapeCount = static_cast<int32_t>(shapes.size());
       for (size_t i = 0; i < shapes.size(); ++i) c.maxShapes[i] = shapes[i];
       SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0, &c);
-      if (s) EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK) << LastMessage();
+      if (s) {
+        EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK) << LastMessage();
+      }
       return s;
     };
     SchedPtr single = make({});
@@ -1623,6 +1588,12 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
   ASSERT_EQ(layers, 7);
   std::vector<int> chain;
   for (int l = 0; l < layers; ++l) chain.push_back(l);
+  // The pieces of text as the callback receives them (threads 1's run).
+  std::vector<std::string> pieces;
+  auto record = [](const char* piece, size_t len, void* user) {
+    static_cast<std::vector<std::string>*>(user)->emplace_back(piece, len);
+    return 0;
+  };
   TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
   gp.steps = 256;
   gp.sampler.temperature = 0.0f;
@@ -1632,7 +1603,12 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
     cfg.outputCapacity = 8192;
     SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0, &cfg);
     ASSERT_TRUE(s);
-    ASSERT_EQ(tinyaiSetSchedulerGenerateParams(s.get(), &gp), TINYAI_OK) << LastMessage();
+    TinyAIGenerateParams p = gp;
+    if (threads == 1) {
+      p.onText = record;
+      p.user = &pieces;
+    }
+    ASSERT_EQ(tinyaiSetSchedulerGenerateParams(s.get(), &p), TINYAI_OK) << LastMessage();
     ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK) << LastMessage();
     ASSERT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_OK) << LastMessage();
     const TextRun r = GenerateByLayer(s.get(), prompt, cfg.outputCapacity);
@@ -1645,7 +1621,12 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
     // 256 positions: passes of the prompt in chunks, then one per generated
     // token (the golden text runs to the end).
     EXPECT_GE(r.layers.size() / chain.size(), 200u);
+    if (threads != 1) continue;
+    std::string joined;
+    for (const std::string& piece : pieces) joined += piece;
+    EXPECT_EQ(joined, expected) << "the callback receives the text piece by piece";
     // The next call starts a new generation, which gives the same text.
+    pieces.clear();
     const TextRun again = GenerateByLayer(s.get(), prompt, cfg.outputCapacity);
     EXPECT_EQ(again.status, TINYAI_OK) << LastMessage();
     EXPECT_EQ(again.text, expected);
@@ -1653,31 +1634,10 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
   }
   // Too small an output buffer: generation ends, cleanly, before the first
   // piece that would not fit whole (the header's contract), so the text is
-  // the longest run of whole pieces that fits, NUL-terminated. The pieces
-  // come from the callback of a full run.
-  std::vector<std::string> pieces;
-  gp.onText = [](const char* piece, size_t len, void* user) {
-    static_cast<std::vector<std::string>*>(user)->emplace_back(piece, len);
-    return 0;
-  };
-  gp.user = &pieces;
-  {
-    TinyAISchedulerConfig cfg = Config();
-    cfg.outputCapacity = 8192;
-    SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0, &cfg);
-    ASSERT_TRUE(s);
-    ASSERT_EQ(tinyaiSetSchedulerGenerateParams(s.get(), &gp), TINYAI_OK);
-    ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
-    ASSERT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_OK) << LastMessage();
-    const TextRun r = GenerateByLayer(s.get(), prompt, cfg.outputCapacity);
-    EXPECT_EQ(r.status, TINYAI_OK) << LastMessage();
-    EXPECT_EQ(r.text, expected);
-    std::string joined;
-    for (const std::string& p : pieces) joined += p;
-    ASSERT_EQ(joined, expected) << "the callback receives the text piece by piece";
-  }
-  for (size_t capacity : {size_t{1}, size_t{2}, size_t{40}, size_t{41}, size_t{100}, expected.size(),
-                          expected.size() + 1}) {
+  // the longest run of whole pieces that fits, NUL-terminated.
+  ASSERT_FALSE(pieces.empty());
+  gp.onText = record;
+  for (size_t capacity : {size_t{1}, size_t{40}, size_t{41}, size_t{100}, expected.size()}) {
     SCOPED_TRACE("outputCapacity " + std::to_string(capacity));
     std::string fits;  // the whole pieces that fit with the NUL
     size_t whole = 0;
@@ -1703,8 +1663,12 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
     EXPECT_EQ(cut.text, fits);
     EXPECT_LT(cut.text.size(), capacity);
     EXPECT_EQ(got_pieces.size(), whole) << "the callback gets the pieces written, no more";
-    if (capacity <= 100) EXPECT_LT(cut.layers.size(), 7u * 100u) << "generation ends when the buffer is full";
-    if (!cut.layers.empty()) EXPECT_TRUE(Cycles(cut.layers, chain));
+    if (capacity <= 100) {
+      EXPECT_LT(cut.layers.size(), 7u * 100u) << "generation ends when the buffer is full";
+    }
+    if (!cut.layers.empty()) {
+      EXPECT_TRUE(Cycles(cut.layers, chain));
+    }
   }
 }
 
@@ -1778,7 +1742,7 @@ class ModesTest : public ::testing::Test {
     SchedPtr s = Make(m, mode, limit, &cfg);
     if (!s) return s;
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
-    gp.steps = 40;
+    gp.steps = 32;
     gp.sampler.temperature = 0.0f;
     EXPECT_EQ(tinyaiSetSchedulerGenerateParams(s.get(), &gp), TINYAI_OK) << LastMessage();
     EXPECT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK) << LastMessage();
@@ -1882,7 +1846,9 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
     const size_t peak = tinyaiGetSchedulerPeakMemoryUsage(s.get());
     EXPECT_LE(tinyaiGetSchedulerMemoryUsage(s.get()), peak);
     EXPECT_GE(peak, r.arenaBytes + r.kvBytes + r.tableBytes);
-    if (c.limit != 0) EXPECT_LE(peak, c.limit);
+    if (c.limit != 0) {
+      EXPECT_LE(peak, c.limit);
+    }
     if (c.expect == TINYAI_EXEC_NORMAL) {
       EXPECT_EQ(cs.evictions, 0u);
     } else {
@@ -1905,7 +1871,9 @@ void ExpectPlanReport(const TinyAIForwardScheduler* s, bool debug) {
   EXPECT_GT(r.lowerBoundBytes, 0u);
   EXPECT_GT(r.opCount, r.layerCount - 1);
   EXPECT_GE(r.bufferCount, 1);
-  if (debug) EXPECT_EQ(r.inPlaceCount, 0);
+  if (debug) {
+    EXPECT_EQ(r.inPlaceCount, 0);
+  }
   EXPECT_EQ(r.memoryUsage, tinyaiGetSchedulerMemoryUsage(s));
   EXPECT_EQ(r.peakMemoryUsage, tinyaiGetSchedulerPeakMemoryUsage(s));
   const std::string dump = DumpOf(s);
@@ -1977,7 +1945,9 @@ TEST_F(DenseTest, ReportsReachTheLowerBound) {
       EXPECT_EQ(r.opCount, 11) << "8 layers and 3 residual sums";
       EXPECT_EQ(r.kvBytes, 0u);
       EXPECT_GT(r.weightsBytes, 0u);
-      if (!debug) EXPECT_GT(r.inPlaceCount, 0);
+      if (!debug) {
+        EXPECT_GT(r.inPlaceCount, 0);
+      }
     }
   }
 }
