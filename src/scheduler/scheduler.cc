@@ -411,8 +411,9 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     mode_ = TINYAI_EXEC_STREAMING;
     std::snprintf(reason_, sizeof reason_,
                   "STREAMING%s: with %d rows per pass the arena (%.3f MiB) does not fit beside a %.3f MiB row block "
-                  "in the limit of %.2f MiB; %d rows per pass (arena %.3f MiB) do",
-                  how, full_rows, Mib(arena_full), Mib(block), limit_mib, lo, Mib(arena));
+                  "in the limit of %.2f MiB; %d row%s per pass (arena %.3f MiB) %s",
+                  how, full_rows, Mib(arena_full), Mib(block), limit_mib, lo, lo == 1 ? "" : "s", Mib(arena),
+                  lo == 1 ? "does" : "do");
     if (lo == full_rows) {
       std::snprintf(reason_, sizeof reason_, "STREAMING%s: %d rows per pass (arena %.3f MiB) fit beside a %.3f MiB "
                     "row block in the limit of %.2f MiB", how, lo, Mib(arena), Mib(block), limit_mib);

@@ -18,7 +18,7 @@ case $mode in
   streaming)
     least=$("$inspect" "$model" --plan --json -t "$threads" | sed -n 's/.*"min_mem_limit_bytes":\([0-9]*\).*/\1/p')
     [ -n "$least" ] || { echo "tinyai-inspect reported no min_mem_limit_bytes"; exit 1; }
-    args="--mode streaming --mem-limit $least"; want="STREAMING.* 1 rows per pass" ;;
+    args="--mode streaming --mem-limit $least"; want="STREAMING.* 1 row per pass" ;;
   adaptive) args="--mem-limit 1M"; want="MEMORY_OPT:" ;;
   debug) args="--mode normal --debug-exec"; want=NORMAL ;;
   *) echo "unknown mode $mode"; exit 2 ;;

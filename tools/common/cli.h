@@ -54,6 +54,13 @@ inline int ReportError(const char* tool, TinyAIStatus status) {
 
 inline double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
+// "12.3 MiB".
+inline std::string MibText(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", Mib(bytes));
+  return text;
+}
+
 // "normal", "memory_opt", "streaming" or "adaptive".
 inline TinyAIExecutionMode ParseMode(const std::string& flag, const std::string& v) {
   if (v == "normal") return TINYAI_EXEC_NORMAL;

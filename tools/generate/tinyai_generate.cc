@@ -115,7 +115,7 @@ int Run(int argc, char** argv) {
                  "KV cache %.1f MiB, activations %.2f MiB, tables %.2f MiB\n",
                  tinyai_tools::Mib(tinyaiGetProcessPeakRss()), tinyai_tools::Mib(mem.peakTotalBytes),
                  tinyai_tools::Mib(mem.weightPeakBytes),
-                 mem.weightCacheCap ? (std::to_string(mem.weightCacheCap >> 20) + " MiB").c_str() : "none",
+                 mem.weightCacheCap ? tinyai_tools::MibText(mem.weightCacheCap).c_str() : "none",
                  tinyai_tools::Mib(mem.kvBytes), tinyai_tools::Mib(mem.activationBytes),
                  tinyai_tools::Mib(mem.otherBytes));
     TinyAISchedulerReport rep;
@@ -138,7 +138,7 @@ int Run(int argc, char** argv) {
                    static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
                    static_cast<unsigned long long>(cs.stalls));
       std::fprintf(stderr, "tinyai-generate: memory limit %s, minimum for this model and context %.1f MiB\n",
-                   mem.limit ? (std::to_string(mem.limit >> 20) + " MiB").c_str() : "none",
+                   mem.limit ? tinyai_tools::MibText(mem.limit).c_str() : "none",
                    tinyai_tools::Mib(mem.minimumLimit));
     }
   }
