@@ -201,7 +201,8 @@ TinyAIStatus ForwardScheduler::BuildGraph() {
   TINYAI_RETURN_IF_ERROR(graph_.Build());
   TINYAI_RETURN_IF_ERROR(program_->CheckSchedule(graph_));
   act_.Clear();
-  TINYAI_RETURN_IF_ERROR(act_.AddInput(program_->InputSize(), &input_tensor_));
+  int32_t input = -1;  // the caller's input
+  TINYAI_RETURN_IF_ERROR(act_.AddInput(program_->InputSize(), &input));
   const size_t nodes = static_cast<size_t>(graph_.node_count());
   TINYAI_RETURN_IF_ERROR(node_output_.Allocate(nodes, "schedule outputs"));
   Array<int32_t> inputs;
@@ -209,7 +210,7 @@ TinyAIStatus ForwardScheduler::BuildGraph() {
     const Span<const LayerDep> deps = graph_.deps(node);
     TINYAI_RETURN_IF_ERROR(inputs.Allocate(deps.size(), "layer inputs"));
     for (size_t i = 0; i < deps.size(); ++i) {
-      inputs[i] = deps[i].producer < 0 ? input_tensor_ : node_output_[static_cast<size_t>(deps[i].producer)];
+      inputs[i] = deps[i].producer < 0 ? input : node_output_[static_cast<size_t>(deps[i].producer)];
     }
     TINYAI_RETURN_IF_ERROR(program_->EmitLayer(graph_, node, inputs.data(), static_cast<int32_t>(deps.size()), &act_,
                                                &node_output_[static_cast<size_t>(node)]));

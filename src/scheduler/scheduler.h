@@ -150,7 +150,6 @@ class ForwardScheduler : private OpNamer {
   ActivationGraph act_;
   ArenaPlanner planner_;
   Array<int32_t> node_output_;  // per node: its output tensor
-  int32_t input_tensor_ = -1;
   Array<ShapePlan> plans_;
   AlignedBuffer arena_;
   uint64_t arena_bytes_ = 0;
@@ -173,7 +172,6 @@ class ForwardScheduler : private OpNamer {
   const ShapePlan* pass_plan_ = nullptr;
   const ShapePlan* last_plan_ = nullptr;
   int32_t cursor_ = -1;  // next operator, -1 when no pass runs
-  int32_t node_cursor_ = 0;
 
   // The guide's loop.
   TinyAIStatus status_ = TINYAI_OK;
