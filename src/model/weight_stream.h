@@ -70,7 +70,6 @@ class WeightStream {
   int32_t largest_block_tensor() const { return largest_tensor_; }
   // Bytes of this object's tables.
   uint64_t bytes() const;
-  TinyAIMappedModel* model() const { return model_; }
 
  private:
   struct Segment {

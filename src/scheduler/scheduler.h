@@ -52,7 +52,7 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
                     const TinyAISchedulerConfig& config);
   // Tests: runs `program` (borrowed; it must outlive the scheduler) over
-  // model (may be null); the program's compute pool is pool().
+  // model (may be null).
   TinyAIStatus InitWithProgram(LayerProgram* program, TinyAIMappedModel* model, TinyAIExecutionMode mode,
                                uint64_t limit, const TinyAISchedulerConfig& config);
 
@@ -95,20 +95,15 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus DumpDag(char* buf, size_t capacity, size_t* needed) const;
 
   TinyAIExecutionMode mode() const { return mode_; }
-  TinyAIExecutionMode requested_mode() const { return requested_mode_; }
-  const char* reason() const { return reason_; }
   int32_t rows_per_pass() const { return rows_per_pass_; }
   uint64_t limit() const { return limit_; }
   uint64_t minimum_limit() const { return minimum_limit_; }
   uint64_t tables_bytes() const { return tables_bytes_; }
   const ProgramMemory& program_memory() const { return memory_; }
-  const TinyAISchedulerConfig& config() const { return config_; }
   LlamaModel* llama() const { return llama_; }
   LayerProgram* program() const { return program_; }
   TinyAIMappedModel* model() const { return model_; }
-  ThreadPool* pool() { return &pool_; }
   const ActivationGraph& graph() const { return act_; }
-  const LayerGraph& layers() const { return graph_; }
   int32_t shape_count() const { return static_cast<int32_t>(plans_.size()); }
   const ShapePlan& plan(int32_t i) const { return plans_[static_cast<size_t>(i)]; }
   // Text generation settings for ExecuteNext on a language model.
