@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libzstd-dev libxsimd-dev libconcurrentqueue-dev
-          libgtest-dev libgmock-dev libbenchmark-dev python3-numpy python3-yaml clang-14 libclang-rt-14-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev python3-numpy python3-yaml clang-14 libclang-rt-14-dev
+          gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -197,6 +197,21 @@ void* AlignedAlloc(size_t alignment, size_t size) {
 
 void AlignedFree(void* p) { ::free(p); }
 
+void DescribeMemory(char* out, size_t capacity) {
+  if (capacity > 0) out[0] = '\0';
+}
+
+TinyAIStatus SetArena(void* base, size_t size) {
+  return SetError(TINYAI_ERR_UNSUPPORTED, "the posix port allocates from the heap; a static arena needs the "
+                  "baremetal port (TINYAI_PORT=baremetal)");
+}
+TinyAIStatus GetArenaStats(ArenaStats* out) { return TINYAI_ERR_UNSUPPORTED; }
+void SetArenaPeak(size_t peak) {}
+size_t ArenaTop() { return 0; }
+TinyAIStatus SetClock(uint64_t (*now)(void)) {
+  return SetError(TINYAI_ERR_UNSUPPORTED, "the posix port uses the OS's monotonic clock");
+}
+
 void* PageAlloc(size_t size) {
   if (size == 0) return nullptr;
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

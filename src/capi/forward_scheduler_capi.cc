@@ -2,6 +2,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/memory.h"
 #include "common/status.h"
 #include "scheduler/scheduler.h"
 #include "tinyai/utils/forward_scheduler.h"
@@ -52,13 +53,13 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     }
     cfg = *config;
   }
-  TinyAIForwardScheduler* s = new (std::nothrow) TinyAIForwardScheduler();
+  TinyAIForwardScheduler* s = tinyai::New<TinyAIForwardScheduler>();
   if (!s) {
     SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateForwardScheduler: cannot allocate the scheduler");
     return nullptr;
   }
   if (s->impl.Init(model, mode, memLimit, cfg) != TINYAI_OK) {
-    delete s;
+    tinyai::Delete(s);
     return nullptr;
   }
   return s;
@@ -69,7 +70,7 @@ TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, T
   return tinyaiCreateForwardSchedulerWithConfig(model, mode, memLimit, nullptr);
 }
 
-void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) { delete scheduler; }
+void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) { tinyai::Delete(scheduler); }
 
 TinyAIStatus tinyaiAddLayerToSchedule(TinyAIForwardScheduler* scheduler, int layerIndex, int dependsOn,
                                       TinyAIDependencyType depType, size_t outputSize) {

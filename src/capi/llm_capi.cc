@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/memory.h"
 #include "common/status.h"
 #include "port/port.h"
 #include "model/generate.h"
@@ -121,20 +122,20 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: model is NULL");
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
-  TinyAILLM* llm = new (std::nothrow) TinyAILLM();
+  TinyAILLM* llm = tinyai::New<TinyAILLM>();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
   // The limit is checked (by planning) before anything large is allocated.
   TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg);
   if (s == TINYAI_OK) s = llm->impl().Prepare();
   if (s != TINYAI_OK) {
-    delete llm;
+    tinyai::Delete(llm);
     return s;
   }
   *out = llm;
   return TINYAI_OK;
 }
 
-void tinyaiDestroyLLM(TinyAILLM* llm) { delete llm; }
+void tinyaiDestroyLLM(TinyAILLM* llm) { tinyai::Delete(llm); }
 
 TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   if (!llm) return NullLLM("tinyaiGetModelInfo");
@@ -291,7 +292,7 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
   if (p.steps < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: steps %d is negative", p.steps);
   TINYAI_RETURN_IF_ERROR(CheckSampler(p.sampler));
   // The same session tinyaiExecuteNextLayer() steps through, run to the end.
-  tinyai::TextSession session(&llm->impl());
+  tinyai::TextSession& session = *llm->impl().session();
   TinyAIStatus s = session.Start(prompt, p, tinyai::TextSink(p.onText, p.user, out, outCapacity));
   for (bool finished = false; s == TINYAI_OK && !finished;) s = session.Step(nullptr, &finished);
   if (s == TINYAI_OK) {

@@ -41,8 +41,10 @@ TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfi
     SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiOpenMappedModel: path is empty");
     return nullptr;
   }
+  tinyai::ModelOrigin origin;
+  origin.path = path;
   TinyAIMappedModel* model = nullptr;
-  TinyAIMappedModel::Open(path, nullptr, 0, config, &model);
+  TinyAIMappedModel::Open(origin, config, &model);
   return model;
 }
 
@@ -52,8 +54,26 @@ TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size
     SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiOpenMappedModelFromMemory: data is NULL");
     return nullptr;
   }
+  tinyai::ModelOrigin origin;
+  origin.data = data;
+  origin.size = size;
   TinyAIMappedModel* model = nullptr;
-  TinyAIMappedModel::Open(nullptr, data, size, config, &model);
+  TinyAIMappedModel::Open(origin, config, &model);
+  return model;
+}
+
+TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void* user, uint64_t size,
+                                                   const TinyAIMmapConfig* config) {
+  if (!read) {
+    SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiOpenMappedModelFromReader: read is NULL");
+    return nullptr;
+  }
+  tinyai::ModelOrigin origin;
+  origin.read = read;
+  origin.user = user;
+  origin.size = size;
+  TinyAIMappedModel* model = nullptr;
+  TinyAIMappedModel::Open(origin, config, &model);
   return model;
 }
 

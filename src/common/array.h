@@ -5,53 +5,76 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <new>
-#include <utility>
 
+#include "common/memory.h"
 #include "common/status.h"
 
 namespace tinyai {
 
-// An owning array of default-constructed T with a fixed size.
+// TINYAI_ERR_OUT_OF_MEMORY for bytes of what, with the port's account of
+// its memory (a static arena's room) when it has one.
+TinyAIStatus OutOfMemory(const char* what, size_t bytes);
+
+// An owning array of value-initialised T with a fixed size, on the port's
+// allocator (common/memory.h).
 template <class T>
 class Array {
  public:
   Array() = default;
-  Array(Array&&) noexcept = default;
-  Array& operator=(Array&&) noexcept = default;
+  Array(Array&& o) noexcept : data_(o.data_), size_(o.size_) {
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  Array& operator=(Array&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      data_ = o.data_;
+      size_ = o.size_;
+      o.data_ = nullptr;
+      o.size_ = 0;
+    }
+    return *this;
+  }
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+  ~Array() { Reset(); }
 
   // Allocates count elements; on failure returns TINYAI_ERR_OUT_OF_MEMORY
   // with what names the purpose in the message.
   TinyAIStatus Allocate(size_t count, const char* what) {
-    data_.reset();
-    size_ = 0;
+    Reset();
     if (count == 0) return TINYAI_OK;
     if (count > SIZE_MAX / sizeof(T)) {
       return SetError(TINYAI_ERR_OVERFLOW, "%s: %zu elements overflow the address space", what, count);
     }
-    data_.reset(new (std::nothrow) T[count]());
-    if (!data_) {
-      return SetError(TINYAI_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", what,
-                      count * sizeof(T));
-    }
+    void* p = port::AlignedAlloc(AllocAlignment<T>(), count * sizeof(T));
+    if (!p) return OutOfMemory(what, count * sizeof(T));
+    data_ = static_cast<T*>(p);
+    for (size_t i = 0; i < count; ++i) ::new (data_ + i) T();
     size_ = count;
     return TINYAI_OK;
   }
 
-  T* data() { return data_.get(); }
-  const T* data() const { return data_.get(); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   size_t size() const { return size_; }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
-  T* begin() { return data_.get(); }
-  T* end() { return data_.get() + size_; }
-  const T* begin() const { return data_.get(); }
-  const T* end() const { return data_.get() + size_; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
 
  private:
-  std::unique_ptr<T[]> data_;
+  void Reset() {
+    for (size_t i = 0; i < size_; ++i) data_[i].~T();
+    port::AlignedFree(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  T* data_ = nullptr;
   size_t size_ = 0;
 };
 

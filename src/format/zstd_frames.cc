@@ -1,7 +1,12 @@
 #include "format/zstd_frames.h"
 
+#ifndef TINYAI_WITH_ZSTD
+#define TINYAI_WITH_ZSTD 1
+#endif
+#if TINYAI_WITH_ZSTD
 #include <zstd.h>
 #include <zstd_errors.h>
+#endif
 
 #include <cstring>
 
@@ -99,6 +104,8 @@ TinyAIStatus ParseZstdFrameTable(const tmai::TensorEntry& e, const uint8_t* tabl
   return TINYAI_OK;
 }
 
+#if TINYAI_WITH_ZSTD
+
 ZstdDecoder::~ZstdDecoder() { ZSTD_freeDCtx(dctx_); }
 
 TinyAIStatus ZstdDecoder::Init() {
@@ -173,5 +180,23 @@ TinyAIStatus ZstdDecoder::DecodeFrame(const tmai::TensorEntry& e, uint32_t frame
   }
   return TINYAI_OK;
 }
+
+#else  // !TINYAI_WITH_ZSTD: a build without the codec (e.g. for a microcontroller).
+
+ZstdDecoder::~ZstdDecoder() {}
+
+TinyAIStatus ZstdDecoder::Init() {
+  return SetError(TINYAI_ERR_UNSUPPORTED, "this build of TinyAI has no zstd codec (TINYAI_WITH_ZSTD=OFF); convert "
+                  "the model without --compress");
+}
+
+size_t ZstdDecoder::bytes() const { return 0; }
+
+TinyAIStatus ZstdDecoder::DecodeFrame(const tmai::TensorEntry& e, uint32_t frame, const uint8_t* src,
+                                      size_t src_size, uint8_t* dst, size_t dst_capacity, const char* source) {
+  return Init();
+}
+
+#endif  // TINYAI_WITH_ZSTD
 
 }  // namespace tinyai

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/memory.h"
 #include "common/status.h"
 #include "common/sync.h"
 
@@ -26,8 +27,8 @@ uint64_t LoadLe64(const uint8_t* p) {
 
 }  // namespace
 
-TinyAIStatus TinyAIMappedModel::Open(const char* path, const void* data, size_t size,
-                                     const TinyAIMmapConfig* config, TinyAIMappedModel** out) {
+TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
+                                     TinyAIMappedModel** out) {
   *out = nullptr;
   TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
   if (config) {
@@ -48,11 +49,11 @@ TinyAIStatus TinyAIMappedModel::Open(const char* path, const void* data, size_t 
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.rowBlockSize is %zu; it must be at least 64 bytes",
                     cfg.rowBlockSize);
   }
-  TinyAIMappedModel* model = new (std::nothrow) TinyAIMappedModel();
-  if (!model) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a mapped model");
-  TinyAIStatus s = model->Init(path, data, size, cfg);
+  TinyAIMappedModel* model = tinyai::New<TinyAIMappedModel>();
+  if (!model) return tinyai::OutOfMemory("mapped model", sizeof(TinyAIMappedModel));
+  TinyAIStatus s = model->Init(origin, cfg);
   if (s != TINYAI_OK) {
-    delete model;
+    tinyai::Delete(model);
     return s;
   }
   LockGuard lock(g_live_mutex);
@@ -73,21 +74,27 @@ TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
     }
     *link = model->next_live_;
   }
-  delete model;
+  tinyai::Delete(model);
   return TINYAI_OK;
 }
 
 TinyAIMappedModel::~TinyAIMappedModel() { cache_.Shutdown(); }
 
-TinyAIStatus TinyAIMappedModel::Init(const char* path, const void* data, size_t size,
-                                     const TinyAIMmapConfig& config) {
+TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig& config) {
   config_ = config;
-  const char* name = path ? path : "<memory image>";
+  const char* path = origin.path;
+  const void* data = origin.data;
+  const uint64_t size = origin.size;
+  const char* name = path ? path : origin.read ? "<read callback>" : "<memory image>";
   size_t name_len = std::strlen(name);
   TINYAI_RETURN_IF_ERROR(source_name_.Allocate(name_len + 1, "model path"));
   std::memcpy(source_name_.data(), name, name_len + 1);
-  if (path) {
-    TINYAI_RETURN_IF_ERROR(source_.OpenFile(path));
+  if (path || origin.read) {
+    if (path) {
+      TINYAI_RETURN_IF_ERROR(source_.OpenFile(path));
+    } else {
+      source_.UseCallback(origin.read, origin.user, size);
+    }
     TINYAI_RETURN_IF_ERROR(ReadIndex());
   } else {
     if (reinterpret_cast<uintptr_t>(data) % 64 != 0) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "common/array.h"
+#include "common/memory.h"
 #include "format/tmai_reader.h"
 #include "loader/row_blocks.h"
 #include "loader/weight_cache.h"
@@ -21,9 +22,8 @@
 
 struct TinyAIMappedModel {
  public:
-  // Opens path, or the image (data, size) when path is NULL.
-  static TinyAIStatus Open(const char* path, const void* data, size_t size,
-                           const TinyAIMmapConfig* config, TinyAIMappedModel** out);
+  static TinyAIStatus Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
+                           TinyAIMappedModel** out);
   // Closes a model Open() returned; TINYAI_ERR_MISUSE (and nothing freed) for
   // a pointer that is not an open model, e.g. one closed already.
   static TinyAIStatus Close(TinyAIMappedModel* model);
@@ -64,9 +64,13 @@ struct TinyAIMappedModel {
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
 
  private:
+  template <class T, class... Args>
+  friend T* tinyai::New(Args&&... args);
+  template <class T>
+  friend void tinyai::Delete(T* p);
   TinyAIMappedModel() = default;
   ~TinyAIMappedModel();
-  TinyAIStatus Init(const char* path, const void* data, size_t size, const TinyAIMmapConfig& config);
+  TinyAIStatus Init(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig& config);
   TinyAIStatus ReadIndex();
   TinyAIStatus BuildDescriptors();
 

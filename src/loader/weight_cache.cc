@@ -5,6 +5,7 @@
 #include <new>
 
 #include "common/crc32c.h"
+#include "common/memory.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
 
@@ -47,6 +48,8 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   config_ = config;
   capacity_ = config.maxCacheSize;
   slot_bytes_ = PageRound(table->max_decoded_bytes());
+  port::ArenaStats arena;
+  fixed_slots_ = port::GetArenaStats(&arena) == TINYAI_OK;
   const size_t tensor_count = reader->tensors().size();
   TINYAI_RETURN_IF_ERROR(entries_.Allocate(static_cast<size_t>(table->block_count()) + reader->layers().size(),
                                            "weight cache entries"));
@@ -66,7 +69,7 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
     if (bytes < kStagingMinBytes) bytes = kStagingMinBytes;
     staging_bytes_ = source->InPlace(0) ? 0 : static_cast<size_t>(PageRound(bytes));
     for (Staging& s : staging_) {
-      s.decoder = new (std::nothrow) ZstdDecoder();
+      s.decoder = New<ZstdDecoder>();
       if (!s.decoder) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decoder");
       TINYAI_RETURN_IF_ERROR(s.decoder->Init());
       if (staging_bytes_ > 0) {
@@ -79,7 +82,7 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   }
 #if TINYAI_WITH_THREADS
   if (config.prefetchEnabled && config.prefetchThreads > 0) {
-    queue_ = new (std::nothrow) PrefetchQueue();
+    queue_ = New<PrefetchQueue>();
     if (!queue_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the prefetch queue");
     TINYAI_RETURN_IF_ERROR(workers_.Allocate(static_cast<size_t>(config.prefetchThreads), "prefetch workers"));
     for (port::Thread& t : workers_) TINYAI_RETURN_IF_ERROR(port::StartThread(&t, &WeightCache::WorkerMain, this));
@@ -98,7 +101,7 @@ void WeightCache::Shutdown() {
       if (t.started) queue_->queue.enqueue(kStopWorker);
     }
     for (port::Thread& t : workers_) port::JoinThread(&t);
-    delete queue_;
+    Delete(queue_);
     queue_ = nullptr;
   }
 #endif
@@ -110,7 +113,7 @@ void WeightCache::Shutdown() {
   free_slot_count_ = 0;
   for (Staging& s : staging_) {
     port::PageFree(s.buffer, staging_bytes_);
-    delete s.decoder;
+    Delete(s.decoder);
     s = Staging();
   }
   held_ = 0;
@@ -135,7 +138,7 @@ uint64_t WeightCache::EntryBytes(int32_t entry) const {
     uint64_t decoded = table_->block(entry).decoded_size;
     // Blocks of at least half the largest share slots; smaller ones (a
     // layer's tail) get a buffer of their own size.
-    return decoded * 2 >= slot_bytes_ ? slot_bytes_ : PageRound(decoded);
+    return fixed_slots_ || decoded * 2 >= slot_bytes_ ? slot_bytes_ : PageRound(decoded);
   }
   return PageRound(reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size);
 }
@@ -306,7 +309,9 @@ TinyAIStatus WeightCache::Acquire(int32_t entry, const uint8_t** data) {
   UniqueLock lock(mutex_);
   Entry& e = entries_[static_cast<size_t>(entry)];
   const uint64_t now = ++tick_;
+#if TINYAI_WITH_THREADS
   bool waited = false;
+#endif
   for (;;) {
 #if TINYAI_WITH_THREADS
     while (e.state == kLoading) {
@@ -455,6 +460,17 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
   LockGuard lock(mutex_);
   capacity_ = bytes;
   if (bytes == 0) return TINYAI_OK;
+  if (fixed_slots_ && slot_bytes_ > 0) {
+    uint64_t slots = bytes / slot_bytes_;
+    if (slots > static_cast<uint64_t>(table_->block_count())) slots = static_cast<uint64_t>(table_->block_count());
+    while (held_ + slot_bytes_ <= slots * slot_bytes_) {
+      void* p = port::PageAlloc(static_cast<size_t>(slot_bytes_));
+      if (!p) return OutOfMemory("weight cache slot", static_cast<size_t>(slot_bytes_));
+      free_slots_[free_slot_count_++] = static_cast<uint8_t*>(p);
+      held_ += slot_bytes_;
+      NoteHeld();
+    }
+  }
   while (held_ > capacity_) {
     if (free_slot_count_ > 0) {
       port::PageFree(free_slots_[--free_slot_count_], static_cast<size_t>(slot_bytes_));

@@ -176,6 +176,10 @@ class WeightCache {
   const RowBlockTable* table_ = nullptr;
   TinyAIMmapConfig config_{};
   uint64_t slot_bytes_ = 0;
+  // On a static arena (ports without a heap) the cap is carved into slots
+  // when it is set, and every row block takes one: loading a block then
+  // never allocates.
+  bool fixed_slots_ = false;
   bool has_zstd_ = false;
 
   mutable Mutex mutex_;

@@ -1,6 +1,6 @@
-// Where weight bytes come from: a file read with positional reads, or an image
+// Where weight bytes come from: a file read with positional reads, an image
 // already in memory (flash, a test buffer) that uncompressed tensors are used
-// from in place.
+// from in place, or the caller's read callback (external flash, an SD card).
 #ifndef TINYAI_LOADER_WEIGHT_SOURCE_H_
 #define TINYAI_LOADER_WEIGHT_SOURCE_H_
 
@@ -9,8 +9,18 @@
 
 #include "port/port.h"
 #include "tinyai/status.h"
+#include "tinyai/utils/mmap_loader.h"
 
 namespace tinyai {
+
+// What a model is opened from: exactly one of path, data or read.
+struct ModelOrigin {
+  const char* path = nullptr;
+  const void* data = nullptr;  // with size
+  TinyAIReadCallback read = nullptr;  // with user and size
+  void* user = nullptr;
+  uint64_t size = 0;
+};
 
 class WeightSource {
  public:
@@ -24,8 +34,13 @@ class WeightSource {
     memory_ = data;
     memory_size_ = size;
   }
+  void UseCallback(TinyAIReadCallback read, void* user, uint64_t size) {
+    read_ = read;
+    user_ = user;
+    memory_size_ = size;
+  }
 
-  uint64_t size() const { return memory_ ? memory_size_ : file_.size; }
+  uint64_t size() const { return memory_ || read_ ? memory_size_ : file_.size; }
   // The bytes at offset in place, or nullptr when they must be read.
   const uint8_t* InPlace(uint64_t offset) const { return memory_ ? memory_ + offset : nullptr; }
   // Copies [offset, offset+size) into dst. The caller checked the range
@@ -35,6 +50,8 @@ class WeightSource {
  private:
   port::File file_;
   const uint8_t* memory_ = nullptr;
+  TinyAIReadCallback read_ = nullptr;
+  void* user_ = nullptr;
   uint64_t memory_size_ = 0;
 };
 

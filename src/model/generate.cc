@@ -70,6 +70,19 @@ void TextSession::Cancel() {
   phase_ = kIdle;
 }
 
+uint64_t TextSession::ReserveBytes(const LlamaModel& llama) {
+  const size_t context = static_cast<size_t>(llama.context_length());
+  return context * sizeof(int32_t) +
+         EncodeScratch::BytesFor(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
+}
+
+TinyAIStatus TextSession::Reserve() {
+  const LlamaModel& llama = *sched_->llama();
+  const size_t context = static_cast<size_t>(llama.context_length());
+  if (tokens_.size() < context) TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
+  return scratch_.Reserve(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
+}
+
 TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& params, const TextSink& sink,
                                 bool stop_when_full) {
   Cancel();
@@ -82,17 +95,22 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   const Tokenizer& tok = llama_->tokenizer();
   const int32_t context = llama_->context_length();
 
-  // Every byte gives at most one token, plus BOS and the dummy prefix: one
-  // encoding into a buffer that bound sizes never fails for lack of room
-  // (and so leaves no error behind on success).
-  const size_t bound = std::strlen(prompt) + 2;
-  TINYAI_RETURN_IF_ERROR(tokens_.Allocate(bound, "prompt tokens"));
+  // A prompt that fits the context has at most max_piece_length bytes per
+  // token after BOS; a longer one is refused before it is encoded.
+  const size_t bytes = std::strlen(prompt);
+  const uint64_t most = static_cast<uint64_t>(context) * tok.max_piece_length();
+  if (bytes > most) {
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu bytes, more than the %d tokens of the "
+                    "context can hold (at most %u bytes each)", bytes, context, tok.max_piece_length());
+  }
+  TINYAI_RETURN_IF_ERROR(Reserve());
   size_t count = 0;
-  TINYAI_RETURN_IF_ERROR(tok.Encode(prompt, true, false, tokens_.data(), bound, &count));
-  if (count > static_cast<size_t>(context)) {
+  const TinyAIStatus encoded = tok.Encode(prompt, true, false, tokens_.data(), tokens_.size(), &count, &scratch_);
+  if (encoded == TINYAI_ERR_RESOURCE_EXHAUSTED || count > static_cast<size_t>(context)) {
     return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu tokens (BOS included) but the context holds %d",
                     count, context);
   }
+  TINYAI_RETURN_IF_ERROR(encoded);
   prompt_tokens_ = static_cast<int32_t>(count);
   steps_ = params.steps == 0 || params.steps > context ? context : params.steps;
   stats_.promptTokens = prompt_tokens_;

@@ -9,6 +9,7 @@
 
 #include "common/array.h"
 #include "model/llama.h"
+#include "text/tokenizer.h"
 #include "scheduler/scheduler.h"
 #include "tinyai/llm.h"
 
@@ -48,6 +49,15 @@ class TextSession {
  public:
   explicit TextSession(ForwardScheduler* sched) : sched_(sched) {}
 
+  // Prompts of up to this many bytes per context position are encoded in
+  // memory reserved when the session is prepared; a longer prompt grows it.
+  static constexpr size_t kPromptBytesPerPosition = 4;
+  // What Reserve() holds for llama: the prompt's tokens and the tokenizer's
+  // scratch.
+  static uint64_t ReserveBytes(const LlamaModel& llama);
+  // Reserves that memory, so that a generation allocates nothing.
+  TinyAIStatus Reserve();
+
   // Encodes the prompt, resets the model and prints the prompt's pieces;
   // nothing is evaluated yet. With stop_when_full, generation ends before a
   // piece that would not fit whole in the sink's buffer (the scheduler's
@@ -76,7 +86,8 @@ class TextSession {
   TinyAIGenerateParams params_{};
   Phase phase_ = kIdle;
   bool stop_when_full_ = false;
-  Array<int32_t> tokens_;
+  Array<int32_t> tokens_;  // BOS and the prompt: the context length
+  EncodeScratch scratch_;
   int32_t prompt_tokens_ = 0;
   int32_t fed_ = 0;     // prompt tokens whose pass has begun
   int32_t steps_ = 0;

@@ -6,6 +6,7 @@
 
 #include "common/checked_math.h"
 #include "common/status.h"
+#include "model/generate.h"
 
 namespace tinyai {
 namespace {
@@ -215,7 +216,8 @@ ProgramMemory LlamaModel::Memory() const {
   // Tokenizer pieces, scores and lookup index; sampler scratch; block and
   // streaming tables.
   m.tables = vocab * (sizeof(StringView) + sizeof(float) + sizeof(int32_t)) + vocab * sizeof(ProbIndex) +
-             static_cast<uint64_t>(hp_.layers) * sizeof(BlockTensors) + stream_.bytes();
+             static_cast<uint64_t>(hp_.layers) * sizeof(BlockTensors) + stream_.bytes() +
+             TextSession::ReserveBytes(*this);
   return m;
 }
 

@@ -47,6 +47,7 @@
 #include <algorithm>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 #include "common/checked_math.h"
 #include "common/status.h"
@@ -93,10 +94,17 @@ bool LifetimesShare(const PlanBuffer& a, const PlanBuffer& b) { return a.first <
 
 // An uninitialised scratch array that fails quietly (no SetError): the free
 // functions below have no status channel and fall back to slower code.
+struct PortFree {
+  void operator()(void* p) const { port::AlignedFree(p); }
+};
 template <class T>
-std::unique_ptr<T[]> QuietAlloc(size_t n) {
+using Scratch = std::unique_ptr<T[], PortFree>;
+
+template <class T>
+Scratch<T> QuietAlloc(size_t n) {
+  static_assert(std::is_trivial<T>::value, "uninitialised scratch of trivial types");
   if (n == 0 || n > SIZE_MAX / sizeof(T)) return nullptr;
-  return std::unique_ptr<T[]>(new (std::nothrow) T[n]);
+  return Scratch<T>(static_cast<T*>(port::AlignedAlloc(kMinAlignment, n * sizeof(T))));
 }
 
 // Sorts the buffers of nonzero size by (first or last step, index) into ids;
@@ -452,8 +460,8 @@ uint64_t ArenaLowerBound(Span<const PlanBuffer> buffers, int32_t* peak_step) {
   int32_t peak = EarliestStep(buffers);
   uint64_t bound = 0;
   const size_t n = buffers.size();
-  std::unique_ptr<uint64_t[]> keys = QuietAlloc<uint64_t>(n);
-  std::unique_ptr<int32_t[]> ids = QuietAlloc<int32_t>(2 * n);
+  Scratch<uint64_t> keys = QuietAlloc<uint64_t>(n);
+  Scratch<int32_t> ids = QuietAlloc<int32_t>(2 * n);
   if (n > 0 && keys && ids) {
     const size_t m = SortedByStep(buffers, false, keys.get(), ids.get());
     SortedByStep(buffers, true, keys.get(), ids.get() + n);
@@ -489,8 +497,8 @@ bool CheckPlacement(Span<const PlanBuffer> buffers, const uint64_t* offsets, int
     const PlanBuffer &x = buffers[i], &y = buffers[j];
     return x.size && y.size && LifetimesShare(x, y) && MemoryOverlaps(offsets[i], x.size, offsets[j], y.size);
   };
-  std::unique_ptr<uint64_t[]> keys = QuietAlloc<uint64_t>(n);
-  std::unique_ptr<int32_t[]> ids = QuietAlloc<int32_t>(n);
+  Scratch<uint64_t> keys = QuietAlloc<uint64_t>(n);
+  Scratch<int32_t> ids = QuietAlloc<int32_t>(n);
   if (n > 0 && keys && ids) {
     // The sweep of the file comment: each conflicting pair once, from the
     // earlier-starting buffer's run.

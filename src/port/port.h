@@ -60,6 +60,33 @@ void AlignedFree(void* p);                           // NULL ok
 void* PageAlloc(size_t size);
 void PageFree(void* p, size_t size);  // NULL ok
 
+// Appends to an out-of-memory message what the port knows of its memory,
+// e.g. " (static arena: 1024 of 4096 bytes free, ...)"; "" when nothing.
+void DescribeMemory(char* out, size_t capacity);
+
+// A static arena: ports without a heap (ports/baremetal) serve every
+// allocation from a region the caller gives them. Ports with a heap return
+// TINYAI_ERR_UNSUPPORTED from SetArena and false from GetArenaStats.
+struct ArenaStats {
+  size_t size = 0;         // the region's bytes
+  size_t used = 0;         // bytes in allocated blocks, headers included
+  size_t peak = 0;         // high-water mark: the furthest offset ever reached
+  uint64_t allocations = 0;  // allocations served
+  uint64_t failures = 0;     // allocations refused
+};
+TinyAIStatus SetArena(void* base, size_t size);
+// TINYAI_ERR_UNSUPPORTED on ports with a heap, TINYAI_ERR_MISUSE before
+// SetArena (neither records an error).
+TinyAIStatus GetArenaStats(ArenaStats* out);
+// Sets the high-water mark (to measure a phase: lower it to the current top,
+// run, read, restore the maximum).
+void SetArenaPeak(size_t peak);
+size_t ArenaTop();
+
+// The caller's clock (ports without an OS clock); TINYAI_ERR_UNSUPPORTED on
+// ports that have one.
+TinyAIStatus SetClock(uint64_t (*now)(void));
+
 }  // namespace port
 }  // namespace tinyai
 

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "common/checked_math.h"
+#include "common/memory.h"
 #include "common/status.h"
 #include "model/dense.h"
 #include "model/generate.h"
@@ -79,10 +80,10 @@ uint64_t SatAdd(uint64_t a, uint64_t b) {
 ForwardScheduler::ForwardScheduler() { generate_ = tinyaiCreateDefaultGenerateParams(); }
 
 ForwardScheduler::~ForwardScheduler() {
-  delete session_;
-  delete llama_;
-  delete dense_;
-  delete abstract_;
+  Delete(session_);
+  Delete(llama_);
+  Delete(dense_);
+  Delete(abstract_);
 }
 
 TinyAIStatus ForwardScheduler::CommonInit(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
@@ -134,7 +135,7 @@ TinyAIStatus ForwardScheduler::InitWithProgram(LayerProgram* program, TinyAIMapp
 TinyAIStatus ForwardScheduler::CreateProgram(TinyAIMappedModel* model) {
   const int threads = config_.threads == 0 ? port::CpuCount() : config_.threads;
   if (!model) {
-    abstract_ = new (std::nothrow) AbstractProgram();
+    abstract_ = New<AbstractProgram>();
     if (!abstract_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the scheduler's program");
     program_ = abstract_;
     return TINYAI_OK;
@@ -142,15 +143,15 @@ TinyAIStatus ForwardScheduler::CreateProgram(TinyAIMappedModel* model) {
   StringView arch;
   TINYAI_RETURN_IF_ERROR(model->reader().GetString("general.architecture", &arch));
   if (arch.size == 5 && std::memcmp(arch.data, "llama", 5) == 0) {
-    llama_ = new (std::nothrow) LlamaModel();
-    session_ = new (std::nothrow) TextSession(this);
+    llama_ = New<LlamaModel>();
+    session_ = New<TextSession>(this);
     if (!llama_ || !session_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the llama runtime");
     TINYAI_RETURN_IF_ERROR(llama_->Bind(model, config_.contextLength, threads, &pool_));
     program_ = llama_;
     return TINYAI_OK;
   }
   if (arch.size == 5 && std::memcmp(arch.data, "dense", 5) == 0) {
-    dense_ = new (std::nothrow) DenseModel();
+    dense_ = New<DenseModel>();
     if (!dense_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the dense runtime");
     TINYAI_RETURN_IF_ERROR(dense_->Bind(model, &pool_));
     program_ = dense_;
@@ -480,6 +481,7 @@ TinyAIStatus ForwardScheduler::Prepare() {
   }
   TINYAI_RETURN_IF_ERROR(arena_.Allocate(static_cast<size_t>(arena_bytes_), "activation arena"));
   TINYAI_RETURN_IF_ERROR(program_->AllocateState());
+  if (session_) TINYAI_RETURN_IF_ERROR(session_->Reserve());
   WeightStream* stream = program_->weights();
   if (model_ && limit_ != 0) TINYAI_RETURN_IF_ERROR(model_->cache().SetCapacity(cache_cap_));
   if (stream) {

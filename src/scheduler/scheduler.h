@@ -101,6 +101,8 @@ class ForwardScheduler : private OpNamer {
   uint64_t tables_bytes() const { return tables_bytes_; }
   const ProgramMemory& program_memory() const { return memory_; }
   LlamaModel* llama() const { return llama_; }
+  // The text session of a language model (generation state, reserved at Prepare).
+  TextSession* session() const { return session_; }
   LayerProgram* program() const { return program_; }
   TinyAIMappedModel* model() const { return model_; }
   const ActivationGraph& graph() const { return act_; }

@@ -44,26 +44,9 @@ bool PieceLess(StringView a, StringView b) {
   return a.size < b.size;
 }
 
-struct Node {
-  int32_t token;
-  int32_t prev;  // index of the previous live node or -1
-  int32_t next;  // index of the next live node or -1
-};
-
-// A mergeable pair. It is stale once the left node died, its next node is no
-// longer right, or either token changed; a node's piece only ever grows, so
-// the tokens are unchanged exactly when the merged piece is still as long as
-// the two current pieces together.
-struct Candidate {
-  float score;
-  int32_t left;    // node index of the left token
-  int32_t right;   // node index of the right token
-  int32_t merged;  // id of the concatenated piece
-};
-
 // Heap order: the top is the highest score, then the leftmost pair.
 struct CandidateLess {
-  bool operator()(const Candidate& a, const Candidate& b) const {
+  bool operator()(const EncodeScratch::Candidate& a, const EncodeScratch::Candidate& b) const {
     if (a.score != b.score) return a.score < b.score;
     return a.left > b.left;
   }
@@ -183,8 +166,37 @@ int32_t Tokenizer::Lookup(const char* bytes, size_t size) const {
   return id;
 }
 
+namespace {
+
+// Initial tokens: the dummy prefix plus at most one per byte; the heap holds
+// the n - 1 initial pairs and then some (Encode compacts it when it fills:
+// there are never more live pairs than nodes - 1).
+size_t HeapSlots(size_t nodes) { return nodes + nodes / 4 + 2; }
+
+}  // namespace
+
+uint64_t EncodeScratch::BytesFor(size_t text_bytes, uint32_t max_piece_length) {
+  const uint64_t nodes = uint64_t{text_bytes} + 1;
+  return nodes * sizeof(Node) + HeapSlots(nodes) * sizeof(Candidate) + 2u * max_piece_length;
+}
+
+TinyAIStatus EncodeScratch::Reserve(size_t text_bytes, uint32_t max_piece_length) {
+  if (text_bytes > static_cast<size_t>(INT32_MAX) / 4) {
+    return SetError(TINYAI_ERR_OVERFLOW, "tokenizer: text of %zu bytes is too long to encode", text_bytes);
+  }
+  const size_t nodes = text_bytes + 1;
+  if (nodes_.size() < nodes) {
+    TINYAI_RETURN_IF_ERROR(nodes_.Allocate(nodes, "tokenizer: encode tokens"));
+    TINYAI_RETURN_IF_ERROR(heap_.Allocate(HeapSlots(nodes), "tokenizer: encode merge heap"));
+  }
+  if (buffer_.size() < 2u * max_piece_length) {
+    TINYAI_RETURN_IF_ERROR(buffer_.Allocate(2u * max_piece_length, "tokenizer: encode merge buffer"));
+  }
+  return TINYAI_OK;
+}
+
 TinyAIStatus Tokenizer::Encode(const char* text, bool addBos, bool addEos, int32_t* out,
-                               size_t capacity, size_t* count) const {
+                               size_t capacity, size_t* count, EncodeScratch* scratch) const {
   if (text == nullptr || count == nullptr || (out == nullptr && capacity > 0)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tokenizer: Encode: NULL %s",
                     text == nullptr ? "text" : count == nullptr ? "count" : "output");
@@ -195,25 +207,16 @@ TinyAIStatus Tokenizer::Encode(const char* text, bool addBos, bool addEos, int32
   }
   const int32_t vocab = vocab_size();
   const size_t length = std::strlen(text);
-  // Initial tokens: the dummy prefix plus at most one per byte.
-  const size_t maxTokens = length + 1;
-  if (maxTokens > static_cast<size_t>(INT32_MAX) / 4) {
-    return SetError(TINYAI_ERR_OVERFLOW,
-                    "tokenizer: text of %zu bytes is too long to encode", length);
-  }
-
-  Array<Node> nodes;
-  Array<Candidate> heap;
-  Array<char> buffer;
+  EncodeScratch temporary;
+  if (!scratch) scratch = &temporary;
+  using Node = EncodeScratch::Node;
+  using Candidate = EncodeScratch::Candidate;
+  Array<Node>& nodes = scratch->nodes_;
+  Array<Candidate>& heap = scratch->heap_;
+  Array<char>& buffer = scratch->buffer_;
   size_t used = 0;
   if (length > 0) {
-    TINYAI_RETURN_IF_ERROR(nodes.Allocate(maxTokens, "tokenizer: encode tokens"));
-    // Room for the n - 1 initial pairs and then some; Compact() makes room
-    // when it fills (there are never more live pairs than nodes - 1).
-    TINYAI_RETURN_IF_ERROR(
-        heap.Allocate(maxTokens + maxTokens / 4 + 2, "tokenizer: encode merge heap"));
-    TINYAI_RETURN_IF_ERROR(buffer.Allocate(2 * static_cast<size_t>(max_piece_length_),
-                                           "tokenizer: encode merge buffer"));
+    TINYAI_RETURN_IF_ERROR(scratch->Reserve(length, max_piece_length_));
 
     auto push = [&](int32_t token) {
       nodes[used].token = token;

@@ -13,6 +13,43 @@
 
 namespace tinyai {
 
+class Tokenizer;
+
+// Encode's working memory, kept between calls so that encoding a text no
+// longer than textBytes allocates nothing (the text session reserves it when
+// it is prepared). About 32 bytes per text byte.
+class EncodeScratch {
+ public:
+  // Room for texts of up to text_bytes bytes with pieces up to
+  // max_piece_length bytes; keeps what it has when that is enough.
+  TinyAIStatus Reserve(size_t text_bytes, uint32_t max_piece_length);
+  size_t text_bytes() const { return nodes_.size() > 0 ? nodes_.size() - 1 : 0; }
+  // What Reserve(text_bytes, max_piece_length) holds.
+  static uint64_t BytesFor(size_t text_bytes, uint32_t max_piece_length);
+
+  struct Node {
+    int32_t token;
+    int32_t prev;  // index of the previous live node or -1
+    int32_t next;  // index of the next live node or -1
+  };
+  // A mergeable pair. It is stale once the left node died, its next node is
+  // no longer right, or either token changed; a node's piece only ever
+  // grows, so the tokens are unchanged exactly when the merged piece is
+  // still as long as the two current pieces together.
+  struct Candidate {
+    float score;
+    int32_t left;    // node index of the left token
+    int32_t right;   // node index of the right token
+    int32_t merged;  // id of the concatenated piece
+  };
+
+ private:
+  friend class Tokenizer;
+  Array<Node> nodes_;
+  Array<Candidate> heap_;
+  Array<char> buffer_;
+};
+
 class Tokenizer {
  public:
   // pieces[i] and scores[i] describe token i; the piece bytes are borrowed and
@@ -26,9 +63,11 @@ class Tokenizer {
   // Encodes text (NUL-terminated) after an optional BOS, writing at most
   // capacity ids to out and the number needed to *count. Returns
   // TINYAI_ERR_RESOURCE_EXHAUSTED when capacity < *count (out then holds the
-  // first capacity ids). Allocates scratch proportional to strlen(text).
+  // first capacity ids). Works in scratch, growing it when the text is
+  // longer than it holds (scratch may be NULL: a temporary one).
   TinyAIStatus Encode(const char* text, bool addBos, bool addEos, int32_t* out, size_t capacity,
-                      size_t* count) const;
+                      size_t* count, EncodeScratch* scratch = nullptr) const;
+  uint32_t max_piece_length() const { return max_piece_length_; }
 
   // Bytes printed for token following prevToken: the first piece after BOS
   // loses its leading space; a "<0xXX>" piece is that single byte. The view

@@ -118,6 +118,17 @@ TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfi
 TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size,
                                                    const TinyAIMmapConfig* config);
 
+/* Reads size bytes at offset of the model into dst (the caller's storage:
+ * external flash, an SD card, a network); returns 0 on success, anything
+ * else on failure (reported as TINYAI_ERR_IO with the value). */
+typedef int (*TinyAIReadCallback)(void* user, uint64_t offset, void* dst, size_t size);
+
+/* As tinyaiOpenMappedModel() over a model of size bytes that read fetches:
+ * the index once, then weights into the weight cache as they are needed
+ * (cap it with maxCacheSize or an LLM's memoryLimit). user goes to read. */
+TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void* user, uint64_t size,
+                                                   const TinyAIMmapConfig* config);
+
 /* Stops the prefetch workers and frees everything. NULL is ok. Weight
  * pointers die with it. Closing a model twice (or a pointer that is not an
  * open model) records TINYAI_ERR_MISUSE and frees nothing. */

@@ -1,0 +1,221 @@
+// The bare-metal port end to end on the host: stories260K from an in-memory
+// image (and through a read callback) in a static arena, producing the
+// golden text; the arena's estimate is exact to the byte; nothing is
+// allocated after the LLM is created. Links the core built with
+// ports/baremetal (tinyai_baremetal), never the posix one.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tinyai/tinyai.h"
+
+namespace {
+
+// The caller's static arena: the tests hand TinyAI a prefix of it.
+alignas(64) uint8_t g_static[16u << 20];
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The model image, 64-byte aligned as tinyaiOpenMappedModelFromMemory
+// wants (flash would be).
+struct Image {
+  void* data = nullptr;
+  size_t size = 0;
+  ~Image() { std::free(data); }
+};
+
+bool LoadStories(Image* image) {
+  const std::string bytes = ReadAll(EnvOr("TINYAI_TEST_STORIES_TMAI", TINYAI_TEST_STORIES_TMAI));
+  if (bytes.empty()) return false;
+  image->size = bytes.size();
+  image->data = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64);
+  std::memcpy(image->data, bytes.data(), bytes.size());
+  return true;
+}
+
+#define REQUIRE_STORIES(image)                                                     \
+  Image image;                                                                     \
+  if (!LoadStories(&image)) GTEST_SKIP() << "stories260K.tmai not found (../shared absent?)"
+
+std::string Golden(int n, std::string* prompt) {
+  char name[64];
+  const std::string dir = EnvOr("TINYAI_TEST_SHARED_DIR", TINYAI_TEST_SHARED_DIR) + "/golden/stories260K/";
+  std::snprintf(name, sizeof name, "greedy-%02d", n);
+  *prompt = ReadAll(dir + name + ".prompt");
+  std::string expected = ReadAll(dir + name + ".expected");
+  if (!expected.empty() && expected.back() == '\n') expected.pop_back();
+  return expected;
+}
+
+int ReadImage(void* user, uint64_t offset, void* dst, size_t size) {
+  const Image* image = static_cast<const Image*>(user);
+  if (offset > image->size || size > image->size - offset) return -5;
+  std::memcpy(dst, static_cast<const uint8_t*>(image->data) + offset, size);
+  return 0;
+}
+
+TinyAIArenaStats Stats() {
+  TinyAIArenaStats s;
+  std::memset(&s, 0, sizeof s);
+  s.structSize = sizeof s;
+  EXPECT_EQ(tinyaiGetStaticArenaStats(&s), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  return s;
+}
+
+// Opens the model (from memory, or through the callback when reader) and
+// creates the LLM; on failure returns the status with nothing left open.
+TinyAIStatus Open(const Image& image, bool reader, const TinyAILLMConfig* cfg, TinyAIMappedModel** model,
+                  TinyAILLM** llm) {
+  *llm = nullptr;
+  *model = reader ? tinyaiOpenMappedModelFromReader(ReadImage, const_cast<Image*>(&image), image.size, nullptr)
+                  : tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr);
+  if (!*model) return tinyaiGetLastError();
+  const TinyAIStatus s = tinyaiCreateLLM(*model, cfg, llm);
+  if (s != TINYAI_OK) {
+    tinyaiCloseMappedModel(*model);
+    *model = nullptr;
+  }
+  return s;
+}
+
+size_t Estimate(const Image& image, bool reader, const TinyAILLMConfig* cfg) {
+  EXPECT_EQ(tinyaiSetStaticArena(g_static, sizeof g_static), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  size_t bytes = 0;
+  const TinyAIStatus s = reader ? tinyaiEstimateStaticArena(nullptr, image.size, ReadImage,
+                                                            const_cast<Image*>(&image), nullptr, cfg, &bytes)
+                                : tinyaiEstimateStaticArena(image.data, image.size, nullptr, nullptr, nullptr, cfg,
+                                                            &bytes);
+  EXPECT_EQ(s, TINYAI_OK) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(Stats().usedBytes, 0u) << "the estimate left memory allocated";
+  return bytes;
+}
+
+// Runs the three golden prompts in an arena of exactly the estimate: golden
+// text, the high-water mark at the estimate, no allocation after creation.
+void RunGoldenInExactArena(bool reader, const TinyAILLMConfig* cfg) {
+  REQUIRE_STORIES(image);
+  const size_t estimate = Estimate(image, reader, cfg);
+  ASSERT_GT(estimate, 0u);
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, estimate), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  TinyAIMappedModel* model = nullptr;
+  TinyAILLM* llm = nullptr;
+  ASSERT_EQ(Open(image, reader, cfg, &model, &llm), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  const TinyAIArenaStats created = Stats();
+  for (int n = 1; n <= 3; ++n) {
+    std::string prompt;
+    const std::string expected = Golden(n, &prompt);
+    ASSERT_FALSE(expected.empty());
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 256;
+    gp.sampler.temperature = 0.0f;
+    static char text[8192];
+    size_t len = 0;
+    ASSERT_EQ(tinyaiGenerate(llm, prompt.c_str(), &gp, text, sizeof text, &len, nullptr), TINYAI_OK)
+        << tinyaiGetLastErrorMessage();
+    EXPECT_EQ(std::string(text, len), expected) << "greedy-0" << n;
+  }
+  const TinyAIArenaStats after = Stats();
+  EXPECT_EQ(after.allocations, created.allocations) << "generation allocated";
+  EXPECT_EQ(after.usedBytes, created.usedBytes);
+  EXPECT_EQ(after.failures, 0u);
+  EXPECT_EQ(after.peakBytes, estimate) << "the estimate is the high-water mark, to the byte";
+  std::printf("static arena: %zu bytes (%s), %llu allocations, %zu in use after creation\n", estimate,
+              reader ? "read callback" : "in-place image", static_cast<unsigned long long>(after.allocations),
+              after.usedBytes);
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+  EXPECT_EQ(Stats().usedBytes, 0u) << "closing frees everything";
+}
+
+// One byte below the estimate: the open or the create fails, naming the
+// arena, before anything runs.
+void FailOneByteShort(bool reader, const TinyAILLMConfig* cfg) {
+  REQUIRE_STORIES(image);
+  const size_t estimate = Estimate(image, reader, cfg);
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, estimate - 1), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  TinyAIMappedModel* model = nullptr;
+  TinyAILLM* llm = nullptr;
+  EXPECT_EQ(Open(image, reader, cfg, &model, &llm), TINYAI_ERR_OUT_OF_MEMORY);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "static arena of"), nullptr) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(llm, nullptr);
+  EXPECT_EQ(Stats().usedBytes, 0u) << "a failed creation frees what it took";
+  EXPECT_GE(Stats().failures, 1u);
+}
+
+TinyAILLMConfig Streaming() {
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.memoryLimit = 1u << 20;  // below stories260K's 1.06 MiB of weights: streamed through the cache
+  return cfg;
+}
+
+TEST(BaremetalPort, InPlaceImageGoldenInExactEstimate) { RunGoldenInExactArena(false, nullptr); }
+
+TEST(BaremetalPort, InPlaceImageOneByteBelowEstimateFails) { FailOneByteShort(false, nullptr); }
+
+TEST(BaremetalPort, ReadCallbackGoldenInExactEstimate) {
+  const TinyAILLMConfig cfg = Streaming();
+  RunGoldenInExactArena(true, &cfg);
+}
+
+TEST(BaremetalPort, ReadCallbackOneByteBelowEstimateFails) {
+  const TinyAILLMConfig cfg = Streaming();
+  FailOneByteShort(true, &cfg);
+}
+
+TEST(BaremetalPort, NoFileSystemNoThreadsNoHeap) {
+  // Without an arena: nothing can be allocated, and the message says why.
+  REQUIRE_STORIES(image);
+  ASSERT_EQ(tinyaiSetStaticArena(nullptr, 0), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr), nullptr);
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_OUT_OF_MEMORY);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "tinyaiSetStaticArena"), nullptr) << tinyaiGetLastErrorMessage();
+  TinyAIArenaStats s;
+  s.structSize = sizeof s;
+  EXPECT_EQ(tinyaiGetStaticArenaStats(&s), TINYAI_ERR_MISUSE);
+
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, sizeof g_static), TINYAI_OK);
+  EXPECT_EQ(tinyaiOpenMappedModel(TINYAI_TEST_STORIES_TMAI, nullptr), nullptr);
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "no file system"), nullptr) << tinyaiGetLastErrorMessage();
+
+  // More threads than the port has: planned for, run on the caller's.
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.threads = 2;
+  TinyAIMappedModel* model = nullptr;
+  TinyAILLM* llm = nullptr;
+  const TinyAIStatus st = Open(image, false, &cfg, &model, &llm);
+  if (st == TINYAI_OK) {
+    tinyaiDestroyLLM(llm);
+    tinyaiCloseMappedModel(model);
+  } else {
+    EXPECT_EQ(st, TINYAI_ERR_UNSUPPORTED) << tinyaiGetLastErrorMessage();
+  }
+
+  // The arena cannot change while it holds something.
+  ASSERT_EQ(Open(image, false, nullptr, &model, &llm), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(tinyaiSetStaticArena(g_static, 1024), TINYAI_ERR_MISUSE);
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+  EXPECT_EQ(tinyaiSetStaticArena(g_static + 8, 1024), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiSetStaticArena(nullptr, 1024), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiSetStaticArena(g_static, 32), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiSetClock(nullptr), TINYAI_OK);
+}
+
+}  // namespace
