@@ -5,7 +5,9 @@
 # Both programs open MODEL and print its layer count. Any failure is fatal.
 #
 # Variables (from tests/CMakeLists.txt): TINYAI_BUILD_DIR, CONSUMER_SOURCE,
-# WORK_DIR, MODEL, GENERATOR.
+# WORK_DIR, MODEL, GENERATOR; in a cross build also EMULATOR (space-separated,
+# runs the consumer's programs) and PKG_CONFIG_LIBDIR (the target's .pc files).
+# A cross build's consumer is configured with the same toolchain file.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var TINYAI_BUILD_DIR CONSUMER_SOURCE WORK_DIR MODEL GENERATOR)
@@ -24,7 +26,9 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 # What the library was built with: the consumer must use the same compiler
 # and, for a sanitized static library, the same sanitizer runtime.
 load_cache("${TINYAI_BUILD_DIR}" READ_WITH_PREFIX TINYAI_CACHE_
-           CMAKE_C_COMPILER CMAKE_BUILD_TYPE TINYAI_SANITIZE CMAKE_INSTALL_LIBDIR BUILD_SHARED_LIBS)
+           CMAKE_C_COMPILER CMAKE_BUILD_TYPE TINYAI_SANITIZE CMAKE_INSTALL_LIBDIR BUILD_SHARED_LIBS
+           CMAKE_TOOLCHAIN_FILE TINYAI_ARM_FPU CMAKE_C_FLAGS)
+separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
 set(cc "${TINYAI_CACHE_CMAKE_C_COMPILER}")
 if(cc STREQUAL "")
   set(cc cc)
@@ -59,6 +63,12 @@ endforeach()
 set(build "${WORK_DIR}/build")
 set(configure_args -S "${CONSUMER_SOURCE}" -B "${build}" -G "${GENERATOR}" "-DCMAKE_PREFIX_PATH=${prefix}"
                    "-DCMAKE_C_COMPILER=${cc}" -DCMAKE_BUILD_TYPE=Release)
+if(NOT "${TINYAI_CACHE_CMAKE_TOOLCHAIN_FILE}" STREQUAL "")
+  list(APPEND configure_args "-DCMAKE_TOOLCHAIN_FILE=${TINYAI_CACHE_CMAKE_TOOLCHAIN_FILE}")
+  if(NOT "${TINYAI_CACHE_TINYAI_ARM_FPU}" STREQUAL "")
+    list(APPEND configure_args "-DTINYAI_ARM_FPU=${TINYAI_CACHE_TINYAI_ARM_FPU}")
+  endif()
+endif()
 if(extra_flags)
   list(APPEND configure_args "-DCMAKE_C_FLAGS=${extra_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${extra_flags}")
 endif()
@@ -72,7 +82,7 @@ if(NOT at EQUAL 0)
   message(FATAL_ERROR "find_package(TinyAI) found '${CONSUMER_TinyAI_DIR}', not the package in '${prefix}'")
 endif()
 run_checked("building the consumer" "${CMAKE_COMMAND}" --build "${build}")
-run_checked("running the consumer" "${build}/app" "${MODEL}")
+run_checked("running the consumer" ${emu} "${build}/app" "${MODEL}")
 if(NOT run_out MATCHES "has [1-9][0-9]* layers")
   message(FATAL_ERROR "the consumer printed no layer count:\n${run_out}")
 endif()
@@ -84,6 +94,9 @@ if(NOT PKG_CONFIG_EXECUTABLE)
   message(FATAL_ERROR "pkg-config not found")
 endif()
 set(pc_env "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${prefix}/${libdir}/pkgconfig")
+if(NOT "${PKG_CONFIG_LIBDIR}" STREQUAL "")
+  list(APPEND pc_env "PKG_CONFIG_LIBDIR=${PKG_CONFIG_LIBDIR}")
+endif()
 run_checked("pkg-config --cflags tinyai" ${pc_env} "${PKG_CONFIG_EXECUTABLE}" --cflags tinyai)
 string(STRIP "${run_out}" pc_cflags)
 run_checked("pkg-config --static --libs tinyai" ${pc_env} "${PKG_CONFIG_EXECUTABLE}" --static --libs tinyai)
@@ -115,13 +128,14 @@ require_dir("${pc_cflags}" "-I" "${prefix}/include" "pkg-config --cflags tinyai"
 require_dir("${pc_libs}" "-L" "${prefix}/${libdir}" "pkg-config --static --libs tinyai")
 separate_arguments(cflags_list UNIX_COMMAND "${pc_cflags}")
 separate_arguments(libs_list UNIX_COMMAND "${pc_libs}")
-set(extra_list "")
+# The library's C flags too (a cross build's -mfpu=..., empty natively).
+separate_arguments(extra_list UNIX_COMMAND "${TINYAI_CACHE_CMAKE_C_FLAGS}")
 if(extra_flags)
-  set(extra_list "${extra_flags}")
+  list(APPEND extra_list "${extra_flags}")
 endif()
 run_checked("compiling main.c with pkg-config flags" "${cc}" -std=c99 -Wall -Wextra -Werror -pedantic ${extra_list}
             ${cflags_list} "${CONSUMER_SOURCE}/main.c" -o "${WORK_DIR}/app-pkgconfig" ${libs_list})
-run_checked("running the pkg-config consumer" "${WORK_DIR}/app-pkgconfig" "${MODEL}")
+run_checked("running the pkg-config consumer" ${emu} "${WORK_DIR}/app-pkgconfig" "${MODEL}")
 if(NOT run_out MATCHES "has [1-9][0-9]* layers")
   message(FATAL_ERROR "the pkg-config consumer printed no layer count:\n${run_out}")
 endif()

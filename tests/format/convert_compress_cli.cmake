@@ -1,6 +1,10 @@
 # tinyai-convert --compress: zstd writes a file the loader opens (through
 # tinyai-inspect) and reports what it compressed; bad values are usage errors
-# (exit 2). Run by ctest as convert_compress_cli with CONVERT, INSPECT, OUT_DIR.
+# (exit 2). Run by ctest as convert_compress_cli with CONVERT, INSPECT, OUT_DIR
+# and EMULATOR (space-separated, empty in a native build: runs cross-built tools).
+separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
+set(CONVERT ${emu} ${CONVERT})
+set(INSPECT ${emu} ${INSPECT})
 file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(spec dim=32,hidden=64,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=16,shared=0)

@@ -1,4 +1,7 @@
 # Converts stories260K into the test data folder, or skips when absent.
+# EMULATOR (space-separated, may be empty) runs a cross-built CONVERT.
+separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
+set(CONVERT ${emu} ${CONVERT})
 if(NOT EXISTS ${STORIES_DIR}/stories260K.bin)
   message(STATUS "stories260K not found in ${STORIES_DIR}: tests that need it will skip")
   return()

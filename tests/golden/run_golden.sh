@@ -1,5 +1,5 @@
 #!/bin/sh
-# run_golden.sh GENERATE MODEL PROMPT_FILE THREADS [MODE INSPECT]: greedy
+# run_golden.sh GENERATE MODEL PROMPT_FILE THREADS [MODE INSPECT [EMULATOR]]: greedy
 # generation of the prompt must reproduce PROMPT_FILE's .expected byte for
 # byte, run by the forward scheduler in MODE:
 #   normal      all weights resident (no limit)
@@ -7,7 +7,9 @@
 #   streaming   at exactly the least limit INSPECT reports: one token per pass
 #   adaptive    1 MiB limit, the scheduler's own choice (MEMORY_OPT)
 #   debug       normal, with no in-place reuse of activations
-gen=$1 model=$2 prompt=$3 threads=$4 mode=${5:-adaptive} inspect=$6
+# EMULATOR (one argument, words separated by spaces, e.g. "qemu-arm -L
+# /usr/arm-linux-gnueabihf") runs the cross-built GENERATE and INSPECT.
+gen=$1 model=$2 prompt=$3 threads=$4 mode=${5:-adaptive} inspect=$6 emu=${7:-}
 expected=${prompt%.prompt}.expected
 if [ ! -f "$model" ]; then echo "skip: $model not found (../shared absent?)"; exit 77; fi
 out=$(mktemp) err=$(mktemp)
@@ -16,7 +18,8 @@ case $mode in
   normal) args="--mode normal"; want=NORMAL ;;
   memory_opt) args="--mode memory_opt --mem-limit 1M"; want=MEMORY_OPT ;;
   streaming)
-    least=$("$inspect" "$model" --plan --json -t "$threads" | sed -n 's/.*"min_mem_limit_bytes":\([0-9]*\).*/\1/p')
+    # shellcheck disable=SC2086
+    least=$($emu "$inspect" "$model" --plan --json -t "$threads" | sed -n 's/.*"min_mem_limit_bytes":\([0-9]*\).*/\1/p')
     [ -n "$least" ] || { echo "tinyai-inspect reported no min_mem_limit_bytes"; exit 1; }
     args="--mode streaming --mem-limit $least"; want="STREAMING.* 1 row per pass" ;;
   adaptive) args="--mem-limit 1M"; want="MEMORY_OPT:" ;;
@@ -24,7 +27,7 @@ case $mode in
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # shellcheck disable=SC2086
-"$gen" -m "$model" -p "$(cat "$prompt")" -n 256 --temp 0 -t "$threads" $args > "$out" 2> "$err" || { cat "$err"; exit 1; }
+$emu "$gen" -m "$model" -p "$(cat "$prompt")" -n 256 --temp 0 -t "$threads" $args > "$out" 2> "$err" || { cat "$err"; exit 1; }
 if ! grep -q "$want" "$err"; then
   echo "the scheduler did not run in the expected mode ($want):"; cat "$err"; exit 1
 fi

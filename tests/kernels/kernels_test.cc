@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -468,6 +469,96 @@ TEST(RefVsDouble, AddIsExactSum) {
   EXPECT_EQ(y, (std::vector<float>{1.5f, -2.0f, 3.0f}));
 }
 
+// ---- Ref() is the same arithmetic on every target -----------------------------------
+//
+// Ref() follows llama2.c's fp32 arithmetic: every product and every partial
+// sum rounded to fp32, summed left to right. Compilers may otherwise contract
+// a*b+c into one fused multiply-add (GCC does by default for C++ on AArch64 and
+// wherever FMA is available), which rounds once and so changes the bits: the
+// oracle, and the golden texts, would then depend on the target. The build
+// turns contraction off (-ffp-contract=off); these tests check Ref() bit for
+// bit against the same arithmetic spelled out with one explicit rounding per
+// operation (products and sums of two floats are exact in double, so rounding
+// the double result to float is the fp32 operation's correctly rounded
+// result). Data have 21-bit significands, so products are not exact in fp32.
+// softmax and swiglu are left out: they call the C library's expf.
+
+// Portable data: integers from mt19937 (the same sequence everywhere) / 2^20.
+class PortableFiller {
+ public:
+  explicit PortableFiller(uint32_t seed) : rng_(seed) {}
+  float Next() { return static_cast<float>(static_cast<int32_t>(rng_() % 2097153u) - 1048576) / 1048576.0f; }
+  std::vector<float> Vector(size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = Next();
+    return v;
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+float RoundedMul(float a, float b) { return static_cast<float>(static_cast<double>(a) * static_cast<double>(b)); }
+float RoundedAdd(float a, float b) { return static_cast<float>(static_cast<double>(a) + static_cast<double>(b)); }
+
+float RoundedDot(const float* a, size_t stride_a, const float* b, size_t stride_b, size_t n) {
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) sum = RoundedAdd(sum, RoundedMul(a[i * stride_a], b[i * stride_b]));
+  return sum;
+}
+
+::testing::AssertionResult SameBits(float got, float want) {
+  if (std::memcmp(&got, &want, sizeof(float)) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << got << ", want exactly " << want << " (difference "
+                                       << (got - want) << ")";
+}
+
+TEST(RefIsPortable, DotMatvecMatmul) {
+  PortableFiller f(1000);
+  const size_t rows = 7, cols = 771, n = 3;
+  const std::vector<float> w = f.Vector(rows * cols), x = f.Vector(n * cols);
+  for (size_t len : {1, 2, 17, 256, 771}) {
+    ASSERT_TRUE(SameBits(Ref().dot(w.data(), x.data(), len), RoundedDot(w.data(), 1, x.data(), 1, len)))
+        << "dot n=" << len;
+  }
+  std::vector<float> y(rows, kNaN);
+  Ref().matvec(w.data(), cols, x.data(), y.data(), rows, cols);
+  for (size_t r = 0; r < rows; ++r)
+    ASSERT_TRUE(SameBits(y[r], RoundedDot(w.data() + r * cols, 1, x.data(), 1, cols))) << "matvec row " << r;
+  std::vector<float> ym(n * rows, kNaN);
+  Ref().matmul(w.data(), cols, x.data(), cols, ym.data(), rows, rows, cols, n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t r = 0; r < rows; ++r)
+      ASSERT_TRUE(SameBits(ym[j * rows + r], RoundedDot(w.data() + r * cols, 1, x.data() + j * cols, 1, cols)))
+          << "matmul j=" << j << " r=" << r;
+}
+
+TEST(RefIsPortable, Vecmat) {
+  PortableFiller f(1001);
+  const size_t n = 300, cols = 67;
+  const std::vector<float> a = f.Vector(n), v = f.Vector(n * cols);
+  std::vector<float> out(cols, kNaN);
+  Ref().vecmat(a.data(), v.data(), cols, out.data(), n, cols);
+  for (size_t c = 0; c < cols; ++c)
+    ASSERT_TRUE(SameBits(out[c], RoundedDot(a.data(), 1, v.data() + c, cols, n))) << "vecmat col " << c;
+}
+
+TEST(RefIsPortable, Rmsnorm) {
+  PortableFiller f(1002);
+  for (size_t n : {1, 64, 768}) {
+    const std::vector<float> x = f.Vector(n), w = f.Vector(n);
+    std::vector<float> out(n, kNaN);
+    const float eps = 1e-5f;
+    Ref().rmsnorm(x.data(), w.data(), out.data(), n, eps);
+    float ss = RoundedDot(x.data(), 1, x.data(), 1, n);
+    ss = static_cast<float>(static_cast<double>(ss) / static_cast<double>(static_cast<float>(n)));
+    ss = RoundedAdd(ss, eps);
+    ss = static_cast<float>(1.0 / static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(ss)))));
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(SameBits(out[i], RoundedMul(w[i], RoundedMul(ss, x[i])))) << "rmsnorm n=" << n << " at " << i;
+  }
+}
+
 // The tolerance must be tight enough to notice a single missing term.
 TEST(Tolerance, DetectsDroppedTerm) {
   Filler f(903);
@@ -520,6 +611,43 @@ TEST(Dispatch, ByName) {
   EXPECT_EQ(ByName("nonexistent"), nullptr);
   EXPECT_EQ(ByName(""), nullptr);
   EXPECT_EQ(ByName(nullptr), nullptr);
+}
+
+// The kernel set this build targets, which Best() must report: NEON on AArch64
+// and on 32-bit ARM built for NEON (-mfpu=neon), the reference kernels alone
+// on 32-bit ARM without NEON, AVX2+FMA or SSE2 on x86-64 by what the CPU
+// offers. Asked of the compiler (the test's own predefined macros), not of the
+// build's choice of sources: a build that lost its SIMD kernels would still
+// pass every parity test, which would then compare Ref() with itself.
+std::vector<std::string> ExpectedTables() {
+#if defined(__aarch64__)
+  return {"neon64", "ref"};
+#elif defined(__arm__) && (defined(__ARM_NEON) || defined(__ARM_NEON__))
+  return {"neon", "ref"};
+#elif defined(__arm__)
+  return {"ref"};
+#elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2+fma", "sse2", "ref"};
+  return {"sse2", "ref"};
+#else
+  return {};  // a target this test does not know: not checked
+#endif
+}
+
+TEST(Dispatch, TargetKernelSet) {
+  const std::vector<std::string> expected = ExpectedTables();
+  if (expected.empty()) GTEST_SKIP() << "no expected kernel set for this target";
+  std::vector<std::string> names;
+  for (const KernelTable* t : AllTables()) names.push_back(t->name);
+  EXPECT_EQ(names, expected);
+  EXPECT_STREQ(Best().name, expected.front().c_str());
+  if (expected.front() != "ref") {
+    EXPECT_NE(&Best(), &Ref()) << "the SIMD kernels must be what the model runs";
+  } else {
+    EXPECT_EQ(&Best(), &Ref());
+  }
+  std::printf("[          ] kernels: best %s, %zu table(s)\n", Best().name, names.size());
 }
 
 TEST(Dispatch, AvailableTablesCapacity) {

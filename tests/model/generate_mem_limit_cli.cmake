@@ -5,7 +5,15 @@
 # below that; a limit under the minimum and a zero limit are refused.
 # Run by ctest as generate_mem_limit_320M with CONVERT, GENERATE, INSPECT,
 # EXAMPLE (the guide's LLM example; empty when examples are not built),
-# OUT_DIR and SANITIZE (RSS is not checked under a sanitizer).
+# OUT_DIR and SANITIZE (RSS is not checked under a sanitizer), and EMULATOR
+# (space-separated, empty in a native build) that runs cross-built programs.
+separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
+foreach(program CONVERT GENERATE INSPECT)
+  set(${program} ${emu} ${${program}})
+endforeach()
+if(EXAMPLE)
+  set(EXAMPLE ${emu} ${EXAMPLE})
+endif()
 file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(model ${OUT_DIR}/synthetic-320M.tmai)

@@ -6,14 +6,16 @@ Usage (run with Debian's /usr/bin/python3, which has python3-numpy):
         --model stories260K.tmai \
         --checkpoint ../shared/models/stories260K/stories260K.bin \
         --tokenizer ../shared/models/stories260K/tok512.bin \
-        --prompts tests/reference/prompts.txt [--steps 256] [--timeout 120]
+        --prompts tests/reference/prompts.txt [--steps 256] [--timeout 120] \
+        [--emulator "qemu-aarch64 -L /usr/aarch64-linux-gnu"]
 
 For each prompt of the file (one per line, taken byte for byte; lines starting
 with '#' and empty lines are skipped) and for the empty prompt, runs
-    tinyai-generate -m MODEL -p PROMPT -n STEPS
-and compares its stdout (stderr is ignored: it carries stats) byte for byte
-with llama2c_ref.py's output. Prints the first differing offset and both
-excerpts on a mismatch. The last line is "N passed, M failed".
+    [EMULATOR] tinyai-generate -m MODEL -p PROMPT -n STEPS
+(EMULATOR runs a cross-built tinyai-generate) and compares its stdout (stderr
+is ignored: it carries stats) byte for byte with llama2c_ref.py's output.
+Prints the first differing offset and both excerpts on a mismatch. The last
+line is "N passed, M failed".
 
 Exit status: 0 all passed; 1 some failed; 2 usage error (missing
 tinyai-generate, model or prompts file, numpy not importable); 77 skipped
@@ -23,6 +25,7 @@ SKIP_RETURN_CODE convention).
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -81,6 +84,9 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=256)
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds allowed per tinyai-generate run (default 120)")
+    ap.add_argument("--emulator", default="",
+                    help="command (words separated by spaces) that runs a cross-built "
+                         "tinyai-generate, e.g. 'qemu-arm -L /usr/arm-linux-gnueabihf'")
     args = ap.parse_args(argv)
 
     for path in (args.checkpoint, args.tokenizer):
@@ -112,8 +118,9 @@ def main(argv=None):
         t0 = time.monotonic()
         expected, _ = llama2c_ref.generate(model, tok, prompt, args.steps)
         t1 = time.monotonic()
-        cmd = [os.fsencode(args.generate), b"-m", os.fsencode(args.model),
-               b"-p", prompt, b"-n", str(args.steps).encode()]
+        cmd = [os.fsencode(w) for w in shlex.split(args.emulator)]
+        cmd += [os.fsencode(args.generate), b"-m", os.fsencode(args.model),
+                b"-p", prompt, b"-n", str(args.steps).encode()]
         try:
             res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, timeout=args.timeout)
