@@ -15,6 +15,26 @@
 #include "common/status.h"
 #include "port/port.h"
 
+// Under AddressSanitizer the arena is poisoned except for the bytes of live
+// allocations, so an overrun into a header or a free block is reported as
+// it would be on the heap.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINYAI_ARENA_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TINYAI_ARENA_ASAN 1
+#endif
+#if TINYAI_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define TINYAI_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define TINYAI_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define TINYAI_POISON(p, n) ((void)(p), (void)(n))
+#define TINYAI_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace tinyai {
 namespace port {
 namespace {
@@ -37,7 +57,21 @@ Arena g_arena;
 uint64_t (*g_clock)(void) = nullptr;
 
 size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
-Block* At(size_t offset) { return reinterpret_cast<Block*>(g_arena.base + offset); }
+
+// Headers are read and written only through these (poisoned in between).
+Block Get(size_t offset) {
+  Block b;
+  TINYAI_UNPOISON(g_arena.base + offset, kHeader);
+  std::memcpy(&b, g_arena.base + offset, sizeof b);
+  TINYAI_POISON(g_arena.base + offset, kHeader);
+  return b;
+}
+void Put(size_t offset, size_t size, bool free) {
+  const Block b = {size, free ? size_t{1} : size_t{0}};
+  TINYAI_UNPOISON(g_arena.base + offset, kHeader);
+  std::memcpy(g_arena.base + offset, &b, sizeof b);
+  TINYAI_POISON(g_arena.base + offset, kHeader);
+}
 
 // Where a payload of alignment align starts in a block at offset: the first
 // aligned address at least a header in.
@@ -51,17 +85,17 @@ size_t PayloadOffset(size_t offset, size_t align) {
 // block at from (of from_size bytes, reaching at least offset+bytes); the
 // gap in front and the rest behind stay free.
 void Take(size_t from, size_t from_size, size_t offset, size_t bytes) {
-  if (offset > from) {
-    At(from)->size = offset - from;
-    At(from)->free = 1;
-  }
+  if (offset > from) Put(from, offset - from, true);
   const size_t end = offset + bytes;
-  if (end < from + from_size) {
-    At(end)->size = from + from_size - end;
-    At(end)->free = 1;
-  }
-  At(offset)->size = bytes;
-  At(offset)->free = 0;
+  if (end < from + from_size) Put(end, from + from_size - end, true);
+  Put(offset, bytes, false);
+}
+
+// The payload of a new block of size requested bytes at offset.
+void* Payload(size_t offset, size_t size) {
+  unsigned char* p = g_arena.base + offset + kHeader;
+  TINYAI_UNPOISON(p, size);
+  return p;
 }
 
 void* Allocate(size_t align, size_t size) {
@@ -73,59 +107,62 @@ void* Allocate(size_t align, size_t size) {
   }
   const size_t payload = RoundUp(size, kGranule);
   // First fit among the free blocks.
-  for (size_t off = 0; off < g_arena.top; off += At(off)->size) {
-    const Block* b = At(off);
-    if (!b->free) continue;
-    const size_t start = PayloadOffset(off, align) - kHeader;
-    if (start + kHeader + payload <= off + b->size) {
-      Take(off, b->size, start, kHeader + payload);
-      g_arena.stats.used += kHeader + payload;
-      ++g_arena.stats.allocations;
-      return g_arena.base + start + kHeader;
+  size_t last = 0;
+  for (size_t off = 0; off < g_arena.top;) {
+    const Block b = Get(off);
+    last = off;
+    if (b.free) {
+      const size_t start = PayloadOffset(off, align) - kHeader;
+      if (start + kHeader + payload <= off + b.size) {
+        Take(off, b.size, start, kHeader + payload);
+        g_arena.stats.used += kHeader + payload;
+        ++g_arena.stats.allocations;
+        return Payload(start, size);
+      }
     }
+    off += b.size;
   }
   // Grow the top (into a free last block if there is one).
   size_t from = g_arena.top;
-  size_t last = 0;
-  for (size_t off = 0; off < g_arena.top; off += At(off)->size) last = off;
-  if (g_arena.top > 0 && At(last)->free) from = last;
+  if (g_arena.top > 0 && Get(last).free) from = last;
   const size_t start = PayloadOffset(from, align) - kHeader;
   const size_t end = start + kHeader + payload;
   if (end > g_arena.size || end < start) {
     ++g_arena.stats.failures;
     return nullptr;
   }
-  if (start > from) {
-    At(from)->size = start - from;
-    At(from)->free = 1;
-  }
-  At(start)->size = kHeader + payload;
-  At(start)->free = 0;
+  if (start > from) Put(from, start - from, true);
+  Put(start, kHeader + payload, false);
   g_arena.top = end;
   if (end > g_arena.stats.peak) g_arena.stats.peak = end;
   g_arena.stats.used += kHeader + payload;
   ++g_arena.stats.allocations;
-  return g_arena.base + start + kHeader;
+  return Payload(start, size);
 }
 
 void Release(void* p) {
   if (!p || !g_arena.base) return;
   const size_t offset = static_cast<size_t>(static_cast<unsigned char*>(p) - g_arena.base) - kHeader;
-  At(offset)->free = 1;
-  g_arena.stats.used -= At(offset)->size;
+  const size_t size = Get(offset).size;
+  Put(offset, size, true);
+  TINYAI_POISON(g_arena.base + offset + kHeader, size - kHeader);
+  g_arena.stats.used -= size;
   // Merge runs of free blocks; the top comes down over a free last block.
   size_t last = 0;
+  bool last_free = false;
   for (size_t off = 0; off < g_arena.top;) {
-    Block* b = At(off);
-    if (b->free) {
-      size_t next = off + b->size;
-      while (next < g_arena.top && At(next)->free) next += At(next)->size;
-      b->size = next - off;
+    Block b = Get(off);
+    if (b.free) {
+      size_t next = off + b.size;
+      while (next < g_arena.top && Get(next).free) next += Get(next).size;
+      if (next - off != b.size) Put(off, next - off, true);
+      b.size = next - off;
     }
     last = off;
-    off += b->size;
+    last_free = b.free != 0;
+    off += b.size;
   }
-  if (g_arena.top > 0 && At(last)->free) g_arena.top = last;
+  if (g_arena.top > 0 && last_free) g_arena.top = last;
 }
 
 }  // namespace
@@ -170,8 +207,10 @@ void DescribeMemory(char* out, size_t capacity) {
     return;
   }
   size_t largest = g_arena.size - g_arena.top;
-  for (size_t off = 0; off < g_arena.top; off += At(off)->size) {
-    if (At(off)->free && At(off)->size > largest) largest = At(off)->size;
+  for (size_t off = 0; off < g_arena.top;) {
+    const Block b = Get(off);
+    if (b.free && b.size > largest) largest = b.size;
+    off += b.size;
   }
   std::snprintf(out, capacity, " (static arena of %zu bytes: %zu in use, largest free block %zu)",
                 g_arena.size, g_arena.stats.used, largest > kHeader ? largest - kHeader : 0);
@@ -183,6 +222,7 @@ TinyAIStatus SetArena(void* base, size_t size) {
                     "the models and destroy the LLMs first", g_arena.stats.used);
   }
   if (!base && size == 0) {  // detach
+    if (g_arena.base) TINYAI_UNPOISON(g_arena.base, g_arena.size);
     g_arena = Arena();
     return TINYAI_OK;
   }
@@ -192,9 +232,11 @@ TinyAIStatus SetArena(void* base, size_t size) {
                     kGranule);
   }
   if (size < 64) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetStaticArena: %zu bytes is below 64", size);
+  if (g_arena.base) TINYAI_UNPOISON(g_arena.base, g_arena.size);
   g_arena = Arena();
   g_arena.base = static_cast<unsigned char*>(base);
   g_arena.size = size / kGranule * kGranule;
+  TINYAI_POISON(g_arena.base, g_arena.size);
   g_arena.stats.size = size;
   return TINYAI_OK;
 }

@@ -13,7 +13,17 @@
 #include <sstream>
 #include <string>
 
+#include "port/port.h"
 #include "tinyai/tinyai.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#endif
 
 namespace {
 
@@ -216,6 +226,27 @@ TEST(BaremetalPort, NoFileSystemNoThreadsNoHeap) {
   EXPECT_EQ(tinyaiSetStaticArena(nullptr, 1024), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tinyaiSetStaticArena(g_static, 32), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tinyaiSetClock(nullptr), TINYAI_OK);
+}
+
+// Under AddressSanitizer the arena is poisoned outside live allocations: an
+// overrun into the next block's header is reported as on the heap.
+TEST(BaremetalPort, OverrunIsCaughtUnderAddressSanitizer) {
+#if TEST_ASAN
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, 4096), TINYAI_OK);
+  char* a = static_cast<char*>(tinyai::port::AlignedAlloc(16, 20));
+  char* b = static_cast<char*>(tinyai::port::AlignedAlloc(16, 20));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  a[19] = 1;  // the last byte asked for is fine
+  volatile char* overrun = a + 20;
+  EXPECT_DEATH(*overrun = 1, "use-after-poison");
+  tinyai::port::AlignedFree(b);
+  volatile char* freed = b;
+  EXPECT_DEATH(*freed = 1, "use-after-poison");
+  tinyai::port::AlignedFree(a);
+#else
+  GTEST_SKIP() << "needs AddressSanitizer";
+#endif
 }
 
 }  // namespace
