@@ -740,6 +740,72 @@ static void test_scheduler(TinyAIMappedModel* model) {
     tinyaiDestroyForwardScheduler(s);
 }
 
+/* A model read through the caller's callback: from the image, or failing. */
+typedef struct {
+    const unsigned char* image;
+    size_t size;
+    int fail_after;  /* calls that succeed before one fails; -1 never */
+} Reader;
+
+static int read_image(void* user, uint64_t offset, void* dst, size_t size) {
+    Reader* r = (Reader*)user;
+    if (r->fail_after == 0) return -7;
+    if (r->fail_after > 0) --r->fail_after;
+    if (offset > r->size || size > r->size - offset) return -5;
+    memcpy(dst, r->image + offset, size);
+    return 0;
+}
+
+/* The reader and the bare-metal calls on the posix port. */
+static void test_reader_and_platform(const unsigned char* image, size_t size) {
+    Reader r;
+    TinyAIMappedModel* m;
+    TinyAILLM* llm = NULL;
+    TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    TinyAIArenaStats st;
+    char text[512];
+    size_t len = 0, bytes = 1;
+
+    r.image = image;
+    r.size = size;
+    r.fail_after = -1;
+    m = tinyaiOpenMappedModelFromReader(read_image, &r, size, NULL);
+    CHECK(m != NULL);
+    if (m) {
+        /* Weights streamed through the callback under a 1 MiB limit. */
+        cfg.memoryLimit = 1u << 20;
+        CHECK_STATUS(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_OK);
+        gp.steps = 24;
+        if (llm) {
+            CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL), TINYAI_OK);
+            CHECK(strncmp(text, "Once upon a time, there was a little girl named Lily", 52) == 0);
+            /* The callback fails from now on: the next weight read reports it. */
+            r.fail_after = 0;
+            CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL),
+                         TINYAI_ERR_IO);
+            CHECK(strstr(tinyaiGetLastErrorMessage(), "read callback returned -7") != NULL);
+            tinyaiDestroyLLM(llm);
+        }
+        tinyaiCloseMappedModel(m);
+    }
+    r.fail_after = 0;
+    CHECK_SENTINEL(tinyaiOpenMappedModelFromReader(read_image, &r, size, NULL), NULL, TINYAI_ERR_IO);
+    CHECK_SENTINEL(tinyaiOpenMappedModelFromReader(NULL, &r, size, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+
+    /* The static arena and the clock belong to the bare-metal port. */
+    static unsigned char arena[4096];
+    CHECK_STATUS(tinyaiSetStaticArena(arena, sizeof arena), TINYAI_ERR_UNSUPPORTED);
+    st.structSize = sizeof st;
+    CHECK_STATUS(tinyaiGetStaticArenaStats(&st), TINYAI_ERR_UNSUPPORTED);
+    CHECK_STATUS(tinyaiEstimateStaticArena(image, size, NULL, NULL, NULL, NULL, &bytes), TINYAI_ERR_UNSUPPORTED);
+    CHECK(bytes == 0);
+    CHECK_STATUS(tinyaiEstimateStaticArena(image, size, read_image, &r, NULL, NULL, &bytes),
+                 TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiEstimateStaticArena(image, size, NULL, NULL, NULL, NULL, NULL), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiSetClock(NULL), TINYAI_ERR_UNSUPPORTED);
+}
+
 int main(int argc, char** argv) {
     const char* model_path;
     const char* tmp;
@@ -788,6 +854,7 @@ int main(int argc, char** argv) {
         tinyaiCloseMappedModel(from_memory);
     }
     CHECK_SENTINEL(tinyaiOpenMappedModelFromMemory(image + 1, size - 1, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
+    test_reader_and_platform(image, size);
 
     {
         TinyAILLM* llm = NULL;
