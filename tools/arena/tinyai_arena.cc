@@ -1,0 +1,174 @@
+// tinyai-arena: the static arena a model needs on the bare-metal port, for
+// sizing `static uint8_t arena[N]` in firmware. Linked with the core built
+// for ports/baremetal (no threads, no files, no heap), it reads the model
+// into memory, asks tinyaiEstimateStaticArena, then checks the answer: an
+// arena of exactly N bytes runs a short generation without allocating, one
+// of N - 1 fails before running.
+//   tinyai-arena MODEL.tmai [--context N] [--mem-limit SIZE] [--reader] [--json]
+// The figure holds for the build that measured it: this host build's
+// pointers are 8 bytes; a 32-bit build (e.g. scripts/cross-test.sh armhf,
+// run under qemu) gives the figure for a 32-bit device.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tinyai/tinyai.h"
+#include "tools/common/cli.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: tinyai-arena MODEL.tmai [--context N] [--mem-limit SIZE] [--reader] [--json]\n"
+    "  the bytes of static arena (tinyaiSetStaticArena) the model and an LLM over it need on the\n"
+    "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
+    "  a callback into the weight cache (give --mem-limit to cap it)\n"
+    "  --context N     tokens of KV cache (default: the model's seq_len)\n"
+    "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M (default: none)\n"
+    "  --json          one JSON object on stdout\n";
+
+struct Image {
+  void* data = nullptr;
+  size_t size = 0;
+  ~Image() { std::free(data); }
+};
+
+int ReadImage(void* user, uint64_t offset, void* dst, size_t size) {
+  const Image* image = static_cast<const Image*>(user);
+  if (offset > image->size || size > image->size - offset) return -1;
+  std::memcpy(dst, static_cast<const char*>(image->data) + offset, size);
+  return 0;
+}
+
+TinyAIArenaStats Stats() {
+  TinyAIArenaStats s;
+  std::memset(&s, 0, sizeof s);
+  s.structSize = sizeof s;
+  tinyaiGetStaticArenaStats(&s);
+  return s;
+}
+
+// Opens the model and the LLM in the current arena and runs 8 positions of
+// greedy generation. Returns the status; *allocated gets the allocations the
+// generation made.
+TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, uint64_t* allocated) {
+  TinyAIMappedModel* model = reader ? tinyaiOpenMappedModelFromReader(ReadImage, const_cast<Image*>(&image),
+                                                                      image.size, nullptr)
+                                    : tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr);
+  if (!model) return tinyaiGetLastError();
+  TinyAILLM* llm = nullptr;
+  TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
+  if (s == TINYAI_OK) {
+    const uint64_t before = Stats().allocations;
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 8;
+    char text[256];
+    s = tinyaiGenerate(llm, "Once", &gp, text, sizeof text, nullptr, nullptr);
+    *allocated = Stats().allocations - before;
+  }
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+  return s;
+}
+
+int Run(int argc, char** argv) {
+  std::string path;
+  bool reader = false, json = false;
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--context") cfg.contextLength = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--mem-limit") cfg.memoryLimit = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
+    else if (a == "--reader") reader = true;
+    else if (a == "--json") json = true;
+    else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
+    else if (!a.empty() && a[0] == '-') throw tinyai_tools::UsageError("unknown argument " + a);
+    else if (path.empty()) path = a;
+    else throw tinyai_tools::UsageError("one model only");
+  }
+  if (path.empty()) throw tinyai_tools::UsageError("a model is required");
+
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "tinyai-arena: cannot read '%s'\n", path.c_str());
+    return 1;
+  }
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Image image;
+  image.size = bytes.size();
+  image.data = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64 + 64);
+  if (!image.data) throw std::runtime_error("out of memory for the model image");
+  std::memcpy(image.data, bytes.data(), bytes.size());
+  bytes = std::vector<char>();
+
+  // A large arena to measure in: the image's size plus 256 MiB is plenty for
+  // any model the image holds in place (KV and activations aside, which the
+  // estimate's failure would name).
+  const size_t big = image.size + (size_t{256} << 20);
+  void* region = std::aligned_alloc(64, big);
+  if (!region) throw std::runtime_error("out of memory for the measuring arena");
+  TinyAIStatus s = tinyaiSetStaticArena(region, big);
+  size_t estimate = 0;
+  if (s == TINYAI_OK) {
+    s = tinyaiEstimateStaticArena(reader ? nullptr : image.data, image.size, reader ? ReadImage : nullptr,
+                                  reader ? &image : nullptr, nullptr, &cfg, &estimate);
+  }
+  if (s != TINYAI_OK) {
+    std::free(region);
+    return tinyai_tools::ReportError("tinyai-arena", s);
+  }
+
+  // The check: exactly the estimate runs without allocating; a byte less fails.
+  uint64_t allocated = 0, unused = 0;
+  tinyaiSetStaticArena(region, estimate);
+  const TinyAIStatus exact = Trial(image, reader, cfg, &allocated);
+  const uint64_t peak = Stats().peakBytes;
+  tinyaiSetStaticArena(region, estimate - 1);
+  const TinyAIStatus short_by_one = Trial(image, reader, cfg, &unused);
+  tinyaiSetStaticArena(nullptr, 0);
+  std::free(region);
+  const bool ok = exact == TINYAI_OK && short_by_one == TINYAI_ERR_OUT_OF_MEMORY && allocated == 0 && peak == estimate;
+
+  if (json) {
+    std::printf("{\"model\":\"%s\",\"weights\":\"%s\",\"pointer_bytes\":%zu,\"context\":%d,\"mem_limit\":%zu,"
+                "\"arena_bytes\":%zu,\"exact_runs\":%s,\"one_byte_less_fails\":%s,\"generation_allocations\":%llu}\n",
+                path.c_str(), reader ? "read callback" : "in place", sizeof(void*), cfg.contextLength,
+                cfg.memoryLimit, estimate, exact == TINYAI_OK ? "true" : "false",
+                short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "true" : "false",
+                static_cast<unsigned long long>(allocated));
+  } else {
+    std::printf("static arena for %s (weights %s, %zu-byte pointers): %zu bytes (%s)\n", path.c_str(),
+                reader ? "through a read callback" : "in place", sizeof(void*), estimate,
+                tinyai_tools::MibText(estimate).c_str());
+    std::printf("check: exactly %zu bytes %s (generation allocated %llu times); %zu bytes %s\n", estimate,
+                exact == TINYAI_OK ? "runs" : tinyaiStatusString(exact), static_cast<unsigned long long>(allocated),
+                estimate - 1, short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "fails with TINYAI_ERR_OUT_OF_MEMORY"
+                                                                       : tinyaiStatusString(short_by_one));
+  }
+  if (!ok) {
+    std::fprintf(stderr, "tinyai-arena: the estimate did not hold (see above)\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const tinyai_tools::UsageError& e) {
+    std::fprintf(stderr, "tinyai-arena: %s\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tinyai-arena: %s\n", e.what());
+    return 1;
+  }
+}
