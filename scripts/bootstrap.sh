@@ -6,6 +6,13 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libzstd-dev libxsimd-dev libconcurrentqueue-dev
           libgtest-dev libgmock-dev libbenchmark-dev python3-numpy python3-yaml clang-14 libclang-rt-14-dev
           gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi)
+# ARM Linux cross builds (scripts/cross-test.sh): Debian's cross compilers,
+# qemu-user to run the tests, and the targets' own libraries (multiarch).
+cross_arches=(arm64 armhf)
+packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user)
+for arch in "${cross_arches[@]}"; do
+  packages+=("libzstd-dev:$arch" "libgtest-dev:$arch" "libgmock-dev:$arch")
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -18,6 +25,14 @@ fi
 echo "bootstrap: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+# The targets' libraries need their architectures known to dpkg (before the
+# index update below fetches their package lists).
+for arch in "${cross_arches[@]}"; do
+  if [ "$arch" != "$(dpkg --print-architecture)" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+    echo "bootstrap: adding the $arch architecture"
+    $SUDO dpkg --add-architecture "$arch"
+  fi
+done
 # A transient failure of one index (a mirror in sync) is not fatal.
 $SUDO apt-get update -q || echo "bootstrap: apt-get update reported a failure; trying the install anyway"
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -4,8 +4,11 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests (label
 # "threads") under ThreadSanitizer, and the loader's libFuzzer target (clang,
 # ASan+UBSan) for TINYAI_FUZZ_SECONDS (default 60) from a seed corpus of real
-# models; then builds the core for a Cortex-M7 (scripts/cortex-m.sh: its code
-# size against README.md's table). Build trees: build/{release,asan,tsan,fuzz,cortex-m7}.
+# models; then the whole suite again cross-built for ARM Linux and run under
+# qemu-user (scripts/cross-test.sh: aarch64, armhf with NEON, armhf without);
+# then builds the core for a Cortex-M7 (scripts/cortex-m.sh: its code size
+# against README.md's table). Build trees: build/{release,asan,tsan,fuzz,
+# aarch64,armhf,armhf-nofpu-neon,cortex-m7}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -42,6 +45,11 @@ mkdir -p "$corpus"
 "$fuzz/tests/tinyai_reader_fuzz" -max_total_time="${TINYAI_FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 \
   -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 15
 echo "fuzz: no crash in ${TINYAI_FUZZ_SECONDS:-60} s"
+
+# ARM Linux: the whole suite cross-built and run under qemu-user.
+for target in aarch64 armhf armhf-nofpu-neon; do
+  bash scripts/cross-test.sh "$target"
+done
 
 echo "=== cortex-m7: the core for a microcontroller, its code size"
 bash scripts/cortex-m.sh

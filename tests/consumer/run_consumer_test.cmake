@@ -5,9 +5,10 @@
 # Both programs open MODEL and print its layer count. Any failure is fatal.
 #
 # Variables (from tests/CMakeLists.txt): TINYAI_BUILD_DIR, CONSUMER_SOURCE,
-# WORK_DIR, MODEL, GENERATOR; in a cross build also EMULATOR (space-separated,
-# runs the consumer's programs) and PKG_CONFIG_LIBDIR (the target's .pc files).
-# A cross build's consumer is configured with the same toolchain file.
+# WORK_DIR, MODEL, GENERATOR, C_COMPILER; in a cross build also EMULATOR
+# (space-separated, runs the consumer's programs) and PKG_CONFIG_LIBDIR (the
+# target's .pc files). A cross build's consumer is configured with the same
+# toolchain file.
 cmake_minimum_required(VERSION 3.16)
 
 foreach(var TINYAI_BUILD_DIR CONSUMER_SOURCE WORK_DIR MODEL GENERATOR)
@@ -29,7 +30,12 @@ load_cache("${TINYAI_BUILD_DIR}" READ_WITH_PREFIX TINYAI_CACHE_
            CMAKE_C_COMPILER CMAKE_BUILD_TYPE TINYAI_SANITIZE CMAKE_INSTALL_LIBDIR BUILD_SHARED_LIBS
            CMAKE_TOOLCHAIN_FILE TINYAI_ARM_FPU CMAKE_C_FLAGS)
 separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
-set(cc "${TINYAI_CACHE_CMAKE_C_COMPILER}")
+# C_COMPILER: the compiler the build used (a toolchain file's compiler is not
+# in the cache).
+set(cc "${C_COMPILER}")
+if(cc STREQUAL "")
+  set(cc "${TINYAI_CACHE_CMAKE_C_COMPILER}")
+endif()
 if(cc STREQUAL "")
   set(cc cc)
 endif()

@@ -477,10 +477,8 @@ TEST(RefVsDouble, AddIsExactSum) {
 // wherever FMA is available), which rounds once and so changes the bits: the
 // oracle, and the golden texts, would then depend on the target. The build
 // turns contraction off (-ffp-contract=off); these tests check Ref() bit for
-// bit against the same arithmetic spelled out with one explicit rounding per
-// operation (products and sums of two floats are exact in double, so rounding
-// the double result to float is the fp32 operation's correctly rounded
-// result). Data have 21-bit significands, so products are not exact in fp32.
+// bit against the same arithmetic spelled out one rounded fp32 operation at a
+// time. Data have 21-bit significands, so products are not exact in fp32.
 // softmax and swiglu are left out: they call the C library's expf.
 
 // Portable data: integers from mt19937 (the same sequence everywhere) / 2^20.
@@ -498,8 +496,17 @@ class PortableFiller {
   std::mt19937 rng_;
 };
 
-float RoundedMul(float a, float b) { return static_cast<float>(static_cast<double>(a) * static_cast<double>(b)); }
-float RoundedAdd(float a, float b) { return static_cast<float>(static_cast<double>(a) + static_cast<double>(b)); }
+// One fp32 operation each, its result stored: a volatile float cannot be
+// fused into the next operation, whatever the compiler's contraction setting
+// (GCC would narrow a double round trip back to fp32 and contract that).
+float RoundedMul(float a, float b) {
+  volatile float p = a * b;
+  return p;
+}
+float RoundedAdd(float a, float b) {
+  volatile float s = a + b;
+  return s;
+}
 
 float RoundedDot(const float* a, size_t stride_a, const float* b, size_t stride_b, size_t n) {
   float sum = 0.0f;
@@ -507,55 +514,65 @@ float RoundedDot(const float* a, size_t stride_a, const float* b, size_t stride_
   return sum;
 }
 
-::testing::AssertionResult SameBits(float got, float want) {
-  if (std::memcmp(&got, &want, sizeof(float)) == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << got << ", want exactly " << want << " (difference "
-                                       << (got - want) << ")";
-}
+bool SameBitsAs(float got, float want) { return std::memcmp(&got, &want, sizeof(float)) == 0; }
 
 TEST(RefIsPortable, DotMatvecMatmul) {
+  // Short rows, where a fused multiply-add changes the result often, and long
+  // ones, where a vectorized main loop and its tail both run.
   PortableFiller f(1000);
-  const size_t rows = 7, cols = 771, n = 3;
-  const std::vector<float> w = f.Vector(rows * cols), x = f.Vector(n * cols);
-  for (size_t len : {1, 2, 17, 256, 771}) {
-    ASSERT_TRUE(SameBits(Ref().dot(w.data(), x.data(), len), RoundedDot(w.data(), 1, x.data(), 1, len)))
-        << "dot n=" << len;
+  const size_t rows = 300, n = 3;
+  for (size_t cols : {2, 3, 5, 8, 13, 771}) {
+    const std::vector<float> w = f.Vector(rows * cols), x = f.Vector(n * cols);
+    std::vector<float> yv(rows, kNaN), ym(n * rows, kNaN);
+    Ref().matvec(w.data(), cols, x.data(), yv.data(), rows, cols);
+    Ref().matmul(w.data(), cols, x.data(), cols, ym.data(), rows, rows, cols, n);
+    size_t differ = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      const float* wr = w.data() + r * cols;
+      const float want = RoundedDot(wr, 1, x.data(), 1, cols);
+      differ += !SameBitsAs(Ref().dot(wr, x.data(), cols), want);
+      differ += !SameBitsAs(yv[r], want);
+      for (size_t j = 0; j < n; ++j)
+        differ += !SameBitsAs(ym[j * rows + r], RoundedDot(wr, 1, x.data() + j * cols, 1, cols));
+    }
+    EXPECT_EQ(differ, 0u) << "cols=" << cols << ": " << differ << " of " << rows * (n + 2)
+                          << " dot/matvec/matmul results are not the fp32 sum of fp32 products "
+                             "(contracted into fused multiply-adds?)";
   }
-  std::vector<float> y(rows, kNaN);
-  Ref().matvec(w.data(), cols, x.data(), y.data(), rows, cols);
-  for (size_t r = 0; r < rows; ++r)
-    ASSERT_TRUE(SameBits(y[r], RoundedDot(w.data() + r * cols, 1, x.data(), 1, cols))) << "matvec row " << r;
-  std::vector<float> ym(n * rows, kNaN);
-  Ref().matmul(w.data(), cols, x.data(), cols, ym.data(), rows, rows, cols, n);
-  for (size_t j = 0; j < n; ++j)
-    for (size_t r = 0; r < rows; ++r)
-      ASSERT_TRUE(SameBits(ym[j * rows + r], RoundedDot(w.data() + r * cols, 1, x.data() + j * cols, 1, cols)))
-          << "matmul j=" << j << " r=" << r;
 }
 
 TEST(RefIsPortable, Vecmat) {
   PortableFiller f(1001);
-  const size_t n = 300, cols = 67;
-  const std::vector<float> a = f.Vector(n), v = f.Vector(n * cols);
-  std::vector<float> out(cols, kNaN);
-  Ref().vecmat(a.data(), v.data(), cols, out.data(), n, cols);
-  for (size_t c = 0; c < cols; ++c)
-    ASSERT_TRUE(SameBits(out[c], RoundedDot(a.data(), 1, v.data() + c, cols, n))) << "vecmat col " << c;
+  const size_t cols = 1000;
+  for (size_t n : {2, 3, 300}) {
+    const std::vector<float> a = f.Vector(n), v = f.Vector(n * cols);
+    std::vector<float> out(cols, kNaN);
+    Ref().vecmat(a.data(), v.data(), cols, out.data(), n, cols);
+    size_t differ = 0;
+    for (size_t c = 0; c < cols; ++c) differ += !SameBitsAs(out[c], RoundedDot(a.data(), 1, v.data() + c, cols, n));
+    EXPECT_EQ(differ, 0u) << "n=" << n << ": " << differ << " of " << cols
+                          << " vecmat results are not the fp32 sum of fp32 products (contracted into fused "
+                             "multiply-adds?)";
+  }
 }
 
 TEST(RefIsPortable, Rmsnorm) {
   PortableFiller f(1002);
-  for (size_t n : {1, 64, 768}) {
-    const std::vector<float> x = f.Vector(n), w = f.Vector(n);
-    std::vector<float> out(n, kNaN);
-    const float eps = 1e-5f;
-    Ref().rmsnorm(x.data(), w.data(), out.data(), n, eps);
-    float ss = RoundedDot(x.data(), 1, x.data(), 1, n);
-    ss = static_cast<float>(static_cast<double>(ss) / static_cast<double>(static_cast<float>(n)));
-    ss = RoundedAdd(ss, eps);
-    ss = static_cast<float>(1.0 / static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(ss)))));
-    for (size_t i = 0; i < n; ++i)
-      ASSERT_TRUE(SameBits(out[i], RoundedMul(w[i], RoundedMul(ss, x[i])))) << "rmsnorm n=" << n << " at " << i;
+  const float eps = 1e-5f;
+  for (size_t n : {2, 3, 5, 64, 768}) {
+    size_t differ = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+      const std::vector<float> x = f.Vector(n), w = f.Vector(n);
+      std::vector<float> out(n, kNaN);
+      Ref().rmsnorm(x.data(), w.data(), out.data(), n, eps);
+      float ss = RoundedDot(x.data(), 1, x.data(), 1, n);
+      ss = static_cast<float>(static_cast<double>(ss) / static_cast<double>(static_cast<float>(n)));
+      ss = RoundedAdd(ss, eps);
+      ss = static_cast<float>(1.0 / static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(ss)))));
+      for (size_t i = 0; i < n; ++i) differ += !SameBitsAs(out[i], RoundedMul(w[i], RoundedMul(ss, x[i])));
+    }
+    EXPECT_EQ(differ, 0u) << "n=" << n << ": " << differ << " of " << 40 * n
+                          << " rmsnorm outputs differ from fp32 arithmetic";
   }
 }
 
