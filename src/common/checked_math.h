@@ -2,6 +2,7 @@
 #ifndef TINYAI_COMMON_CHECKED_MATH_H_
 #define TINYAI_COMMON_CHECKED_MATH_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tinyai {
@@ -9,6 +10,9 @@ namespace tinyai {
 // Each returns false (and leaves *out unspecified) when the result overflows.
 inline bool CheckedAdd(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
 inline bool CheckedMul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+// A byte count as a size_t; false when it exceeds the address space (a
+// 32-bit target).
+inline bool CheckedSize(uint64_t bytes, size_t* out) { return !__builtin_add_overflow(bytes, 0, out); }
 
 inline uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;

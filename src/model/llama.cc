@@ -224,7 +224,12 @@ ProgramMemory LlamaModel::Memory() const {
 TinyAIStatus LlamaModel::AllocateState() {
   // Not zero-filled: attention reads only positions already written, and
   // untouched pages of a large cache stay uncommitted until used.
-  TINYAI_RETURN_IF_ERROR(kv_.Allocate(static_cast<size_t>(kv_bytes_), "KV cache", AlignedBuffer::kUninitialized));
+  size_t kv_size = 0;
+  if (!CheckedSize(kv_bytes_, &kv_size)) {
+    return SetError(TINYAI_ERR_OVERFLOW, "the KV cache of %llu bytes exceeds this target's address space",
+                    static_cast<unsigned long long>(kv_bytes_));
+  }
+  TINYAI_RETURN_IF_ERROR(kv_.Allocate(kv_size, "KV cache", AlignedBuffer::kUninitialized));
   return sampler_.Init(static_cast<size_t>(hp_.vocab_size));
 }
 

@@ -479,7 +479,12 @@ TinyAIStatus ForwardScheduler::Prepare() {
     TINYAI_RETURN_IF_ERROR(pool_.Start(config_.threads == 0 ? port::CpuCount() : config_.threads));
     threads_started_ = true;
   }
-  TINYAI_RETURN_IF_ERROR(arena_.Allocate(static_cast<size_t>(arena_bytes_), "activation arena"));
+  size_t arena_size = 0;
+  if (!CheckedSize(arena_bytes_, &arena_size)) {
+    return SetError(TINYAI_ERR_OVERFLOW, "the activation arena of %llu bytes exceeds this target's address space",
+                    static_cast<unsigned long long>(arena_bytes_));
+  }
+  TINYAI_RETURN_IF_ERROR(arena_.Allocate(arena_size, "activation arena"));
   TINYAI_RETURN_IF_ERROR(program_->AllocateState());
   if (session_) TINYAI_RETURN_IF_ERROR(session_->Reserve());
   WeightStream* stream = program_->weights();
