@@ -228,6 +228,22 @@ TEST(BaremetalPort, NoFileSystemNoThreadsNoHeap) {
   EXPECT_EQ(tinyaiSetClock(nullptr), TINYAI_OK);
 }
 
+// This build has no zstd: a compressed model is refused when opened, with
+// the reason, and nothing is left allocated.
+TEST(BaremetalPort, CompressedModelIsRefusedWithoutZstd) {
+  const std::string bytes = ReadAll(TINYAI_TEST_COMPRESSED_TMAI);
+  if (bytes.empty()) GTEST_SKIP() << TINYAI_TEST_COMPRESSED_TMAI << " not found (made by make_compressed_model)";
+  Image image;
+  image.size = bytes.size();
+  image.data = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64);
+  std::memcpy(image.data, bytes.data(), bytes.size());
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, sizeof g_static), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr), nullptr);
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "no zstd codec"), nullptr) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(Stats().usedBytes, 0u);
+}
+
 // Under AddressSanitizer the arena is poisoned outside live allocations: an
 // overrun into the next block's header is reported as on the heap.
 TEST(BaremetalPort, OverrunIsCaughtUnderAddressSanitizer) {
