@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # The main job: builds TinyAI and generates text from the default model in
-# models/ under a memory cap, printing where the memory went.
-# Until our own trained model lands, the default model is a small synthetic
-# (random-weight) LLaMA generated at build time, so its text is nonsense.
+# models/ (tinyai-fortunes.tmai, a small LLaMA trained on Debian's fortunes by
+# models/recipe/; its card is models/tinyai-fortunes.md) under a memory cap,
+# printing where the memory went.
+#   bash scripts/demo.sh [PROMPT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build/release -j "$(nproc)" --target tinyai-generate default_model
-prompt=${1:-Once upon a time}
+cmake --build build/release -j "$(nproc)" --target tinyai-generate
+prompt=${1:-A man}
 cap_mb=${TINYAI_DEMO_CAP_MB:-32}
-limit=${TINYAI_DEMO_LIMIT:-4M}
-cmd=(build/release/bin/tinyai-generate -m build/release/models/tinyai-default-synthetic.tmai -p "$prompt"
-     -n 128 --temp 0.8 --seed 1 --mem-limit "$limit" --stats)
+# TinyAI's own limit, below the model's 3.7 MB of weights: they stream through
+# the weight cache while it writes.
+limit=${TINYAI_DEMO_LIMIT:-2M}
+cmd=(build/release/bin/tinyai-generate -m models/tinyai-fortunes.tmai -p "$prompt"
+     -n 200 --temp 0.8 --seed "${TINYAI_DEMO_SEED:-3}" --mem-limit "$limit" --stats)
 # The kernel enforces the cap (page cache included) where ../shared/tools/run-capped
 # can make a cgroup; elsewhere the run is uncapped and the report still shows peak RSS.
 capper=../shared/tools/run-capped

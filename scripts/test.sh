@@ -11,7 +11,7 @@
 # aarch64,armhf,armhf-nofpu-neon,cortex-m7}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh --recipe  # with the default model recipe's torch: its smoke test
 jobs=$(nproc)
 mkdir -p build
 for variant in release asan tsan; do

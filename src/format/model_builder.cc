@@ -432,7 +432,8 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
 
   TmaiWriter w;
   w.SetCompression(options.codec, options.level);
-  AddLlamaMetadata(&w, s, "llama", "llama2.c checkpoint", "tinyai-convert --from llama2c");
+  AddLlamaMetadata(&w, s, "llama", options.name.empty() ? "llama2.c checkpoint" : options.name,
+                   "tinyai-convert --from llama2c");
   std::vector<std::string> pieces;
   std::vector<float> scores;
   for (int32_t i = 0; i < s.vocab_size; ++i) {

@@ -31,6 +31,7 @@ struct LlamaShape {
 struct WriteOptions {
   TinyAICodec codec = TINYAI_CODEC_NONE;  // TINYAI_CODEC_ZSTD: zstd frames for every tensor they shrink
   int level = 3;                          // zstd level, 1..19
+  std::string name;                       // general.name; empty: a default naming the source
 };
 
 struct TmaiWriteStats;

@@ -17,7 +17,7 @@ foreach(var TINYAI_BUILD_DIR CONSUMER_SOURCE WORK_DIR MODEL GENERATOR)
   endif()
 endforeach()
 if(NOT EXISTS "${MODEL}")
-  message(FATAL_ERROR "model '${MODEL}' does not exist (is the default_model target built?)")
+  message(FATAL_ERROR "model '${MODEL}' does not exist (models/tinyai-fortunes.tmai is committed)")
 endif()
 
 set(prefix "${WORK_DIR}/prefix")

@@ -1,5 +1,5 @@
 // tinyai-convert: build .tmai models.
-//   tinyai-convert [--compress zstd[:LEVEL]] --from llama2c --tokenizer TOK.bin IN.bin OUT.tmai
+//   tinyai-convert [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
 #include <cstdio>
@@ -17,13 +17,14 @@
 namespace {
 
 const char kUsage[] =
-    "usage: tinyai-convert [--compress C] --from llama2c --tokenizer TOK.bin IN.bin OUT.tmai\n"
+    "usage: tinyai-convert [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
     "       tinyai-convert [--compress C] --synthetic SPEC OUT.tmai\n"
     "       tinyai-convert [--compress C] --dense DEF.txt OUT.tmai\n"
     "SPEC: dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_len=1024,seed=1[,shared=0]\n"
     "DEF:  a dense network (an MLP, residual blocks allowed) with random weights, one directive per line:\n"
     "      'input N', then 'layer NAME out=N [act=none|relu|tanh] [inputs=A,B,...] [bias=0|1]' lines;\n"
     "      optional 'name NAME' and 'seed N'; '#' starts a comment (docs/format.md, \"Dense networks\")\n"
+    "NAME: the model's name (general.name); default 'llama2.c checkpoint'\n"
     "C:    none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets smaller is stored\n"
     "      as zstd frames of about 1 MiB of rows, the others as they are\n";
 
@@ -86,7 +87,7 @@ int ConvertDense(const std::string& defPath, const std::string& out, const tinya
 }
 
 int Run(int argc, char** argv) {
-  std::string from, tokenizer, synthetic, dense;
+  std::string from, tokenizer, synthetic, dense, name;
   tinyai::WriteOptions options;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
@@ -100,6 +101,7 @@ int Run(int argc, char** argv) {
     else if (a == "--synthetic") synthetic = value();
     else if (a == "--dense") dense = value();
     else if (a == "--compress") options = ParseCompress(value());
+    else if (a == "--name") name = value();
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -123,6 +125,8 @@ int Run(int argc, char** argv) {
     PrintStats(options, stats);
     return 0;
   }
+  if (!name.empty() && from != "llama2c") throw tinyai_tools::UsageError("--name goes with --from llama2c");
+  options.name = name;
   if (from != "llama2c") throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --synthetic or --dense" : "unknown --from " + from);
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");
   tinyai::LlamaShape shape;
