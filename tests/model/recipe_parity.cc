@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
   int same = 0;
   for (int32_t i = 0; i < texts; ++i) {
     const std::string text = r.Bytes(r.Int());
-    std::vector<int32_t> ids(static_cast<size_t>(std::max(0, r.Int())));
+    const int32_t n = r.Int();
+    if (n < 0 || static_cast<size_t>(n) > (r.data.size() - r.at) / 4) r.ok = false;
+    std::vector<int32_t> ids(r.ok ? static_cast<size_t>(n) : 0);
     for (int32_t& id : ids) id = r.Int();
     if (!r.ok) return std::fprintf(stderr, "recipe_parity: %s is truncated\n", argv[2]), 1;
     int32_t count = 0;
