@@ -39,6 +39,9 @@ std::string Env(const char* name) {
   if (n == "TINYAI_SHARED_DIR") return TINYAI_TEST_SHARED_DIR;
   if (n == "TINYAI_TEST_DATA") return TINYAI_TEST_DATA_DIR;
   if (n == "TINYAI_STORIES_TMAI") return TINYAI_TEST_STORIES_TMAI;
+  if (n == "TINYAI_DEFAULT_MODEL") return TINYAI_TEST_DEFAULT_MODEL;
+  if (n == "TINYAI_CORPUS_DIR") return TINYAI_TEST_CORPUS_DIR;
+  if (n == "TINYAI_CORPUS_LIST") return TINYAI_TEST_CORPUS_LIST;
   return std::string();
 }
 

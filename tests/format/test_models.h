@@ -62,7 +62,8 @@ bool ReadFileBytes(const std::string& path, Bytes* out);
 bool WriteFileBytes(const std::string& path, const Bytes& bytes);
 bool FileExists(const std::string& path);
 
-// Environment variable or "" when unset.
+// Environment variable, else the default tests/CMakeLists.txt compiles in,
+// else "".
 std::string Env(const char* name);
 // $TINYAI_STORIES_TMAI if set and the file exists, else "".
 std::string StoriesTmai();

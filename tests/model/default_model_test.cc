@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -16,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "format/test_models.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
 
@@ -25,14 +25,8 @@ namespace {
 const char kGreedyThe[] = "The only thing that is a mind is a mind.\n-- Mark Twain";
 const char kGreedyA[] = "Ask you're a sure to be a lot of mind.";
 
-std::string Path(const char* env, const char* compiled) {
-  const char* v = std::getenv(env);
-  return v && *v ? v : compiled;
-}
-
-std::string LastMessage() {
-  return std::string(tinyaiStatusString(tinyaiGetLastError())) + ": " + tinyaiGetLastErrorMessage();
-}
+namespace tt = tinyai::testing;
+using tt::LastMessage;
 
 // Lower-cased runs of ASCII letters: the "words" of a text.
 std::vector<std::string> Words(const std::string& text) {
@@ -53,8 +47,8 @@ std::vector<std::string> Words(const std::string& text) {
 // Every word of the corpus files models/recipe/corpus.list names; empty (and
 // *why says why) when the corpus is not installed.
 std::set<std::string> CorpusVocabulary(std::string* why) {
-  const std::string dir = Path("TINYAI_TEST_CORPUS_DIR", TINYAI_TEST_CORPUS_DIR);
-  const std::string list = Path("TINYAI_TEST_CORPUS_LIST", TINYAI_TEST_CORPUS_LIST);
+  const std::string dir = tt::Env("TINYAI_CORPUS_DIR");
+  const std::string list = tt::Env("TINYAI_CORPUS_LIST");
   std::ifstream names(list);
   std::set<std::string> vocabulary;
   if (!names) {
@@ -86,7 +80,7 @@ double InVocabularyShare(const std::vector<std::string>& words, const std::set<s
 class DefaultModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = Path("TINYAI_TEST_DEFAULT_MODEL", TINYAI_TEST_DEFAULT_MODEL);
+    const std::string path = tt::Env("TINYAI_DEFAULT_MODEL");
     TinyAIMmapConfig config = tinyaiCreateDefaultMmapConfig();
     model_ = tinyaiOpenMappedModel(path.c_str(), &config);
     ASSERT_NE(model_, nullptr) << path << ": " << LastMessage();

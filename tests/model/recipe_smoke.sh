@@ -12,7 +12,7 @@ if ! "$python" -c "import torch, sentencepiece" 2> /dev/null; then
   echo "skip: $python cannot import torch and sentencepiece (bash scripts/bootstrap.sh --recipe)"
   exit 77
 fi
-corpus=${TINYAI_TEST_CORPUS_DIR:-/usr/share/games/fortunes}
+corpus=${TINYAI_CORPUS_DIR:-/usr/share/games/fortunes}
 if [ ! -r "$corpus/fortunes" ] || [ ! -r "$corpus/riddles" ]; then
   echo "skip: the fortunes corpus is not in $corpus"
   exit 77
