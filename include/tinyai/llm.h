@@ -79,19 +79,40 @@ typedef struct TinyAISamplerConfig {
     uint64_t seed;          /* random seed; same seed and settings give the same text */
 } TinyAISamplerConfig;
 
-/* Called with each piece of text as it is produced; return non-zero to stop. */
+/* Called with each piece of text as it is produced; return non-zero to stop
+ * (the generation then ends with TINYAI_STOPPED). It must not call TinyAI on
+ * the runner or scheduler that called it (TINYAI_ERR_MISUSE). */
 typedef int (*TinyAITextCallback)(const char* piece, size_t len, void* user);
 
 typedef struct TinyAIGenerateParams {
     uint32_t structSize;    /* sizeof(TinyAIGenerateParams) */
-    int32_t steps;          /* positions in all, BOS and prompt tokens included (llama2.c
-                               semantics); 0 = the context length; default 256 */
+    int32_t steps;          /* llama2.c's limit: positions in all, BOS and prompt tokens
+                               included; 0 = the context length (default) */
     TinyAISamplerConfig sampler;
     TinyAITextCallback onText; /* may be NULL */
     void* user;             /* passed to onText */
+    int32_t maxNewTokens;   /* tokens sampled after the prompt at most; 0 = no limit but steps
+                               and the context; default 256. Generation ends at the first of
+                               maxNewTokens, steps, the context, or BOS sampled. A struct from
+                               before this field (structSize smaller) keeps llama2.c's
+                               behaviour: steps only, default 256. */
 } TinyAIGenerateParams;
 
+/* Why a generation ended. */
+typedef enum TinyAIStopReason TINYAI_ENUM_BASE {
+    TINYAI_STOP_NONE = 0,        /* it did not end normally (an error) or has not ended */
+    TINYAI_STOP_MAX_NEW = 1,     /* maxNewTokens tokens were sampled */
+    TINYAI_STOP_STEPS = 2,       /* steps positions were used (llama2.c's limit) */
+    TINYAI_STOP_CONTEXT = 3,     /* the context is full */
+    TINYAI_STOP_BOS = 4,         /* the model sampled BOS: the end of its text (llama2.c) */
+    TINYAI_STOP_CALLBACK = 5,    /* onText returned non-zero (status TINYAI_STOPPED) */
+    TINYAI_STOP_OUTPUT_FULL = 6  /* tinyaiExecuteNextLayer(): the next piece would not fit the
+                                    output buffer (TinyAISchedulerConfig.outputCapacity) */
+} TinyAIStopReason;
+
 typedef struct TinyAIGenerateStats {
+    uint32_t structSize;      /* set to sizeof(TinyAIGenerateStats) before the call */
+    TinyAIStopReason stopReason;
     int32_t promptTokens;     /* BOS included */
     int32_t generatedTokens;  /* sampled tokens (the text after the prompt) */
     int32_t decodeTokens;     /* sampled tokens evaluated one at a time */
@@ -117,6 +138,10 @@ typedef struct TinyAIMemoryReport {
     uint64_t largestBlockBytes;     /* the largest row block the cache must hold at once */
     const char* largestBlockTensor; /* a tensor in it; owned by the model */
 } TinyAIMemoryReport;
+
+/* Static names: "max_new", "steps", "context", "bos", "callback", "output_full",
+ * "none"; "?" otherwise. */
+const char* tinyaiStopReasonName(TinyAIStopReason reason);
 
 TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
 TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void);
@@ -176,14 +201,17 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
                           uint64_t* rngState, int32_t* token);
 
 /* Resets the cache, then generates from prompt as llama2.c does: BOS at
- * position 0, the prompt, then sampled tokens until params->steps positions
- * are used or BOS is sampled. The text (prompt included, first leading space
- * dropped, no trailing newline) goes to onText as it is produced and into out
- * (NUL-terminated when outCapacity > 0; may be NULL). *outLen (may be NULL)
- * receives the full text length; text that did not fit in out is reported
- * as TINYAI_ERR_RESOURCE_EXHAUSTED after generation finishes.
+ * position 0, the prompt, then sampled tokens until params->maxNewTokens are
+ * sampled, params->steps positions are used, the context is full or BOS is
+ * sampled (stats->stopReason says which). The text (prompt included, first
+ * leading space dropped, no trailing newline) goes to onText as it is
+ * produced and into out (NUL-terminated when outCapacity > 0; may be NULL).
+ * *outLen (may be NULL) receives the full text length; text that did not fit
+ * in out is reported as TINYAI_ERR_RESOURCE_EXHAUSTED after generation
+ * finishes. When onText asks to stop, generation ends there and returns
+ * TINYAI_STOPPED (positive: out, *outLen and stats hold the text so far).
  * TINYAI_ERR_CONTEXT_OVERFLOW if the prompt does not fit in the context.
- * stats may be NULL. */
+ * stats may be NULL (else set stats->structSize first). */
 TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
                             char* out, size_t outCapacity, size_t* outLen,
                             TinyAIGenerateStats* stats);

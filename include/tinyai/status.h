@@ -7,7 +7,9 @@
  * tinyaiGetLastErrorMessage() says why (errno / dlerror style).
  *
  * Values are pinned forever: 0 is success, errors are negative, and new codes
- * are only ever appended.
+ * are only ever appended. Positive values are outcomes that are not errors
+ * but not a plain success either (TINYAI_STOPPED): test `status < 0` for
+ * failure, `status != TINYAI_OK` for anything but a plain success.
  */
 #ifndef TINYAI_STATUS_H
 #define TINYAI_STATUS_H
@@ -16,7 +18,20 @@
 extern "C" {
 #endif
 
-typedef enum TinyAIStatus {
+/* The public enums have int as their fixed underlying type in C++, as they
+ * have in C: any int a C caller stores in one (a mode of 7 in a config) is a
+ * value C++ may load, and TinyAI checks it and answers with
+ * TINYAI_ERR_INVALID_ARGUMENT, instead of the undefined behaviour of an
+ * enum read outside its enumerators' range. */
+#ifndef TINYAI_ENUM_BASE
+#ifdef __cplusplus
+#define TINYAI_ENUM_BASE : int
+#else
+#define TINYAI_ENUM_BASE
+#endif
+#endif
+
+typedef enum TinyAIStatus TINYAI_ENUM_BASE {
     TINYAI_OK = 0,
     TINYAI_ERR_INVALID_ARGUMENT = -1,    /* NULL or out-of-range argument */
     TINYAI_ERR_OUT_OF_MEMORY = -2,       /* the allocator returned NULL */
@@ -37,7 +52,10 @@ typedef enum TinyAIStatus {
     TINYAI_ERR_NOT_FOUND = -17,          /* a named tensor or key does not exist */
     TINYAI_ERR_INTERNAL = -18,           /* a bug in TinyAI: please report it */
     TINYAI_ERR_GRAPH_CYCLE = -19,        /* a schedule's dependencies form a cycle (a layer on itself included) */
-    TINYAI_ERR_MISSING_DEPENDENCY = -20  /* a scheduled layer depends on a layer never added to the schedule */
+    TINYAI_ERR_MISSING_DEPENDENCY = -20, /* a scheduled layer depends on a layer never added to the schedule */
+    TINYAI_ERR_NOT_FINITE = -21,         /* a computation produced NaN or infinity (bad weights or inputs) */
+    TINYAI_STOPPED = 1                   /* not an error: the caller's callback asked to stop; what was
+                                            produced so far is complete and valid */
 } TinyAIStatus;
 
 /* Static name of a status, e.g. "TINYAI_ERR_BAD_MAGIC". Never NULL. */

@@ -8,12 +8,14 @@
 
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Element type of a tensor as stored (after its codec is undone). */
-typedef enum TinyAIDType {
+typedef enum TinyAIDType TINYAI_ENUM_BASE {
     TINYAI_DTYPE_F32 = 0,
     TINYAI_DTYPE_F16 = 1,     /* reserved: IEEE half */
     TINYAI_DTYPE_Q8_B32 = 2,  /* reserved: 8-bit, blocks of 32 with an f16 scale */
@@ -21,14 +23,14 @@ typedef enum TinyAIDType {
 } TinyAIDType;
 
 /* How a tensor's bytes are stored in the file. */
-typedef enum TinyAICodec {
+typedef enum TinyAICodec TINYAI_ENUM_BASE {
     TINYAI_CODEC_NONE = 0,
     TINYAI_CODEC_ZSTD = 1,         /* zstd frames of row blocks (docs/format.md) */
     TINYAI_CODEC_BLOCK_SPARSE = 2  /* reserved: block mask + non-zero blocks */
 } TinyAICodec;
 
 /* What a tensor is for. */
-typedef enum TinyAITensorRole {
+typedef enum TinyAITensorRole TINYAI_ENUM_BASE {
     TINYAI_ROLE_OTHER = 0,
     TINYAI_ROLE_TOKEN_EMBEDDING = 1, /* [vocab, dim] */
     TINYAI_ROLE_ATTN_NORM = 2,       /* [dim] */
@@ -47,7 +49,7 @@ typedef enum TinyAITensorRole {
 } TinyAITensorRole;
 
 /* What a layer (a page-aligned group of tensors in the file) holds. */
-typedef enum TinyAILayerKind {
+typedef enum TinyAILayerKind TINYAI_ENUM_BASE {
     TINYAI_LAYER_EMBEDDING = 0,  /* the token embedding table */
     TINYAI_LAYER_TRANSFORMER = 1,/* one attention + feed-forward block */
     TINYAI_LAYER_OUTPUT = 2,     /* final norm and (untied) classifier */

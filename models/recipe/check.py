@@ -18,7 +18,7 @@ import sentencepiece as spm
 
 
 def generate(tool, model, prompt, steps, extra=()):
-    out = subprocess.run([tool, "-m", model, "-p", prompt, "-n", str(steps), "--quiet", *extra],
+    out = subprocess.run([tool, "-m", model, "-p", prompt, "--steps", str(steps), "--quiet", *extra],
                          check=True, capture_output=True)
     return out.stdout.decode("utf-8", errors="replace").rstrip("\n")
 

@@ -1,5 +1,6 @@
 // extern "C" shims of <tinyai/llm.h>.
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -26,13 +27,13 @@ namespace {
 
 TinyAIStatus NullLLM(const char* call) { return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: llm is NULL", call); }
 
-// Copies a caller's struct that starts with structSize. Only this
-// version's size exists so far; when fields are appended, the sizes of
-// earlier versions join it here and the missing fields keep their defaults.
+// Copies a caller's struct that starts with structSize: this version's
+// size, or an earlier version's (`earlier`, 0 = none), whose missing fields
+// keep what *out holds.
 template <class T>
-TinyAIStatus CopyVersioned(const T* in, T* out, const char* what) {
+TinyAIStatus CopyVersioned(const T* in, T* out, const char* what, size_t earlier = 0) {
   if (!in) return TINYAI_OK;
-  if (in->structSize != sizeof(T)) {
+  if (in->structSize != sizeof(T) && (earlier == 0 || in->structSize != earlier)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s.structSize is %u; create it with its tinyaiCreateDefault function",
                     what, in->structSize);
   }
@@ -49,6 +50,23 @@ TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler topP %g must be in (0, 1]", static_cast<double>(s.topP));
   }
   return TINYAI_OK;
+}
+
+// Generation parameters from the caller: TinyAIGenerateParams as it was
+// before maxNewTokens (which then stays 0: llama2.c's steps alone) or now.
+TinyAIStatus CopyGenerateParams(const TinyAIGenerateParams* in, TinyAIGenerateParams* out, const char* call) {
+  if (in && in->structSize == offsetof(TinyAIGenerateParams, maxNewTokens)) out->maxNewTokens = 0;
+  TINYAI_RETURN_IF_ERROR(CopyVersioned(in, out, "params", offsetof(TinyAIGenerateParams, maxNewTokens)));
+  if (out->sampler.structSize != sizeof(TinyAISamplerConfig)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "%s: params.sampler.structSize is %u; create it with tinyaiCreateDefaultSamplerConfig", call,
+                    out->sampler.structSize);
+  }
+  if (out->steps < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: steps %d is negative", call, out->steps);
+  if (out->maxNewTokens < 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: maxNewTokens %d is negative", call, out->maxNewTokens);
+  }
+  return CheckSampler(out->sampler);
 }
 
 // A language model's schedule: the whole chain, one row per token, up to
@@ -86,6 +104,19 @@ void FillPlan(const tinyai::ForwardScheduler& s, TinyAIMemoryReport* out) {
 
 extern "C" {
 
+const char* tinyaiStopReasonName(TinyAIStopReason reason) {
+  switch (reason) {
+    case TINYAI_STOP_NONE: return "none";
+    case TINYAI_STOP_MAX_NEW: return "max_new";
+    case TINYAI_STOP_STEPS: return "steps";
+    case TINYAI_STOP_CONTEXT: return "context";
+    case TINYAI_STOP_BOS: return "bos";
+    case TINYAI_STOP_CALLBACK: return "callback";
+    case TINYAI_STOP_OUTPUT_FULL: return "output_full";
+  }
+  return "?";
+}
+
 TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void) {
   TinyAILLMConfig c;
   std::memset(&c, 0, sizeof c);
@@ -111,8 +142,9 @@ TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void) {
   TinyAIGenerateParams p;
   std::memset(&p, 0, sizeof p);
   p.structSize = sizeof p;
-  p.steps = 256;
+  p.steps = 0;
   p.sampler = tinyaiCreateDefaultSamplerConfig();
+  p.maxNewTokens = 256;
   return p;
 }
 
@@ -287,10 +319,12 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
   if (!llm) return NullLLM("tinyaiGenerate");
   if (!prompt) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: prompt is NULL");
   if (!out && outCapacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: out is NULL");
+  if (stats && stats->structSize != sizeof *stats) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: stats->structSize is %u, expected %zu",
+                    stats->structSize, sizeof *stats);
+  }
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
-  TINYAI_RETURN_IF_ERROR(CopyVersioned(params, &p, "params"));
-  if (p.steps < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: steps %d is negative", p.steps);
-  TINYAI_RETURN_IF_ERROR(CheckSampler(p.sampler));
+  TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiGenerate"));
   // The same session tinyaiExecuteNextLayer() steps through, run to the end.
   tinyai::TextSession& session = *llm->impl().session();
   TinyAIStatus s = session.Start(prompt, p, tinyai::TextSink(p.onText, p.user, out, outCapacity));
@@ -308,9 +342,7 @@ TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler,
   if (!scheduler) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: scheduler is NULL");
   if (!params) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: params is NULL");
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
-  TINYAI_RETURN_IF_ERROR(CopyVersioned(params, &p, "params"));
-  if (p.steps < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: steps %d is negative", p.steps);
-  TINYAI_RETURN_IF_ERROR(CheckSampler(p.sampler));
+  TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiSetSchedulerGenerateParams"));
   if (!scheduler->impl.llama()) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiSetSchedulerGenerateParams: the schedule's model is not a language model");
   }

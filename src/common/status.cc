@@ -75,6 +75,8 @@ const char* tinyaiStatusString(TinyAIStatus status) {
     case TINYAI_ERR_INTERNAL: return "TINYAI_ERR_INTERNAL";
     case TINYAI_ERR_GRAPH_CYCLE: return "TINYAI_ERR_GRAPH_CYCLE";
     case TINYAI_ERR_MISSING_DEPENDENCY: return "TINYAI_ERR_MISSING_DEPENDENCY";
+    case TINYAI_ERR_NOT_FINITE: return "TINYAI_ERR_NOT_FINITE";
+    case TINYAI_STOPPED: return "TINYAI_STOPPED";
   }
   return "TINYAI_ERR_UNKNOWN";
 }

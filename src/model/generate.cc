@@ -113,19 +113,21 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   TINYAI_RETURN_IF_ERROR(encoded);
   prompt_tokens_ = static_cast<int32_t>(count);
   steps_ = params.steps == 0 || params.steps > context ? context : params.steps;
+  steps_reason_ = steps_ == context ? TINYAI_STOP_CONTEXT : TINYAI_STOP_STEPS;
+  stats_.structSize = sizeof stats_;
   stats_.promptTokens = prompt_tokens_;
   llama_->Reset();
 
   // The prompt's own pieces are printed as llama2.c does, position by
   // position: the piece forced at position p (p < steps) is token p+1.
   char byte[1];
-  bool stopped = false;
   const int32_t shown = prompt_tokens_ - 1 < steps_ ? prompt_tokens_ - 1 : steps_;
-  for (int32_t i = 1; i <= shown && !stopped; ++i) {
+  for (int32_t i = 1; i <= shown && stats_.stopReason == TINYAI_STOP_NONE; ++i) {
     StringView piece = tok.Decode(tokens_[static_cast<size_t>(i - 1)], tokens_[static_cast<size_t>(i)], byte);
-    stopped = (stop_when_full_ && sink_.WouldOverflow(piece.size)) || !sink_.Put(piece.data, piece.size);
+    Emit(piece);
   }
-  phase_ = !stopped && steps_ >= prompt_tokens_ ? kPrompt : kDone;
+  if (stats_.stopReason == TINYAI_STOP_NONE && steps_ < prompt_tokens_) stats_.stopReason = steps_reason_;
+  phase_ = stats_.stopReason == TINYAI_STOP_NONE ? kPrompt : kDone;
   rng_ = params.sampler.seed;
   token_ = tokens_[static_cast<size_t>(prompt_tokens_ - 1)];
   pos_ = prompt_tokens_;
@@ -162,15 +164,21 @@ TinyAIStatus TextSession::NextPass() {
   TINYAI_RETURN_IF_ERROR(llama_->sampler().Sample(logits, params_.sampler.temperature, params_.sampler.topP, &rng_,
                                                   &next));
   if (stats_.generatedTokens == 0) stats_.firstTokenSeconds = SecondsSince(t0_);
-  bool done = next == llama_->tokenizer().bos_id();
-  if (!done) {
-    ++stats_.generatedTokens;
+  if (next == llama_->tokenizer().bos_id()) {
+    stats_.stopReason = TINYAI_STOP_BOS;
+  } else {
     char byte[1];
     StringView piece = llama_->tokenizer().Decode(token_, next, byte);
-    done = (stop_when_full_ && sink_.WouldOverflow(piece.size)) || !sink_.Put(piece.data, piece.size) ||
-           pos_ >= steps_;
+    if (Emit(piece)) ++stats_.generatedTokens;
+    if (stats_.stopReason == TINYAI_STOP_NONE) {
+      if (params_.maxNewTokens > 0 && stats_.generatedTokens >= params_.maxNewTokens) {
+        stats_.stopReason = TINYAI_STOP_MAX_NEW;
+      } else if (pos_ >= steps_) {
+        stats_.stopReason = steps_reason_;
+      }
+    }
   }
-  if (done) {
+  if (stats_.stopReason != TINYAI_STOP_NONE) {
     stats_.decodeSeconds = SecondsSince(td_);
     phase_ = kDone;
     return TINYAI_OK;
@@ -204,15 +212,24 @@ TinyAIStatus TextSession::Step(int32_t* layer, bool* finished) {
   return s;
 }
 
+bool TextSession::Emit(StringView piece) {
+  if (stop_when_full_ && sink_.WouldOverflow(piece.size)) {
+    stats_.stopReason = TINYAI_STOP_OUTPUT_FULL;
+    return false;
+  }
+  if (!sink_.Put(piece.data, piece.size)) stats_.stopReason = TINYAI_STOP_CALLBACK;
+  return true;
+}
+
 TinyAIStatus TextSession::Finish(TinyAIGenerateStats* stats) {
   stats_.totalSeconds = SecondsSince(t0_);
-  if (stats) *stats = stats_;
+  if (stats) std::memcpy(stats, &stats_, stats->structSize < sizeof stats_ ? stats->structSize : sizeof stats_);
   phase_ = kIdle;
   if (sink_.truncated()) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "generated %zu bytes of text; the output buffer holds %zu",
                     sink_.length(), sink_.capacity());
   }
-  return TINYAI_OK;
+  return stats_.stopReason == TINYAI_STOP_CALLBACK ? TINYAI_STOPPED : TINYAI_OK;
 }
 
 }  // namespace tinyai

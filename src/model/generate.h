@@ -68,8 +68,9 @@ class TextSession {
   // Runs the next layer of the next pass (*layer gets its index), or, when
   // the text is complete, runs nothing and sets *finished.
   TinyAIStatus Step(int32_t* layer, bool* finished);
-  // After the last Step: stats, and TINYAI_ERR_RESOURCE_EXHAUSTED when the
-  // text did not fit the output buffer.
+  // After the last Step: stats (stats->structSize bytes of them), and
+  // TINYAI_ERR_RESOURCE_EXHAUSTED when the text did not fit the output
+  // buffer, TINYAI_STOPPED when the callback stopped it.
   TinyAIStatus Finish(TinyAIGenerateStats* stats);
   bool active() const { return phase_ != kIdle; }
   void Cancel();
@@ -79,6 +80,9 @@ class TextSession {
   enum Phase { kIdle, kPrompt, kDecode, kDone };
   // Begins the next pass, or moves to kDone.
   TinyAIStatus NextPass();
+  // Puts a piece in the sink and records a stop (the callback's, or a full
+  // buffer's in stop_when_full mode, where the piece is dropped: false).
+  bool Emit(StringView piece);
 
   ForwardScheduler* sched_;
   LlamaModel* llama_ = nullptr;
@@ -91,6 +95,7 @@ class TextSession {
   int32_t prompt_tokens_ = 0;
   int32_t fed_ = 0;     // prompt tokens whose pass has begun
   int32_t steps_ = 0;
+  TinyAIStopReason steps_reason_ = TINYAI_STOP_STEPS;  // what reaching steps_ means
   int32_t pos_ = 0;     // positions used
   int32_t token_ = 0;   // the last token, fed to the next pass
   uint64_t rng_ = 0;

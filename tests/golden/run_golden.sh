@@ -27,7 +27,7 @@ case $mode in
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # shellcheck disable=SC2086
-$emu "$gen" -m "$model" -p "$(cat "$prompt")" -n 256 --temp 0 -t "$threads" $args > "$out" 2> "$err" || { cat "$err"; exit 1; }
+$emu "$gen" -m "$model" -p "$(cat "$prompt")" --steps 256 --temp 0 -t "$threads" $args > "$out" 2> "$err" || { cat "$err"; exit 1; }
 if ! grep -q "$want" "$err"; then
   echo "the scheduler did not run in the expected mode ($want):"; cat "$err"; exit 1
 fi

@@ -5,6 +5,7 @@
 // greedy text.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -269,7 +270,7 @@ TEST_F(ModelTest, ContextOverflow) {
     // 16 tokens fit: the prompt fills the context and one token follows.
     const std::string p16 = PromptOfTokens(r, 16);
     ASSERT_FALSE(p16.empty());
-    TinyAIGenerateStats stats;
+    TinyAIGenerateStats stats = {sizeof(TinyAIGenerateStats)};
     EXPECT_EQ(tinyaiGenerate(r.llm, p16.c_str(), &gp, out, sizeof out, &len, &stats), TINYAI_OK) << LastMessage();
     EXPECT_EQ(stats.promptTokens, 16);
     EXPECT_LE(stats.generatedTokens, 1);
@@ -302,7 +303,7 @@ TEST_F(ModelTest, StepsBeyondTheContextStopAtTheContext) {
   ASSERT_TRUE(r.Open(synthetic_, 1, 16));
   TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
   gp.steps = 1000;
-  TinyAIGenerateStats stats;
+  TinyAIGenerateStats stats = {sizeof(TinyAIGenerateStats)};
   TinyAIStatus s;
   r.Generate("ab", gp, &s, &stats);
   EXPECT_EQ(s, TINYAI_OK) << LastMessage();
@@ -323,7 +324,7 @@ TEST_F(ModelTest, StepsCountPositionsPromptIncluded) {
     // first two pieces after BOS.
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     gp.steps = 2;
-    TinyAIGenerateStats st;
+    TinyAIGenerateStats st = {sizeof(TinyAIGenerateStats)};
     TinyAIStatus s;
     const std::string two = r.Generate(prompt, gp, &s, &st);
     EXPECT_EQ(s, TINYAI_OK) << LastMessage();
@@ -353,6 +354,116 @@ TEST_F(ModelTest, StepsCountPositionsPromptIncluded) {
     EXPECT_EQ(st.promptTokens, 1);
     EXPECT_LE(st.generatedTokens, 12);
   }
+}
+
+TEST_F(ModelTest, MaxNewTokensCountsOnlyTheTextAfterThePrompt) {
+  for (const std::string& path : Models()) {
+    SCOPED_TRACE(path);
+    Runner r;
+    ASSERT_TRUE(r.Open(path));
+    for (const std::string prompt : {"", "Once upon a time", "Once upon a time, there was a little girl"}) {
+      SCOPED_TRACE("prompt '" + prompt + "'");
+      const int32_t prompt_tokens = static_cast<int32_t>(r.Tokenize(prompt).size());
+      for (int32_t n : {1, 7, 40}) {
+        TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+        EXPECT_EQ(gp.steps, 0) << "by default only maxNewTokens and the context limit generation";
+        gp.maxNewTokens = n;
+        TinyAIGenerateStats st = {sizeof(TinyAIGenerateStats)};
+        TinyAIStatus s;
+        r.Generate(prompt, gp, &s, &st);
+        ASSERT_EQ(s, TINYAI_OK) << LastMessage();
+        EXPECT_EQ(st.promptTokens, prompt_tokens);
+        const int32_t to_context = r.info.contextLength - prompt_tokens + 1;  // llama2.c's last sample
+        if (st.stopReason == TINYAI_STOP_BOS) {
+          EXPECT_LT(st.generatedTokens, n);  // the model ended its text first
+        } else if (n > to_context) {
+          EXPECT_EQ(st.stopReason, TINYAI_STOP_CONTEXT) << tinyaiStopReasonName(st.stopReason);
+          EXPECT_EQ(st.generatedTokens, to_context);
+        } else {
+          EXPECT_EQ(st.stopReason, TINYAI_STOP_MAX_NEW) << tinyaiStopReasonName(st.stopReason);
+          EXPECT_EQ(st.generatedTokens, n) << "exactly the tokens asked for, whatever the prompt's length";
+        }
+        // The last token is printed, not evaluated: n - 1 decode passes.
+        EXPECT_EQ(tinyaiGetPosition(r.llm), prompt_tokens + st.generatedTokens - (st.stopReason == TINYAI_STOP_BOS ? 0 : 1));
+      }
+    }
+  }
+}
+
+TEST_F(ModelTest, StopReasonsSayWhyGenerationEnded) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_, 1, 24));
+  const int32_t prompt = static_cast<int32_t>(r.Tokenize("ab").size());
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  TinyAIGenerateStats st = {sizeof(TinyAIGenerateStats)};
+  TinyAIStatus s;
+  auto run = [&](int32_t steps, int32_t max_new) {
+    gp.steps = steps;
+    gp.maxNewTokens = max_new;
+    std::memset(&st, 0, sizeof st);
+    st.structSize = sizeof st;
+    r.Generate("ab", gp, &s, &st);
+    EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+    if (st.stopReason == TINYAI_STOP_BOS) return false;  // random weights sampled BOS: nothing to check
+    return true;
+  };
+  if (run(10, 0)) {
+    EXPECT_EQ(st.stopReason, TINYAI_STOP_STEPS);
+    EXPECT_EQ(st.promptTokens + st.generatedTokens, 11) << "llama2.c: steps positions, then the last sample";
+  }
+  if (run(10, 3)) EXPECT_EQ(st.stopReason, TINYAI_STOP_MAX_NEW);
+  if (run(0, 0)) {
+    EXPECT_EQ(st.stopReason, TINYAI_STOP_CONTEXT);
+    EXPECT_EQ(st.generatedTokens, 24 - prompt + 1);
+  }
+  if (run(1000, 0)) EXPECT_EQ(st.stopReason, TINYAI_STOP_CONTEXT) << "steps beyond the context stop at it";
+  if (run(1, 0)) {  // fewer steps than the prompt: nothing sampled
+    EXPECT_EQ(st.stopReason, TINYAI_STOP_STEPS);
+    EXPECT_EQ(st.generatedTokens, 0);
+  }
+  EXPECT_STREQ(tinyaiStopReasonName(TINYAI_STOP_MAX_NEW), "max_new");
+  EXPECT_STREQ(tinyaiStopReasonName(TINYAI_STOP_BOS), "bos");
+  EXPECT_STREQ(tinyaiStopReasonName(static_cast<TinyAIStopReason>(99)), "?");
+}
+
+TEST_F(ModelTest, GenerateParamsFromBeforeMaxNewTokensKeepLlama2cSteps) {
+  Runner r;
+  ASSERT_TRUE(r.Open(synthetic_, 1, 64));
+  // A caller compiled against the header before maxNewTokens: its struct
+  // ends there, and steps alone limits generation.
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.structSize = offsetof(TinyAIGenerateParams, maxNewTokens);
+  gp.steps = 50;
+  gp.maxNewTokens = 3;  // beyond the old struct: must not be read
+  TinyAIGenerateStats st = {sizeof(TinyAIGenerateStats)};
+  TinyAIStatus s;
+  r.Generate("ab", gp, &s, &st);
+  ASSERT_EQ(s, TINYAI_OK) << LastMessage();
+  if (st.stopReason != TINYAI_STOP_BOS) {
+    EXPECT_EQ(st.stopReason, TINYAI_STOP_STEPS);
+    EXPECT_EQ(st.promptTokens + st.generatedTokens, 51);
+  }
+  // Any other size, a bad nested sampler, negative counts: invalid.
+  for (uint32_t size : {0u, 4u, static_cast<uint32_t>(sizeof gp) + 8u}) {
+    TinyAIGenerateParams bad = tinyaiCreateDefaultGenerateParams();
+    bad.structSize = size;
+    r.Generate("ab", bad, &s);
+    EXPECT_EQ(s, TINYAI_ERR_INVALID_ARGUMENT) << size;
+  }
+  TinyAIGenerateParams bad = tinyaiCreateDefaultGenerateParams();
+  bad.sampler.structSize = 0;
+  r.Generate("ab", bad, &s);
+  EXPECT_EQ(s, TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(LastMessage()).find("sampler.structSize"), std::string::npos) << LastMessage();
+  bad = tinyaiCreateDefaultGenerateParams();
+  bad.maxNewTokens = -1;
+  r.Generate("ab", bad, &s);
+  EXPECT_EQ(s, TINYAI_ERR_INVALID_ARGUMENT);
+  // Stats without their size are refused before anything runs.
+  TinyAIGenerateStats unsized;
+  std::memset(&unsized, 0, sizeof unsized);
+  r.Generate("ab", tinyaiCreateDefaultGenerateParams(), &s, &unsized);
+  EXPECT_EQ(s, TINYAI_ERR_INVALID_ARGUMENT);
 }
 
 // ---- (d) tokenize and decode sizing -------------------------------------------------
@@ -515,7 +626,7 @@ TEST_F(ModelTest, CallbackReceivesTheTextAndCanStop) {
     Collector all;
     gp.onText = Collect;
     gp.user = &all;
-    TinyAIGenerateStats stats;
+    TinyAIGenerateStats stats = {sizeof(TinyAIGenerateStats)};
     TinyAIStatus s;
     const std::string full = r.Generate("Once upon a time", gp, &s, &stats);
     ASSERT_EQ(s, TINYAI_OK) << LastMessage();
@@ -528,7 +639,8 @@ TEST_F(ModelTest, CallbackReceivesTheTextAndCanStop) {
       some.stop_after = stop;
       gp.user = &some;
       const std::string part = r.Generate("Once upon a time", gp, &s, &stats);
-      EXPECT_EQ(s, TINYAI_OK) << LastMessage();
+      EXPECT_EQ(s, TINYAI_STOPPED) << "a stop, not a normal end";
+      EXPECT_EQ(stats.stopReason, TINYAI_STOP_CALLBACK);
       EXPECT_EQ(some.calls, stop) << "no call after the callback asked to stop";
       EXPECT_EQ(part, some.text);
       EXPECT_EQ(full.compare(0, part.size(), part), 0) << "a prefix of the full text";
@@ -867,8 +979,9 @@ TEST_F(ModelTest, GenerateStats) {
   ASSERT_TRUE(r.Open(synthetic_));
   TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
   gp.steps = 30;
-  TinyAIGenerateStats st;
+  TinyAIGenerateStats st = {sizeof(TinyAIGenerateStats)};
   std::memset(&st, 0xFF, sizeof st);
+  st.structSize = sizeof st;
   TinyAIStatus s;
   r.Generate("ab", gp, &s, &st);
   ASSERT_EQ(s, TINYAI_OK);

@@ -92,7 +92,7 @@ TEST_F(MemoryLimitTest, PeakRssStaysWithinTheLimitAndAccountingAgrees) {
   // Every position of the context, so the KV cache is committed in full.
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
   params.steps = 0;
-  TinyAIGenerateStats stats;
+  TinyAIGenerateStats stats = {sizeof(TinyAIGenerateStats)};
   ASSERT_EQ(tinyaiGenerate(llm, "Once upon a time", &params, nullptr, 0, nullptr, &stats), TINYAI_OK)
       << LastMessage();
   EXPECT_GE(stats.promptTokens + stats.generatedTokens, 64);

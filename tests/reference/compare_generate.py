@@ -11,7 +11,7 @@ Usage (run with Debian's /usr/bin/python3, which has python3-numpy):
 
 For each prompt of the file (one per line, taken byte for byte; lines starting
 with '#' and empty lines are skipped) and for the empty prompt, runs
-    [EMULATOR] tinyai-generate -m MODEL -p PROMPT -n STEPS
+    [EMULATOR] tinyai-generate -m MODEL -p PROMPT --steps STEPS
 (EMULATOR runs a cross-built tinyai-generate) and compares its stdout (stderr
 is ignored: it carries stats) byte for byte with llama2c_ref.py's output.
 Prints the first differing offset and both excerpts on a mismatch. The last
@@ -120,7 +120,7 @@ def main(argv=None):
         t1 = time.monotonic()
         cmd = [os.fsencode(w) for w in shlex.split(args.emulator)]
         cmd += [os.fsencode(args.generate), b"-m", os.fsencode(args.model),
-                b"-p", prompt, b"-n", str(args.steps).encode()]
+                b"-p", prompt, b"--steps", str(args.steps).encode()]
         try:
             res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, timeout=args.timeout)

@@ -1,6 +1,6 @@
 // tinyai-generate: text generation. The text goes to stdout exactly as the
 // golden files show it; figures go to stderr.
-//   tinyai-generate -m MODEL.tmai -p PROMPT -n STEPS [--temp T] [--top-p P] [--seed S]
+//   tinyai-generate -m MODEL.tmai -p PROMPT [-n MAX_NEW] [--steps N] [--temp T] [--top-p P] [--seed S]
 //                   [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE]
@@ -13,11 +13,12 @@
 namespace {
 
 const char kUsage[] =
-    "usage: tinyai-generate -m MODEL.tmai -p PROMPT [-n STEPS] [--temp T] [--top-p P] [--seed S]\n"
+    "usage: tinyai-generate -m MODEL.tmai -p PROMPT [-n MAX_NEW] [--steps N] [--temp T] [--top-p P] [--seed S]\n"
     "                       [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE]\n"
-    "  -n STEPS    positions in all, BOS and prompt included (default 256; 0 = the context)\n"
+    "  -n, --max-new N  tokens generated after the prompt at most (default 256; 0 = until the context is full)\n"
+    "  --steps N   llama2.c's limit: positions in all, BOS and prompt included (default 0 = the context)\n"
     "  --temp T    0 = greedy (default); --top-p P nucleus mass (default 0.9); --seed S (default 42)\n"
     "  -t THREADS  compute threads (default: one per core)\n"
     "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M\n"
@@ -53,7 +54,8 @@ int Run(int argc, char** argv) {
     };
     if (a == "-m") model_path = value();
     else if (a == "-p") { prompt = value(); have_prompt = true; }
-    else if (a == "-n") params.steps = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "-n" || a == "--max-new") params.maxNewTokens = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--steps") params.steps = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
     else if (a == "--temp") params.sampler.temperature = static_cast<float>(tinyai_tools::ParseFloat(a, value()));
     else if (a == "--top-p") params.sampler.topP = static_cast<float>(tinyai_tools::ParseFloat(a, value()));
     else if (a == "--seed") params.sampler.seed = static_cast<uint64_t>(tinyai_tools::ParseInt(a, value()));
@@ -92,6 +94,7 @@ int Run(int argc, char** argv) {
   }
   params.onText = PrintPiece;
   TinyAIGenerateStats stats;
+  stats.structSize = sizeof stats;
   s = tinyaiGenerate(llm, prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
   std::fputc('\n', stdout);
   std::fflush(stdout);
@@ -105,8 +108,9 @@ int Run(int argc, char** argv) {
     double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
     std::fprintf(stderr,
                  "tinyai-generate: %d prompt tokens at %.1f tokens/s, %d generated at %.1f tokens/s, "
-                 "time to first token %.1f ms, total %.2f s\n",
-                 stats.promptTokens, pp, stats.generatedTokens, tg, stats.firstTokenSeconds * 1e3, stats.totalSeconds);
+                 "time to first token %.1f ms, total %.2f s; stopped: %s\n",
+                 stats.promptTokens, pp, stats.generatedTokens, tg, stats.firstTokenSeconds * 1e3, stats.totalSeconds,
+                 tinyaiStopReasonName(stats.stopReason));
     TinyAIMemoryReport mem;
     mem.structSize = sizeof mem;
     tinyaiGetLLMMemoryReport(llm, &mem);

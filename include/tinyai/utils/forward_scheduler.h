@@ -75,14 +75,14 @@ extern "C" {
 
 typedef struct TinyAIForwardScheduler TinyAIForwardScheduler;
 
-typedef enum TinyAIExecutionMode {
+typedef enum TinyAIExecutionMode TINYAI_ENUM_BASE {
     TINYAI_EXEC_NORMAL = 0,      /* all weights resident */
     TINYAI_EXEC_MEMORY_OPT = 1,  /* weights streamed, released after use */
     TINYAI_EXEC_STREAMING = 2,   /* MEMORY_OPT plus inputs split into fewer rows per pass */
     TINYAI_EXEC_ADAPTIVE = 3     /* the first of the above that fits */
 } TinyAIExecutionMode;
 
-typedef enum TinyAIDependencyType {
+typedef enum TinyAIDependencyType TINYAI_ENUM_BASE {
     TINYAI_DEP_NONE = 0,        /* no producer (dependsOn -1): the layer reads the scheduler's input */
     TINYAI_DEP_SEQUENTIAL = 1,  /* reads the producer's output; may overwrite it in place at its last use */
     TINYAI_DEP_RESIDUAL = 2,    /* a skip connection: the producer's output stays alive until this layer */
