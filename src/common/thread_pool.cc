@@ -1,9 +1,5 @@
 #include "common/thread_pool.h"
 
-#if TINYAI_WITH_THREADS
-#include <thread>
-#endif
-
 namespace tinyai {
 
 #if TINYAI_WITH_THREADS
@@ -18,8 +14,25 @@ inline void CpuRelax() {
 #endif
 }
 
-// Spin iterations before a worker sleeps: about 50-100 us of polling.
-constexpr int kSpinIterations = 20000;
+// Polls `done` until it holds or `nanos` have passed (checking the clock
+// every 64 polls); returns whether it holds.
+template <class Done>
+bool PollFor(uint64_t nanos, Done&& done) {
+  if (nanos == 0) return done();
+  uint64_t start = 0;
+  for (unsigned polls = 1;; ++polls) {
+    if (done()) return true;
+    if (polls % 64 == 0) {
+      const uint64_t now = port::MonotonicNanos();
+      if (start == 0) {
+        start = now;
+      } else if (now - start >= nanos) {
+        return done();
+      }
+    }
+    CpuRelax();
+  }
+}
 
 }  // namespace
 
@@ -30,8 +43,9 @@ TinyAIStatus ThreadPool::Start(int threads) {
   if (threads < 1) threads = 1;
   threads_ = 1;
   stop_.store(false);
+  serial_until_ = backoff_ = 0;
+  calm_runs_ = 0;
   if (threads == 1) return TINYAI_OK;
-  spin_limit_ = threads <= port::CpuCount() ? kSpinIterations : 0;
   TINYAI_RETURN_IF_ERROR(workers_.Allocate(static_cast<size_t>(threads - 1), "thread pool"));
   for (size_t i = 0; i < workers_.size(); ++i) {
     workers_[i].pool = this;
@@ -59,58 +73,117 @@ void ThreadPool::Stop() {
   threads_ = 1;
 }
 
-void ThreadPool::WorkerMain(void* arg) {
-  Worker* self = static_cast<Worker*>(arg);
-  ThreadPool* pool = self->pool;
-  unsigned seen = self->start_generation;
-  for (;;) {
-    int spins = 0;
-    unsigned gen;
-    while ((gen = pool->generation_.load(std::memory_order_acquire)) == seen &&
-           !pool->stop_.load(std::memory_order_acquire)) {
-      if (++spins < pool->spin_limit_) {
-        CpuRelax();
-        continue;
-      }
-      std::unique_lock<std::mutex> lock(pool->mutex_);
-      pool->sleepers_.fetch_add(1);
-      pool->wake_.wait(lock, [&] {
-        return pool->generation_.load(std::memory_order_acquire) != seen ||
-               pool->stop_.load(std::memory_order_acquire);
-      });
-      pool->sleepers_.fetch_sub(1);
-      spins = 0;
+bool ThreadPool::GoParallel() {
+  if (threads_ == 1) return false;
+  if (serial_until_ != 0) {
+    if (port::MonotonicNanos() < serial_until_) {
+      ++stats_.backoff_runs;
+      return false;
     }
-    if (pool->stop_.load(std::memory_order_acquire)) return;
-    seen = gen;
-    pool->fn_(pool->ctx_, self->index, pool->threads_);
-    pool->pending_.fetch_sub(1, std::memory_order_acq_rel);
+    serial_until_ = 0;
+  }
+  return true;
+}
+
+size_t ThreadPool::Drain(int thread) {
+  size_t done = 0;
+  for (;;) {
+    const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= chunks_) return done;
+    fn_(ctx_, c, thread);
+    ++done;
   }
 }
 
-void ThreadPool::Run(Fn fn, void* ctx) {
-  if (threads_ == 1) {
-    fn(ctx, 0, 1);
+void ThreadPool::WorkerMain(void* arg) {
+  Worker* self = static_cast<Worker*>(arg);
+  ThreadPool* pool = self->pool;
+  // More threads than cores: polling would take the core a running thread needs.
+  const uint64_t spin = pool->threads_ <= port::CpuCount() ? kWorkerSpinNanos : 0;
+  unsigned seen = self->start_generation;
+  for (;;) {
+    auto news = [&] {
+      return pool->generation_.load(std::memory_order_acquire) != seen || pool->stop_.load(std::memory_order_acquire);
+    };
+    if (!PollFor(spin, news)) {
+      std::unique_lock<std::mutex> lock(pool->mutex_);
+      pool->sleepers_.fetch_add(1);
+      pool->wake_.wait(lock, news);
+      pool->sleepers_.fetch_sub(1);
+    }
+    if (pool->stop_.load(std::memory_order_acquire)) return;
+    seen = pool->generation_.load(std::memory_order_acquire);
+    // Join the loop unless the caller has already run out of chunks. A
+    // worker this late may join the loop after the one it was woken for,
+    // which is as good: it reads the loop's fields only once inside.
+    uint32_t v = pool->active_.load(std::memory_order_relaxed);
+    bool joined = false;
+    while ((v & kClosed) == 0) {
+      if (pool->active_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) continue;
+    const size_t done = pool->Drain(self->index);
+    pool->worker_chunks_.fetch_add(done, std::memory_order_relaxed);
+    if (pool->active_.fetch_sub(1, std::memory_order_acq_rel) == (kClosed | 1u)) {
+      // The last claimed chunk of a closed loop: the caller may be asleep.
+      std::lock_guard<std::mutex> lock(pool->mutex_);
+      if (pool->caller_waiting_) pool->done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::Run(ChunkFn fn, void* ctx, size_t chunks) {
+  if (threads_ == 1 || chunks < 2) {
+    for (size_t c = 0; c < chunks; ++c) fn(ctx, c, 0);
     return;
   }
+  const uint64_t t0 = port::MonotonicNanos();
   fn_ = fn;
   ctx_ = ctx;
-  pending_.store(threads_ - 1, std::memory_order_release);
+  chunks_ = chunks;
+  next_chunk_.store(0, std::memory_order_relaxed);
+  active_.store(0, std::memory_order_release);  // open: workers may join
   {
     // Publishing under the mutex pairs with the sleepers' predicate check.
     std::lock_guard<std::mutex> lock(mutex_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   if (sleepers_.load() > 0) wake_.notify_all();
-  fn(ctx, 0, threads_);
-  int spins = 0;
-  while (pending_.load(std::memory_order_acquire) != 0) {
-    if (++spins < spin_limit_) {
-      CpuRelax();
-    } else {
-      std::this_thread::yield();
-    }
+  const size_t mine = Drain(0);
+  const uint64_t t1 = port::MonotonicNanos();
+  // No chunk is left to claim: close the loop, then wait for the claimed ones.
+  auto idle = [&] { return (active_.load(std::memory_order_acquire) & ~kClosed) == 0; };
+  if ((active_.fetch_or(kClosed, std::memory_order_acq_rel) & ~kClosed) != 0 &&
+      !PollFor(threads_ <= port::CpuCount() ? kCallerSpinNanos : 0, idle)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    caller_waiting_ = true;
+    done_.wait(lock, idle);
+    caller_waiting_ = false;
   }
+  const uint64_t t2 = port::MonotonicNanos();
+  ++stats_.parallel_runs;
+  stats_.chunks_by_caller += mine;
+  // A worker preempted in the middle of a chunk made the caller wait far
+  // longer than the loop's own work: run loops alone for a while.
+  const uint64_t waited = t2 - t1;
+  if (waited > kStallNanos && waited > t1 - t0) {
+    ++stats_.stalls;
+    backoff_ = backoff_ == 0 ? kMinBackoffNanos : (backoff_ * 2 > kMaxBackoffNanos ? kMaxBackoffNanos : backoff_ * 2);
+    serial_until_ = t2 + backoff_;
+    calm_runs_ = 0;
+  } else if (backoff_ != 0 && ++calm_runs_ >= kCalmRuns) {
+    backoff_ = 0;
+    calm_runs_ = 0;
+  }
+}
+
+ThreadPool::Stats ThreadPool::stats() const {
+  Stats s = stats_;
+  s.chunks_by_workers = worker_chunks_.load(std::memory_order_relaxed);
+  return s;
 }
 
 #else  // !TINYAI_WITH_THREADS
@@ -127,7 +200,13 @@ void ThreadPool::Stop() {}
 
 void ThreadPool::WorkerMain(void*) {}
 
-void ThreadPool::Run(Fn fn, void* ctx) { fn(ctx, 0, 1); }
+bool ThreadPool::GoParallel() { return false; }
+
+void ThreadPool::Run(ChunkFn fn, void* ctx, size_t chunks) {
+  for (size_t c = 0; c < chunks; ++c) fn(ctx, c, 0);
+}
+
+ThreadPool::Stats ThreadPool::stats() const { return stats_; }
 
 #endif
 

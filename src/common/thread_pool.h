@@ -1,12 +1,28 @@
-// A pool of compute threads for one model runner (no globals). Run() executes
-// a function on every thread, the caller included, and returns when all are
-// done. Idle workers spin briefly (decoding dispatches thousands of small
-// parallel regions per second) and then sleep. Without threads the pool runs
-// everything on the caller.
+// A pool of compute threads for one model runner (no globals), built to
+// degrade gracefully on a machine busy with other processes.
+//
+// ParallelFor() splits a loop into chunks that the caller and the workers
+// claim one at a time from a shared counter, so work is never tied to a
+// thread: a worker that is descheduled (or still asleep) when a loop starts
+// simply claims nothing, and the caller runs what is left. The caller then
+// waits only for chunks a worker has already claimed, and it waits by
+// blocking, not spinning, so the CPU goes to whoever needs it. Three more
+// rules keep a busy machine from making two threads slower than one:
+//  - small loops (less work than kMinParallelWork) run on the caller alone:
+//    waking a thread costs more than it saves;
+//  - idle workers poll for at most kWorkerSpinNanos, then sleep;
+//  - when the caller had to wait for a claimed chunk much longer than the
+//    loop took it (a worker was preempted mid-chunk), the pool runs every
+//    loop on the caller alone for a while, doubling that while on each such
+//    stall (up to kMaxBackoffNanos) and forgetting it after kCalmRuns loops
+//    without one.
+// Results never depend on which thread ran a chunk. Without threads (ports
+// without them) everything runs on the caller.
 #ifndef TINYAI_COMMON_THREAD_POOL_H_
 #define TINYAI_COMMON_THREAD_POOL_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/array.h"
 #include "common/config.h"
@@ -22,7 +38,32 @@ namespace tinyai {
 
 class ThreadPool {
  public:
-  using Fn = void (*)(void* ctx, int thread, int threads);
+  // Runs chunk `chunk` of a loop on thread `thread` (0 = the caller).
+  using ChunkFn = void (*)(void* ctx, size_t chunk, int thread);
+
+  // Loops with less work than this (in multiply-adds, or any unit of about
+  // a nanosecond's work) run on the caller alone.
+  static constexpr uint64_t kMinParallelWork = 48 * 1024;
+  // Chunks per thread a loop is split into (more chunks balance better and
+  // leave less to wait for; each costs an atomic increment).
+  static constexpr size_t kChunksPerThread = 4;
+  static constexpr uint64_t kWorkerSpinNanos = 50 * 1000;
+  static constexpr uint64_t kCallerSpinNanos = 20 * 1000;
+  // A wait for claimed chunks is a stall when it is longer than both this
+  // and the loop's own time on the caller.
+  static constexpr uint64_t kStallNanos = 200 * 1000;
+  static constexpr uint64_t kMinBackoffNanos = 1000 * 1000;
+  static constexpr uint64_t kMaxBackoffNanos = 256 * 1000 * 1000;
+  static constexpr uint32_t kCalmRuns = 256;
+
+  struct Stats {
+    uint64_t parallel_runs = 0;   // loops split across threads
+    uint64_t inline_runs = 0;     // loops run on the caller alone (small, one thread, or backing off)
+    uint64_t backoff_runs = 0;    // of which because of a recent stall
+    uint64_t stalls = 0;          // waits for a claimed chunk that counted as a stall
+    uint64_t chunks_by_workers = 0;
+    uint64_t chunks_by_caller = 0;
+  };
 
   ThreadPool() = default;
   ThreadPool(const ThreadPool&) = delete;
@@ -33,53 +74,86 @@ class ThreadPool {
   TinyAIStatus Start(int threads);
   int size() const { return threads_; }
 
-  void Run(Fn fn, void* ctx);
-
-  // Calls f(begin, end, thread) on contiguous shares of [0, n), one share per
-  // thread, each share's size a multiple of grain (except the last).
+  // Calls f(begin, end, thread) on contiguous pieces of [0, n) that cover it
+  // exactly once, each piece's size a multiple of grain (except the last),
+  // on the caller and the workers; returns when all are done. `work` is the
+  // whole loop's cost (see kMinParallelWork). thread < size() identifies the
+  // running thread (for per-thread scratch).
   template <class F>
-  void ParallelFor(size_t n, size_t grain, F&& f) {
+  void ParallelFor(size_t n, size_t grain, uint64_t work, F&& f) {
+    if (grain == 0) grain = 1;
+    const size_t grains = (n + grain - 1) / grain;
+    if (grains == 0) return;
+    size_t chunks = static_cast<size_t>(threads_) * kChunksPerThread;
+    if (chunks > grains) chunks = grains;
+    if (chunks < 2 || work < kMinParallelWork || !GoParallel()) {
+      ++stats_.inline_runs;
+      f(size_t{0}, n, 0);
+      return;
+    }
     struct Ctx {
       F* f;
-      size_t n, grain;
-    } ctx{&f, n, grain == 0 ? 1 : grain};
+      size_t n, grain, grains, chunks;
+    } ctx{&f, n, grain, grains, chunks};
     Run(
-        [](void* p, int t, int nt) {
-          Ctx* c = static_cast<Ctx*>(p);
-          size_t chunks = (c->n + c->grain - 1) / c->grain;
-          size_t begin = chunks * static_cast<size_t>(t) / static_cast<size_t>(nt) * c->grain;
-          size_t end = chunks * static_cast<size_t>(t + 1) / static_cast<size_t>(nt) * c->grain;
-          if (end > c->n) end = c->n;
-          if (begin < end) (*c->f)(begin, end, t);
+        [](void* p, size_t c, int t) {
+          const Ctx* x = static_cast<const Ctx*>(p);
+          const size_t begin = x->grains * c / x->chunks * x->grain;
+          size_t end = x->grains * (c + 1) / x->chunks * x->grain;
+          if (end > x->n) end = x->n;
+          if (begin < end) (*x->f)(begin, end, t);
         },
-        &ctx);
+        &ctx, chunks);
   }
 
+  // Runs fn on chunks [0, chunks) across the threads (every chunk exactly
+  // once, in no particular order or thread).
+  void Run(ChunkFn fn, void* ctx, size_t chunks);
+
+  // The caller's counters (read them between loops, on the calling thread).
+  Stats stats() const;
+
  private:
+  // False when loops run on the caller alone: one thread, or backing off.
+  bool GoParallel();
   static void WorkerMain(void* arg);
   void Stop();
 
   int threads_ = 1;
+  Stats stats_;
 #if TINYAI_WITH_THREADS
-  // Polls before sleeping (waiting workers) or yielding (the caller); 0 when
-  // there are more threads than cores, where spinning steals the core the
-  // awaited thread needs.
-  int spin_limit_ = 0;
+  // Runs chunks of the current loop until none is left; returns how many.
+  size_t Drain(int thread);
+
   struct Worker {
     ThreadPool* pool;
     int index;
-    unsigned start_generation;  // read before the thread starts, so no job is missed
+    unsigned start_generation;  // read before the thread starts, so no loop is missed
     port::Thread thread;
   };
+  static constexpr uint32_t kClosed = 1u << 31;
+
   Array<Worker> workers_;
+  // The loop being run: written by the caller before it opens the loop.
+  ChunkFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  size_t chunks_ = 0;
+  std::atomic<size_t> next_chunk_{0};
+  // Workers inside the loop, with kClosed set once the caller has run out
+  // of chunks (no worker enters after that).
+  std::atomic<uint32_t> active_{kClosed};
+  std::atomic<uint64_t> worker_chunks_{0};
   std::atomic<unsigned> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
   std::atomic<int> sleepers_{0};
   std::mutex mutex_;
-  std::condition_variable wake_;
-  Fn fn_ = nullptr;
-  void* ctx_ = nullptr;
+  std::condition_variable wake_;   // workers: a new loop, or stop
+  std::condition_variable done_;   // the caller: the last claimed chunk is done
+  bool caller_waiting_ = false;    // under mutex_
+  // Backing off after a stall (caller only).
+  uint64_t serial_until_ = 0;
+  uint64_t backoff_ = 0;
+  uint32_t calm_runs_ = 0;
 #endif
 };
 

@@ -515,7 +515,10 @@ void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* score
   const size_t stride = scores_bytes / sizeof(float) / static_cast<size_t>(pool_->size());
   const int32_t base_pos = pass.position;
   const size_t qkv_w = qkv_width();
-  pool_->ParallelFor(static_cast<size_t>(pass.shape.rows) * static_cast<size_t>(heads), 1,
+  // Each (row, head) item reads its keys and values: about 2 * context * head_size multiply-adds.
+  const uint64_t work = static_cast<uint64_t>(pass.shape.rows) * static_cast<uint64_t>(heads) * 2u *
+                        static_cast<uint64_t>(base_pos + pass.shape.rows) * hs;
+  pool_->ParallelFor(static_cast<size_t>(pass.shape.rows) * static_cast<size_t>(heads), 1, work,
                      [&](size_t begin, size_t end, int t) {
     float* att = scores + static_cast<size_t>(t) * stride;
     for (size_t item = begin; item < end; ++item) {

@@ -158,7 +158,8 @@ void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, float
   const Segment* seg = segments_.data();
   const size_t first = seg[0].first;
   const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
-  pool_->ParallelFor(total, kRowGrain, [&](size_t begin, size_t end, int) {
+  const uint64_t work = static_cast<uint64_t>(total) * cols * static_cast<uint64_t>(n);
+  pool_->ParallelFor(total, kRowGrain, work, [&](size_t begin, size_t end, int) {
     size_t i = 0;
     for (size_t r = first + begin; r < first + end;) {
       while (r >= seg[i].first + seg[i].rows) ++i;

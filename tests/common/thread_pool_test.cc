@@ -3,48 +3,135 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace tinyai {
 namespace {
+
+// Enough work that a loop is split across threads.
+constexpr uint64_t kBig = ThreadPool::kMinParallelWork * 4;
 
 TEST(ThreadPool, EveryIndexVisitedOnceForManySizesAndThreadCounts) {
   for (int threads : {1, 2, 3, 4}) {
     ThreadPool pool;
     ASSERT_EQ(pool.Start(threads), TINYAI_OK);
     EXPECT_EQ(pool.size(), threads);
-    for (size_t n : {0u, 1u, 2u, 15u, 16u, 17u, 100u, 1000u}) {
-      for (size_t grain : {1u, 16u, 64u}) {
-        std::vector<std::atomic<int>> hits(n);
-        pool.ParallelFor(n, grain, [&](size_t begin, size_t end, int t) {
-          EXPECT_GE(t, 0);
-          EXPECT_LT(t, threads);
-          EXPECT_TRUE(begin % grain == 0) << begin;
-          for (size_t i = begin; i < end; ++i) hits[i].fetch_add(1);
-        });
-        for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+    for (size_t n : {0u, 1u, 2u, 15u, 16u, 17u, 100u, 1000u, 100000u}) {
+      for (size_t grain : {0u, 1u, 16u, 64u}) {
+        for (uint64_t work : {uint64_t{0}, kBig}) {
+          std::vector<std::atomic<int>> hits(n);
+          const size_t g = grain == 0 ? 1 : grain;
+          pool.ParallelFor(n, grain, work, [&](size_t begin, size_t end, int t) {
+            EXPECT_GE(t, 0);
+            EXPECT_LT(t, threads);
+            EXPECT_TRUE(begin % g == 0) << begin;
+            EXPECT_TRUE(end % g == 0 || end == n) << end;
+            for (size_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+          });
+          for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+        }
       }
     }
   }
 }
 
+TEST(ThreadPool, SmallLoopsRunOnTheCallerAlone) {
+  ThreadPool pool;
+  ASSERT_EQ(pool.Start(2), TINYAI_OK);
+  std::atomic<int> pieces{0};
+  pool.ParallelFor(1000, 1, ThreadPool::kMinParallelWork - 1, [&](size_t begin, size_t end, int t) {
+    EXPECT_EQ(t, 0);
+    EXPECT_EQ(begin, 0u);
+    EXPECT_EQ(end, 1000u);
+    pieces.fetch_add(1);
+  });
+  EXPECT_EQ(pieces.load(), 1);
+  EXPECT_EQ(pool.stats().inline_runs, 1u);
+  EXPECT_EQ(pool.stats().parallel_runs, 0u);
+}
+
 TEST(ThreadPool, ManyBackToBackRunsComplete) {
-  // The first Run after Start must not be missed by a worker that has not
-  // yet looked at the job counter (a bug once hung generation).
+  // The first loop after Start must not be missed by a worker that has not
+  // yet looked at the loop counter (a bug once hung generation).
   for (int rep = 0; rep < 200; ++rep) {
     ThreadPool pool;
     ASSERT_EQ(pool.Start(2), TINYAI_OK);
     std::atomic<int> calls{0};
-    pool.Run([](void* ctx, int, int) { static_cast<std::atomic<int>*>(ctx)->fetch_add(1); }, &calls);
-    EXPECT_EQ(calls.load(), 2);
+    pool.Run([](void* ctx, size_t, int) { static_cast<std::atomic<int>*>(ctx)->fetch_add(1); }, &calls, 8);
+    EXPECT_EQ(calls.load(), 8);
   }
   ThreadPool pool;
   ASSERT_EQ(pool.Start(2), TINYAI_OK);
   std::atomic<long> sum{0};
   for (int i = 0; i < 20000; ++i) {
-    pool.ParallelFor(2, 1, [&](size_t b, size_t e, int) { sum.fetch_add(static_cast<long>(e - b)); });
+    pool.ParallelFor(64, 1, kBig, [&](size_t b, size_t e, int) { sum.fetch_add(static_cast<long>(e - b)); });
   }
-  EXPECT_EQ(sum.load(), 40000);
+  EXPECT_EQ(sum.load(), 64 * 20000);
+}
+
+TEST(ThreadPool, TheCallerRunsWhatAStuckWorkerLeaves) {
+  // A worker that is stuck (descheduled) inside the first chunk it claims
+  // holds up only that chunk: the caller runs every other one.
+  ThreadPool pool;
+  ASSERT_EQ(pool.Start(2), TINYAI_OK);
+  const int chunk = 64 / static_cast<int>(2 * ThreadPool::kChunksPerThread);
+  bool joined = false;
+  for (int attempt = 0; attempt < 100 && !joined; ++attempt) {
+    std::atomic<int> by_worker{0}, by_caller{0};
+    std::vector<std::atomic<int>> hits(64);
+    pool.ParallelFor(64, 1, kBig, [&](size_t b, size_t e, int t) {
+      if (t != 0) {
+        by_worker.fetch_add(static_cast<int>(e - b));
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      } else {
+        by_caller.fetch_add(static_cast<int>(e - b));
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+      for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    joined = by_worker.load() > 0;
+    if (joined) {
+      EXPECT_EQ(by_worker.load(), chunk) << "the stuck worker claimed nothing after its first chunk";
+      EXPECT_EQ(by_caller.load(), 64 - chunk);
+    }
+  }
+  EXPECT_TRUE(joined) << "the worker never joined a loop";
+}
+
+TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
+  ThreadPool pool;
+  ASSERT_EQ(pool.Start(2), TINYAI_OK);
+  // A worker that holds a chunk for 20 ms while the caller's own work takes
+  // microseconds: a stall.
+  bool stalled = false;
+  for (int attempt = 0; attempt < 100 && !stalled; ++attempt) {
+    pool.ParallelFor(64, 1, kBig, [&](size_t, size_t, int t) {
+      if (t != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      } else {  // the caller's chunks take long enough for the worker to join
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+    });
+    stalled = pool.stats().stalls > 0;  // the worker may not have joined in time: try again
+  }
+  ASSERT_TRUE(stalled);
+  // Right after it, loops run on the caller alone, however large.
+  const ThreadPool::Stats before = pool.stats();
+  std::atomic<int> other_threads{0};
+  pool.ParallelFor(64, 1, kBig, [&](size_t, size_t, int t) { other_threads.fetch_add(t != 0); });
+  EXPECT_EQ(other_threads.load(), 0);
+  EXPECT_EQ(pool.stats().backoff_runs, before.backoff_runs + 1);
+  // And after the backoff, split again.
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ThreadPool::kMaxBackoffNanos));
+  pool.ParallelFor(64, 1, kBig, [&](size_t, size_t, int) {});
+  EXPECT_EQ(pool.stats().parallel_runs, before.parallel_runs + 1);
 }
 
 TEST(ThreadPool, RestartAndDestroyWhileIdleAreClean) {
@@ -54,6 +141,16 @@ TEST(ThreadPool, RestartAndDestroyWhileIdleAreClean) {
   EXPECT_EQ(pool.size(), 2);
   ASSERT_EQ(pool.Start(0), TINYAI_OK);  // below 1 means the caller alone
   EXPECT_EQ(pool.size(), 1);
+}
+
+TEST(ThreadPool, MoreThreadsThanCoresStillComplete) {
+  ThreadPool pool;
+  ASSERT_EQ(pool.Start(8), TINYAI_OK);
+  std::atomic<long> sum{0};
+  for (int i = 0; i < 2000; ++i) {
+    pool.ParallelFor(1000, 16, kBig, [&](size_t b, size_t e, int) { sum.fetch_add(static_cast<long>(e - b)); });
+  }
+  EXPECT_EQ(sum.load(), 1000L * 2000);
 }
 
 }  // namespace

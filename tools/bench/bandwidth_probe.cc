@@ -32,7 +32,7 @@ BandwidthResult MeasureReadBandwidth(int threads, size_t bytes, int runs) {
   for (int run = 0; run < runs; ++run) {
     auto t0 = std::chrono::steady_clock::now();
     // dot(a, a) streams a once: both operands hit the same cache lines.
-    pool.ParallelFor(n, 4096, [&](size_t begin, size_t end, int t) {
+    pool.ParallelFor(n, 4096, n, [&](size_t begin, size_t end, int t) {
       sinks[static_cast<size_t>(t) * 16] += k.dot(data + begin, data + begin, end - begin);
     });
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Generation beside a CPU hog: decode tokens/s at 1 and 2 threads with HOGS
+# busy-loop processes running (default 2, one per core of this machine), and
+# without them, for each model; 2 threads must never be slower than 1 by more
+# than 10% (docs/benchmarks.md, issue 13).
+#   tools/bench/run_contention_benchmark.sh BUILD_DIR [MODEL.tmai ...]
+# Default models: stories260K (../shared, converted by the tests), the default
+# model, and a synthetic 15M-parameter LLaMA written into BUILD_DIR.
+# Environment: RUNS (default 7) runs per setting, interleaved 1/2/1/2...;
+# HOGS (default 2); GEN (default 256) decoded tokens per run; QUIET=1 skips
+# the runs without hogs. Prints one line per run and a summary per model:
+# the median and worst 2-thread run against the median 1-thread run.
+set -euo pipefail
+build=${1:?usage: $0 BUILD_DIR [MODEL.tmai ...]}
+shift
+bench=$build/bin/tinyai-bench
+[ -x "$bench" ] || { echo "$bench not found: build first" >&2; exit 1; }
+runs=${RUNS:-7}
+hogs=${HOGS:-2}
+gen=${GEN:-256}
+models=("$@")
+if [ ${#models[@]} -eq 0 ]; then
+  [ -f "$build/testdata/stories260K.tmai" ] && models+=("$build/testdata/stories260K.tmai")
+  models+=("$(dirname "$0")/../../models/tinyai-fortunes.tmai")
+  syn=$build/bench-models/synthetic-15M.tmai
+  if [ ! -f "$syn" ]; then
+    mkdir -p "$(dirname "$syn")"
+    "$build/bin/tinyai-convert" --synthetic dim=288,hidden=768,layers=6,heads=6,kv_heads=6,vocab=32000,seq_len=512,seed=1 \
+      "$syn" > /dev/null
+  fi
+  models+=("$syn")
+fi
+
+hog_pids=()
+stop_hogs() {
+  for p in "${hog_pids[@]}"; do kill "$p" 2> /dev/null || true; done
+  for p in "${hog_pids[@]}"; do wait "$p" 2> /dev/null || true; done
+  hog_pids=()
+}
+trap stop_hogs EXIT
+start_hogs() {
+  for _ in $(seq "$hogs"); do
+    bash -c 'while :; do :; done' &
+    hog_pids+=($!)
+  done
+  sleep 1
+}
+
+# decode tokens/s of one run
+one() {
+  "$bench" -m "$1" -t "$2" --prompt 16 --gen "$gen" --json --no-probe 2> /dev/null |
+    sed -n 's/.*"decode_tokens_per_s":\([0-9.]*\).*/\1/p'
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+measure() {  # model label
+  local m=$1 label=$2 t1=() t2=()
+  for _ in $(seq "$runs"); do
+    t1+=("$(one "$m" 1)")
+    t2+=("$(one "$m" 2)")
+  done
+  local m1 m2 w2
+  m1=$(printf '%s\n' "${t1[@]}" | median)
+  m2=$(printf '%s\n' "${t2[@]}" | median)
+  w2=$(printf '%s\n' "${t2[@]}" | sort -g | head -n 1)
+  printf '%-34s %-10s 1 thread: %s\n' "$(basename "$m")" "$label" "${t1[*]}"
+  printf '%-34s %-10s 2 threads: %s\n' "$(basename "$m")" "$label" "${t2[*]}"
+  awk -v m="$(basename "$m")" -v l="$label" -v m1="$m1" -v m2="$m2" -v w2="$w2" 'BEGIN {
+    printf "%-34s %-10s median 1t %.1f, 2t %.1f tokens/s: 2t/1t %.2f (worst 2t run %.2f)%s\n", m, l, m1, m2,
+           m2 / m1, w2 / m1, (w2 / m1 < 0.9 ? "  <-- 2 threads more than 10% slower" : "") }'
+}
+
+echo "contention benchmark: $(nproc) cores, $hogs busy-loop hogs, $runs runs per setting, $gen decoded tokens per run"
+for m in "${models[@]}"; do
+  if [ "${QUIET:-0}" != 1 ]; then measure "$m" idle; fi
+  start_hogs
+  measure "$m" "$hogs hogs"
+  stop_hogs
+done
