@@ -19,8 +19,18 @@
  *     tinyaiDestroyLLM(llm);
  *     tinyaiCloseMappedModel(model);
  *
- * Ownership: the LLM borrows the model, which must outlive it. A TinyAILLM is
- * used by one thread at a time.
+ * Ownership: the LLM borrows the model. Closing the model first leaves the
+ * LLM unusable (every call fails with TINYAI_ERR_MISUSE) but safe to
+ * destroy. A TinyAILLM is used by one thread at a time; its text callback
+ * must not call back into it (TINYAI_ERR_MISUSE) except to read it
+ * (tinyaiGetPosition, tinyaiTokenize, tinyaiDecodeToken, reports).
+ *
+ * Several LLMs (and schedulers) on one model share its weight cache, holding
+ * each weight once; the cache's cap is the least that maxCacheSize and every
+ * runner's memoryLimit allow, so each runner's limit holds however the
+ * others are configured (<tinyai/utils/forward_scheduler.h>, "Sharing a
+ * model"). A runner whose limit would starve another that keeps all its
+ * weights resident (NORMAL) is refused with TINYAI_ERR_RESOURCE_EXHAUSTED.
  */
 #ifndef TINYAI_LLM_H
 #define TINYAI_LLM_H
@@ -129,7 +139,8 @@ typedef struct TinyAIMemoryReport {
     uint64_t minimumLimit;    /* the least memoryLimit this model, context and thread count run under */
     uint64_t weightCacheCap;  /* the model's weight cache cap; 0 = none */
     uint64_t weightBytes;     /* memory the weight cache holds now */
-    uint64_t weightPeakBytes; /* the most it has held */
+    uint64_t weightPeakBytes; /* the most it has held since this LLM was created (the shared
+                                 cache's, when several runners share the model) */
     uint64_t kvBytes;         /* KV cache reserved */
     uint64_t activationBytes; /* activations and scratch */
     uint64_t otherBytes;      /* tokenizer, sampler, block tables, model index, cache bookkeeping */
@@ -154,7 +165,8 @@ TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void);
 TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config,
                              TinyAILLM** out);
 
-/* NULL ok. */
+/* NULL ok. A pointer that is not a live LLM (destroyed already) is left
+ * alone with TINYAI_ERR_MISUSE as the last error. */
 void tinyaiDestroyLLM(TinyAILLM* llm);
 
 TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/live_list.h"
 #include "common/memory.h"
 #include "common/status.h"
 #include "scheduler/scheduler.h"
@@ -13,6 +14,16 @@ namespace {
 
 TinyAIStatus NullScheduler(const char* call) {
   return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: scheduler is NULL", call);
+}
+
+// Schedulers created and not yet destroyed.
+tinyai::LiveList<TinyAIForwardScheduler> g_schedulers;
+
+// NULL, or a runner that cannot take the call (its model closed; its own
+// callback calling back, unless allow_busy): the status to return.
+TinyAIStatus Check(const TinyAIForwardScheduler* s, const char* call, bool allow_busy = false) {
+  if (!s) return NullScheduler(call);
+  return s->impl.CheckUsable(call, allow_busy);
 }
 
 }  // namespace
@@ -53,6 +64,11 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     }
     cfg = *config;
   }
+  if (model && !TinyAIMappedModel::IsOpen(model)) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiCreateForwardScheduler: %p is not an open model (closed already?)",
+             static_cast<void*>(model));
+    return nullptr;
+  }
   TinyAIForwardScheduler* s = tinyai::New<TinyAIForwardScheduler>();
   if (!s) {
     SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateForwardScheduler: cannot allocate the scheduler");
@@ -62,6 +78,7 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     tinyai::Delete(s);
     return nullptr;
   }
+  g_schedulers.Add(s);
   return s;
 }
 
@@ -70,39 +87,62 @@ TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, T
   return tinyaiCreateForwardSchedulerWithConfig(model, mode, memLimit, nullptr);
 }
 
-void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) { tinyai::Delete(scheduler); }
+void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) {
+  if (!scheduler) return;
+  if (!g_schedulers.Contains(scheduler)) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyForwardScheduler: %p is not a live scheduler (destroyed twice, or an "
+             "LLM's, which tinyaiDestroyLLM destroys)", static_cast<void*>(scheduler));
+    return;
+  }
+  if (scheduler->impl.link().busy.load()) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyForwardScheduler: called from the scheduler's own text callback; it "
+             "stays alive");
+    return;
+  }
+  g_schedulers.Remove(scheduler);
+  tinyai::Delete(scheduler);
+}
+
+TinyAIStatus tinyaiSetSchedulerOutputCapacity(TinyAIForwardScheduler* scheduler, size_t capacity) {
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiSetSchedulerOutputCapacity"));
+  return scheduler->impl.SetOutputCapacity(capacity);
+}
 
 TinyAIStatus tinyaiAddLayerToSchedule(TinyAIForwardScheduler* scheduler, int layerIndex, int dependsOn,
                                       TinyAIDependencyType depType, size_t outputSize) {
-  if (!scheduler) return NullScheduler("tinyaiAddLayerToSchedule");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiAddLayerToSchedule"));
   return scheduler->impl.AddLayer(layerIndex, dependsOn, depType, outputSize);
 }
 
 TinyAIStatus tinyaiAddModelLayersToSchedule(TinyAIForwardScheduler* scheduler) {
-  if (!scheduler) return NullScheduler("tinyaiAddModelLayersToSchedule");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiAddModelLayersToSchedule"));
   return scheduler->impl.AddModelLayers();
 }
 
 TinyAIStatus tinyaiSetScheduleBatchSize(TinyAIForwardScheduler* scheduler, int batchSize) {
-  if (!scheduler) return NullScheduler("tinyaiSetScheduleBatchSize");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiSetScheduleBatchSize"));
   return scheduler->impl.SetBatchSize(batchSize);
 }
 
 TinyAIStatus tinyaiPlanForwardPass(TinyAIForwardScheduler* scheduler) {
-  if (!scheduler) return NullScheduler("tinyaiPlanForwardPass");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiPlanForwardPass"));
   return scheduler->impl.Plan();
 }
 
 TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler) {
-  if (!scheduler) return NullScheduler("tinyaiPrepareForwardPass");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiPrepareForwardPass"));
   return scheduler->impl.Prepare();
 }
 
 bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex) {
-  if (!scheduler) {
-    NullScheduler("tinyaiExecuteNextLayer");
+  if (layerIndex) *layerIndex = -1;
+  if (Check(scheduler, "tinyaiExecuteNextLayer") != TINYAI_OK) {
+    if (scheduler && output && scheduler->impl.llama() && !scheduler->impl.link().busy.load()) {
+      static_cast<char*>(output)[0] = '\0';  // the guide prints output after the loop
+    }
     return false;
   }
+  tinyai::BusyScope busy(scheduler->impl.link());
   int32_t layer = -1;
   const bool ran = scheduler->impl.ExecuteNext(input, output, &layer);
   if (layerIndex) *layerIndex = ran ? layer : -1;
@@ -110,31 +150,30 @@ bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input
 }
 
 TinyAIStatus tinyaiGetSchedulerStatus(const TinyAIForwardScheduler* scheduler) {
-  if (!scheduler) return NullScheduler("tinyaiGetSchedulerStatus");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiGetSchedulerStatus", true));
   return scheduler->impl.status();
 }
 
 size_t tinyaiGetSchedulerMemoryUsage(const TinyAIForwardScheduler* scheduler) {
-  return scheduler ? static_cast<size_t>(scheduler->impl.memory_usage()) : 0;
+  if (!scheduler || Check(scheduler, "tinyaiGetSchedulerMemoryUsage", true) != TINYAI_OK) return 0;
+  return static_cast<size_t>(scheduler->impl.memory_usage());
 }
 
 size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler* scheduler) {
-  return scheduler ? static_cast<size_t>(scheduler->impl.peak_memory_usage()) : 0;
+  if (!scheduler || Check(scheduler, "tinyaiGetSchedulerPeakMemoryUsage", true) != TINYAI_OK) return 0;
+  return static_cast<size_t>(scheduler->impl.peak_memory_usage());
 }
 
 int tinyaiCalculateOptimalBatchSize(TinyAIForwardScheduler* scheduler, size_t inputSize, size_t outputSize,
                                     int maxBatch) {
-  if (!scheduler) {
-    NullScheduler("tinyaiCalculateOptimalBatchSize");
-    return -1;
-  }
+  if (Check(scheduler, "tinyaiCalculateOptimalBatchSize") != TINYAI_OK) return -1;
   int32_t best = 0;
   if (scheduler->impl.OptimalBatch(inputSize, outputSize, maxBatch, &best) != TINYAI_OK) return -1;
   return best;
 }
 
 TinyAIStatus tinyaiGetSchedulerReport(const TinyAIForwardScheduler* scheduler, TinyAISchedulerReport* out) {
-  if (!scheduler) return NullScheduler("tinyaiGetSchedulerReport");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiGetSchedulerReport", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetSchedulerReport: out is NULL");
   if (out->structSize != sizeof *out) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetSchedulerReport: out->structSize is %u, expected %zu",
@@ -145,7 +184,7 @@ TinyAIStatus tinyaiGetSchedulerReport(const TinyAIForwardScheduler* scheduler, T
 
 TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, char* buf, size_t capacity,
                                      size_t* needed) {
-  if (!scheduler) return NullScheduler("tinyaiDumpActivationDag");
+  TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiDumpActivationDag", true));
   if (!needed || (capacity > 0 && !buf)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDumpActivationDag: %s is NULL", needed ? "buf" : "needed");
   }
@@ -155,6 +194,10 @@ TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, ch
 size_t tinyaiGetLayerOutputSize(const TinyAIMappedModel* model, int layerIndex) {
   if (!model) {
     SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLayerOutputSize: model is NULL");
+    return 0;
+  }
+  if (!TinyAIMappedModel::IsOpen(model)) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiGetLayerOutputSize: %p is not an open model", static_cast<const void*>(model));
     return 0;
   }
   // A planning-free scheduler binds the model's runtime to ask it.

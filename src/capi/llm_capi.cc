@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/live_list.h"
 #include "common/memory.h"
 #include "common/status.h"
 #include "port/port.h"
@@ -18,6 +19,7 @@ using tinyai::StringView;
 
 struct TinyAILLM {
   TinyAIForwardScheduler sched;
+  TinyAILLM* next_live = nullptr;  // LLMs created and not yet destroyed
   tinyai::ForwardScheduler& impl() { return sched.impl; }
   const tinyai::ForwardScheduler& impl() const { return sched.impl; }
   tinyai::LlamaModel& model() const { return *sched.impl.llama(); }
@@ -26,6 +28,15 @@ struct TinyAILLM {
 namespace {
 
 TinyAIStatus NullLLM(const char* call) { return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: llm is NULL", call); }
+
+tinyai::LiveList<TinyAILLM> g_llms;
+
+// NULL, or a runner that cannot take the call (its model closed; its own
+// text callback calling back, unless allow_busy): the status to return.
+TinyAIStatus Check(const TinyAILLM* llm, const char* call, bool allow_busy = false) {
+  if (!llm) return NullLLM(call);
+  return llm->impl().CheckUsable(call, allow_busy);
+}
 
 // Copies a caller's struct that starts with structSize: this version's
 // size, or an earlier version's (`earlier`, 0 = none), whose missing fields
@@ -89,15 +100,13 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
 
 // Fills the fields an estimate and a report share.
 void FillPlan(const tinyai::ForwardScheduler& s, TinyAIMemoryReport* out) {
-  const tinyai::WeightStream* stream = const_cast<tinyai::ForwardScheduler&>(s).program()->weights();
   out->limit = s.limit();
   out->minimumLimit = s.minimum_limit();
   out->kvBytes = s.program_memory().persistent;
   out->activationBytes = s.arena_bytes();
   out->otherBytes = s.tables_bytes();
-  out->largestBlockBytes = stream->largest_block_bytes();
-  const int32_t t = stream->largest_block_tensor();
-  out->largestBlockTensor = t >= 0 ? s.model()->reader().tensors()[static_cast<size_t>(t)].name : "";
+  out->largestBlockBytes = s.weights().largest_block;
+  out->largestBlockTensor = s.largest_block_tensor();
 }
 
 }  // namespace
@@ -152,6 +161,10 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: out is NULL");
   *out = nullptr;
   if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: model is NULL");
+  if (!TinyAIMappedModel::IsOpen(model)) {
+    return SetError(TINYAI_ERR_MISUSE, "tinyaiCreateLLM: %p is not an open model (closed already?)",
+                    static_cast<void*>(model));
+  }
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
@@ -163,14 +176,27 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
     tinyai::Delete(llm);
     return s;
   }
+  g_llms.Add(llm);
   *out = llm;
   return TINYAI_OK;
 }
 
-void tinyaiDestroyLLM(TinyAILLM* llm) { tinyai::Delete(llm); }
+void tinyaiDestroyLLM(TinyAILLM* llm) {
+  if (!llm) return;
+  if (!g_llms.Contains(llm)) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyLLM: %p is not a live LLM (destroyed twice?)", static_cast<void*>(llm));
+    return;
+  }
+  if (llm->impl().link().busy.load()) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyLLM: called from the LLM's own text callback; it stays alive");
+    return;
+  }
+  g_llms.Remove(llm);
+  tinyai::Delete(llm);
+}
 
 TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
-  if (!llm) return NullLLM("tinyaiGetModelInfo");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetModelInfo", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetModelInfo: out is NULL");
   const tinyai::LlamaModel& m = llm->model();
   const tinyai::LlamaHyperParams& hp = m.params();
@@ -195,7 +221,7 @@ TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
 }
 
 TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out) {
-  if (!llm) return NullLLM("tinyaiGetLLMMemoryReport");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMMemoryReport", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out is NULL");
   if (out->structSize != sizeof *out) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out->structSize is %u, expected %zu",
@@ -207,7 +233,7 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
   FillPlan(llm->impl(), out);
   out->weightCacheCap = cs.capacity;
   out->weightBytes = cs.held_bytes;
-  out->weightPeakBytes = cs.peak_held_bytes;
+  out->weightPeakBytes = llm->impl().weight_peak();
   out->totalBytes = out->weightBytes + out->kvBytes + out->activationBytes + out->otherBytes;
   out->peakTotalBytes = out->weightPeakBytes + out->kvBytes + out->activationBytes + out->otherBytes;
   return TINYAI_OK;
@@ -216,6 +242,10 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
 TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                      TinyAIMemoryReport* out) {
   if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: model is NULL");
+  if (!TinyAIMappedModel::IsOpen(model)) {
+    return SetError(TINYAI_ERR_MISUSE, "tinyaiEstimateLLMMemory: %p is not an open model",
+                    static_cast<const void*>(model));
+  }
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out is NULL");
   if (out->structSize != sizeof *out) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out->structSize is %u, expected %zu",
@@ -240,7 +270,7 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
 
 TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens, int32_t capacity,
                             int32_t* count) {
-  if (!llm) return NullLLM("tinyaiTokenize");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiTokenize", true));
   if (!text || !count) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiTokenize: %s is NULL", text ? "count" : "text");
   if (capacity < 0 || (capacity > 0 && !tokens)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiTokenize: capacity %d with tokens %p", capacity,
@@ -255,7 +285,7 @@ TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, 
 
 TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out, size_t capacity,
                                size_t* len) {
-  if (!llm) return NullLLM("tinyaiDecodeToken");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiDecodeToken", true));
   if (!len || (capacity > 0 && !out)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDecodeToken: %s is NULL", len ? "out" : "len");
   }
@@ -276,7 +306,7 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
 }
 
 TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits) {
-  if (!llm) return NullLLM("tinyaiEval");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiEval"));
   if (!tokens && count > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEval: tokens is NULL");
   TINYAI_RETURN_IF_ERROR(tinyai::EvalTokens(&llm->impl(), tokens, count));
   if (logits && count > 0) {
@@ -287,22 +317,19 @@ TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, fl
 }
 
 int32_t tinyaiGetPosition(const TinyAILLM* llm) {
-  if (!llm) {
-    NullLLM("tinyaiGetPosition");
-    return -1;
-  }
+  if (Check(llm, "tinyaiGetPosition", true) != TINYAI_OK) return -1;
   return llm->model().position();
 }
 
 TinyAIStatus tinyaiResetLLM(TinyAILLM* llm) {
-  if (!llm) return NullLLM("tinyaiResetLLM");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiResetLLM"));
   llm->model().Reset();
   return TINYAI_OK;
 }
 
 TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler, uint64_t* rngState,
                           int32_t* token) {
-  if (!llm) return NullLLM("tinyaiSample");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiSample"));
   if (!logits || !sampler || !rngState || !token) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSample: %s is NULL",
                     !logits ? "logits" : !sampler ? "sampler" : !rngState ? "rngState" : "token");
@@ -316,7 +343,7 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
 
 TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params, char* out,
                             size_t outCapacity, size_t* outLen, TinyAIGenerateStats* stats) {
-  if (!llm) return NullLLM("tinyaiGenerate");
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGenerate"));
   if (!prompt) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: prompt is NULL");
   if (!out && outCapacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: out is NULL");
   if (stats && stats->structSize != sizeof *stats) {
@@ -326,6 +353,7 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
   TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiGenerate"));
   // The same session tinyaiExecuteNextLayer() steps through, run to the end.
+  tinyai::BusyScope busy(llm->impl().link());
   tinyai::TextSession& session = *llm->impl().session();
   TinyAIStatus s = session.Start(prompt, p, tinyai::TextSink(p.onText, p.user, out, outCapacity));
   for (bool finished = false; s == TINYAI_OK && !finished;) s = session.Step(nullptr, &finished);
@@ -340,6 +368,7 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
 
 TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params) {
   if (!scheduler) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: scheduler is NULL");
+  TINYAI_RETURN_IF_ERROR(scheduler->impl.CheckUsable("tinyaiSetSchedulerGenerateParams"));
   if (!params) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: params is NULL");
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
   TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiSetSchedulerGenerateParams"));
@@ -351,10 +380,7 @@ TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler,
 }
 
 const TinyAIForwardScheduler* tinyaiGetLLMScheduler(const TinyAILLM* llm) {
-  if (!llm) {
-    NullLLM("tinyaiGetLLMScheduler");
-    return nullptr;
-  }
+  if (Check(llm, "tinyaiGetLLMScheduler", true) != TINYAI_OK) return nullptr;
   return &llm->sched;
 }
 

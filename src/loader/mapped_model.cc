@@ -72,10 +72,104 @@ TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
       return SetError(TINYAI_ERR_MISUSE, "tinyaiCloseMappedModel: %p is not an open model (closed twice?)",
                       static_cast<void*>(model));
     }
+    LockGuard runners(model->runners_mutex_);
+    for (tinyai::RunnerLink* r = model->runners_; r; r = r->next) {
+      if (r->busy.load()) {
+        return SetError(TINYAI_ERR_MISUSE,
+                        "tinyaiCloseMappedModel: a runner on '%s' is generating (called from its text callback?); the "
+                        "model stays open", model->reader_.source());
+      }
+    }
+    // Its runners outlive it: every call on them now fails, destroying them is safe.
+    for (tinyai::RunnerLink* r = model->runners_; r; r = r->next) {
+      if (r->claimed) model->cache_.RemovePeakWatch(&r->peak);
+      r->orphaned.store(true);
+    }
+    model->runners_ = nullptr;
     *link = model->next_live_;
   }
   tinyai::Delete(model);
   return TINYAI_OK;
+}
+
+bool TinyAIMappedModel::IsOpen(const TinyAIMappedModel* model) {
+  LockGuard lock(g_live_mutex);
+  for (const TinyAIMappedModel* m = g_live_head; m; m = m->next_live_) {
+    if (m == model) return true;
+  }
+  return false;
+}
+
+void TinyAIMappedModel::BindRunner(tinyai::RunnerLink* runner) {
+  LockGuard lock(runners_mutex_);
+  runner->next = runners_;
+  runners_ = runner;
+}
+
+namespace {
+
+// The least non-zero of a and b (0 = no cap).
+uint64_t Tighter(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 ? a : (a < b ? a : b); }
+
+}  // namespace
+
+void TinyAIMappedModel::UnbindRunner(tinyai::RunnerLink* runner) {
+  LockGuard lock(runners_mutex_);
+  tinyai::RunnerLink** link = &runners_;
+  while (*link && *link != runner) link = &(*link)->next;
+  if (!*link) return;
+  *link = runner->next;
+  if (!runner->claimed) return;
+  cache_.RemovePeakWatch(&runner->peak);
+  uint64_t cap = config_.maxCacheSize;
+  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
+    if (r->claimed) cap = Tighter(cap, r->allows);
+  }
+  cache_.SetCapacity(cap);  // never below what the remaining runners hold
+}
+
+uint64_t TinyAIMappedModel::SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const {
+  LockGuard lock(runners_mutex_);
+  uint64_t cap = config_.maxCacheSize;
+  const char* from = "maxCacheSize";
+  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
+    if (r == runner || !r->claimed || Tighter(cap, r->allows) == cap) continue;
+    cap = r->allows;
+    from = "another runner's memory limit";
+  }
+  if (source) *source = from;
+  return cap;
+}
+
+TinyAIStatus TinyAIMappedModel::ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t needs,
+                                           const char* mode) {
+  LockGuard lock(runners_mutex_);
+  uint64_t cap = Tighter(config_.maxCacheSize, allows);
+  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
+    if (r != runner && r->claimed) cap = Tighter(cap, r->allows);
+  }
+  if (cap != 0 && needs > cap) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "'%s': this runner (%s) needs %llu bytes of weights in the model's weight cache, which the other "
+                    "runners on the model and maxCacheSize cap at %llu", reader_.source(), mode,
+                    static_cast<unsigned long long>(needs), static_cast<unsigned long long>(cap));
+  }
+  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
+    if (r == runner || !r->claimed || cap == 0 || r->needs <= cap) continue;
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "'%s': the runners on a model share its weight cache, whose cap is the least any of their memory "
+                    "limits allows: this runner's limit leaves it %llu bytes, but another runner on the model (%s) "
+                    "needs %llu; create this one first, or give the other a memory limit or a streaming mode",
+                    reader_.source(), static_cast<unsigned long long>(cap), r->mode,
+                    static_cast<unsigned long long>(r->needs));
+  }
+  runner->allows = allows;
+  runner->needs = needs;
+  runner->mode = mode;
+  const TinyAIStatus s = cache_.SetCapacity(cap);
+  if (!runner->claimed) cache_.AddPeakWatch(&runner->peak);
+  runner->claimed = true;
+  return s;
 }
 
 TinyAIMappedModel::~TinyAIMappedModel() { cache_.Shutdown(); }

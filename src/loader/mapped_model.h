@@ -9,23 +9,49 @@
 #ifndef TINYAI_LOADER_MAPPED_MODEL_H_
 #define TINYAI_LOADER_MAPPED_MODEL_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "common/array.h"
 #include "common/memory.h"
+#include "common/sync.h"
 #include "format/tmai_reader.h"
 #include "loader/row_blocks.h"
 #include "loader/weight_cache.h"
 #include "loader/weight_source.h"
 #include "tinyai/utils/mmap_loader.h"
 
+namespace tinyai {
+
+// A runner bound to a model: a forward scheduler (every TinyAILLM has one).
+// Runners on one model share its weight cache, whose cap is the least that
+// maxCacheSize and every runner's memory limit allow, so each runner's limit
+// holds however many share the weights; a runner whose limit would take the
+// cache below what another runner needs (all its weights, in NORMAL mode)
+// is refused. Closing the model orphans its runners: every later call on
+// them is TINYAI_ERR_MISUSE, and destroying them is still safe.
+struct RunnerLink {
+  uint64_t allows = 0;        // the cap its memory limit leaves the cache (0 = no limit)
+  uint64_t needs = 0;         // the least cap it runs under
+  const char* mode = "";      // its mode's name, for messages
+  bool claimed = false;       // allows/needs are set (the runner is prepared)
+  tinyai::PeakWatch peak;     // the cache's peak since it claimed it
+  std::atomic<bool> orphaned{false};  // its model was closed
+  std::atomic<bool> busy{false};      // in a call that runs the caller's callbacks
+  RunnerLink* next = nullptr;
+};
+
+}  // namespace tinyai
+
 struct TinyAIMappedModel {
  public:
   static TinyAIStatus Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
                            TinyAIMappedModel** out);
   // Closes a model Open() returned; TINYAI_ERR_MISUSE (and nothing freed) for
-  // a pointer that is not an open model, e.g. one closed already.
+  // a pointer that is not an open model, e.g. one closed already, or while a
+  // runner on it is in a call (its text callback closing the model). Its
+  // runners are orphaned (RunnerLink).
   static TinyAIStatus Close(TinyAIMappedModel* model);
 
   const tinyai::TmaiReader& reader() const { return reader_; }
@@ -63,6 +89,23 @@ struct TinyAIMappedModel {
   // TINYAI_ERR_INVALID_ARGUMENT naming the call when layer is out of range.
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
 
+  // True when model is a model Open() returned and Close() has not closed.
+  static bool IsOpen(const TinyAIMappedModel* model);
+
+  // ---- runners sharing the weight cache (RunnerLink above) ----
+  void BindRunner(tinyai::RunnerLink* runner);
+  // Unbinds; the cap rises to what the remaining runners allow.
+  void UnbindRunner(tinyai::RunnerLink* runner);
+  // The cap the cache may have at most for runner: maxCacheSize and every
+  // other claimed runner's allowance (0 = none). *source (may be null) gets
+  // what sets it: "maxCacheSize" or "another runner's memory limit".
+  uint64_t SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const;
+  // Claims the cache for a prepared runner and sets the cap to the least
+  // any runner allows (its peak is watched from then on);
+  // TINYAI_ERR_RESOURCE_EXHAUSTED (nothing changed) when that cap is below
+  // what this or another runner needs.
+  TinyAIStatus ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t needs, const char* mode);
+
  private:
   template <class T, class... Args>
   friend T* tinyai::New(Args&&... args);
@@ -84,6 +127,8 @@ struct TinyAIMappedModel {
   tinyai::RowBlockTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models
+  mutable tinyai::Mutex runners_mutex_;
+  tinyai::RunnerLink* runners_ = nullptr;
 };
 
 #endif  // TINYAI_LOADER_MAPPED_MODEL_H_

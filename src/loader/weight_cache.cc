@@ -202,6 +202,31 @@ void WeightCache::Evict(int32_t entry) {
 
 void WeightCache::NoteHeld() {
   if (held_ > stats_.peak_held_bytes) stats_.peak_held_bytes = held_;
+  for (PeakWatch* w = watches_; w; w = w->next) {
+    if (held_ > w->peak) w->peak = held_;
+  }
+}
+
+void WeightCache::AddPeakWatch(PeakWatch* watch) {
+  LockGuard lock(mutex_);
+  watch->peak = held_;
+  watch->next = watches_;
+  watches_ = watch;
+}
+
+void WeightCache::RemovePeakWatch(PeakWatch* watch) {
+  LockGuard lock(mutex_);
+  for (PeakWatch** link = &watches_; *link; link = &(*link)->next) {
+    if (*link == watch) {
+      *link = watch->next;
+      return;
+    }
+  }
+}
+
+uint64_t WeightCache::WatchedPeak(const PeakWatch& watch) const {
+  LockGuard lock(mutex_);
+  return watch.peak;
 }
 
 namespace {
@@ -459,6 +484,7 @@ void WeightCache::SetLayerPriority(int32_t layer, float priority) {
 TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
   LockGuard lock(mutex_);
   capacity_ = bytes;
+  cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
   if (fixed_slots_ && slot_bytes_ > 0) {
     uint64_t slots = bytes / slot_bytes_;

@@ -53,6 +53,13 @@ namespace tinyai {
 class ZstdDecoder;
 class PrefetchQueue;
 
+// The most the cache has held since the watch was added (a runner's own
+// peak, when several share the cache).
+struct PeakWatch {
+  uint64_t peak = 0;
+  PeakWatch* next = nullptr;
+};
+
 struct CacheStats {
   uint64_t hits = 0;           // uses that found the entry loaded (or being loaded)
   uint64_t misses = 0;         // uses that had to load it
@@ -101,6 +108,12 @@ class WeightCache {
   // Changes the cap, evicting down to it. TINYAI_ERR_RESOURCE_EXHAUSTED if
   // pinned entries alone exceed it (the cap is set anyway).
   TinyAIStatus SetCapacity(uint64_t bytes);
+  // Starts (AddPeakWatch: at what is held now) and ends a peak watch.
+  void AddPeakWatch(PeakWatch* watch);
+  void RemovePeakWatch(PeakWatch* watch);
+  uint64_t WatchedPeak(const PeakWatch& watch) const;
+  // Changes each time the cap is set (users sized on it re-read it).
+  uint32_t capacity_epoch() const { return cap_epoch_.load(std::memory_order_acquire); }
 
   uint64_t held_bytes() const;
   CacheStats stats() const;
@@ -191,6 +204,8 @@ class WeightCache {
   size_t staging_bytes_ = 0;
   Array<std::atomic<uint8_t>> verified_;  // per tensor: CRC checked
   uint64_t capacity_ = 0;
+  std::atomic<uint32_t> cap_epoch_{0};
+  PeakWatch* watches_ = nullptr;
   uint64_t held_ = 0;
   uint64_t resident_ = 0;
   uint64_t tick_ = 0;

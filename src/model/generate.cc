@@ -215,6 +215,7 @@ TinyAIStatus TextSession::Step(int32_t* layer, bool* finished) {
 bool TextSession::Emit(StringView piece) {
   if (stop_when_full_ && sink_.WouldOverflow(piece.size)) {
     stats_.stopReason = TINYAI_STOP_OUTPUT_FULL;
+    rejected_ = piece.size;
     return false;
   }
   if (!sink_.Put(piece.data, piece.size)) stats_.stopReason = TINYAI_STOP_CALLBACK;
@@ -225,6 +226,12 @@ TinyAIStatus TextSession::Finish(TinyAIGenerateStats* stats) {
   stats_.totalSeconds = SecondsSince(t0_);
   if (stats) std::memcpy(stats, &stats_, stats->structSize < sizeof stats_ ? stats->structSize : sizeof stats_);
   phase_ = kIdle;
+  if (stats_.stopReason == TINYAI_STOP_OUTPUT_FULL && sink_.length() == 0) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "the output buffer of %zu bytes cannot hold the text's first piece (%zu bytes and the "
+                    "terminating NUL); give a larger one (tinyaiSetSchedulerOutputCapacity)", sink_.capacity(),
+                    rejected_);
+  }
   if (sink_.truncated()) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "generated %zu bytes of text; the output buffer holds %zu",
                     sink_.length(), sink_.capacity());

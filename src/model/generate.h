@@ -90,6 +90,7 @@ class TextSession {
   TinyAIGenerateParams params_{};
   Phase phase_ = kIdle;
   bool stop_when_full_ = false;
+  size_t rejected_ = 0;  // bytes of the piece that did not fit (stop_when_full)
   Array<int32_t> tokens_;  // BOS and the prompt: the context length
   EncodeScratch scratch_;
   int32_t prompt_tokens_ = 0;

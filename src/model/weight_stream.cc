@@ -1,5 +1,7 @@
 #include "model/weight_stream.h"
 
+#include <cstdio>
+
 #include "common/status.h"
 
 namespace tinyai {
@@ -20,23 +22,73 @@ TinyAIStatus WeightStream::Init(TinyAIMappedModel* model) {
   TINYAI_RETURN_IF_ERROR(pinned_.Allocate(blocks, "pinned blocks"));
   for (int32_t& i : sequence_index_) i = -1;
   sequence_length_ = 0;
-  resident_bytes_ = decoded_bytes_ = largest_block_bytes_ = 0;
-  largest_tensor_ = -1;
   pass_ = prefetched_until_ = 0;
   UpdateStreaming();
   return TINYAI_OK;
 }
 
-void WeightStream::Count(int32_t block) {
-  uint8_t& c = counted_[static_cast<size_t>(block)];
-  if (c) return;
-  c = 1;
-  const uint64_t bytes = model_->cache().EntryBytes(block);
-  resident_bytes_ += bytes;
-  decoded_bytes_ += BlockBytes(block);
-  if (largest_tensor_ < 0 || bytes > largest_block_bytes_) {
-    largest_block_bytes_ = bytes;
-    largest_tensor_ = model_->blocks().block(block).tensor;
+WeightTotals WeightStream::Sum(const uint8_t* layers) const {
+  WeightTotals t;
+  const RowBlockTable& table = model_->blocks();
+  for (size_t b = 0; b < counted_.size(); ++b) {
+    if (!counted_[b]) continue;
+    const int32_t block = static_cast<int32_t>(b);
+    if (layers && !layers[table.block(block).layer]) continue;
+    const uint64_t bytes = model_->cache().EntryBytes(block);
+    t.resident += bytes;
+    t.decoded += BlockBytes(block);
+    if (t.block < 0 || bytes > t.largest_block) {
+      t.largest_block = bytes;
+      t.block = block;
+    }
+  }
+  return t;
+}
+
+int32_t WeightStream::MainTensor(int32_t block) const {
+  if (block < 0) return -1;
+  const RowBlock& b = model_->blocks().block(block);
+  if (b.frame >= 0) return b.tensor;
+  const tmai::LayerEntry& l = model_->reader().layers()[static_cast<size_t>(b.layer)];
+  int32_t best = -1;
+  uint64_t best_bytes = 0;
+  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+    uint64_t bytes = 0;
+    for (const TensorSpan& sp : model_->blocks().spans(static_cast<int32_t>(t))) {
+      if (sp.block == block) bytes += (sp.row_end - sp.row_begin) * model_->blocks().row_bytes(static_cast<int32_t>(t));
+    }
+    if (bytes > best_bytes) {
+      best = static_cast<int32_t>(t);
+      best_bytes = bytes;
+    }
+  }
+  return best;
+}
+
+void WeightStream::DescribeBlock(int32_t block, char* out, size_t capacity) const {
+  const int32_t main = MainTensor(block);
+  if (main < 0) {
+    std::snprintf(out, capacity, "-");
+    return;
+  }
+  const RowBlock& b = model_->blocks().block(block);
+  const tmai::LayerEntry& l = model_->reader().layers()[static_cast<size_t>(b.layer)];
+  int32_t others = 0;
+  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count && b.frame < 0; ++t) {
+    if (static_cast<int32_t>(t) == main) continue;
+    for (const TensorSpan& sp : model_->blocks().spans(static_cast<int32_t>(t))) {
+      if (sp.block == block) {
+        ++others;
+        break;
+      }
+    }
+  }
+  const char* name = model_->reader().tensors()[static_cast<size_t>(main)].name;
+  if (others == 0) {
+    std::snprintf(out, capacity, "tensor '%s'", name);
+  } else {
+    std::snprintf(out, capacity, "tensor '%s' and %d smaller one%s of layer '%s'", name, others,
+                  others == 1 ? "" : "s", model_->descriptor(b.layer).name);
   }
 }
 
@@ -54,6 +106,7 @@ void WeightStream::AddSideTensor(int32_t tensor) {
 }
 
 void WeightStream::UpdateStreaming() {
+  cap_epoch_ = model_->cache().capacity_epoch();
   const uint64_t cap = model_->cache().stats().capacity;
   // With a cap, a window pins at most a quarter of it and prefetch reads up
   // to another quarter ahead, leaving half for what the policy keeps.
@@ -62,9 +115,9 @@ void WeightStream::UpdateStreaming() {
   prefetched_until_ = 0;
 }
 
-TinyAIStatus WeightStream::Preload() {
+TinyAIStatus WeightStream::Preload(const uint8_t* layers) {
   for (size_t b = 0; b < counted_.size(); ++b) {
-    if (!counted_[b]) continue;
+    if (!counted_[b] || (layers && !layers[model_->blocks().block(static_cast<int32_t>(b)).layer])) continue;
     const uint8_t* data = nullptr;
     TINYAI_RETURN_IF_ERROR(model_->cache().Acquire(static_cast<int32_t>(b), &data));
     TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(static_cast<int32_t>(b)));
@@ -117,6 +170,7 @@ TinyAIStatus WeightStream::AcquireRow(int32_t tensor, uint64_t row, const float*
 
 TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                                   int32_t cols, int32_t n) {
+  if (model_->cache().capacity_epoch() != cap_epoch_) UpdateStreaming();
   const RowBlockTable& table = model_->blocks();
   size_t out_row = 0;  // output row of the cursor's row
   int k = 0;

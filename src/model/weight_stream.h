@@ -17,6 +17,7 @@
 #include "common/thread_pool.h"
 #include "kernels/kernels.h"
 #include "loader/mapped_model.h"
+#include "scheduler/program.h"
 
 namespace tinyai {
 
@@ -41,12 +42,22 @@ class WeightStream {
     k_ = kernels;
   }
 
-  // Re-reads the cache's cap to size windows and prefetch lookahead; call
-  // after changing it.
+  // Re-reads the cache's cap to size windows and prefetch lookahead (done
+  // before a product whenever the cap has changed: another runner on the
+  // model may change it).
   void UpdateStreaming();
-  // Loads every block the model's layers use (NORMAL mode); fails with the
-  // cache's TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
-  TinyAIStatus Preload();
+  // Loads every block the scheduled layers use (NORMAL mode; layers[l] != 0
+  // for a scheduled layer, nullptr = all); fails with the cache's
+  // TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
+  TinyAIStatus Preload(const uint8_t* layers);
+
+  // What the blocks of the scheduled layers (as for Preload) take.
+  WeightTotals Sum(const uint8_t* layers) const;
+  // Names what block holds: "tensor 'x'", or for a block several small
+  // tensors share, "tensor 'x' and 3 smaller ones of layer 'block.0'".
+  void DescribeBlock(int32_t block, char* out, size_t capacity) const;
+  // The tensor with the most bytes in block (-1 for none).
+  int32_t MainTensor(int32_t block) const;
 
   // y[j*ldy + r] = W[r] . x[j*ldx ...] for j < n, where W stacks the rows of
   // tensors[0..count) (all `cols` wide), rows split across the pool's threads.
@@ -60,14 +71,6 @@ class WeightStream {
   // Marks the end of a pass: the next reads are the next cycle's.
   void NextPass() { ++pass_; }
 
-  // Bytes the cache holds when every block used is loaded (NORMAL mode),
-  // the largest single block, and a tensor in it.
-  uint64_t resident_bytes() const { return resident_bytes_; }
-  // The decoded bytes of those blocks (the weights themselves, without the
-  // cache's slot rounding).
-  uint64_t decoded_bytes() const { return decoded_bytes_; }
-  uint64_t largest_block_bytes() const { return largest_block_bytes_; }
-  int32_t largest_block_tensor() const { return largest_tensor_; }
   // Bytes of this object's tables.
   uint64_t bytes() const;
 
@@ -77,7 +80,7 @@ class WeightStream {
     size_t first;
     size_t rows;
   };
-  void Count(int32_t block);
+  void Count(int32_t block) { counted_[static_cast<size_t>(block)] = 1; }
   void PrefetchAfter(int32_t block);
   void ReleasePinned(size_t count);
   void MultiplyWindow(size_t segments, const float* x, size_t ldx, float* y, size_t ldy, size_t cols, int32_t n);
@@ -92,14 +95,11 @@ class WeightStream {
   Array<uint8_t> counted_;         // per block: counted in resident_bytes_
   Array<Segment> segments_;
   Array<int32_t> pinned_;
-  uint64_t resident_bytes_ = 0;
-  uint64_t decoded_bytes_ = 0;
-  uint64_t largest_block_bytes_ = 0;
-  int32_t largest_tensor_ = -1;
   uint64_t window_bytes_ = 0;      // pin at most this much per window (0 = no limit)
   uint64_t lookahead_bytes_ = 0;   // prefetch this far ahead
   uint64_t prefetched_until_ = 0;  // absolute sequence position prefetch has reached
   uint64_t pass_ = 0;              // passes done (absolute position = pass * length + index)
+  uint32_t cap_epoch_ = 0;         // the cache cap the sizes above were made for
 };
 
 }  // namespace tinyai

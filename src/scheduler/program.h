@@ -37,6 +37,14 @@ struct PassContext {
   int32_t row_offset = 0; // first row of the scheduler's input this pass covers (sub-batches)
 };
 
+// What the blocks of a schedule's layers take in the weight cache.
+struct WeightTotals {
+  uint64_t resident = 0;       // the cache's bytes with every one loaded (NORMAL), slot rounding included
+  uint64_t decoded = 0;        // the weights themselves
+  uint64_t largest_block = 0;  // the largest single block's cache bytes
+  int32_t block = -1;          // that block
+};
+
 // What a program holds besides weights and the arena.
 struct ProgramMemory {
   uint64_t persistent = 0;  // state kept across passes (the KV cache)

@@ -80,6 +80,7 @@ uint64_t SatAdd(uint64_t a, uint64_t b) {
 ForwardScheduler::ForwardScheduler() { generate_ = tinyaiCreateDefaultGenerateParams(); }
 
 ForwardScheduler::~ForwardScheduler() {
+  if (model_ && !link_.orphaned.load()) model_->UnbindRunner(&link_);
   Delete(session_);
   Delete(llama_);
   Delete(dense_);
@@ -110,12 +111,46 @@ TinyAIStatus ForwardScheduler::CommonInit(TinyAIMappedModel* model, TinyAIExecut
                       "context >= 0", i, s.rows, s.context);
     }
   }
+  if (config.outputCapacity == 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "outputCapacity 0 cannot hold even the text's terminating NUL");
+  }
   config_ = config;
   requested_mode_ = mode_ = mode;
   limit_ = limit;
   batch_ = config.batchSize;
   model_ = model;
+  if (model) model->BindRunner(&link_);
   return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::CheckUsable(const char* call, bool allow_busy) const {
+  if (link_.orphaned.load()) {
+    return SetError(TINYAI_ERR_MISUSE, "%s: the model this runner was created on has been closed; destroy the runner",
+                    call);
+  }
+  if (!allow_busy && link_.busy.load()) {
+    return SetError(TINYAI_ERR_MISUSE,
+                    "%s: called from this runner's own text callback, in the middle of its generation; call it after "
+                    "the generation returns", call);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::SetOutputCapacity(size_t capacity) {
+  if (capacity == 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "an output capacity of 0 cannot hold even the text's terminating NUL");
+  }
+  if (run_active_) {
+    return SetError(TINYAI_ERR_MISUSE, "the output capacity is set between generations, not during one");
+  }
+  config_.outputCapacity = capacity;
+  return TINYAI_OK;
+}
+
+const char* ForwardScheduler::largest_block_tensor() const {
+  const WeightStream* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
+  const int32_t t = stream ? stream->MainTensor(weights_.block) : -1;
+  return t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "";
 }
 
 TinyAIStatus ForwardScheduler::Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
@@ -230,6 +265,17 @@ TinyAIStatus ForwardScheduler::BuildGraph() {
   }
   TINYAI_RETURN_IF_ERROR(act_.Finish(config_.debugExecution));
   memory_ = program_->Memory();
+  // The weights counted are the scheduled layers' (a partial schedule of a
+  // dense network needs only its own).
+  weights_ = WeightTotals();
+  if (const WeightStream* stream = program_->weights()) {
+    TINYAI_RETURN_IF_ERROR(scheduled_layers_.Allocate(static_cast<size_t>(model_->layer_count()), "schedule layers"));
+    for (size_t n = 0; n < nodes; ++n) {
+      const int32_t layer = graph_.node(static_cast<int32_t>(n)).layer;
+      if (layer >= 0 && layer < model_->layer_count()) scheduled_layers_[static_cast<size_t>(layer)] = 1;
+    }
+    weights_ = stream->Sum(scheduled_layers_.data());
+  }
   return TINYAI_OK;
 }
 
@@ -277,22 +323,22 @@ uint64_t ForwardScheduler::TablesBytes(size_t plans) const {
   const uint64_t per_plan =
       sizeof(ShapePlan) + static_cast<uint64_t>(act_.buffer_count()) * (sizeof(uint64_t) + sizeof(PlanBuffer));
   return memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
-         node_output_.size() * sizeof(int32_t) + plans * per_plan;
+         node_output_.size() * sizeof(int32_t) + scheduled_layers_.size() + plans * per_plan;
 }
 
 TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
-  const WeightStream* stream = program_->weights();
+  const WeightStream* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
   if (stream && model_) {
-    const int32_t t = stream->largest_block_tensor();
-    const char* tensor = t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "-";
+    char what[192];
+    stream->DescribeBlock(weights_.block, what, sizeof what);
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "memory limit of %llu bytes is below this model's minimum of %llu: tensor '%s' streams in row "
-                    "blocks of %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
+                    "memory limit of %llu bytes is below this model's minimum of %llu: its largest row block (%s) "
+                    "takes %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
                     "scratch (the arena for 1 row per pass) and %llu of tables",
-                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed), tensor,
-                    static_cast<unsigned long long>(stream->largest_block_bytes()),
+                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed), what,
+                    static_cast<unsigned long long>(weights_.largest_block),
                     static_cast<unsigned long long>(memory_.persistent), program_->context_length(),
-                    static_cast<unsigned long long>(needed - stream->largest_block_bytes() - memory_.persistent -
+                    static_cast<unsigned long long>(needed - weights_.largest_block - memory_.persistent -
                                                     tables_bytes_),
                     static_cast<unsigned long long>(tables_bytes_));
   }
@@ -305,17 +351,20 @@ TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
 
 TinyAIStatus ForwardScheduler::ChooseMode() {
   const WeightStream* stream = program_->weights();
-  const uint64_t all_weights = stream ? stream->resident_bytes() : 0;
-  const uint64_t block = stream ? stream->largest_block_bytes() : 0;
-  const uint64_t configured_cap = model_ ? model_->config().maxCacheSize : 0;
+  const uint64_t all_weights = weights_.resident;
+  const uint64_t block = weights_.largest_block;
+  // The cache may be shared with other runners on the model: its cap is the
+  // least of maxCacheSize and their memory limits' allowances.
+  const uint64_t configured_cap = model_ ? model_->SharedCacheCap(&link_, &cap_source_) : 0;
 
   if (configured_cap != 0 && block > configured_cap) {
-    const int32_t t = stream->largest_block_tensor();
+    char what[192];
+    stream->DescribeBlock(weights_.block, what, sizeof what);
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "the model's weight cache is capped at %llu bytes (maxCacheSize), below its largest row block of "
-                    "%llu (tensor '%s'); raise maxCacheSize or lower rowBlockSize",
-                    static_cast<unsigned long long>(configured_cap), static_cast<unsigned long long>(block),
-                    t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "-");
+                    "the model's weight cache is capped at %llu bytes (%s), below its largest row block of %llu (%s); "
+                    "raise the cap or lower rowBlockSize",
+                    static_cast<unsigned long long>(configured_cap), cap_source_, static_cast<unsigned long long>(block),
+                    what);
   }
   Array<PassShape> shapes;
   TINYAI_RETURN_IF_ERROR(MakeShapes(0, &shapes));
@@ -352,8 +401,9 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
       if (configured_cap != 0 && all_weights > configured_cap) {
         return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                         "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
-                        "%llu (maxCacheSize); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
-                        static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap));
+                        "%llu (%s); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
+                        static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap),
+                        cap_source_);
       }
       return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "NORMAL keeps all %llu bytes of weights resident: with the arena's %llu, %llu of KV cache and "
@@ -389,10 +439,23 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                       static_cast<unsigned long long>(minimum_limit_));
     }
     mode_ = TINYAI_EXEC_MEMORY_OPT;
-    std::snprintf(reason_, sizeof reason_,
-                  "MEMORY_OPT%s: the %.2f MiB of weights do not fit beside the rest (%.3f MiB) in the limit of %.2f "
-                  "MiB; streamed in row blocks of at most %.3f MiB",
-                  how, Mib(all_weights), Mib(SatAdd(arena_full, rest)), limit_mib, Mib(block));
+    if (normal) {  // requested, though NORMAL fits
+      std::snprintf(reason_, sizeof reason_,
+                    "MEMORY_OPT%s: weights streamed in row blocks of at most %.3f MiB, though all %.2f MiB of them "
+                    "would fit %s (NORMAL keeps them resident)",
+                    how, Mib(block), Mib(all_weights),
+                    limit_ == 0 ? "with no memory limit" : "beside the rest in the memory limit");
+    } else if (limit_ != 0 && need(all_weights, arena_full) > limit_) {
+      std::snprintf(reason_, sizeof reason_,
+                    "MEMORY_OPT%s: the %.2f MiB of weights do not fit beside the rest (%.3f MiB) in the limit of %.2f "
+                    "MiB; streamed in row blocks of at most %.3f MiB",
+                    how, Mib(all_weights), Mib(SatAdd(arena_full, rest)), limit_mib, Mib(block));
+    } else {  // the cache's cap rules NORMAL out
+      std::snprintf(reason_, sizeof reason_,
+                    "MEMORY_OPT%s: the %.2f MiB of weights do not fit the weight cache's cap of %.2f MiB (%s); "
+                    "streamed in row blocks of at most %.3f MiB",
+                    how, Mib(all_weights), Mib(configured_cap), cap_source_, Mib(block));
+    }
   } else {
     // STREAMING: the most rows per pass whose arena fits beside one row block.
     if (!fits(block, arena_one)) return TooSmall(minimum_limit_);
@@ -400,7 +463,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     Array<PassShape> trial;
     Array<ShapePlan> trial_plans;
     while (lo < hi) {
-      const int32_t mid = lo + (hi - lo + 1) / 2;
+      const int32_t mid = static_cast<int32_t>(lo + (static_cast<int64_t>(hi) - lo + 1) / 2);
       uint64_t a = 0;
       TINYAI_RETURN_IF_ERROR(MakeShapes(mid, &trial));
       TINYAI_RETURN_IF_ERROR(PlanShapes(trial, &trial_plans, &a));
@@ -416,7 +479,10 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                   "in the limit of %.2f MiB; %d row%s per pass (arena %.3f MiB) %s",
                   how, full_rows, Mib(arena_full), Mib(block), limit_mib, lo, lo == 1 ? "" : "s", Mib(arena),
                   lo == 1 ? "does" : "do");
-    if (lo == full_rows) {
+    if (lo == full_rows && limit_ == 0) {
+      std::snprintf(reason_, sizeof reason_, "STREAMING%s: no memory limit; %d rows per pass (arena %.3f MiB), "
+                    "weights streamed in row blocks of at most %.3f MiB", how, lo, Mib(arena), Mib(block));
+    } else if (lo == full_rows) {
       std::snprintf(reason_, sizeof reason_, "STREAMING%s: %d rows per pass (arena %.3f MiB) fit beside a %.3f MiB "
                     "row block in the limit of %.2f MiB", how, lo, Mib(arena), Mib(block), limit_mib);
     }
@@ -447,11 +513,13 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                     b >= 0 ? p.buffers[static_cast<size_t>(b)].first : -1, op_name);
     }
   }
-  // The weight cache gets what the rest leaves (never more than configured).
+  // The weight cache gets what the rest leaves (never more than configured,
+  // or than another runner on the model allows).
   cache_cap_ = configured_cap;
+  limit_allows_ = 0;
   if (limit_ != 0) {
-    const uint64_t left = limit_ - need(0, arena_bytes_);
-    cache_cap_ = configured_cap != 0 && configured_cap < left ? configured_cap : left;
+    limit_allows_ = limit_ - need(0, arena_bytes_);
+    cache_cap_ = configured_cap != 0 && configured_cap < limit_allows_ ? configured_cap : limit_allows_;
   }
   return TINYAI_OK;
 }
@@ -488,10 +556,15 @@ TinyAIStatus ForwardScheduler::Prepare() {
   TINYAI_RETURN_IF_ERROR(program_->AllocateState());
   if (session_) TINYAI_RETURN_IF_ERROR(session_->Reserve());
   WeightStream* stream = program_->weights();
-  if (model_ && limit_ != 0) TINYAI_RETURN_IF_ERROR(model_->cache().SetCapacity(cache_cap_));
+  if (model_) {
+    // The cache is shared: its cap becomes the least any runner allows.
+    const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_block;
+    TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, limit_allows_, needs,
+                                              tinyaiExecutionModeName(mode_)));
+  }
   if (stream) {
     stream->UpdateStreaming();
-    if (mode_ == TINYAI_EXEC_NORMAL) TINYAI_RETURN_IF_ERROR(stream->Preload());
+    if (mode_ == TINYAI_EXEC_NORMAL) TINYAI_RETURN_IF_ERROR(stream->Preload(scheduled_layers_.data()));
   }
   prepared_ = true;
   return TINYAI_OK;
@@ -589,13 +662,17 @@ void* ForwardScheduler::OutputData(size_t k) const {
 bool ForwardScheduler::ExecuteNext(const void* input, void* output, int32_t* layer) {
   if (!prepared_) {
     status_ = SetError(TINYAI_ERR_MISUSE, "tinyaiExecuteNextLayer called before tinyaiPrepareForwardPass");
-    return false;
-  }
-  if (abstract_) {
+  } else if (abstract_) {
     status_ = SetError(TINYAI_ERR_UNSUPPORTED, "this schedule has no model: it plans memory and runs nothing");
-    return false;
+  } else if (!llama_) {
+    return ExecuteBatch(input, output, layer);
+  } else if (ExecuteText(input, output, layer)) {
+    return true;
   }
-  return llama_ ? ExecuteText(input, output, layer) : ExecuteBatch(input, output, layer);
+  // A failed text run leaves an empty string (the guide prints output after
+  // its loop); a finished one leaves the text.
+  if (llama_ && output && status_ < 0) static_cast<char*>(output)[0] = '\0';
+  return false;
 }
 
 bool ForwardScheduler::ExecuteText(const void* input, void* output, int32_t* layer) {
@@ -691,8 +768,14 @@ uint64_t ForwardScheduler::memory_usage() const {
   return prepared_ ? weights + fixed_bytes() : weights;
 }
 
+uint64_t ForwardScheduler::weight_peak() const {
+  if (!model_) return 0;
+  // Since this runner claimed the cache: what others held before is theirs.
+  return link_.claimed ? model_->cache().WatchedPeak(link_.peak) : model_->cache().stats().peak_held_bytes;
+}
+
 uint64_t ForwardScheduler::peak_memory_usage() const {
-  const uint64_t weights = model_ ? model_->cache().stats().peak_held_bytes : 0;
+  const uint64_t weights = weight_peak();
   return prepared_ ? weights + fixed_bytes() : weights;
 }
 
@@ -700,10 +783,8 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
                                             int32_t* best) {
   if (max_batch < 1) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxBatch %d is below 1", max_batch);
   TINYAI_RETURN_IF_ERROR(BuildGraph());
-  const WeightStream* stream = program_->weights();
-  const uint64_t weights = !stream ? 0 : requested_mode_ == TINYAI_EXEC_NORMAL ? stream->resident_bytes()
-                                                                             : stream->largest_block_bytes();
-  const uint64_t configured_cap = model_ ? model_->config().maxCacheSize : 0;
+  const uint64_t weights = requested_mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_block;
+  const uint64_t configured_cap = model_ ? model_->SharedCacheCap(&link_, nullptr) : 0;
   if (configured_cap != 0 && weights > configured_cap) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "%s needs %llu bytes of weights in the cache, which is capped at %llu",
                     tinyaiExecutionModeName(requested_mode_), static_cast<unsigned long long>(weights),
@@ -734,23 +815,39 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
     return TINYAI_OK;
   };
   // The lower bound grows with the rows, so the largest batch whose bound
-  // fits is found by bisection; no larger batch can fit. Below it, plans
-  // are checked from the top.
+  // fits is found by bisection: no larger batch can fit. The planned arena
+  // (at or above the bound) grows with the rows too, so a second bisection
+  // below it finds the largest batch whose plan fits; a few batches above
+  // that are tried as well, in case a placement is not monotone. Every step
+  // plans once: even a maxBatch of INT_MAX takes some 70 plans.
   int32_t lo = 0, hi = max_batch;
   while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
+    const int32_t mid = static_cast<int32_t>(lo + (static_cast<int64_t>(hi) - lo + 1) / 2);  // no int overflow
     uint64_t n = 0;
     TINYAI_RETURN_IF_ERROR(need(mid, true, &n));
     if (n <= limit_) lo = mid;
     else hi = mid - 1;
   }
-  for (int32_t b = lo; b >= 1; --b) {
+  int32_t fit = 0;
+  for (int32_t a = 1, b = lo; a <= b;) {
+    const int32_t mid = static_cast<int32_t>(a + (static_cast<int64_t>(b) - a) / 2);
+    uint64_t n = 0;
+    TINYAI_RETURN_IF_ERROR(need(mid, false, &n));
+    if (n <= limit_) {
+      fit = mid;
+      a = mid + 1;
+    } else {
+      b = mid - 1;
+    }
+  }
+  for (int32_t b = fit + 1; fit > 0 && b <= lo && b <= fit + 8; ++b) {
     uint64_t n = 0;
     TINYAI_RETURN_IF_ERROR(need(b, false, &n));
-    if (n <= limit_) {
-      *best = b;
-      return TINYAI_OK;
-    }
+    if (n <= limit_) fit = b;
+  }
+  if (fit > 0) {
+    *best = fit;
+    return TINYAI_OK;
   }
   uint64_t n = 0;
   TINYAI_RETURN_IF_ERROR(need(1, false, &n));
@@ -766,7 +863,6 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
 
 TinyAIStatus ForwardScheduler::Report(TinyAISchedulerReport* out) const {
   if (!planned_) return SetError(TINYAI_ERR_MISUSE, "the schedule has not been planned or prepared yet");
-  const WeightStream* stream = program_->weights();
   std::memset(out, 0, sizeof *out);
   out->structSize = sizeof *out;
   out->requestedMode = requested_mode_;
@@ -777,12 +873,13 @@ TinyAIStatus ForwardScheduler::Report(TinyAISchedulerReport* out) const {
   out->arenaBytes = arena_bytes_;
   out->lowerBoundBytes = lower_bound_bytes_;
   out->naiveBytes = naive_bytes_;
-  out->weightsBytes = stream ? stream->decoded_bytes() : 0;
-  out->weightsResidentBytes = stream ? stream->resident_bytes() : 0;
-  out->weightCacheCap = cache_cap_;
+  out->weightsBytes = weights_.decoded;
+  out->weightsResidentBytes = weights_.resident;
+  // Once prepared, the cap in force: other runners on the model may lower it.
+  out->weightCacheCap = prepared_ && model_ ? model_->cache().stats().capacity : cache_cap_;
   out->kvBytes = memory_.persistent;
   out->tableBytes = tables_bytes_;
-  out->largestBlockBytes = stream ? stream->largest_block_bytes() : 0;
+  out->largestBlockBytes = weights_.largest_block;
   out->rowsPerPass = rows_per_pass_;
   out->layerCount = graph_.node_count();
   out->opCount = act_.op_count();

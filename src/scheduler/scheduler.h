@@ -88,11 +88,27 @@ class ForwardScheduler : private OpNamer {
   // ---- memory ----
   uint64_t memory_usage() const;
   uint64_t peak_memory_usage() const;
+  // The most the weight cache has held since this runner was prepared.
+  uint64_t weight_peak() const;
   uint64_t arena_bytes() const { return arena_bytes_; }
   uint64_t fixed_bytes() const { return arena_bytes_ + memory_.persistent + tables_bytes_; }
   TinyAIStatus OptimalBatch(uint64_t input_size, uint64_t output_size, int32_t max_batch, int32_t* best);
   TinyAIStatus Report(TinyAISchedulerReport* out) const;
   TinyAIStatus DumpDag(char* buf, size_t capacity, size_t* needed) const;
+
+  // What the scheduled layers' weights take (the model's; zeros without).
+  const WeightTotals& weights() const { return weights_; }
+  // The tensor that names the largest row block ("" without a model).
+  const char* largest_block_tensor() const;
+  // The runner's link to its model (shared weight cache, orphaning, busy).
+  RunnerLink& link() { return link_; }
+  const RunnerLink& link() const { return link_; }
+  // TINYAI_ERR_MISUSE naming call when this runner cannot take a call: its
+  // model was closed, or (unless allow_busy) it is in the middle of a
+  // generation (a text callback calling back into it).
+  TinyAIStatus CheckUsable(const char* call, bool allow_busy = false) const;
+  // Language models: bytes tinyaiExecuteNextLayer() may write at output.
+  TinyAIStatus SetOutputCapacity(size_t capacity);
 
   TinyAIExecutionMode mode() const { return mode_; }
   int32_t rows_per_pass() const { return rows_per_pass_; }
@@ -132,6 +148,7 @@ class ForwardScheduler : private OpNamer {
   void Name(const GraphOp& op, char* out, size_t capacity) const override;
 
   TinyAIMappedModel* model_ = nullptr;
+  RunnerLink link_;
   LayerProgram* program_ = nullptr;
   LlamaModel* llama_ = nullptr;        // owned, when the model is a language model
   DenseModel* dense_ = nullptr;        // owned, when it is a dense network
@@ -147,6 +164,9 @@ class ForwardScheduler : private OpNamer {
   ActivationGraph act_;
   ArenaPlanner planner_;
   Array<int32_t> node_output_;  // per node: its output tensor
+  Array<uint8_t> scheduled_layers_;  // per model layer: 1 when the schedule has it
+  WeightTotals weights_;
+  const char* cap_source_ = "maxCacheSize";  // what caps the cache when ChooseMode ran
   Array<ShapePlan> plans_;
   AlignedBuffer arena_;
   uint64_t arena_bytes_ = 0;
@@ -155,7 +175,8 @@ class ForwardScheduler : private OpNamer {
   ProgramMemory memory_;
   uint64_t tables_bytes_ = 0;
   uint64_t minimum_limit_ = 0;
-  uint64_t cache_cap_ = 0;
+  uint64_t cache_cap_ = 0;     // the cache's cap when prepared (this runner's allowance and the others')
+  uint64_t limit_allows_ = 0;  // what this runner's own limit leaves the cache (0 = no limit)
   int32_t rows_per_pass_ = 1;
   char reason_[320] = {0};
   char plan_note_[256] = {0};
@@ -185,6 +206,24 @@ class ForwardScheduler : private OpNamer {
 // The C API's handle (also inside every TinyAILLM).
 struct TinyAIForwardScheduler {
   tinyai::ForwardScheduler impl;
+  TinyAIForwardScheduler* next_live = nullptr;  // schedulers the C API created and has not destroyed
 };
+
+namespace tinyai {
+
+// Marks a runner busy for the scope of a call that runs the caller's
+// callbacks, so that calls back into it are refused (CheckUsable).
+class BusyScope {
+ public:
+  explicit BusyScope(RunnerLink& link) : link_(link) { link_.busy.store(true); }
+  ~BusyScope() { link_.busy.store(false); }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  RunnerLink& link_;
+};
+
+}  // namespace tinyai
 
 #endif  // TINYAI_SCHEDULER_SCHEDULER_H_

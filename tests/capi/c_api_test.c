@@ -350,6 +350,23 @@ static void test_struct_sizes(const char* model_path, TinyAIMappedModel* model, 
     lc = tinyaiCreateDefaultLLMConfig();
     lc.structSize = (uint32_t)sizeof(TinyAILLMConfig) + 16;
     CHECK_STATUS(tinyaiCreateLLM(model, &lc, &other), TINYAI_ERR_INVALID_ARGUMENT);
+    /* Enum fields hold whatever int a C caller stores: checked, never loaded
+     * as an out-of-range enum by the library (UndefinedBehaviorSanitizer's
+     * enum check runs this in CI). */
+    lc = tinyaiCreateDefaultLLMConfig();
+    lc.mode = (TinyAIExecutionMode)7;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &other), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tinyaiGetLastErrorMessage(), "mode 7") != NULL);
+    lc.mode = (TinyAIExecutionMode)-1;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &other), TINYAI_ERR_INVALID_ARGUMENT);
+    {
+        int big = 0x7fffffff;
+        memcpy(&lc.mode, &big, sizeof big);
+        CHECK_STATUS(tinyaiCreateLLM(model, &lc, &other), TINYAI_ERR_INVALID_ARGUMENT);
+    }
+    CHECK(strcmp(tinyaiStatusString((TinyAIStatus)-99), "TINYAI_ERR_UNKNOWN") == 0);
+    CHECK(strcmp(tinyaiStopReasonName((TinyAIStopReason)1000), "?") == 0);
+    CHECK(strcmp(tinyaiDTypeName((TinyAIDType)77), "?") == 0 || tinyaiDTypeName((TinyAIDType)77)[0] != '\0');
     /* NULL configs are the defaults. */
     CHECK_STATUS(tinyaiCreateLLM(model, NULL, &other), TINYAI_OK);
     CHECK(other != NULL);

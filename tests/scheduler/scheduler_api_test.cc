@@ -1673,6 +1673,14 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
     ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
     ASSERT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_OK) << LastMessage();
     const TextRun cut = GenerateByLayer(s.get(), prompt, capacity);
+    if (whole == 0) {
+      // Not even the first piece fits: a failure, not an empty success.
+      EXPECT_EQ(cut.status, TINYAI_ERR_RESOURCE_EXHAUSTED);
+      EXPECT_NE(std::string(LastMessage()).find("cannot hold the text's first piece"), std::string::npos);
+      EXPECT_TRUE(cut.terminated);
+      EXPECT_EQ(cut.text, "");
+      continue;
+    }
     EXPECT_EQ(cut.status, TINYAI_OK) << LastMessage();
     EXPECT_EQ(cut.last_layer, -1);
     EXPECT_TRUE(cut.terminated);
@@ -1970,3 +1978,149 @@ TEST_F(DenseTest, ReportsReachTheLowerBound) {
 }
 
 }  // namespace
+
+// =====================================================================================
+// 7. What a new user and an attacker found (issue 13)
+// =====================================================================================
+
+// The guide's loop with a 64-byte buffer: declared with the setter, nothing
+// is written past it; a failed call leaves an empty string, not garbage.
+TEST_F(LlamaTest, ExecuteNextLayerKeepsToTheDeclaredOutputCapacity) {
+  ModelPtr m = Open(synthetic_);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(tinyaiCreateDefaultSchedulerConfig().outputCapacity, 1024u) << "the guide's char output[1024]";
+  SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0);
+  ASSERT_TRUE(s);
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.maxNewTokens = 200;  // far more text than 64 bytes
+  ASSERT_EQ(tinyaiSetSchedulerGenerateParams(s.get(), &gp), TINYAI_OK);
+  ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+  ASSERT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(tinyaiSetSchedulerOutputCapacity(s.get(), 0), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiSetSchedulerOutputCapacity(nullptr, 64), TINYAI_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(tinyaiSetSchedulerOutputCapacity(s.get(), 64), TINYAI_OK);
+  const TextRun r = GenerateByLayer(s.get(), "Once upon a time", 64);
+  EXPECT_EQ(r.status, TINYAI_OK) << LastMessage();
+  EXPECT_FALSE(r.overrun) << "bytes written past the 64 declared";
+  EXPECT_TRUE(r.terminated);
+  EXPECT_FALSE(r.text.empty());
+  // Set between generations only.
+  char out[64];
+  int layer = 0;
+  ASSERT_TRUE(tinyaiExecuteNextLayer(s.get(), "Once", out, &layer));
+  EXPECT_EQ(tinyaiSetSchedulerOutputCapacity(s.get(), 128), TINYAI_ERR_MISUSE);
+  while (tinyaiExecuteNextLayer(s.get(), "Once", out, &layer)) {
+  }
+  // A config of 0 cannot hold the NUL.
+  TinyAISchedulerConfig zero = tinyaiCreateDefaultSchedulerConfig();
+  zero.outputCapacity = 0;
+  EXPECT_EQ(tinyaiCreateForwardSchedulerWithConfig(m.get(), TINYAI_EXEC_ADAPTIVE, 0, &zero), nullptr);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "outputCapacity 0");
+
+  // Failures write an empty string where the guide prints the text.
+  SchedPtr unprepared = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0);
+  ASSERT_TRUE(unprepared);
+  std::memset(out, '#', sizeof out);
+  EXPECT_FALSE(tinyaiExecuteNextLayer(unprepared.get(), "Once", out, &layer));
+  EXPECT_EQ(tinyaiGetSchedulerStatus(unprepared.get()), TINYAI_ERR_MISUSE);
+  EXPECT_EQ(out[0], '\0');
+  EXPECT_EQ(layer, -1);
+  std::memset(out, '#', sizeof out);
+  EXPECT_FALSE(tinyaiExecuteNextLayer(s.get(), nullptr, out, &layer));
+  EXPECT_EQ(tinyaiGetSchedulerStatus(s.get()), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(out[0], '\0');
+  // A prompt longer than the context: the run fails at its start.
+  std::string huge(100000, 'a');
+  std::memset(out, '#', sizeof out);
+  EXPECT_FALSE(tinyaiExecuteNextLayer(s.get(), huge.c_str(), out, &layer));
+  EXPECT_EQ(tinyaiGetSchedulerStatus(s.get()), TINYAI_ERR_CONTEXT_OVERFLOW);
+  EXPECT_EQ(out[0], '\0');
+}
+
+// The largest row block is named by the tensor that fills it, not by the
+// small norm that happens to come first in it.
+TEST_F(LlamaTest, TheLargestRowBlockIsNamedByItsLargestTensor) {
+  ModelPtr m = Open(synthetic_);
+  ASSERT_TRUE(m);
+  SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 1000);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+  EXPECT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  const std::string message = LastMessage();
+  EXPECT_TRUE(Contains(message, "largest row block")) << message;
+  EXPECT_FALSE(Contains(message, "norm'")) << "a norm of a few hundred bytes names a block of kilobytes: " << message;
+  // The block the memory report names is the one the message names.
+  TinyAIMemoryReport est;
+  std::memset(&est, 0, sizeof est);
+  est.structSize = sizeof est;
+  ASSERT_EQ(tinyaiEstimateLLMMemory(m.get(), nullptr, &est), TINYAI_OK) << LastMessage();
+  EXPECT_TRUE(Contains(message, std::string("'") + est.largestBlockTensor + "'")) << message;
+  EXPECT_EQ(std::string(est.largestBlockTensor).find("norm"), std::string::npos) << est.largestBlockTensor;
+}
+
+TEST_F(ModesTest, RequestedMemoryOptSaysItWasRequestedNotThatTheWeightsDoNotFit) {
+  ModelPtr m = Open(path_, kRowBlock);
+  ASSERT_TRUE(m);
+  for (size_t limit : {size_t{0}, size_t{100u << 20}}) {
+    SCOPED_TRACE("limit " + std::to_string(limit));
+    SchedPtr s = Make(m.get(), TINYAI_EXEC_MEMORY_OPT, limit);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+    ASSERT_EQ(tinyaiPlanForwardPass(s.get()), TINYAI_OK) << LastMessage();
+    const std::string reason = ReportOf(s.get()).reason;
+    EXPECT_TRUE(StartsWith(reason, "MEMORY_OPT (requested)")) << reason;
+    EXPECT_TRUE(Contains(reason, "would fit")) << reason;
+    EXPECT_FALSE(Contains(reason, "do not fit")) << reason;
+    EXPECT_FALSE(Contains(reason, "limit of 0.00")) << reason;
+  }
+  SchedPtr s = Make(m.get(), TINYAI_EXEC_STREAMING, 0);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+  ASSERT_EQ(tinyaiPlanForwardPass(s.get()), TINYAI_OK) << LastMessage();
+  const std::string reason = ReportOf(s.get()).reason;
+  EXPECT_TRUE(Contains(reason, "no memory limit")) << reason;
+}
+
+// A schedule of the first layers counts only their weights, as the header
+// says (weightsBytes: "decoded weights of the scheduled layers").
+TEST_F(DenseTest, APartialScheduleCountsOnlyItsLayersWeights) {
+  ModelPtr m = Open(path_);
+  ASSERT_TRUE(m);
+  SchedPtr whole = Whole(m.get(), TINYAI_EXEC_NORMAL, 0, Config());
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(tinyaiPlanForwardPass(whole.get()), TINYAI_OK) << LastMessage();
+  const TinyAISchedulerReport all = ReportOf(whole.get());
+  SchedPtr part = Make(m.get(), TINYAI_EXEC_NORMAL, 0);
+  ASSERT_TRUE(part);
+  uint64_t expected = 0;
+  for (int l = 0; l < 2; ++l) {
+    ASSERT_EQ(tinyaiAddLayerToSchedule(part.get(), l, l - 1, l == 0 ? TINYAI_DEP_NONE : TINYAI_DEP_SEQUENTIAL,
+                                       tinyaiGetLayerOutputSize(m.get(), l)), TINYAI_OK) << LastMessage();
+    const TinyAILayerDescriptor* d = tinyaiGetLayerDescriptor(m.get(), l);
+    ASSERT_NE(d, nullptr);
+    expected += d->decodedSize;
+  }
+  ASSERT_EQ(tinyaiPrepareForwardPass(part.get()), TINYAI_OK) << LastMessage();
+  const TinyAISchedulerReport r = ReportOf(part.get());
+  EXPECT_EQ(r.weightsBytes, expected);
+  EXPECT_LT(r.weightsBytes, all.weightsBytes);
+  EXPECT_LT(r.weightsResidentBytes, all.weightsResidentBytes);
+  // NORMAL loaded those layers only.
+  EXPECT_EQ(tt::CacheStats(m.get()).bytesLoaded, expected);
+}
+
+// The largest int as the maximum batch returns promptly (it never did).
+TEST_F(DenseTest, OptimalBatchAtTheLargestIntReturns) {
+  ModelPtr m = Open(path_);
+  ASSERT_TRUE(m);
+  for (size_t limit : {size_t{1} << 20, size_t{64} << 20}) {
+    SchedPtr s = Whole(m.get(), TINYAI_EXEC_MEMORY_OPT, limit, Config());
+    ASSERT_TRUE(s);
+    const int best = tinyaiCalculateOptimalBatchSize(s.get(), in_bytes_, out_bytes_, INT32_MAX);
+    ASSERT_GT(best, 0) << LastMessage();
+    // It is the largest that fits: one more does not.
+    const int again = tinyaiCalculateOptimalBatchSize(s.get(), in_bytes_, out_bytes_, best);
+    EXPECT_EQ(again, best);
+    EXPECT_LT(best, INT32_MAX);
+  }
+}

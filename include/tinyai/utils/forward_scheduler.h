@@ -56,8 +56,19 @@
  * A limit nothing fits in fails tinyaiPrepareForwardPass() with
  * TINYAI_ERR_RESOURCE_EXHAUSTED naming what is needed.
  *
- * Ownership: the scheduler borrows the model, which must outlive it. A
- * scheduler is used by one thread at a time.
+ * Ownership: the scheduler borrows the model. Closing the model first
+ * leaves the scheduler unusable (every call fails with TINYAI_ERR_MISUSE)
+ * but safe to destroy. A scheduler is used by one thread at a time, and a
+ * text callback must not call back into the scheduler that called it
+ * (TINYAI_ERR_MISUSE), though it may read its status and memory figures.
+ *
+ * Sharing a model: schedulers and LLMs on one model share its weight cache,
+ * so the weights are held once. The cache's cap is the least that the
+ * model's maxCacheSize and every runner's memory limit allow, so each
+ * runner's limit holds whatever the others do; a runner whose limit would
+ * take the cache below what another one needs (all of its weights, in
+ * NORMAL mode) fails to prepare with TINYAI_ERR_RESOURCE_EXHAUSTED. When a
+ * runner is destroyed the cap rises to what the others allow.
  */
 #ifndef TINYAI_UTILS_FORWARD_SCHEDULER_H
 #define TINYAI_UTILS_FORWARD_SCHEDULER_H
@@ -108,8 +119,8 @@ typedef struct TinyAISchedulerConfig {
                                                     step; the arena is the largest of their plans */
     bool debugExecution;     /* no in-place reuse (every tensor its own buffer); results are identical */
     size_t outputCapacity;   /* language models: bytes tinyaiExecuteNextLayer() may write at output,
-                                NUL included; generation ends when the next piece would not fit;
-                                default 1024 */
+                                NUL included (>= 1); generation ends when the next piece would not
+                                fit; default 1024 (tinyaiSetSchedulerOutputCapacity() changes it) */
 } TinyAISchedulerConfig;
 
 /* What a prepared schedule plans and uses. */
@@ -170,9 +181,23 @@ TinyAIStatus tinyaiAddLayerToSchedule(TinyAIForwardScheduler* scheduler, int lay
  * on a prepared scheduler restarts execution. */
 TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler);
 
-/* Runs the next layer (see above); *layerIndex (may be NULL) receives it.
- * Returns false when there is nothing left to run or it failed. */
+/* Runs the next layer (see above); *layerIndex (may be NULL) receives it
+ * (-1 when none ran). Returns false when there is nothing left to run or it
+ * failed; tinyaiGetSchedulerStatus() tells which.
+ * A language model writes its text to output, NUL-terminated, at most the
+ * output capacity in bytes: 1024 by default (the guide's `char output[1024]`);
+ * a smaller buffer MUST be declared first with
+ * tinyaiSetSchedulerOutputCapacity() (or TinyAISchedulerConfig.outputCapacity),
+ * since this signature cannot say how large output is. When a call fails,
+ * output holds an empty string. */
 bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex);
+
+/* The bytes tinyaiExecuteNextLayer() may write at output for a language
+ * model, NUL included (>= 1; default 1024): generation ends before a piece
+ * of text that would not fit whole (TINYAI_STOP_OUTPUT_FULL), and fails with
+ * TINYAI_ERR_RESOURCE_EXHAUSTED when not even the first piece fits.
+ * TINYAI_ERR_INVALID_ARGUMENT for 0; TINYAI_ERR_MISUSE during a generation. */
+TinyAIStatus tinyaiSetSchedulerOutputCapacity(TinyAIForwardScheduler* scheduler, size_t capacity);
 
 /* Bytes the scheduler holds now: weights in the model's cache, the arena,
  * the KV cache and tables. 0 for NULL. */
@@ -189,7 +214,9 @@ size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler* scheduler
 int tinyaiCalculateOptimalBatchSize(TinyAIForwardScheduler* scheduler, size_t inputSize, size_t outputSize,
                                     int maxBatch);
 
-/* NULL ok. */
+/* NULL ok. A pointer that is not a live scheduler (destroyed already, or an
+ * LLM's, from tinyaiGetLLMScheduler()) is left alone with TINYAI_ERR_MISUSE
+ * as the last error. */
 void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler);
 
 /* ---- TinyAI extensions ---- */

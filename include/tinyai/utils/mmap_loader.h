@@ -131,7 +131,10 @@ TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void
 
 /* Stops the prefetch workers and frees everything. NULL is ok. Weight
  * pointers die with it. Closing a model twice (or a pointer that is not an
- * open model) records TINYAI_ERR_MISUSE and frees nothing. */
+ * open model) records TINYAI_ERR_MISUSE and frees nothing. LLMs and
+ * schedulers still on the model become unusable (their calls fail with
+ * TINYAI_ERR_MISUSE; destroy them as usual); closing it from a runner's own
+ * text callback records TINYAI_ERR_MISUSE and leaves it open. */
 void tinyaiCloseMappedModel(TinyAIMappedModel* model);
 
 /* Number of layers, or -1 (and the last error set) if model is NULL. */
