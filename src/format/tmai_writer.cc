@@ -2,6 +2,8 @@
 
 #include <zstd.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -21,6 +23,16 @@ void AppendBytes(std::vector<uint8_t>* out, const void* data, size_t n) {
 }
 
 void AppendU32(std::vector<uint8_t>* out, uint32_t v) { AppendBytes(out, &v, 4); }
+
+// fseeko to an absolute position; false (errno EOVERFLOW) when off_t cannot hold it.
+bool Seek(FILE* f, uint64_t pos) {
+  const off_t at = static_cast<off_t>(pos);
+  if (at < 0 || static_cast<uint64_t>(at) != pos) {
+    errno = EOVERFLOW;
+    return false;
+  }
+  return fseeko(f, at, SEEK_SET) == 0;
+}
 
 }  // namespace
 
@@ -158,10 +170,35 @@ std::vector<uint8_t> TmaiWriter::SerializeMetadata() const {
   return out;
 }
 
-TinyAIStatus TmaiWriter::WriteRaw(const void* data, size_t bytes) {
-  if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) {
+TinyAIStatus TmaiWriter::WriteAt(uint64_t pos, const void* data, size_t bytes) {
+  if (bytes == 0) return TINYAI_OK;
+  if (pos != file_pos_ && !Seek(file_, pos)) {
+    return SetError(TINYAI_ERR_IO, "'%s': seek to %llu failed: %s", path_.c_str(), static_cast<unsigned long long>(pos),
+                    std::strerror(errno));
+  }
+  file_pos_ = pos;
+  if (std::fwrite(data, 1, bytes, file_) != bytes) {
+    file_pos_ = UINT64_MAX;  // unknown: seek again
     return SetError(TINYAI_ERR_IO, "'%s': write failed: %s", path_.c_str(), std::strerror(errno));
   }
+  file_pos_ += bytes;
+  if (file_pos_ > high_water_) high_water_ = file_pos_;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::ReadAt(uint64_t pos, void* data, size_t bytes) {
+  // A seek always separates writing from reading on one FILE (C11 7.21.5.3).
+  if (!Seek(file_, pos) || std::fread(data, 1, bytes, file_) != bytes) {
+    file_pos_ = UINT64_MAX;
+    return SetError(TINYAI_ERR_IO, "'%s': reading back %zu bytes at %llu failed: %s", path_.c_str(), bytes,
+                    static_cast<unsigned long long>(pos), std::strerror(errno));
+  }
+  file_pos_ = UINT64_MAX;  // the next write seeks, as C requires after a read
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::WriteRaw(const void* data, size_t bytes) {
+  TINYAI_RETURN_IF_ERROR(WriteAt(cursor_, data, bytes));
   cursor_ += bytes;
   return TINYAI_OK;
 }
@@ -188,14 +225,17 @@ TinyAIStatus TmaiWriter::Open(const char* path) {
     // Every frame declares its content size (the decoder checks it against the
     // rows it must hold) and carries zstd's content checksum.
     if (!cctx_ || ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_windowLog, kZstdWindowLog)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1))) {
       return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot set up a zstd compression context (level %d)", level_);
     }
   }
   path_ = path;
-  file_ = std::fopen(path, "wb");
+  // Read back too: a compressing writer moves frames within the file.
+  file_ = std::fopen(path, codec_ == TINYAI_CODEC_NONE ? "wb" : "w+b");
   if (!file_) return SetError(TINYAI_ERR_IO, "'%s': cannot create: %s", path, std::strerror(errno));
+  file_pos_ = high_water_ = 0;
   uint64_t meta_size = SerializeMetadata().size();
   uint64_t layers_offset = AlignUp(tmai::kHeaderSize + meta_size, 8);
   uint64_t tensors_offset = layers_offset + layers_.size() * uint64_t{tmai::kLayerEntrySize};
@@ -215,9 +255,109 @@ TinyAIStatus TmaiWriter::BeginTensor() {
   crc_ = 0;
   written_in_current_ = 0;
   pending_.clear();
-  // An uncompressed file streams each tensor straight to its place; a
-  // compressing writer places a tensor once it knows its codec and stored size.
-  return codec_ == TINYAI_CODEC_NONE ? PlaceTensor(current_) : TINYAI_OK;
+  if (codec_ == TINYAI_CODEC_NONE) return PlaceTensor(current_);
+  // Compressing: the raw bytes stream to where an uncompressed tensor goes,
+  // the frames to the file after them; EndTensor keeps the smaller.
+  tmai::TensorEntry& t = tensors_[current_];
+  tmai::LayerEntry& l = layers_[t.layer];
+  if (current_ == l.first_tensor) l.offset = AlignUp(cursor_, tmai::kGroupAlignment);
+  zstd_offset_ = current_ == l.first_tensor ? l.offset : AlignUp(cursor_, tmai::kDataAlignment);
+  t.codec = TINYAI_CODEC_NONE;
+  TINYAI_RETURN_IF_ERROR(PlaceTensor(current_));
+  raw_offset_ = t.offset;
+  TINYAI_RETURN_IF_ERROR(TensorRowLayout(t, &rows_, &row_bytes_));
+  rows_per_frame_ = tmai::kDefaultRowBlockBytes / row_bytes_;
+  if (rows_per_frame_ == 0) rows_per_frame_ = 1;  // a row bigger than a block is a frame of its own
+  if (rows_per_frame_ > rows_) rows_per_frame_ = rows_;  // codec_param * row_bytes bounds a block buffer
+  frames_ = (rows_ + rows_per_frame_ - 1) / rows_per_frame_;
+  frame_index_ = 0;
+  packed_total_ = 0;
+  frame_offsets_.assign(1, (frames_ + 1) * 8);
+  // Too small to win (the frame table and minimal frames alone are as large).
+  compressing_ = (frames_ + 1) * 8 + frames_ * tmai::kZstdMinFrameBytes < t.decoded_size &&
+                 rows_per_frame_ <= UINT32_MAX;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::FeedFrames(const uint8_t* p, size_t n) {
+  while (n > 0 && compressing_) {
+    const uint64_t first = frame_index_ * rows_per_frame_;
+    const size_t frame = static_cast<size_t>((rows_ - first < rows_per_frame_ ? rows_ - first : rows_per_frame_) *
+                                             row_bytes_);
+    if (pending_.empty() && n >= frame) {  // a whole frame in the caller's chunk: no copy
+      TINYAI_RETURN_IF_ERROR(CompressFrame(p, frame));
+      p += frame;
+      n -= frame;
+      continue;
+    }
+    if (pending_.capacity() < frame) pending_.reserve(frame);
+    const size_t take = n < frame - pending_.size() ? n : frame - pending_.size();
+    pending_.insert(pending_.end(), p, p + take);
+    p += take;
+    n -= take;
+    if (pending_.size() == frame) {
+      TINYAI_RETURN_IF_ERROR(CompressFrame(pending_.data(), frame));
+      pending_.clear();
+    }
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::CompressFrame(const uint8_t* data, size_t bytes) {
+  const tmai::TensorEntry& t = tensors_[current_];
+  const size_t bound = ZSTD_compressBound(bytes);
+  if (packed_.size() < bound) packed_.resize(bound);
+  const size_t r = ZSTD_compress2(cctx_, packed_.data(), bound, data, bytes);
+  if (ZSTD_isError(r)) {
+    return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s': zstd cannot compress frame %llu: %s", path_.c_str(),
+                    t.name, static_cast<unsigned long long>(frame_index_), ZSTD_getErrorName(r));
+  }
+  // Frames as large as the raw bytes cannot win: stop compressing this tensor.
+  if (frame_offsets_.back() + r >= t.decoded_size) {
+    compressing_ = false;
+    return TINYAI_OK;
+  }
+  NoteBuffers();
+  TINYAI_RETURN_IF_ERROR(WriteAt(raw_offset_ + t.decoded_size + packed_total_, packed_.data(), r));
+  packed_total_ += r;
+  frame_offsets_.push_back(frame_offsets_.back() + r);
+  ++frame_index_;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::EndTensor() {
+  tmai::TensorEntry& t = tensors_[current_];
+  if (compressing_ && frame_index_ == frames_) {
+    // The frames won: the table, then the frames moved down from after the
+    // raw copy (the destination ends before the source starts).
+    const size_t table = static_cast<size_t>((frames_ + 1) * 8);
+    t.codec = TINYAI_CODEC_ZSTD;
+    t.codec_param = static_cast<uint32_t>(rows_per_frame_);
+    t.offset = zstd_offset_;
+    t.stored_size = frame_offsets_.back();
+    TINYAI_RETURN_IF_ERROR(WriteAt(zstd_offset_, frame_offsets_.data(), table));  // little-endian (tmai_format.h)
+    uint32_t crc = Crc32c(0, frame_offsets_.data(), table);
+    const uint64_t from = raw_offset_ + t.decoded_size;
+    if (packed_.size() < (1u << 20)) packed_.resize(1u << 20);
+    NoteBuffers();
+    for (uint64_t done = 0; done < packed_total_;) {
+      const size_t n = static_cast<size_t>(packed_total_ - done < packed_.size() ? packed_total_ - done : packed_.size());
+      TINYAI_RETURN_IF_ERROR(ReadAt(from + done, packed_.data(), n));
+      TINYAI_RETURN_IF_ERROR(WriteAt(zstd_offset_ + table + done, packed_.data(), n));
+      crc = Crc32c(crc, packed_.data(), n);
+      done += n;
+    }
+    t.checksum = crc;
+  } else {
+    t.codec = TINYAI_CODEC_NONE;
+    t.codec_param = 0;
+    t.offset = raw_offset_;
+    t.stored_size = t.decoded_size;
+    t.checksum = crc_;
+  }
+  cursor_ = t.offset + t.stored_size;
+  std::vector<uint8_t>().swap(pending_);
+  return TINYAI_OK;
 }
 
 TinyAIStatus TmaiWriter::PlaceTensor(size_t index) {
@@ -242,60 +382,6 @@ TinyAIStatus TmaiWriter::PlaceTensor(size_t index) {
   return TINYAI_OK;
 }
 
-TinyAIStatus TmaiWriter::PackZstd(const tmai::TensorEntry& t, const uint8_t* data, uint32_t* rows_per_frame,
-                                  bool* smaller) {
-  *smaller = false;
-  uint64_t rows = 0, row_bytes = 0;
-  TINYAI_RETURN_IF_ERROR(TensorRowLayout(t, &rows, &row_bytes));
-  uint64_t per_frame = tmai::kDefaultRowBlockBytes / row_bytes;
-  if (per_frame == 0) per_frame = 1;  // a row bigger than a block is a frame of its own
-  if (per_frame > rows) per_frame = rows;  // codec_param * row_bytes bounds a block buffer: keep it tight
-  const uint64_t frames = (rows + per_frame - 1) / per_frame;
-  const size_t table = static_cast<size_t>((frames + 1) * 8);
-  const size_t raw = static_cast<size_t>(t.decoded_size);
-  if (table + frames * tmai::kZstdMinFrameBytes >= raw) return TINYAI_OK;  // cannot win
-  const size_t frame_raw = static_cast<size_t>(per_frame * row_bytes);
-  // Packing stops once it is no smaller than raw, so this never reallocates.
-  packed_.clear();
-  packed_.reserve(raw + ZSTD_compressBound(frame_raw));
-  packed_.resize(table);
-  std::vector<uint64_t> offsets(static_cast<size_t>(frames) + 1);
-  offsets[0] = table;
-  for (uint64_t i = 0; i < frames; ++i) {
-    const uint64_t first = i * per_frame;
-    const size_t n = static_cast<size_t>((rows - first < per_frame ? rows - first : per_frame) * row_bytes);
-    const size_t at = packed_.size();
-    const size_t bound = ZSTD_compressBound(n);
-    packed_.resize(at + bound);
-    const size_t r = ZSTD_compress2(cctx_, packed_.data() + at, bound, data + first * row_bytes, n);
-    if (ZSTD_isError(r)) {
-      return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s': zstd cannot compress frame %llu: %s", path_.c_str(),
-                      t.name, static_cast<unsigned long long>(i), ZSTD_getErrorName(r));
-    }
-    packed_.resize(at + r);
-    offsets[static_cast<size_t>(i) + 1] = packed_.size();
-    if (packed_.size() >= raw) return TINYAI_OK;  // incompressible: stored as it is
-  }
-  std::memcpy(packed_.data(), offsets.data(), table);  // little-endian (tmai_format.h)
-  *rows_per_frame = static_cast<uint32_t>(per_frame);
-  *smaller = true;
-  return TINYAI_OK;
-}
-
-TinyAIStatus TmaiWriter::StoreTensor(const uint8_t* data) {
-  tmai::TensorEntry& t = tensors_[current_];
-  uint32_t rows_per_frame = 0;
-  bool smaller = false;
-  TINYAI_RETURN_IF_ERROR(PackZstd(t, data, &rows_per_frame, &smaller));
-  t.codec = static_cast<uint8_t>(smaller ? TINYAI_CODEC_ZSTD : TINYAI_CODEC_NONE);
-  t.codec_param = smaller ? rows_per_frame : 0;
-  t.stored_size = smaller ? packed_.size() : t.decoded_size;
-  TINYAI_RETURN_IF_ERROR(PlaceTensor(current_));
-  const uint8_t* stored = smaller ? packed_.data() : data;
-  t.checksum = Crc32c(0, stored, static_cast<size_t>(t.stored_size));
-  return WriteRaw(stored, static_cast<size_t>(t.stored_size));
-}
-
 uint64_t TmaiWriter::TensorBytes(int32_t index) const {
   size_t i = index < 0 ? current_ : static_cast<size_t>(index);
   if (i >= tensors_.size()) return 0;
@@ -313,16 +399,12 @@ TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
     tmai::TensorEntry& t = tensors_[current_];
     uint64_t left = t.decoded_size - written_in_current_;
     size_t n = bytes < left ? bytes : static_cast<size_t>(left);
-    const uint8_t* whole = nullptr;  // the complete tensor, once it is
+    crc_ = Crc32c(crc_, p, n);
     if (codec_ == TINYAI_CODEC_NONE) {
-      crc_ = Crc32c(crc_, p, n);
       TINYAI_RETURN_IF_ERROR(WriteRaw(p, n));
-    } else if (written_in_current_ == 0 && n == left) {
-      whole = p;  // the whole tensor in one chunk: compress it in place, no copy
     } else {
-      if (pending_.empty()) pending_.reserve(static_cast<size_t>(t.decoded_size));
-      pending_.insert(pending_.end(), p, p + n);
-      if (n == left) whole = pending_.data();
+      TINYAI_RETURN_IF_ERROR(WriteAt(raw_offset_ + written_in_current_, p, n));
+      TINYAI_RETURN_IF_ERROR(FeedFrames(p, n));
     }
     written_in_current_ += n;
     p += n;
@@ -331,7 +413,7 @@ TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
       if (codec_ == TINYAI_CODEC_NONE) {
         t.checksum = crc_;
       } else {
-        TINYAI_RETURN_IF_ERROR(StoreTensor(whole));
+        TINYAI_RETURN_IF_ERROR(EndTensor());
       }
       tmai::LayerEntry& l = layers_[t.layer];
       l.stored_size = t.offset + t.stored_size - l.offset;
@@ -393,6 +475,12 @@ TinyAIStatus TmaiWriter::Finish() {
   if (std::fseek(file_, 0, SEEK_SET) != 0 || std::fwrite(&h, 1, sizeof h, file_) != sizeof h ||
       std::fwrite(index.data(), 1, index.size(), file_) != index.size()) {
     return SetError(TINYAI_ERR_IO, "'%s': cannot write the index: %s", path_.c_str(), std::strerror(errno));
+  }
+  // A compressing writer's last raw copy or frames may lie past the end.
+  if (high_water_ > file_size &&
+      (std::fflush(file_) != 0 || ftruncate(fileno(file_), static_cast<off_t>(file_size)) != 0)) {
+    return SetError(TINYAI_ERR_IO, "'%s': cannot cut the file to %llu bytes: %s", path_.c_str(),
+                    static_cast<unsigned long long>(file_size), std::strerror(errno));
   }
   int rc = std::fclose(file_);
   file_ = nullptr;

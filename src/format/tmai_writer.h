@@ -13,12 +13,16 @@
 // data streams to disk, so a multi-GiB model needs little memory to write.
 //
 // With w.SetCompression(TINYAI_CODEC_ZSTD, level) before Open, each tensor is
-// held in memory until its last byte arrives (unless one Write() brings it
-// whole), split into row blocks of about tmai::kDefaultRowBlockBytes, and
-// stored as zstd frames behind a frame table (docs/format.md, "codec zstd")
-// when that is smaller than its raw bytes, else uncompressed. Peak memory is
-// then about twice the largest tensor (its raw bytes and its compressed
-// copy) plus the zstd context (about 0.6 MiB at level 3, 18 MiB at 19).
+// split into row blocks of about tmai::kDefaultRowBlockBytes and stored as
+// zstd frames behind a frame table (docs/format.md, "codec zstd") when that
+// is smaller than its raw bytes, else uncompressed. Nothing but one frame is
+// held: the raw bytes stream to their place in the file while each frame,
+// compressed as its last row arrives, goes to the file just after them; when
+// the tensor is complete and its frames won, they move down to where a
+// compressed tensor goes (the raw copy is overwritten). Peak memory is about
+// two frames (2 MiB) plus the zstd context (about 0.3 MiB at level 3, a few
+// MiB at 19), whatever the model's size. Frames use a 16 KiB window
+// (kZstdWindowLog), so that a reader decodes them a 16 KiB block at a time.
 #ifndef TINYAI_FORMAT_TMAI_WRITER_H_
 #define TINYAI_FORMAT_TMAI_WRITER_H_
 
@@ -68,6 +72,10 @@ class TmaiWriter {
                     const std::vector<uint64_t>& shape);
 
   static constexpr int kDefaultZstdLevel = 3;
+  // The zstd window of the frames written: blocks are at most 16 KiB, which
+  // is all the compressed input a decoder must hold at once. On float
+  // weights a larger window gains nothing (under 0.05% at 1 MiB).
+  static constexpr int kZstdWindowLog = 14;
   // Before Open: TINYAI_CODEC_ZSTD stores each tensor that gets smaller as
   // zstd frames (level 1..19); TINYAI_CODEC_NONE (the default) stores every
   // tensor as loaded. A bad codec or level is recorded and reported by Open.
@@ -85,6 +93,10 @@ class TmaiWriter {
   TinyAIStatus Finish();
   // Totals of the finished file (zero before Finish succeeds).
   const TmaiWriteStats& stats() const { return stats_; }
+  // The most bytes the writer's data buffers have held (a compressing
+  // writer's frame and compressed frame; 0 uncompressed): what writing needs
+  // besides the directory and the zstd context, whatever the tensors' sizes.
+  uint64_t peak_buffer_bytes() const { return peak_buffers_; }
 
   // Test hook: the file-format version written into the header.
   void set_version_for_testing(uint16_t major, uint16_t minor) {
@@ -100,14 +112,19 @@ class TmaiWriter {
   };
   TinyAIStatus WriteZeros(uint64_t bytes);
   TinyAIStatus WriteRaw(const void* data, size_t bytes);
+  // Writes (WriteAt) or reads (ReadAt) at a file position, wherever the
+  // cursor is (compressing writers move between the raw bytes and frames).
+  TinyAIStatus WriteAt(uint64_t pos, const void* data, size_t bytes);
+  TinyAIStatus ReadAt(uint64_t pos, void* data, size_t bytes);
   TinyAIStatus BeginTensor();             // starts the current tensor
   TinyAIStatus PlaceTensor(size_t index);  // pads to where its stored bytes start
-  // Compressing writers: stores the current tensor, whose decoded bytes are
-  // data, as zstd frames or, when that is not smaller, as they are.
-  TinyAIStatus StoreTensor(const uint8_t* data);
-  // Fills packed_ with the frame table and frames of tensor t; *smaller tells
-  // whether they beat its raw size (packing stops as soon as they cannot).
-  TinyAIStatus PackZstd(const tmai::TensorEntry& t, const uint8_t* data, uint32_t* rows_per_frame, bool* smaller);
+  // Compressing writers: collects n more bytes of the current tensor into
+  // frames, compressing each as it completes.
+  TinyAIStatus FeedFrames(const uint8_t* p, size_t n);
+  TinyAIStatus CompressFrame(const uint8_t* data, size_t bytes);
+  // Compressing writers: the current tensor is complete; keeps its frames
+  // when they beat the raw bytes (moving them into place), else the raw bytes.
+  TinyAIStatus EndTensor();
   std::vector<uint8_t> SerializeMetadata() const;
 
   // Records a misuse (first one wins; reported by Open/Finish).
@@ -133,8 +150,23 @@ class TmaiWriter {
   TinyAICodec codec_ = TINYAI_CODEC_NONE;
   int level_ = kDefaultZstdLevel;
   ZSTD_CCtx* cctx_ = nullptr;
-  std::vector<uint8_t> pending_;  // the current tensor's decoded bytes so far (compressing only)
-  std::vector<uint8_t> packed_;   // its frame table and frames
+  uint64_t file_pos_ = 0;     // where the FILE's position is
+  uint64_t high_water_ = 0;   // the furthest byte written (frames beyond the raw copy)
+  // The tensor being compressed.
+  bool compressing_ = false;  // its frames may still beat its raw bytes
+  uint64_t raw_offset_ = 0;   // where its raw bytes go
+  uint64_t zstd_offset_ = 0;  // where it goes compressed (its frame table)
+  uint64_t rows_per_frame_ = 0, row_bytes_ = 0, rows_ = 0, frames_ = 0;
+  uint64_t frame_index_ = 0;
+  uint64_t packed_total_ = 0;  // bytes of frames so far, after raw_offset_ + decoded size
+  std::vector<uint64_t> frame_offsets_;
+  uint64_t peak_buffers_ = 0;
+  void NoteBuffers() {
+    const uint64_t b = pending_.capacity() + packed_.capacity();
+    if (b > peak_buffers_) peak_buffers_ = b;
+  }
+  std::vector<uint8_t> pending_;  // the current frame's decoded bytes so far (compressing only)
+  std::vector<uint8_t> packed_;   // one compressed frame; the frames' copy buffer
 };
 
 }  // namespace tinyai

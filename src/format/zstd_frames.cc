@@ -4,6 +4,10 @@
 #define TINYAI_WITH_ZSTD 1
 #endif
 #if TINYAI_WITH_ZSTD
+// The buffer-less streaming API (ZSTD_decompressBegin/Continue,
+// ZSTD_getFrameHeader) is in zstd's "static linking only" part; Debian's
+// shared library exports it.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
 #endif
@@ -181,7 +185,106 @@ TinyAIStatus ZstdDecoder::DecodeFrame(const tmai::TensorEntry& e, uint32_t frame
   return TINYAI_OK;
 }
 
+size_t ZstdFrameBlockBound(const uint8_t* head, size_t size) {
+  constexpr size_t kMaxBlock = size_t{1} << 17;  // ZSTD_BLOCKSIZE_MAX
+  ZSTD_frameHeader h;
+  if (!head || ZSTD_getFrameHeader(&h, head, size) != 0 || h.frameType != ZSTD_frame) return kMaxBlock;
+  return h.blockSizeMax == 0 || h.blockSizeMax > kMaxBlock ? kMaxBlock : h.blockSizeMax;
+}
+
+TinyAIStatus ZstdDecoder::DecodeFrameStreaming(const tmai::TensorEntry& e, uint32_t frame, ZstdReadFn read, void* ctx,
+                                               uint64_t src_offset, size_t src_size, uint8_t* bounce,
+                                               size_t bounce_size, uint8_t* dst, size_t dst_capacity,
+                                               const char* source) {
+  const char* file = Src(source);
+  if (!dctx_) return SetError(TINYAI_ERR_MISUSE, "'%s': ZstdDecoder::DecodeFrameStreaming before Init", file);
+  uint64_t first_row = 0, row_count = 0, rows = 0, row_bytes = 0;
+  if (ZstdFrameRows(e, frame, &first_row, &row_count) != TINYAI_OK) {
+    return AddErrorContext(TINYAI_ERR_INVALID_ARGUMENT, "'%s': ", file);
+  }
+  TINYAI_RETURN_IF_ERROR(TensorRowLayout(e, &rows, &row_bytes));
+  uint64_t expected = 0;
+  if (!CheckedMul(row_count, row_bytes, &expected) || expected > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%.*s' zstd frame %u: %llu rows of %llu bytes overflow",
+                    file, kNameWidth, e.name, frame, static_cast<unsigned long long>(row_count),
+                    static_cast<unsigned long long>(row_bytes));
+  }
+  if (dst == nullptr || dst_capacity < expected || bounce == nullptr || bounce_size < ZSTD_FRAMEHEADERSIZE_MAX) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "'%s': tensor '%.*s' zstd frame %u decodes to %llu bytes through a %zu-byte buffer; the "
+                    "destination holds %zu", file, kNameWidth, e.name, frame, static_cast<unsigned long long>(expected),
+                    bounce ? bounce_size : size_t{0}, dst ? dst_capacity : size_t{0});
+  }
+  // The header: the magic (no skippable frame), and the content size the rows need.
+  const size_t head = src_size < ZSTD_FRAMEHEADERSIZE_MAX ? src_size : ZSTD_FRAMEHEADERSIZE_MAX;
+  TINYAI_RETURN_IF_ERROR(read(ctx, src_offset, head, bounce));
+  uint32_t magic = 0;
+  if (head >= 4) std::memcpy(&magic, bounce, 4);
+  if (src_size < tmai::kZstdMinFrameBytes || magic != ZSTD_MAGICNUMBER) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u (%zu bytes) is not a zstd frame",
+                    file, kNameWidth, e.name, frame, src_size);
+  }
+  ZSTD_frameHeader h;
+  if (ZSTD_getFrameHeader(&h, bounce, head) != 0) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u has a malformed frame header", file,
+                    kNameWidth, e.name, frame);
+  }
+  if (h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u does not declare its content size", file,
+                    kNameWidth, e.name, frame);
+  }
+  if (h.frameContentSize != expected) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s' zstd frame %u declares %llu bytes, its %llu rows need %llu", file,
+                    kNameWidth, e.name, frame, h.frameContentSize, static_cast<unsigned long long>(row_count),
+                    static_cast<unsigned long long>(expected));
+  }
+  // Block by block: each read is exactly what the decoder asks for next.
+  size_t r = ZSTD_decompressBegin(dctx_);
+  size_t consumed = 0, produced = 0;
+  while (!ZSTD_isError(r)) {
+    const size_t need = ZSTD_nextSrcSizeToDecompress(dctx_);
+    if (need == 0) break;  // the frame is complete
+    if (need > src_size - consumed) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u runs past its %zu bytes in the table",
+                      file, kNameWidth, e.name, frame, src_size);
+    }
+    if (need > bounce_size) {
+      return SetError(TINYAI_ERR_BAD_FORMAT,
+                      "'%s': tensor '%.*s' zstd frame %u has a block of %zu bytes, larger than its first frame's "
+                      "window allows (%zu)", file, kNameWidth, e.name, frame, need, bounce_size);
+    }
+    TINYAI_RETURN_IF_ERROR(read(ctx, src_offset + consumed, need, bounce));
+    r = ZSTD_decompressContinue(dctx_, dst + produced, static_cast<size_t>(expected) - produced, bounce, need);
+    if (!ZSTD_isError(r)) produced += r;
+    consumed += need;
+  }
+  if (ZSTD_isError(r)) {
+    const bool checksum = ZSTD_getErrorCode(r) == ZSTD_error_checksum_wrong;
+    return SetError(checksum ? TINYAI_ERR_CHECKSUM : TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s' zstd frame %u (rows %llu..%llu) does not decode: %s", file, kNameWidth,
+                    e.name, frame, static_cast<unsigned long long>(first_row),
+                    static_cast<unsigned long long>(first_row + row_count - 1), ZSTD_getErrorName(r));
+  }
+  if (consumed != src_size) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u: the frame ends before its table entry "
+                    "(%zu of %zu bytes)", file, kNameWidth, e.name, frame, consumed, src_size);
+  }
+  if (produced != expected) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u decoded to %zu bytes, expected %llu",
+                    file, kNameWidth, e.name, frame, produced, static_cast<unsigned long long>(expected));
+  }
+  return TINYAI_OK;
+}
+
 #else  // !TINYAI_WITH_ZSTD: a build without the codec (e.g. for a microcontroller).
+
+size_t ZstdFrameBlockBound(const uint8_t*, size_t) { return size_t{1} << 17; }
+
+TinyAIStatus ZstdDecoder::DecodeFrameStreaming(const tmai::TensorEntry&, uint32_t, ZstdReadFn, void*, uint64_t, size_t,
+                                               uint8_t*, size_t, uint8_t*, size_t, const char*) {
+  return Init();
+}
 
 ZstdDecoder::~ZstdDecoder() {}
 

@@ -50,6 +50,17 @@ TinyAIStatus ZstdFrameRows(const tmai::TensorEntry& e, uint32_t frame, uint64_t*
 TinyAIStatus ParseZstdFrameTable(const tmai::TensorEntry& e, const uint8_t* table, size_t table_bytes,
                                  uint64_t* offsets, const char* source);
 
+// The most compressed bytes one zstd block of a frame can take (its
+// Block_Maximum_Size: the window size, at most 128 KiB), from the frame's
+// first bytes (at least 18, or the whole frame when it is shorter): what a
+// streaming decode must hold at once. 128 KiB when the header cannot be
+// read (the decode then reports the damage).
+size_t ZstdFrameBlockBound(const uint8_t* head, size_t size);
+
+// Reads size bytes at offset of a source into dst (the weight cache's file,
+// callback or image).
+using ZstdReadFn = TinyAIStatus (*)(void* ctx, uint64_t offset, size_t size, uint8_t* dst);
+
 // One zstd decompression context, reused for every frame decoded on one
 // thread (not thread-safe). Owns its ZSTD_DCtx.
 class ZstdDecoder {
@@ -76,6 +87,15 @@ class ZstdDecoder {
   // unspecified after a failure.
   TinyAIStatus DecodeFrame(const tmai::TensorEntry& e, uint32_t frame, const uint8_t* src, size_t src_size,
                            uint8_t* dst, size_t dst_capacity, const char* source);
+
+  // The same for a frame that is not in memory: [src_offset, src_offset +
+  // src_size) of a source read with read(ctx, ...), one zstd block at a time
+  // into bounce (bounce_size bytes: the frame's ZstdFrameBlockBound, and at
+  // least 18), decoded straight into dst. A block larger than bounce is
+  // TINYAI_ERR_BAD_FORMAT; a failed read, read's status.
+  TinyAIStatus DecodeFrameStreaming(const tmai::TensorEntry& e, uint32_t frame, ZstdReadFn read, void* ctx,
+                                    uint64_t src_offset, size_t src_size, uint8_t* bounce, size_t bounce_size,
+                                    uint8_t* dst, size_t dst_capacity, const char* source);
 
  private:
   ZSTD_DCtx* dctx_ = nullptr;

@@ -27,9 +27,9 @@ class PrefetchQueue {};
 namespace {
 
 constexpr int32_t kStopWorker = -1;
-// Bounce buffer for checking a compressed tensor's checksum when its frames
-// are not loaded together (and the least a staging buffer holds).
-constexpr uint64_t kStagingMinBytes = 256u * 1024u;
+// The least a staging buffer holds: it also streams a compressed tensor's
+// stored bytes through for their checksum, this much per read.
+constexpr uint64_t kStagingMinBytes = 16u * 1024u;
 
 uint64_t PageRound(uint64_t n) {
   const uint64_t page = port::PageSize();
@@ -61,12 +61,31 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
     if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
   }
   if (has_zstd_) {
-    // One staging buffer (and zstd context) per worker, plus two for the
-    // threads that use the model; more users wait for one.
-    const int workers = config.prefetchThreads > 0 ? config.prefetchThreads : 0;
-    TINYAI_RETURN_IF_ERROR(staging_.Allocate(static_cast<size_t>(workers) + 2, "staging buffers"));
-    uint64_t bytes = table->max_stored_frame_bytes();
-    if (bytes < kStagingMinBytes) bytes = kStagingMinBytes;
+    // What zstd costs: a decoding context (96 KiB) and a buffer of one
+    // compressed block (a frame is read and decoded a block at a time; 16
+    // KiB for the frames TinyAI writes) per thread that can decode at once:
+    // one per prefetch worker, at least one; the thread that uses the model
+    // shares them (a miss waits for one, at most a block's decode).
+    size_t decoders = 1;
+#if TINYAI_WITH_THREADS
+    if (config.prefetchEnabled && config.prefetchThreads > 1) decoders = static_cast<size_t>(config.prefetchThreads);
+#endif
+    TINYAI_RETURN_IF_ERROR(staging_.Allocate(decoders, "zstd decoders"));
+    uint64_t bytes = kStagingMinBytes;
+    if (!source->InPlace(0)) {
+      // Every frame of a tensor has its first frame's window (checked as it decodes).
+      for (size_t t = 0; t < tensor_count; ++t) {
+        const tmai::TensorEntry& e = reader->tensors()[t];
+        if (e.codec != TINYAI_CODEC_ZSTD || table->spans(static_cast<int32_t>(t)).size() == 0) continue;
+        const uint64_t* off = table->frame_offsets(static_cast<int32_t>(t));
+        uint8_t head[18] = {};
+        const uint64_t frame = off[1] - off[0];
+        const size_t n = frame < sizeof head ? static_cast<size_t>(frame) : sizeof head;
+        TINYAI_RETURN_IF_ERROR(source->Read(e.offset + off[0], n, head, reader->source()));
+        const uint64_t bound = ZstdFrameBlockBound(head, n);
+        if (bound > bytes) bytes = bound;
+      }
+    }
     staging_bytes_ = source->InPlace(0) ? 0 : static_cast<size_t>(PageRound(bytes));
     for (Staging& s : staging_) {
       s.decoder = New<ZstdDecoder>();
@@ -631,20 +650,24 @@ TinyAIStatus WeightCache::DecodeFrame(int32_t tensor, int32_t frame, uint8_t* ds
     TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
   }
   const uint8_t* src = source_->InPlace(at);
+  const size_t capacity = static_cast<size_t>(row_count * table_->row_bytes(tensor));
   TinyAIStatus s = TINYAI_OK;
-  if (!src) {
-    s = source_->Read(at, size, st->buffer, reader_->source());
-    src = st->buffer;
+  if (src) {  // in memory: decoded in one call
+    s = st->decoder->DecodeFrame(e, static_cast<uint32_t>(frame), src, size, dst, capacity, reader_->source());
+  } else {  // read a zstd block at a time through the staging buffer
+    s = st->decoder->DecodeFrameStreaming(e, static_cast<uint32_t>(frame), &WeightCache::ReadSource, this, at, size,
+                                          st->buffer, staging_bytes_, dst, capacity, reader_->source());
   }
   *bytes_read += size;
-  if (s == TINYAI_OK) {
-    s = st->decoder->DecodeFrame(e, static_cast<uint32_t>(frame), src, size, dst,
-                                 static_cast<size_t>(row_count * table_->row_bytes(tensor)), reader_->source());
-  }
   UniqueLock lock(mutex_);
   st->busy = false;
   changed_.notify_all();
   return s;
+}
+
+TinyAIStatus WeightCache::ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst) {
+  const WeightCache* c = static_cast<const WeightCache*>(self);
+  return c->source_->Read(offset, size, dst, c->reader_->source());
 }
 
 TinyAIStatus WeightCache::Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {

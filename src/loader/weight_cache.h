@@ -171,6 +171,8 @@ class WeightCache {
   TinyAIStatus Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   TinyAIStatus LoadBlock(int32_t block, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   TinyAIStatus LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  // Reads a source's bytes (ZstdReadFn).
+  static TinyAIStatus ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst);
   // Reads and decodes a zstd frame of tensor t into dst.
   TinyAIStatus DecodeFrame(int32_t tensor, int32_t frame, uint8_t* dst, uint64_t* bytes_read);
   // Checks tensor t's CRC (once per tensor), reading its stored bytes through

@@ -3,6 +3,7 @@
 // uncompressed, and every malformed table or frame gets a status and a
 // message naming the tensor and the frame, never a crash (these tests also run
 // under ASan+UBSan).
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_estimateDCtxSize
 #include <zstd.h>
 
 #include <cstdint>
@@ -682,3 +683,176 @@ TEST_F(ZstdParseTest, ReaderAcceptsTheWrittenModelAndItsChecksums) {
 }
 
 }  // namespace
+
+// ---- Decoding a block at a time, and what compression costs in memory -----------
+
+namespace streaming {
+
+struct Source {
+  const Bytes* bytes;
+  int reads = 0;
+  size_t largest_read = 0;
+};
+
+TinyAIStatus ReadFrom(void* ctx, uint64_t offset, size_t size, uint8_t* dst) {
+  Source* s = static_cast<Source*>(ctx);
+  if (offset + size > s->bytes->size()) return TINYAI_ERR_IO;
+  std::memcpy(dst, s->bytes->data() + offset, size);
+  ++s->reads;
+  if (size > s->largest_read) s->largest_read = size;
+  return TINYAI_OK;
+}
+
+}  // namespace streaming
+
+class ZstdStreamingTest : public ZstdBadInputTest {
+ protected:
+  TinyAIStatus DecodeStreaming(const Bytes& stored, uint32_t f, Bytes* out, size_t bounce_size,
+                               streaming::Source* src = nullptr) {
+    uint64_t first = 0, count = 0;
+    EXPECT_EQ(tinyai::ZstdFrameRows(e_, f, &first, &count), TINYAI_OK);
+    out->assign(static_cast<size_t>(count * 4096), 0);
+    Bytes bounce(bounce_size, 0xCD);
+    streaming::Source local{&stored};
+    streaming::Source* s = src ? src : &local;
+    s->bytes = &stored;
+    tinyaiClearLastError();
+    return dec_.DecodeFrameStreaming(e_, f, &streaming::ReadFrom, s, table_[f],
+                                     static_cast<size_t>(table_[f + 1] - table_[f]), bounce.data(), bounce.size(),
+                                     out->data(), out->size(), "bad.tmai");
+  }
+};
+
+// The writer's frames have 16 KiB blocks: a 16 KiB buffer decodes every
+// frame, read a block at a time, to the bytes written.
+TEST_F(ZstdStreamingTest, EveryFrameDecodesThroughASixteenKiBBuffer) {
+  const size_t bound = tinyai::ZstdFrameBlockBound(stored_.data() + table_[0], 18);
+  EXPECT_EQ(bound, size_t{1} << TmaiWriter::kZstdWindowLog);
+  for (uint32_t f = 0; f < 3; ++f) {
+    Bytes out;
+    streaming::Source src{&stored_};
+    ASSERT_EQ(DecodeStreaming(stored_, f, &out, bound, &src), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(std::memcmp(out.data(), data_.data() + size_t{f} * 256 * 4096, out.size()), 0) << "frame " << f;
+    EXPECT_LE(src.largest_read, bound);
+    EXPECT_GT(src.reads, 2);
+  }
+}
+
+TEST_F(ZstdStreamingTest, FlippedBytesTruncationAndOversizedBlocksAreErrors) {
+  const uint32_t f = 1;
+  const size_t begin = static_cast<size_t>(table_[f]), end = static_cast<size_t>(table_[f + 1]);
+  Bytes want;
+  ASSERT_EQ(DecodeStreaming(stored_, f, &want, 16384), TINYAI_OK) << LastMessage();
+  int errors = 0;
+  const size_t step = (end - begin) / 300 + 1;
+  for (size_t at = begin; at < end; at += (at < begin + 64 || at + 64 > end) ? 1 : step) {
+    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0xFF}}) {
+      Bytes corrupt = stored_;
+      corrupt[at] ^= mask;
+      Bytes out;
+      const TinyAIStatus s = DecodeStreaming(corrupt, f, &out, 16384);
+      if (s == TINYAI_OK) {
+        EXPECT_TRUE(out == want) << "byte " << at - begin << ": wrong rows decoded as OK";
+      } else {
+        ++errors;
+        EXPECT_TRUE(s == TINYAI_ERR_BAD_FORMAT || s == TINYAI_ERR_CHECKSUM) << tinyaiStatusString(s);
+        EXPECT_TRUE(tt::Contains(LastMessage(), "blk.0.attn_q")) << LastMessage();
+      }
+    }
+  }
+  EXPECT_GT(errors, 0);
+  // A buffer smaller than the frame's blocks.
+  Bytes out;
+  EXPECT_EQ(DecodeStreaming(stored_, f, &out, 32), TINYAI_ERR_BAD_FORMAT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_BAD_FORMAT, "has a block of");
+  // Cut short, or a source that fails.
+  uint64_t first = 0, count = 0;
+  ASSERT_EQ(tinyai::ZstdFrameRows(e_, f, &first, &count), TINYAI_OK);
+  out.assign(static_cast<size_t>(count * 4096), 0);
+  Bytes bounce(16384);
+  streaming::Source src{&stored_};
+  EXPECT_EQ(dec_.DecodeFrameStreaming(e_, f, &streaming::ReadFrom, &src, table_[f], end - begin - 7, bounce.data(),
+                                      bounce.size(), out.data(), out.size(), "bad.tmai"),
+            TINYAI_ERR_BAD_FORMAT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_BAD_FORMAT, "runs past its");
+  Bytes short_file(stored_.begin(), stored_.begin() + static_cast<long>(begin + 100));
+  src.bytes = &short_file;
+  EXPECT_EQ(dec_.DecodeFrameStreaming(e_, f, &streaming::ReadFrom, &src, table_[f], end - begin, bounce.data(),
+                                      bounce.size(), out.data(), out.size(), "bad.tmai"),
+            TINYAI_ERR_IO);
+}
+
+// Writing compressed holds a frame at a time, not the tensor (a 98 MB
+// classifier once took twice its size).
+TEST_F(ZstdTest, WritingCompressedHoldsAFrameNotATensor) {
+  const std::string path = dir_.File("big.tmai");
+  TmaiWriter w;
+  w.SetCompression(TINYAI_CODEC_ZSTD, 3);
+  w.AddMetaString("general.architecture", "test");
+  w.AddLayer(TINYAI_LAYER_DENSE, -1);
+  const uint64_t rows = 4096, cols = 2048;  // 32 MiB of floats
+  ASSERT_GE(w.AddTensor("big", TINYAI_ROLE_OTHER, TINYAI_DTYPE_F32, {rows, cols}), 0);
+  ASSERT_GE(w.AddTensor("small", TINYAI_ROLE_OTHER, TINYAI_DTYPE_F32, {cols}), 0);
+  ASSERT_EQ(w.Open(path.c_str()), TINYAI_OK) << LastMessage();
+  const Bytes chunk = Compressible(3 * 4096 + 12, 9);  // chunks that straddle frames
+  uint64_t left = rows * cols * 4 + cols * 4;
+  while (left > 0) {
+    const size_t n = left < chunk.size() ? static_cast<size_t>(left) : chunk.size();
+    ASSERT_EQ(w.Write(chunk.data(), n), TINYAI_OK) << LastMessage();
+    left -= n;
+  }
+  ASSERT_EQ(w.Finish(), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(w.stats().compressed_tensors, 2u);
+  EXPECT_LE(w.peak_buffer_bytes(), 3u * tmai::kDefaultRowBlockBytes) << "about two frames";
+  // And the file opens, every tensor's checksum verified as it loads.
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  ASSERT_NE(m, nullptr) << LastMessage();
+  for (int l = 0; l < tinyaiGetMappedLayerCount(m); ++l) {
+    ASSERT_NE(tinyaiGetLayerWeights(m, l), nullptr) << LastMessage();
+    tinyaiReleaseLayerWeights(m, l);
+  }
+  tinyaiCloseMappedModel(m);
+}
+
+// What zstd costs a runner beside the same model uncompressed: one decoding
+// context and one 16 KiB block buffer (the tables), not a frame-sized
+// staging buffer per thread; and under a limit that holds every weight, the
+// compressed model keeps them resident as the plain one does.
+TEST_F(ZstdTest, ACompressedModelNeedsAtMostOneDecoderMoreThanThePlainOne) {
+  tinyai::LlamaShape shape = tt::TinyShape();
+  shape.dim = 128;
+  shape.hidden_dim = 384;
+  shape.vocab_size = 1024;
+  const std::string plain = dir_.File("plain.tmai"), packed = dir_.File("packed.tmai");
+  ASSERT_EQ(tt::WriteTinyModel(plain, shape), TINYAI_OK) << LastMessage();
+  tinyai::WriteOptions zstd;
+  zstd.codec = TINYAI_CODEC_ZSTD;
+  ASSERT_EQ(tinyai::WriteSyntheticModel(shape, packed.c_str(), zstd), TINYAI_OK) << LastMessage();
+  TinyAIMemoryReport est[2];
+  for (int i = 0; i < 2; ++i) {
+    TinyAIMappedModel* m = tinyaiOpenMappedModel((i ? packed : plain).c_str(), nullptr);
+    ASSERT_NE(m, nullptr) << LastMessage();
+    std::memset(&est[i], 0, sizeof est[i]);
+    est[i].structSize = sizeof est[i];
+    ASSERT_EQ(tinyaiEstimateLLMMemory(m, nullptr, &est[i]), TINYAI_OK) << LastMessage();
+    tinyaiCloseMappedModel(m);
+  }
+  const uint64_t decoder = ZSTD_estimateDCtxSize() + 16384 + 8192;  // context, block buffer, page rounding
+  EXPECT_LE(est[1].otherBytes, est[0].otherBytes + decoder);
+  EXPECT_LE(est[1].minimumLimit, est[0].minimumLimit + decoder);
+  // A limit with room for every weight: resident, nothing evicted.
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(packed.c_str(), nullptr);
+  ASSERT_NE(m, nullptr);
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  Bytes plain_file;
+  ASSERT_TRUE(tt::ReadFileBytes(plain, &plain_file));
+  cfg.memoryLimit = static_cast<size_t>(est[0].minimumLimit + decoder) + plain_file.size();  // every weight fits
+  TinyAILLM* llm = nullptr;
+  ASSERT_EQ(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_OK) << LastMessage();
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.maxNewTokens = 30;
+  ASSERT_EQ(tinyaiGenerate(llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(tt::CacheStats(m).evictions, 0u);
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(m);
+}
