@@ -4,7 +4,7 @@
 # on any non-zero status (a usage error instead of the runtime error, or a
 # sanitizer's report of a crash, which exits with 1 by default).
 #
-#   cmake -DEXPECT_STATUS=N [-DEXPECT_OUTPUT=REGEX] [-DEMULATOR=...]
+#   cmake -DEXPECT_STATUS=N [-DEXPECT_OUTPUT=REGEX] [-DEMULATOR=...] [-DREQUIRES=FILE]
 #         -P tests/expect.cmake -- COMMAND [ARGUMENT...]
 #
 # EXPECT_STATUS  the exit status COMMAND must end with: 0 for success, or the
@@ -18,6 +18,11 @@
 #                error, merged, must contain.
 # EMULATOR       space-separated words that run a cross-built COMMAND
 #                (tests/CMakeLists.txt's TINYAI_TEST_EMULATOR; empty natively).
+# REQUIRES       a file COMMAND needs from ../shared (or made from it, such as
+#                the converted stories260K): when it is missing the test skips
+#                (it prints "tinyai-test-skip: ...", which the test's
+#                SKIP_REGULAR_EXPRESSION matches) or, when the environment sets
+#                TINYAI_REQUIRE_SHARED (to anything but 0), fails naming it.
 #
 # The arguments after "--" are COMMAND, passed as they are (CMake does not
 # read options after "--"); an argument may not be empty or hold a ';'.
@@ -45,6 +50,16 @@ if(NOT command)
   message(FATAL_ERROR "expect.cmake: no command after --")
 endif()
 list(JOIN command " " shown)
+
+if(NOT "${REQUIRES}" STREQUAL "" AND NOT EXISTS "${REQUIRES}")
+  if(NOT "$ENV{TINYAI_REQUIRE_SHARED}" STREQUAL "" AND NOT "$ENV{TINYAI_REQUIRE_SHARED}" STREQUAL "0")
+    message("TINYAI_REQUIRE_SHARED is set and ${REQUIRES} is missing: it comes from the shared data folder "
+            "(../shared; -DTINYAI_SHARED_DIR=...)")
+    message(FATAL_ERROR "the shared data is required")
+  endif()
+  message("tinyai-test-skip: ${REQUIRES} not found (../shared absent?); TINYAI_REQUIRE_SHARED=1 fails instead")
+  return()
+endif()
 
 foreach(var ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS)
   if("$ENV{${var}}" STREQUAL "")
