@@ -7,9 +7,10 @@
  *
  * MODEL is stories260K converted to .tmai; exit code 77 (skip) when it does
  * not exist, or 1 when the environment sets TINYAI_REQUIRE_SHARED (to
- * anything but 0: the shared data is required). TEMP_DIR is a writable folder for scratch files. GOLDEN, when
- * given, is compared in full with the greedy text of "Once upon a time";
- * otherwise its known first sentence is checked.
+ * anything but 0: the shared data is required). TEMP_DIR is a writable
+ * folder for scratch files. GOLDEN, when given, is compared in full with the
+ * greedy text of "Once upon a time"; otherwise its known first sentence is
+ * checked.
  *
  * Prints "N passed, M failed" and returns non-zero on any failure.
  */

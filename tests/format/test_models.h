@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "format/model_builder.h"
-#include "require_shared.h"
 #include "format/tmai_format.h"
+#include "require_shared.h"
 #include "tinyai/status.h"
 #include "tinyai/utils/mmap_loader.h"
 
