@@ -14,6 +14,7 @@
 #include <string>
 
 #include "port/port.h"
+#include "require_shared.h"
 #include "tinyai/tinyai.h"
 
 #if defined(__has_feature)
@@ -59,9 +60,11 @@ bool LoadStories(Image* image) {
   return true;
 }
 
-#define REQUIRE_STORIES(image)                                                     \
-  Image image;                                                                     \
-  if (!LoadStories(&image)) GTEST_SKIP() << "stories260K.tmai not found (../shared absent?)"
+#define REQUIRE_STORIES(image)                                                                        \
+  Image image;                                                                                        \
+  if (!LoadStories(&image))                                                                           \
+    TINYAI_SKIP_WITHOUT_SHARED("stories260K.tmai not found (../shared absent?): "                     \
+                               << EnvOr("TINYAI_TEST_STORIES_TMAI", TINYAI_TEST_STORIES_TMAI))
 
 std::string Golden(int n, std::string* prompt) {
   char name[64];

@@ -6,9 +6,11 @@
  *   c_api_test MODEL.tmai TEMP_DIR [GOLDEN.expected]
  *
  * MODEL is stories260K converted to .tmai; exit code 77 (skip) when it does
- * not exist. TEMP_DIR is a writable folder for scratch files. GOLDEN, when
- * given, is compared in full with the greedy text of "Once upon a time";
- * otherwise its known first sentence is checked.
+ * not exist, or 1 when the environment sets TINYAI_REQUIRE_SHARED (to
+ * anything but 0: the shared data is required). TEMP_DIR is a writable
+ * folder for scratch files. GOLDEN, when given, is compared in full with the
+ * greedy text of "Once upon a time"; otherwise its known first sentence is
+ * checked.
  *
  * Prints "N passed, M failed" and returns non-zero on any failure.
  */
@@ -851,8 +853,14 @@ int main(int argc, char** argv) {
     model_path = argv[1];
     tmp = argv[2];
     if (!file_exists(model_path)) {
-        printf("skip: %s not found (stories260K is converted from ../shared by the convert_stories260K test)\n",
-               model_path);
+        const char* required = getenv("TINYAI_REQUIRE_SHARED");
+        if (required && required[0] != '\0' && strcmp(required, "0") != 0) {
+            printf("TINYAI_REQUIRE_SHARED is set and %s is missing (stories260K is converted from ../shared by "
+                   "the convert_stories260K test)\n", model_path);
+            return 1;
+        }
+        printf("skip: %s not found (stories260K is converted from ../shared by the convert_stories260K test); "
+               "TINYAI_REQUIRE_SHARED=1 fails instead\n", model_path);
         return 77;
     }
 

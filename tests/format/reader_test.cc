@@ -904,8 +904,8 @@ class Llama2cImportTest : public ::testing::Test {
   void SetUp() override {
     stories_ = tt::StoriesDir();
     if (stories_.empty()) {
-      GTEST_SKIP() << "stories260K not found under $TINYAI_SHARED_DIR/models (TINYAI_SHARED_DIR='"
-                   << tt::Env("TINYAI_SHARED_DIR") << "')";
+      TINYAI_SKIP_WITHOUT_SHARED("stories260K not found under $TINYAI_SHARED_DIR/models (TINYAI_SHARED_DIR='"
+                                 << tt::Env("TINYAI_SHARED_DIR") << "')");
     }
     ASSERT_FALSE(dir_.path().empty());
     ASSERT_TRUE(tt::ReadFileBytes(stories_ + "/stories260K.bin", &checkpoint_));

@@ -312,6 +312,9 @@ std::vector<std::string> SyntheticAndStoriesTest::Models() const {
   std::vector<std::string> m = {synthetic_};
   if (!stories_.empty()) {
     m.push_back(stories_);
+  } else if (SharedRequired()) {
+    ADD_FAILURE() << "TINYAI_REQUIRE_SHARED is set and stories260K .tmai not found (TINYAI_STORIES_TMAI='"
+                  << Env("TINYAI_STORIES_TMAI") << "'); the convert_stories260K fixture makes it from ../shared";
   } else {
     std::printf("note: stories260K not found (TINYAI_STORIES_TMAI='%s'); synthetic model only\n",
                 Env("TINYAI_STORIES_TMAI").c_str());

@@ -13,6 +13,7 @@
 
 #include "format/model_builder.h"
 #include "format/tmai_format.h"
+#include "require_shared.h"
 #include "tinyai/status.h"
 #include "tinyai/utils/mmap_loader.h"
 
@@ -132,12 +133,12 @@ inline bool Contains(const std::string& haystack, const std::string& needle) {
 
 // A fixture with the models runner tests use: a small synthetic llama model
 // (always written) and stories260K (when converted; REQUIRE_STORIES() skips
-// without it).
+// without it, or fails under TINYAI_REQUIRE_SHARED).
 class SyntheticAndStoriesTest : public ::testing::Test {
  protected:
   void SetUp() override;
   // The synthetic model, and stories260K when it exists (a note is printed
-  // otherwise).
+  // otherwise, and the test fails under TINYAI_REQUIRE_SHARED).
   std::vector<std::string> Models() const;
 
   TempDir dir_;
@@ -148,13 +149,14 @@ class SyntheticAndStoriesTest : public ::testing::Test {
 }  // namespace testing
 }  // namespace tinyai
 
-// In a SyntheticAndStoriesTest: skips the test when stories260K is absent.
+// In a SyntheticAndStoriesTest: skips the test when stories260K is absent
+// (fails under TINYAI_REQUIRE_SHARED).
 #define REQUIRE_STORIES()                                                                                    \
   do {                                                                                                       \
     if (stories_.empty()) {                                                                                  \
-      GTEST_SKIP() << "stories260K .tmai not found (TINYAI_STORIES_TMAI='"                                   \
-                   << ::tinyai::testing::Env("TINYAI_STORIES_TMAI")                                          \
-                   << "'); the convert_stories260K fixture makes it from ../shared";                          \
+      TINYAI_SKIP_WITHOUT_SHARED("stories260K .tmai not found (TINYAI_STORIES_TMAI='"                        \
+                                 << ::tinyai::testing::Env("TINYAI_STORIES_TMAI")                            \
+                                 << "'); the convert_stories260K fixture makes it from ../shared");          \
     }                                                                                                        \
   } while (0)
 

@@ -234,7 +234,7 @@ TEST_F(ZstdTest, UncompressedOutputIsUnchangedByTheCompressionOption) {
 
 TEST_F(ZstdTest, Llama2cImportDecodesToTheUncompressedImport) {
   const std::string dir = tt::StoriesDir();
-  if (dir.empty()) GTEST_SKIP() << "stories260K not found under $TINYAI_SHARED_DIR/models";
+  if (dir.empty()) TINYAI_SKIP_WITHOUT_SHARED("stories260K not found under $TINYAI_SHARED_DIR/models");
   const std::string plain_path = dir_.File("plain.tmai"), packed_path = dir_.File("packed.tmai");
   const std::string ckpt = dir + "/stories260K.bin", tok = dir + "/tok512.bin";
   ASSERT_EQ(tinyai::ConvertLlama2c(ckpt.c_str(), tok.c_str(), plain_path.c_str(), nullptr), TINYAI_OK)

@@ -1,9 +1,17 @@
-# Converts stories260K into the test data folder, or skips when absent.
+# Converts stories260K into the test data folder, or skips when absent (the
+# tests that need it then skip too); fails instead when the environment sets
+# TINYAI_REQUIRE_SHARED (to anything but 0).
 # EMULATOR (space-separated, may be empty) runs a cross-built CONVERT.
 separate_arguments(emu UNIX_COMMAND "${EMULATOR}")
 set(CONVERT ${emu} ${CONVERT})
 if(NOT EXISTS ${STORIES_DIR}/stories260K.bin)
-  message(STATUS "stories260K not found in ${STORIES_DIR}: tests that need it will skip")
+  if(NOT "$ENV{TINYAI_REQUIRE_SHARED}" STREQUAL "" AND NOT "$ENV{TINYAI_REQUIRE_SHARED}" STREQUAL "0")
+    message("TINYAI_REQUIRE_SHARED is set and ${STORIES_DIR}/stories260K.bin is missing "
+            "(../shared; -DTINYAI_SHARED_DIR=...)")
+    message(FATAL_ERROR "the shared data is required")
+  endif()
+  message(STATUS "stories260K not found in ${STORIES_DIR}: tests that need it will skip; "
+                 "TINYAI_REQUIRE_SHARED=1 fails instead")
   return()
 endif()
 get_filename_component(dir ${OUT} DIRECTORY)

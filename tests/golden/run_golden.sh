@@ -9,9 +9,17 @@
 #   debug       normal, with no in-place reuse of activations
 # EMULATOR (one argument, words separated by spaces, e.g. "qemu-arm -L
 # /usr/arm-linux-gnueabihf") runs the cross-built GENERATE and INSPECT.
+# Exit status: 0 identical, 1 failed, 77 skipped because MODEL (converted from
+# ../shared) is absent; 1 then too when the environment sets
+# TINYAI_REQUIRE_SHARED (to anything but 0).
 gen=$1 model=$2 prompt=$3 threads=$4 mode=${5:-adaptive} inspect=$6 emu=${7:-}
 expected=${prompt%.prompt}.expected
-if [ ! -f "$model" ]; then echo "skip: $model not found (../shared absent?)"; exit 77; fi
+if [ ! -f "$model" ]; then
+  case ${TINYAI_REQUIRE_SHARED:-0} in
+    0) echo "skip: $model not found (../shared absent?); TINYAI_REQUIRE_SHARED=1 fails instead"; exit 77 ;;
+    *) echo "TINYAI_REQUIRE_SHARED is set and $model is missing (converted from ../shared)"; exit 1 ;;
+  esac
+fi
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 case $mode in

@@ -20,7 +20,8 @@ line is "N passed, M failed".
 Exit status: 0 all passed; 1 some failed; 2 usage error (missing
 tinyai-generate, model or prompts file, numpy not importable); 77 skipped
 because the llama2.c checkpoint or tokenizer is absent (CTest's
-SKIP_RETURN_CODE convention).
+SKIP_RETURN_CODE convention), or 1 then when the environment sets
+TINYAI_REQUIRE_SHARED (to anything but 0: the shared data is required).
 """
 
 import argparse
@@ -91,7 +92,12 @@ def main(argv=None):
 
     for path in (args.checkpoint, args.tokenizer):
         if not os.path.isfile(path):
-            print("SKIP: %s not found (the stories260K model is not available)" % path)
+            if os.environ.get("TINYAI_REQUIRE_SHARED", "") not in ("", "0"):
+                print("TINYAI_REQUIRE_SHARED is set and %s is missing (the stories260K model, "
+                      "from ../shared)" % path)
+                return EXIT_FAIL
+            print("SKIP: %s not found (the stories260K model is not available); "
+                  "TINYAI_REQUIRE_SHARED=1 fails instead" % path)
             return EXIT_SKIP
     for what, path in (("tinyai-generate", args.generate), ("model", args.model),
                        ("prompts file", args.prompts)):

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "require_shared.h"
+
 #include "common/span.h"
 #include "text/llama2c_tokenizer.h"
 #include "text/tokenizer.h"
@@ -274,12 +276,12 @@ class Tok512Test : public ::testing::Test {
   void SetUp() override {
     const char* shared = SharedDir();
     if (shared == nullptr || shared[0] == '\0') {
-      GTEST_SKIP() << "TINYAI_SHARED_DIR is not set; point it at the shared folder holding "
-                      "models/stories260K/tok512.bin to run the tokenizer tests";
+      TINYAI_SKIP_WITHOUT_SHARED("TINYAI_SHARED_DIR is not set; point it at the shared folder holding "
+                                 "models/stories260K/tok512.bin to run the tokenizer tests");
     }
     const std::string path = std::string(shared) + "/models/stories260K/tok512.bin";
     const std::vector<uint8_t> bytes = ReadFile(path);
-    if (bytes.empty()) GTEST_SKIP() << "cannot read " << path;
+    if (bytes.empty()) TINYAI_SKIP_WITHOUT_SHARED("cannot read " << path);
     ASSERT_EQ(ParseBytes(bytes, 512, &vocab_), TINYAI_OK) << LastMessage();
     ASSERT_EQ(tokenizer_.Init(Span<const StringView>(vocab_.pieces.data(), vocab_.pieces.size()),
                               Span<const float>(vocab_.scores.data(), vocab_.scores.size()), 1, 2,
@@ -368,7 +370,7 @@ TEST_F(Tok512Test, GoldenPrompts) {
     EXPECT_EQ(std::string(expected.begin(), expected.end()).compare(0, prompt.size(), prompt), 0)
         << name;
   }
-  if (found == 0) GTEST_SKIP() << "no golden prompts under " << dir;
+  if (found == 0) TINYAI_SKIP_WITHOUT_SHARED("no golden prompts under " << dir);
 }
 
 TEST_F(Tok512Test, BosAndEosFlags) {
