@@ -195,8 +195,10 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
 
 /* Evaluates count tokens at the current position, appending them to the KV
  * cache, and copies the logits of the last one into logits (vocabSize floats;
- * may be NULL). TINYAI_ERR_CONTEXT_OVERFLOW if they do not fit. All or
- * nothing: on any failure the position is unchanged. */
+ * may be NULL). TINYAI_ERR_CONTEXT_OVERFLOW if they do not fit;
+ * TINYAI_ERR_NOT_FINITE if the logits are NaN or infinite (the weights hold
+ * such values, or overflow). All or nothing: on any failure the position is
+ * unchanged. */
 TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
 
 /* Number of tokens in the KV cache. */
@@ -207,12 +209,15 @@ TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
 
 /* Picks the next token from logits (vocabSize floats, modified in place) with
  * the sampler settings; *rngState carries the random state between calls and
- * should start as the seed. Uses the runner's scratch: like every call on a
- * TinyAILLM, one thread at a time. */
+ * should start as the seed. A -inf logit rules its token out; a NaN or +inf
+ * one, or every logit -inf, is TINYAI_ERR_NOT_FINITE. Uses the runner's
+ * scratch: like every call on a TinyAILLM, one thread at a time. */
 TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
                           uint64_t* rngState, int32_t* token);
 
-/* Resets the cache, then generates from prompt as llama2.c does: BOS at
+/* Resets the cache, then generates from prompt as llama2.c does (a model
+ * whose logits turn NaN or infinite fails with TINYAI_ERR_NOT_FINITE at that
+ * position): BOS at
  * position 0, the prompt, then sampled tokens until params->maxNewTokens are
  * sampled, params->steps positions are used, the context is full or BOS is
  * sampled (stats->stopReason says which). The text (prompt included, first

@@ -270,7 +270,7 @@ TinyAIStatus TinyAIMappedModel::Acquire(int32_t layer, const uint8_t** data) {
 TinyAIStatus TinyAIMappedModel::Release(int32_t layer) {
   TINYAI_RETURN_IF_ERROR(CheckLayer(layer, "tinyaiReleaseLayerWeights"));
   TinyAIStatus s = cache_.Release(cache_.LayerEntry(layer));
-  if (s != TINYAI_OK) return tinyai::AddErrorContext(s, "tinyaiReleaseLayerWeights");
+  if (s != TINYAI_OK) return tinyai::AddErrorContext(s, "tinyaiReleaseLayerWeights: ");
   return s;
 }
 

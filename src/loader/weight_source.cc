@@ -7,6 +7,7 @@
 namespace tinyai {
 
 TinyAIStatus WeightSource::Read(uint64_t offset, size_t size, void* dst, const char* source) const {
+  if (size == 0) return TINYAI_OK;  // nothing to ask a callback (or the OS) for
   if (memory_) {
     std::memcpy(dst, memory_ + offset, size);
     return TINYAI_OK;

@@ -4,11 +4,24 @@
 
 #include "common/status.h"
 #include "port/port.h"
+#include "text/sampler.h"
 
 namespace tinyai {
 namespace {
 
 double SecondsSince(uint64_t t) { return static_cast<double>(port::MonotonicNanos() - t) * 1e-9; }
+
+// The model's logits after `position` must be finite: NaN or infinity there
+// comes from the weights (an infinite one) or an overflow, and would be
+// sampled as token 0.
+TinyAIStatus CheckModelLogits(const LlamaModel& m, const float* logits, int32_t position) {
+  size_t at = 0;
+  if (CheckFinite(logits, static_cast<size_t>(m.params().vocab_size), &at) == TINYAI_OK) return TINYAI_OK;
+  return SetError(TINYAI_ERR_NOT_FINITE,
+                  "'%s': the logits after position %d are not finite (token %zu is %g): the model's weights hold "
+                  "NaN or infinity, or overflow on this input", m.mapped_model()->reader().source(), position, at,
+                  static_cast<double>(logits[at]));
+}
 
 }  // namespace
 
@@ -61,6 +74,13 @@ TinyAIStatus EvalTokens(ForwardScheduler* sched, const int32_t* tokens, int32_t 
       return s;
     }
     done += n;
+  }
+  if (count > 0) {
+    const TinyAIStatus s = CheckModelLogits(*m, static_cast<const float*>(sched->OutputData(0)), m->position() - 1);
+    if (s != TINYAI_OK) {
+      m->set_position(start);
+      return s;
+    }
   }
   return TINYAI_OK;
 }
@@ -161,6 +181,7 @@ TinyAIStatus TextSession::NextPass() {
   // The last pass's logits are ready: pick the next token.
   int32_t next = 0;
   float* logits = static_cast<float*>(sched_->OutputData(0));
+  TINYAI_RETURN_IF_ERROR(CheckModelLogits(*llama_, logits, llama_->position() - 1));
   TINYAI_RETURN_IF_ERROR(llama_->sampler().Sample(logits, params_.sampler.temperature, params_.sampler.topP, &rng_,
                                                   &next));
   if (stats_.generatedTokens == 0) stats_.firstTokenSeconds = SecondsSince(t0_);

@@ -12,6 +12,7 @@
 #include "model/generate.h"
 #include "model/llama.h"
 #include "port/port.h"
+#include "text/sampler.h"
 
 namespace tinyai {
 
@@ -756,9 +757,29 @@ bool ForwardScheduler::ExecuteBatch(const void* input, void* output, int32_t* la
   }
   if (!in_pass()) {
     CopyBatchOutputs(run_output_);
+    status_ = CheckBatchOutputs();
     batch_done_ += pass_.shape.rows;
+    if (status_ != TINYAI_OK) {  // the rows are written; the caller learns they are not numbers
+      run_active_ = false;
+      return false;
+    }
   }
   return true;
+}
+
+TinyAIStatus ForwardScheduler::CheckBatchOutputs() const {
+  for (size_t k = 0; k < act_.outputs().size(); ++k) {
+    const uint64_t width = act_.tensors()[static_cast<size_t>(act_.outputs()[k])].size.per_row / sizeof(float);
+    const float* rows = static_cast<const float*>(OutputData(k));
+    size_t at = 0;
+    if (CheckFinite(rows, static_cast<size_t>(width) * static_cast<size_t>(pass_.shape.rows), &at) != TINYAI_OK) {
+      return SetError(TINYAI_ERR_NOT_FINITE,
+                      "the output of row %d (output %zu, column %zu) is %g: the weights hold NaN or infinity, the "
+                      "input does, or the layers overflow", pass_.row_offset + static_cast<int32_t>(at / width), k,
+                      static_cast<size_t>(at % width), static_cast<double>(rows[at]));
+    }
+  }
+  return TINYAI_OK;
 }
 
 // ---- memory and reports ----

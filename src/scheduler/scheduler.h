@@ -145,6 +145,8 @@ class ForwardScheduler : private OpNamer {
   bool ExecuteBatch(const void* input, void* output, int32_t* layer);
   TinyAIStatus BeginBatchPass(const void* input);
   void CopyBatchOutputs(void* output);
+  // TINYAI_ERR_NOT_FINITE naming the first output of the pass that is NaN or infinite.
+  TinyAIStatus CheckBatchOutputs() const;
   void Name(const GraphOp& op, char* out, size_t capacity) const override;
 
   TinyAIMappedModel* model_ = nullptr;

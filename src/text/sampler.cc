@@ -90,7 +90,33 @@ int32_t SampleTopP(const float* probabilities, size_t n, float topP, ProbIndex* 
   return probIndex[last].index;
 }
 
+// NaN or +inf, or no logit above -inf: there is no distribution to sample
+// (a -inf logit alone is a token ruled out, as a mask does).
+TinyAIStatus CheckLogits(const float* logits, size_t n) {
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = logits[i];
+    if (std::isnan(v) || (std::isinf(v) && v > 0)) {
+      return SetError(TINYAI_ERR_NOT_FINITE, "sampler: logit %zu of %zu is %s: no token can be sampled", i, n,
+                      std::isnan(v) ? "NaN" : "+inf");
+    }
+    any = any || !std::isinf(v);
+  }
+  if (!any) return SetError(TINYAI_ERR_NOT_FINITE, "sampler: all %zu logits are -inf: no token can be sampled", n);
+  return TINYAI_OK;
+}
+
 }  // namespace
+
+TinyAIStatus CheckFinite(const float* values, size_t n, size_t* at) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(values[i])) {
+      *at = i;
+      return TINYAI_ERR_NOT_FINITE;
+    }
+  }
+  return TINYAI_OK;
+}
 
 TinyAIStatus Sampler::Init(size_t vocabSize) {
   scratch_ = Array<ProbIndex>();
@@ -119,11 +145,23 @@ TinyAIStatus Sampler::Sample(float* logits, float temperature, float topP, uint6
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler: top-p is NaN");
   }
   const size_t n = scratch_.size();
+  TINYAI_RETURN_IF_ERROR(CheckLogits(logits, n));
   if (temperature == 0.0f) {
     *token = Argmax(logits, n);
     return TINYAI_OK;
   }
-  for (size_t i = 0; i < n; ++i) logits[i] /= temperature;
+  const int32_t greedy = Argmax(logits, n);
+  bool overflow = false;
+  for (size_t i = 0; i < n; ++i) {
+    logits[i] /= temperature;
+    overflow = overflow || (std::isinf(logits[i]) && logits[i] > 0);
+  }
+  // A temperature so small that a logit overflows: the distribution is all
+  // on the largest logit (softmax would divide infinity by infinity).
+  if (overflow) {
+    *token = greedy;
+    return TINYAI_OK;
+  }
   Softmax(logits, n);
   const float coin = RandomF32(rng);
   if (topP <= 0.0f || topP >= 1.0f) {

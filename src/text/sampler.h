@@ -17,6 +17,10 @@ struct ProbIndex {
   int32_t index;
 };
 
+// TINYAI_ERR_NOT_FINITE (no message) with *at the first of n values that is
+// NaN or infinite; TINYAI_OK when every one is finite.
+TinyAIStatus CheckFinite(const float* values, size_t n, size_t* at);
+
 class Sampler {
  public:
   // Allocates the scratch for a vocabulary of vocabSize tokens.
@@ -25,7 +29,10 @@ class Sampler {
   // Picks a token from logits (vocabSize floats; modified in place).
   // temperature >= 0, topP in (0, 1] (>= 1 or <= 0 means off); *rng is the
   // random state (never 0; a 0 state is replaced by a fixed constant).
-  // TINYAI_ERR_INVALID_ARGUMENT for a negative or non-finite temperature.
+  // TINYAI_ERR_INVALID_ARGUMENT for a negative or non-finite temperature;
+  // TINYAI_ERR_NOT_FINITE for a NaN or +inf logit, or when every logit is
+  // -inf (a -inf logit alone rules its token out). A temperature so small
+  // that logits overflow samples the largest logit.
   TinyAIStatus Sample(float* logits, float temperature, float topP, uint64_t* rng,
                       int32_t* token);
 

@@ -775,10 +775,15 @@ typedef struct {
     const unsigned char* image;
     size_t size;
     int fail_after;  /* calls that succeed before one fails; -1 never */
+    int empty_calls; /* calls for 0 bytes (refused, as a careful callback may) */
 } Reader;
 
 static int read_image(void* user, uint64_t offset, void* dst, size_t size) {
     Reader* r = (Reader*)user;
+    if (size == 0) {
+        ++r->empty_calls;
+        return -9;
+    }
     if (r->fail_after == 0) return -7;
     if (r->fail_after > 0) --r->fail_after;
     if (offset > r->size || size > r->size - offset) return -5;
@@ -800,6 +805,11 @@ static void test_reader_and_platform(const unsigned char* image, size_t size) {
     r.image = image;
     r.size = size;
     r.fail_after = -1;
+    r.empty_calls = 0;
+    /* An empty model is truncated, whatever the callback thinks of reading
+     * 0 bytes (it is never asked to). */
+    CHECK_SENTINEL(tinyaiOpenMappedModelFromReader(read_image, &r, 0, NULL), NULL, TINYAI_ERR_TRUNCATED);
+    CHECK(r.empty_calls == 0);
     m = tinyaiOpenMappedModelFromReader(read_image, &r, size, NULL);
     CHECK(m != NULL);
     if (m) {

@@ -175,6 +175,8 @@ TEST_F(LoaderTest, PinsAreCountedAndBalanced) {
   // A layer never got.
   EXPECT_EQ(tinyaiReleaseLayerWeights(model_, 2), TINYAI_ERR_MISUSE);
   EXPECT_LAST_ERROR(TINYAI_ERR_MISUSE, "not held");
+  // The call, then the cause: "tinyaiReleaseLayerWeights: release of layer 2 ..."
+  EXPECT_EQ(LastMessage().rfind("tinyaiReleaseLayerWeights: release of layer 2", 0), 0u) << LastMessage();
   // Get and release again after misuse works.
   ASSERT_NE(tinyaiGetLayerWeights(model_, 2), nullptr);
   EXPECT_EQ(tinyaiReleaseLayerWeights(model_, 2), TINYAI_OK);

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -32,6 +33,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crc32c.h"
 #include "format/test_models.h"
 #include "loader/mapped_model.h"
 #include "model/generate.h"
@@ -2123,4 +2125,67 @@ TEST_F(DenseTest, OptimalBatchAtTheLargestIntReturns) {
     EXPECT_EQ(again, best);
     EXPECT_LT(best, INT32_MAX);
   }
+}
+
+// Non-finite numbers are reported, never passed on silently: a language
+// model with an infinite weight fails at its first token (it sampled token 0
+// with OK before), and a dense network's NaN output is a status with the
+// rows still written.
+TEST_F(LlamaTest, AnInfiniteWeightFailsAtTheFirstTokenNotAsToken0) {
+  tt::Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(synthetic_, &image));
+  const int32_t t = tt::FindTensor(image, "blk.0.attn_q");
+  ASSERT_GE(t, 0);
+  const tinyai::tmai::TensorEntry e = tt::GetTensor(image, static_cast<uint32_t>(t));
+  const float inf = std::numeric_limits<float>::infinity();
+  std::memcpy(image.data() + e.offset + 4 * 7, &inf, 4);
+  // Checksums re-sealed: the file is valid, its numbers are not.
+  tt::PatchTensor(&image, static_cast<uint32_t>(t), [&](tinyai::tmai::TensorEntry& x) {
+    x.checksum = tinyai::Crc32c(0, image.data() + x.offset, static_cast<size_t>(x.stored_size));
+  });
+  const std::string path = dir_.File("infinite.tmai");
+  ASSERT_TRUE(tt::WriteFileBytes(path, image));
+  ModelPtr m = Open(path);
+  ASSERT_TRUE(m);
+  LLMPtr llm = CreateLLM(m.get(), 1, false);
+  ASSERT_TRUE(llm);
+  const int32_t ids[] = {1, 40, 41};
+  std::vector<float> logits(512);
+  EXPECT_EQ(tinyaiEval(llm.get(), ids, 3, logits.data()), TINYAI_ERR_NOT_FINITE);
+  EXPECT_LAST_ERROR(TINYAI_ERR_NOT_FINITE, "after position 2 are not finite");
+  EXPECT_EQ(tinyaiGetPosition(llm.get()), 0) << "all or nothing";
+  char text[256];
+  size_t len = 0;
+  EXPECT_EQ(tinyaiGenerate(llm.get(), "ab", nullptr, text, sizeof text, &len, nullptr), TINYAI_ERR_NOT_FINITE);
+  // Through the guide's loop too.
+  SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
+  ASSERT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_OK);
+  const TextRun r = GenerateByLayer(s.get(), "ab", 1024);
+  EXPECT_EQ(r.status, TINYAI_ERR_NOT_FINITE);
+  EXPECT_EQ(r.text, "") << "a failed run leaves an empty string";
+}
+
+TEST_F(DenseTest, ANonFiniteOutputIsReportedWithTheRowsWritten) {
+  ModelPtr m = Open(path_);
+  ASSERT_TRUE(m);
+  SchedPtr s = Whole(m.get(), TINYAI_EXEC_NORMAL, 0, Config(4));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_OK) << LastMessage();
+  std::vector<float> x = RandomInput(4 * static_cast<size_t>(net_.input_dim), 3);
+  x[2 * static_cast<size_t>(net_.input_dim) + 5] = std::numeric_limits<float>::infinity();  // row 2
+  std::vector<float> y(4 * static_cast<size_t>(out_width_), -7.0f);
+  int layer = 0;
+  while (tinyaiExecuteNextLayer(s.get(), x.data(), y.data(), &layer)) {
+  }
+  EXPECT_EQ(tinyaiGetSchedulerStatus(s.get()), TINYAI_ERR_NOT_FINITE);
+  EXPECT_LAST_ERROR(TINYAI_ERR_NOT_FINITE, "the output of row 2");
+  EXPECT_NE(y[0], -7.0f) << "the rows are written";
+  bool row2 = false;
+  for (int32_t c = 0; c < out_width_; ++c) row2 = row2 || !std::isfinite(y[2 * static_cast<size_t>(out_width_) + static_cast<size_t>(c)]);
+  EXPECT_TRUE(row2);
+  // Finite input runs clean again.
+  x[2 * static_cast<size_t>(net_.input_dim) + 5] = 0.5f;
+  EXPECT_TRUE(RunDense(s.get(), x, &y));
 }

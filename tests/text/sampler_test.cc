@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -350,6 +351,51 @@ TEST(Sampler, Validation) {
   EXPECT_EQ(s.Sample(logits, 1.0f, inf, &rng, &token), TINYAI_OK);
   EXPECT_EQ(s.Sample(logits, 1.0f, -inf, &rng, &token), TINYAI_OK);
   EXPECT_EQ(s.Sample(logits, 1.0f, 2.0f, &rng, &token), TINYAI_OK);
+}
+
+// NaN and +inf logits, or nothing but -inf, have no distribution: a status,
+// not token 0 (which is what the arg-max and the softmax gave them).
+TEST(Sampler, NonFiniteLogitsAreRefused) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Sampler s;
+  ASSERT_EQ(s.Init(4), TINYAI_OK);
+  for (float temperature : {0.0f, 0.7f}) {
+    for (float topP : {1.0f, 0.9f}) {
+      SCOPED_TRACE("temperature " + std::to_string(temperature) + " top-p " + std::to_string(topP));
+      uint64_t rng = 3;
+      int32_t token = -1;
+      float all_nan[] = {nan, nan, nan, nan};
+      EXPECT_EQ(s.Sample(all_nan, temperature, topP, &rng, &token), TINYAI_ERR_NOT_FINITE);
+      EXPECT_NE(std::string(tinyaiGetLastErrorMessage()).find("logit 0 of 4 is NaN"), std::string::npos)
+          << tinyaiGetLastErrorMessage();
+      float one_nan[] = {0.5f, 1.0f, nan, 0.0f};
+      EXPECT_EQ(s.Sample(one_nan, temperature, topP, &rng, &token), TINYAI_ERR_NOT_FINITE);
+      float plus_inf[] = {0.5f, inf, 1.0f, 0.0f};
+      EXPECT_EQ(s.Sample(plus_inf, temperature, topP, &rng, &token), TINYAI_ERR_NOT_FINITE);
+      float all_minus[] = {-inf, -inf, -inf, -inf};
+      EXPECT_EQ(s.Sample(all_minus, temperature, topP, &rng, &token), TINYAI_ERR_NOT_FINITE);
+      EXPECT_EQ(token, -1) << "nothing sampled";
+      // -inf alone rules a token out: never sampled.
+      for (int i = 0; i < 50; ++i) {
+        float masked[] = {-inf, 0.0f, -inf, 0.1f};
+        ASSERT_EQ(s.Sample(masked, temperature, topP, &rng, &token), TINYAI_OK);
+        EXPECT_TRUE(token == 1 || token == 3) << token;
+      }
+    }
+  }
+  // A temperature so small that the scaled logits overflow: the distribution
+  // is all on the largest (softmax would give NaN).
+  float logits[] = {1.0f, 3.0f, 2.0f, -1.0f};
+  uint64_t rng = 5;
+  int32_t token = -1;
+  ASSERT_EQ(s.Sample(logits, 1e-38f, 1.0f, &rng, &token), TINYAI_OK);
+  EXPECT_EQ(token, 1);
+  size_t at = 99;
+  const float values[] = {1.0f, -inf, 2.0f};
+  EXPECT_EQ(CheckFinite(values, 3, &at), TINYAI_ERR_NOT_FINITE);
+  EXPECT_EQ(at, 1u);
+  EXPECT_EQ(CheckFinite(values, 1, &at), TINYAI_OK);
 }
 
 }  // namespace

@@ -37,6 +37,8 @@
  *  - a dense network ("dense"): input is batchSize rows of
  *    dense.input_dim floats; output receives batchSize rows of the network's
  *    output (the outputs of layers no other layer reads, in layer order).
+ *    A row of output that is NaN or infinite ends the run with
+ *    TINYAI_ERR_NOT_FINITE naming it (the rows are written).
  *  - no model (NULL): the schedule plans memory only; execution fails with
  *    TINYAI_ERR_UNSUPPORTED.
  * tinyaiExecuteNextLayer() returns false when the work is done or failed;
