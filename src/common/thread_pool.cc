@@ -46,6 +46,11 @@ TinyAIStatus ThreadPool::Start(int threads) {
   serial_until_ = backoff_ = 0;
   calm_runs_ = 0;
   if (threads == 1) return TINYAI_OK;
+  // More threads than cores: polling would take the core a running thread
+  // needs. Set before the workers start, which read them.
+  const bool oversubscribed = threads > port::CpuCount();
+  worker_spin_ = oversubscribed ? 0 : kWorkerSpinNanos;
+  caller_spin_ = oversubscribed ? 0 : kCallerSpinNanos;
   TINYAI_RETURN_IF_ERROR(workers_.Allocate(static_cast<size_t>(threads - 1), "thread pool"));
   for (size_t i = 0; i < workers_.size(); ++i) {
     workers_[i].pool = this;
@@ -98,8 +103,7 @@ size_t ThreadPool::Drain(int thread) {
 void ThreadPool::WorkerMain(void* arg) {
   Worker* self = static_cast<Worker*>(arg);
   ThreadPool* pool = self->pool;
-  // More threads than cores: polling would take the core a running thread needs.
-  const uint64_t spin = pool->threads_ <= port::CpuCount() ? kWorkerSpinNanos : 0;
+  const uint64_t spin = pool->worker_spin_;
   unsigned seen = self->start_generation;
   for (;;) {
     auto news = [&] {
@@ -157,7 +161,7 @@ void ThreadPool::Run(ChunkFn fn, void* ctx, size_t chunks) {
   // No chunk is left to claim: close the loop, then wait for the claimed ones.
   auto idle = [&] { return (active_.load(std::memory_order_acquire) & ~kClosed) == 0; };
   if ((active_.fetch_or(kClosed, std::memory_order_acq_rel) & ~kClosed) != 0 &&
-      !PollFor(threads_ <= port::CpuCount() ? kCallerSpinNanos : 0, idle)) {
+      !PollFor(caller_spin_, idle)) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_waiting_ = true;
     done_.wait(lock, idle);

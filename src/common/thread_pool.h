@@ -134,6 +134,8 @@ class ThreadPool {
   static constexpr uint32_t kClosed = 1u << 31;
 
   Array<Worker> workers_;
+  uint64_t worker_spin_ = 0;  // how long idle workers poll before sleeping
+  uint64_t caller_spin_ = 0;  // how long the caller polls for claimed chunks before blocking
   // The loop being run: written by the caller before it opens the loop.
   ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
