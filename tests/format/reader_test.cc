@@ -20,6 +20,7 @@
 #include "format/model_builder.h"
 #include "format/test_models.h"
 #include "format/tmai_format.h"
+#include "format/tmai_writer.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -625,6 +626,50 @@ TEST_F(ReaderTest, UnterminatedOrEmptyNameIsBadFormat) {
   Bytes c = image_;
   tt::PatchTensor(&c, ti, [](tmai::TensorEntry& t) { std::memset(t.name, 0, sizeof t.name); });
   ExpectOpenFails(c, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(ti)).c_str(), "empty"});
+}
+
+TEST_F(ReaderTest, BytesAfterTheNameTerminatorAreBadFormat) {
+  // "blk.1.attn_q\0x...": a reader would print the name cut short. The name
+  // must be NUL-padded to its capacity.
+  const uint32_t ti = TensorIndex("blk.1.attn_q");
+  const std::string at = "tensor " + std::to_string(ti);
+  for (size_t pos : {size_t{13}, size_t{30}, size_t{tmai::kTensorNameCapacity - 1}}) {
+    SCOPED_TRACE(pos);
+    Bytes b = image_;
+    tt::PatchTensor(&b, ti, [pos](tmai::TensorEntry& t) { t.name[pos] = 'x'; });
+    ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {at.c_str(), "after the NUL", "blk.1.attn_q"});
+  }
+  // Two names that differ only after the NUL would also collide as strings.
+  Bytes c = image_;
+  const uint32_t other = TensorIndex("blk.1.attn_k");
+  tt::PatchTensor(&c, other, [](tmai::TensorEntry& t) {
+    std::memset(t.name, 0, sizeof t.name);
+    std::memcpy(t.name, "blk.1.attn_q\0k", 14);
+  });
+  ExpectOpenFails(c, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(other)).c_str(), "after the NUL"});
+}
+
+TEST_F(ReaderTest, NonZeroTensorFlagsAreBadFormat) {
+  const uint32_t ti = TensorIndex("blk.0.ffn_down");
+  for (uint8_t flags : {uint8_t{1}, uint8_t{0x80}, uint8_t{0xff}}) {
+    SCOPED_TRACE(static_cast<int>(flags));
+    Bytes b = image_;
+    tt::PatchTensor(&b, ti, [flags](tmai::TensorEntry& t) { t.flags = flags; });
+    ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(ti)).c_str(), "blk.0.ffn_down", "flags"});
+  }
+}
+
+TEST_F(ReaderTest, WriterRefusesANameWithANulByte) {
+  tinyai::TmaiWriter w;
+  w.AddMetaString("general.architecture", "llama");
+  w.AddLayer(TINYAI_LAYER_EMBEDDING, -1);
+  w.AddTensor(std::string("token\0embd", 10), TINYAI_ROLE_TOKEN_EMBEDDING, TINYAI_DTYPE_F32, {4, 4});
+  const std::string path = dir_.File("nul-name.tmai");
+  tinyaiClearLastError();
+  EXPECT_EQ(w.Open(path.c_str()), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(LastMessage(), "'token\\0embd'")) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "NUL")) << LastMessage();
+  EXPECT_FALSE(tt::FileExists(path));
 }
 
 // ---- A valid model round-trips ------------------------------------------------
