@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/array.h"
 #include "common/checked_math.h"
 #include "common/status.h"
+#include "format/limits.h"
 #include "format/tmai_writer.h"
 #include "port/port.h"
 #include "text/llama2c_tokenizer.h"
@@ -74,16 +76,13 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
   }
 }
 
-long ParseLong(const std::string& v, bool* ok) {
-  char* end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  *ok = !v.empty() && end && *end == '\0';
-  return x;
-}
+// The smallest vocabulary of a synthetic model: <unk>, BOS, EOS, 256 byte
+// pieces and the dummy prefix.
+constexpr int32_t kMinSyntheticVocab = 260;
 
 // ---- Dense networks ----
 
-constexpr uint64_t kMaxDenseWidth = 1u << 24;  // floats per row of any layer's input or output
+constexpr uint64_t kMaxDenseWidth = limits::kMaxDenseWidth;  // floats per row of any layer's input or output
 
 bool IsDenseActivation(const std::string& a) { return a == "none" || a == "relu" || a == "tanh"; }
 
@@ -108,8 +107,9 @@ bool ParseDecimal(const std::string& v, uint64_t max, uint64_t* out) {
 
 // Layer l of def, checked against the others: a valid unique name, a width,
 // an activation, and inputs that name the network input or earlier layers,
-// all of one width. Fills *producers (layer indices, -1 for the network
-// input) and *in (the input width); on failure returns false with *why.
+// each at most once, at most limits::kMaxDenseInputs of them, all of one
+// width. Fills *producers (layer indices, -1 for the network input) and *in
+// (the input width); on failure returns false with *why.
 bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* producers, int32_t* in,
                        std::string* why) {
   const DenseLayerDef& d = def.layers[l];
@@ -169,6 +169,18 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
         return false;
       }
     }
+    for (size_t k = 0; k < producers->size(); ++k) {
+      if ((*producers)[k] == p) {
+        *why = "layer " + quoted + ": input '" + n + "' is named twice; each input at most once (to add a layer's "
+               "output twice, give it a layer of its own)";
+        return false;
+      }
+    }
+    if (producers->size() >= static_cast<size_t>(limits::kMaxDenseInputs)) {
+      *why = "layer " + quoted + ": " + std::to_string(names.size()) + " inputs; a layer sums at most " +
+             std::to_string(limits::kMaxDenseInputs);
+      return false;
+    }
     const int32_t width = p < 0 ? def.input_dim : def.layers[static_cast<size_t>(p)].out;
     if (producers->empty()) {
       *in = width;
@@ -183,6 +195,26 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
   return true;
 }
 
+// The network's output (the layers no later layer reads, concatenated) is at
+// most limits::kMaxDenseOutputWidth floats wide, as the runtime requires.
+bool CheckDenseOutputWidth(const DenseNetDef& def, const std::vector<std::vector<int32_t>>& producers,
+                           std::string* why) {
+  std::vector<bool> read(def.layers.size(), false);
+  for (const std::vector<int32_t>& ps : producers) {
+    for (int32_t p : ps) {
+      if (p >= 0) read[static_cast<size_t>(p)] = true;
+    }
+  }
+  int64_t width = 0;
+  for (size_t l = 0; l < def.layers.size(); ++l) width += read[l] ? 0 : def.layers[l].out;
+  if (width > limits::kMaxDenseOutputWidth) {
+    *why = "the network's output (the layers no later layer reads) is " + std::to_string(width) +
+           " floats wide; at most " + std::to_string(limits::kMaxDenseOutputWidth);
+    return false;
+  }
+  return true;
+}
+
 // The whole definition (for definitions built in code); *producers and *ins
 // receive each layer's resolution.
 TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vector<int32_t>>* producers,
@@ -191,9 +223,9 @@ TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vecto
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: input %d is not in 1..%llu", def.input_dim,
                     static_cast<unsigned long long>(kMaxDenseWidth));
   }
-  if (def.layers.empty() || def.layers.size() > tmai::kMaxLayers) {
+  if (def.layers.empty() || def.layers.size() > limits::kMaxDenseLayers) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: %zu layers; it needs 1..%u", def.layers.size(),
-                    tmai::kMaxLayers);
+                    limits::kMaxDenseLayers);
   }
   producers->assign(def.layers.size(), std::vector<int32_t>());
   ins->assign(def.layers.size(), 0);
@@ -202,6 +234,10 @@ TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vecto
     if (!ResolveDenseLayer(def, l, &(*producers)[l], &(*ins)[l], &why)) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: layer %zu: %s", l, why.c_str());
     }
+  }
+  std::string why;
+  if (!CheckDenseOutputWidth(def, *producers, &why)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: %s", why.c_str());
   }
   return TINYAI_OK;
 }
@@ -279,14 +315,51 @@ TinyAIStatus CheckShape(const LlamaShape& s, bool synthetic) {
                     "seq_len %d)",
                     s.dim, s.hidden_dim, s.layers, s.heads, s.kv_heads, s.vocab_size, s.seq_len);
   }
+  // What the runtime runs (format/limits.h; model/llama.cc refuses the same).
+  struct Field {
+    const char* key;
+    int32_t value, min, max;
+  } fields[] = {
+      {"llama.dim", s.dim, 1, limits::kMaxLlamaDim},
+      {"llama.hidden_dim", s.hidden_dim, 1, limits::kMaxLlamaHiddenDim},
+      {"llama.layers", s.layers, 1, limits::kMaxLlamaLayers},
+      {"llama.heads", s.heads, 1, limits::kMaxLlamaHeads},
+      {"llama.kv_heads", s.kv_heads, 1, limits::kMaxLlamaHeads},
+      {"llama.vocab_size", s.vocab_size, limits::kMinVocab, limits::kMaxVocab},
+      {"llama.seq_len", s.seq_len, 1, limits::kMaxSeqLen},
+  };
+  for (const Field& f : fields) {
+    if (f.value < f.min || f.value > f.max) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "%s %d is outside what the runtime runs (%d..%d)", f.key, f.value, f.min,
+                      f.max);
+    }
+  }
   if (s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 || s.heads % s.kv_heads != 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                     "dim %d must split into %d even-sized heads, and kv_heads %d must divide heads", s.dim, s.heads,
                     s.kv_heads);
   }
-  if (synthetic && s.vocab_size < 260) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "vocab %d is too small: a synthetic tokenizer needs >= 260 pieces",
-                    s.vocab_size);
+  if (synthetic && s.vocab_size < kMinSyntheticVocab) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "vocab %d is too small: a synthetic tokenizer needs >= %d pieces",
+                    s.vocab_size, kMinSyntheticVocab);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus CheckTokenizerPieces(const std::vector<std::string>& pieces, const std::vector<float>& scores) {
+  if (pieces.size() != scores.size()) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer: %zu pieces but %zu scores", pieces.size(), scores.size());
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].empty() || pieces[i].size() > limits::kMaxPieceBytes) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER,
+                      "tokenizer: token %zu has a piece of %zu bytes; the runtime needs 1..%u bytes", i,
+                      pieces[i].size(), limits::kMaxPieceBytes);
+    }
+    if (!std::isfinite(scores[i])) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer: token %zu has a non-finite score %g", i,
+                      static_cast<double>(scores[i]));
+    }
   }
   return TINYAI_OK;
 }
@@ -294,6 +367,7 @@ TinyAIStatus CheckShape(const LlamaShape& s, bool synthetic) {
 TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
   LlamaShape s;
   s.kv_heads = -1;
+  std::unordered_set<std::string> seen;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
@@ -304,11 +378,22 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec item '%s' has no '='", item.c_str());
     std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    bool ok = false;
-    long v = ParseLong(value, &ok);
-    if (!ok || v < 0 || v > (1L << 30)) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec value '%s' for '%s' is not a valid number", value.c_str(),
+    static const char* kKeys[] = {"dim", "hidden", "layers", "heads", "kv_heads", "vocab", "seq_len", "seed", "shared"};
+    bool known = false;
+    for (const char* k : kKeys) known = known || key == k;
+    if (!known) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                      "unknown spec key '%s' (dim, hidden, layers, heads, kv_heads, vocab, seq_len, seed, shared)",
                       key.c_str());
+    }
+    if (!seen.insert(key).second) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec key '%s' is given twice", key.c_str());
+    // Digits only; every key but seed is an int32 (the limits are checked
+    // by CheckShape, naming the field), shared is 0 or 1.
+    const uint64_t max = key == "seed" ? UINT64_MAX : key == "shared" ? 1 : static_cast<uint64_t>(INT32_MAX);
+    uint64_t v = 0;
+    if (!ParseDecimal(value, max, &v)) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec value '%s' for '%s' is not a number in 0..%llu",
+                      value.c_str(), key.c_str(), static_cast<unsigned long long>(max));
     }
     int32_t iv = static_cast<int32_t>(v);
     if (key == "dim") s.dim = iv;
@@ -318,9 +403,8 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
     else if (key == "kv_heads") s.kv_heads = iv;
     else if (key == "vocab") s.vocab_size = iv;
     else if (key == "seq_len") s.seq_len = iv;
-    else if (key == "seed") s.seed = static_cast<uint64_t>(v);
-    else if (key == "shared") s.shared_classifier = v != 0;
-    else return SetError(TINYAI_ERR_INVALID_ARGUMENT, "unknown spec key '%s'", key.c_str());
+    else if (key == "seed") s.seed = v;
+    else s.shared_classifier = v != 0;
   }
   if (s.kv_heads < 0) s.kv_heads = s.heads;
   TINYAI_RETURN_IF_ERROR(CheckShape(s, true));
@@ -338,6 +422,7 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
   std::vector<std::string> pieces;
   std::vector<float> scores;
   SyntheticTokenizer(s.vocab_size, s.seed, &pieces, &scores);
+  TINYAI_RETURN_IF_ERROR(CheckTokenizerPieces(pieces, scores));
   AddTokenizerMetadata(&w, pieces, scores);
   DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
@@ -389,7 +474,12 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   s.shared_classifier = h[5] > 0;
   s.vocab_size = h[5] > 0 ? h[5] : (h[5] == INT32_MIN ? 0 : -h[5]);
   s.seq_len = h[6];
-  if (CheckShape(s, false) != TINYAI_OK) {
+  const TinyAIStatus shape_status = CheckShape(s, false);
+  if (shape_status == TINYAI_ERR_UNSUPPORTED) {
+    // A llama2.c shape, beyond what the runtime runs (format/limits.h).
+    return AddErrorContext(shape_status, "'%s': ", checkpointPath);
+  }
+  if (shape_status != TINYAI_OK) {
     return AddErrorContext(TINYAI_ERR_BAD_FORMAT, "'%s': not a llama2.c checkpoint: ", checkpointPath);
   }
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
@@ -440,6 +530,10 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
     pieces.emplace_back(vocab_data.pieces[static_cast<size_t>(i)].data, vocab_data.pieces[static_cast<size_t>(i)].size);
     scores.push_back(vocab_data.scores[static_cast<size_t>(i)]);
   }
+  // A piece the runtime refuses (an empty one, which llama2.c files can
+  // hold) is refused here, before anything is written.
+  ts = CheckTokenizerPieces(pieces, scores);
+  if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", tokenizerPath);
   AddTokenizerMetadata(&w, pieces, scores);
   DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
@@ -568,19 +662,21 @@ TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out) {
   if (line_no == 0) line_no = 1;
   if (!have_input) return fail("missing 'input' (floats per input row)");
   if (def.layers.empty()) return fail("the definition has no layers");
-  if (def.layers.size() > tmai::kMaxLayers) {
+  if (def.layers.size() > limits::kMaxDenseLayers) {
     return fail("the definition has " + std::to_string(def.layers.size()) + " layers; at most " +
-                std::to_string(tmai::kMaxLayers));
+                std::to_string(limits::kMaxDenseLayers));
   }
+  std::vector<std::vector<int32_t>> producers(def.layers.size());
   for (size_t l = 0; l < def.layers.size(); ++l) {
-    std::vector<int32_t> producers;
     int32_t in = 0;
     std::string why;
-    if (!ResolveDenseLayer(def, l, &producers, &in, &why)) {
+    if (!ResolveDenseLayer(def, l, &producers[l], &in, &why)) {
       line_no = layer_lines[l];
       return fail(why);
     }
   }
+  std::string why;
+  if (!CheckDenseOutputWidth(def, producers, &why)) return fail(why);
   *out = def;
   return TINYAI_OK;
 }

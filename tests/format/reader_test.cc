@@ -1059,6 +1059,8 @@ TEST_F(Llama2cImportTest, CheckpointOfTheWrongSize) {
 // 2^29 heads and kv heads, vocab 512, seq_len 100. Every product must be
 // overflow-checked, or the converter reads terabytes past the mapping
 // (SIGBUS/SIGSEGV). Run in a child process so a crash fails only this test.
+// (dim 2^30 is also beyond format/limits.h, which now refuses it first with
+// TINYAI_ERR_UNSUPPORTED.)
 TEST_F(Llama2cImportTest, CheckpointWhoseSizeWrapsAroundIsRefused) {
   Bytes evil(828, 0);
   const int32_t header[7] = {1 << 30, 1301505225, 11, 1 << 29, 1 << 29, 512, 100};
@@ -1081,7 +1083,38 @@ TEST_F(Llama2cImportTest, CheckpointWhoseSizeWrapsAroundIsRefused) {
         std::filesystem::remove_all(dir_.path(), ec);  // _Exit skips the fixture's destructor
         std::_Exit(s != TINYAI_OK && named ? 0 : 1);
       },
-      ::testing::ExitedWithCode(0), "status TINYAI_ERR_(OVERFLOW|BAD_FORMAT|TRUNCATED)");
+      ::testing::ExitedWithCode(0), "status TINYAI_ERR_(OVERFLOW|BAD_FORMAT|TRUNCATED|UNSUPPORTED)");
+}
+
+// llama2.c tokenizer files may hold an empty piece, which the runtime's
+// tokenizer refuses: the converter refuses it first, naming the token.
+TEST_F(Llama2cImportTest, TokenizerWithAnEmptyPieceIsRefusedBeforeWriting) {
+  Bytes tok = tokenizer_;
+  const size_t at = TokenRecord(300);
+  const uint32_t len = tt::LoadU32(tok, at + 4);
+  ASSERT_GT(len, 0u);
+  tok.erase(tok.begin() + static_cast<std::ptrdiff_t>(at + 8), tok.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+  tt::StoreU32(&tok, at + 4, 0);
+  ExpectTokenizerError(tok, {"token 300", "1..65536 bytes"});
+  EXPECT_FALSE(tt::FileExists(out_path_));
+}
+
+// A llama2.c shape beyond what the runtime runs (format/limits.h) is
+// TINYAI_ERR_UNSUPPORTED naming the field, before the file's size is read.
+TEST_F(Llama2cImportTest, CheckpointBeyondTheRuntimesLimitsIsUnsupported) {
+  Bytes deep = checkpoint_;
+  tt::StoreI32(&deep, 8, 4097);  // layers
+  ASSERT_TRUE(tt::WriteFileBytes(ckpt_path_, deep));
+  EXPECT_EQ(Convert(), TINYAI_ERR_UNSUPPORTED) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), ckpt_path_)) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "llama.layers 4097")) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "1..4096")) << LastMessage();
+  Bytes long_context = checkpoint_;
+  tt::StoreI32(&long_context, 24, (1 << 20) + 1);  // seq_len
+  ASSERT_TRUE(tt::WriteFileBytes(ckpt_path_, long_context));
+  EXPECT_EQ(Convert(), TINYAI_ERR_UNSUPPORTED) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "llama.seq_len 1048577")) << LastMessage();
+  EXPECT_FALSE(tt::FileExists(out_path_));
 }
 
 TEST_F(Llama2cImportTest, MissingFilesAreFileNotFound) {
