@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -59,18 +60,23 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
   static const char* kVowels[] = {"a", "e", "i", "o", "u", "ay", "ee", "oo"};
   static const char* kCodas[] = {"", "n", "t", "s", "r", "ng", "ll", "d"};
   uint64_t rng = seed ^ 0x5EEDull;
-  std::vector<std::string> seen;
+  // Pieces so far, for the duplicate test: a hash set keeps the whole
+  // vocabulary linear (a scan of every earlier piece made it quadratic).
+  std::unordered_set<std::string> seen(pieces->begin(), pieces->end());
+  pieces->reserve(static_cast<size_t>(vocab));
+  scores->reserve(static_cast<size_t>(vocab));
   int32_t rank = 0;
   while (static_cast<int32_t>(pieces->size()) < vocab) {
     std::string syl = std::string(kOnsets[SplitMix64(&rng) % 16]) + kVowels[SplitMix64(&rng) % 8] +
                       kCodas[SplitMix64(&rng) % 8];
     std::string piece = (rank % 2 == 0 ? " " : "") + syl;
     ++rank;
-    bool dup = false;
-    for (const std::string& p : *pieces) dup = dup || p == piece;
-    if (dup) {
-      piece += std::to_string(rank);  // keep every piece unique
+    if (seen.count(piece)) {
+      // Keep every piece unique: syllables hold no digits, so the rank
+      // suffix makes it a piece no other has.
+      piece += std::to_string(rank);
     }
+    seen.insert(piece);
     pieces->push_back(piece);
     scores->push_back(-static_cast<float>(rank));
   }
@@ -105,13 +111,23 @@ bool ParseDecimal(const std::string& v, uint64_t max, uint64_t* out) {
   return true;
 }
 
+// Each layer name of def and the first layer that has it (one hash lookup
+// per name keeps a definition of many layers linear).
+using DenseNameIndex = std::unordered_map<std::string, size_t>;
+DenseNameIndex IndexDenseNames(const DenseNetDef& def) {
+  DenseNameIndex index;
+  index.reserve(def.layers.size());
+  for (size_t l = 0; l < def.layers.size(); ++l) index.emplace(def.layers[l].name, l);
+  return index;
+}
+
 // Layer l of def, checked against the others: a valid unique name, a width,
 // an activation, and inputs that name the network input or earlier layers,
 // each at most once, at most limits::kMaxDenseInputs of them, all of one
 // width. Fills *producers (layer indices, -1 for the network input) and *in
 // (the input width); on failure returns false with *why.
-bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* producers, int32_t* in,
-                       std::string* why) {
+bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size_t l,
+                       std::vector<int32_t>* producers, int32_t* in, std::string* why) {
   const DenseLayerDef& d = def.layers[l];
   const std::string quoted = "'" + d.name + "'";
   if (d.name.empty()) {
@@ -128,11 +144,10 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
     *why = "'input' names the network input; it cannot name a layer";
     return false;
   }
-  for (size_t j = 0; j < l; ++j) {
-    if (def.layers[j].name == d.name) {
-      *why = "duplicate layer name " + quoted + " (layer " + std::to_string(j) + " has it)";
-      return false;
-    }
+  const auto first = index.find(d.name);
+  if (first != index.end() && first->second < l) {
+    *why = "duplicate layer name " + quoted + " (layer " + std::to_string(first->second) + " has it)";
+    return false;
   }
   if (d.out <= 0 || static_cast<uint64_t>(d.out) > kMaxDenseWidth) {
     *why = "layer " + quoted + ": out=" + std::to_string(d.out) + " is not in 1.." + std::to_string(kMaxDenseWidth);
@@ -152,12 +167,8 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
     if (n == "input") {
       p = -1;
     } else {
-      for (size_t j = 0; j < def.layers.size(); ++j) {
-        if (def.layers[j].name == n) {
-          p = static_cast<int32_t>(j);
-          break;
-        }
-      }
+      const auto it = index.find(n);
+      if (it != index.end()) p = static_cast<int32_t>(it->second);
       if (p == -2) {
         *why = "layer " + quoted + ": input '" + n + "' names no layer";
         return false;
@@ -229,9 +240,10 @@ TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vecto
   }
   producers->assign(def.layers.size(), std::vector<int32_t>());
   ins->assign(def.layers.size(), 0);
+  const DenseNameIndex index = IndexDenseNames(def);
   for (size_t l = 0; l < def.layers.size(); ++l) {
     std::string why;
-    if (!ResolveDenseLayer(def, l, &(*producers)[l], &(*ins)[l], &why)) {
+    if (!ResolveDenseLayer(def, index, l, &(*producers)[l], &(*ins)[l], &why)) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: layer %zu: %s", l, why.c_str());
     }
   }
@@ -666,11 +678,12 @@ TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out) {
     return fail("the definition has " + std::to_string(def.layers.size()) + " layers; at most " +
                 std::to_string(limits::kMaxDenseLayers));
   }
+  const DenseNameIndex index = IndexDenseNames(def);
   std::vector<std::vector<int32_t>> producers(def.layers.size());
   for (size_t l = 0; l < def.layers.size(); ++l) {
     int32_t in = 0;
     std::string why;
-    if (!ResolveDenseLayer(def, l, &producers[l], &in, &why)) {
+    if (!ResolveDenseLayer(def, index, l, &producers[l], &in, &why)) {
       line_no = layer_lines[l];
       return fail(why);
     }

@@ -3,6 +3,7 @@
 // (tinyai::WriteDenseModel: layers, tensors, metadata, seeded weights, zstd),
 // the loader's names for dense layers, and the reader-side spec the runtime
 // uses (tinyai::DenseNetSpec::Load) with every way a file can be wrong.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -499,6 +500,23 @@ TEST_F(DenseModelTest, TheWriterRefusesWhatTheRuntimeRefuses) {
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "output (the layers no later layer reads) is 2147483648 floats wide");
   text = text.substr(0, text.rfind("layer o127"));
   EXPECT_EQ(tinyai::ParseDenseDefinition(text, &def), TINYAI_OK) << LastMessage();
+}
+
+// A definition of many layers parses in linear time (names are looked up in a
+// hash index, not by scanning every earlier layer).
+TEST(DenseDefinitionTest, ManyLayersParseQuickly) {
+  std::string text = "input 1\n";
+  const int n = 65536;
+  for (int i = 0; i < n; ++i) text += "layer l" + std::to_string(i) + " out=1\n";
+  DenseNetDef def;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(tinyai::ParseDenseDefinition(text, &def), TINYAI_OK) << LastMessage();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(def.layers.size(), static_cast<size_t>(n));
+  EXPECT_LT(seconds, 20.0) << n << " layers took " << seconds << " s";
+  text += "layer one_too_many out=1\n";
+  EXPECT_EQ(tinyai::ParseDenseDefinition(text, &def), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "65537 layers; at most 65536");
 }
 
 // ---- DenseNetSpec::Load on malformed files ------------------------------------------
