@@ -9,6 +9,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "common/array.h"
 #include "common/checked_math.h"
 #include "common/status.h"
@@ -85,6 +87,14 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
 // The smallest vocabulary of a synthetic model: <unk>, BOS, EOS, 256 byte
 // pieces and the dummy prefix.
 constexpr int32_t kMinSyntheticVocab = 260;
+
+// a and b name the same file (device and inode: hard links, symlinks and
+// different spellings of one path are caught). False when either does not
+// exist.
+bool SameFile(const char* a, const char* b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 // ---- Dense networks ----
 
@@ -465,6 +475,16 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
 
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
                             LlamaShape* shapeOut, const WriteOptions& options, TmaiWriteStats* stats) {
+  // Writing over an input would truncate the mapped checkpoint under the
+  // reader (SIGBUS) and destroy it: refuse before anything is written.
+  const char* inputs[] = {checkpointPath, tokenizerPath};
+  const char* what[] = {"checkpoint", "tokenizer"};
+  for (int i = 0; i < 2; ++i) {
+    if (SameFile(outPath, inputs[i])) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the %s '%s' (the same file); refusing to overwrite an input",
+                      outPath, what[i], inputs[i]);
+    }
+  }
   port::MappedFile ckpt;
   TINYAI_RETURN_IF_ERROR(port::MapFile(checkpointPath, &ckpt));
   struct Unmap {

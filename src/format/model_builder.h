@@ -82,7 +82,9 @@ using TensorReshape = std::function<void(const std::string& name, std::vector<ui
 void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape = nullptr);
 
 // Converts a llama2.c checkpoint (version-0 header) and its tokenizer.
-// TINYAI_ERR_BAD_FORMAT for a header that is no llama2.c shape; TINYAI_ERR_UNSUPPORTED for a shape
+// TINYAI_ERR_INVALID_ARGUMENT, before anything is written, when outPath is
+// one of the inputs (the same file: device and inode); TINYAI_ERR_BAD_FORMAT
+// for a header that is no llama2.c shape; TINYAI_ERR_UNSUPPORTED for a shape
 // beyond format/limits.h; TINYAI_ERR_BAD_TOKENIZER for a tokenizer file or a
 // piece the runtime refuses (an empty one).
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,

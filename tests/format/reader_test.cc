@@ -1086,6 +1086,41 @@ TEST_F(Llama2cImportTest, CheckpointWhoseSizeWrapsAroundIsRefused) {
       ::testing::ExitedWithCode(0), "status TINYAI_ERR_(OVERFLOW|BAD_FORMAT|TRUNCATED|UNSUPPORTED)");
 }
 
+// An output that is one of the inputs (the same path, another spelling, a
+// symbolic or a hard link) is refused before anything is written: writing
+// would truncate the mapped checkpoint under the reader and destroy it.
+TEST_F(Llama2cImportTest, OutputThatIsAnInputIsRefusedBeforeWriting) {
+  namespace fs = std::filesystem;
+  const std::string sym = dir_.File("link-to-model.bin");
+  const std::string hard = dir_.File("hard-link-to-tok.bin");
+  fs::create_symlink(ckpt_path_, sym);
+  fs::create_hard_link(tok_path_, hard);
+  struct Case {
+    std::string out;
+    const char* which;
+  } cases[] = {
+      {ckpt_path_, "checkpoint"},
+      {dir_.path() + "/./model.bin", "checkpoint"},
+      {sym, "checkpoint"},
+      {tok_path_, "tokenizer"},
+      {hard, "tokenizer"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.out);
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyai::ConvertLlama2c(ckpt_path_.c_str(), tok_path_.c_str(), c.out.c_str(), nullptr),
+              TINYAI_ERR_INVALID_ARGUMENT)
+        << LastMessage();
+    EXPECT_TRUE(Contains(LastMessage(), c.which)) << LastMessage();
+    EXPECT_TRUE(Contains(LastMessage(), "refusing to overwrite an input")) << LastMessage();
+    Bytes ckpt, tok;
+    ASSERT_TRUE(tt::ReadFileBytes(ckpt_path_, &ckpt));
+    ASSERT_TRUE(tt::ReadFileBytes(tok_path_, &tok));
+    EXPECT_EQ(ckpt, checkpoint_) << "the checkpoint changed";
+    EXPECT_EQ(tok, tokenizer_) << "the tokenizer changed";
+  }
+}
+
 // llama2.c tokenizer files may hold an empty piece, which the runtime's
 // tokenizer refuses: the converter refuses it first, naming the token.
 TEST_F(Llama2cImportTest, TokenizerWithAnEmptyPieceIsRefusedBeforeWriting) {
