@@ -7,6 +7,7 @@
 #ifndef TINYAI_TOOLS_COMMON_CLI_H_
 #define TINYAI_TOOLS_COMMON_CLI_H_
 
+#include <cctype>
 #include <cerrno>
 #include <cfloat>
 #include <cmath>
