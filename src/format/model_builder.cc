@@ -88,14 +88,6 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
 // pieces and the dummy prefix.
 constexpr int32_t kMinSyntheticVocab = 260;
 
-// a and b name the same file (device and inode: hard links, symlinks and
-// different spellings of one path are caught). False when either does not
-// exist.
-bool SameFile(const char* a, const char* b) {
-  struct stat sa, sb;
-  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 // ---- Dense networks ----
 
 constexpr uint64_t kMaxDenseWidth = limits::kMaxDenseWidth;  // floats per row of any layer's input or output
@@ -265,6 +257,11 @@ TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vecto
 }
 
 }  // namespace
+
+bool SameFile(const char* a, const char* b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);

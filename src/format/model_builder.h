@@ -81,6 +81,11 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
 using TensorReshape = std::function<void(const std::string& name, std::vector<uint64_t>* shape)>;
 void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape = nullptr);
 
+// Whether a and b name the same existing file: the same device and inode, so
+// hard links, symbolic links and different spellings of one path are caught.
+// False when either does not exist.
+bool SameFile(const char* a, const char* b);
+
 // Converts a llama2.c checkpoint (version-0 header) and its tokenizer.
 // TINYAI_ERR_INVALID_ARGUMENT, before anything is written, when outPath is
 // one of the inputs (the same file: device and inode); TINYAI_ERR_BAD_FORMAT

@@ -2,8 +2,6 @@
 //   tinyai-convert [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -81,11 +79,8 @@ void PrintShape(const tinyai::LlamaShape& s, const char* out) {
 // the same file by device and inode, so hard links, symbolic links and
 // different spellings of one path are all caught.
 void CheckOutputIsNoInput(const std::string& out, const std::vector<std::pair<const char*, std::string>>& inputs) {
-  struct stat so;
-  if (stat(out.c_str(), &so) != 0) return;  // no such file yet: it is none of the inputs
   for (const auto& in : inputs) {
-    struct stat si;
-    if (stat(in.second.c_str(), &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+    if (tinyai::SameFile(out.c_str(), in.second.c_str())) {
       throw tinyai_tools::UsageError("OUT.tmai '" + out + "' is the " + in.first + " '" + in.second +
                                      "' (the same file); refusing to overwrite an input");
     }
