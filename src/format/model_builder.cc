@@ -5,11 +5,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include "common/array.h"
 #include "common/checked_math.h"
 #include "common/status.h"
+#include "format/limits.h"
 #include "format/tmai_writer.h"
 #include "port/port.h"
 #include "text/llama2c_tokenizer.h"
@@ -57,33 +62,35 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
   static const char* kVowels[] = {"a", "e", "i", "o", "u", "ay", "ee", "oo"};
   static const char* kCodas[] = {"", "n", "t", "s", "r", "ng", "ll", "d"};
   uint64_t rng = seed ^ 0x5EEDull;
-  std::vector<std::string> seen;
+  // Pieces so far, for the duplicate test: a hash set keeps the whole
+  // vocabulary linear (a scan of every earlier piece made it quadratic).
+  std::unordered_set<std::string> seen(pieces->begin(), pieces->end());
+  pieces->reserve(static_cast<size_t>(vocab));
+  scores->reserve(static_cast<size_t>(vocab));
   int32_t rank = 0;
   while (static_cast<int32_t>(pieces->size()) < vocab) {
     std::string syl = std::string(kOnsets[SplitMix64(&rng) % 16]) + kVowels[SplitMix64(&rng) % 8] +
                       kCodas[SplitMix64(&rng) % 8];
     std::string piece = (rank % 2 == 0 ? " " : "") + syl;
     ++rank;
-    bool dup = false;
-    for (const std::string& p : *pieces) dup = dup || p == piece;
-    if (dup) {
-      piece += std::to_string(rank);  // keep every piece unique
+    if (seen.count(piece)) {
+      // Keep every piece unique: syllables hold no digits, so the rank
+      // suffix makes it a piece no other has.
+      piece += std::to_string(rank);
     }
+    seen.insert(piece);
     pieces->push_back(piece);
     scores->push_back(-static_cast<float>(rank));
   }
 }
 
-long ParseLong(const std::string& v, bool* ok) {
-  char* end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  *ok = !v.empty() && end && *end == '\0';
-  return x;
-}
+// The smallest vocabulary of a synthetic model: <unk>, BOS, EOS, 256 byte
+// pieces and the dummy prefix.
+constexpr int32_t kMinSyntheticVocab = 260;
 
 // ---- Dense networks ----
 
-constexpr uint64_t kMaxDenseWidth = 1u << 24;  // floats per row of any layer's input or output
+constexpr uint64_t kMaxDenseWidth = limits::kMaxDenseWidth;  // floats per row of any layer's input or output
 
 bool IsDenseActivation(const std::string& a) { return a == "none" || a == "relu" || a == "tanh"; }
 
@@ -106,12 +113,23 @@ bool ParseDecimal(const std::string& v, uint64_t max, uint64_t* out) {
   return true;
 }
 
+// Each layer name of def and the first layer that has it (one hash lookup
+// per name keeps a definition of many layers linear).
+using DenseNameIndex = std::unordered_map<std::string, size_t>;
+DenseNameIndex IndexDenseNames(const DenseNetDef& def) {
+  DenseNameIndex index;
+  index.reserve(def.layers.size());
+  for (size_t l = 0; l < def.layers.size(); ++l) index.emplace(def.layers[l].name, l);
+  return index;
+}
+
 // Layer l of def, checked against the others: a valid unique name, a width,
 // an activation, and inputs that name the network input or earlier layers,
-// all of one width. Fills *producers (layer indices, -1 for the network
-// input) and *in (the input width); on failure returns false with *why.
-bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* producers, int32_t* in,
-                       std::string* why) {
+// each at most once, at most limits::kMaxDenseInputs of them, all of one
+// width. Fills *producers (layer indices, -1 for the network input) and *in
+// (the input width); on failure returns false with *why.
+bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size_t l,
+                       std::vector<int32_t>* producers, int32_t* in, std::string* why) {
   const DenseLayerDef& d = def.layers[l];
   const std::string quoted = "'" + d.name + "'";
   if (d.name.empty()) {
@@ -128,11 +146,10 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
     *why = "'input' names the network input; it cannot name a layer";
     return false;
   }
-  for (size_t j = 0; j < l; ++j) {
-    if (def.layers[j].name == d.name) {
-      *why = "duplicate layer name " + quoted + " (layer " + std::to_string(j) + " has it)";
-      return false;
-    }
+  const auto first = index.find(d.name);
+  if (first != index.end() && first->second < l) {
+    *why = "duplicate layer name " + quoted + " (layer " + std::to_string(first->second) + " has it)";
+    return false;
   }
   if (d.out <= 0 || static_cast<uint64_t>(d.out) > kMaxDenseWidth) {
     *why = "layer " + quoted + ": out=" + std::to_string(d.out) + " is not in 1.." + std::to_string(kMaxDenseWidth);
@@ -152,12 +169,8 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
     if (n == "input") {
       p = -1;
     } else {
-      for (size_t j = 0; j < def.layers.size(); ++j) {
-        if (def.layers[j].name == n) {
-          p = static_cast<int32_t>(j);
-          break;
-        }
-      }
+      const auto it = index.find(n);
+      if (it != index.end()) p = static_cast<int32_t>(it->second);
       if (p == -2) {
         *why = "layer " + quoted + ": input '" + n + "' names no layer";
         return false;
@@ -168,6 +181,18 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
                "; a layer reads only the input and earlier layers";
         return false;
       }
+    }
+    for (size_t k = 0; k < producers->size(); ++k) {
+      if ((*producers)[k] == p) {
+        *why = "layer " + quoted + ": input '" + n + "' is named twice; each input at most once (to add a layer's "
+               "output twice, give it a layer of its own)";
+        return false;
+      }
+    }
+    if (producers->size() >= static_cast<size_t>(limits::kMaxDenseInputs)) {
+      *why = "layer " + quoted + ": " + std::to_string(names.size()) + " inputs; a layer sums at most " +
+             std::to_string(limits::kMaxDenseInputs);
+      return false;
     }
     const int32_t width = p < 0 ? def.input_dim : def.layers[static_cast<size_t>(p)].out;
     if (producers->empty()) {
@@ -183,6 +208,26 @@ bool ResolveDenseLayer(const DenseNetDef& def, size_t l, std::vector<int32_t>* p
   return true;
 }
 
+// The network's output (the layers no later layer reads, concatenated) is at
+// most limits::kMaxDenseOutputWidth floats wide, as the runtime requires.
+bool CheckDenseOutputWidth(const DenseNetDef& def, const std::vector<std::vector<int32_t>>& producers,
+                           std::string* why) {
+  std::vector<bool> read(def.layers.size(), false);
+  for (const std::vector<int32_t>& ps : producers) {
+    for (int32_t p : ps) {
+      if (p >= 0) read[static_cast<size_t>(p)] = true;
+    }
+  }
+  int64_t width = 0;
+  for (size_t l = 0; l < def.layers.size(); ++l) width += read[l] ? 0 : def.layers[l].out;
+  if (width > limits::kMaxDenseOutputWidth) {
+    *why = "the network's output (the layers no later layer reads) is " + std::to_string(width) +
+           " floats wide; at most " + std::to_string(limits::kMaxDenseOutputWidth);
+    return false;
+  }
+  return true;
+}
+
 // The whole definition (for definitions built in code); *producers and *ins
 // receive each layer's resolution.
 TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vector<int32_t>>* producers,
@@ -191,22 +236,32 @@ TinyAIStatus CheckDenseDefinition(const DenseNetDef& def, std::vector<std::vecto
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: input %d is not in 1..%llu", def.input_dim,
                     static_cast<unsigned long long>(kMaxDenseWidth));
   }
-  if (def.layers.empty() || def.layers.size() > tmai::kMaxLayers) {
+  if (def.layers.empty() || def.layers.size() > limits::kMaxDenseLayers) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: %zu layers; it needs 1..%u", def.layers.size(),
-                    tmai::kMaxLayers);
+                    limits::kMaxDenseLayers);
   }
   producers->assign(def.layers.size(), std::vector<int32_t>());
   ins->assign(def.layers.size(), 0);
+  const DenseNameIndex index = IndexDenseNames(def);
   for (size_t l = 0; l < def.layers.size(); ++l) {
     std::string why;
-    if (!ResolveDenseLayer(def, l, &(*producers)[l], &(*ins)[l], &why)) {
+    if (!ResolveDenseLayer(def, index, l, &(*producers)[l], &(*ins)[l], &why)) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: layer %zu: %s", l, why.c_str());
     }
+  }
+  std::string why;
+  if (!CheckDenseOutputWidth(def, *producers, &why)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "dense network: %s", why.c_str());
   }
   return TINYAI_OK;
 }
 
 }  // namespace
+
+bool SameFile(const char* a, const char* b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
@@ -279,14 +334,51 @@ TinyAIStatus CheckShape(const LlamaShape& s, bool synthetic) {
                     "seq_len %d)",
                     s.dim, s.hidden_dim, s.layers, s.heads, s.kv_heads, s.vocab_size, s.seq_len);
   }
+  // What the runtime runs (format/limits.h; model/llama.cc refuses the same).
+  struct Field {
+    const char* key;
+    int32_t value, min, max;
+  } fields[] = {
+      {"llama.dim", s.dim, 1, limits::kMaxLlamaDim},
+      {"llama.hidden_dim", s.hidden_dim, 1, limits::kMaxLlamaHiddenDim},
+      {"llama.layers", s.layers, 1, limits::kMaxLlamaLayers},
+      {"llama.heads", s.heads, 1, limits::kMaxLlamaHeads},
+      {"llama.kv_heads", s.kv_heads, 1, limits::kMaxLlamaHeads},
+      {"llama.vocab_size", s.vocab_size, limits::kMinVocab, limits::kMaxVocab},
+      {"llama.seq_len", s.seq_len, 1, limits::kMaxSeqLen},
+  };
+  for (const Field& f : fields) {
+    if (f.value < f.min || f.value > f.max) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "%s %d is outside what the runtime runs (%d..%d)", f.key, f.value, f.min,
+                      f.max);
+    }
+  }
   if (s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 || s.heads % s.kv_heads != 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                     "dim %d must split into %d even-sized heads, and kv_heads %d must divide heads", s.dim, s.heads,
                     s.kv_heads);
   }
-  if (synthetic && s.vocab_size < 260) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "vocab %d is too small: a synthetic tokenizer needs >= 260 pieces",
-                    s.vocab_size);
+  if (synthetic && s.vocab_size < kMinSyntheticVocab) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "vocab %d is too small: a synthetic tokenizer needs >= %d pieces",
+                    s.vocab_size, kMinSyntheticVocab);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus CheckTokenizerPieces(const std::vector<std::string>& pieces, const std::vector<float>& scores) {
+  if (pieces.size() != scores.size()) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer: %zu pieces but %zu scores", pieces.size(), scores.size());
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].empty() || pieces[i].size() > limits::kMaxPieceBytes) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER,
+                      "tokenizer: token %zu has a piece of %zu bytes; the runtime needs 1..%u bytes", i,
+                      pieces[i].size(), limits::kMaxPieceBytes);
+    }
+    if (!std::isfinite(scores[i])) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer: token %zu has a non-finite score %g", i,
+                      static_cast<double>(scores[i]));
+    }
   }
   return TINYAI_OK;
 }
@@ -294,6 +386,7 @@ TinyAIStatus CheckShape(const LlamaShape& s, bool synthetic) {
 TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
   LlamaShape s;
   s.kv_heads = -1;
+  std::unordered_set<std::string> seen;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
@@ -304,11 +397,22 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec item '%s' has no '='", item.c_str());
     std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    bool ok = false;
-    long v = ParseLong(value, &ok);
-    if (!ok || v < 0 || v > (1L << 30)) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec value '%s' for '%s' is not a valid number", value.c_str(),
+    static const char* kKeys[] = {"dim", "hidden", "layers", "heads", "kv_heads", "vocab", "seq_len", "seed", "shared"};
+    bool known = false;
+    for (const char* k : kKeys) known = known || key == k;
+    if (!known) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                      "unknown spec key '%s' (dim, hidden, layers, heads, kv_heads, vocab, seq_len, seed, shared)",
                       key.c_str());
+    }
+    if (!seen.insert(key).second) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec key '%s' is given twice", key.c_str());
+    // Digits only; every key but seed is an int32 (the limits are checked
+    // by CheckShape, naming the field), shared is 0 or 1.
+    const uint64_t max = key == "seed" ? UINT64_MAX : key == "shared" ? 1 : static_cast<uint64_t>(INT32_MAX);
+    uint64_t v = 0;
+    if (!ParseDecimal(value, max, &v)) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "spec value '%s' for '%s' is not a number in 0..%llu",
+                      value.c_str(), key.c_str(), static_cast<unsigned long long>(max));
     }
     int32_t iv = static_cast<int32_t>(v);
     if (key == "dim") s.dim = iv;
@@ -318,9 +422,8 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
     else if (key == "kv_heads") s.kv_heads = iv;
     else if (key == "vocab") s.vocab_size = iv;
     else if (key == "seq_len") s.seq_len = iv;
-    else if (key == "seed") s.seed = static_cast<uint64_t>(v);
-    else if (key == "shared") s.shared_classifier = v != 0;
-    else return SetError(TINYAI_ERR_INVALID_ARGUMENT, "unknown spec key '%s'", key.c_str());
+    else if (key == "seed") s.seed = v;
+    else s.shared_classifier = v != 0;
   }
   if (s.kv_heads < 0) s.kv_heads = s.heads;
   TINYAI_RETURN_IF_ERROR(CheckShape(s, true));
@@ -338,6 +441,7 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
   std::vector<std::string> pieces;
   std::vector<float> scores;
   SyntheticTokenizer(s.vocab_size, s.seed, &pieces, &scores);
+  TINYAI_RETURN_IF_ERROR(CheckTokenizerPieces(pieces, scores));
   AddTokenizerMetadata(&w, pieces, scores);
   DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
@@ -368,6 +472,16 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
 
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
                             LlamaShape* shapeOut, const WriteOptions& options, TmaiWriteStats* stats) {
+  // Writing over an input would truncate the mapped checkpoint under the
+  // reader (SIGBUS) and destroy it: refuse before anything is written.
+  const char* inputs[] = {checkpointPath, tokenizerPath};
+  const char* what[] = {"checkpoint", "tokenizer"};
+  for (int i = 0; i < 2; ++i) {
+    if (SameFile(outPath, inputs[i])) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the %s '%s' (the same file); refusing to overwrite an input",
+                      outPath, what[i], inputs[i]);
+    }
+  }
   port::MappedFile ckpt;
   TINYAI_RETURN_IF_ERROR(port::MapFile(checkpointPath, &ckpt));
   struct Unmap {
@@ -389,7 +503,12 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   s.shared_classifier = h[5] > 0;
   s.vocab_size = h[5] > 0 ? h[5] : (h[5] == INT32_MIN ? 0 : -h[5]);
   s.seq_len = h[6];
-  if (CheckShape(s, false) != TINYAI_OK) {
+  const TinyAIStatus shape_status = CheckShape(s, false);
+  if (shape_status == TINYAI_ERR_UNSUPPORTED) {
+    // A llama2.c shape, beyond what the runtime runs (format/limits.h).
+    return AddErrorContext(shape_status, "'%s': ", checkpointPath);
+  }
+  if (shape_status != TINYAI_OK) {
     return AddErrorContext(TINYAI_ERR_BAD_FORMAT, "'%s': not a llama2.c checkpoint: ", checkpointPath);
   }
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
@@ -440,6 +559,10 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
     pieces.emplace_back(vocab_data.pieces[static_cast<size_t>(i)].data, vocab_data.pieces[static_cast<size_t>(i)].size);
     scores.push_back(vocab_data.scores[static_cast<size_t>(i)]);
   }
+  // A piece the runtime refuses (an empty one, which llama2.c files can
+  // hold) is refused here, before anything is written.
+  ts = CheckTokenizerPieces(pieces, scores);
+  if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", tokenizerPath);
   AddTokenizerMetadata(&w, pieces, scores);
   DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
@@ -568,19 +691,22 @@ TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out) {
   if (line_no == 0) line_no = 1;
   if (!have_input) return fail("missing 'input' (floats per input row)");
   if (def.layers.empty()) return fail("the definition has no layers");
-  if (def.layers.size() > tmai::kMaxLayers) {
+  if (def.layers.size() > limits::kMaxDenseLayers) {
     return fail("the definition has " + std::to_string(def.layers.size()) + " layers; at most " +
-                std::to_string(tmai::kMaxLayers));
+                std::to_string(limits::kMaxDenseLayers));
   }
+  const DenseNameIndex index = IndexDenseNames(def);
+  std::vector<std::vector<int32_t>> producers(def.layers.size());
   for (size_t l = 0; l < def.layers.size(); ++l) {
-    std::vector<int32_t> producers;
     int32_t in = 0;
     std::string why;
-    if (!ResolveDenseLayer(def, l, &producers, &in, &why)) {
+    if (!ResolveDenseLayer(def, index, l, &producers[l], &in, &why)) {
       line_no = layer_lines[l];
       return fail(why);
     }
   }
+  std::string why;
+  if (!CheckDenseOutputWidth(def, producers, &why)) return fail(why);
   *out = def;
   return TINYAI_OK;
 }

@@ -38,13 +38,23 @@ struct TmaiWriteStats;
 
 // Parses "dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,
 // seq_len=1024,seed=1[,shared=0]" (kv_heads defaults to heads, seed to 1,
-// shared to 1). TINYAI_ERR_INVALID_ARGUMENT names the bad key or value.
+// shared to 1). TINYAI_ERR_INVALID_ARGUMENT names the bad key or value (an
+// unknown or repeated key, a value that is not digits, shared not 0 or 1);
+// then CheckShape(out, true).
 TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out);
 
-// Checks a shape is a valid LLaMA model (dimensions positive, heads divide
-// dim into even head sizes, kv_heads divide heads, vocab >= 259 when the
-// synthetic tokenizer needs byte fallback).
+// Checks a shape is a valid LLaMA model the runtime runs, in this order:
+// every dimension positive (TINYAI_ERR_INVALID_ARGUMENT); every field within
+// format/limits.h (TINYAI_ERR_UNSUPPORTED naming the field, its value and the
+// limits, as model/llama.cc refuses a file); heads divide dim into even head
+// sizes and kv_heads divide heads, and vocab >= 260 when the synthetic
+// tokenizer needs byte fallback (TINYAI_ERR_INVALID_ARGUMENT).
 TinyAIStatus CheckShape(const LlamaShape& shape, bool synthetic);
+
+// Checks a tokenizer the runtime accepts: as many scores as pieces, every
+// piece 1..limits::kMaxPieceBytes bytes, every score finite.
+// TINYAI_ERR_BAD_TOKENIZER names the token.
+TinyAIStatus CheckTokenizerPieces(const std::vector<std::string>& pieces, const std::vector<float>& scores);
 
 // Writes a random-weight model with a synthetic tokenizer (byte fallback plus
 // generated pieces); weights are uniform with variance 1/fan_in, norms 1.
@@ -71,7 +81,17 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
 using TensorReshape = std::function<void(const std::string& name, std::vector<uint64_t>* shape)>;
 void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape = nullptr);
 
+// Whether a and b name the same existing file: the same device and inode, so
+// hard links, symbolic links and different spellings of one path are caught.
+// False when either does not exist.
+bool SameFile(const char* a, const char* b);
+
 // Converts a llama2.c checkpoint (version-0 header) and its tokenizer.
+// TINYAI_ERR_INVALID_ARGUMENT, before anything is written, when outPath is
+// one of the inputs (the same file: device and inode); TINYAI_ERR_BAD_FORMAT
+// for a header that is no llama2.c shape; TINYAI_ERR_UNSUPPORTED for a shape
+// beyond format/limits.h; TINYAI_ERR_BAD_TOKENIZER for a tokenizer file or a
+// piece the runtime refuses (an empty one).
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
                             LlamaShape* shapeOut, const WriteOptions& options = WriteOptions(),
                             TmaiWriteStats* stats = nullptr);
@@ -97,8 +117,10 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
 // out=N (required, 1..16777216), act=none|relu|tanh (default none), bias=0|1
 // (default 1) and inputs=A,B,... (no spaces; default: the previous layer, or
 // the network input for the first layer). In inputs=, a name is an earlier
-// layer and `input` is the network's input; the inputs must all have the same
-// width, which becomes the layer's input width. NAME is letters, digits, '_',
+// layer and `input` is the network's input, each at most once and at most
+// limits::kMaxDenseInputs (64) of them; the inputs must all have the same
+// width, which becomes the layer's input width. The network's output (the
+// layers no later layer reads) is at most limits::kMaxDenseOutputWidth floats. NAME is letters, digits, '_',
 // '-' and '.', unique, and not `input`. The network's output is the
 // concatenation, in layer order, of the layers no later layer reads.
 
@@ -120,8 +142,9 @@ struct DenseNetDef {
 // Parses a definition (above). Errors are TINYAI_ERR_INVALID_ARGUMENT with a
 // message "line N: ..." naming the problem: an unknown directive or key, a
 // missing or repeated `input`, a bad number, a duplicate layer name, an input
-// naming an unknown or later layer, an unknown activation, inputs of
-// different widths, or no layers.
+// naming an unknown or later layer, an input named twice, more than 64
+// inputs, an unknown activation, inputs of different widths, an output wider
+// than limits::kMaxDenseOutputWidth, or no layers.
 TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out);
 
 // Writes a dense network with seeded random weights: each weight uniform with

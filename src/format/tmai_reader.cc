@@ -369,7 +369,22 @@ TinyAIStatus TmaiReader::ParseTensors() {
       if (!nul || t.name[0] == '\0') {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor %u has an empty or unterminated name", src, ti);
       }
+      // NUL-padded: nothing but NULs after the first one, so no reader sees
+      // a name cut short.
+      const size_t name_len = static_cast<size_t>(static_cast<const char*>(nul) - t.name);
+      for (size_t k = name_len + 1; k < tmai::kTensorNameCapacity; ++k) {
+        if (t.name[k] != '\0') {
+          return SetError(TINYAI_ERR_BAD_FORMAT,
+                          "'%s': tensor %u has a byte 0x%02x at %zu after the NUL that ends its name '%s' "
+                          "(a name is NUL-padded)",
+                          src, ti, static_cast<unsigned char>(t.name[k]), k, t.name);
+        }
+      }
       const char* name = t.name;
+      if (t.flags != 0) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor %u ('%s') has flags 0x%02x (v1 defines none: 0)", src,
+                        ti, name, t.flags);
+      }
       if (t.layer != li) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' says layer %u but sits in layer %u",
                         src, name, t.layer, li);

@@ -123,8 +123,10 @@ int32_t TmaiWriter::AddTensor(const std::string& name, TinyAITensorRole role, Ti
                               const std::vector<uint64_t>& shape) {
   auto fail = [&](TinyAIStatus code, const std::string& why) {
     if (first_status_ == TINYAI_OK) {
+      std::string shown;  // the name with any NUL byte spelled out, so the message is not cut short
+      for (char c : name) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
       first_status_ = code;
-      first_error_ = "tensor '" + name + "': " + why;
+      first_error_ = "tensor '" + shown + "': " + why;
     }
     return -1;
   };
@@ -133,6 +135,9 @@ int32_t TmaiWriter::AddTensor(const std::string& name, TinyAITensorRole role, Ti
   if (tensors_.size() >= tmai::kMaxTensors) return fail(TINYAI_ERR_MISUSE, "more tensors than the format allows");
   if (name.empty() || name.size() >= tmai::kTensorNameCapacity) {
     return fail(TINYAI_ERR_INVALID_ARGUMENT, "name must have 1..47 bytes");
+  }
+  if (name.find('\0') != std::string::npos) {
+    return fail(TINYAI_ERR_INVALID_ARGUMENT, "name holds a NUL byte (the reader would see it cut short)");
   }
   if (shape.empty() || shape.size() > tmai::kMaxDims) {
     return fail(TINYAI_ERR_INVALID_ARGUMENT, "must have 1..4 dimensions");

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/status.h"
+#include "format/limits.h"
 
 namespace tinyai {
 
@@ -87,11 +88,14 @@ TinyAIStatus DenseModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   op.layer = l->layer;
   op.node = graph.position(node);
   op.arg = static_cast<int32_t>(l - spec_.layers().data());
-  TinyAIDependencyType types[64];
+  TinyAIDependencyType types[limits::kMaxDenseInputs];
   const Span<const LayerDep> deps = graph.deps(node);
   int32_t x = inputs[0];
   if (count > 1) {
-    if (count > 64) return SetError(TINYAI_ERR_UNSUPPORTED, "layer %d sums %d inputs (at most 64)", l->layer, count);
+    if (count > limits::kMaxDenseInputs) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "layer %d sums %d inputs (at most %d)", l->layer, count,
+                      limits::kMaxDenseInputs);
+    }
     for (int32_t i = 0; i < count; ++i) types[i] = deps[static_cast<size_t>(i)].type;
     TINYAI_RETURN_IF_ERROR(EmitSum(g, op, kSum, inputs, types, count,
                                    SizeRule::Rows(static_cast<uint64_t>(l->in) * sizeof(float)), &x));

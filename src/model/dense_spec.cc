@@ -5,13 +5,15 @@
 #include <utility>
 
 #include "common/status.h"
+#include "format/limits.h"
 #include "tinyai/types.h"
 
 namespace tinyai {
 namespace {
 
-// Floats per row of any layer's input or output (as the writer allows).
-constexpr int64_t kMaxWidth = int64_t{1} << 24;
+// Floats per row of any layer's input or output (format/limits.h, as the
+// writer keeps it).
+constexpr int64_t kMaxWidth = limits::kMaxDenseWidth;
 // "dense.65535.activation" and the like fit.
 constexpr size_t kKeyCapacity = 48;
 
@@ -117,7 +119,7 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
   }
   int64_t input_dim = 0, layer_count = 0;
   TINYAI_RETURN_IF_ERROR(ReadInt(r, "dense.input_dim", 1, kMaxWidth, &input_dim));
-  TINYAI_RETURN_IF_ERROR(ReadInt(r, "dense.layers", 1, tmai::kMaxLayers, &layer_count));
+  TINYAI_RETURN_IF_ERROR(ReadInt(r, "dense.layers", 1, limits::kMaxDenseLayers, &layer_count));
   const auto file_layers = r.layers();
   if (file_layers.size() != static_cast<size_t>(layer_count)) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': dense.layers is %lld but the file has %zu layers", src,
@@ -195,6 +197,19 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
                         "layers",
                         src, l, static_cast<long long>(p), p == l ? "the layer itself" : "a later layer");
       }
+      // Each producer at most once, and at most kMaxDenseInputs of them: what
+      // the scheduler and the runtime run (format/limits.h).
+      for (int32_t k = 0; k < s.input_count; ++k) {
+        if (inputs[static_cast<size_t>(s.first_input + k)] == p) {
+          return SetError(TINYAI_ERR_BAD_FORMAT,
+                          "'%s': dense layer %d: input %lld appears twice in '%.*s' (each input at most once)", src, l,
+                          static_cast<long long>(p), static_cast<int>(list.size), list.data);
+        }
+      }
+      if (s.input_count >= limits::kMaxDenseInputs) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': dense layer %d sums more than %d inputs", src, l,
+                        limits::kMaxDenseInputs);
+      }
       const int32_t width = p < 0 ? static_cast<int32_t>(input_dim) : layers[static_cast<size_t>(p)].out;
       if (s.input_count == 0) {
         s.in = width;
@@ -264,9 +279,9 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
   }
   int64_t output_dim = 0;
   for (const DenseLayerSpec& s : layers) output_dim += s.is_output ? s.out : 0;
-  if (output_dim > INT32_MAX) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': the network's output is %lld floats wide; at most %d", src,
-                    static_cast<long long>(output_dim), INT32_MAX);
+  if (output_dim > limits::kMaxDenseOutputWidth) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': the network's output is %lld floats wide; at most %lld", src,
+                    static_cast<long long>(output_dim), static_cast<long long>(limits::kMaxDenseOutputWidth));
   }
 
   input_dim_ = static_cast<int32_t>(input_dim);

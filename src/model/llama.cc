@@ -6,6 +6,7 @@
 
 #include "common/checked_math.h"
 #include "common/status.h"
+#include "format/limits.h"
 #include "model/generate.h"
 
 namespace tinyai {
@@ -31,14 +32,14 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not supported (expected 'llama')",
                     r.source(), static_cast<int>(arch.size), arch.data);
   }
-  constexpr int32_t kMax = 1 << 20;
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.dim", 1, kMax, &dim));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.hidden_dim", 1, kMax, &hidden_dim));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.layers", 1, 4096, &layers));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.heads", 1, 4096, &heads));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.kv_heads", 1, 4096, &kv_heads));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.vocab_size", 1, 1 << 24, &vocab_size));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.seq_len", 1, kMax, &seq_len));
+  // The limits the converters keep (format/limits.h).
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.dim", 1, limits::kMaxLlamaDim, &dim));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.hidden_dim", 1, limits::kMaxLlamaHiddenDim, &hidden_dim));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.layers", 1, limits::kMaxLlamaLayers, &layers));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.heads", 1, limits::kMaxLlamaHeads, &heads));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.kv_heads", 1, limits::kMaxLlamaHeads, &kv_heads));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.vocab_size", limits::kMinVocab, limits::kMaxVocab, &vocab_size));
+  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.seq_len", 1, limits::kMaxSeqLen, &seq_len));
   int32_t shared = 1;
   TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.shared_classifier", 0, 1, &shared));
   shared_classifier = shared != 0;
@@ -199,14 +200,21 @@ TinyAIStatus LlamaModel::BindTokenizer() {
   if (r.FindMeta("tokenizer.max_token_length")) {
     TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.max_token_length", &max_len));
   }
-  if (bos < 0 || bos >= hp_.vocab_size || eos < 0 || eos >= hp_.vocab_size || max_len < 0 || max_len > 65536) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': bos %lld, eos %lld or max_token_length %lld is impossible",
+  if (bos < 0 || bos >= hp_.vocab_size || eos < 0 || eos >= hp_.vocab_size || max_len < 0 ||
+      max_len > static_cast<int64_t>(limits::kMaxPieceBytes)) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER,
+                    "'%s': bos %lld, eos %lld or max_token_length %lld is impossible (ids 0..%d, length 0..%u)",
                     r.source(), static_cast<long long>(bos), static_cast<long long>(eos),
-                    static_cast<long long>(max_len));
+                    static_cast<long long>(max_len), hp_.vocab_size - 1, limits::kMaxPieceBytes);
   }
-  return tokenizer_.Init(Span<const StringView>(pieces_.data(), pieces_.size()),
-                         Span<const float>(scores_.data(), scores_.size()), static_cast<int32_t>(bos),
-                         static_cast<int32_t>(eos), static_cast<uint32_t>(max_len));
+  // Pieces have 1..max_token_length bytes, or 1..kMaxPieceBytes without it
+  // (Init refuses an empty or longer piece, naming the token).
+  const uint32_t piece_limit = max_len > 0 ? static_cast<uint32_t>(max_len) : limits::kMaxPieceBytes;
+  TinyAIStatus s = tokenizer_.Init(Span<const StringView>(pieces_.data(), pieces_.size()),
+                                   Span<const float>(scores_.data(), scores_.size()), static_cast<int32_t>(bos),
+                                   static_cast<int32_t>(eos), piece_limit);
+  if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", r.source());
+  return TINYAI_OK;
 }
 
 ProgramMemory LlamaModel::Memory() const {

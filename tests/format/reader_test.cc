@@ -20,6 +20,7 @@
 #include "format/model_builder.h"
 #include "format/test_models.h"
 #include "format/tmai_format.h"
+#include "format/tmai_writer.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -627,6 +628,50 @@ TEST_F(ReaderTest, UnterminatedOrEmptyNameIsBadFormat) {
   ExpectOpenFails(c, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(ti)).c_str(), "empty"});
 }
 
+TEST_F(ReaderTest, BytesAfterTheNameTerminatorAreBadFormat) {
+  // "blk.1.attn_q\0x...": a reader would print the name cut short. The name
+  // must be NUL-padded to its capacity.
+  const uint32_t ti = TensorIndex("blk.1.attn_q");
+  const std::string at = "tensor " + std::to_string(ti);
+  for (size_t pos : {size_t{13}, size_t{30}, size_t{tmai::kTensorNameCapacity - 1}}) {
+    SCOPED_TRACE(pos);
+    Bytes b = image_;
+    tt::PatchTensor(&b, ti, [pos](tmai::TensorEntry& t) { t.name[pos] = 'x'; });
+    ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {at.c_str(), "after the NUL", "blk.1.attn_q"});
+  }
+  // Two names that differ only after the NUL would also collide as strings.
+  Bytes c = image_;
+  const uint32_t other = TensorIndex("blk.1.attn_k");
+  tt::PatchTensor(&c, other, [](tmai::TensorEntry& t) {
+    std::memset(t.name, 0, sizeof t.name);
+    std::memcpy(t.name, "blk.1.attn_q\0k", 14);
+  });
+  ExpectOpenFails(c, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(other)).c_str(), "after the NUL"});
+}
+
+TEST_F(ReaderTest, NonZeroTensorFlagsAreBadFormat) {
+  const uint32_t ti = TensorIndex("blk.0.ffn_down");
+  for (uint8_t flags : {uint8_t{1}, uint8_t{0x80}, uint8_t{0xff}}) {
+    SCOPED_TRACE(static_cast<int>(flags));
+    Bytes b = image_;
+    tt::PatchTensor(&b, ti, [flags](tmai::TensorEntry& t) { t.flags = flags; });
+    ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(ti)).c_str(), "blk.0.ffn_down", "flags"});
+  }
+}
+
+TEST_F(ReaderTest, WriterRefusesANameWithANulByte) {
+  tinyai::TmaiWriter w;
+  w.AddMetaString("general.architecture", "llama");
+  w.AddLayer(TINYAI_LAYER_EMBEDDING, -1);
+  w.AddTensor(std::string("token\0embd", 10), TINYAI_ROLE_TOKEN_EMBEDDING, TINYAI_DTYPE_F32, {4, 4});
+  const std::string path = dir_.File("nul-name.tmai");
+  tinyaiClearLastError();
+  EXPECT_EQ(w.Open(path.c_str()), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(LastMessage(), "'token\\0embd'")) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "NUL")) << LastMessage();
+  EXPECT_FALSE(tt::FileExists(path));
+}
+
 // ---- A valid model round-trips ------------------------------------------------
 
 void CheckRoundTrip(TinyAIMappedModel* m, const Bytes& image) {
@@ -1014,6 +1059,8 @@ TEST_F(Llama2cImportTest, CheckpointOfTheWrongSize) {
 // 2^29 heads and kv heads, vocab 512, seq_len 100. Every product must be
 // overflow-checked, or the converter reads terabytes past the mapping
 // (SIGBUS/SIGSEGV). Run in a child process so a crash fails only this test.
+// (dim 2^30 is also beyond format/limits.h, which now refuses it first with
+// TINYAI_ERR_UNSUPPORTED.)
 TEST_F(Llama2cImportTest, CheckpointWhoseSizeWrapsAroundIsRefused) {
   Bytes evil(828, 0);
   const int32_t header[7] = {1 << 30, 1301505225, 11, 1 << 29, 1 << 29, 512, 100};
@@ -1036,7 +1083,73 @@ TEST_F(Llama2cImportTest, CheckpointWhoseSizeWrapsAroundIsRefused) {
         std::filesystem::remove_all(dir_.path(), ec);  // _Exit skips the fixture's destructor
         std::_Exit(s != TINYAI_OK && named ? 0 : 1);
       },
-      ::testing::ExitedWithCode(0), "status TINYAI_ERR_(OVERFLOW|BAD_FORMAT|TRUNCATED)");
+      ::testing::ExitedWithCode(0), "status TINYAI_ERR_(OVERFLOW|BAD_FORMAT|TRUNCATED|UNSUPPORTED)");
+}
+
+// An output that is one of the inputs (the same path, another spelling, a
+// symbolic or a hard link) is refused before anything is written: writing
+// would truncate the mapped checkpoint under the reader and destroy it.
+TEST_F(Llama2cImportTest, OutputThatIsAnInputIsRefusedBeforeWriting) {
+  namespace fs = std::filesystem;
+  const std::string sym = dir_.File("link-to-model.bin");
+  const std::string hard = dir_.File("hard-link-to-tok.bin");
+  fs::create_symlink(ckpt_path_, sym);
+  fs::create_hard_link(tok_path_, hard);
+  struct Case {
+    std::string out;
+    const char* which;
+  } cases[] = {
+      {ckpt_path_, "checkpoint"},
+      {dir_.path() + "/./model.bin", "checkpoint"},
+      {sym, "checkpoint"},
+      {tok_path_, "tokenizer"},
+      {hard, "tokenizer"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.out);
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyai::ConvertLlama2c(ckpt_path_.c_str(), tok_path_.c_str(), c.out.c_str(), nullptr),
+              TINYAI_ERR_INVALID_ARGUMENT)
+        << LastMessage();
+    EXPECT_TRUE(Contains(LastMessage(), c.which)) << LastMessage();
+    EXPECT_TRUE(Contains(LastMessage(), "refusing to overwrite an input")) << LastMessage();
+    Bytes ckpt, tok;
+    ASSERT_TRUE(tt::ReadFileBytes(ckpt_path_, &ckpt));
+    ASSERT_TRUE(tt::ReadFileBytes(tok_path_, &tok));
+    EXPECT_EQ(ckpt, checkpoint_) << "the checkpoint changed";
+    EXPECT_EQ(tok, tokenizer_) << "the tokenizer changed";
+  }
+}
+
+// llama2.c tokenizer files may hold an empty piece, which the runtime's
+// tokenizer refuses: the converter refuses it first, naming the token.
+TEST_F(Llama2cImportTest, TokenizerWithAnEmptyPieceIsRefusedBeforeWriting) {
+  Bytes tok = tokenizer_;
+  const size_t at = TokenRecord(300);
+  const uint32_t len = tt::LoadU32(tok, at + 4);
+  ASSERT_GT(len, 0u);
+  tok.erase(tok.begin() + static_cast<std::ptrdiff_t>(at + 8), tok.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+  tt::StoreU32(&tok, at + 4, 0);
+  ExpectTokenizerError(tok, {"token 300", "1..65536 bytes"});
+  EXPECT_FALSE(tt::FileExists(out_path_));
+}
+
+// A llama2.c shape beyond what the runtime runs (format/limits.h) is
+// TINYAI_ERR_UNSUPPORTED naming the field, before the file's size is read.
+TEST_F(Llama2cImportTest, CheckpointBeyondTheRuntimesLimitsIsUnsupported) {
+  Bytes deep = checkpoint_;
+  tt::StoreI32(&deep, 8, 4097);  // layers
+  ASSERT_TRUE(tt::WriteFileBytes(ckpt_path_, deep));
+  EXPECT_EQ(Convert(), TINYAI_ERR_UNSUPPORTED) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), ckpt_path_)) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "llama.layers 4097")) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "1..4096")) << LastMessage();
+  Bytes long_context = checkpoint_;
+  tt::StoreI32(&long_context, 24, (1 << 20) + 1);  // seq_len
+  ASSERT_TRUE(tt::WriteFileBytes(ckpt_path_, long_context));
+  EXPECT_EQ(Convert(), TINYAI_ERR_UNSUPPORTED) << LastMessage();
+  EXPECT_TRUE(Contains(LastMessage(), "llama.seq_len 1048577")) << LastMessage();
+  EXPECT_FALSE(tt::FileExists(out_path_));
 }
 
 TEST_F(Llama2cImportTest, MissingFilesAreFileNotFound) {

@@ -9,6 +9,7 @@
 // pointers are 8 bytes; a 32-bit build (e.g. scripts/cross-test.sh armhf,
 // run under qemu) gives the figure for a 32-bit device.
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -21,14 +22,23 @@
 
 namespace {
 
+const char kTool[] = "tinyai-arena";
+
 const char kUsage[] =
     "usage: tinyai-arena MODEL.tmai [--context N] [--mem-limit SIZE] [--reader] [--json]\n"
+    "       tinyai-arena -h | --help | --version\n"
     "  the bytes of static arena (tinyaiSetStaticArena) the model and an LLM over it need on the\n"
     "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
     "  a callback into the weight cache (give --mem-limit to cap it)\n"
-    "  --context N     tokens of KV cache (default: the model's seq_len)\n"
-    "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M (default: none)\n"
-    "  --json          one JSON object on stdout\n";
+    "  --context N       tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M or 1.5M (default: none)\n"
+    "  --reader          weights read through a callback into the weight cache, not used in place\n"
+    "  --json            one JSON object on stdout (\"context\" is the context used, \"requested_context\"\n"
+    "                    the one asked for)\n"
+    "  -h, --help        this help; --version: the library's version\n"
+    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "Exit status: 0 when the estimate holds, 1 on a runtime error or when it does not hold (\"tinyai-arena:\n"
+    "STATUS: message\" on stderr), 2 usage error.\n";
 
 struct Image {
   void* data = nullptr;
@@ -53,8 +63,9 @@ TinyAIArenaStats Stats() {
 
 // Opens the model and the LLM in the current arena and runs 8 positions of
 // greedy generation. Returns the status; *allocated gets the allocations the
-// generation made.
-TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, uint64_t* allocated) {
+// generation made, *context (when the LLM was created) the context it used.
+TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, uint64_t* allocated,
+                   int32_t* context) {
   TinyAIMappedModel* model = reader ? tinyaiOpenMappedModelFromReader(ReadImage, const_cast<Image*>(&image),
                                                                       image.size, nullptr)
                                     : tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr);
@@ -62,6 +73,8 @@ TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, 
   TinyAILLM* llm = nullptr;
   TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
   if (s == TINYAI_OK) {
+    TinyAIModelInfo info;
+    if (tinyaiGetModelInfo(llm, &info) == TINYAI_OK) *context = info.contextLength;
     const uint64_t before = Stats().allocations;
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     gp.steps = 8;
@@ -75,6 +88,7 @@ TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, 
 }
 
 int Run(int argc, char** argv) {
+  namespace tt = tinyai_tools;
   std::string path;
   bool reader = false, json = false;
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
@@ -84,27 +98,30 @@ int Run(int argc, char** argv) {
       if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--context") cfg.contextLength = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--mem-limit") cfg.memoryLimit = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
+    if (a == "--context") cfg.contextLength = tt::ParseContext(a, value());
+    else if (a == "--mem-limit") cfg.memoryLimit = tt::ParseByteLimit(a, value());
     else if (a == "--reader") reader = true;
     else if (a == "--json") json = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (!a.empty() && a[0] == '-') throw tinyai_tools::UsageError("unknown argument " + a);
+    else if (a == "--version") return tt::PrintVersion(kTool);
+    else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown argument " + a);
     else if (path.empty()) path = a;
-    else throw tinyai_tools::UsageError("one model only");
+    else throw tt::UsageError("one model only");
   }
-  if (path.empty()) throw tinyai_tools::UsageError("a model is required");
+  if (path.empty()) throw tt::UsageError("a model is required");
 
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "tinyai-arena: cannot read '%s'\n", path.c_str());
-    return 1;
+    const int err = errno;
+    throw tt::RuntimeError(tt::StatusOfErrno(err), "cannot read '" + path + "': " + std::strerror(err));
   }
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw tt::RuntimeError(TINYAI_ERR_IO, "cannot read '" + path + "': " + std::strerror(errno));
   Image image;
   image.size = bytes.size();
   image.data = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64 + 64);
-  if (!image.data) throw std::runtime_error("out of memory for the model image");
+  if (!image.data) throw tt::RuntimeError(TINYAI_ERR_OUT_OF_MEMORY, "out of memory for the model image");
   std::memcpy(image.data, bytes.data(), bytes.size());
   bytes = std::vector<char>();
 
@@ -112,63 +129,56 @@ int Run(int argc, char** argv) {
   // any model the image holds in place (KV and activations aside, which the
   // estimate's failure would name).
   const size_t big = image.size + (size_t{256} << 20);
-  void* region = std::aligned_alloc(64, big);
-  if (!region) throw std::runtime_error("out of memory for the measuring arena");
+  struct Region {
+    void* data;
+    ~Region() {
+      tinyaiSetStaticArena(nullptr, 0);
+      std::free(data);
+    }
+  } held{std::aligned_alloc(64, big)};
+  void* region = held.data;
+  if (!region) throw tt::RuntimeError(TINYAI_ERR_OUT_OF_MEMORY, "out of memory for the measuring arena");
   TinyAIStatus s = tinyaiSetStaticArena(region, big);
   size_t estimate = 0;
   if (s == TINYAI_OK) {
     s = tinyaiEstimateStaticArena(reader ? nullptr : image.data, image.size, reader ? ReadImage : nullptr,
                                   reader ? &image : nullptr, nullptr, &cfg, &estimate);
   }
-  if (s != TINYAI_OK) {
-    std::free(region);
-    return tinyai_tools::ReportError("tinyai-arena", s);
-  }
+  tt::Check(s);
 
   // The check: exactly the estimate runs without allocating; a byte less fails.
   uint64_t allocated = 0, unused = 0;
+  int32_t context = 0, unused_context = 0;  // the context the LLM used (the model's seq_len for 0)
   tinyaiSetStaticArena(region, estimate);
-  const TinyAIStatus exact = Trial(image, reader, cfg, &allocated);
+  const TinyAIStatus exact = Trial(image, reader, cfg, &allocated, &context);
   const uint64_t peak = Stats().peakBytes;
   tinyaiSetStaticArena(region, estimate - 1);
-  const TinyAIStatus short_by_one = Trial(image, reader, cfg, &unused);
-  tinyaiSetStaticArena(nullptr, 0);
-  std::free(region);
+  const TinyAIStatus short_by_one = Trial(image, reader, cfg, &unused, &unused_context);
   const bool ok = exact == TINYAI_OK && short_by_one == TINYAI_ERR_OUT_OF_MEMORY && allocated == 0 && peak == estimate;
 
   if (json) {
-    std::printf("{\"model\":\"%s\",\"weights\":\"%s\",\"pointer_bytes\":%zu,\"context\":%d,\"mem_limit\":%zu,"
-                "\"arena_bytes\":%zu,\"exact_runs\":%s,\"one_byte_less_fails\":%s,\"generation_allocations\":%llu}\n",
-                path.c_str(), reader ? "read callback" : "in place", sizeof(void*), cfg.contextLength,
-                cfg.memoryLimit, estimate, exact == TINYAI_OK ? "true" : "false",
+    std::printf("{\"model\":%s,\"weights\":\"%s\",\"pointer_bytes\":%zu,\"context\":%d,\"requested_context\":%d,"
+                "\"mem_limit\":%zu,\"arena_bytes\":%zu,\"exact_runs\":%s,\"one_byte_less_fails\":%s,"
+                "\"generation_allocations\":%llu}\n",
+                tt::JsonString(path).c_str(), reader ? "read callback" : "in place", sizeof(void*), context,
+                cfg.contextLength, cfg.memoryLimit, estimate, exact == TINYAI_OK ? "true" : "false",
                 short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "true" : "false",
                 static_cast<unsigned long long>(allocated));
   } else {
-    std::printf("static arena for %s (weights %s, %zu-byte pointers): %zu bytes (%s)\n", path.c_str(),
-                reader ? "through a read callback" : "in place", sizeof(void*), estimate,
-                tinyai_tools::MibText(estimate).c_str());
+    std::printf("static arena for %s (weights %s, %zu-byte pointers, context %d%s): %zu bytes (%s)\n", path.c_str(),
+                reader ? "through a read callback" : "in place", sizeof(void*), context,
+                cfg.contextLength == 0 ? ", the model's seq_len" : "", estimate, tt::MibText(estimate).c_str());
     std::printf("check: exactly %zu bytes %s (generation allocated %llu times); %zu bytes %s\n", estimate,
                 exact == TINYAI_OK ? "runs" : tinyaiStatusString(exact), static_cast<unsigned long long>(allocated),
                 estimate - 1, short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "fails with TINYAI_ERR_OUT_OF_MEMORY"
                                                                        : tinyaiStatusString(short_by_one));
   }
-  if (!ok) {
-    std::fprintf(stderr, "tinyai-arena: the estimate did not hold (see above)\n");
-    return 1;
-  }
+  if (!ok) throw tt::RuntimeError(TINYAI_ERR_INTERNAL, "the estimate did not hold (see the check above)");
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const tinyai_tools::UsageError& e) {
-    std::fprintf(stderr, "tinyai-arena: %s\n%s", e.what(), kUsage);
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tinyai-arena: %s\n", e.what());
-    return 1;
-  }
+  return tinyai_tools::Main(kTool, kUsage, [&] { return Run(argc, argv); });
 }

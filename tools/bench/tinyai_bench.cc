@@ -20,20 +20,35 @@
 
 namespace {
 
+const char kTool[] = "tinyai-bench";
+
 const char kUsage[] =
     "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
-    "                    [--lru] [--no-probe] [--json]\n"
-    "       tinyai-bench --probe [-t THREADS] [--json]\n"
-    "  --prompt N  prompt tokens for prompt processing and time to first token (default 128)\n"
-    "  --gen N     tokens decoded one at a time (default 128)\n"
-    "  --context N tokens the KV cache holds (default: the model's seq_len)\n"
+    "                    [--lru] [--no-probe] [--probe-mib M] [--json]\n"
+    "       tinyai-bench --probe [-t THREADS] [--probe-mib M] [--json]\n"
+    "       tinyai-bench -h | --help | --version\n"
+    "  -m MODEL.tmai     the model (a llama .tmai)\n"
+    "  -t THREADS        compute threads, 0..256 (default 0 = one per core)\n"
+    "  --prompt N        prompt tokens for prompt processing and time to first token, 1..1048576 (default 128)\n"
+    "  --gen N           tokens decoded one at a time, 1..1048576 (default 128)\n"
+    "  --context N       tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len)\n"
     "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 232M\n"
-    "  --cache SIZE      cap only the weight cache (default 0 = no cap unless --mem-limit)\n"
-    "  --prefetch-threads N  background loaders (default 1; 0 = load ahead inline)\n"
-    "  --no-prefetch     no loading ahead; --lru: plain LRU eviction instead of the adaptive policy\n"
-    "  --no-probe  skip the memory bandwidth probe (its 1 GiB buffer would not fit a memory cgroup)\n"
-    "  --probe-mib M  buffer of the bandwidth probe (default 1024)\n";
+    "                    (default: no limit)\n"
+    "  --cache SIZE      cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
+    "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
+    "  --no-prefetch     no loading ahead\n"
+    "  --lru             plain LRU eviction instead of the adaptive policy\n"
+    "  --no-probe        skip the memory bandwidth probe (its 1 GiB buffer would not fit a memory cgroup)\n"
+    "  --probe           measure the machine's memory read bandwidth only (no model)\n"
+    "  --probe-mib M     buffer of the bandwidth probe in MiB, 16..65536 (default 1024)\n"
+    "  --json            one JSON object on stdout\n"
+    "  -h, --help        this help; --version: the library's version\n"
+    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "Exit status: 0 success, 1 runtime error (\"tinyai-bench: STATUS: message\" on stderr), 2 usage error.\n";
+
+// The probe's buffer in MiB: at most 64 GiB, and what a size_t holds.
+constexpr int32_t kMaxProbeMib = SIZE_MAX >> 20 < 65536 ? static_cast<int32_t>(SIZE_MAX >> 21) : 65536;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -88,20 +103,19 @@ uint64_t BytesPerToken(const TinyAIModelInfo& m, double pos) {
   return weights + static_cast<uint64_t>(2.0 * m.layers * pos * static_cast<double>(kv_dim) * 4.0);
 }
 
-int BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f) {
+// Runs the benchmark; a failure throws its status (tinyai_tools::RuntimeError)
+// after the handles are closed.
+void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f) {
   TinyAIMmapConfig mc = o.mmap;
-  TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), &mc);
-  if (!model) return tinyai_tools::ReportError("tinyai-bench", tinyaiGetLastError());
+  tinyai_tools::ModelHandle model_handle = tinyai_tools::OpenModel(path, &mc);
+  TinyAIMappedModel* model = model_handle.get();
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   cfg.threads = o.threads;
   cfg.contextLength = o.context;
   cfg.memoryLimit = static_cast<size_t>(o.mem_limit);
-  TinyAILLM* llm = nullptr;
-  TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
-  if (s != TINYAI_OK) {
-    tinyaiCloseMappedModel(model);
-    return tinyai_tools::ReportError("tinyai-bench", s);
-  }
+  tinyai_tools::LLMHandle llm_handle = tinyai_tools::CreateLLM(model, cfg);
+  TinyAILLM* llm = llm_handle.get();
+  TinyAIStatus s = TINYAI_OK;
   tinyaiGetModelInfo(llm, &f->info);
   const int ctx = f->info.contextLength;
   int prompt_n = o.prompt_n, gen_n = o.gen_n;
@@ -146,11 +160,7 @@ int BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f) 
   if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c2);
   f->mem.structSize = sizeof f->mem;
   if (s == TINYAI_OK) s = tinyaiGetLLMMemoryReport(llm, &f->mem);
-  if (s != TINYAI_OK) {
-    tinyaiDestroyLLM(llm);
-    tinyaiCloseMappedModel(model);
-    return tinyai_tools::ReportError("tinyai-bench", s);
-  }
+  tinyai_tools::Check(s);
   f->pp_tps = prompt_n / (t1 - t0);
   f->ttft_ms = (t2 - t0) * 1e3;
   f->decode_tps = gen_n / (t3 - t2d);
@@ -162,9 +172,6 @@ int BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f) 
   f->read_gbps = static_cast<double>(f->decode_cache.bytes_read) / (t3 - t2d) / 1e9;
   f->weights_resident = tinyaiGetMappedModelMemoryUsage(model);
   f->peak_rss = tinyaiGetProcessPeakRss();
-  tinyaiDestroyLLM(llm);
-  tinyaiCloseMappedModel(model);
-  return 0;
 }
 
 void PrintCacheJson(const char* name, const CacheDelta& d) {
@@ -178,8 +185,9 @@ void PrintCacheJson(const char* name, const CacheDelta& d) {
 double Fraction(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 int Run(int argc, char** argv) {
+  namespace tt = tinyai_tools;
   std::string model;
-  bool json = false, probe_only = false, probe = true, mem_limit_given = false;
+  bool json = false, probe_only = false, probe = true;
   int probe_mib = 1024;
   BenchOptions o;
   o.mmap = tinyaiCreateDefaultMmapConfig();
@@ -193,27 +201,25 @@ int Run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-m") model = value();
-    else if (a == "-t") o.threads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--prompt") o.prompt_n = static_cast<int>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--gen") o.gen_n = static_cast<int>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--context") o.context = static_cast<int>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--mem-limit" && (mem_limit_given = true)) o.mem_limit = tinyai_tools::ParseSize(a, value());
-    else if (a == "--cache") o.mmap.maxCacheSize = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
-    else if (a == "--prefetch-threads") o.mmap.prefetchThreads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "-t") o.threads = tt::ParseThreads(a, value());
+    else if (a == "--prompt") o.prompt_n = tt::ParseInt32(a, value(), 1, tinyai::limits::kMaxSeqLen);
+    else if (a == "--gen") o.gen_n = tt::ParseInt32(a, value(), 1, tinyai::limits::kMaxSeqLen);
+    else if (a == "--context") o.context = tt::ParseContext(a, value());
+    else if (a == "--mem-limit") o.mem_limit = tt::ParseByteLimit(a, value());
+    else if (a == "--cache") o.mmap.maxCacheSize = tt::ParseByteLimit(a, value());
+    else if (a == "--prefetch-threads") o.mmap.prefetchThreads = tt::ParsePrefetchThreads(a, value());
     else if (a == "--no-prefetch") o.mmap.prefetchEnabled = false;
     else if (a == "--lru") o.mmap.adaptiveCaching = false;
-    else if (a == "--probe-mib") probe_mib = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--probe-mib") probe_mib = tt::ParseInt32(a, value(), 16, kMaxProbeMib);
     else if (a == "--no-probe") probe = false;
     else if (a == "--json") json = true;
     else if (a == "--probe") probe_only = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else throw tinyai_tools::UsageError("unknown argument " + a);
+    else if (a == "--version") return tt::PrintVersion(kTool);
+    else throw tt::UsageError("unknown argument " + a);
   }
-  if (!probe_only && model.empty()) throw tinyai_tools::UsageError("-m MODEL or --probe is required");
-  if (o.prompt_n < 1 || o.gen_n < 1 || probe_mib < 16) throw tinyai_tools::UsageError("--prompt, --gen must be >= 1, --probe-mib >= 16");
-  if (o.context < 0) throw tinyai_tools::UsageError("--context must be >= 0 (0 = the model's seq_len)");
-  if (mem_limit_given && o.mem_limit == 0) throw tinyai_tools::UsageError("--mem-limit must be above 0");
-  if (o.mmap.prefetchThreads < 0) throw tinyai_tools::UsageError("--prefetch-threads must be >= 0");
+  if (!probe_only && model.empty()) throw tt::UsageError("-m MODEL or --probe is required");
+  if (probe_only && !model.empty()) throw tt::UsageError("--probe measures the machine alone; drop -m MODEL");
   if (probe_only) probe = true;
   const int cores = tinyai::port::CpuCount();
   if (o.threads <= 0) o.threads = cores;
@@ -228,10 +234,7 @@ int Run(int argc, char** argv) {
   tinyai_tools::BandwidthResult bw;
   if (!probe_only && probe) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7);
   ModelFigures f;
-  if (!probe_only) {
-    int rc = BenchModel(model, o, &f);
-    if (rc != 0) return rc;
-  }
+  if (!probe_only) BenchModel(model, o, &f);
   tinyai_tools::BandwidthResult same = bw;
   if (probe) {
     tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7);
@@ -245,12 +248,12 @@ int Run(int argc, char** argv) {
     std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f",
                 probe ? bw.kernels : "", cores, bw.best_gbps, bw.median_gbps);
     if (!probe_only) {
-      std::printf(",\"model\":\"%s\",\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"weights_bytes\":%" PRIu64
+      std::printf(",\"model\":%s,\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"weights_bytes\":%" PRIu64
                   ",\"pp_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f,\"ttft_ms\":%.2f,\"bytes_per_token\":%" PRIu64
                   ",\"effective_gbps\":%.2f,\"bandwidth_fraction\":%.3f,\"memory_read_gbps_same_threads\":%.2f"
                   ",\"bandwidth_fraction_same_threads\":%.3f,\"peak_rss_bytes\":%" PRIu64
                   ",\"weights_resident_bytes\":%" PRIu64,
-                  model.c_str(), threads, f.prompt_n, f.gen_n, f.info.weightBytes, f.pp_tps, f.decode_tps, f.ttft_ms,
+                  tt::JsonString(model).c_str(), threads, f.prompt_n, f.gen_n, f.info.weightBytes, f.pp_tps, f.decode_tps, f.ttft_ms,
                   f.bytes_per_token, f.effective_gbps, Fraction(f.effective_gbps, bw.best_gbps), same.best_gbps,
                   Fraction(f.effective_gbps, same.best_gbps), f.peak_rss, f.weights_resident);
       std::printf(",\"context\":%d,\"mem_limit_bytes\":%" PRIu64 ",\"cache_cap_bytes\":%" PRIu64
@@ -318,10 +321,5 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const tinyai_tools::UsageError& e) {
-    std::fprintf(stderr, "tinyai-bench: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
+  return tinyai_tools::Main(kTool, kUsage, [&] { return Run(argc, argv); });
 }

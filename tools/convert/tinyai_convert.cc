@@ -2,6 +2,7 @@
 //   tinyai-convert [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -16,17 +17,30 @@
 
 namespace {
 
+const char kTool[] = "tinyai-convert";
+
 const char kUsage[] =
     "usage: tinyai-convert [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
     "       tinyai-convert [--compress C] --synthetic SPEC OUT.tmai\n"
     "       tinyai-convert [--compress C] --dense DEF.txt OUT.tmai\n"
+    "       tinyai-convert -h | --help | --version\n"
+    "  --from llama2c     convert a llama2.c checkpoint IN.bin (with --tokenizer TOK.bin, its tokenizer)\n"
+    "  --tokenizer TOK.bin  the llama2.c tokenizer file\n"
+    "  --name NAME        the model's name (general.name) with --from llama2c; default 'llama2.c checkpoint'\n"
+    "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
+    "  --dense DEF.txt    a random-weight dense network from a definition file\n"
+    "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
+    "                     smaller is stored as zstd frames of about 1 MiB of rows, the others as they are\n"
+    "  -h, --help         this help; --version: the library's version\n"
     "SPEC: dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_len=1024,seed=1[,shared=0]\n"
+    "      (kv_heads defaults to heads, seed to 1, shared to 1; the runtime's limits: dim and hidden 1..1048576,\n"
+    "      layers 1..4096, heads and kv_heads 1..4096, vocab 260..16777216, seq_len 1..1048576)\n"
     "DEF:  a dense network (an MLP, residual blocks allowed) with random weights, one directive per line:\n"
     "      'input N', then 'layer NAME out=N [act=none|relu|tanh] [inputs=A,B,...] [bias=0|1]' lines;\n"
     "      optional 'name NAME' and 'seed N'; '#' starts a comment (docs/format.md, \"Dense networks\")\n"
-    "NAME: the model's name (general.name); default 'llama2.c checkpoint'\n"
-    "C:    none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets smaller is stored\n"
-    "      as zstd frames of about 1 MiB of rows, the others as they are\n";
+    "OUT.tmai must not be any of the inputs (the same file, through any path or link): that is refused\n"
+    "before anything is written.\n"
+    "Exit status: 0 success, 1 runtime error (\"tinyai-convert: STATUS: message\" on stderr), 2 usage error.\n";
 
 // "none", "zstd" or "zstd:LEVEL".
 tinyai::WriteOptions ParseCompress(const std::string& v) {
@@ -36,11 +50,7 @@ tinyai::WriteOptions ParseCompress(const std::string& v) {
     throw tinyai_tools::UsageError("--compress takes none or zstd[:LEVEL], got '" + v + "'");
   }
   o.codec = TINYAI_CODEC_ZSTD;
-  if (v.size() > 4) {
-    long long level = tinyai_tools::ParseInt("--compress zstd:LEVEL", v.c_str() + 5);
-    if (level < 1 || level > 19) throw tinyai_tools::UsageError("zstd level must be 1..19, got " + v.substr(5));
-    o.level = static_cast<int>(level);
-  }
+  if (v.size() > 4) o.level = tinyai_tools::ParseInt32("--compress zstd:LEVEL", v.c_str() + 5, 1, 19);
   return o;
 }
 
@@ -65,14 +75,31 @@ void PrintShape(const tinyai::LlamaShape& s, const char* out) {
                s.shared_classifier ? "shared" : "separate");
 }
 
+// Refuses, before anything is written, an output that is one of the inputs:
+// the same file by device and inode, so hard links, symbolic links and
+// different spellings of one path are all caught.
+void CheckOutputIsNoInput(const std::string& out, const std::vector<std::pair<const char*, std::string>>& inputs) {
+  for (const auto& in : inputs) {
+    if (tinyai::SameFile(out.c_str(), in.second.c_str())) {
+      throw tinyai_tools::UsageError("OUT.tmai '" + out + "' is the " + in.first + " '" + in.second +
+                                     "' (the same file); refusing to overwrite an input");
+    }
+  }
+}
+
 // Reads the definition file and writes its network.
 int ConvertDense(const std::string& defPath, const std::string& out, const tinyai::WriteOptions& options) {
+  errno = 0;
   std::ifstream in(defPath, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "tinyai-convert: cannot read the definition '%s'\n", defPath.c_str());
-    return 1;
+    const int err = errno;
+    throw tinyai_tools::RuntimeError(tinyai_tools::StatusOfErrno(err),
+                                     "cannot read the definition '" + defPath + "': " + std::strerror(err));
   }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    throw tinyai_tools::RuntimeError(TINYAI_ERR_IO, "cannot read the definition '" + defPath + "': " + std::strerror(errno));
+  }
   tinyai::DenseNetDef def;
   TinyAIStatus s = tinyai::ParseDenseDefinition(text, &def);
   if (s != TINYAI_OK) s = tinyai::AddErrorContext(s, "'%s': ", defPath.c_str());
@@ -105,13 +132,19 @@ int Run(int argc, char** argv) {
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (a == "--version") {
+      return tinyai_tools::PrintVersion(kTool);
     } else if (!a.empty() && a[0] == '-') throw tinyai_tools::UsageError("unknown option " + a);
     else positional.push_back(a);
+  }
+  if ((!dense.empty() || !synthetic.empty()) && (!tokenizer.empty() || !name.empty())) {
+    throw tinyai_tools::UsageError(std::string(tokenizer.empty() ? "--name" : "--tokenizer") + " goes with --from llama2c");
   }
   if (!dense.empty()) {
     if (positional.size() != 1 || !from.empty() || !synthetic.empty()) {
       throw tinyai_tools::UsageError("--dense takes DEF.txt and OUT.tmai");
     }
+    CheckOutputIsNoInput(positional[0], {{"definition", dense}});
     return ConvertDense(dense, positional[0], options);
   }
   if (!synthetic.empty()) {
@@ -129,6 +162,7 @@ int Run(int argc, char** argv) {
   options.name = name;
   if (from != "llama2c") throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --synthetic or --dense" : "unknown --from " + from);
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");
+  CheckOutputIsNoInput(positional[1], {{"checkpoint", positional[0]}, {"tokenizer", tokenizer}});
   tinyai::LlamaShape shape;
   tinyai::TmaiWriteStats stats;
   TinyAIStatus s = tinyai::ConvertLlama2c(positional[0].c_str(), tokenizer.c_str(), positional[1].c_str(), &shape,
@@ -142,10 +176,5 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const tinyai_tools::UsageError& e) {
-    std::fprintf(stderr, "tinyai-convert: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
+  return tinyai_tools::Main(kTool, kUsage, [&] { return Run(argc, argv); });
 }

@@ -1,10 +1,12 @@
 // tinyai-generate: text generation. The text goes to stdout exactly as the
 // golden files show it; figures go to stderr.
-//   tinyai-generate -m MODEL.tmai -p PROMPT [-n MAX_NEW] [--steps N] [--temp T] [--top-p P] [--seed S]
-//                   [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
+//   tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T] [--top-p P]
+//                   [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE]
+#include <cfloat>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "tinyai/tinyai.h"
@@ -12,35 +14,103 @@
 
 namespace {
 
+const char kTool[] = "tinyai-generate";
+
 const char kUsage[] =
-    "usage: tinyai-generate -m MODEL.tmai -p PROMPT [-n MAX_NEW] [--steps N] [--temp T] [--top-p P] [--seed S]\n"
-    "                       [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
+    "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
+    "                       [--top-p P] [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE]\n"
-    "  -n, --max-new N  tokens generated after the prompt at most (default 256; 0 = until the context is full)\n"
-    "  --steps N   llama2.c's limit: positions in all, BOS and prompt included (default 0 = the context)\n"
-    "  --temp T    0 = greedy (default); --top-p P nucleus mass (default 0.9); --seed S (default 42)\n"
-    "  -t THREADS  compute threads (default: one per core)\n"
-    "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M\n"
-    "  --cache SIZE      cap only the weight cache (default: no cap unless --mem-limit)\n"
-    "  --prefetch-threads N  background loaders (default 1; 0 = load ahead inline)\n"
-    "  --no-prefetch     no loading ahead; --lru: plain LRU eviction instead of the adaptive policy\n"
-    "  --stats     weight cache and memory figures on stderr\n"
-    "  --quiet     no figures on stderr\n"
-    "  --mode M    how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
-    "              memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
-    "  --debug-exec  no in-place reuse of activations (the text must not change)\n"
-    "  --dump-dag FILE  write the activation DAG and the arena plans as YAML\n";
+    "       tinyai-generate -h | --help | --version\n"
+    "  -m MODEL.tmai    the model (a llama .tmai)\n"
+    "  -p PROMPT        the prompt; -p - reads it from standard input\n"
+    "  -f FILE          read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -)\n"
+    "  -n, --max-new N  tokens generated after the prompt at most (0..2147483647; default 256; 0 = until the\n"
+    "                   context is full)\n"
+    "  --steps N        llama2.c's limit: positions in all, BOS and prompt included (0..2147483647; default 0 =\n"
+    "                   the context)\n"
+    "  --temp T         sampling temperature, finite and >= 0 (default 0 = greedy)\n"
+    "  --top-p P        nucleus mass, in (0, 1] (default 0.9)\n"
+    "  --seed S         sampler seed, 0..18446744073709551615 (default 42)\n"
+    "  -t THREADS       compute threads, 0..256 (default 0 = one per core)\n"
+    "  --context N      tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  --mem-limit SIZE bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M or 1.5G\n"
+    "                   (default: no limit)\n"
+    "  --cache SIZE     cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
+    "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
+    "  --no-prefetch    no loading ahead\n"
+    "  --lru            plain LRU eviction instead of the adaptive policy\n"
+    "  --stats          weight cache and memory figures on stderr\n"
+    "  --quiet          no figures on stderr\n"
+    "  --mode M         how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
+    "                   memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
+    "  --debug-exec     no in-place reuse of activations (the text must not change)\n"
+    "  --dump-dag FILE  write the activation DAG and the arena plans as YAML\n"
+    "  -h, --help       this help; --version: the library's version\n"
+    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "Exit status: 0 success, 1 runtime error (\"tinyai-generate: STATUS: message\" on stderr), 2 usage error.\n";
 
-int PrintPiece(const char* piece, size_t len, void*) {
+struct Output {
+  bool printed = false;  // some text went to stdout
+};
+
+int PrintPiece(const char* piece, size_t len, void* user) {
+  if (len > 0) static_cast<Output*>(user)->printed = true;
   std::fwrite(piece, 1, len, stdout);
   std::fflush(stdout);
   return 0;
 }
 
+// The whole of f (binary). Throws a RuntimeError naming what on failure.
+std::string ReadAll(FILE* f, const std::string& what) {
+  std::string text;
+  char buf[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  if (std::ferror(f)) {
+    throw tinyai_tools::RuntimeError(TINYAI_ERR_IO, "cannot read " + what + ": " + std::strerror(errno));
+  }
+  return text;
+}
+
+// The prompt from standard input ("-") or a file: one trailing newline
+// dropped; a NUL byte is refused (the prompt is text).
+std::string ReadPrompt(const std::string& path) {
+  std::string text, what;
+  if (path == "-") {
+    what = "the prompt from standard input";
+    text = ReadAll(stdin, what);
+  } else {
+    what = "the prompt file '" + path + "'";
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) {
+      const int err = errno;
+      throw tinyai_tools::RuntimeError(tinyai_tools::StatusOfErrno(err), "cannot read " + what + ": " + std::strerror(err));
+    }
+    try {
+      text = ReadAll(f, what);
+    } catch (...) {
+      std::fclose(f);
+      throw;
+    }
+    std::fclose(f);
+  }
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
+                                     what + " holds a NUL byte at offset " + std::to_string(nul) + "; a prompt is text");
+  }
+  if (!text.empty() && text.back() == '\n') {
+    text.pop_back();
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+  }
+  return text;
+}
+
 int Run(int argc, char** argv) {
-  std::string model_path, prompt, dump_path;
-  bool have_prompt = false, quiet = false, show_stats = false, mem_limit_given = false, cache_given = false;
+  namespace tt = tinyai_tools;
+  std::string model_path, prompt, prompt_file, dump_path;
+  bool have_prompt = false, quiet = false, show_stats = false;
   TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   mmap_config.maxCacheSize = 0;
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
@@ -49,115 +119,100 @@ int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
+      if (i + 1 >= argc) throw tt::UsageError(a + " needs a value");
       return argv[++i];
     };
     if (a == "-m") model_path = value();
     else if (a == "-p") { prompt = value(); have_prompt = true; }
-    else if (a == "-n" || a == "--max-new") params.maxNewTokens = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--steps") params.steps = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--temp") params.sampler.temperature = static_cast<float>(tinyai_tools::ParseFloat(a, value()));
-    else if (a == "--top-p") params.sampler.topP = static_cast<float>(tinyai_tools::ParseFloat(a, value()));
-    else if (a == "--seed") params.sampler.seed = static_cast<uint64_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "-t") config.threads = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--context") config.contextLength = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--mem-limit" && (mem_limit_given = true)) config.memoryLimit = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
-    else if (a == "--cache" && (cache_given = true)) mmap_config.maxCacheSize = static_cast<size_t>(tinyai_tools::ParseSize(a, value()));
-    else if (a == "--prefetch-threads") mmap_config.prefetchThreads = static_cast<int>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "-f") prompt_file = value();
+    else if (a == "-n" || a == "--max-new") params.maxNewTokens = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = until the context is full");
+    else if (a == "--steps") params.steps = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = the context");
+    else if (a == "--temp") params.sampler.temperature = static_cast<float>(tt::ParseFloat(a, value(), 0.0, FLT_MAX));
+    else if (a == "--top-p") params.sampler.topP = static_cast<float>(tt::ParseFloat(a, value(), 0.0, 1.0, true));
+    else if (a == "--seed") params.sampler.seed = tt::ParseUint64(a, value());
+    else if (a == "-t") config.threads = tt::ParseThreads(a, value());
+    else if (a == "--context") config.contextLength = tt::ParseContext(a, value());
+    else if (a == "--mem-limit") config.memoryLimit = tt::ParseByteLimit(a, value());
+    else if (a == "--cache") mmap_config.maxCacheSize = tt::ParseByteLimit(a, value());
+    else if (a == "--prefetch-threads") mmap_config.prefetchThreads = tt::ParsePrefetchThreads(a, value());
     else if (a == "--no-prefetch") mmap_config.prefetchEnabled = false;
     else if (a == "--lru") mmap_config.adaptiveCaching = false;
     else if (a == "--stats") show_stats = true;
     else if (a == "--quiet") quiet = true;
-    else if (a == "--mode") config.mode = tinyai_tools::ParseMode(a, value());
+    else if (a == "--mode") config.mode = tt::ParseMode(a, value());
     else if (a == "--debug-exec") config.debugExecution = true;
     else if (a == "--dump-dag") dump_path = value();
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else throw tinyai_tools::UsageError("unknown argument " + a);
+    else if (a == "--version") return tt::PrintVersion(kTool);
+    else throw tt::UsageError("unknown argument " + a);
   }
-  if (model_path.empty() || !have_prompt) throw tinyai_tools::UsageError("-m MODEL and -p PROMPT are required");
-  if (mem_limit_given && config.memoryLimit == 0) throw tinyai_tools::UsageError("--mem-limit must be above 0");
-  if (cache_given && mmap_config.maxCacheSize == 0) throw tinyai_tools::UsageError("--cache must be above 0");
+  if (model_path.empty()) throw tt::UsageError("-m MODEL is required");
+  if (have_prompt && !prompt_file.empty()) throw tt::UsageError("give the prompt once: -p PROMPT, -p - or -f FILE");
+  if (!have_prompt && prompt_file.empty()) throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE");
+  if (!prompt_file.empty()) prompt = ReadPrompt(prompt_file);
+  else if (prompt == "-") prompt = ReadPrompt("-");
 
-  TinyAIMappedModel* model = tinyaiOpenMappedModel(model_path.c_str(), &mmap_config);
-  if (!model) return tinyai_tools::ReportError("tinyai-generate", tinyaiGetLastError());
-  TinyAILLM* llm = nullptr;
-  TinyAIStatus s = tinyaiCreateLLM(model, &config, &llm);
-  if (s != TINYAI_OK) {
-    tinyaiCloseMappedModel(model);
-    return tinyai_tools::ReportError("tinyai-generate", s);
-  }
-  const TinyAIForwardScheduler* sched = tinyaiGetLLMScheduler(llm);
-  if (!dump_path.empty() && (s = tinyai_tools::WriteDag(sched, dump_path)) != TINYAI_OK) {
-    tinyaiDestroyLLM(llm);
-    tinyaiCloseMappedModel(model);
-    return tinyai_tools::ReportError("tinyai-generate", s);
-  }
+  tt::ModelHandle model = tt::OpenModel(model_path, &mmap_config);
+  tt::LLMHandle llm = tt::CreateLLM(model.get(), config);
+  const TinyAIForwardScheduler* sched = tinyaiGetLLMScheduler(llm.get());
+  if (!dump_path.empty()) tt::WriteDag(sched, dump_path);
+  Output out;
   params.onText = PrintPiece;
+  params.user = &out;
   TinyAIGenerateStats stats;
   stats.structSize = sizeof stats;
-  s = tinyaiGenerate(llm, prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
-  std::fputc('\n', stdout);
+  const TinyAIStatus s = tinyaiGenerate(llm.get(), prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
+  // The line ends after the text; a failure before any text leaves stdout
+  // empty.
+  if (s == TINYAI_OK || out.printed) std::fputc('\n', stdout);
   std::fflush(stdout);
-  int rc = 0;
-  if (s != TINYAI_OK) {
-    rc = tinyai_tools::ReportError("tinyai-generate", s);
-  } else if (!quiet) {
-    TinyAIModelInfo info;
-    tinyaiGetModelInfo(llm, &info);
-    double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
-    double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
+  tt::Check(s);
+  if (quiet) return 0;
+  TinyAIModelInfo info;
+  tinyaiGetModelInfo(llm.get(), &info);
+  double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
+  double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
+  std::fprintf(stderr,
+               "tinyai-generate: %d prompt tokens at %.1f tokens/s, %d generated at %.1f tokens/s, "
+               "time to first token %.1f ms, total %.2f s; stopped: %s\n",
+               stats.promptTokens, pp, stats.generatedTokens, tg, stats.firstTokenSeconds * 1e3, stats.totalSeconds,
+               tinyaiStopReasonName(stats.stopReason));
+  TinyAIMemoryReport mem;
+  mem.structSize = sizeof mem;
+  tinyaiGetLLMMemoryReport(llm.get(), &mem);
+  std::fprintf(stderr,
+               "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
+               "KV cache %.1f MiB, activations %.2f MiB, tables %.2f MiB\n",
+               tt::Mib(tinyaiGetProcessPeakRss()), tt::Mib(mem.peakTotalBytes), tt::Mib(mem.weightPeakBytes),
+               mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvBytes),
+               tt::Mib(mem.activationBytes), tt::Mib(mem.otherBytes));
+  TinyAISchedulerReport rep;
+  rep.structSize = sizeof rep;
+  tinyaiGetSchedulerReport(sched, &rep);
+  std::fprintf(stderr, "tinyai-generate: %s; arena %.3f MiB (lower bound %.3f, naive %.3f), %d tokens per pass\n",
+               rep.reason, tt::Mib(rep.arenaBytes), tt::Mib(rep.lowerBoundBytes), tt::Mib(rep.naiveBytes),
+               rep.rowsPerPass);
+  if (show_stats) {
+    TinyAICacheStats cs;
+    cs.structSize = sizeof cs;
+    tinyaiGetMappedModelCacheStats(model.get(), &cs);
+    const double positions = stats.promptTokens + stats.decodeTokens > 0 ? stats.promptTokens + stats.decodeTokens : 1;
     std::fprintf(stderr,
-                 "tinyai-generate: %d prompt tokens at %.1f tokens/s, %d generated at %.1f tokens/s, "
-                 "time to first token %.1f ms, total %.2f s; stopped: %s\n",
-                 stats.promptTokens, pp, stats.generatedTokens, tg, stats.firstTokenSeconds * 1e3, stats.totalSeconds,
-                 tinyaiStopReasonName(stats.stopReason));
-    TinyAIMemoryReport mem;
-    mem.structSize = sizeof mem;
-    tinyaiGetLLMMemoryReport(llm, &mem);
-    std::fprintf(stderr,
-                 "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
-                 "KV cache %.1f MiB, activations %.2f MiB, tables %.2f MiB\n",
-                 tinyai_tools::Mib(tinyaiGetProcessPeakRss()), tinyai_tools::Mib(mem.peakTotalBytes),
-                 tinyai_tools::Mib(mem.weightPeakBytes),
-                 mem.weightCacheCap ? tinyai_tools::MibText(mem.weightCacheCap).c_str() : "none",
-                 tinyai_tools::Mib(mem.kvBytes), tinyai_tools::Mib(mem.activationBytes),
-                 tinyai_tools::Mib(mem.otherBytes));
-    TinyAISchedulerReport rep;
-    rep.structSize = sizeof rep;
-    tinyaiGetSchedulerReport(sched, &rep);
-    std::fprintf(stderr, "tinyai-generate: %s; arena %.3f MiB (lower bound %.3f, naive %.3f), %d tokens per pass\n",
-                 rep.reason, tinyai_tools::Mib(rep.arenaBytes), tinyai_tools::Mib(rep.lowerBoundBytes),
-                 tinyai_tools::Mib(rep.naiveBytes), rep.rowsPerPass);
-    if (show_stats) {
-      TinyAICacheStats cs;
-      cs.structSize = sizeof cs;
-      tinyaiGetMappedModelCacheStats(model, &cs);
-      const double positions = stats.promptTokens + stats.decodeTokens > 0 ? stats.promptTokens + stats.decodeTokens : 1;
-      std::fprintf(stderr,
-                   "tinyai-generate: cache: %llu hits, %llu misses, %.1f MiB read (%.2f MiB per position), "
-                   "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls\n",
-                   static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
-                   tinyai_tools::Mib(cs.bytesRead), tinyai_tools::Mib(cs.bytesRead) / positions,
-                   static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
-                   static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
-                   static_cast<unsigned long long>(cs.stalls));
-      std::fprintf(stderr, "tinyai-generate: memory limit %s, minimum for this model and context %.1f MiB\n",
-                   mem.limit ? tinyai_tools::MibText(mem.limit).c_str() : "none",
-                   tinyai_tools::Mib(mem.minimumLimit));
-    }
+                 "tinyai-generate: cache: %llu hits, %llu misses, %.1f MiB read (%.2f MiB per position), "
+                 "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls\n",
+                 static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
+                 tt::Mib(cs.bytesRead), tt::Mib(cs.bytesRead) / positions,
+                 static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
+                 static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
+                 static_cast<unsigned long long>(cs.stalls));
+    std::fprintf(stderr, "tinyai-generate: memory limit %s, minimum for this model and context %.1f MiB\n",
+                 mem.limit ? tt::MibText(mem.limit).c_str() : "none", tt::Mib(mem.minimumLimit));
   }
-  tinyaiDestroyLLM(llm);
-  tinyaiCloseMappedModel(model);
-  return rc;
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const tinyai_tools::UsageError& e) {
-    std::fprintf(stderr, "tinyai-generate: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
+  return tinyai_tools::Main(kTool, kUsage, [&] { return Run(argc, argv); });
 }

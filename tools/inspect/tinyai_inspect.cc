@@ -5,6 +5,8 @@
 //   tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS]
 //                  [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...
 //                  [--debug-exec] [--dump-dag FILE]
+// Exit status 1 when nothing fits --mem-limit (the report still goes to
+// stdout, and the reason to stderr).
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -18,32 +20,36 @@
 
 namespace {
 
+const char kTool[] = "tinyai-inspect";
+
 const char kUsage[] =
     "usage: tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS]\n"
     "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
-    "  also reports the least --mem-limit a llama model runs under, for that context (default: the model's\n"
-    "  seq_len) and thread count (default 1)\n"
+    "       tinyai-inspect -h | --help | --version\n"
+    "  the model's hyper-parameters, layers and tensors, and the least --mem-limit a llama model runs under\n"
+    "  --json        one JSON object on stdout\n"
+    "  --context N   tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  -t THREADS    compute threads, 0..256 (default 1; 0 = one per core)\n"
     "  --plan        the forward scheduler's plan: arena, lower bound, naive total, weights, KV cache, tables,\n"
     "                least memory limit and the mode chosen under --mem-limit (default: no limit)\n"
-    "  --mode M      normal, memory_opt, streaming or adaptive (default)\n"
-    "  --batch N     rows per run of a dense network (default 1)\n"
-    "  --shape R:C   a max shape to plan for (rows per pass : positions; C 0 = the context); repeatable\n"
-    "  --debug-exec  plan without in-place reuse\n"
-    "  --dump-dag F  write the activation DAG and the plans as YAML to F (implies --plan)\n";
+    "  --mem-limit SIZE  check the model fits this limit, e.g. 4M or 1.5G (implies --plan; exit status 1 when\n"
+    "                nothing fits)\n"
+    "  --mode M      normal, memory_opt, streaming or adaptive (default) (implies --plan)\n"
+    "  --batch N     rows per run of a dense network, 1..2147483647 (default 1) (implies --plan)\n"
+    "  --shape R:C   a max shape to plan for (rows per pass 1..2147483647 : positions 0..1048576, 0 = the\n"
+    "                context); up to 8 (implies --plan)\n"
+    "  --debug-exec  plan without in-place reuse (implies --plan)\n"
+    "  --dump-dag F  write the activation DAG and the plans as YAML to F (implies --plan)\n"
+    "  -h, --help    this help; --version: the library's version\n"
+    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "Exit status: 0 success, 1 runtime error or nothing fits --mem-limit (\"tinyai-inspect: STATUS: message\" on\n"
+    "stderr), 2 usage error.\n";
 
-void PrintJsonString(const char* s, size_t n) {
-  std::putchar('"');
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') std::printf("\\%c", c);
-    else if (c < 0x20) std::printf("\\u%04x", c);
-    else std::putchar(c);
-  }
-  std::putchar('"');
-}
+void PrintJsonString(const char* s, size_t n) { std::fputs(tinyai_tools::JsonString(s, n).c_str(), stdout); }
 
 int Run(int argc, char** argv) {
+  namespace tt = tinyai_tools;
   std::string path;
   bool json = false, plan = false;
   uint64_t limit = 0;
@@ -58,25 +64,31 @@ int Run(int argc, char** argv) {
       if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
       return argv[++i];
     };
+    // Every flag of the plan implies --plan: none is ignored.
     if (a == "--json") json = true;
     else if (a == "--plan") plan = true;
-    else if (a == "--mem-limit") limit = tinyai_tools::ParseSize(a, value());
-    else if (a == "--mode") mode = tinyai_tools::ParseMode(a, value());
-    else if (a == "--batch") sched_config.batchSize = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "--shape") shapes.push_back(tinyai_tools::ParseShape(a, value()));
-    else if (a == "--debug-exec") sched_config.debugExecution = true;
+    else if (a == "--mem-limit") { limit = tt::ParseByteLimit(a, value()); plan = true; }
+    else if (a == "--mode") { mode = tt::ParseMode(a, value()); plan = true; }
+    else if (a == "--batch") { sched_config.batchSize = tt::ParseInt32(a, value(), 1, INT32_MAX); plan = true; }
+    else if (a == "--shape") {
+      shapes.push_back(tt::ParseShape(a, value()));
+      if (shapes.size() > TINYAI_MAX_SHAPES) throw tt::UsageError("--shape: at most " + std::to_string(TINYAI_MAX_SHAPES) + " shapes");
+      plan = true;
+    }
+    else if (a == "--debug-exec") { sched_config.debugExecution = true; plan = true; }
     else if (a == "--dump-dag") { dump_path = value(); plan = true; }
-    else if (a == "--context") llm_config.contextLength = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
-    else if (a == "-t") llm_config.threads = static_cast<int32_t>(tinyai_tools::ParseInt(a, value()));
+    else if (a == "--context") llm_config.contextLength = tt::ParseContext(a, value());
+    else if (a == "-t") llm_config.threads = tt::ParseThreads(a, value());
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (!a.empty() && a[0] == '-') throw tinyai_tools::UsageError("unknown option " + a);
+    else if (a == "--version") return tt::PrintVersion(kTool);
+    else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown option " + a);
     else if (path.empty()) path = a;
-    else throw tinyai_tools::UsageError("one model at a time");
+    else throw tt::UsageError("one model at a time");
   }
-  if (path.empty()) throw tinyai_tools::UsageError("MODEL.tmai is required");
+  if (path.empty()) throw tt::UsageError("MODEL.tmai is required");
   TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
-  TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), &cfg);
-  if (!model) return tinyai_tools::ReportError("tinyai-inspect", tinyaiGetLastError());
+  tt::ModelHandle model_handle = tt::OpenModel(path, &cfg);
+  TinyAIMappedModel* model = model_handle.get();
 
   static const char* kIntKeys[] = {"llama.dim", "llama.hidden_dim", "llama.layers", "llama.heads", "llama.kv_heads",
                                    "llama.vocab_size", "llama.seq_len", "llama.shared_classifier"};
@@ -93,26 +105,31 @@ int Run(int argc, char** argv) {
   // The least memory limit, for models the LLM runner serves.
   TinyAIMemoryReport mem;
   mem.structSize = sizeof mem;
-  const bool have_mem = tinyaiEstimateLLMMemory(model, &llm_config, &mem) == TINYAI_OK;
+  // A llama model whose estimate fails (e.g. --context beyond its seq_len,
+  // or hyper-parameters the runtime refuses) is an error, not a figure left
+  // out: the listing is printed, then the error (exit status 1).
+  const bool is_llama = std::string(arch, arch_len) == "llama";
+  const TinyAIStatus mem_status = is_llama ? tinyaiEstimateLLMMemory(model, &llm_config, &mem) : TINYAI_ERR_UNSUPPORTED;
+  const std::string mem_error = is_llama && mem_status != TINYAI_OK ? tinyaiGetLastErrorMessage() : "";
+  const bool have_mem = mem_status == TINYAI_OK;
   // The forward scheduler's plan (--plan).
   TinyAISchedulerReport rep;
   rep.structSize = sizeof rep;
   std::string no_fit;  // why nothing fits --mem-limit (the figures are then planned without it)
   std::string reason, note;
   if (plan) {
-    if (shapes.size() > TINYAI_MAX_SHAPES) throw tinyai_tools::UsageError("at most 8 --shape");
     sched_config.threads = llm_config.threads;
     sched_config.contextLength = llm_config.contextLength;
     sched_config.maxShapeCount = static_cast<int32_t>(shapes.size());
     for (size_t i = 0; i < shapes.size(); ++i) sched_config.maxShapes[i] = shapes[i];
     TinyAIStatus s = TINYAI_OK;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      TinyAIForwardScheduler* sched = tinyaiCreateForwardSchedulerWithConfig(
-          model, mode, attempt == 0 ? static_cast<size_t>(limit) : 0, &sched_config);
-      s = sched ? tinyaiAddModelLayersToSchedule(sched) : tinyaiGetLastError();
-      if (s == TINYAI_OK) s = tinyaiPlanForwardPass(sched);
-      if (s == TINYAI_OK) s = tinyaiGetSchedulerReport(sched, &rep);
-      if (s == TINYAI_OK && !dump_path.empty()) s = tinyai_tools::WriteDag(sched, dump_path);
+      tt::SchedulerHandle sched(tinyaiCreateForwardSchedulerWithConfig(
+          model, mode, attempt == 0 ? static_cast<size_t>(limit) : 0, &sched_config));
+      s = sched ? tinyaiAddModelLayersToSchedule(sched.get()) : tinyaiGetLastError();
+      if (s == TINYAI_OK) s = tinyaiPlanForwardPass(sched.get());
+      if (s == TINYAI_OK) s = tinyaiGetSchedulerReport(sched.get(), &rep);
+      if (s == TINYAI_OK && !dump_path.empty()) tt::WriteDag(sched.get(), dump_path);
       if (s == TINYAI_OK) {
         // The report's strings are the scheduler's.
         reason = rep.reason;
@@ -120,15 +137,10 @@ int Run(int argc, char** argv) {
         rep.reason = reason.c_str();
         rep.planNote = note.c_str();
       }
-      tinyaiDestroyForwardScheduler(sched);
       if (s != TINYAI_ERR_RESOURCE_EXHAUSTED || attempt == 1) break;
       no_fit = tinyaiGetLastErrorMessage();
     }
-    if (s != TINYAI_OK) {
-      const int rc = tinyai_tools::ReportError("tinyai-inspect", s);
-      tinyaiCloseMappedModel(model);
-      return rc;
-    }
+    tt::Check(s);
     if (!no_fit.empty()) rep.memLimit = limit;
   }
   if (json) {
@@ -158,8 +170,9 @@ int Run(int argc, char** argv) {
     }
     if (have_mem && !plan) {
       std::printf(",\"min_mem_limit_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
-                  ",\"largest_row_block_bytes\":%" PRIu64 ",\"largest_row_block_tensor\":\"%s\"",
-                  mem.minimumLimit, mem.kvBytes, mem.activationBytes, mem.largestBlockBytes, mem.largestBlockTensor);
+                  ",\"largest_row_block_bytes\":%" PRIu64 ",\"largest_row_block_tensor\":%s",
+                  mem.minimumLimit, mem.kvBytes, mem.activationBytes, mem.largestBlockBytes,
+                  tt::JsonString(mem.largestBlockTensor).c_str());
     }
     for (const char* key : kIntKeys) {
       int64_t v;
@@ -168,14 +181,16 @@ int Run(int argc, char** argv) {
     std::printf(",\"layers\":[");
     for (int l = 0; l < layers; ++l) {
       const TinyAILayerDescriptor* d = tinyaiGetLayerDescriptor(model, l);
-      std::printf("%s{\"index\":%d,\"name\":\"%s\",\"kind\":\"%s\",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64
+      std::printf("%s{\"index\":%d,\"name\":%s,\"kind\":\"%s\",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64
                   ",\"tensors\":[",
-                  l ? "," : "", l, d->name, tinyaiLayerKindName(d->kind), d->fileOffset, d->decodedSize);
+                  l ? "," : "", l, tt::JsonString(d->name).c_str(), tinyaiLayerKindName(d->kind), d->fileOffset,
+                  d->decodedSize);
       for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
         TinyAITensorInfo info;
         tinyaiGetMappedTensorInfo(model, t, &info);
-        std::printf("%s{\"name\":\"%s\",\"role\":\"%s\",\"dtype\":\"%s\",\"codec\":\"%s\",\"shape\":[", t > d->firstTensor ? "," : "",
-                    info.name, tinyaiTensorRoleName(info.role), tinyaiDTypeName(info.dtype), tinyaiCodecName(info.codec));
+        std::printf("%s{\"name\":%s,\"role\":\"%s\",\"dtype\":\"%s\",\"codec\":\"%s\",\"shape\":[", t > d->firstTensor ? "," : "",
+                    tt::JsonString(info.name).c_str(), tinyaiTensorRoleName(info.role), tinyaiDTypeName(info.dtype),
+                    tinyaiCodecName(info.codec));
         for (int k = 0; k < info.nDims; ++k) std::printf("%s%" PRIu64, k ? "," : "", info.shape[k]);
         std::printf("],\"bytes\":%" PRIu64 ",\"crc32c\":\"%08x\"}", info.decodedSize, info.checksum);
       }
@@ -235,17 +250,17 @@ int Run(int argc, char** argv) {
       }
     }
   }
-  tinyaiCloseMappedModel(model);
+  if (is_llama && mem_status != TINYAI_OK) throw tt::RuntimeError(mem_status, mem_error);
+  if (!no_fit.empty()) {
+    // The report above is the answer; the status says the model does not fit.
+    throw tt::RuntimeError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                           "nothing fits --mem-limit " + std::to_string(limit) + " bytes: " + no_fit);
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const tinyai_tools::UsageError& e) {
-    std::fprintf(stderr, "tinyai-inspect: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
+  return tinyai_tools::Main(kTool, kUsage, [&] { return Run(argc, argv); });
 }

@@ -1,0 +1,96 @@
+# tinyai-convert refuses, before anything is written: an output that is one
+# of its inputs (the same file, however named: the same path, ./ spellings,
+# symbolic and hard links; writing over the mapped checkpoint crashed and
+# destroyed it), and models the runtime would refuse (format/limits.h: the
+# error names the field and the limit); and it refuses options its mode does
+# not take instead of ignoring them.
+# Run by ctest as tools_convert_cli with CONVERT, GENERATE, STORIES_DIR (the
+# llama2.c checkpoint and tokenizer, copied here: the shared files are never
+# written; that part is skipped without them), OUT_DIR and EMULATOR.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
+
+# ---- An output that is an input ----------------------------------------------------------
+file(WRITE ${OUT_DIR}/net.def "input 4\nlayer a out=4 act=relu\nlayer b out=2\n")
+file(SHA256 ${OUT_DIR}/net.def def_hash)
+file(CREATE_LINK ${OUT_DIR}/net.def ${OUT_DIR}/net-symlink.def SYMBOLIC)
+file(CREATE_LINK ${OUT_DIR}/net.def ${OUT_DIR}/net-hardlink.def)
+foreach(out ${OUT_DIR}/net.def ${OUT_DIR}/./net.def ${OUT_DIR}/net-symlink.def ${OUT_DIR}/net-hardlink.def)
+  expect_usage_error("OUT.tmai '${out}' is the definition '${OUT_DIR}/net.def' (the same file)"
+                     ${CONVERT} --dense ${OUT_DIR}/net.def ${out})
+  file(SHA256 ${OUT_DIR}/net.def hash)
+  if(NOT hash STREQUAL def_hash)
+    cli_fail("tinyai-convert --dense ... ${out} changed the definition")
+  endif()
+endforeach()
+expect_run(RC 0 EXPECT "wrote ${OUT_DIR}/net.tmai" COMMAND ${CONVERT} --dense ${OUT_DIR}/net.def ${OUT_DIR}/net.tmai)
+
+if(EXISTS ${STORIES_DIR}/stories260K.bin AND EXISTS ${STORIES_DIR}/tok512.bin)
+  # Copies: the shared files are read-only test data.
+  file(COPY ${STORIES_DIR}/stories260K.bin ${STORIES_DIR}/tok512.bin DESTINATION ${OUT_DIR}
+       FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  set(ckpt ${OUT_DIR}/stories260K.bin)
+  set(tok ${OUT_DIR}/tok512.bin)
+  file(SHA256 ${ckpt} ckpt_hash)
+  file(SHA256 ${tok} tok_hash)
+  file(CREATE_LINK ${ckpt} ${OUT_DIR}/ckpt-symlink.bin SYMBOLIC)
+  file(CREATE_LINK ${tok} ${OUT_DIR}/tok-hardlink.bin)
+  foreach(case "${ckpt}=checkpoint" "${OUT_DIR}/./stories260K.bin=checkpoint" "${OUT_DIR}/ckpt-symlink.bin=checkpoint"
+               "${tok}=tokenizer" "${OUT_DIR}/tok-hardlink.bin=tokenizer")
+    string(REPLACE "=" ";" pair "${case}")
+    list(GET pair 0 out)
+    list(GET pair 1 which)
+    expect_usage_error("OUT.tmai '${out}' is the ${which} '" ${CONVERT} --from llama2c --tokenizer ${tok} ${ckpt} ${out})
+    expect_run(RC 2 EXPECT "refusing to overwrite an input" STDOUT_EMPTY
+               COMMAND ${CONVERT} --from llama2c --tokenizer ${tok} ${ckpt} ${out})
+    file(SHA256 ${ckpt} hash1)
+    file(SHA256 ${tok} hash2)
+    if(NOT hash1 STREQUAL ckpt_hash OR NOT hash2 STREQUAL tok_hash)
+      cli_fail("tinyai-convert --from llama2c ... ${out} changed an input")
+      file(COPY ${STORIES_DIR}/stories260K.bin ${STORIES_DIR}/tok512.bin DESTINATION ${OUT_DIR}
+       FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+    endif()
+  endforeach()
+  expect_run(RC 0 COMMAND ${CONVERT} --from llama2c --tokenizer ${tok} ${ckpt} ${OUT_DIR}/stories.tmai)
+else()
+  message(STATUS "no stories260K under '${STORIES_DIR}': the llama2.c same-file checks are skipped")
+endif()
+
+# ---- Models the runtime would refuse are not written ---------------------------------------
+set(base dim=8,hidden=8,heads=2)
+foreach(case "layers=4097,vocab=300,seq_len=8=llama.layers 4097 is outside what the runtime runs (1..4096)"
+             "layers=1,vocab=16777217,seq_len=8=llama.vocab_size 16777217 is outside what the runtime runs (3..16777216)"
+             "layers=1,vocab=300,seq_len=1048577=llama.seq_len 1048577 is outside what the runtime runs (1..1048576)")
+  string(FIND "${case}" "=llama." at)
+  string(SUBSTRING "${case}" 0 ${at} spec)
+  math(EXPR at "${at} + 1")
+  string(SUBSTRING "${case}" ${at} -1 text)
+  expect_runtime_error(TINYAI_ERR_UNSUPPORTED "${text}" ${CONVERT} --synthetic ${base},${spec} ${OUT_DIR}/refused.tmai)
+endforeach()
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "spec key 'dim' is given twice"
+                     ${CONVERT} --synthetic ${base},dim=16,layers=1,vocab=300,seq_len=8 ${OUT_DIR}/refused.tmai)
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "spec value '2' for 'shared'"
+                     ${CONVERT} --synthetic ${base},layers=1,vocab=300,seq_len=8,shared=2 ${OUT_DIR}/refused.tmai)
+# A dense layer that names one input twice: the format's reader, the
+# scheduler and the runtime refuse it, so the converter does.
+file(WRITE ${OUT_DIR}/twice.def "input 4\nlayer a out=4\nlayer b out=4 inputs=a,a\n")
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "line 3: layer 'b': input 'a' is named twice"
+                     ${CONVERT} --dense ${OUT_DIR}/twice.def ${OUT_DIR}/refused.tmai)
+if(EXISTS ${OUT_DIR}/refused.tmai)
+  cli_fail("a refused model was written to ${OUT_DIR}/refused.tmai")
+endif()
+expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "cannot read the definition '${OUT_DIR}/none.def'"
+                     ${CONVERT} --dense ${OUT_DIR}/none.def ${OUT_DIR}/refused.tmai)
+# At the limit, the runtime runs what the converter wrote.
+expect_run(RC 0 COMMAND ${CONVERT} --synthetic dim=2,hidden=1,heads=1,layers=4096,vocab=260,seq_len=8
+           ${OUT_DIR}/deep.tmai)
+expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/deep.tmai -p a -n 1 --quiet)
+
+# ---- Options a mode does not take are refused, not ignored -------------------------------------
+expect_usage_error("--name goes with --from llama2c" ${CONVERT} --dense ${OUT_DIR}/net.def --name x ${OUT_DIR}/n.tmai)
+expect_usage_error("--tokenizer goes with --from llama2c"
+                   ${CONVERT} --synthetic ${base},layers=1,vocab=300,seq_len=8 --tokenizer t.bin ${OUT_DIR}/n.tmai)
+if(EXISTS ${OUT_DIR}/n.tmai)
+  cli_fail("a usage error wrote ${OUT_DIR}/n.tmai")
+endif()
+
+cli_finish()
