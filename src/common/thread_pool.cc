@@ -2,6 +2,30 @@
 
 namespace tinyai {
 
+bool SplitPolicy::Choose(uint64_t work) {
+  Class& c = classes_[ClassOf(work)];
+  c.exploring = ++c.runs >= c.explore_at;
+  if (c.exploring) c.runs = 0;
+  return c.exploring ? !c.split : c.split;
+}
+
+void SplitPolicy::Learn(uint64_t work, bool split, uint64_t nanos) {
+  Class& c = classes_[ClassOf(work)];
+  const float cost = static_cast<float>(nanos) / static_cast<float>(work == 0 ? 1 : work);
+  // The way in use moves its average by an eighth; a trial of the other way,
+  // whose average may be long stale, by half.
+  float& average = split ? c.split_cost : c.inline_cost;
+  const float other = split ? c.inline_cost : c.split_cost;
+  average = average == 0 ? cost : average + (cost - average) / (c.exploring ? 2 : 8);
+  if (c.exploring && other > 0) {
+    // A trial that beat the way in use is worth repeating soon (its average
+    // may still be catching up); one that lost, less often.
+    c.explore_at = cost < other ? kExploreMin : (c.explore_at * 2 > kExploreMax ? kExploreMax : c.explore_at * 2);
+  }
+  if (c.split_cost > 0 && c.inline_cost > 0) c.split = c.split_cost < c.inline_cost;
+  c.exploring = false;
+}
+
 #if TINYAI_WITH_THREADS
 
 namespace {

@@ -16,8 +16,12 @@
 //    loop on the caller alone for a while, doubling that while on each such
 //    stall (up to kMaxBackoffNanos) and forgetting it after kCalmRuns loops
 //    without one.
-// Results never depend on which thread ran a chunk. Without threads (ports
-// without them) everything runs on the caller.
+// Whether splitting pays at all depends on the machine and on what else it
+// runs, so the pool measures it: for loops of each size (SplitPolicy), it
+// keeps the cost per unit of work split and on the caller alone, runs each
+// loop the cheaper way, and tries the other way now and then (more rarely
+// each time it loses). Results never depend on which thread ran a chunk.
+// Without threads (ports without them) everything runs on the caller.
 #ifndef TINYAI_COMMON_THREAD_POOL_H_
 #define TINYAI_COMMON_THREAD_POOL_H_
 
@@ -35,6 +39,41 @@
 #endif
 
 namespace tinyai {
+
+// Which loops to split, learned from their timings. Loops are grouped by
+// the power of two of their work; for each group it keeps a moving average
+// of the nanoseconds per unit of work split and inline, and chooses the
+// lower. The other way is tried again after kExploreMin loops of the group,
+// the interval doubling (up to kExploreMax) each time that way loses and
+// falling back when it wins, so a machine that gets busy (or quiet) is
+// followed within a few hundred loops.
+class SplitPolicy {
+ public:
+  static constexpr uint32_t kExploreMin = 8;
+  static constexpr uint32_t kExploreMax = 1024;
+  // Whether to split the next loop of this much work.
+  bool Choose(uint64_t work);
+  // What the loop Choose() was asked about took (split or not).
+  void Learn(uint64_t work, bool split, uint64_t nanos);
+  // The current choice for loops of this much work, without exploring.
+  bool Prefers(uint64_t work) const { return classes_[ClassOf(work)].split; }
+
+ private:
+  struct Class {
+    float split_cost = 0;   // ns per unit of work, moving average (0 = not measured yet)
+    float inline_cost = 0;
+    uint32_t runs = 0;      // since the last exploration
+    uint32_t explore_at = kExploreMin;
+    bool split = true;      // the choice, optimistic until measured
+    bool exploring = false; // the last Choose() tried the other way
+  };
+  static constexpr int kClasses = 48;
+  static int ClassOf(uint64_t work) {
+    const int c = work == 0 ? 0 : 63 - __builtin_clzll(work);
+    return c < kClasses ? c : kClasses - 1;
+  }
+  Class classes_[kClasses];
+};
 
 class ThreadPool {
  public:
@@ -86,9 +125,19 @@ class ThreadPool {
     if (grains == 0) return;
     size_t chunks = static_cast<size_t>(threads_) * kChunksPerThread;
     if (chunks > grains) chunks = grains;
-    if (chunks < 2 || work < kMinParallelWork || !GoParallel()) {
+    if (chunks < 2 || work < kMinParallelWork || threads_ == 1) {
       ++stats_.inline_runs;
       f(size_t{0}, n, 0);
+      return;
+    }
+    // Split when that has been cheaper for loops of this size (and the pool
+    // is not backing off after a stall); time it either way.
+    const bool split = GoParallel() && (always_split_ || policy_.Choose(work));
+    const uint64_t t0 = port::MonotonicNanos();
+    if (!split) {
+      ++stats_.inline_runs;
+      f(size_t{0}, n, 0);
+      policy_.Learn(work, false, port::MonotonicNanos() - t0);
       return;
     }
     struct Ctx {
@@ -104,7 +153,11 @@ class ThreadPool {
           if (begin < end) (*x->f)(begin, end, t);
         },
         &ctx, chunks);
+    policy_.Learn(work, true, port::MonotonicNanos() - t0);
   }
+
+  // Tests: split every loop above kMinParallelWork, whatever it costs.
+  void set_always_split_for_testing(bool on) { always_split_ = on; }
 
   // Runs fn on chunks [0, chunks) across the threads (every chunk exactly
   // once, in no particular order or thread).
@@ -121,6 +174,8 @@ class ThreadPool {
 
   int threads_ = 1;
   Stats stats_;
+  SplitPolicy policy_;
+  bool always_split_ = false;
 #if TINYAI_WITH_THREADS
   // Runs chunks of the current loop until none is left; returns how many.
   size_t Drain(int thread);

@@ -17,6 +17,7 @@ TEST(ThreadPool, EveryIndexVisitedOnceForManySizesAndThreadCounts) {
   for (int threads : {1, 2, 3, 4}) {
     ThreadPool pool;
     ASSERT_EQ(pool.Start(threads), TINYAI_OK);
+    pool.set_always_split_for_testing(true);
     EXPECT_EQ(pool.size(), threads);
     for (size_t n : {0u, 1u, 2u, 15u, 16u, 17u, 100u, 1000u, 100000u}) {
       for (size_t grain : {0u, 1u, 16u, 64u}) {
@@ -64,6 +65,7 @@ TEST(ThreadPool, ManyBackToBackRunsComplete) {
   }
   ThreadPool pool;
   ASSERT_EQ(pool.Start(2), TINYAI_OK);
+  pool.set_always_split_for_testing(true);
   std::atomic<long> sum{0};
   for (int i = 0; i < 20000; ++i) {
     pool.ParallelFor(64, 1, kBig, [&](size_t b, size_t e, int) { sum.fetch_add(static_cast<long>(e - b)); });
@@ -76,6 +78,7 @@ TEST(ThreadPool, TheCallerRunsWhatAStuckWorkerLeaves) {
   // holds up only that chunk: the caller runs every other one.
   ThreadPool pool;
   ASSERT_EQ(pool.Start(2), TINYAI_OK);
+  pool.set_always_split_for_testing(true);
   const int chunk = 64 / static_cast<int>(2 * ThreadPool::kChunksPerThread);
   bool joined = false;
   for (int attempt = 0; attempt < 100 && !joined; ++attempt) {
@@ -106,6 +109,7 @@ TEST(ThreadPool, TheCallerRunsWhatAStuckWorkerLeaves) {
 TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
   ThreadPool pool;
   ASSERT_EQ(pool.Start(2), TINYAI_OK);
+  pool.set_always_split_for_testing(true);
   // A worker that holds a chunk for 20 ms while the caller's own work takes
   // microseconds: a stall.
   bool stalled = false;
@@ -146,11 +150,59 @@ TEST(ThreadPool, RestartAndDestroyWhileIdleAreClean) {
 TEST(ThreadPool, MoreThreadsThanCoresStillComplete) {
   ThreadPool pool;
   ASSERT_EQ(pool.Start(8), TINYAI_OK);
+  pool.set_always_split_for_testing(true);
   std::atomic<long> sum{0};
   for (int i = 0; i < 2000; ++i) {
     pool.ParallelFor(1000, 16, kBig, [&](size_t b, size_t e, int) { sum.fetch_add(static_cast<long>(e - b)); });
   }
   EXPECT_EQ(sum.load(), 1000L * 2000);
+}
+
+}  // namespace
+}  // namespace tinyai
+
+namespace tinyai {
+namespace {
+
+// The choice follows the measured costs: splitting that costs more than it
+// saves is given up, and taken up again once it pays.
+TEST(SplitPolicy, LearnsWhetherSplittingPays) {
+  SplitPolicy p;
+  const uint64_t work = 100000;
+  int splits = 0;
+  // Split costs 3 ns per unit of work, inline 1: after the first trial of
+  // inline it runs inline, trying a split less and less often.
+  for (int i = 0; i < 2000; ++i) {
+    const bool split = p.Choose(work);
+    splits += split;
+    p.Learn(work, split, split ? 3 * work : work);
+  }
+  EXPECT_FALSE(p.Prefers(work));
+  EXPECT_LT(splits, 20) << "exploring backs off: 8, 16, 32, ... loops apart";
+  // The machine gets quiet: split costs 0.5 now; the next trial wins and the
+  // choice follows within a trial or two.
+  int inline_after = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const bool split = p.Choose(work);
+    if (!split) ++inline_after;
+    p.Learn(work, split, split ? work / 2 : work);
+  }
+  EXPECT_TRUE(p.Prefers(work));
+  EXPECT_LT(inline_after, 1200) << "back to splitting within one exploration interval";
+  // Loops of another size are learned on their own.
+  EXPECT_TRUE(p.Prefers(work * 64));
+}
+
+TEST(SplitPolicy, OneSlowSplitDoesNotOutweighManyFastOnes) {
+  SplitPolicy p;
+  const uint64_t work = 1 << 20;
+  for (int i = 0; i < 100; ++i) {
+    const bool split = p.Choose(work);
+    p.Learn(work, split, split ? work / 2 : work);
+  }
+  ASSERT_TRUE(p.Prefers(work));
+  p.Learn(work, true, work + work / 2);  // one preempted run, 1.5 ns per unit
+  EXPECT_TRUE(p.Prefers(work)) << "an eighth of one bad sample: 0.625 < 1";
 }
 
 }  // namespace

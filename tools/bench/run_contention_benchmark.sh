@@ -7,9 +7,12 @@
 # Default models: stories260K (../shared, converted by the tests), the default
 # model, and a synthetic 15M-parameter LLaMA written into BUILD_DIR.
 # Environment: RUNS (default 7) runs per setting, interleaved 1/2/1/2...;
-# HOGS (default 2); GEN (default 256) decoded tokens per run; QUIET=1 skips
-# the runs without hogs. Prints one line per run and a summary per model:
-# the median and worst 2-thread run against the median 1-thread run.
+# HOGS (default 2); GEN (default 256) decoded tokens per generation; SECONDS_PER_RUN
+# (default 1): a run is as many back-to-back generations as last about that
+# long at 1 thread without hogs (a 15 ms run would measure the scheduler's
+# timeslices, not the code), its figure their tokens over their decode time;
+# QUIET=1 skips the runs without hogs. Prints one line per run and a summary
+# per model: the median and worst 2-thread run against the median 1-thread run.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [MODEL.tmai ...]}
 shift
@@ -46,10 +49,21 @@ start_hogs() {
   sleep 1
 }
 
-# decode tokens/s of one run
-one() {
+# decode tokens/s of one generation
+gen1() {
   "$bench" -m "$1" -t "$2" --prompt 16 --gen "$gen" --json --no-probe 2> /dev/null |
     sed -n 's/.*"decode_tokens_per_s":\([0-9.]*\).*/\1/p'
+}
+
+# decode tokens/s of one run: reps generations, their tokens over their time
+reps=1
+one() {
+  local seconds=0 tps
+  for _ in $(seq "$reps"); do
+    tps=$(gen1 "$1" "$2")
+    seconds=$(awk -v s="$seconds" -v g="$gen" -v t="$tps" 'BEGIN { printf "%.9f", s + g / t }')
+  done
+  awk -v s="$seconds" -v g="$gen" -v r="$reps" 'BEGIN { printf "%.1f", g * r / s }'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
@@ -71,8 +85,11 @@ measure() {  # model label
            m2 / m1, w2 / m1, (w2 / m1 < 0.9 ? "  <-- 2 threads more than 10% slower" : "") }'
 }
 
-echo "contention benchmark: $(nproc) cores, $hogs busy-loop hogs, $runs runs per setting, $gen decoded tokens per run"
+echo "contention benchmark: $(nproc) cores, $hogs busy-loop hogs, $runs runs per setting, $gen decoded tokens per generation"
 for m in "${models[@]}"; do
+  probe=$(gen1 "$m" 1)
+  reps=$(awk -v t="$probe" -v g="$gen" -v s="${SECONDS_PER_RUN:-1}" 'BEGIN { r = int(s * t / g + 0.5); print r < 1 ? 1 : r }')
+  echo "$(basename "$m"): $reps generations of $gen tokens per run (1 thread, no hogs: $probe tokens/s)"
   if [ "${QUIET:-0}" != 1 ]; then measure "$m" idle; fi
   start_hogs
   measure "$m" "$hogs hogs"
