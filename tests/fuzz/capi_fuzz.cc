@@ -400,7 +400,13 @@ void OpenModel(Input& in) {
         }
       }
   }
-  if (g_trace) std::fprintf(stderr, "  open slot %d source %d: %s\n", m, slot.source, model ? "ok" : tinyaiGetLastErrorMessage());
+  if (g_trace) {
+    std::fprintf(stderr, "  open slot %d source %d (config %s: structSize %u, maxCacheSize %zu, minLayerCacheSize %zu, "
+                 "prefetchThreads %d, prefetch %d, adaptive %d, verify %d, rowBlockSize %zu): %s\n",
+                 m, slot.source, cfg ? "given" : "NULL", config.structSize, config.maxCacheSize,
+                 config.minLayerCacheSize, config.prefetchThreads, config.prefetchEnabled, config.adaptiveCaching,
+                 config.verifyChecksums, config.rowBlockSize, model ? "ok" : tinyaiGetLastErrorMessage());
+  }
   if (!model) {
     CheckRecordedFailure("tinyaiOpenMappedModel*");
     return;
@@ -419,7 +425,13 @@ void LLMCall(Input& in) {
     const TinyAILLMConfig* cfg = in.Bool() ? nullptr : &config;
     TinyAILLM* llm = nullptr;
     const TinyAIStatus s = tinyaiCreateLLM(model, cfg, in.Rarely(16) ? nullptr : &llm);
-    if (g_trace) std::fprintf(stderr, "  tinyaiCreateLLM slot %d on model slot %d: %s %s\n", i, m, tinyaiStatusString(s), s ? tinyaiGetLastErrorMessage() : "");
+    if (g_trace) {
+      std::fprintf(stderr, "  tinyaiCreateLLM slot %d on model slot %d (config %s: structSize %u, context %d, "
+                   "threads %d, memoryLimit %zu, mode %d, debug %d): %s %s\n",
+                   i, m, cfg ? "given" : "NULL", config.structSize, config.contextLength, config.threads,
+                   config.memoryLimit, static_cast<int>(config.mode), config.debugExecution, tinyaiStatusString(s),
+                   s ? tinyaiGetLastErrorMessage() : "");
+    }
     if (s != TINYAI_OK) {
       CheckFailure(s, "tinyaiCreateLLM");
       FUZZ_CHECK(llm == nullptr, "a failed create returned a runner");
@@ -447,7 +459,7 @@ void LLMCall(Input& in) {
       const int32_t capacity = in.Int({64, 0, 1, 5, -1, INT_MIN});
       const bool with_buffer = !in.Rarely(8);
       if (with_buffer && capacity > 256) return;  // the buffer holds 256 ids
-      std::vector<int32_t> tokens(capacity > 0 ? static_cast<size_t>(capacity) : 0);
+      std::vector<int32_t> tokens(with_buffer && capacity > 0 ? static_cast<size_t>(capacity) : 0);
       int32_t count = -1;
       const int nulls = static_cast<int>(in.Below(16));
       const TinyAIStatus s = tinyaiTokenize(llm, nulls == 1 ? nullptr : text.c_str(), in.Int({1, 0, -1, INT_MIN}),

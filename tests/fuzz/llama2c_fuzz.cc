@@ -185,8 +185,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string ckpt = dir.File("in.bin"), out = dir.File("out.tmai");
   FUZZ_CHECK(tinyai_fuzz::WriteFile(ckpt, data, size), "cannot write %s", ckpt.c_str());
   // The tokenizer has the header's vocabulary size (its absolute value, as
-  // llama2.c stores a separate classifier as a negative size) when that is
-  // small; otherwise the conversion fails on the checkpoint first.
+  // llama2.c stores a separate classifier as a negative size) up to 4096;
+  // other headers get 512 tokens, and the conversion then fails on the
+  // checkpoint's shape or size or on the tokenizer's token count.
   int32_t vocab = 512;
   if (size >= 24) {
     int32_t v = 0;

@@ -13,8 +13,10 @@
 //  - the ids are llama2.c's encode() (fuzz_util.h's plain transcription),
 //    for prompts up to 192 bytes;
 //  - tinyaiDecodeToken of each id after the one before gives the prompt's
-//    bytes back (both vocabularies have llama2.c's byte-fallback pieces and
-//    no merge that makes one, which the start checks);
+//    bytes back (both vocabularies have " ", llama2.c's byte-fallback pieces
+//    and no merge that makes one, which the start checks; a prompt that
+//    encodes to BOS's id somewhere is exempt, as Decode drops a space after
+//    BOS);
 //  - tinyaiGenerate over the prompt alone (steps = its ids, BOS excluded,
 //    so nothing is evaluated) prints the prompt, and fails with
 //    TINYAI_ERR_CONTEXT_OVERFLOW exactly when the ids do not fit the

@@ -10,14 +10,16 @@
 //    vocabulary's own pieces) are encoded: the ids must be inside the
 //    vocabulary and equal llama2.c's encode() (a plain transcription in
 //    fuzz_util.h), a short output buffer must get the first ids and
-//    TINYAI_ERR_RESOURCE_EXHAUSTED, every id must decode, and when the
-//    vocabulary has llama2.c's byte-fallback pieces (<0xXX> at id XX+3, no
-//    other piece of that form) and no id decodes after BOS, decoding gives
-//    the text back.
+//    TINYAI_ERR_RESOURCE_EXHAUSTED, every id must decode, and decoding must
+//    give the text back when the vocabulary promises it
+//    (tinyai_fuzz::VocabularyRoundTrips: " " and llama2.c's byte-fallback
+//    pieces <0xXX> at id XX+3, no other piece Decode prints as a byte), no
+//    merge made a byte-fallback id and no BOS is among the ids.
 //  - The same file then goes through the llama2.c converter
 //    (tinyai::ConvertLlama2c, with a tiny checkpoint of that vocabulary
 //    size) and the model's runner: its tokenizer, rebuilt from the model's
-//    metadata, must encode the texts to the same ids.
+//    metadata, must encode the texts to the same ids (the runner refuses
+//    only pieces over 65,536 bytes, its limit for max_token_length).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -218,6 +220,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TinyAILLM* llm = nullptr;
   s = tinyaiCreateLLM(model, &cfg, &llm);
+  size_t longest = 0;
+  for (const std::string& p : pieces) longest = p.size() > longest ? p.size() : longest;
+  if (longest > 65536) {
+    FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER, "a piece of %zu bytes: %s", longest, tinyaiStatusString(s));
+    CheckFailure(s, "tinyaiCreateLLM");
+    tinyaiCloseMappedModel(model);
+    std::remove(out.c_str());
+    return 0;
+  }
   FUZZ_CHECK(s == TINYAI_OK, "the runner refuses a tokenizer Tokenizer::Init accepts: %s", tinyaiStatusString(s));
   for (size_t t = 0; t < texts.size(); ++t) {
     std::vector<int32_t> ids(texts[t].size() + 2);
