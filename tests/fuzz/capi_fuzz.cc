@@ -17,7 +17,10 @@
 // past the capacity), a model outlives the LLMs and schedulers made from it
 // (its slot's dependents are destroyed first), a run of
 // tinyaiExecuteNextLayer keeps the buffers it started with, bools are 0 or
-// 1, and the scheduler an LLM owns is only used through const calls.
+// 1, and the scheduler an LLM owns is only used through const calls. A
+// schedule asks for more than 64 rows or 64 KiB per row only under a memory
+// limit of at most 256 MiB (see Bounded): without one, the scheduler
+// allocates the arena it is asked for, however large.
 //
 // Left out for now: known bugs other engineers are fixing (issue 13). Enable
 // each case when its fix lands (search for its name):
@@ -197,9 +200,20 @@ struct LLMSlot {
   TinyAILLM* llm = nullptr;
   int model = -1;
 };
+// A scheduler allocates the arena its schedule plans for when no memory
+// limit stops it: 2^31 rows, or rows of 4 GB, are the caller's request for
+// a 128 GB arena, not a bug, and more than the fuzzer's 2 GB. So schedules
+// of more than kMaxRows rows (batchSize, maxShapes) or layers of more than
+// kMaxUnboundedRowBytes per row are made only under a limit of at most
+// 256 MiB, which the scheduler must then enforce (sizes past 2^48 bytes per
+// row, which it refuses, are always fuzzed).
+constexpr size_t kMaxUnboundedRowBytes = 65536;
+bool Bounded(size_t limit) { return limit != 0 && limit <= (size_t{256} << 20); }
+
 struct SchedSlot {
   TinyAIForwardScheduler* sched = nullptr;
   int model = -1;  // -1: no model (planning only)
+  bool bounded = false;  // a memory limit of at most 256 MiB (Bounded)
   size_t output_capacity = 1024;
   int32_t batch = 1;
   // A run keeps the buffers of the call that started it until it ends, so
@@ -605,6 +619,12 @@ void SchedulerCall(Input& in) {
     const uint64_t how = in.Below(3);
     TinyAISchedulerConfig config = tinyaiCreateDefaultSchedulerConfig();
     if (how == 0) config = SchedulerConfig(in);
+    const bool bounded = Bounded(limit);
+    if (!bounded) {
+      // The arena the schedule plans is allocated when no limit stops it.
+      if (config.batchSize > kMaxRows) config.batchSize = kMaxRows;
+      for (TinyAIMaxShape& shape : config.maxShapes) shape.rows = shape.rows > kMaxRows ? kMaxRows : shape.rows;
+    }
     TinyAIForwardScheduler* created = how == 0   ? tinyaiCreateForwardSchedulerWithConfig(mdl, mode, limit, &config)
                                       : how == 1 ? tinyaiCreateForwardScheduler(mdl, mode, limit)
                                                  : tinyaiCreateForwardSchedulerWithConfig(mdl, mode, limit, nullptr);
@@ -618,6 +638,7 @@ void SchedulerCall(Input& in) {
     }
     slot.sched = created;
     slot.model = mdl ? m : -1;
+    slot.bounded = bounded;
     slot.output_capacity = config.outputCapacity;
     slot.batch = config.batchSize;
     if (mdl && g_models[m].source == kDense) {
@@ -638,8 +659,9 @@ void SchedulerCall(Input& in) {
       const int32_t depends = in.Int({-1, 0, 1, 2, n - 1, n, INT_MAX, INT_MIN});
       // kExcludeOutOfRangeEnums: TINYAI_DEP_NONE .. TINYAI_DEP_ATTENTION.
       const TinyAIDependencyType type = static_cast<TinyAIDependencyType>(in.Below(4));
-      size_t size = in.Size({64, 0, 1, 4, 256, SIZE_MAX / 2, SIZE_MAX});
+      size_t size = in.Size({64, 0, 1, 4, 256, (size_t{1} << 48) + 1, SIZE_MAX / 2, SIZE_MAX});
       if (model && !in.Bool()) size = tinyaiGetLayerOutputSize(model, layer);
+      if (!slot.bounded && size > kMaxUnboundedRowBytes && size <= (size_t{1} << 48)) size = kMaxUnboundedRowBytes;
       Expect(tinyaiAddLayerToSchedule(s, layer, depends, type, size), "tinyaiAddLayerToSchedule");
       return;
     }
@@ -647,7 +669,8 @@ void SchedulerCall(Input& in) {
       Expect(tinyaiAddModelLayersToSchedule(s), "tinyaiAddModelLayersToSchedule");
       return;
     case 4: {
-      const int32_t batch = in.Int({2, 1, 3, 8, 64, 0, -1, 1 << 20, INT_MAX, INT_MIN});
+      int32_t batch = in.Int({2, 1, 3, 8, 64, 0, -1, 1 << 20, INT_MAX, INT_MIN});
+      if (!slot.bounded && batch > kMaxRows) batch = kMaxRows;
       const TinyAIStatus st = tinyaiSetScheduleBatchSize(s, batch);
       Expect(st, "tinyaiSetScheduleBatchSize");
       if (st == TINYAI_OK) slot.batch = batch;
