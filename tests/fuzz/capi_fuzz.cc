@@ -22,22 +22,17 @@
 // limit of at most 256 MiB (see Bounded): without one, the scheduler
 // allocates the arena it is asked for, however large.
 //
-// Left out for now: known bugs other engineers are fixing (issue 13). Enable
-// each case when its fix lands (search for its name):
-//  1. kExcludeOptimalBatchIntMax: tinyaiCalculateOptimalBatchSize with
-//     maxBatch == INT_MAX never returns.
-//  2. kExcludeOutOfRangeEnums: enum values outside their enumeration
-//     (TinyAILLMConfig.mode, the mode of tinyaiCreateForwardScheduler*, the
-//     depType of tinyaiAddLayerToSchedule, the enum arguments of the *Name
-//     functions and tinyaiStatusString) are undefined behaviour in the C++
-//     implementation; only values inside each enumeration's range (the
-//     smallest bit-field holding its enumerators) are used.
-//  3. kExcludeDoubleDestroy: destroying an LLM or a scheduler twice is a
-//     use-after-free; each is destroyed once. (Closing a model twice, or
-//     closing what is not a model, is documented to record
-//     TINYAI_ERR_MISUSE and is fuzzed.)
-//  4. kExcludeReentrantCallback: calling the API from a text callback; the
-//     callback only counts pieces and may ask to stop.
+// Misuse the headers define is fuzzed too and must get TINYAI_ERR_MISUSE:
+// destroying an LLM or a scheduler twice (back to back, so no new handle
+// can take the address), destroying an LLM's own scheduler, closing a model
+// twice or closing what is not a model, closing a model under live runners
+// (which then refuse every call but destroy), and calling a runner back
+// from its own text callback (only its reads are allowed; a callback may
+// also run another runner). Enum arguments and fields take any int, and
+// tinyaiCalculateOptimalBatchSize any maxBatch up to INT_MAX. (The four
+// cases this target first left out - maxBatch INT_MAX, enum values outside
+// their enumerators, double destroys, re-entrant callbacks - were fixed on
+// main before it merged and are fuzzed here.)
 //
 // Input format: every decision reads the fewest bytes that cover its range
 // (Input::Below), front to back; missing bytes read as 0, and 0 is always
@@ -142,8 +137,19 @@ class Input {
       }
     }
   }
-  // kExcludeOutOfRangeEnums: the execution modes, 0..3 (NORMAL first).
-  TinyAIExecutionMode Mode() { return static_cast<TinyAIExecutionMode>(Below(4)); }
+  // An enum of n enumerators 0..n-1: one of them (0 first), or -1, n,
+  // INT_MAX or INT_MIN (any int is a value of the public enums).
+  int Enum(int n) {
+    const int k = static_cast<int>(Below(static_cast<uint64_t>(n) + 4));
+    if (k < n) return k;
+    const int odd[] = {-1, n, INT_MAX, INT_MIN};
+    return odd[k - n];
+  }
+  // An execution mode, ADAPTIVE first.
+  TinyAIExecutionMode Mode() {
+    const int m = Enum(4);
+    return static_cast<TinyAIExecutionMode>(m >= 0 && m < 4 ? 3 - m : m);
+  }
   uint32_t StructSize(uint32_t size) {
     switch (Below(6)) {
       case 1: return 0;
@@ -196,9 +202,12 @@ struct ModelSlot {
   Source source = kSynthetic;
   ReaderState reader;  // the read callback's state lives as long as the model
 };
+struct CallbackState;
+
 struct LLMSlot {
   TinyAILLM* llm = nullptr;
-  int model = -1;
+  int model = -1;         // -1 once orphaned
+  bool orphaned = false;  // its model was closed under it: every call but destroy is MISUSE
 };
 // A scheduler allocates the arena its schedule plans for when no memory
 // limit stops it: 2^31 rows, or rows of 4 GB, are the caller's request for
@@ -210,10 +219,24 @@ struct LLMSlot {
 constexpr size_t kMaxUnboundedRowBytes = 65536;
 bool Bounded(size_t limit) { return limit != 0 && limit <= (size_t{256} << 20); }
 
+// What a text callback does (OnText), set before the call that runs it.
+struct CallbackState {
+  int pieces = 0;
+  int stop_after = -1;  // ask to stop after this many pieces; -1 never
+  int action = 0;       // a Reenter action, 0 none
+  TinyAILLM* llm = nullptr;                 // the runner whose callback it is (one of the two)
+  TinyAIForwardScheduler* sched = nullptr;
+  TinyAIMappedModel* model = nullptr;       // its model
+  TinyAILLM* other = nullptr;               // another LLM it may run
+};
+
 struct SchedSlot {
   TinyAIForwardScheduler* sched = nullptr;
-  int model = -1;  // -1: no model (planning only)
+  int model = -1;  // -1: no model (planning only), or orphaned
+  bool orphaned = false;  // its model was closed under it: every call but destroy is MISUSE
+  bool dense = false;     // a dense network's: execution reads and writes floats
   bool bounded = false;  // a memory limit of at most 256 MiB (Bounded)
+  CallbackState callback;  // its generate params' user data (tinyaiSetSchedulerGenerateParams)
   size_t output_capacity = 1024;
   int32_t batch = 1;
   // A run keeps the buffers of the call that started it until it ends, so
@@ -227,23 +250,55 @@ ModelSlot g_models[kModels];
 LLMSlot g_llms[kLLMs];
 SchedSlot g_scheds[kScheds];
 
-void DestroyLLM(int i) {
-  tinyaiDestroyLLM(g_llms[i].llm);  // kExcludeDoubleDestroy: the slot forgets it at once
+// Destroying twice is MISUSE and frees nothing; back to back, so that no new
+// handle can have taken the address in between.
+void DestroyLLM(int i, bool twice = false) {
+  TinyAILLM* llm = g_llms[i].llm;
+  for (SchedSlot& s : g_scheds) {
+    if (s.callback.other == llm) s.callback.other = nullptr;  // a callback must not run a destroyed LLM
+  }
+  tinyaiDestroyLLM(llm);
+  if (twice && llm) {
+    tinyaiClearLastError();
+    tinyaiDestroyLLM(llm);
+    FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "destroying an LLM twice records %s",
+               tinyaiStatusString(tinyaiGetLastError()));
+  }
   g_llms[i] = LLMSlot();
 }
 
-void DestroyScheduler(int i) {
-  tinyaiDestroyForwardScheduler(g_scheds[i].sched);  // kExcludeDoubleDestroy
+void DestroyScheduler(int i, bool twice = false) {
+  TinyAIForwardScheduler* sched = g_scheds[i].sched;
+  tinyaiDestroyForwardScheduler(sched);
+  if (twice && sched) {
+    tinyaiClearLastError();
+    tinyaiDestroyForwardScheduler(sched);
+    FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "destroying a scheduler twice records %s",
+               tinyaiStatusString(tinyaiGetLastError()));
+  }
   g_scheds[i] = SchedSlot();
 }
 
-// Closes a model after what depends on it.
-void CloseModel(int m, bool twice) {
+// Closes a model after destroying what depends on it, or (orphan) leaving
+// its runners to refuse every call but destroy.
+void CloseModel(int m, bool twice, bool orphan = false) {
   for (int i = 0; i < kLLMs; ++i) {
-    if (g_llms[i].llm && g_llms[i].model == m) DestroyLLM(i);
+    if (!g_llms[i].llm || g_llms[i].model != m) continue;
+    if (!orphan) {
+      DestroyLLM(i);
+      continue;
+    }
+    g_llms[i].orphaned = true;
+    g_llms[i].model = -1;
   }
   for (int i = 0; i < kScheds; ++i) {
-    if (g_scheds[i].sched && g_scheds[i].model == m) DestroyScheduler(i);
+    if (!g_scheds[i].sched || g_scheds[i].model != m) continue;
+    if (!orphan) {
+      DestroyScheduler(i);
+      continue;
+    }
+    g_scheds[i].orphaned = true;
+    g_scheds[i].model = -1;
   }
   TinyAIMappedModel* model = g_models[m].model;
   tinyaiCloseMappedModel(model);
@@ -258,7 +313,8 @@ void CloseModel(int m, bool twice) {
 
 void ResetAll() {
   for (int m = 0; m < kModels; ++m) CloseModel(m, false);
-  for (int i = 0; i < kScheds; ++i) DestroyScheduler(i);  // schedulers without a model
+  for (int i = 0; i < kLLMs; ++i) DestroyLLM(i);          // orphaned ones
+  for (int i = 0; i < kScheds; ++i) DestroyScheduler(i);  // orphaned ones, and those without a model
 }
 
 TinyAIMappedModel* PickModel(Input& in, int* slot) {
@@ -277,21 +333,43 @@ int32_t PickLayer(Input& in, TinyAIMappedModel* m) {
 // what an input does, e.g. a crash's).
 const bool g_trace = std::getenv("TINYAI_FUZZ_TRACE") != nullptr;
 
-void Expect(TinyAIStatus s, const char* call) {
-  if (g_trace) std::fprintf(stderr, "  %s: %s%s%s\n", call, tinyaiStatusString(s), s ? ": " : "", s ? tinyaiGetLastErrorMessage() : "");
+// While set, a call on an orphaned runner (or a mutating one from a
+// runner's own callback): every checked status must be TINYAI_ERR_MISUSE.
+bool g_expect_misuse = false;
+struct ExpectMisuse {
+  explicit ExpectMisuse(bool on) : previous(g_expect_misuse) { g_expect_misuse = on; }
+  ~ExpectMisuse() { g_expect_misuse = previous; }
+  bool previous;
+};
+
+// A call's status: TINYAI_OK, or a failure CheckFailure accepts; with
+// may_stop, also TINYAI_STOPPED (a callback asked to stop).
+void Expect(TinyAIStatus s, const char* call, bool may_stop = false) {
+  if (g_trace) {
+    std::fprintf(stderr, "  %s: %s%s%s\n", call, tinyaiStatusString(s), s < 0 ? ": " : "",
+                 s < 0 ? tinyaiGetLastErrorMessage() : "");
+  }
+  if (g_expect_misuse) {
+    FUZZ_CHECK(s == TINYAI_ERR_MISUSE, "%s on an orphaned or busy runner: %s", call, tinyaiStatusString(s));
+  }
+  if (s == TINYAI_STOPPED) {
+    FUZZ_CHECK(may_stop, "%s returned TINYAI_STOPPED", call);
+    return;
+  }
   if (s != TINYAI_OK) CheckFailure(s, call);
 }
 
 // tinyaiGetSchedulerStatus reports the last execution's status (recorded
 // then), not a failure of its own: only NULL is an error of the call.
-void ExpectStatusOf(const TinyAIForwardScheduler* s) {
+void ExpectStatusOf(const TinyAIForwardScheduler* s, bool orphaned) {
   const TinyAIStatus st = tinyaiGetSchedulerStatus(s);
-  if (!s) {
+  if (!s || orphaned) {
+    if (orphaned) FUZZ_CHECK(st == TINYAI_ERR_MISUSE, "the status of an orphaned scheduler: %s", tinyaiStatusString(st));
     CheckFailure(st, "tinyaiGetSchedulerStatus");
     return;
   }
-  FUZZ_CHECK(st <= TINYAI_OK && std::strcmp(tinyaiStatusString(st), "TINYAI_ERR_UNKNOWN") != 0 &&
-                 st != TINYAI_ERR_INTERNAL,
+  FUZZ_CHECK((st <= TINYAI_OK || st == TINYAI_STOPPED) &&
+                 std::strcmp(tinyaiStatusString(st), "TINYAI_ERR_UNKNOWN") != 0 && st != TINYAI_ERR_INTERNAL,
              "tinyaiGetSchedulerStatus: %d", static_cast<int>(st));
 }
 
@@ -318,7 +396,7 @@ TinyAILLMConfig LLMConfig(Input& in) {
   c.threads = in.Int({1, 0, 2, 3, -1, 257, INT_MAX, INT_MIN});
   if (c.threads > 3 && c.threads <= 256) c.threads = 3;
   c.memoryLimit = in.Size({0, 1, 4096, 65536, 200000, 400000, 1u << 20, 4u << 20, SIZE_MAX});
-  c.mode = static_cast<TinyAIExecutionMode>(3 - static_cast<int>(in.Mode()));  // ADAPTIVE first; kExcludeOutOfRangeEnums
+  c.mode = in.Mode();
   c.debugExecution = in.Bool();
   return c;
 }
@@ -332,26 +410,143 @@ TinyAISamplerConfig SamplerConfig(Input& in) {
   return c;
 }
 
-struct CallbackState {
-  int pieces = 0;
-  int stop_after = -1;
-};
+enum Reentry { kNoReentry, kRead, kMutate, kDestroyRunner, kCloseModel, kOtherRunner, kReentryCount };
 
-// kExcludeReentrantCallback: counts, and asks to stop after stop_after pieces.
+// A runner's own text callback calling back into it: its reads work, every
+// other call on it (and closing its model, destroying it) is MISUSE and
+// changes nothing; running another LLM works.
+void Reenter(const CallbackState& st) {
+  if (st.llm) {
+    TinyAILLM* llm = st.llm;
+    TinyAIModelInfo info;
+    FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "a callback reads its LLM's info: %s",
+               tinyaiGetLastErrorMessage());
+    switch (st.action) {
+      case kRead: {
+        int32_t ids[8];
+        int32_t count = 0;
+        char piece[16];
+        size_t len = 0;
+        TinyAIMemoryReport report;
+        report.structSize = sizeof report;
+        FUZZ_CHECK(tinyaiGetPosition(llm) >= 0 && tinyaiTokenize(llm, "hi", 1, ids, 8, &count) == TINYAI_OK &&
+                       tinyaiDecodeToken(llm, 1, 100, piece, sizeof piece, &len) == TINYAI_OK &&
+                       tinyaiGetLLMMemoryReport(llm, &report) == TINYAI_OK && tinyaiGetLLMScheduler(llm) != nullptr,
+                   "a callback cannot read its LLM: %s", tinyaiGetLastErrorMessage());
+        return;
+      }
+      case kMutate: {
+        ExpectMisuse misuse(true);
+        const int32_t token = 100;
+        std::vector<float> logits(static_cast<size_t>(info.vocabSize), 0.0f);
+        TinyAISamplerConfig sampler = tinyaiCreateDefaultSamplerConfig();
+        uint64_t rng = 1;
+        int32_t sampled = -1;
+        TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+        Expect(tinyaiEval(llm, &token, 1, nullptr), "tinyaiEval from the callback");
+        Expect(tinyaiResetLLM(llm), "tinyaiResetLLM from the callback");
+        Expect(tinyaiSample(llm, logits.data(), &sampler, &rng, &sampled), "tinyaiSample from the callback");
+        Expect(tinyaiGenerate(llm, "x", nullptr, nullptr, 0, nullptr, nullptr), "tinyaiGenerate from the callback");
+        Expect(tinyaiSetSchedulerGenerateParams(const_cast<TinyAIForwardScheduler*>(tinyaiGetLLMScheduler(llm)),
+                                                &params),
+               "tinyaiSetSchedulerGenerateParams from the callback");
+        return;
+      }
+      case kDestroyRunner:
+        tinyaiClearLastError();
+        tinyaiDestroyLLM(llm);
+        FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE && tinyaiGetPosition(llm) >= 0,
+                   "destroying an LLM from its callback: %s", tinyaiStatusString(tinyaiGetLastError()));
+        return;
+      default:
+        break;
+    }
+  } else if (st.sched) {
+    TinyAIForwardScheduler* s = st.sched;
+    switch (st.action) {
+      case kRead: {
+        TinyAISchedulerReport report;
+        report.structSize = sizeof report;
+        size_t needed = 0;
+        tinyaiGetSchedulerMemoryUsage(s);
+        ExpectStatusOf(s, false);
+        FUZZ_CHECK(tinyaiGetSchedulerReport(s, &report) == TINYAI_OK, "a callback reads its scheduler's report: %s",
+                   tinyaiGetLastErrorMessage());
+        const TinyAIStatus dag = tinyaiDumpActivationDag(s, nullptr, 0, &needed);
+        FUZZ_CHECK(dag == TINYAI_ERR_RESOURCE_EXHAUSTED && needed > 1, "a callback sizes its scheduler's DAG: %s",
+                   tinyaiStatusString(dag));
+        return;
+      }
+      case kMutate: {
+        ExpectMisuse misuse(true);
+        TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+        tinyaiClearLastError();
+        FUZZ_CHECK(!tinyaiExecuteNextLayer(s, "x", nullptr, nullptr), "a callback ran its scheduler's next layer");
+        Expect(tinyaiGetLastError(), "tinyaiExecuteNextLayer from the callback");
+        Expect(tinyaiPrepareForwardPass(s), "tinyaiPrepareForwardPass from the callback");
+        Expect(tinyaiPlanForwardPass(s), "tinyaiPlanForwardPass from the callback");
+        Expect(tinyaiAddModelLayersToSchedule(s), "tinyaiAddModelLayersToSchedule from the callback");
+        Expect(tinyaiSetScheduleBatchSize(s, 1), "tinyaiSetScheduleBatchSize from the callback");
+        Expect(tinyaiSetSchedulerOutputCapacity(s, 16), "tinyaiSetSchedulerOutputCapacity from the callback");
+        Expect(tinyaiSetSchedulerGenerateParams(s, &params), "tinyaiSetSchedulerGenerateParams from the callback");
+        tinyaiClearLastError();
+        FUZZ_CHECK(tinyaiCalculateOptimalBatchSize(s, 4, 4, 4) == -1, "a callback planned its scheduler's batch");
+        Expect(tinyaiGetLastError(), "tinyaiCalculateOptimalBatchSize from the callback");
+        return;
+      }
+      case kDestroyRunner:
+        tinyaiClearLastError();
+        tinyaiDestroyForwardScheduler(s);
+        FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "destroying a scheduler from its callback: %s",
+                   tinyaiStatusString(tinyaiGetLastError()));
+        ExpectStatusOf(s, false);  // still alive
+        return;
+      default:
+        break;
+    }
+  }
+  if (st.action == kCloseModel && st.model) {
+    tinyaiClearLastError();
+    tinyaiCloseMappedModel(st.model);
+    FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE && tinyaiGetMappedLayerCount(st.model) > 0,
+               "closing a model from its runner's callback: %s", tinyaiStatusString(tinyaiGetLastError()));
+  }
+  if (st.action == kOtherRunner && st.other) {
+    TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+    params.steps = 4;
+    char text[64];
+    size_t len = 0;
+    Expect(tinyaiGenerate(st.other, "x", &params, text, sizeof text, &len, nullptr), "tinyaiGenerate on another LLM");
+  }
+}
+
+// Counts pieces, calls back into its runner (on the first two pieces) as
+// st->action says, and asks to stop after stop_after pieces.
 int OnText(const char* piece, size_t len, void* user) {
   CallbackState* st = static_cast<CallbackState*>(user);
   FUZZ_CHECK(piece != nullptr || len == 0, "a NULL piece of %zu bytes", len);
   ++st->pieces;
+  if (g_trace) {
+    std::fprintf(stderr, "  text callback, piece %d of %zu bytes (action %d, stop after %d)\n", st->pieces, len,
+                 st->action, st->stop_after);
+  }
+  if (st->action != kNoReentry && st->pieces <= 2) Reenter(*st);
   return st->stop_after >= 0 && st->pieces > st->stop_after;
 }
 
+// The callback state's runner fields are the caller's to fill.
 TinyAIGenerateParams GenerateParams(Input& in, CallbackState* cb) {
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
-  p.structSize = in.Rarely(4) ? in.StructSize(sizeof p) : sizeof p;
+  // Also the size of the struct before maxNewTokens (llama2.c's steps alone).
+  p.structSize = in.Rarely(4) ? (in.Bool() ? static_cast<uint32_t>(offsetof(TinyAIGenerateParams, maxNewTokens))
+                                           : in.StructSize(sizeof p))
+                              : sizeof p;
   p.steps = in.Int({16, 0, 1, 2, 5, kSeqLen, -1, INT_MAX, INT_MIN});
+  p.maxNewTokens = in.Int({256, 0, 1, 3, -1, INT_MAX, INT_MIN});
   p.sampler = SamplerConfig(in);
   if (in.Bool()) {
     cb->stop_after = in.Range(-1, 8);
+    cb->action = static_cast<int>(in.Below(kReentryCount));
     p.onText = OnText;
     p.user = cb;
   }
@@ -430,7 +625,7 @@ void OpenModel(Input& in) {
 }
 
 void LLMCall(Input& in) {
-  const int op = static_cast<int>(in.Below(12));
+  const int op = static_cast<int>(in.Below(13));
   const int i = static_cast<int>(in.Below(kLLMs));
   if (op == 0) {  // create
     DestroyLLM(i);
@@ -458,16 +653,20 @@ void LLMCall(Input& in) {
     return;
   }
   if (op == 1) {
-    DestroyLLM(i);
+    DestroyLLM(i, in.Bool());
     return;
   }
   TinyAILLM* llm = in.Rarely(32) ? nullptr : g_llms[i].llm;
+  const bool orphaned = llm && g_llms[i].orphaned;
+  // An orphaned LLM refuses every call with MISUSE (getters: -1 or NULL).
+  ExpectMisuse misuse(orphaned);
   int32_t vocab = 0;
-  if (llm) {
+  if (llm && !orphaned) {
     TinyAIModelInfo info;
     FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "model info");
     vocab = info.vocabSize;
   }
+  TinyAILLM* other = g_llms[1 - i].llm && !g_llms[1 - i].orphaned ? g_llms[1 - i].llm : nullptr;
   switch (op) {
     case 2: {  // tokenize
       const std::string text = in.Text();
@@ -537,6 +736,9 @@ void LLMCall(Input& in) {
     }
     case 6: {  // generate
       CallbackState cb;
+      cb.llm = llm;
+      cb.model = g_llms[i].model >= 0 ? g_models[g_llms[i].model].model : nullptr;
+      cb.other = other;
       TinyAIGenerateParams params = GenerateParams(in, &cb);
       const std::string prompt = in.Text();
       const size_t capacity = in.Size({1024, 0, 1, 8, 64});
@@ -545,13 +747,25 @@ void LLMCall(Input& in) {
       const bool with_out = !in.Rarely(8);
       size_t len = SIZE_MAX;
       TinyAIGenerateStats stats;
+      std::memset(&stats, 0, sizeof stats);
+      stats.structSize = in.Rarely(8) ? in.StructSize(sizeof stats) : sizeof stats;
       const int nulls = static_cast<int>(in.Below(16));
       const TinyAIStatus s =
           tinyaiGenerate(llm, nulls == 1 ? nullptr : prompt.c_str(), nulls == 2 ? nullptr : &params,
                          with_out ? out.data() : nullptr, with_out ? capacity : (nulls == 3 ? 1 : 0),
                          nulls == 4 ? nullptr : &len, nulls == 5 ? nullptr : &stats);
-      Expect(s, "tinyaiGenerate");
-      if ((s == TINYAI_OK || s == TINYAI_ERR_RESOURCE_EXHAUSTED) && with_out && capacity > 0 && nulls != 4) {
+      Expect(s, "tinyaiGenerate", true);
+      if (s == TINYAI_OK && nulls != 5 && stats.structSize == sizeof stats) {
+        FUZZ_CHECK(stats.stopReason != TINYAI_STOP_NONE && stats.stopReason != TINYAI_STOP_CALLBACK &&
+                       stats.stopReason != TINYAI_STOP_OUTPUT_FULL,
+                   "a generation that returned TINYAI_OK stopped for %s", tinyaiStopReasonName(stats.stopReason));
+      }
+      if (s == TINYAI_STOPPED && nulls != 5 && stats.structSize == sizeof stats) {
+        FUZZ_CHECK(stats.stopReason == TINYAI_STOP_CALLBACK, "TINYAI_STOPPED with stop reason %s",
+                   tinyaiStopReasonName(stats.stopReason));
+      }
+      if ((s == TINYAI_OK || s == TINYAI_STOPPED || s == TINYAI_ERR_RESOURCE_EXHAUSTED) && with_out && capacity > 0 &&
+          nulls != 4) {
         // The text may hold NUL bytes (the piece <0x00>): check where it ends.
         FUZZ_CHECK(out[std::min(len, capacity - 1)] == '\0', "%zu bytes reported, capacity %zu, no NUL after them",
                    len, capacity);
@@ -559,8 +773,8 @@ void LLMCall(Input& in) {
       return;
     }
     case 7:
-      if (llm) FUZZ_CHECK(tinyaiGetPosition(llm) >= 0, "position");
-      else FUZZ_CHECK(tinyaiGetPosition(nullptr) == -1, "position of NULL");
+      if (llm && !orphaned) FUZZ_CHECK(tinyaiGetPosition(llm) >= 0, "position");
+      else FUZZ_CHECK(tinyaiGetPosition(llm) == -1, "position of a NULL or orphaned LLM");
       Expect(tinyaiResetLLM(llm), "tinyaiResetLLM");
       return;
     case 8: {
@@ -572,6 +786,7 @@ void LLMCall(Input& in) {
       return;
     }
     case 9: {
+      ExpectMisuse not_on_the_llm(false);  // a model's estimate
       int m = -1;
       TinyAIMappedModel* model = PickModel(in, &m);
       TinyAILLMConfig config = LLMConfig(in);
@@ -585,29 +800,42 @@ void LLMCall(Input& in) {
       const TinyAIForwardScheduler* s = tinyaiGetLLMScheduler(llm);
       if (!s) {
         CheckRecordedFailure("tinyaiGetLLMScheduler");
+        if (orphaned) FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "the scheduler of an orphaned LLM");
         return;
+      }
+      // Not the caller's to destroy: MISUSE, and it goes on working.
+      if (in.Bool()) {
+        tinyaiClearLastError();
+        tinyaiDestroyForwardScheduler(const_cast<TinyAIForwardScheduler*>(s));
+        FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "destroying an LLM's scheduler: %s",
+                   tinyaiStatusString(tinyaiGetLastError()));
       }
       TinyAISchedulerReport report;
       report.structSize = in.StructSize(sizeof report);
       Expect(tinyaiGetSchedulerReport(s, &report), "tinyaiGetSchedulerReport");
       tinyaiGetSchedulerMemoryUsage(s);
       tinyaiGetSchedulerPeakMemoryUsage(s);
-      ExpectStatusOf(s);
+      ExpectStatusOf(s, false);
       size_t needed = 0;
-      Expect(tinyaiDumpActivationDag(s, nullptr, 0, &needed), "tinyaiDumpActivationDag");
+      const TinyAIStatus dag = tinyaiDumpActivationDag(s, nullptr, 0, &needed);
+      FUZZ_CHECK(dag == TINYAI_ERR_RESOURCE_EXHAUSTED && needed > 1, "an LLM's DAG: %s", tinyaiStatusString(dag));
       return;
     }
-    default: {
+    case 11: {
+      ExpectMisuse not_on_the_llm(false);
       int m = -1;
       TinyAIMappedModel* model = PickModel(in, &m);
       if (tinyaiGetLayerOutputSize(model, PickLayer(in, model)) == 0) CheckRecordedFailure("tinyaiGetLayerOutputSize");
       return;
     }
+    default:
+      FUZZ_CHECK(tinyaiStopReasonName(static_cast<TinyAIStopReason>(in.Enum(7))) != nullptr, "stop reason name");
+      return;
   }
 }
 
 void SchedulerCall(Input& in) {
-  const int op = static_cast<int>(in.Below(14));
+  const int op = static_cast<int>(in.Below(15));
   const int i = static_cast<int>(in.Below(kScheds));
   SchedSlot& slot = g_scheds[i];
   TinyAIMappedModel* model = slot.model >= 0 ? g_models[slot.model].model : nullptr;
@@ -615,7 +843,7 @@ void SchedulerCall(Input& in) {
     DestroyScheduler(i);
     int m = -1;
     TinyAIMappedModel* mdl = PickModel(in, &m);
-    const TinyAIExecutionMode mode = static_cast<TinyAIExecutionMode>(3 - static_cast<int>(in.Mode()));  // kExcludeOutOfRangeEnums
+    const TinyAIExecutionMode mode = in.Mode();
     const size_t limit = in.Size({0, 1, 4096, 65536, 200000, 400000, 1u << 20, 16u << 20, SIZE_MAX});
     const uint64_t how = in.Below(3);
     TinyAISchedulerConfig config = tinyaiCreateDefaultSchedulerConfig();
@@ -639,6 +867,7 @@ void SchedulerCall(Input& in) {
     }
     slot.sched = created;
     slot.model = mdl ? m : -1;
+    slot.dense = mdl && g_models[m].source == kDense;
     slot.bounded = bounded;
     slot.output_capacity = config.outputCapacity;
     slot.batch = config.batchSize;
@@ -649,17 +878,19 @@ void SchedulerCall(Input& in) {
     return;
   }
   if (op == 1) {
-    DestroyScheduler(i);
+    DestroyScheduler(i, in.Bool());
     return;
   }
   TinyAIForwardScheduler* s = in.Rarely(32) ? nullptr : slot.sched;
+  const bool orphaned = s && slot.orphaned;
+  // An orphaned scheduler refuses every call with MISUSE.
+  ExpectMisuse misuse(orphaned);
   switch (op) {
     case 2: {  // add a layer
       const int32_t layer = PickLayer(in, model);
       const int32_t n = LayerCount(model);
       const int32_t depends = in.Int({-1, 0, 1, 2, n - 1, n, INT_MAX, INT_MIN});
-      // kExcludeOutOfRangeEnums: TINYAI_DEP_NONE .. TINYAI_DEP_ATTENTION.
-      const TinyAIDependencyType type = static_cast<TinyAIDependencyType>(in.Below(4));
+      const TinyAIDependencyType type = static_cast<TinyAIDependencyType>(in.Enum(4));
       size_t size = in.Size({64, 0, 1, 4, 256, (size_t{1} << 48) + 1, SIZE_MAX / 2, SIZE_MAX});
       if (model && !in.Bool()) size = tinyaiGetLayerOutputSize(model, layer);
       if (!slot.bounded && size > kMaxUnboundedRowBytes && size <= (size_t{1} << 48)) size = kMaxUnboundedRowBytes;
@@ -689,7 +920,7 @@ void SchedulerCall(Input& in) {
       // Buffers as large as the scheduler reads and writes: a prompt and
       // outputCapacity bytes for a language model, batch rows for a dense
       // network.
-      const bool dense = model && g_models[slot.model].source == kDense;
+      const bool dense = slot.dense;
       if (dense && slot.batch > kMaxRows) return;
       const bool null_input = in.Rarely(16);
       const bool null_output = in.Rarely(16);
@@ -698,13 +929,22 @@ void SchedulerCall(Input& in) {
       for (int c = 0; c < calls; ++c) {
         int layer = INT_MIN;
         const bool ran = tinyaiExecuteNextLayer(s, input, output, in.Bool() ? nullptr : &layer);
-        if (g_trace) std::fprintf(stderr, "  tinyaiExecuteNextLayer: %s, layer %d\n", ran ? "ran" : "false", layer);
+        if (g_trace) {
+          std::fprintf(stderr, "  tinyaiExecuteNextLayer: %s, layer %d%s%s\n", ran ? "ran" : "false", layer,
+                       ran || !s ? "" : ", status ", ran || !s ? "" : tinyaiStatusString(tinyaiGetSchedulerStatus(s)));
+        }
         if (!ran) {
-          if (s) ExpectStatusOf(s);
-          else CheckRecordedFailure("tinyaiExecuteNextLayer");
-          if (s && tinyaiGetSchedulerStatus(s) != TINYAI_OK) Expect(tinyaiGetSchedulerStatus(s), "tinyaiExecuteNextLayer");
+          if (!s || orphaned) {
+            CheckRecordedFailure("tinyaiExecuteNextLayer");
+            Expect(tinyaiGetLastError(), "tinyaiExecuteNextLayer");
+          } else {
+            ExpectStatusOf(s, false);
+            const TinyAIStatus st = tinyaiGetSchedulerStatus(s);
+            if (st != TINYAI_OK) Expect(st, "tinyaiExecuteNextLayer", true);
+          }
           break;
         }
+        FUZZ_CHECK(!orphaned, "an orphaned scheduler ran a layer");
         if (layer != INT_MIN) FUZZ_CHECK(layer >= 0 && layer < LayerCount(model), "executed layer %d", layer);
       }
       return;
@@ -712,7 +952,7 @@ void SchedulerCall(Input& in) {
     case 8: {
       tinyaiGetSchedulerMemoryUsage(s);
       tinyaiGetSchedulerPeakMemoryUsage(s);
-      ExpectStatusOf(s);
+      ExpectStatusOf(s, orphaned);
       TinyAISchedulerReport report;
       report.structSize = in.StructSize(sizeof report);
       Expect(tinyaiGetSchedulerReport(s, in.Rarely(8) ? nullptr : &report), "tinyaiGetSchedulerReport");
@@ -733,32 +973,55 @@ void SchedulerCall(Input& in) {
     case 10: {  // the optimal batch
       const size_t in_size = in.Size({32, 0, 1, 1024, SIZE_MAX / 2, SIZE_MAX});
       const size_t out_size = in.Size({16, 0, 1, 1024, SIZE_MAX / 2, SIZE_MAX});
-      int32_t max_batch = in.Int({16, 1, 2, 1000, 1 << 20, 0, -1, INT_MAX - 1, INT_MIN});
-      if (max_batch == INT_MAX) max_batch = INT_MAX - 1;  // kExcludeOptimalBatchIntMax
+      const int32_t max_batch = in.Int({16, 1, 2, 1000, 1 << 20, 0, -1, INT_MAX, INT_MIN});
       const int best = tinyaiCalculateOptimalBatchSize(s, in_size, out_size, max_batch);
       if (g_trace) std::fprintf(stderr, "  tinyaiCalculateOptimalBatchSize(%zu, %zu, %d): %d\n", in_size, out_size, max_batch, best);
       if (best < 0) {
         FUZZ_CHECK(best == -1, "optimal batch %d", best);
         CheckRecordedFailure("tinyaiCalculateOptimalBatchSize");
+        Expect(tinyaiGetLastError(), "tinyaiCalculateOptimalBatchSize");
       } else {
+        FUZZ_CHECK(!orphaned, "an orphaned scheduler planned a batch");
         FUZZ_CHECK(best >= 1 && best <= max_batch, "optimal batch %d of at most %d", best, max_batch);
       }
       return;
     }
     case 11: {
-      // The scheduler keeps the callback's user pointer.
-      static CallbackState state;
-      state = CallbackState();
-      TinyAIGenerateParams params = GenerateParams(in, &state);
+      // The scheduler keeps the callback's user pointer: the slot's state.
+      slot.callback = CallbackState();
+      slot.callback.sched = slot.sched;
+      slot.callback.model = model;
+      slot.callback.other = g_llms[0].llm && !g_llms[0].orphaned ? g_llms[0].llm : nullptr;
+      TinyAIGenerateParams params = GenerateParams(in, &slot.callback);
       Expect(tinyaiSetSchedulerGenerateParams(s, in.Rarely(8) ? nullptr : &params), "tinyaiSetSchedulerGenerateParams");
       return;
     }
-    default: {
+    case 12: {
+      // Within the slot's text buffer (the caller's side of the contract).
+      const size_t capacity = in.Size({64, 1, 2, 16, 1024, kMaxOutputCapacity, 0});
+      if (capacity > kMaxOutputCapacity) return;
+      const TinyAIStatus st = tinyaiSetSchedulerOutputCapacity(s, capacity);
+      Expect(st, "tinyaiSetSchedulerOutputCapacity");
+      if (st == TINYAI_OK) slot.output_capacity = capacity;
+      return;
+    }
+    case 13: {
+      ExpectMisuse not_on_the_scheduler(false);
       int m = -1;
       TinyAIMappedModel* mdl = PickModel(in, &m);
       if (tinyaiGetLayerOutputSize(mdl, PickLayer(in, mdl)) == 0) CheckRecordedFailure("tinyaiGetLayerOutputSize");
       return;
     }
+    default:
+      // Not a scheduler the caller may destroy: MISUSE, and nothing happens.
+      if (g_llms[0].llm && !g_llms[0].orphaned) {
+        const TinyAIForwardScheduler* owned = tinyaiGetLLMScheduler(g_llms[0].llm);
+        tinyaiClearLastError();
+        tinyaiDestroyForwardScheduler(const_cast<TinyAIForwardScheduler*>(owned));
+        FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "destroying an LLM's scheduler: %s",
+                   tinyaiStatusString(tinyaiGetLastError()));
+      }
+      return;
   }
 }
 
@@ -833,28 +1096,28 @@ void LoaderCall(Input& in) {
     case 10: {
       // Closing twice is documented to record MISUSE; so is closing what is
       // not a model.
-      const uint64_t how = in.Below(3);
+      const uint64_t how = in.Below(4);
       if (how == 2) {
         int not_a_model = 0;
         tinyaiClearLastError();
         tinyaiCloseMappedModel(reinterpret_cast<TinyAIMappedModel*>(&not_a_model));
         FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE, "closing what is not a model");
       } else {
-        CloseModel(m, how == 1);
+        // how 3: under its live runners, which are orphaned.
+        CloseModel(m, how == 1, how == 3);
       }
       return;
     }
     default: {
-      // The status and enum names, inside each enumeration's range
-      // (kExcludeOutOfRangeEnums), and the platform calls of a port with a
-      // heap and a clock.
-      FUZZ_CHECK(tinyaiStatusString(static_cast<TinyAIStatus>(in.Range(-32, 31))) != nullptr, "name");
+      // The status and enum names for any int, and the platform calls of a
+      // port with a heap and a clock.
+      FUZZ_CHECK(tinyaiStatusString(static_cast<TinyAIStatus>(in.Int({0, -1, -21, 1, -22, 2}))) != nullptr, "name");
       FUZZ_CHECK(tinyaiExecutionModeName(in.Mode()) != nullptr, "name");
-      FUZZ_CHECK(tinyaiDTypeName(static_cast<TinyAIDType>(in.Below(4))) != nullptr, "name");
-      FUZZ_CHECK(tinyaiCodecName(static_cast<TinyAICodec>(in.Below(4))) != nullptr, "name");
-      FUZZ_CHECK(tinyaiTensorRoleName(static_cast<TinyAITensorRole>(in.Below(16))) != nullptr, "name");
-      FUZZ_CHECK(tinyaiLayerKindName(static_cast<TinyAILayerKind>(in.Below(4))) != nullptr, "name");
-      tinyaiDTypeSize(static_cast<TinyAIDType>(in.Below(4)));
+      FUZZ_CHECK(tinyaiDTypeName(static_cast<TinyAIDType>(in.Enum(4))) != nullptr, "name");
+      FUZZ_CHECK(tinyaiCodecName(static_cast<TinyAICodec>(in.Enum(3))) != nullptr, "name");
+      FUZZ_CHECK(tinyaiTensorRoleName(static_cast<TinyAITensorRole>(in.Enum(15))) != nullptr, "name");
+      FUZZ_CHECK(tinyaiLayerKindName(static_cast<TinyAILayerKind>(in.Enum(4))) != nullptr, "name");
+      tinyaiDTypeSize(static_cast<TinyAIDType>(in.Enum(4)));
       alignas(16) static uint8_t arena[256];
       Expect(tinyaiSetStaticArena(in.Bool() ? nullptr : arena, static_cast<size_t>(in.Below(sizeof arena + 1))),
              "tinyaiSetStaticArena");
@@ -893,6 +1156,27 @@ void RunCalls(Input& in, const std::vector<std::vector<uint64_t>>* script) {
 
 // ---- seeds -------------------------------------------------------------------------
 
+// Generate params with a text callback doing `action` (GenerateParams'
+// values: struct size, steps, maxNewTokens, the sampler's struct size,
+// temperature, top-p, seed, then the callback: yes, stop never, action).
+std::vector<uint64_t> CallbackParams(int action) { return {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, static_cast<uint64_t>(action)}; }
+
+// tinyaiGenerate on LLM slot 0 with such a callback.
+std::vector<uint64_t> Generate(int action) {
+  std::vector<uint64_t> v = {1, 6, 0, 0};
+  const std::vector<uint64_t> p = CallbackParams(action);
+  v.insert(v.end(), p.begin(), p.end());
+  return v;
+}
+
+// tinyaiSetSchedulerGenerateParams on scheduler slot 0 with such a callback.
+std::vector<uint64_t> SchedulerCallback(int action) {
+  std::vector<uint64_t> v = {3, 11, 0, 0};
+  const std::vector<uint64_t> p = CallbackParams(action);
+  v.insert(v.end(), p.begin(), p.end());
+  return v;
+}
+
 // Call scripts: each call's first values (the call, then its operation and
 // slot, then its arguments in the order the code above reads them); the
 // rest are 0, the ordinary choices.
@@ -918,6 +1202,17 @@ void WriteSeeds(const char* dir) {
       {{3, 0, 0, 1}, {3, 2, 0, 0, 0, 0, 0, 0}, {3, 2, 0, 0, 1, 1, 1, 0}, {3, 2, 0, 0, 2, 2, 1, 0},
        {3, 2, 0, 0, 2, 1, 2, 0},
        {3, 5, 0}, {3, 10, 0}, {3, 9, 0}},
+      // A model closed under an LLM and a scheduler: both refuse every call
+      // (MISUSE) until destroyed.
+      {{0, 0, kSynthetic}, {1, 0, 0, 0}, {3, 0, 0, 0}, {3, 3, 0}, {3, 6, 0}, {5, 10, 0, 0, 3}, {1, 2, 0}, {1, 6, 0},
+       {1, 7, 0}, {1, 10, 0}, {3, 7, 0}, {3, 8, 0}, {3, 10, 0}, {3, 2, 0}, {1, 1, 0}, {3, 1, 0}},
+      // Text callbacks that call back into their LLM (reads, then calls it
+      // must refuse, destroying it, closing its model) or run another LLM,
+      // and a scheduler's callback doing the same.
+      {{0, 0, kSynthetic}, {1, 0, 0, 0}, {1, 0, 1, 0}, Generate(kRead), Generate(kMutate), Generate(kDestroyRunner),
+       Generate(kCloseModel), Generate(kOtherRunner), {1, 6, 0}, {3, 0, 0, 0}, {3, 3, 0}, {3, 6, 0},
+       SchedulerCallback(kRead), {3, 7, 0}, SchedulerCallback(kMutate), {3, 7, 0}, SchedulerCallback(kDestroyRunner),
+       {3, 7, 0}, SchedulerCallback(kCloseModel), {3, 7, 0}, SchedulerCallback(kOtherRunner), {3, 7, 0}},
       // The loader's calls on a memory image and a failing read callback.
       {{0, 0, kMemory}, {5, 0, 0}, {5, 1, 0}, {5, 2, 0}, {5, 3, 0}, {5, 4, 0}, {5, 5, 0}, {5, 6, 0}, {5, 7, 0},
        {5, 8, 0}, {5, 9, 0}, {0, 1, kReader, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3}, {5, 2, 1}, {5, 10, 0, 0, 1},

@@ -18,8 +18,8 @@
 //  - The same file then goes through the llama2.c converter
 //    (tinyai::ConvertLlama2c, with a tiny checkpoint of that vocabulary
 //    size) and the model's runner: its tokenizer, rebuilt from the model's
-//    metadata, must encode the texts to the same ids (the runner refuses
-//    only pieces over 65,536 bytes, its limit for max_token_length).
+//    metadata, must encode the texts to the same ids (a piece over
+//    limits::kMaxPieceBytes, 65,536 bytes, is refused by the converter).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "format/limits.h"
 #include "format/model_builder.h"
 #include "fuzz_util.h"
 #include "text/llama2c_tokenizer.h"
@@ -212,6 +213,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(tinyai_fuzz::WriteFile(ckpt, checkpoint.data(), checkpoint.size()), "cannot write %s", ckpt.c_str());
   FUZZ_CHECK(tinyai_fuzz::WriteFile(tok_path, file, file_size), "cannot write %s", tok_path.c_str());
   s = tinyai::ConvertLlama2c(ckpt.c_str(), tok_path.c_str(), out.c_str(), nullptr);
+  size_t longest = 0;
+  for (const std::string& p : pieces) longest = p.size() > longest ? p.size() : longest;
+  if (longest > tinyai::limits::kMaxPieceBytes) {
+    // The converter keeps the runtime's limit on pieces (format/limits.h).
+    FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER, "a piece of %zu bytes converts: %s", longest, tinyaiStatusString(s));
+    CheckFailure(s, "ConvertLlama2c");
+    return 0;
+  }
   FUZZ_CHECK(s == TINYAI_OK, "a tokenizer that parses does not convert: %s", tinyaiStatusString(s));
   TinyAIMmapConfig config = tinyaiCreateDefaultMmapConfig();
   config.prefetchThreads = 0;
@@ -220,15 +229,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TinyAILLM* llm = nullptr;
   s = tinyaiCreateLLM(model, &cfg, &llm);
-  size_t longest = 0;
-  for (const std::string& p : pieces) longest = p.size() > longest ? p.size() : longest;
-  if (longest > 65536) {
-    FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER, "a piece of %zu bytes: %s", longest, tinyaiStatusString(s));
-    CheckFailure(s, "tinyaiCreateLLM");
-    tinyaiCloseMappedModel(model);
-    std::remove(out.c_str());
-    return 0;
-  }
   FUZZ_CHECK(s == TINYAI_OK, "the runner refuses a tokenizer Tokenizer::Init accepts: %s", tinyaiStatusString(s));
   for (size_t t = 0; t < texts.size(); ++t) {
     std::vector<int32_t> ids(texts[t].size() + 2);
