@@ -14,8 +14,8 @@
 //
 // The caller's side of the contract is kept, as the headers state it: every
 // buffer holds at least the capacity passed with it (so ASan sees any write
-// past the capacity), a model outlives the LLMs and schedulers made from it
-// (its slot's dependents are destroyed first), a run of
+// past the capacity), a handle is not used after it is destroyed or closed
+// (an orphaned runner's only call is its destroy), a run of
 // tinyaiExecuteNextLayer keeps the buffers it started with, bools are 0 or
 // 1, and the scheduler an LLM owns is only used through const calls. A
 // schedule asks for more than 64 rows or 64 KiB per row only under a memory
@@ -30,9 +30,10 @@
 // from its own text callback (only its reads are allowed; a callback may
 // also run another runner). Enum arguments and fields take any int, and
 // tinyaiCalculateOptimalBatchSize any maxBatch up to INT_MAX. (The four
-// cases this target first left out - maxBatch INT_MAX, enum values outside
-// their enumerators, double destroys, re-entrant callbacks - were fixed on
-// main before it merged and are fuzzed here.)
+// cases this target first left out as known bugs - maxBatch INT_MAX, enum
+// values outside their enumerators, double destroys, re-entrant callbacks -
+// were fixed on main by f1d55d8 and dcc3e1a while it was written; nothing is
+// left out now.)
 //
 // Input format: every decision reads the fewest bytes that cover its range
 // (Input::Below), front to back; missing bytes read as 0, and 0 is always
