@@ -67,8 +67,10 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
           cur.tensor = ti;
         }
         // As many rows as fit the target; at least one (a row larger than
-        // the target is a block of its own).
-        uint64_t room = cur.stored_offset + target > row_start ? cur.stored_offset + target - row_start : 0;
+        // the target is a block of its own). The block's end saturates: a
+        // target near 2^64 (rowBlockSize SIZE_MAX) means the whole layer.
+        const uint64_t end = target > UINT64_MAX - cur.stored_offset ? UINT64_MAX : cur.stored_offset + target;
+        uint64_t room = end > row_start ? end - row_start : 0;
         uint64_t fit = room / rb;
         if (fit == 0) fit = 1;
         uint64_t take = rows[t] - r < fit ? rows[t] - r : fit;

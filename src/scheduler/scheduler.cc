@@ -861,10 +861,11 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
       b = mid - 1;
     }
   }
-  for (int32_t b = fit + 1; fit > 0 && b <= lo && b <= fit + 8; ++b) {
+  // In 64 bits: fit may be INT_MAX (every batch fits).
+  for (int64_t b = int64_t{fit} + 1; fit > 0 && b <= lo && b <= int64_t{fit} + 8; ++b) {
     uint64_t n = 0;
-    TINYAI_RETURN_IF_ERROR(need(b, false, &n));
-    if (n <= limit_) fit = b;
+    TINYAI_RETURN_IF_ERROR(need(static_cast<int32_t>(b), false, &n));
+    if (n <= limit_) fit = static_cast<int32_t>(b);
   }
   if (fit > 0) {
     *best = fit;

@@ -864,6 +864,38 @@ TEST_F(WeightCacheTest, PrefetchWithWorkers) {
 
 // ---- Closing twice --------------------------------------------------------------
 
+// A row block target near 2^64 (rowBlockSize SIZE_MAX: "as large as you
+// like") packs each layer into one block, each tensor one span, and the
+// runner streams them as with any target. Found by tinyai_capi_fuzz:
+// stored_offset + target wrapped around, so every row became a span of its
+// own in one open block, and WeightStream::MatMul, pinning one entry per
+// span, wrote past its per-block arrays (heap-buffer-overflow).
+TEST_F(WeightCacheTest, HugeRowBlockSizeMakesOneBlockPerLayer) {
+  std::string expected;
+  for (size_t row_block : {size_t{1} << 20, SIZE_MAX, SIZE_MAX / 2 + 1, SIZE_MAX - 4095}) {
+    SCOPED_TRACE(row_block);
+    TinyAIMmapConfig cfg = Config(0, true, row_block);
+    TinyAIMappedModel* m = Open(cfg);
+    ASSERT_NE(m, nullptr);
+    if (row_block != (size_t{1} << 20)) {
+      EXPECT_EQ(m->blocks().block_count(), m->layer_count());
+      for (int32_t t = 0; t < tinyaiGetMappedTensorCount(m); ++t) EXPECT_EQ(m->blocks().spans(t).size(), 1u) << t;
+    }
+    TinyAILLMConfig llm_cfg = tinyaiCreateDefaultLLMConfig();
+    llm_cfg.memoryLimit = 4u << 20;  // MEMORY_OPT: the weights stream through windows of blocks
+    TinyAILLM* llm = nullptr;
+    ASSERT_EQ(tinyaiCreateLLM(m, &llm_cfg, &llm), TINYAI_OK) << LastMessage();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.steps = 12;
+    char text[512];
+    size_t len = 0;
+    EXPECT_EQ(tinyaiGenerate(llm, "ab", &gp, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
+    tinyaiDestroyLLM(llm);
+    if (expected.empty()) expected = text;
+    EXPECT_EQ(std::string(text), expected);
+  }
+}
+
 // Safe to call twice: Close looks the pointer up in the registry of open
 // models and never dereferences one that is not there (mapped_model.cc).
 TEST_F(WeightCacheTest, ClosingAModelTwiceIsMisuse) {

@@ -2127,6 +2127,20 @@ TEST_F(DenseTest, OptimalBatchAtTheLargestIntReturns) {
   }
 }
 
+// Under a limit every batch fits (SIZE_MAX, or inputs and outputs of 0
+// bytes under a large one), maxBatch INT_MAX itself is the answer. Found by
+// tinyai_capi_fuzz: the few batches tried above the bisection's answer
+// started at INT_MAX + 1, a signed overflow (UBSan).
+TEST_F(DenseTest, OptimalBatchAtTheLargestIntWhenEverythingFits) {
+  ModelPtr m = Open(path_);
+  ASSERT_TRUE(m);
+  SchedPtr s = Whole(m.get(), TINYAI_EXEC_MEMORY_OPT, SIZE_MAX, Config());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(tinyaiCalculateOptimalBatchSize(s.get(), SIZE_MAX, SIZE_MAX, INT32_MAX), INT32_MAX) << LastMessage();
+  EXPECT_EQ(tinyaiCalculateOptimalBatchSize(s.get(), 0, 0, INT32_MAX), INT32_MAX) << LastMessage();
+  EXPECT_EQ(tinyaiCalculateOptimalBatchSize(s.get(), 0, 0, INT32_MAX - 3), INT32_MAX - 3) << LastMessage();
+}
+
 // Non-finite numbers are reported, never passed on silently: a language
 // model with an infinite weight fails at its first token (it sampled token 0
 // with OK before), and a dense network's NaN output is a status with the
