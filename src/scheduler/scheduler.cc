@@ -850,18 +850,18 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
     else hi = mid - 1;
   }
   int32_t fit = 0;
-  for (int32_t a = 1, b = lo; a <= b;) {
-    const int32_t mid = static_cast<int32_t>(a + (static_cast<int64_t>(b) - a) / 2);
+  // In 64 bits: a passes INT_MAX when every batch fits.
+  for (int64_t a = 1, b = lo; a <= b;) {
+    const int32_t mid = static_cast<int32_t>(a + (b - a) / 2);
     uint64_t n = 0;
     TINYAI_RETURN_IF_ERROR(need(mid, false, &n));
     if (n <= limit_) {
       fit = mid;
-      a = mid + 1;
+      a = int64_t{mid} + 1;
     } else {
       b = mid - 1;
     }
   }
-  // In 64 bits: fit may be INT_MAX (every batch fits).
   for (int64_t b = int64_t{fit} + 1; fit > 0 && b <= lo && b <= int64_t{fit} + 8; ++b) {
     uint64_t n = 0;
     TINYAI_RETURN_IF_ERROR(need(static_cast<int32_t>(b), false, &n));

@@ -2129,8 +2129,9 @@ TEST_F(DenseTest, OptimalBatchAtTheLargestIntReturns) {
 
 // Under a limit every batch fits (SIZE_MAX, or inputs and outputs of 0
 // bytes under a large one), maxBatch INT_MAX itself is the answer. Found by
-// tinyai_capi_fuzz: the few batches tried above the bisection's answer
-// started at INT_MAX + 1, a signed overflow (UBSan).
+// tinyai_capi_fuzz (UBSan: a signed overflow): the bisection's next batch
+// after INT_MAX wrapped to INT_MIN and the search never ended, as did the
+// few batches tried above its answer.
 TEST_F(DenseTest, OptimalBatchAtTheLargestIntWhenEverythingFits) {
   ModelPtr m = Open(path_);
   ASSERT_TRUE(m);
