@@ -11,11 +11,17 @@ bool SplitPolicy::Choose(uint64_t work) {
 
 void SplitPolicy::Learn(uint64_t work, bool split, uint64_t nanos) {
   Class& c = classes_[ClassOf(work)];
-  const float cost = static_cast<float>(nanos) / static_cast<float>(work == 0 ? 1 : work);
+  float cost = static_cast<float>(nanos) / static_cast<float>(work == 0 ? 1 : work);
   // The way in use moves its average by an eighth; a trial of the other way,
   // whose average may be long stale, by half.
   float& average = split ? c.split_cost : c.inline_cost;
   const float other = split ? c.inline_cost : c.split_cost;
+  // A sample counts for at most kMaxSampleRatio times the average: a loop
+  // preempted for a timeslice (hundreds of times its cost, on a busy machine)
+  // would otherwise push whichever way it ran in above the other one, and
+  // the choice would follow the preemptions, not the costs. A lasting change
+  // still moves the average, by up to an eighth (or half) per loop.
+  if (average > 0 && cost > average * kMaxSampleRatio) cost = average * kMaxSampleRatio;
   average = average == 0 ? cost : average + (cost - average) / (c.exploring ? 2 : 8);
   if (c.exploring && other > 0) {
     // A trial that beat the way in use is worth repeating soon (its average

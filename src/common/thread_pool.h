@@ -51,6 +51,7 @@ class SplitPolicy {
  public:
   static constexpr uint32_t kExploreMin = 8;
   static constexpr uint32_t kExploreMax = 1024;
+  static constexpr float kMaxSampleRatio = 2.0f;
   // Whether to split the next loop of this much work.
   bool Choose(uint64_t work);
   // What the loop Choose() was asked about took (split or not).

@@ -193,16 +193,61 @@ TEST(SplitPolicy, LearnsWhetherSplittingPays) {
   EXPECT_TRUE(p.Prefers(work * 64));
 }
 
+// Runs `loops` loops of `work` through the policy, splitting costing half
+// of running inline.
+void TrainSplitPays(SplitPolicy* p, uint64_t work, int loops) {
+  for (int i = 0; i < loops; ++i) {
+    const bool split = p->Choose(work);
+    p->Learn(work, split, split ? work / 2 : work);
+  }
+}
+
 TEST(SplitPolicy, OneSlowSplitDoesNotOutweighManyFastOnes) {
   SplitPolicy p;
   const uint64_t work = 1 << 20;
-  for (int i = 0; i < 100; ++i) {
-    const bool split = p.Choose(work);
-    p.Learn(work, split, split ? work / 2 : work);
-  }
+  TrainSplitPays(&p, work, 100);
   ASSERT_TRUE(p.Prefers(work));
   p.Learn(work, true, work + work / 2);  // one preempted run, 1.5 ns per unit
   EXPECT_TRUE(p.Prefers(work)) << "an eighth of one bad sample: 0.625 < 1";
+}
+
+// On a busy machine a loop is now and then preempted for a timeslice,
+// hundreds of times its cost, in whichever way it runs: mostly the way in
+// use. The choice must follow the costs, not the preemptions (it flipped
+// to the slower way after each one before samples were capped).
+TEST(SplitPolicy, PreemptionsDoNotDecide) {
+  for (const bool split_pays : {false, true}) {
+    SplitPolicy p;
+    const uint64_t work = 1 << 16;
+    const uint64_t fast = work, slow = work + work / 2;  // 1 and 1.5 ns per unit
+    int slower = 0;
+    for (int i = 0; i < 5000; ++i) {
+      const bool split = p.Choose(work);
+      uint64_t nanos = split == split_pays ? fast : slow;
+      if (i % 10 == 9) nanos *= 300;  // preempted: a 3 ms timeslice on a 10 us loop
+      slower += split != split_pays;
+      p.Learn(work, split, nanos);
+    }
+    EXPECT_EQ(p.Prefers(work), split_pays);
+    EXPECT_LT(slower, 100) << "the slower way only as trials, " << (split_pays ? "splitting" : "inline") << " pays";
+  }
+}
+
+// A lasting change is still followed quickly despite the cap: splitting
+// that gets four times dearer is given up within a few dozen loops.
+TEST(SplitPolicy, CappedSamplesStillFollowALastingChange) {
+  SplitPolicy p;
+  const uint64_t work = 1 << 16;
+  TrainSplitPays(&p, work, 200);
+  ASSERT_TRUE(p.Prefers(work));
+  int loops = 0;
+  while (p.Prefers(work) && loops < 1000) {
+    const bool split = p.Choose(work);
+    p.Learn(work, split, split ? 2 * work : work);
+    ++loops;
+  }
+  EXPECT_FALSE(p.Prefers(work));
+  EXPECT_LT(loops, 40);
 }
 
 }  // namespace
