@@ -343,6 +343,15 @@ struct ExpectMisuse {
   bool previous;
 };
 
+// A model call amid a runner's calls: the runner's state (orphaned, busy)
+// is no reason for MISUSE here. Any model, any layer; 0 is a recorded failure.
+void LayerOutputSizeOfAnyModel(Input& in) {
+  ExpectMisuse not_on_the_runner(false);
+  int m = -1;
+  TinyAIMappedModel* model = PickModel(in, &m);
+  if (tinyaiGetLayerOutputSize(model, PickLayer(in, model)) == 0) CheckRecordedFailure("tinyaiGetLayerOutputSize");
+}
+
 // A call's status: TINYAI_OK, or a failure CheckFailure accepts; with
 // may_stop, also TINYAI_STOPPED (a callback asked to stop).
 void Expect(TinyAIStatus s, const char* call, bool may_stop = false) {
@@ -822,13 +831,9 @@ void LLMCall(Input& in) {
       FUZZ_CHECK(dag == TINYAI_ERR_RESOURCE_EXHAUSTED && needed > 1, "an LLM's DAG: %s", tinyaiStatusString(dag));
       return;
     }
-    case 11: {
-      ExpectMisuse not_on_the_llm(false);
-      int m = -1;
-      TinyAIMappedModel* model = PickModel(in, &m);
-      if (tinyaiGetLayerOutputSize(model, PickLayer(in, model)) == 0) CheckRecordedFailure("tinyaiGetLayerOutputSize");
+    case 11:
+      LayerOutputSizeOfAnyModel(in);
       return;
-    }
     default:
       FUZZ_CHECK(tinyaiStopReasonName(static_cast<TinyAIStopReason>(in.Enum(7))) != nullptr, "stop reason name");
       return;
@@ -1006,13 +1011,9 @@ void SchedulerCall(Input& in) {
       if (st == TINYAI_OK) slot.output_capacity = capacity;
       return;
     }
-    case 13: {
-      ExpectMisuse not_on_the_scheduler(false);
-      int m = -1;
-      TinyAIMappedModel* mdl = PickModel(in, &m);
-      if (tinyaiGetLayerOutputSize(mdl, PickLayer(in, mdl)) == 0) CheckRecordedFailure("tinyaiGetLayerOutputSize");
+    case 13:
+      LayerOutputSizeOfAnyModel(in);
       return;
-    }
     default:
       // Not a scheduler the caller may destroy: MISUSE, and nothing happens.
       if (g_llms[0].llm && !g_llms[0].orphaned) {
@@ -1257,10 +1258,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   std::memcpy(image, bytes.data(), bytes.size());
   g_files.image = static_cast<uint8_t*>(image);
   g_files.image_size = bytes.size();
-  if (const char* seeds = tinyai_fuzz::SeedDir()) {
-    WriteSeeds(seeds);
-    std::exit(0);
-  }
+  tinyai_fuzz::WriteSeedsIfAsked(WriteSeeds);
   return 0;
 }
 

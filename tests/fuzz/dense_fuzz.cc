@@ -219,10 +219,7 @@ void WriteSeeds(const char* dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* seeds = tinyai_fuzz::SeedDir()) {
-    WriteSeeds(seeds);
-    std::exit(0);
-  }
+  tinyai_fuzz::WriteSeedsIfAsked(WriteSeeds);
   return 0;
 }
 

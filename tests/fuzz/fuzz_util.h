@@ -94,6 +94,15 @@ inline const char* SeedDir() {
   return dir && dir[0] ? dir : nullptr;
 }
 
+// In LLVMFuzzerInitialize: when asked for the seed corpus, writes it with
+// `write` and exits; else returns, to fuzz.
+inline void WriteSeedsIfAsked(void (*write)(const char* dir)) {
+  if (const char* dir = SeedDir()) {
+    write(dir);
+    std::exit(0);
+  }
+}
+
 inline bool WriteFile(const std::string& path, const void* data, size_t size) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return false;

@@ -194,10 +194,7 @@ void WriteSeeds(const char* dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* seeds = tinyai_fuzz::SeedDir()) {
-    WriteSeeds(seeds);
-    std::exit(0);
-  }
+  tinyai_fuzz::WriteSeedsIfAsked(WriteSeeds);
   const std::string synthetic = tinyai_fuzz::ScratchDir::Get().File("model.tmai");
   tinyai::LlamaShape shape;
   FUZZ_CHECK(tinyai::ParseSyntheticSpec("dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=512,seq_len=2048", &shape) ==
