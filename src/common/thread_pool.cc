@@ -135,11 +135,20 @@ void ThreadPool::WorkerMain(void* arg) {
   ThreadPool* pool = self->pool;
   const uint64_t spin = pool->worker_spin_;
   unsigned seen = self->start_generation;
+  // Moving average (a quarter per loop) of how long after this worker went
+  // idle the next loop opened; it polls only while that is under `spin`.
+  // Samples are capped at 4 * spin, so a few prompt loops after a pause
+  // (the next token, a new prompt) bring polling back.
+  int64_t gap_average = 0;
   for (;;) {
     auto news = [&] {
       return pool->generation_.load(std::memory_order_acquire) != seen || pool->stop_.load(std::memory_order_acquire);
     };
-    if (!PollFor(spin, news)) {
+    const uint64_t idle_since = port::MonotonicNanos();
+    const uint64_t poll = gap_average < static_cast<int64_t>(spin) ? spin : 0;
+    if (!PollFor(poll, news)) {
+      if (poll != 0) pool->worker_idle_polls_.fetch_add(1, std::memory_order_relaxed);
+      pool->worker_sleeps_.fetch_add(1, std::memory_order_relaxed);
       std::unique_lock<std::mutex> lock(pool->mutex_);
       pool->sleepers_.fetch_add(1);
       pool->wake_.wait(lock, news);
@@ -147,6 +156,10 @@ void ThreadPool::WorkerMain(void* arg) {
     }
     if (pool->stop_.load(std::memory_order_acquire)) return;
     seen = pool->generation_.load(std::memory_order_acquire);
+    const uint64_t opened = pool->opened_at_.load(std::memory_order_relaxed);
+    uint64_t gap = opened > idle_since ? opened - idle_since : 0;
+    if (gap > 4 * spin) gap = 4 * spin;
+    gap_average += (static_cast<int64_t>(gap) - gap_average) / 4;
     // Join the loop unless the caller has already run out of chunks. A
     // worker this late may join the loop after the one it was woken for,
     // which is as good: it reads the loop's fields only once inside.
@@ -179,6 +192,7 @@ void ThreadPool::Run(ChunkFn fn, void* ctx, size_t chunks) {
   ctx_ = ctx;
   chunks_ = chunks;
   next_chunk_.store(0, std::memory_order_relaxed);
+  opened_at_.store(t0, std::memory_order_relaxed);
   active_.store(0, std::memory_order_release);  // open: workers may join
   {
     // Publishing under the mutex pairs with the sleepers' predicate check.
@@ -217,6 +231,8 @@ void ThreadPool::Run(ChunkFn fn, void* ctx, size_t chunks) {
 ThreadPool::Stats ThreadPool::stats() const {
   Stats s = stats_;
   s.chunks_by_workers = worker_chunks_.load(std::memory_order_relaxed);
+  s.worker_idle_polls = worker_idle_polls_.load(std::memory_order_relaxed);
+  s.worker_sleeps = worker_sleeps_.load(std::memory_order_relaxed);
   return s;
 }
 

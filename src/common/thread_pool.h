@@ -10,7 +10,12 @@
 // rules keep a busy machine from making two threads slower than one:
 //  - small loops (less work than kMinParallelWork) run on the caller alone:
 //    waking a thread costs more than it saves;
-//  - idle workers poll for at most kWorkerSpinNanos, then sleep;
+//  - an idle worker polls for the next loop for up to kWorkerSpinNanos,
+//    then sleeps, and it polls only while loops have lately come that soon
+//    after it went idle (a moving average of the gap, measured on the
+//    caller's clock): a worker polling for loops that come rarely (the
+//    policy below runs most of them on the caller) takes the core the
+//    caller needs on a busy machine, and buys nothing on an idle one;
 //  - when the caller had to wait for a claimed chunk much longer than the
 //    loop took it (a worker was preempted mid-chunk), the pool runs every
 //    loop on the caller alone for a while, doubling that while on each such
@@ -103,6 +108,8 @@ class ThreadPool {
     uint64_t stalls = 0;          // waits for a claimed chunk that counted as a stall
     uint64_t chunks_by_workers = 0;
     uint64_t chunks_by_caller = 0;
+    uint64_t worker_idle_polls = 0;  // polls for a next loop that ran out (the worker then slept)
+    uint64_t worker_sleeps = 0;      // times a worker slept waiting for a loop
   };
 
   ThreadPool() = default;
@@ -197,10 +204,13 @@ class ThreadPool {
   void* ctx_ = nullptr;
   size_t chunks_ = 0;
   std::atomic<size_t> next_chunk_{0};
+  std::atomic<uint64_t> opened_at_{0};  // MonotonicNanos() when the caller opened the loop
   // Workers inside the loop, with kClosed set once the caller has run out
   // of chunks (no worker enters after that).
   std::atomic<uint32_t> active_{kClosed};
   std::atomic<uint64_t> worker_chunks_{0};
+  std::atomic<uint64_t> worker_idle_polls_{0};
+  std::atomic<uint64_t> worker_sleeps_{0};
   std::atomic<unsigned> generation_{0};
   std::atomic<bool> stop_{false};
   std::atomic<int> sleepers_{0};

@@ -12,7 +12,8 @@
 # long at 1 thread without hogs (a 15 ms run would measure the scheduler's
 # timeslices, not the code), its figure their tokens over their decode time;
 # QUIET=1 skips the runs without hogs. Prints one line per run and a summary
-# per model: the median and worst 2-thread run against the median 1-thread run.
+# per model: the median 2-thread run against the median 1-thread run, and the
+# worst 2-thread run against the worst 1-thread run.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [MODEL.tmai ...]}
 shift
@@ -77,12 +78,16 @@ measure() {  # model label
   local m1 m2 w2
   m1=$(printf '%s\n' "${t1[@]}" | median)
   m2=$(printf '%s\n' "${t2[@]}" | median)
+  w1=$(printf '%s\n' "${t1[@]}" | sort -g | head -n 1)
   w2=$(printf '%s\n' "${t2[@]}" | sort -g | head -n 1)
   printf '%-34s %-10s 1 thread: %s\n' "$(basename "$m")" "$label" "${t1[*]}"
   printf '%-34s %-10s 2 threads: %s\n' "$(basename "$m")" "$label" "${t2[*]}"
-  awk -v m="$(basename "$m")" -v l="$label" -v m1="$m1" -v m2="$m2" -v w2="$w2" 'BEGIN {
-    printf "%-34s %-10s median 1t %.1f, 2t %.1f tokens/s: 2t/1t %.2f (worst 2t run %.2f)%s\n", m, l, m1, m2,
-           m2 / m1, w2 / m1, (w2 / m1 < 0.9 ? "  <-- 2 threads more than 10% slower" : "") }'
+  # Like against like: the median runs, and the worst runs (beside hogs a
+  # 1-thread run itself may get a whole core or a third of one, so a 2-thread
+  # run is not judged against the 1-thread median alone).
+  awk -v m="$(basename "$m")" -v l="$label" -v m1="$m1" -v m2="$m2" -v w1="$w1" -v w2="$w2" 'BEGIN {
+    printf "%-34s %-10s median 1t %.1f, 2t %.1f tokens/s: 2t/1t %.2f; worst runs 1t %.1f, 2t %.1f: %.2f%s\n", m, l, m1, m2,
+           m2 / m1, w1, w2, w2 / w1, (m2 / m1 < 0.9 || w2 / w1 < 0.9 ? "  <-- 2 threads more than 10% slower" : "") }'
 }
 
 echo "contention benchmark: $(nproc) cores, $hogs busy-loop hogs, $runs runs per setting, $gen decoded tokens per generation"
