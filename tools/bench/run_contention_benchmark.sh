@@ -6,14 +6,14 @@
 #   tools/bench/run_contention_benchmark.sh BUILD_DIR [MODEL.tmai ...]
 # Default models: stories260K (../shared, converted by the tests), the default
 # model, and a synthetic 15M-parameter LLaMA written into BUILD_DIR.
-# Environment: RUNS (default 7) runs per setting, interleaved 1/2/1/2...;
+# Environment: RUNS (default 7) runs per setting;
 # HOGS (default 2); GEN (default 256) decoded tokens per generation; SECONDS_PER_RUN
 # (default 1): a run is as many back-to-back generations as last about that
 # long at 1 thread without hogs (a 15 ms run would measure the scheduler's
 # timeslices, not the code), its figure their tokens over their decode time;
-# QUIET=1 skips the runs without hogs. Prints one line per run and a summary
-# per model: the median 2-thread run against the median 1-thread run, and the
-# worst 2-thread run against the worst 1-thread run.
+# QUIET=1 skips the runs without hogs. A run alternates 1- and 2-thread
+# generations (see pair below). Prints each run's figures and, per model, the
+# median and worst of the runs' 2-thread over 1-thread ratios.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR [MODEL.tmai ...]}
 shift
@@ -56,38 +56,44 @@ gen1() {
     sed -n 's/.*"decode_tokens_per_s":\([0-9.]*\).*/\1/p'
 }
 
-# decode tokens/s of one run: reps generations, their tokens over their time
+# One run: reps generations at 1 thread and reps at 2 threads, alternated
+# (1, 2, 1, 2, ...) so that both meet the same placement of the hogs on the
+# cores, which the kernel changes only every second or so and which alone
+# makes a 1-thread run take a whole core or a third of one; prints each
+# setting's tokens over its decode time.
 reps=1
-one() {
-  local seconds=0 tps
+pair() {
+  local s1=0 s2=0 tps
   for _ in $(seq "$reps"); do
-    tps=$(gen1 "$1" "$2")
-    seconds=$(awk -v s="$seconds" -v g="$gen" -v t="$tps" 'BEGIN { printf "%.9f", s + g / t }')
+    tps=$(gen1 "$1" 1)
+    s1=$(awk -v s="$s1" -v g="$gen" -v t="$tps" 'BEGIN { printf "%.9f", s + g / t }')
+    tps=$(gen1 "$1" 2)
+    s2=$(awk -v s="$s2" -v g="$gen" -v t="$tps" 'BEGIN { printf "%.9f", s + g / t }')
   done
-  awk -v s="$seconds" -v g="$gen" -v r="$reps" 'BEGIN { printf "%.1f", g * r / s }'
+  awk -v a="$s1" -v b="$s2" -v g="$gen" -v r="$reps" 'BEGIN { printf "%.1f %.1f", g * r / a, g * r / b }'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 measure() {  # model label
-  local m=$1 label=$2 t1=() t2=()
+  local m=$1 label=$2 t1=() t2=() ratios=() p
   for _ in $(seq "$runs"); do
-    t1+=("$(one "$m" 1)")
-    t2+=("$(one "$m" 2)")
+    p=$(pair "$m")
+    t1+=("${p% *}")
+    t2+=("${p#* }")
+    ratios+=("$(awk -v a="${p% *}" -v b="${p#* }" 'BEGIN { printf "%.3f", b / a }')")
   done
-  local m1 m2 w2
+  local m1 m2 mr wr
   m1=$(printf '%s\n' "${t1[@]}" | median)
   m2=$(printf '%s\n' "${t2[@]}" | median)
-  w1=$(printf '%s\n' "${t1[@]}" | sort -g | head -n 1)
-  w2=$(printf '%s\n' "${t2[@]}" | sort -g | head -n 1)
+  mr=$(printf '%s\n' "${ratios[@]}" | median)
+  wr=$(printf '%s\n' "${ratios[@]}" | sort -g | head -n 1)
   printf '%-34s %-10s 1 thread: %s\n' "$(basename "$m")" "$label" "${t1[*]}"
   printf '%-34s %-10s 2 threads: %s\n' "$(basename "$m")" "$label" "${t2[*]}"
-  # Like against like: the median runs, and the worst runs (beside hogs a
-  # 1-thread run itself may get a whole core or a third of one, so a 2-thread
-  # run is not judged against the 1-thread median alone).
-  awk -v m="$(basename "$m")" -v l="$label" -v m1="$m1" -v m2="$m2" -v w1="$w1" -v w2="$w2" 'BEGIN {
-    printf "%-34s %-10s median 1t %.1f, 2t %.1f tokens/s: 2t/1t %.2f; worst runs 1t %.1f, 2t %.1f: %.2f%s\n", m, l, m1, m2,
-           m2 / m1, w1, w2, w2 / w1, (m2 / m1 < 0.9 || w2 / w1 < 0.9 ? "  <-- 2 threads more than 10% slower" : "") }'
+  printf '%-34s %-10s 2t/1t: %s\n' "$(basename "$m")" "$label" "${ratios[*]}"
+  awk -v m="$(basename "$m")" -v l="$label" -v m1="$m1" -v m2="$m2" -v mr="$mr" -v wr="$wr" 'BEGIN {
+    printf "%-34s %-10s median 1t %.1f, 2t %.1f tokens/s; 2t/1t per run: median %.2f, worst %.2f%s\n", m, l, m1, m2,
+           mr, wr, (mr < 0.9 ? "  <-- 2 threads more than 10% slower" : "") }'
 }
 
 echo "contention benchmark: $(nproc) cores, $hogs busy-loop hogs, $runs runs per setting, $gen decoded tokens per generation"
