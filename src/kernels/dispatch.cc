@@ -61,6 +61,12 @@ const KernelTable* ByName(const char* name) {
   return nullptr;
 }
 
+const WeightKernels* WeightKernelsFor(const KernelTable& table, int32_t dtype) {
+  if (dtype < 0 || dtype >= kWeightDtypes) return nullptr;
+  const WeightKernels& w = table.weights[dtype];
+  return w.matvec != nullptr && w.matmul != nullptr && w.dequantize_row != nullptr ? &w : nullptr;
+}
+
 size_t AvailableTables(const KernelTable** out, size_t capacity) {
   const TableList& list = Tables();
   for (size_t i = 0; i < list.count && i < capacity; ++i) out[i] = list.tables[i];

@@ -1,17 +1,42 @@
-// Compute kernels over fp32 data, as a table of function pointers chosen once
-// at start-up: Ref() is the plain scalar oracle (src/kernels/ref/), Best() the
-// fastest xsimd instantiation this CPU supports (src/kernels/simd/).
+// Compute kernels, as a table of function pointers chosen once at start-up:
+// Ref() is the plain scalar oracle (src/kernels/ref/), Best() the fastest
+// xsimd instantiation this CPU supports (src/kernels/simd/).
 //
-// Conventions: matrices are row-major with a row stride (ld*, in elements);
-// pointers need no particular alignment; sizes may be any value >= 0 (tails
-// are handled); outputs never alias inputs unless stated.
+// Activations are fp32. Weights may be any dtype the table has products for
+// (WeightKernels, one per TinyAIDType): they are read as bytes, a row
+// `row_bytes` after the last as the format lays them out, and every product
+// computes in fp32.
+//
+// Conventions: fp32 matrices are row-major with a row stride (ld*, in
+// elements); pointers need no particular alignment; sizes may be any value
+// >= 0 (tails are handled); outputs never alias inputs unless stated.
 #ifndef TINYAI_KERNELS_KERNELS_H_
 #define TINYAI_KERNELS_KERNELS_H_
 
 #include <cstddef>
+#include <cstdint>
+
+#include "tinyai/types.h"
 
 namespace tinyai {
 namespace kernels {
+
+// Products with a weight matrix of one dtype. A table that lacks a dtype has
+// null functions for it (WeightKernelsFor() returns nullptr).
+struct WeightKernels {
+  // y[r] = dot(row r, x) over cols values, for r < rows; row r starts at
+  // w + r * row_bytes.
+  void (*matvec)(const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows, size_t cols);
+  // y[j*ldy + r] = dot(row r, x + j*ldx) for r < rows, j < n, each row read
+  // from memory once.
+  void (*matmul)(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy,
+                 size_t rows, size_t cols, size_t n);
+  // out[c] = value c of one row, in fp32, for c < cols (an embedding's row).
+  void (*dequantize_row)(const uint8_t* row, float* out, size_t cols);
+};
+
+// TinyAIDType values a table can have weight products for.
+constexpr int kWeightDtypes = 4;
 
 struct KernelTable {
   const char* name;  // "ref", "sse2", "avx2+fma", "neon64", "neon", ...
@@ -40,7 +65,14 @@ struct KernelTable {
 
   // y[i] += x[i].
   void (*add)(float* y, const float* x, size_t n);
+
+  // Weight products, indexed by TinyAIDType.
+  WeightKernels weights[kWeightDtypes];
 };
+
+// The products for weights of dtype in table, or nullptr when the table has
+// none (an unknown dtype, or one not implemented yet).
+const WeightKernels* WeightKernelsFor(const KernelTable& table, int32_t dtype);
 
 const KernelTable& Ref();
 

@@ -6,6 +6,7 @@
 
 #include "common/status.h"
 #include "format/limits.h"
+#include "kernels/kernels.h"
 #include "tinyai/types.h"
 
 namespace tinyai {
@@ -241,9 +242,12 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': dense layer %d: tensor '%s' is stored with codec %s, which this runner cannot read",
                         src, l, te.name, tinyaiCodecName(static_cast<TinyAICodec>(te.codec)));
       }
-      if (te.dtype != TINYAI_DTYPE_F32) {
-        return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': dense layer %d: tensor '%s' is %s; this runner computes in f32",
-                        src, l, te.name, tinyaiDTypeName(static_cast<TinyAIDType>(te.dtype)));
+      // Weights may be any dtype the kernels multiply; biases stay f32.
+      const bool bias = te.role != TINYAI_ROLE_DENSE_WEIGHT;
+      if (bias ? te.dtype != TINYAI_DTYPE_F32 : kernels::WeightKernelsFor(kernels::Best(), te.dtype) == nullptr) {
+        return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': dense layer %d: tensor '%s' is %s; %s", src, l, te.name,
+                        tinyaiDTypeName(static_cast<TinyAIDType>(te.dtype)),
+                        bias ? "biases must be f32" : "the kernels have no products for it");
       }
       *slot = static_cast<int32_t>(t);
     }

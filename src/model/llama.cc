@@ -104,9 +104,11 @@ TinyAIStatus LlamaModel::FindInLayer(int32_t layer, TinyAITensorRole role, uint6
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is stored with codec %s, which this runner cannot read",
                       model_->reader().source(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)));
     }
-    if (e.dtype != TINYAI_DTYPE_F32) {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; this runner computes in f32",
-                      model_->reader().source(), e.name, tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
+    // Matrices may be any dtype the kernels multiply; norm weights stay f32.
+    if (cols == 0 ? e.dtype != TINYAI_DTYPE_F32 : kernels::WeightKernelsFor(*k_, e.dtype) == nullptr) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; %s", model_->reader().source(), e.name,
+                      tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)),
+                      cols == 0 ? "norm weights must be f32" : "the kernels have no products for it");
     }
     bool ok = cols == 0 ? (e.ndims == 1 && e.shape[0] == rows)
                         : (e.ndims == 2 && e.shape[0] == rows && e.shape[1] == cols);
@@ -244,8 +246,9 @@ TinyAIStatus LlamaModel::AllocateState() {
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
                 static_cast<uint64_t>(hp_.kv_dim) * sizeof(float);
-  uint64_t row = static_cast<uint64_t>(hp_.dim) * sizeof(float);
-  uint64_t table = static_cast<uint64_t>(hp_.vocab_size) * row;
+  // The embedding table's bytes and one row of it, as the file stores them.
+  const uint64_t row = model_->blocks().row_bytes(embedding_);
+  const uint64_t table = static_cast<uint64_t>(hp_.vocab_size) * row;
   // Every weight is read once, except the embedding table, of which one row
   // is read, unless it doubles as the classifier.
   uint64_t weights = weight_bytes_ - table + row + (hp_.shared_classifier ? table : 0);
@@ -452,11 +455,7 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
 TinyAIStatus LlamaModel::Embed(const int32_t* tokens, float* x, int32_t n) {
   const size_t dim = static_cast<size_t>(hp_.dim);
   for (int32_t i = 0; i < n; ++i) {
-    const float* row = nullptr;
-    int32_t block = -1;
-    TINYAI_RETURN_IF_ERROR(stream_.AcquireRow(embedding_, static_cast<uint64_t>(tokens[i]), &row, &block));
-    std::memcpy(x + static_cast<size_t>(i) * dim, row, dim * sizeof(float));
-    stream_.Release(block);
+    TINYAI_RETURN_IF_ERROR(stream_.ReadRow(embedding_, static_cast<uint64_t>(tokens[i]), x + static_cast<size_t>(i) * dim, dim));
   }
   return TINYAI_OK;
 }

@@ -160,12 +160,25 @@ TinyAIStatus WeightStream::AcquireVector(int32_t tensor, const float** data, int
   return TINYAI_OK;
 }
 
-TinyAIStatus WeightStream::AcquireRow(int32_t tensor, uint64_t row, const float** data, int32_t* block) {
+TinyAIStatus WeightStream::OpsFor(int32_t tensor, const kernels::WeightKernels** ops) const {
+  const tmai::TensorEntry& e = model_->reader().tensors()[static_cast<size_t>(tensor)];
+  *ops = kernels::WeightKernelsFor(*k_, e.dtype);
+  if (*ops == nullptr) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "tensor '%s' is %s, which the '%s' kernels cannot multiply", e.name,
+                    tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)), k_->name);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightStream::ReadRow(int32_t tensor, uint64_t row, float* out, size_t cols) {
+  const kernels::WeightKernels* ops = nullptr;
+  TINYAI_RETURN_IF_ERROR(OpsFor(tensor, &ops));
   const uint8_t* p = nullptr;
   uint64_t rows = 0;
-  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, row, &p, &rows, block));
-  *data = reinterpret_cast<const float*>(p);
-  return TINYAI_OK;
+  int32_t block = -1;
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, row, &p, &rows, &block));
+  ops->dequantize_row(p, out, cols);
+  return model_->ReleaseBlock(block);
 }
 
 TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
@@ -175,6 +188,8 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
   size_t out_row = 0;  // output row of the cursor's row
   int k = 0;
   uint64_t row = 0;
+  const kernels::WeightKernels* ops = nullptr;
+  if (count > 0) TINYAI_RETURN_IF_ERROR(OpsFor(tensors[0], &ops));
   while (k < count) {
     // Pin a window: at least one block, then more while under the budget.
     size_t segs = 0;
@@ -190,7 +205,8 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
       }
       PrefetchAfter(block);
       pinned_[segs] = block;
-      segments_[segs] = Segment{reinterpret_cast<const float*>(p), out_row, static_cast<size_t>(avail)};
+      segments_[segs] = Segment{p, static_cast<size_t>(table.row_bytes(tensors[k])), ops, out_row,
+                                static_cast<size_t>(avail)};
       ++segs;
       bytes += BlockBytes(block);
       row += avail;
@@ -198,6 +214,10 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
       if (row == table.rows(tensors[k])) {
         ++k;
         row = 0;
+        if (k < count && (s = OpsFor(tensors[k], &ops)) != TINYAI_OK) {
+          ReleasePinned(segs);
+          return s;
+        }
       }
     }
     MultiplyWindow(segs, x, ldx, y, ldy, static_cast<size_t>(cols), n);
@@ -208,7 +228,6 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
 
 void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, float* y, size_t ldy, size_t cols,
                                   int32_t n) {
-  const kernels::KernelTable& k = *k_;
   const Segment* seg = segments_.data();
   const size_t first = seg[0].first;
   const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
@@ -220,11 +239,12 @@ void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, float
       const size_t in_seg = r - seg[i].first;
       size_t count = seg[i].first + seg[i].rows - r;
       if (count > first + end - r) count = first + end - r;
-      const float* w = seg[i].w + in_seg * cols;
+      const Segment& sg = seg[i];
+      const uint8_t* w = sg.w + in_seg * sg.row_bytes;
       if (n == 1) {
-        k.matvec(w, cols, x, y + r, count, cols);
+        sg.ops->matvec(w, sg.row_bytes, x, y + r, count, cols);
       } else {
-        k.matmul(w, cols, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));
+        sg.ops->matmul(w, sg.row_bytes, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));
       }
       r += count;
     }

@@ -60,13 +60,15 @@ class WeightStream {
   int32_t MainTensor(int32_t block) const;
 
   // y[j*ldy + r] = W[r] . x[j*ldx ...] for j < n, where W stacks the rows of
-  // tensors[0..count) (all `cols` wide), rows split across the pool's threads.
+  // tensors[0..count) (all `cols` wide, each in its own dtype), rows split
+  // across the pool's threads.
   TinyAIStatus MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                       int32_t cols, int32_t n);
-  // Pins the block holding a 1-D tensor (a norm's weights, a bias).
+  // Pins the block holding a 1-D f32 tensor (a norm's weights, a bias).
   TinyAIStatus AcquireVector(int32_t tensor, const float** data, int32_t* block);
-  // Pins the block holding one row of a tensor.
-  TinyAIStatus AcquireRow(int32_t tensor, uint64_t row, const float** data, int32_t* block);
+  // Writes one row of a 2-D tensor (`cols` values) into out in fp32,
+  // whatever its dtype (an embedding lookup).
+  TinyAIStatus ReadRow(int32_t tensor, uint64_t row, float* out, size_t cols);
   void Release(int32_t block) { model_->ReleaseBlock(block); }
   // Marks the end of a pass: the next reads are the next cycle's.
   void NextPass() { ++pass_; }
@@ -76,10 +78,14 @@ class WeightStream {
 
  private:
   struct Segment {
-    const float* w;
+    const uint8_t* w;
+    size_t row_bytes;
+    const kernels::WeightKernels* ops;  // for the tensor's dtype
     size_t first;
     size_t rows;
   };
+  // The products for tensor's dtype, or an error naming it.
+  TinyAIStatus OpsFor(int32_t tensor, const kernels::WeightKernels** ops) const;
   void Count(int32_t block) { counted_[static_cast<size_t>(block)] = 1; }
   void PrefetchAfter(int32_t block);
   void ReleasePinned(size_t count);

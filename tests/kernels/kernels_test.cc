@@ -365,6 +365,35 @@ TEST_P(KernelParity, SoftmaxMaxAnywhere) {
   }
 }
 
+// ---- weights by dtype ------------------------------------------------------------
+
+// f32 weights read as bytes, a row `row_bytes` apart, are the table's own
+// fp32 products bit for bit, and a row dequantizes to itself.
+TEST_P(KernelParity, F32WeightsAreTheFp32Products) {
+  const WeightKernels* wk = WeightKernelsFor(T(), TINYAI_DTYPE_F32);
+  ASSERT_NE(wk, nullptr) << T().name;
+  uint32_t seed = 100;
+  for (size_t rows : {1u, 5u, 33u})
+    for (size_t cols : {1u, 8u, 31u, 260u})
+      for (size_t ld_pad : {0u, 3u}) {
+        Filler f(seed++);
+        const size_t ldw = cols + ld_pad, n = 3;
+        Buf w = MakeMatrix(f, rows, cols, ldw, 1, false);
+        Buf x = MakeMatrix(f, n, cols, cols, 0, false);
+        Buf y(rows * n, 0), want(rows * n, 0);
+        const uint8_t* wb = reinterpret_cast<const uint8_t*>(w.data());
+        wk->matvec(wb, ldw * sizeof(float), x.data(), y.data(), rows, cols);
+        T().matvec(w.data(), ldw, x.data(), want.data(), rows, cols);
+        ASSERT_EQ(0, std::memcmp(y.data(), want.data(), rows * sizeof(float))) << rows << "x" << cols;
+        wk->matmul(wb, ldw * sizeof(float), x.data(), cols, y.data(), rows, rows, cols, n);
+        T().matmul(w.data(), ldw, x.data(), cols, want.data(), rows, rows, cols, n);
+        ASSERT_EQ(0, std::memcmp(y.data(), want.data(), rows * n * sizeof(float))) << rows << "x" << cols;
+        std::vector<float> row(cols);
+        wk->dequantize_row(wb + (rows - 1) * ldw * sizeof(float), row.data(), cols);
+        ASSERT_EQ(0, std::memcmp(row.data(), w.data() + (rows - 1) * ldw, cols * sizeof(float)));
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tables, KernelParity, ::testing::ValuesIn(AllTables()), TableTestName);
 
 // ---- Ref() against double precision --------------------------------------------------
@@ -619,6 +648,18 @@ TEST(Dispatch, BestIsAvailableAndNamed) {
   EXPECT_TRUE(found_best);
   EXPECT_TRUE(found_ref);
   EXPECT_EQ(&Best(), &Best());  // resolved once
+}
+
+TEST(Dispatch, WeightKernelsByDtype) {
+  for (const KernelTable* t : AllTables()) {
+    EXPECT_NE(WeightKernelsFor(*t, TINYAI_DTYPE_F32), nullptr) << t->name;
+    EXPECT_EQ(WeightKernelsFor(*t, -1), nullptr) << t->name;
+    EXPECT_EQ(WeightKernelsFor(*t, kWeightDtypes), nullptr) << t->name;
+  }
+  // A dtype whose entry a table leaves empty has no products.
+  KernelTable partial = Ref();
+  partial.weights[TINYAI_DTYPE_F32].matmul = nullptr;
+  EXPECT_EQ(WeightKernelsFor(partial, TINYAI_DTYPE_F32), nullptr);
 }
 
 TEST(Dispatch, ByName) {

@@ -816,6 +816,46 @@ TEST_F(ModelTest, OtherArchitectureIsUnsupported) {
   tinyaiCloseMappedModel(m);
 }
 
+// A valid file whose matrix is in a dtype the kernels have no products for,
+// or whose norm is not f32, is refused by name, not run (f16 has a size in
+// the format but no kernels yet; the tensor's last dimension doubles so its
+// bytes still match).
+TEST_F(ModelTest, WeightDtypeWithoutKernelsIsUnsupported) {
+  const std::string path = dir_.File("base.tmai");
+  ASSERT_EQ(tt::WriteModel(path, tt::ModelOptions()), TINYAI_OK) << LastMessage();
+  tt::Bytes base;
+  ASSERT_TRUE(tt::ReadFileBytes(path, &base));
+  struct Case {
+    const char* tensor;
+    TinyAIDType dtype;
+    int elements_per_f32;  // the same bytes as this many values of dtype
+    const char* why;
+  } cases[] = {
+      {"blk.0.attn_norm", TINYAI_DTYPE_F16, 2, "norm weights must be f32"},
+      {"blk.1.ffn_up", TINYAI_DTYPE_F16, 2, "no products"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tensor);
+    tt::Bytes image = base;
+    const int32_t t = tt::FindTensor(image, c.tensor);
+    ASSERT_GE(t, 0);
+    tt::PatchTensor(&image, static_cast<uint32_t>(t), [&](tinyai::tmai::TensorEntry& e) {
+      e.dtype = static_cast<uint8_t>(c.dtype);
+      e.shape[e.ndims - 1] *= static_cast<uint64_t>(c.elements_per_f32);
+    });
+    tt::AlignedImage mem(image);
+    TinyAIMappedModel* m = tinyaiOpenMappedModelFromMemory(mem.data(), mem.size(), nullptr);
+    ASSERT_NE(m, nullptr) << "the file itself is valid: " << LastMessage();
+    TinyAILLM* llm = nullptr;
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiCreateLLM(m, nullptr, &llm), TINYAI_ERR_UNSUPPORTED);
+    EXPECT_EQ(llm, nullptr);
+    EXPECT_LAST_ERROR(TINYAI_ERR_UNSUPPORTED, c.tensor);
+    EXPECT_TRUE(Contains(LastMessage(), c.why)) << LastMessage();
+    tinyaiCloseMappedModel(m);
+  }
+}
+
 TEST_F(ModelTest, TensorShapeInconsistentWithHyperParametersIsBadFormat) {
   const tinyai::LlamaShape s = tt::TinyShape();
   struct Case {

@@ -2,6 +2,7 @@
 // Keep these obviously correct; they follow llama2.c's fp32 arithmetic
 // (dot products accumulated left to right in float).
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kernels.h"
 
@@ -71,9 +72,32 @@ void RefAdd(float* y, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+// ---- f32 weights: the fp32 kernels over the rows' bytes ----
+
+void RefMatvecF32(const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows, size_t cols) {
+  RefMatvec(reinterpret_cast<const float*>(w), row_bytes / sizeof(float), x, y, rows, cols);
+}
+
+void RefMatmulF32(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy,
+                  size_t rows, size_t cols, size_t n) {
+  RefMatmul(reinterpret_cast<const float*>(w), row_bytes / sizeof(float), x, ldx, y, ldy, rows, cols, n);
+}
+
+void RefDequantizeRowF32(const uint8_t* row, float* out, size_t cols) { std::memcpy(out, row, cols * sizeof(float)); }
+
 constexpr KernelTable kRefTable = {
-    "ref",      &RefMatvec,  &RefMatmul,  &RefVecmat, &RefDot,
-    &RefRmsnorm, &RefSoftmax, &RefSwiglu, &RefAdd,
+    "ref",
+    &RefMatvec,
+    &RefMatmul,
+    &RefVecmat,
+    &RefDot,
+    &RefRmsnorm,
+    &RefSoftmax,
+    &RefSwiglu,
+    &RefAdd,
+    {
+        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32},
+    },
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 #define TINYAI_KERNELS_SIMD_KERNELS_SIMD_H_
 
 #include <math.h>
+#include <string.h>
 
 #include <cstddef>
 #include <utility>
@@ -445,6 +446,18 @@ struct TableFns {
   static void Softmax(float* x, size_t n) { softmax_k{}(Arch{}, x, n); }
   static void Swiglu(float* gate, const float* up, size_t n) { swiglu_k{}(Arch{}, gate, up, n); }
   static void Add(float* y, const float* x, size_t n) { add_k{}(Arch{}, y, x, n); }
+
+  // f32 weights: the fp32 products over the rows' bytes.
+  static void MatvecF32(const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows, size_t cols) {
+    matvec_k{}(Arch{}, reinterpret_cast<const float*>(w), row_bytes / sizeof(float), x, y, rows, cols);
+  }
+  static void MatmulF32(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy,
+                        size_t rows, size_t cols, size_t n) {
+    matmul_k{}(Arch{}, reinterpret_cast<const float*>(w), row_bytes / sizeof(float), x, ldx, y, ldy, rows, cols, n);
+  }
+  static void DequantizeRowF32(const uint8_t* row, float* out, size_t cols) {
+    memcpy(out, row, cols * sizeof(float));
+  }
 };
 
 // The table for one arch; use in the per-arch file only, after
@@ -461,6 +474,10 @@ constexpr KernelTable MakeTable(const char* name) {
       &TableFns<Arch>::Softmax,
       &TableFns<Arch>::Swiglu,
       &TableFns<Arch>::Add,
+      {
+          /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
+                                  &TableFns<Arch>::DequantizeRowF32},
+      },
   };
 }
 
