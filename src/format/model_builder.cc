@@ -35,7 +35,7 @@ TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uin
         chunk[i] = (2.0f * u - 1.0f) * bound;
       }
     }
-    TINYAI_RETURN_IF_ERROR(w->Write(chunk.data(), m * sizeof(float)));
+    TINYAI_RETURN_IF_ERROR(w->WriteValues(chunk.data(), m));
     n -= m;
   }
   return TINYAI_OK;
@@ -298,13 +298,21 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
   w->AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
 }
 
-void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape) {
+TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
+  if (options.matrix_dtype != TINYAI_DTYPE_F32 && options.matrix_dtype != TINYAI_DTYPE_F16) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "matrices can be written as f32 or f16, not %s",
+                    tinyaiDTypeName(options.matrix_dtype));
+  }
+  return TINYAI_OK;
+}
+
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape, TinyAIDType matrix_dtype) {
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
   const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
   const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
   auto add = [&](const std::string& name, TinyAITensorRole role, std::vector<uint64_t> shape) {
     if (reshape) reshape(name, &shape);
-    w->AddTensor(name, role, TINYAI_DTYPE_F32, shape);
+    w->AddTensor(name, role, shape.size() == 2 ? matrix_dtype : TINYAI_DTYPE_F32, shape);
   };
   w->AddLayer(TINYAI_LAYER_EMBEDDING, -1);
   add("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, {vocab, dim});
@@ -434,6 +442,7 @@ TinyAIStatus ParseSyntheticSpec(const std::string& spec, LlamaShape* out) {
 TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const WriteOptions& options,
                                  TmaiWriteStats* stats) {
   TINYAI_RETURN_IF_ERROR(CheckShape(s, true));
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
   TmaiWriter w;
   w.SetCompression(options.codec, options.level);
   AddLlamaMetadata(&w, s, "llama", "synthetic", "tinyai-convert --synthetic");
@@ -443,7 +452,7 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
   SyntheticTokenizer(s.vocab_size, s.seed, &pieces, &scores);
   TINYAI_RETURN_IF_ERROR(CheckTokenizerPieces(pieces, scores));
   AddTokenizerMetadata(&w, pieces, scores);
-  DeclareLlamaTensors(&w, s);
+  DeclareLlamaTensors(&w, s, nullptr, options.matrix_dtype);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
 
   uint64_t rng = s.seed;
@@ -472,6 +481,7 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
 
 TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPath, const char* outPath,
                             LlamaShape* shapeOut, const WriteOptions& options, TmaiWriteStats* stats) {
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
   // Writing over an input would truncate the mapped checkpoint under the
   // reader (SIGBUS) and destroy it: refuse before anything is written.
   const char* inputs[] = {checkpointPath, tokenizerPath};
@@ -564,9 +574,9 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   ts = CheckTokenizerPieces(pieces, scores);
   if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", tokenizerPath);
   AddTokenizerMetadata(&w, pieces, scores);
-  DeclareLlamaTensors(&w, s);
+  DeclareLlamaTensors(&w, s, nullptr, options.matrix_dtype);
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
-  auto put = [&](uint64_t offset, uint64_t count) { return w.Write(f + offset, static_cast<size_t>(count * 4)); };
+  auto put = [&](uint64_t offset, uint64_t count) { return w.WriteValues(f + offset, static_cast<size_t>(count)); };
   TINYAI_RETURN_IF_ERROR(put(o_emb, vocab * dim));
   for (uint64_t l = 0; l < L; ++l) {
     TINYAI_RETURN_IF_ERROR(put(o_rms_att + l * dim, dim));
@@ -716,6 +726,7 @@ TinyAIStatus WriteDenseModel(const DenseNetDef& def, const char* outPath, const 
   std::vector<std::vector<int32_t>> producers;
   std::vector<int32_t> ins;
   TINYAI_RETURN_IF_ERROR(CheckDenseDefinition(def, &producers, &ins));
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
   TmaiWriter w;
   w.SetCompression(options.codec, options.level);
   w.AddMetaString("general.architecture", "dense");
@@ -737,7 +748,7 @@ TinyAIStatus WriteDenseModel(const DenseNetDef& def, const char* outPath, const 
     const DenseLayerDef& d = def.layers[l];
     const std::string p = "dense." + std::to_string(l) + ".";
     w.AddLayer(TINYAI_LAYER_DENSE, static_cast<int32_t>(l));
-    w.AddTensor(p + "weight", TINYAI_ROLE_DENSE_WEIGHT, TINYAI_DTYPE_F32,
+    w.AddTensor(p + "weight", TINYAI_ROLE_DENSE_WEIGHT, options.matrix_dtype,
                 {static_cast<uint64_t>(d.out), static_cast<uint64_t>(ins[l])});
     if (d.bias) w.AddTensor(p + "bias", TINYAI_ROLE_DENSE_BIAS, TINYAI_DTYPE_F32, {static_cast<uint64_t>(d.out)});
   }

@@ -32,7 +32,14 @@ struct WriteOptions {
   TinyAICodec codec = TINYAI_CODEC_NONE;  // TINYAI_CODEC_ZSTD: zstd frames for every tensor they shrink
   int level = 3;                          // zstd level, 1..19
   std::string name;                       // general.name; empty: a default naming the source
+  // The dtype of every matrix (embeddings, projections, classifier, dense
+  // weights): f32 or f16 (rounded to nearest even). Norm weights and biases
+  // stay f32: they are small and the runtime reads them as f32.
+  TinyAIDType matrix_dtype = TINYAI_DTYPE_F32;
 };
+
+// TINYAI_ERR_INVALID_ARGUMENT unless options.matrix_dtype is one builders write.
+TinyAIStatus CheckWriteOptions(const WriteOptions& options);
 
 struct TmaiWriteStats;
 
@@ -79,7 +86,8 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
 // gate, up are adjacent so the runner reads each group as one matrix. reshape,
 // when set, may change a tensor's shape (tests).
 using TensorReshape = std::function<void(const std::string& name, std::vector<uint64_t>* shape)>;
-void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape = nullptr);
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaShape& s, const TensorReshape& reshape = nullptr,
+                         TinyAIDType matrix_dtype = TINYAI_DTYPE_F32);
 
 // Whether a and b name the same existing file: the same device and inode, so
 // hard links, symbolic links and different spellings of one path are caught.

@@ -9,6 +9,7 @@
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "common/half.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
 
@@ -425,6 +426,34 @@ TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
       ++current_;
       if (current_ < tensors_.size()) TINYAI_RETURN_IF_ERROR(BeginTensor());
     }
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::WriteValues(const float* values, size_t count) {
+  if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::WriteValues before Open");
+  uint16_t halves[2048];
+  while (count > 0) {
+    if (current_ >= tensors_.size()) {
+      return SetError(TINYAI_ERR_MISUSE, "'%s': %zu values written past the last tensor", path_.c_str(), count);
+    }
+    const tmai::TensorEntry& t = tensors_[current_];
+    const uint32_t size = tinyaiDTypeSize(static_cast<TinyAIDType>(t.dtype));
+    if ((t.dtype != TINYAI_DTYPE_F32 && t.dtype != TINYAI_DTYPE_F16) || written_in_current_ % size != 0) {
+      return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' (%s) cannot take values here", path_.c_str(), t.name,
+                      tinyaiDTypeName(static_cast<TinyAIDType>(t.dtype)));
+    }
+    const uint64_t left = (t.decoded_size - written_in_current_) / size;
+    size_t m = count < left ? count : static_cast<size_t>(left);
+    if (t.dtype == TINYAI_DTYPE_F32) {
+      TINYAI_RETURN_IF_ERROR(Write(values, m * sizeof(float)));
+    } else {
+      if (m > sizeof halves / sizeof halves[0]) m = sizeof halves / sizeof halves[0];
+      for (size_t i = 0; i < m; ++i) halves[i] = FloatToHalf(values[i]);
+      TINYAI_RETURN_IF_ERROR(Write(halves, m * sizeof(uint16_t)));
+    }
+    values += m;
+    count -= m;
   }
   return TINYAI_OK;
 }

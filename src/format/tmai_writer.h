@@ -86,6 +86,11 @@ class TmaiWriter {
   // Appends tensor data (decoded bytes) in directory order; a chunk may span
   // tensors.
   TinyAIStatus Write(const void* data, size_t bytes);
+  // Appends values in directory order, each stored in its tensor's dtype:
+  // f32 as given, f16 rounded to nearest even (common/half.h); a chunk may
+  // span tensors. TINYAI_ERR_MISUSE for a dtype without a per-value size
+  // (a block-quantized one) or after a Write that ended inside a value.
+  TinyAIStatus WriteValues(const float* values, size_t count);
   // Decoded bytes the tensor still expects (the current one when index < 0).
   uint64_t TensorBytes(int32_t index) const;
   // Writes the index with every checksum and closes the file. Fails if any

@@ -11,12 +11,24 @@
 #define TINYAI_KERNELS_HAVE_SIMD 1
 #include "kernels/simd/kernels_simd.h"
 #endif
+#if defined(TINYAI_KERNELS_X86)
+#include <cpuid.h>
+#endif
 
 namespace tinyai {
 namespace kernels {
 namespace {
 
 constexpr size_t kMaxTables = 4;
+
+#if defined(TINYAI_KERNELS_X86)
+// F16C (half <-> float conversion), which the AVX2 table's f16 products use:
+// CPUID leaf 1, ECX bit 29 (xsimd 8 does not report it).
+bool CpuHasF16C() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
+#endif
 
 struct TableList {
   const KernelTable* tables[kMaxTables];
@@ -29,7 +41,7 @@ TableList Detect() {
 #if defined(TINYAI_KERNELS_HAVE_SIMD)
   const auto cpu = xsimd::available_architectures();
 #if defined(TINYAI_KERNELS_X86)
-  if (cpu.avx2 && cpu.fma3_avx2) list.tables[list.count++] = &X86Avx2FmaTable();
+  if (cpu.avx2 && cpu.fma3_avx2 && CpuHasF16C()) list.tables[list.count++] = &X86Avx2FmaTable();
   if (cpu.sse2) list.tables[list.count++] = &X86Sse2Table();
 #elif defined(TINYAI_KERNELS_NEON64)
   if (cpu.neon64) list.tables[list.count++] = &ArmNeon64Table();

@@ -531,6 +531,7 @@ struct RawLayer {
   std::string inputs;        // "" leaves the key out
   std::vector<uint64_t> weight_shape;
   TinyAIDType weight_dtype = TINYAI_DTYPE_F32;
+  TinyAIDType bias_dtype = TINYAI_DTYPE_F32;
   std::vector<uint64_t> bias_shape;  // empty: no bias
   bool weight = true;
   bool extra_tensor = false;  // a tensor of another role
@@ -584,7 +585,7 @@ TinyAIStatus WriteRaw(const std::string& path, const RawNet& n) {
       ++tensors;
     }
     if (!r.bias_shape.empty()) {
-      w.AddTensor(p + "bias", TINYAI_ROLE_DENSE_BIAS, TINYAI_DTYPE_F32, r.bias_shape);
+      w.AddTensor(p + "bias", TINYAI_ROLE_DENSE_BIAS, r.bias_dtype, r.bias_shape);
       ++tensors;
     }
     if (r.extra_tensor) {
@@ -748,10 +749,20 @@ TEST_F(DenseSpecLoadTest, WrongTensorShapesAreBadFormat) {
   ExpectLoadFails(n, TINYAI_ERR_BAD_FORMAT, {"dense layer 0", "'dense.0.bias'", "[4]", "expected [8]"});
 }
 
-TEST_F(DenseSpecLoadTest, WrongDTypeIsUnsupported) {
+// Weights may be f16 (the kernels multiply it); biases must stay f32.
+TEST_F(DenseSpecLoadTest, F16WeightsLoadAndF16BiasesAreUnsupported) {
   RawNet n = GoodNet();
   n.layers[1].weight_dtype = TINYAI_DTYPE_F16;
-  ExpectLoadFails(n, TINYAI_ERR_UNSUPPORTED, {"dense layer 1", "'dense.1.weight'", "f16"});
+  const std::string path = dir_.File("f16-weights.tmai");
+  ASSERT_EQ(WriteRaw(path, n), TINYAI_OK) << LastMessage();
+  Opened o(path);
+  ASSERT_NE(o.model, nullptr);
+  DenseNetSpec spec;
+  EXPECT_EQ(spec.Load(o.model->reader()), TINYAI_OK) << LastMessage();
+  n = GoodNet();
+  n.layers[1].bias_dtype = TINYAI_DTYPE_F16;
+  n.layers[1].bias_shape = {8};  // 4 f32 values' bytes, as halves
+  ExpectLoadFails(n, TINYAI_ERR_UNSUPPORTED, {"dense layer 1", "'dense.1.bias'", "f16", "biases must be f32"});
 }
 
 TEST_F(DenseSpecLoadTest, LayersMustBeDenseAndInOrder) {

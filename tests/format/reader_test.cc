@@ -1206,3 +1206,55 @@ TEST_F(Llama2cImportTest, TokenizerTooShortOrTooLong) {
 }
 
 }  // namespace
+
+namespace {
+
+// The writer stores values in each tensor's dtype: f32 as given, f16 rounded
+// to nearest even, a chunk spanning tensors; values into the middle of a
+// value, or into a tensor without a per-value size, are refused.
+TEST(WriterValues, StoredInEachTensorsDtype) {
+  TempDir dir;
+  const std::string path = dir.File("values.tmai");
+  tinyai::TmaiWriter w;
+  w.AddMetaString("general.architecture", "dense");
+  w.AddLayer(TINYAI_LAYER_DENSE, 0);
+  w.AddTensor("a", TINYAI_ROLE_DENSE_BIAS, TINYAI_DTYPE_F32, {3});
+  w.AddTensor("b", TINYAI_ROLE_DENSE_WEIGHT, TINYAI_DTYPE_F16, {2, 2});
+  ASSERT_EQ(w.Open(path.c_str()), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  // 1 + 2^-11 is halfway between two halves: ties to the even one (1.0);
+  // 1 + 3 * 2^-11 ties up, to 1 + 2^-9.
+  const float v[] = {0.5f, -2.0f, 3.25f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 1e6f};
+  ASSERT_EQ(w.WriteValues(v, 2), TINYAI_OK);
+  ASSERT_EQ(w.WriteValues(v + 2, 5), TINYAI_OK) << "a chunk spans tensors a and b";
+  EXPECT_EQ(w.WriteValues(v, 1), TINYAI_ERR_MISUSE) << "past the last tensor";
+  ASSERT_EQ(w.Finish(), TINYAI_OK) << tinyaiGetLastErrorMessage();
+
+  tt::Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(path, &image));
+  const tmai::TensorEntry a = tt::GetTensor(image, 0), b = tt::GetTensor(image, 1);
+  ASSERT_EQ(a.decoded_size, 12u);
+  ASSERT_EQ(b.decoded_size, 8u);
+  float af[3];
+  std::memcpy(af, image.data() + a.offset, sizeof af);
+  EXPECT_EQ(af[0], 0.5f);
+  EXPECT_EQ(af[1], -2.0f);
+  EXPECT_EQ(af[2], 3.25f);
+  uint16_t bh[4];
+  std::memcpy(bh, image.data() + b.offset, sizeof bh);
+  EXPECT_EQ(bh[0], 0x3c00) << "1 + 2^-11 ties to even: 1.0";
+  EXPECT_EQ(bh[1], 0x3c02) << "1 + 3 * 2^-11 ties to even: 1 + 2^-9";
+  EXPECT_EQ(bh[2], 0x7bff) << "65504, the largest half";
+  EXPECT_EQ(bh[3], 0x7c00) << "1e6 is past the largest half: infinity";
+
+  tinyai::TmaiWriter w2;
+  w2.AddMetaString("general.architecture", "dense");
+  w2.AddLayer(TINYAI_LAYER_DENSE, 0);
+  w2.AddTensor("h", TINYAI_ROLE_DENSE_WEIGHT, TINYAI_DTYPE_F16, {2, 2});
+  ASSERT_EQ(w2.Open(dir.File("misuse.tmai").c_str()), TINYAI_OK);
+  const uint8_t one = 0;
+  ASSERT_EQ(w2.Write(&one, 1), TINYAI_OK);
+  EXPECT_EQ(w2.WriteValues(v, 1), TINYAI_ERR_MISUSE) << "the tensor is one byte into a half";
+  EXPECT_NE(std::string(tinyaiGetLastErrorMessage()).find("'h' (f16)"), std::string::npos) << tinyaiGetLastErrorMessage();
+}
+
+}  // namespace

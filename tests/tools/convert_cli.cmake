@@ -93,4 +93,29 @@ if(EXISTS ${OUT_DIR}/n.tmai)
   cli_fail("a usage error wrote ${OUT_DIR}/n.tmai")
 endif()
 
+# ---- --dtype: matrices as f16, in every mode; the runtime runs what it wrote -------------------
+# 9,408 matrix values (embedding 300x16, per block q 256, k and v 128 each, o 256,
+# gate, up and down 512 each) and 80 norm weights: 37,952 bytes as f32; as f16
+# 9,408 * 2 + 80 * 4 = 19,136 (norms stay f32).
+set(small dim=16,hidden=32,layers=2,heads=2,kv_heads=1,vocab=300,seq_len=32)
+expect_run(RC 0 EXPECT "matrices f32, 0 compressed (none); tensor data 37952 bytes"
+           COMMAND ${CONVERT} --synthetic ${small} ${OUT_DIR}/s32.tmai)
+expect_run(RC 0 EXPECT "matrices f16, 0 compressed (none); tensor data 19136 bytes"
+           COMMAND ${CONVERT} --dtype f16 --compress none --synthetic ${small} ${OUT_DIR}/s16.tmai)
+expect_run(RC 0 EXPECT "matrices f16, 12 compressed (zstd level 3)" COMMAND ${CONVERT} --dtype f16 --compress zstd
+           --synthetic ${small} ${OUT_DIR}/s16z.tmai)
+foreach(m s16 s16z)
+  expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/${m}.tmai -p a -n 8 --quiet)
+endforeach()
+expect_run(RC 0 EXPECT "matrices f16" COMMAND ${CONVERT} --dtype f16 --dense ${OUT_DIR}/net.def ${OUT_DIR}/net16.tmai)
+expect_usage_error("--dtype takes f32 or f16, got 'q8'" ${CONVERT} --dtype q8 --synthetic ${small} ${OUT_DIR}/n.tmai)
+if(EXISTS ${STORIES_DIR}/stories260K.bin AND EXISTS ${STORIES_DIR}/tok512.bin)
+  expect_run(RC 0 EXPECT "matrices f16" COMMAND ${CONVERT} --dtype f16 --from llama2c --tokenizer ${OUT_DIR}/tok512.bin
+             ${OUT_DIR}/stories260K.bin ${OUT_DIR}/stories16.tmai)
+  # Greedy, the f16 model continues as the f32 one does (tests/golden pins that text).
+  expect_run(RC 0 EXPECT "Once upon a time, there was a little girl named Lily" COMMAND ${GENERATE}
+             -m ${OUT_DIR}/stories16.tmai -p "Once upon a time" -n 16
+             --temp 0)
+endif()
+
 cli_finish()

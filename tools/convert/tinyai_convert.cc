@@ -1,7 +1,7 @@
 // tinyai-convert: build .tmai models.
-//   tinyai-convert [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
-//   tinyai-convert [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
-//   tinyai-convert [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
+//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
+//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
+//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,15 +20,17 @@ namespace {
 const char kTool[] = "tinyai-convert";
 
 const char kUsage[] =
-    "usage: tinyai-convert [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
-    "       tinyai-convert [--compress C] --synthetic SPEC OUT.tmai\n"
-    "       tinyai-convert [--compress C] --dense DEF.txt OUT.tmai\n"
+    "usage: tinyai-convert [--dtype D] [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
+    "       tinyai-convert [--dtype D] [--compress C] --synthetic SPEC OUT.tmai\n"
+    "       tinyai-convert [--dtype D] [--compress C] --dense DEF.txt OUT.tmai\n"
     "       tinyai-convert -h | --help | --version\n"
     "  --from llama2c     convert a llama2.c checkpoint IN.bin (with --tokenizer TOK.bin, its tokenizer)\n"
     "  --tokenizer TOK.bin  the llama2.c tokenizer file\n"
     "  --name NAME        the model's name (general.name) with --from llama2c; default 'llama2.c checkpoint'\n"
     "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
     "  --dense DEF.txt    a random-weight dense network from a definition file\n"
+    "  --dtype D          f32 (default) or f16: the dtype of every matrix (embeddings, projections, classifier,\n"
+    "                     dense weights), f16 rounded to nearest even; norm weights and biases stay f32\n"
     "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
     "                     smaller is stored as zstd frames of about 1 MiB of rows, the others as they are\n"
     "  -h, --help         this help; --version: the library's version\n"
@@ -54,14 +56,22 @@ tinyai::WriteOptions ParseCompress(const std::string& v) {
   return o;
 }
 
+// "f32" or "f16".
+TinyAIDType ParseDtype(const std::string& v) {
+  if (v == "f32") return TINYAI_DTYPE_F32;
+  if (v == "f16") return TINYAI_DTYPE_F16;
+  throw tinyai_tools::UsageError("--dtype takes f32 or f16, got '" + v + "'");
+}
+
 void PrintStats(const tinyai::WriteOptions& o, const tinyai::TmaiWriteStats& st) {
   const double pct = st.decoded_bytes ? 100.0 * static_cast<double>(st.stored_bytes) /
                                             static_cast<double>(st.decoded_bytes)
                                       : 100.0;
   std::fprintf(stderr,
-               "tinyai-convert: %llu tensors, %llu compressed (%s); tensor data %llu bytes stored for %llu decoded "
-               "(%.1f%%); file %llu bytes\n",
-               static_cast<unsigned long long>(st.tensors), static_cast<unsigned long long>(st.compressed_tensors),
+               "tinyai-convert: %llu tensors, matrices %s, %llu compressed (%s); tensor data %llu bytes stored for "
+               "%llu decoded (%.1f%%); file %llu bytes\n",
+               static_cast<unsigned long long>(st.tensors), tinyaiDTypeName(o.matrix_dtype),
+               static_cast<unsigned long long>(st.compressed_tensors),
                o.codec == TINYAI_CODEC_ZSTD ? ("zstd level " + std::to_string(o.level)).c_str() : "none",
                static_cast<unsigned long long>(st.stored_bytes), static_cast<unsigned long long>(st.decoded_bytes),
                pct, static_cast<unsigned long long>(st.file_size));
@@ -127,7 +137,11 @@ int Run(int argc, char** argv) {
     else if (a == "--tokenizer") tokenizer = value();
     else if (a == "--synthetic") synthetic = value();
     else if (a == "--dense") dense = value();
-    else if (a == "--compress") options = ParseCompress(value());
+    else if (a == "--compress") {
+      const TinyAIDType dtype = options.matrix_dtype;
+      options = ParseCompress(value());
+      options.matrix_dtype = dtype;
+    } else if (a == "--dtype") options.matrix_dtype = ParseDtype(value());
     else if (a == "--name") name = value();
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);

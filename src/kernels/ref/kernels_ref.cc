@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/half.h"
 #include "kernels/kernels.h"
 
 namespace tinyai {
@@ -85,6 +86,35 @@ void RefMatmulF32(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx
 
 void RefDequantizeRowF32(const uint8_t* row, float* out, size_t cols) { std::memcpy(out, row, cols * sizeof(float)); }
 
+// ---- f16 weights: each value widened to fp32, then llama2.c's arithmetic ----
+
+float RefHalfAt(const uint8_t* p, size_t i) {
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, sizeof h);
+  return HalfToFloat(h);
+}
+
+float RefDotF16(const uint8_t* w, const float* x, size_t n) {
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) sum += RefHalfAt(w, i) * x[i];
+  return sum;
+}
+
+void RefMatvecF16(const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) y[r] = RefDotF16(w + r * row_bytes, x, cols);
+}
+
+void RefMatmulF16(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy,
+                  size_t rows, size_t cols, size_t n) {
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t r = 0; r < rows; ++r) y[j * ldy + r] = RefDotF16(w + r * row_bytes, x + j * ldx, cols);
+  }
+}
+
+void RefDequantizeRowF16(const uint8_t* row, float* out, size_t cols) {
+  for (size_t c = 0; c < cols; ++c) out[c] = RefHalfAt(row, c);
+}
+
 constexpr KernelTable kRefTable = {
     "ref",
     &RefMatvec,
@@ -97,6 +127,7 @@ constexpr KernelTable kRefTable = {
     &RefAdd,
     {
         /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32},
+        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16},
     },
 };
 

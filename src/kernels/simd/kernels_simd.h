@@ -24,10 +24,13 @@
 #include <string.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <xsimd/xsimd.hpp>
 
+#include "common/half.h"
 #include "kernels/kernels.h"
 
 namespace tinyai {
@@ -54,6 +57,24 @@ struct matmul_k {
   template <class Arch>
   void operator()(Arch, const float* w, size_t ldw, const float* x, size_t ldx, float* y,
                   size_t ldy, size_t rows, size_t cols, size_t n) const;
+};
+
+// f16 weights (TINYAI_DTYPE_F16): signatures mirror WeightKernels.
+struct matvec_f16_k {
+  template <class Arch>
+  void operator()(Arch, const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows,
+                  size_t cols) const;
+};
+
+struct matmul_f16_k {
+  template <class Arch>
+  void operator()(Arch, const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y,
+                  size_t ldy, size_t rows, size_t cols, size_t n) const;
+};
+
+struct dequantize_f16_k {
+  template <class Arch>
+  void operator()(Arch, const uint8_t* row, float* out, size_t cols) const;
 };
 
 struct vecmat_k {
@@ -99,9 +120,42 @@ inline fbatch<Arch> Load(const float* p) {
   return fbatch<Arch>::load_unaligned(p);
 }
 
-// Hint that the cache line holding p will be read soon. Never faults.
+// Element i of a weight row, as a float (float rows, or halves).
 template <class Arch>
-inline void Prefetch(const float* p) {
+inline float At(const float* p, size_t i) {
+  return p[i];
+}
+template <class Arch>
+inline float At(const uint16_t* p, size_t i) {
+  uint16_t h;
+  memcpy(&h, p + i, sizeof h);
+  return HalfToFloat(h);
+}
+
+// S halves (IEEE binary16, TINYAI_DTYPE_F16) widened to a batch of floats:
+// one instruction with F16C (x86, the AVX2 file is built with -mf16c) or on
+// AArch64, else one value at a time (HalfToFloat).
+template <class Arch>
+inline fbatch<Arch> Load(const uint16_t* p) {
+#if defined(__F16C__) && defined(__AVX2__)
+  if constexpr (std::is_same<Arch, xsimd::fma3<xsimd::avx2>>::value) {
+    return fbatch<Arch>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+#endif
+#if defined(__aarch64__)
+  if constexpr (std::is_same<Arch, xsimd::neon64>::value) {
+    return fbatch<Arch>(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))));
+  }
+#endif
+  constexpr size_t S = fbatch<Arch>::size;
+  alignas(64) float tmp[S];
+  for (size_t i = 0; i < S; ++i) tmp[i] = At<Arch>(p, i);
+  return fbatch<Arch>::load_aligned(tmp);
+}
+
+// Hint that the cache line holding p will be read soon. Never faults.
+template <class Arch, class W>
+inline void Prefetch(const W* p) {
 #if defined(__GNUC__) || defined(__clang__)
   __builtin_prefetch(p, 0, 3);
 #else
@@ -118,27 +172,34 @@ inline void Prefetch(const float* p) {
 // Dot products of R rows of w against V vectors of x, as an R x V tile:
 // y[v*ldy + r] = dot(w + r*ldw, x + v*ldx, cols). Each row chunk is loaded
 // once for all V vectors, each vector chunk once for all R rows.
-template <class Arch, size_t R, size_t V>
+// Weight rows are float or uint16_t (halves); ldw counts elements, and one
+// 64-byte line holds LineElems<W> of them.
+template <class W>
+constexpr size_t LineElems() {
+  return 64 / sizeof(W);
+}
+
+template <class Arch, size_t R, size_t V, class W = float>
 struct Tile {
   using B = fbatch<Arch>;
   static constexpr size_t S = B::size;
 
   // Also prefetches pf_rows rows starting at pf (row stride ldw), one line per
-  // 16 columns, so a later block streams in while this one computes.
-  static void Run(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
-                  size_t cols, const float* pf, size_t pf_rows) {
+  // 64 bytes of a row, so a later block streams in while this one computes.
+  static void Run(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
+                  size_t cols, const W* pf, size_t pf_rows) {
     Run(w, ldw, x, ldx, y, ldy, cols, pf, pf_rows, std::make_index_sequence<R>(),
         std::make_index_sequence<V>(), std::make_index_sequence<R * V>());
   }
 
   template <size_t... Ri, size_t... Vi, size_t... Ti>
-  static void Run(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
-                  size_t cols, const float* pf, size_t pf_rows, std::index_sequence<Ri...>,
+  static void Run(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
+                  size_t cols, const W* pf, size_t pf_rows, std::index_sequence<Ri...>,
                   std::index_sequence<Vi...>, std::index_sequence<Ti...>) {
     B acc[R * V] = {(static_cast<void>(Ti), B(0.0f))...};  // acc[r*V + v]
     const size_t vec_end = cols - cols % S;
     for (size_t c = 0; c < vec_end; c += S) {
-      if (c % 16 == 0) {  // one prefetch per 64-byte line
+      if (c % LineElems<W>() == 0) {  // one prefetch per 64-byte line
         for (size_t k = 0; k < pf_rows; ++k) Prefetch<Arch>(pf + k * ldw + c);
       }
       const B xv[V] = {Load<Arch>(x + Vi * ldx + c)...};
@@ -150,9 +211,9 @@ struct Tile {
      ...);
   }
 
-  static float TailDot(const float* a, const float* b, size_t begin, size_t end) {
+  static float TailDot(const W* a, const float* b, size_t begin, size_t end) {
     float sum = 0.0f;
-    for (size_t i = begin; i < end; ++i) sum += a[i] * b[i];
+    for (size_t i = begin; i < end; ++i) sum += At<Arch>(a, i) * b[i];
     return sum;
   }
 };
@@ -163,19 +224,18 @@ struct Tile {
 // streams from DRAM at about the machine's single-thread read bandwidth, also
 // for short (3 KiB) rows; software prefetching was tried and only cost
 // load slots.
-template <class Arch, size_t R>
+template <class Arch, size_t R, class W = float>
 struct MatvecRows {
   using B = fbatch<Arch>;
   static constexpr size_t S = B::size;
-  static constexpr size_t kLineFloats = 16;
-  static constexpr size_t U = S >= kLineFloats ? 1 : kLineFloats / S;  // batches per line
+  static constexpr size_t U = S >= LineElems<W>() ? 1 : LineElems<W>() / S;  // batches per line
 
-  static void Run(const float* w, size_t ldw, const float* x, float* y, size_t cols) {
+  static void Run(const W* w, size_t ldw, const float* x, float* y, size_t cols) {
     Run(w, ldw, x, y, cols, std::make_index_sequence<R>());
   }
 
   template <size_t... I>
-  static void Run(const float* w, size_t ldw, const float* x, float* y, size_t cols,
+  static void Run(const W* w, size_t ldw, const float* x, float* y, size_t cols,
                   std::index_sequence<I...>) {
     B acc[R] = {(static_cast<void>(I), B(0.0f))...};
     size_t c = 0;
@@ -189,7 +249,7 @@ struct MatvecRows {
       const B xv = Load<Arch>(x + c);
       ((acc[I] = xsimd::fma(Load<Arch>(w + I * ldw + c), xv, acc[I])), ...);
     }
-    ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1>::TailDot(w + I * ldw, x, c, cols)), ...);
+    ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, c, cols)), ...);
   }
 };
 
@@ -208,22 +268,23 @@ inline float HMax(const fbatch<Arch>& b) {
 
 // ---- Definitions -----------------------------------------------------------------
 
-template <class Arch>
-void matvec_k::operator()(Arch, const float* w, size_t ldw, const float* x, float* y, size_t rows,
-                          size_t cols) const {
+namespace detail {
+
+template <class Arch, class W>
+void Matvec(const W* w, size_t ldw, const float* x, float* y, size_t rows, size_t cols) {
   constexpr size_t R = 8;
   size_t r = 0;
-  for (; r + R <= rows; r += R) detail::MatvecRows<Arch, R>::Run(w + r * ldw, ldw, x, y + r, cols);
+  for (; r + R <= rows; r += R) MatvecRows<Arch, R, W>::Run(w + r * ldw, ldw, x, y + r, cols);
   if (r + 4 <= rows) {
-    detail::MatvecRows<Arch, 4>::Run(w + r * ldw, ldw, x, y + r, cols);
+    MatvecRows<Arch, 4, W>::Run(w + r * ldw, ldw, x, y + r, cols);
     r += 4;
   }
-  for (; r < rows; ++r) detail::MatvecRows<Arch, 1>::Run(w + r * ldw, ldw, x, y + r, cols);
+  for (; r < rows; ++r) MatvecRows<Arch, 1, W>::Run(w + r * ldw, ldw, x, y + r, cols);
 }
 
-template <class Arch>
-void matmul_k::operator()(Arch, const float* w, size_t ldw, const float* x, size_t ldx, float* y,
-                          size_t ldy, size_t rows, size_t cols, size_t n) const {
+template <class Arch, class W>
+void Matmul(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows, size_t cols,
+            size_t n) {
   // A block of R rows (R * cols floats, a few KiB to tens of KiB) stays in L1/L2
   // while every group of V vectors passes over it, so each weight row comes from
   // memory once for all n vectors. While a block is computed, the next one is
@@ -235,30 +296,66 @@ void matmul_k::operator()(Arch, const float* w, size_t ldw, const float* x, size
   size_t r = 0;
   const size_t groups = n / V + n % V;  // Tile calls per block of rows
   for (; r + R <= rows; r += R) {
-    const float* wr = w + r * ldw;
+    const W* wr = w + r * ldw;
     // Group g prefetches rows [g*R/groups, (g+1)*R/groups) of the next block, so
     // the DRAM stream is spread over the whole computation of this block.
     const bool has_next = r + 2 * R <= rows;
     size_t g = 0, j = 0;
     for (; j + V <= n; j += V, ++g) {
       const size_t p0 = g * R / groups, p1 = (g + 1) * R / groups;
-      detail::Tile<Arch, R, V>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols,
+      Tile<Arch, R, V, W>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols,
                                     has_next ? wr + (R + p0) * ldw : wr, has_next ? p1 - p0 : 0);
     }
     for (; j < n; ++j, ++g) {
       const size_t p0 = g * R / groups, p1 = (g + 1) * R / groups;
-      detail::Tile<Arch, R, 1>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols,
+      Tile<Arch, R, 1, W>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols,
                                     has_next ? wr + (R + p0) * ldw : wr, has_next ? p1 - p0 : 0);
     }
   }
   for (; r < rows; ++r) {
-    const float* wr = w + r * ldw;
+    const W* wr = w + r * ldw;
     size_t j = 0;
     for (; j + V <= n; j += V)
-      detail::Tile<Arch, 1, V>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols, wr, 0);
+      Tile<Arch, 1, V, W>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols, wr, 0);
     for (; j < n; ++j)
-      detail::Tile<Arch, 1, 1>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols, wr, 0);
+      Tile<Arch, 1, 1, W>::Run(wr, ldw, x + j * ldx, ldx, y + j * ldy + r, ldy, cols, wr, 0);
   }
+}
+
+}  // namespace detail
+
+template <class Arch>
+void matvec_k::operator()(Arch, const float* w, size_t ldw, const float* x, float* y, size_t rows,
+                          size_t cols) const {
+  detail::Matvec<Arch, float>(w, ldw, x, y, rows, cols);
+}
+
+template <class Arch>
+void matmul_k::operator()(Arch, const float* w, size_t ldw, const float* x, size_t ldx, float* y,
+                          size_t ldy, size_t rows, size_t cols, size_t n) const {
+  detail::Matmul<Arch, float>(w, ldw, x, ldx, y, ldy, rows, cols, n);
+}
+
+template <class Arch>
+void matvec_f16_k::operator()(Arch, const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows,
+                              size_t cols) const {
+  detail::Matvec<Arch, uint16_t>(reinterpret_cast<const uint16_t*>(w), row_bytes / 2, x, y, rows, cols);
+}
+
+template <class Arch>
+void matmul_f16_k::operator()(Arch, const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y,
+                              size_t ldy, size_t rows, size_t cols, size_t n) const {
+  detail::Matmul<Arch, uint16_t>(reinterpret_cast<const uint16_t*>(w), row_bytes / 2, x, ldx, y, ldy, rows, cols, n);
+}
+
+template <class Arch>
+void dequantize_f16_k::operator()(Arch, const uint8_t* row, float* out, size_t cols) const {
+  using B = detail::fbatch<Arch>;
+  constexpr size_t S = B::size;
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(row);
+  size_t c = 0;
+  for (; c + S <= cols; c += S) detail::Load<Arch>(h + c).store_unaligned(out + c);
+  for (; c < cols; ++c) out[c] = detail::At<Arch>(h, c);
 }
 
 template <class Arch>
@@ -458,6 +555,16 @@ struct TableFns {
   static void DequantizeRowF32(const uint8_t* row, float* out, size_t cols) {
     memcpy(out, row, cols * sizeof(float));
   }
+  static void MatvecF16(const uint8_t* w, size_t row_bytes, const float* x, float* y, size_t rows, size_t cols) {
+    matvec_f16_k{}(Arch{}, w, row_bytes, x, y, rows, cols);
+  }
+  static void MatmulF16(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy,
+                        size_t rows, size_t cols, size_t n) {
+    matmul_f16_k{}(Arch{}, w, row_bytes, x, ldx, y, ldy, rows, cols, n);
+  }
+  static void DequantizeRowF16(const uint8_t* row, float* out, size_t cols) {
+    dequantize_f16_k{}(Arch{}, row, out, cols);
+  }
 };
 
 // The table for one arch; use in the per-arch file only, after
@@ -477,6 +584,8 @@ constexpr KernelTable MakeTable(const char* name) {
       {
           /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
                                   &TableFns<Arch>::DequantizeRowF32},
+          /* TINYAI_DTYPE_F16 */ {&TableFns<Arch>::MatvecF16, &TableFns<Arch>::MatmulF16,
+                                  &TableFns<Arch>::DequantizeRowF16},
       },
   };
 }
@@ -503,6 +612,13 @@ constexpr KernelTable MakeTable(const char* name) {
   template void tinyai::kernels::simd::swiglu_k::operator()<ARCH>(ARCH, float*, const float*,    \
                                                                   size_t) const;                 \
   template void tinyai::kernels::simd::add_k::operator()<ARCH>(ARCH, float*, const float*, size_t) \
-      const
+      const;                                                                                     \
+  template void tinyai::kernels::simd::matvec_f16_k::operator()<ARCH>(                           \
+      ARCH, const uint8_t*, size_t, const float*, float*, size_t, size_t) const;                 \
+  template void tinyai::kernels::simd::matmul_f16_k::operator()<ARCH>(                           \
+      ARCH, const uint8_t*, size_t, const float*, size_t, float*, size_t, size_t, size_t, size_t) \
+      const;                                                                                     \
+  template void tinyai::kernels::simd::dequantize_f16_k::operator()<ARCH>(ARCH, const uint8_t*,  \
+                                                                         float*, size_t) const
 
 #endif  // TINYAI_KERNELS_SIMD_KERNELS_SIMD_H_

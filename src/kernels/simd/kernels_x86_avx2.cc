@@ -1,10 +1,10 @@
-// AVX2 + FMA instantiation of the xsimd kernels. CMake compiles this file on
-// x86-64 only, with -mavx2 -mfma; dispatch.cc calls it only when the CPU
-// reports both (xsimd::available_architectures().fma3_avx2).
+// AVX2 + FMA instantiation of the xsimd kernels (with F16C for f16 weights).
+// CMake compiles this file on x86-64 only, with -mavx2 -mfma -mf16c;
+// dispatch.cc calls it only when the CPU reports all three.
 #include "kernels/simd/kernels_simd.h"
 
-#if !defined(__AVX2__) || !defined(__FMA__)
-#error "kernels_x86_avx2.cc must be compiled with -mavx2 -mfma"
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "kernels_x86_avx2.cc must be compiled with -mavx2 -mfma -mf16c"
 #endif
 
 TINYAI_KERNELS_INSTANTIATE(xsimd::fma3<xsimd::avx2>);
