@@ -413,7 +413,7 @@ TEST_P(KernelParity, F16WeightsMatchTheReference) {
   uint32_t seed = 200;
   for (bool exact : {true, false})
     for (size_t rows : {1u, 3u, 4u, 9u, 17u})
-      for (size_t cols : {1u, 7u, 8u, 16u, 33u, 64u, 288u})
+      for (size_t cols : {1u, 7u, 8u, 16u, 33u, 64u, 288u, 1100u})
         for (size_t ld_pad : {0u, 5u})
           for (size_t off : {0u, 1u}) {  // off: rows start at an odd half (2-byte aligned only)
             Filler f(seed++);
@@ -448,6 +448,26 @@ TEST_P(KernelParity, F16WeightsMatchTheReference) {
             wk->dequantize_row(w + (rows - 1) * ld * 2, row.data(), cols);
             ASSERT_EQ(0, std::memcmp(row.data(), dq.data() + (rows - 1) * cols, cols * sizeof(float)));
           }
+}
+
+// Zeros, subnormals, the extremes and infinities widen to exactly the float
+// each half is, in the vector lanes and in the tails alike.
+TEST_P(KernelParity, F16SpecialValuesWidenExactly) {
+  const WeightKernels* wk = WeightKernelsFor(T(), TINYAI_DTYPE_F16);
+  ASSERT_NE(wk, nullptr);
+  const uint16_t specials[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff,
+                               0x7c00, 0xfc00, 0x3c00, 0xbc00, 0x3555, 0x0200, 0x83ff, 0x4000, 0xc400};
+  const size_t n = sizeof specials / sizeof specials[0];
+  for (size_t start = 0; start < n; ++start) {  // every value at every lane and in the tail
+    std::vector<uint16_t> row(n);
+    for (size_t i = 0; i < n; ++i) row[i] = specials[(start + i) % n];
+    std::vector<float> out(n);
+    wk->dequantize_row(reinterpret_cast<const uint8_t*>(row.data()), out.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const float want = HalfToFloat(row[i]);
+      ASSERT_EQ(0, std::memcmp(&out[i], &want, sizeof want)) << T().name << " half 0x" << std::hex << row[i];
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tables, KernelParity, ::testing::ValuesIn(AllTables()), TableTestName);

@@ -147,10 +147,42 @@ inline fbatch<Arch> Load(const uint16_t* p) {
     return fbatch<Arch>(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))));
   }
 #endif
-  constexpr size_t S = fbatch<Arch>::size;
-  alignas(64) float tmp[S];
-  for (size_t i = 0; i < S; ++i) tmp[i] = At<Arch>(p, i);
-  return fbatch<Arch>::load_aligned(tmp);
+  // Without a conversion instruction: widen to 32 bits, then in the
+  // vector's lanes move the exponent and mantissa into place (below); the
+  // sign goes back last.
+  using U = xsimd::batch<uint32_t, Arch>;
+  U v;
+#if defined(__SSE2__)
+  if constexpr (std::is_same<Arch, xsimd::sse2>::value) {
+    v = U(_mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128()));
+  } else
+#endif
+#if (defined(__ARM_NEON) || defined(__ARM_NEON__)) && !defined(__aarch64__)
+  if constexpr (std::is_same<Arch, xsimd::neon>::value) {
+    v = U(vmovl_u16(vld1_u16(p)));
+  } else
+#endif
+  {
+    constexpr size_t S = fbatch<Arch>::size;
+    alignas(64) uint32_t wide[S];
+    for (size_t i = 0; i < S; ++i) {
+      uint16_t h;
+      memcpy(&h, p + i, sizeof h);
+      wide[i] = h;
+    }
+    v = U::load_aligned(wide);
+  }
+  const U exponent = v & U(0x7c00u);
+  const U magnitude = (v & U(0x7fffu)) << 13;
+  U bits = magnitude + U((127u - 15u) << 23);  // normal: rebias the exponent
+  bits = xsimd::select(exponent == U(0x7c00u), magnitude | U(0x7f800000u), bits);  // infinity, NaN
+  // Zero and subnormal: the mantissa counts 2^-24 steps (converted, not
+  // rescaled as a float subnormal: ARMv7 NEON flushes those to zero).
+  using I = xsimd::batch<int32_t, Arch>;
+  const fbatch<Arch> small = xsimd::to_float(xsimd::bitwise_cast<I>(v & U(0x3ffu))) * fbatch<Arch>(0x1p-24f);
+  bits = xsimd::select(exponent == U(0u), xsimd::bitwise_cast<U>(small), bits);
+  bits = bits | ((v & U(0x8000u)) << 16);
+  return xsimd::bitwise_cast<fbatch<Arch>>(bits);
 }
 
 // Hint that the cache line holding p will be read soon. Never faults.
@@ -179,7 +211,8 @@ constexpr size_t LineElems() {
   return 64 / sizeof(W);
 }
 
-template <class Arch, size_t R, size_t V, class W = float>
+// Add: y += the dot products instead of y = (a matmul over column chunks).
+template <class Arch, size_t R, size_t V, class W = float, bool Add = false>
 struct Tile {
   using B = fbatch<Arch>;
   static constexpr size_t S = B::size;
@@ -206,8 +239,8 @@ struct Tile {
       const B wv[R] = {Load<Arch>(w + Ri * ldw + c)...};
       ((acc[Ti] = xsimd::fma(wv[Ti / V], xv[Ti % V], acc[Ti])), ...);
     }
-    ((y[(Ti % V) * ldy + Ti / V] =
-          xsimd::hadd(acc[Ti]) + TailDot(w + (Ti / V) * ldw, x + (Ti % V) * ldx, vec_end, cols)),
+    ((y[(Ti % V) * ldy + Ti / V] = (Add ? y[(Ti % V) * ldy + Ti / V] : 0.0f) + xsimd::hadd(acc[Ti]) +
+                                    TailDot(w + (Ti / V) * ldw, x + (Ti % V) * ldx, vec_end, cols)),
      ...);
   }
 
@@ -342,10 +375,54 @@ void matvec_f16_k::operator()(Arch, const uint8_t* w, size_t row_bytes, const fl
   detail::Matvec<Arch, uint16_t>(reinterpret_cast<const uint16_t*>(w), row_bytes / 2, x, y, rows, cols);
 }
 
+// Several vectors against f16 rows: widening the halves in every tile would
+// convert each row once per group of vectors, so R rows are widened a chunk
+// of columns at a time into a small fp32 buffer (on the stack), and the fp32
+// tiles run over it for every vector, adding each chunk's dot products.
 template <class Arch>
 void matmul_f16_k::operator()(Arch, const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y,
                               size_t ldy, size_t rows, size_t cols, size_t n) const {
-  detail::Matmul<Arch, uint16_t>(reinterpret_cast<const uint16_t*>(w), row_bytes / 2, x, ldx, y, ldy, rows, cols, n);
+  constexpr size_t R = 3, V = 4, K = 512;
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(w);
+  const size_t ldh = row_bytes / 2;
+  if (n < V) {  // too few vectors to repay the copy
+    detail::Matmul<Arch, uint16_t>(h, ldh, x, ldx, y, ldy, rows, cols, n);
+    return;
+  }
+  alignas(64) float buf[R * K];
+  for (size_t r = 0; r < rows; r += R) {
+    const size_t rr = rows - r < R ? rows - r : R;
+    for (size_t c0 = 0; c0 < cols; c0 += K) {
+      const size_t kc = cols - c0 < K ? cols - c0 : K;
+      for (size_t i = 0; i < rr; ++i) {
+        dequantize_f16_k{}(Arch{}, reinterpret_cast<const uint8_t*>(h + (r + i) * ldh + c0), buf + i * K, kc);
+      }
+      // The first chunk sets y, the others add to it.
+      auto tiles = [&](auto add) {
+        constexpr bool A = decltype(add)::value;
+        const float* xc = x + c0;
+        size_t j = 0;
+        for (; j + V <= n; j += V) {
+          if (rr == R) {
+            detail::Tile<Arch, R, V, float, A>::Run(buf, K, xc + j * ldx, ldx, y + j * ldy + r, ldy, kc, buf, 0);
+          } else {
+            for (size_t i = 0; i < rr; ++i)
+              detail::Tile<Arch, 1, V, float, A>::Run(buf + i * K, K, xc + j * ldx, ldx, y + j * ldy + r + i, ldy,
+                                                      kc, buf, 0);
+          }
+        }
+        for (; j < n; ++j)
+          for (size_t i = 0; i < rr; ++i)
+            detail::Tile<Arch, 1, 1, float, A>::Run(buf + i * K, K, xc + j * ldx, ldx, y + j * ldy + r + i, ldy, kc,
+                                                    buf, 0);
+      };
+      if (c0 == 0) {
+        tiles(std::false_type{});
+      } else {
+        tiles(std::true_type{});
+      }
+    }
+  }
 }
 
 template <class Arch>
