@@ -51,8 +51,8 @@ struct Image {
   ~Image() { std::free(data); }
 };
 
-bool LoadStories(Image* image) {
-  const std::string bytes = ReadAll(EnvOr("TINYAI_TEST_STORIES_TMAI", TINYAI_TEST_STORIES_TMAI));
+bool LoadImage(const std::string& path, Image* image) {
+  const std::string bytes = ReadAll(path);
   if (bytes.empty()) return false;
   image->size = bytes.size();
   image->data = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64);
@@ -60,11 +60,14 @@ bool LoadStories(Image* image) {
   return true;
 }
 
-#define REQUIRE_STORIES(image)                                                                        \
+std::string StoriesPath() { return EnvOr("TINYAI_TEST_STORIES_TMAI", TINYAI_TEST_STORIES_TMAI); }
+
+// The model at path (stories260K, converted from ../shared), or a skip.
+#define REQUIRE_MODEL(image, path)                                                                    \
   Image image;                                                                                        \
-  if (!LoadStories(&image))                                                                           \
-    TINYAI_SKIP_WITHOUT_SHARED("stories260K.tmai not found (../shared absent?): "                     \
-                               << EnvOr("TINYAI_TEST_STORIES_TMAI", TINYAI_TEST_STORIES_TMAI))
+  if (!LoadImage((path), &image))                                                                     \
+  TINYAI_SKIP_WITHOUT_SHARED("the model is not found (../shared absent?): " << (path))
+#define REQUIRE_STORIES(image) REQUIRE_MODEL(image, StoriesPath())
 
 std::string Golden(int n, std::string* prompt) {
   char name[64];
@@ -121,8 +124,8 @@ size_t Estimate(const Image& image, bool reader, const TinyAILLMConfig* cfg) {
 
 // Runs the three golden prompts in an arena of exactly the estimate: golden
 // text, the high-water mark at the estimate, no allocation after creation.
-void RunGoldenInExactArena(bool reader, const TinyAILLMConfig* cfg) {
-  REQUIRE_STORIES(image);
+void RunGoldenInExactArena(bool reader, const TinyAILLMConfig* cfg, const std::string& path = StoriesPath()) {
+  REQUIRE_MODEL(image, path);
   const size_t estimate = Estimate(image, reader, cfg);
   ASSERT_GT(estimate, 0u);
   ASSERT_EQ(tinyaiSetStaticArena(g_static, estimate), TINYAI_OK) << tinyaiGetLastErrorMessage();
@@ -178,6 +181,18 @@ TinyAILLMConfig Streaming() {
 }
 
 TEST(BaremetalPort, InPlaceImageGoldenInExactEstimate) { RunGoldenInExactArena(false, nullptr); }
+
+// f16 weights (tinyai-convert --dtype f16) reproduce the golden texts too,
+// in place and streamed through a read callback under a limit.
+TEST(BaremetalPort, F16ImageGoldenInExactEstimate) {
+  RunGoldenInExactArena(false, nullptr, TINYAI_TEST_STORIES_F16_TMAI);
+}
+
+TEST(BaremetalPort, F16ReadCallbackGoldenInExactEstimate) {
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.memoryLimit = 900u << 10;  // under the 0.53 MiB of f16 weights plus 0.62 of KV cache: they stream
+  RunGoldenInExactArena(true, &cfg, TINYAI_TEST_STORIES_F16_TMAI);
+}
 
 TEST(BaremetalPort, InPlaceImageOneByteBelowEstimateFails) { FailOneByteShort(false, nullptr); }
 
