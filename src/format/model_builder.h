@@ -104,6 +104,16 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
                             LlamaShape* shapeOut, const WriteOptions& options = WriteOptions(),
                             TmaiWriteStats* stats = nullptr);
 
+// Writes an existing .tmai again: the same metadata, layers and tensors, its
+// matrices (2-D f32 or f16 tensors) in options.matrix_dtype when
+// keep_dtypes is false (else as they are), compressed per options.codec;
+// compressed input is decoded. The input is read through the loader (a
+// capped weight cache), so a model larger than memory converts.
+// TINYAI_ERR_INVALID_ARGUMENT when outPath is the input; the reader's errors
+// for a bad input.
+TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteOptions& options, bool keep_dtypes,
+                           TmaiWriteStats* stats = nullptr);
+
 // ---- Dense networks (docs/format.md, "Dense networks") ----------------------
 //
 // A definition file describes an MLP whose layers may read several earlier

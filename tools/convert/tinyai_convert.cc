@@ -2,6 +2,7 @@
 //   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
 //   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
 //   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
+//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,10 +24,14 @@ const char kUsage[] =
     "usage: tinyai-convert [--dtype D] [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
     "       tinyai-convert [--dtype D] [--compress C] --synthetic SPEC OUT.tmai\n"
     "       tinyai-convert [--dtype D] [--compress C] --dense DEF.txt OUT.tmai\n"
+    "       tinyai-convert [--dtype D] [--compress C] --from tmai [--name NAME] IN.tmai OUT.tmai\n"
     "       tinyai-convert -h | --help | --version\n"
     "  --from llama2c     convert a llama2.c checkpoint IN.bin (with --tokenizer TOK.bin, its tokenizer)\n"
+    "  --from tmai        write an existing model IN.tmai again: its matrices in --dtype (default: as they\n"
+    "                     are), stored per --compress (default none); everything else as it is\n"
     "  --tokenizer TOK.bin  the llama2.c tokenizer file\n"
-    "  --name NAME        the model's name (general.name) with --from llama2c; default 'llama2.c checkpoint'\n"
+    "  --name NAME        the model's name (general.name) with --from llama2c (default 'llama2.c checkpoint')\n"
+    "                     or --from tmai (default: the input's)\n"
     "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
     "  --dense DEF.txt    a random-weight dense network from a definition file\n"
     "  --dtype D          f32 (default) or f16: the dtype of every matrix (embeddings, projections, classifier,\n"
@@ -125,6 +130,7 @@ int ConvertDense(const std::string& defPath, const std::string& out, const tinya
 
 int Run(int argc, char** argv) {
   std::string from, tokenizer, synthetic, dense, name;
+  bool dtype_given = false;
   tinyai::WriteOptions options;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
@@ -141,7 +147,10 @@ int Run(int argc, char** argv) {
       const TinyAIDType dtype = options.matrix_dtype;
       options = ParseCompress(value());
       options.matrix_dtype = dtype;
-    } else if (a == "--dtype") options.matrix_dtype = ParseDtype(value());
+    } else if (a == "--dtype") {
+      options.matrix_dtype = ParseDtype(value());
+      dtype_given = true;
+    }
     else if (a == "--name") name = value();
     else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
@@ -172,9 +181,25 @@ int Run(int argc, char** argv) {
     PrintStats(options, stats);
     return 0;
   }
-  if (!name.empty() && from != "llama2c") throw tinyai_tools::UsageError("--name goes with --from llama2c");
+  if (!name.empty() && from != "llama2c" && from != "tmai") {
+    throw tinyai_tools::UsageError("--name goes with --from llama2c or --from tmai");
+  }
   options.name = name;
-  if (from != "llama2c") throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --synthetic or --dense" : "unknown --from " + from);
+  if (from == "tmai") {
+    if (!tokenizer.empty()) throw tinyai_tools::UsageError("--tokenizer goes with --from llama2c");
+    if (positional.size() != 2) throw tinyai_tools::UsageError("--from tmai takes IN.tmai and OUT.tmai");
+    CheckOutputIsNoInput(positional[1], {{"input", positional[0]}});
+    tinyai::TmaiWriteStats stats;
+    TinyAIStatus s = tinyai::ReencodeModel(positional[0].c_str(), positional[1].c_str(), options, !dtype_given, &stats);
+    if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
+    std::fprintf(stderr, "tinyai-convert: wrote %s from %s\n", positional[1].c_str(), positional[0].c_str());
+    PrintStats(options, stats);
+    return 0;
+  }
+  if (from != "llama2c") {
+    throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --from tmai, --synthetic or --dense"
+                                                : "unknown --from " + from);
+  }
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");
   CheckOutputIsNoInput(positional[1], {{"checkpoint", positional[0]}, {"tokenizer", tokenizer}});
   tinyai::LlamaShape shape;
