@@ -246,7 +246,7 @@ int Run(int argc, char** argv) {
   const bool capped = !probe_only && (f.mem.limit > 0 || f.mem.weightCacheCap > 0);
   if (json) {
     std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f",
-                probe ? bw.kernels : "", cores, bw.best_gbps, bw.median_gbps);
+                probe ? bw.kernels : tinyai::kernels::Best().name, cores, bw.best_gbps, bw.median_gbps);
     if (!probe_only) {
       std::printf(",\"model\":%s,\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"weights_bytes\":%" PRIu64
                   ",\"pp_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f,\"ttft_ms\":%.2f,\"bytes_per_token\":%" PRIu64
