@@ -60,13 +60,15 @@ bool LoadImage(const std::string& path, Image* image) {
   return true;
 }
 
+std::string FileName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
 std::string StoriesPath() { return EnvOr("TINYAI_TEST_STORIES_TMAI", TINYAI_TEST_STORIES_TMAI); }
 
 // The model at path (stories260K, converted from ../shared), or a skip.
 #define REQUIRE_MODEL(image, path)                                                                    \
   Image image;                                                                                        \
   if (!LoadImage((path), &image))                                                                     \
-  TINYAI_SKIP_WITHOUT_SHARED("the model is not found (../shared absent?): " << (path))
+  TINYAI_SKIP_WITHOUT_SHARED(FileName(path) << " not found (../shared absent?): " << (path))
 #define REQUIRE_STORIES(image) REQUIRE_MODEL(image, StoriesPath())
 
 std::string Golden(int n, std::string* prompt) {
