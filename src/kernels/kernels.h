@@ -71,7 +71,7 @@ struct KernelTable {
 };
 
 // The products for weights of dtype in table, or nullptr when the table has
-// none (an unknown dtype, or one not implemented yet).
+// none (an unknown dtype, or one it has no products for).
 const WeightKernels* WeightKernelsFor(const KernelTable& table, int32_t dtype);
 
 const KernelTable& Ref();
