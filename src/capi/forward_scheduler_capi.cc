@@ -5,6 +5,8 @@
 #include "common/live_list.h"
 #include "common/memory.h"
 #include "common/status.h"
+#include "capi/handles.h"
+#include "model/runtime.h"
 #include "scheduler/scheduler.h"
 #include "tinyai/utils/forward_scheduler.h"
 
@@ -74,7 +76,7 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateForwardScheduler: cannot allocate the scheduler");
     return nullptr;
   }
-  if (s->impl.Init(model, mode, memLimit, cfg) != TINYAI_OK) {
+  if (tinyai::InitScheduler(&s->impl, model, mode, memLimit, cfg, &s->llama) != TINYAI_OK) {
     tinyai::Delete(s);
     return nullptr;
   }
@@ -137,7 +139,7 @@ TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler) {
 bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex) {
   if (layerIndex) *layerIndex = -1;
   if (Check(scheduler, "tinyaiExecuteNextLayer") != TINYAI_OK) {
-    if (scheduler && output && scheduler->impl.llama() && !scheduler->impl.link().busy.load()) {
+    if (scheduler && output && scheduler->impl.writes_text() && !scheduler->impl.link().busy.load()) {
       static_cast<char*>(output)[0] = '\0';  // the guide prints output after the loop
     }
     return false;
@@ -203,7 +205,9 @@ size_t tinyaiGetLayerOutputSize(const TinyAIMappedModel* model, int layerIndex) 
   // A planning-free scheduler binds the model's runtime to ask it.
   tinyai::ForwardScheduler s;
   TinyAISchedulerConfig cfg = tinyaiCreateDefaultSchedulerConfig();
-  if (s.Init(const_cast<TinyAIMappedModel*>(model), TINYAI_EXEC_ADAPTIVE, 0, cfg) != TINYAI_OK) return 0;
+  if (tinyai::InitScheduler(&s, const_cast<TinyAIMappedModel*>(model), TINYAI_EXEC_ADAPTIVE, 0, cfg) != TINYAI_OK) {
+    return 0;
+  }
   if (layerIndex < 0 || layerIndex >= model->layer_count()) {
     SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLayerOutputSize: layer %d is out of range: the model has %d layers",
              layerIndex, model->layer_count());

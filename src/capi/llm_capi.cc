@@ -7,9 +7,11 @@
 #include "common/live_list.h"
 #include "common/memory.h"
 #include "common/status.h"
-#include "port/port.h"
+#include "capi/handles.h"
 #include "model/generate.h"
 #include "model/llama.h"
+#include "model/runtime.h"
+#include "port/port.h"
 #include "scheduler/scheduler.h"
 #include "text/sampler.h"
 #include "tinyai/llm.h"
@@ -22,7 +24,7 @@ struct TinyAILLM {
   TinyAILLM* next_live = nullptr;  // LLMs created and not yet destroyed
   tinyai::ForwardScheduler& impl() { return sched.impl; }
   const tinyai::ForwardScheduler& impl() const { return sched.impl; }
-  tinyai::LlamaModel& model() const { return *sched.impl.llama(); }
+  tinyai::LlamaModel& model() const { return sched.llama->model(); }
 };
 
 namespace {
@@ -82,13 +84,14 @@ TinyAIStatus CopyGenerateParams(const TinyAIGenerateParams* in, TinyAIGeneratePa
 
 // A language model's schedule: the whole chain, one row per token, up to
 // 16 tokens per pass.
-TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* model, const TinyAILLMConfig& cfg) {
+TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* model, const TinyAILLMConfig& cfg,
+                              tinyai::LlamaRuntime** llama) {
   TinyAISchedulerConfig sc = tinyaiCreateDefaultSchedulerConfig();
   sc.threads = cfg.threads;
   sc.contextLength = cfg.contextLength;
   sc.debugExecution = cfg.debugExecution;
-  TINYAI_RETURN_IF_ERROR(s->Init(model, cfg.mode, cfg.memoryLimit, sc));
-  if (!s->llama()) {
+  TINYAI_RETURN_IF_ERROR(tinyai::InitScheduler(s, model, cfg.mode, cfg.memoryLimit, sc, llama));
+  if (!*llama) {
     StringView arch;
     model->reader().GetString("general.architecture", &arch);
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not a language model (expected 'llama')",
@@ -170,7 +173,7 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
   // The limit is checked (by planning) before anything large is allocated.
-  TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg);
+  TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
   if (s == TINYAI_OK) s = llm->impl().Prepare();
   if (s != TINYAI_OK) {
     tinyai::Delete(llm);
@@ -258,7 +261,8 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   cfg.memoryLimit = 0;
   cfg.mode = TINYAI_EXEC_ADAPTIVE;
   tinyai::ForwardScheduler s;
-  TINYAI_RETURN_IF_ERROR(InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg));
+  tinyai::LlamaRuntime* llama = nullptr;
+  TINYAI_RETURN_IF_ERROR(InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg, &llama));
   std::memset(out, 0, sizeof *out);
   out->structSize = sizeof *out;
   FillPlan(s, out);
@@ -308,7 +312,7 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
 TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiEval"));
   if (!tokens && count > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEval: tokens is NULL");
-  TINYAI_RETURN_IF_ERROR(tinyai::EvalTokens(&llm->impl(), tokens, count));
+  TINYAI_RETURN_IF_ERROR(tinyai::EvalTokens(&llm->impl(), &llm->model(), tokens, count));
   if (logits && count > 0) {
     std::memcpy(logits, llm->impl().OutputData(0),
                 static_cast<size_t>(llm->model().params().vocab_size) * sizeof(float));
@@ -354,7 +358,7 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
   TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiGenerate"));
   // The same session tinyaiExecuteNextLayer() steps through, run to the end.
   tinyai::BusyScope busy(llm->impl().link());
-  tinyai::TextSession& session = *llm->impl().session();
+  tinyai::TextSession& session = llm->sched.llama->session();
   TinyAIStatus s = session.Start(prompt, p, tinyai::TextSink(p.onText, p.user, out, outCapacity));
   for (bool finished = false; s == TINYAI_OK && !finished;) s = session.Step(nullptr, &finished);
   if (s == TINYAI_OK) {
@@ -372,10 +376,10 @@ TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler,
   if (!params) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: params is NULL");
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
   TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiSetSchedulerGenerateParams"));
-  if (!scheduler->impl.llama()) {
+  if (!scheduler->llama) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiSetSchedulerGenerateParams: the schedule's model is not a language model");
   }
-  *scheduler->impl.mutable_generate() = p;
+  *scheduler->llama->generate_params() = p;
   return TINYAI_OK;
 }
 

@@ -42,7 +42,7 @@ SizeRule DenseModel::InputSize() const {
   return SizeRule::Rows(static_cast<uint64_t>(spec_.input_dim()) * sizeof(float));
 }
 
-TinyAIStatus DenseModel::AddLayers(LayerGraph* graph) const {
+TinyAIStatus DenseModel::AddModelLayers(LayerGraph* graph) const {
   const Span<const DenseLayerSpec> layers = spec_.layers();
   const Span<const int32_t> inputs = spec_.inputs();
   for (size_t i = 0; i < layers.size(); ++i) {

@@ -44,7 +44,7 @@ class DenseModel final : public LayerProgram {
 
   // Adds every layer with the inputs the file names: the network's input as
   // TINYAI_DEP_NONE, the layer just before as SEQUENTIAL, others as RESIDUAL.
-  TinyAIStatus AddLayers(LayerGraph* graph) const;
+  TinyAIStatus AddModelLayers(LayerGraph* graph) const override;
 
   const DenseNetSpec& spec() const { return spec_; }
 

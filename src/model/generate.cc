@@ -36,8 +36,7 @@ bool TextSink::Put(const char* piece, size_t len) {
   return cb_ ? cb_(piece, len, user_) == 0 : true;
 }
 
-TinyAIStatus EvalTokens(ForwardScheduler* sched, const int32_t* tokens, int32_t count) {
-  LlamaModel* m = sched->llama();
+TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* m, const int32_t* tokens, int32_t count) {
   if (count < 0 || (count > 0 && !tokens)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "eval: %d tokens at %p", count, static_cast<const void*>(tokens));
   }
@@ -97,7 +96,7 @@ uint64_t TextSession::ReserveBytes(const LlamaModel& llama) {
 }
 
 TinyAIStatus TextSession::Reserve() {
-  const LlamaModel& llama = *sched_->llama();
+  const LlamaModel& llama = *llama_;
   const size_t context = static_cast<size_t>(llama.context_length());
   if (tokens_.size() < context) TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
   return scratch_.Reserve(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
@@ -107,7 +106,6 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
                                 bool stop_when_full) {
   Cancel();
   stop_when_full_ = stop_when_full;
-  llama_ = sched_->llama();
   t0_ = port::MonotonicNanos();
   std::memset(&stats_, 0, sizeof stats_);
   sink_ = sink;

@@ -39,15 +39,16 @@ class TextSink {
   size_t length_ = 0;
 };
 
-// Evaluates count tokens at the model's position, in passes as large as the
-// scheduler's plans allow. All or nothing: on failure the position is
-// unchanged.
-TinyAIStatus EvalTokens(ForwardScheduler* sched, const int32_t* tokens, int32_t count);
+// Evaluates count tokens at the model's position, in passes of sched (which
+// runs llama) as large as its plans allow. All or nothing: on failure the
+// position is unchanged.
+TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* llama, const int32_t* tokens, int32_t count);
 
 // One generation: BOS, the prompt, then sampled tokens.
 class TextSession {
  public:
-  explicit TextSession(ForwardScheduler* sched) : sched_(sched) {}
+  // A session of llama, run in passes of sched.
+  TextSession(ForwardScheduler* sched, LlamaModel* llama) : sched_(sched), llama_(llama) {}
 
   // Prompts of up to this many bytes per context position are encoded in
   // memory reserved when the session is prepared; a longer prompt grows it.
@@ -85,7 +86,7 @@ class TextSession {
   bool Emit(StringView piece);
 
   ForwardScheduler* sched_;
-  LlamaModel* llama_ = nullptr;
+  LlamaModel* llama_;
   TextSink sink_;
   TinyAIGenerateParams params_{};
   Phase phase_ = kIdle;

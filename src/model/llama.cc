@@ -277,7 +277,7 @@ TinyAIStatus LlamaModel::OutputRowBytes(int32_t layer, uint64_t* bytes) const {
   return TINYAI_OK;
 }
 
-TinyAIStatus LlamaModel::AddLayers(LayerGraph* graph) const {
+TinyAIStatus LlamaModel::AddModelLayers(LayerGraph* graph) const {
   uint64_t bytes = 0;
   TINYAI_RETURN_IF_ERROR(OutputRowBytes(embedding_layer_, &bytes));
   TINYAI_RETURN_IF_ERROR(graph->Add(embedding_layer_, -1, TINYAI_DEP_NONE, bytes, model_->layer_count()));

@@ -80,10 +80,11 @@ class LlamaModel final : public LayerProgram {
   TinyAIStatus AllocateState() override;
   int32_t context_length() const override { return context_; }
 
-  // Adds the model's chain of layers to a schedule's graph.
-  TinyAIStatus AddLayers(LayerGraph* graph) const;
-
-  void Reset() { position_ = 0; }
+  // The model's chain of layers.
+  TinyAIStatus AddModelLayers(LayerGraph* graph) const override;
+  // A prompt chunk: up to kMaxChunk tokens per pass.
+  int32_t DefaultRows(int32_t) const override { return context_ < kMaxChunk ? context_ : kMaxChunk; }
+  void Reset() override { position_ = 0; }
   int32_t position() const { return position_; }
   void set_position(int32_t p) { position_ = p; }
   const LlamaHyperParams& params() const { return hp_; }

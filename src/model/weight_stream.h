@@ -21,7 +21,7 @@
 
 namespace tinyai {
 
-class WeightStream {
+class WeightStream final : public ProgramWeights {
  public:
   WeightStream() = default;
   WeightStream(const WeightStream&) = delete;
@@ -45,19 +45,19 @@ class WeightStream {
   // Re-reads the cache's cap to size windows and prefetch lookahead (done
   // before a product whenever the cap has changed: another runner on the
   // model may change it).
-  void UpdateStreaming();
+  void UpdateStreaming() override;
   // Loads every block the scheduled layers use (NORMAL mode; layers[l] != 0
   // for a scheduled layer, nullptr = all); fails with the cache's
   // TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
-  TinyAIStatus Preload(const uint8_t* layers);
+  TinyAIStatus Preload(const uint8_t* layers) override;
 
   // What the blocks of the scheduled layers (as for Preload) take.
-  WeightTotals Sum(const uint8_t* layers) const;
+  WeightTotals Sum(const uint8_t* layers) const override;
   // Names what block holds: "tensor 'x'", or for a block several small
   // tensors share, "tensor 'x' and 3 smaller ones of layer 'block.0'".
-  void DescribeBlock(int32_t block, char* out, size_t capacity) const;
+  void DescribeBlock(int32_t block, char* out, size_t capacity) const override;
   // The tensor with the most bytes in block (-1 for none).
-  int32_t MainTensor(int32_t block) const;
+  int32_t MainTensor(int32_t block) const override;
 
   // y[j*ldy + r] = W[r] . x[j*ldx ...] for j < n, where W stacks the rows of
   // tensors[0..count) (all `cols` wide, each in its own dtype), rows split

@@ -6,6 +6,10 @@
 
 namespace tinyai {
 
+TinyAIStatus NoModelLayers() {
+  return SetError(TINYAI_ERR_UNSUPPORTED, "this scheduler has no model whose layers it could add");
+}
+
 TinyAIStatus EmitSum(ActivationGraph* g, const GraphOp& base, int32_t sum_kind, const int32_t* inputs,
                      const TinyAIDependencyType* types, int32_t count, const SizeRule& size, int32_t* out) {
   if (count < 1) return SetError(TINYAI_ERR_INTERNAL, "layer %d: a sum of no inputs", base.layer);

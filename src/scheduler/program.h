@@ -7,7 +7,9 @@
 // The scheduler owns the order, the plan, the arena and the memory budget;
 // a program owns the weights' binding and the arithmetic. LlamaModel
 // (model/llama.h) and DenseModel (model/dense.h) are programs; tests supply
-// their own.
+// their own. The scheduler knows no model by name: a model's runtime (its
+// program and the loop behind the guide's tinyaiExecuteNextLayer) is picked
+// for its architecture by model/runtime.h and handed over as a ModelRuntime.
 #ifndef TINYAI_SCHEDULER_PROGRAM_H_
 #define TINYAI_SCHEDULER_PROGRAM_H_
 
@@ -20,7 +22,6 @@
 
 namespace tinyai {
 
-class WeightStream;
 
 // Where one operator's buffers are for this pass.
 struct OpIo {
@@ -37,6 +38,13 @@ struct PassContext {
   int32_t row_offset = 0; // first row of the scheduler's input this pass covers (sub-batches)
 };
 
+
+// What a program holds besides weights and the arena.
+struct ProgramMemory {
+  uint64_t persistent = 0;  // state kept across passes (the KV cache)
+  uint64_t tables = 0;      // tokenizer, sampler scratch, tensor and block tables
+};
+
 // What the blocks of a schedule's layers take in the weight cache.
 struct WeightTotals {
   uint64_t resident = 0;       // the cache's bytes with every one loaded (NORMAL), slot rounding included
@@ -45,11 +53,32 @@ struct WeightTotals {
   int32_t block = -1;          // that block
 };
 
-// What a program holds besides weights and the arena.
-struct ProgramMemory {
-  uint64_t persistent = 0;  // state kept across passes (the KV cache)
-  uint64_t tables = 0;      // tokenizer, sampler scratch, tensor and block tables
+// The weights a program streams through the model's weight cache, as the
+// scheduler sees them when it plans and prepares (model/weight_stream.h).
+class ProgramWeights {
+ public:
+  // What the blocks of the scheduled layers take (layers[l] != 0 for a
+  // scheduled layer, nullptr = all).
+  virtual WeightTotals Sum(const uint8_t* layers) const = 0;
+  // Names what block holds: "tensor 'x'", or for a block several small
+  // tensors share, "tensor 'x' and 3 smaller ones of layer 'block.0'".
+  virtual void DescribeBlock(int32_t block, char* out, size_t capacity) const = 0;
+  // The tensor with the most bytes in block (-1 for none).
+  virtual int32_t MainTensor(int32_t block) const = 0;
+  // Re-reads the cache's cap to size the streaming (after it changed).
+  virtual void UpdateStreaming() = 0;
+  // Loads every block the scheduled layers use (NORMAL mode); the cache's
+  // TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
+  virtual TinyAIStatus Preload(const uint8_t* layers) = 0;
+
+ protected:
+  ~ProgramWeights() = default;
 };
+
+// TINYAI_ERR_UNSUPPORTED: a program without layers of its own. (Defined out
+// of line; LayerProgram has no key function, so tests built with RTTI get
+// its typeinfo inline.)
+TinyAIStatus NoModelLayers();
 
 class LayerProgram {
  public:
@@ -75,7 +104,7 @@ class LayerProgram {
   virtual void EndPass(const PassContext& pass) = 0;
 
   // The weights the program streams (nullptr when it has none).
-  virtual WeightStream* weights() = 0;
+  virtual ProgramWeights* weights() = 0;
   // What it holds besides weights, once AllocateState() has run (and what it
   // will hold, before).
   virtual ProgramMemory Memory() const = 0;
@@ -84,8 +113,52 @@ class LayerProgram {
   // Positions attended to (0 for programs without attention).
   virtual int32_t context_length() const = 0;
 
+  // Adds the model's own layers to an empty schedule
+  // (tinyaiAddModelLayersToSchedule); TINYAI_ERR_UNSUPPORTED by default.
+  virtual TinyAIStatus AddModelLayers(LayerGraph*) const { return NoModelLayers(); }
+  // The rows of a pass when the caller plans no max shapes: `batch` (the
+  // schedule's batch size) by default; a language model's prompt chunk.
+  virtual int32_t DefaultRows(int32_t batch) const { return batch; }
+  // Forgets what earlier passes left (a language model's position): a
+  // scheduler prepared again restarts.
+  virtual void Reset() {}
+
  protected:
   ~LayerProgram() = default;
+};
+
+// The guide's execution loop (tinyaiExecuteNextLayer) over a prepared
+// scheduler. What a run is belongs to the model: text generation for a
+// language model (model/runtime.h), rows of a batch for a dense network
+// (scheduler/batch_loop.h).
+class ExecutionLoop {
+ public:
+  // Memory every run needs, allocated when the scheduler is prepared (after
+  // its budget check), so that a run allocates nothing.
+  virtual TinyAIStatus Reserve() { return TINYAI_OK; }
+  // Runs the next layer of the run in progress, starting one from input
+  // when none is; output holds output_capacity bytes (text loops). True
+  // while the run goes on; false when it has ended, with *status TINYAI_OK
+  // at its normal end or the status that ended it.
+  virtual bool Next(const void* input, void* output, size_t output_capacity, int32_t* layer,
+                    TinyAIStatus* status) = 0;
+  // Abandons the run in progress, if any.
+  virtual void Cancel() = 0;
+  virtual bool running() const = 0;
+  // True when output is NUL-terminated text (left empty by a failed run).
+  virtual bool writes_text() const = 0;
+
+ protected:
+  ~ExecutionLoop() = default;
+};
+
+// What runs a model in a scheduler: its program and its loop (nullptr: the
+// guide's loop is unsupported). The scheduler owns it once adopted.
+class ModelRuntime {
+ public:
+  virtual ~ModelRuntime() = default;
+  virtual LayerProgram* program() = 0;
+  virtual ExecutionLoop* loop() = 0;
 };
 
 // A layer's input when it has several dependencies: their sum, as a tree of

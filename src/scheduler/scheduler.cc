@@ -8,11 +8,8 @@
 #include "common/checked_math.h"
 #include "common/memory.h"
 #include "common/status.h"
-#include "model/dense.h"
-#include "model/generate.h"
-#include "model/llama.h"
 #include "port/port.h"
-#include "text/sampler.h"
+#include "scheduler/batch_loop.h"
 
 namespace tinyai {
 
@@ -60,7 +57,7 @@ class AbstractProgram final : public LayerProgram {
     return SetError(TINYAI_ERR_UNSUPPORTED, "this schedule has no model: it plans memory and runs nothing");
   }
   void EndPass(const PassContext&) override {}
-  WeightStream* weights() override { return nullptr; }
+  ProgramWeights* weights() override { return nullptr; }
   ProgramMemory Memory() const override { return ProgramMemory(); }
   TinyAIStatus AllocateState() override { return TINYAI_OK; }
   int32_t context_length() const override { return 0; }
@@ -78,18 +75,17 @@ uint64_t SatAdd(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-ForwardScheduler::ForwardScheduler() { generate_ = tinyaiCreateDefaultGenerateParams(); }
+ForwardScheduler::ForwardScheduler() = default;
 
 ForwardScheduler::~ForwardScheduler() {
   if (model_ && !link_.orphaned.load()) model_->UnbindRunner(&link_);
-  Delete(session_);
-  Delete(llama_);
-  Delete(dense_);
+  Delete(runtime_);
   Delete(abstract_);
+  Delete(batch_loop_);
 }
 
-TinyAIStatus ForwardScheduler::CommonInit(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
-                                          const TinyAISchedulerConfig& config) {
+TinyAIStatus ForwardScheduler::Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
+                                    const TinyAISchedulerConfig& config) {
   if (static_cast<int>(mode) < TINYAI_EXEC_NORMAL || static_cast<int>(mode) > TINYAI_EXEC_ADAPTIVE) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "execution mode %d is not a TinyAIExecutionMode",
                     static_cast<int>(mode));
@@ -120,8 +116,31 @@ TinyAIStatus ForwardScheduler::CommonInit(TinyAIMappedModel* model, TinyAIExecut
   limit_ = limit;
   batch_ = config.batchSize;
   model_ = model;
-  if (model) model->BindRunner(&link_);
+  if (model) {
+    model->BindRunner(&link_);
+    return TINYAI_OK;
+  }
+  abstract_ = New<AbstractProgram>();
+  if (!abstract_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the scheduler's program");
+  program_ = abstract_;
   return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::InitWithProgram(LayerProgram* program, TinyAIMappedModel* model,
+                                               TinyAIExecutionMode mode, uint64_t limit,
+                                               const TinyAISchedulerConfig& config) {
+  TINYAI_RETURN_IF_ERROR(Init(model, mode, limit, config));
+  batch_loop_ = New<BatchLoop>(this);
+  if (!batch_loop_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the scheduler's loop");
+  program_ = program;
+  loop_ = batch_loop_;
+  return TINYAI_OK;
+}
+
+void ForwardScheduler::Adopt(ModelRuntime* runtime) {
+  runtime_ = runtime;
+  program_ = runtime->program();
+  loop_ = runtime->loop();
 }
 
 TinyAIStatus ForwardScheduler::CheckUsable(const char* call, bool allow_busy) const {
@@ -141,7 +160,7 @@ TinyAIStatus ForwardScheduler::SetOutputCapacity(size_t capacity) {
   if (capacity == 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "an output capacity of 0 cannot hold even the text's terminating NUL");
   }
-  if (run_active_) {
+  if (loop_ && loop_->running()) {
     return SetError(TINYAI_ERR_MISUSE, "the output capacity is set between generations, not during one");
   }
   config_.outputCapacity = capacity;
@@ -149,52 +168,9 @@ TinyAIStatus ForwardScheduler::SetOutputCapacity(size_t capacity) {
 }
 
 const char* ForwardScheduler::largest_block_tensor() const {
-  const WeightStream* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
+  const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
   const int32_t t = stream ? stream->MainTensor(weights_.block) : -1;
   return t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "";
-}
-
-TinyAIStatus ForwardScheduler::Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
-                                    const TinyAISchedulerConfig& config) {
-  TINYAI_RETURN_IF_ERROR(CommonInit(model, mode, limit, config));
-  return CreateProgram(model);
-}
-
-TinyAIStatus ForwardScheduler::InitWithProgram(LayerProgram* program, TinyAIMappedModel* model,
-                                               TinyAIExecutionMode mode, uint64_t limit,
-                                               const TinyAISchedulerConfig& config) {
-  TINYAI_RETURN_IF_ERROR(CommonInit(model, mode, limit, config));
-  program_ = program;
-  return TINYAI_OK;
-}
-
-TinyAIStatus ForwardScheduler::CreateProgram(TinyAIMappedModel* model) {
-  const int threads = config_.threads == 0 ? port::CpuCount() : config_.threads;
-  if (!model) {
-    abstract_ = New<AbstractProgram>();
-    if (!abstract_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the scheduler's program");
-    program_ = abstract_;
-    return TINYAI_OK;
-  }
-  StringView arch;
-  TINYAI_RETURN_IF_ERROR(model->reader().GetString("general.architecture", &arch));
-  if (arch.size == 5 && std::memcmp(arch.data, "llama", 5) == 0) {
-    llama_ = New<LlamaModel>();
-    session_ = New<TextSession>(this);
-    if (!llama_ || !session_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the llama runtime");
-    TINYAI_RETURN_IF_ERROR(llama_->Bind(model, config_.contextLength, threads, &pool_));
-    program_ = llama_;
-    return TINYAI_OK;
-  }
-  if (arch.size == 5 && std::memcmp(arch.data, "dense", 5) == 0) {
-    dense_ = New<DenseModel>();
-    if (!dense_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the dense runtime");
-    TINYAI_RETURN_IF_ERROR(dense_->Bind(model, &pool_));
-    program_ = dense_;
-    return TINYAI_OK;
-  }
-  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' has no runtime (expected 'llama' or 'dense')",
-                  model->reader().source(), static_cast<int>(arch.size), arch.data);
 }
 
 TinyAIStatus ForwardScheduler::AddLayer(int32_t layer, int32_t depends_on, TinyAIDependencyType type,
@@ -218,9 +194,7 @@ TinyAIStatus ForwardScheduler::AddLayer(int32_t layer, int32_t depends_on, TinyA
 
 TinyAIStatus ForwardScheduler::AddModelLayers() {
   if (planned_) return SetError(TINYAI_ERR_MISUSE, "layers added after the schedule was prepared");
-  if (llama_) return llama_->AddLayers(&graph_);
-  if (dense_) return dense_->AddLayers(&graph_);
-  return SetError(TINYAI_ERR_UNSUPPORTED, "this scheduler has no model whose layers it could add");
+  return program_->AddModelLayers(&graph_);
 }
 
 TinyAIStatus ForwardScheduler::SetBatchSize(int32_t batch) {
@@ -269,7 +243,7 @@ TinyAIStatus ForwardScheduler::BuildGraph() {
   // The weights counted are the scheduled layers' (a partial schedule of a
   // dense network needs only its own).
   weights_ = WeightTotals();
-  if (const WeightStream* stream = program_->weights()) {
+  if (const ProgramWeights* stream = program_->weights()) {
     TINYAI_RETURN_IF_ERROR(scheduled_layers_.Allocate(static_cast<size_t>(model_->layer_count()), "schedule layers"));
     for (size_t n = 0; n < nodes; ++n) {
       const int32_t layer = graph_.node(static_cast<int32_t>(n)).layer;
@@ -294,11 +268,8 @@ TinyAIStatus ForwardScheduler::MakeShapes(int32_t max_rows, Array<PassShape>* sh
                         s.context, context);
       }
       if (context == 0) s.context = 0;
-    } else if (llama_) {
-      s.rows = context < LlamaModel::kMaxChunk ? context : LlamaModel::kMaxChunk;
-      s.context = context;
     } else {
-      s.rows = batch_;
+      s.rows = program_->DefaultRows(batch_);
       s.context = context;
     }
     if (max_rows > 0 && s.rows > max_rows) s.rows = max_rows;
@@ -328,7 +299,7 @@ uint64_t ForwardScheduler::TablesBytes(size_t plans) const {
 }
 
 TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
-  const WeightStream* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
+  const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
   if (stream && model_) {
     char what[192];
     stream->DescribeBlock(weights_.block, what, sizeof what);
@@ -351,7 +322,7 @@ TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
 }
 
 TinyAIStatus ForwardScheduler::ChooseMode() {
-  const WeightStream* stream = program_->weights();
+  const ProgramWeights* stream = program_->weights();
   const uint64_t all_weights = weights_.resident;
   const uint64_t block = weights_.largest_block;
   // The cache may be shared with other runners on the model: its cap is the
@@ -536,11 +507,10 @@ TinyAIStatus ForwardScheduler::Plan() {
 TinyAIStatus ForwardScheduler::Prepare() {
   if (prepared_) {
     // Again: restart execution.
-    if (session_) session_->Cancel();
+    if (loop_) loop_->Cancel();
     AbortPass();
-    run_active_ = false;
     status_ = TINYAI_OK;
-    if (llama_) llama_->Reset();
+    program_->Reset();
     return TINYAI_OK;
   }
   TINYAI_RETURN_IF_ERROR(Plan());
@@ -555,8 +525,8 @@ TinyAIStatus ForwardScheduler::Prepare() {
   }
   TINYAI_RETURN_IF_ERROR(arena_.Allocate(arena_size, "activation arena"));
   TINYAI_RETURN_IF_ERROR(program_->AllocateState());
-  if (session_) TINYAI_RETURN_IF_ERROR(session_->Reserve());
-  WeightStream* stream = program_->weights();
+  if (loop_) TINYAI_RETURN_IF_ERROR(loop_->Reserve());
+  ProgramWeights* stream = program_->weights();
   if (model_) {
     // The cache is shared: its cap becomes the least any runner allows.
     const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_block;
@@ -663,123 +633,15 @@ void* ForwardScheduler::OutputData(size_t k) const {
 bool ForwardScheduler::ExecuteNext(const void* input, void* output, int32_t* layer) {
   if (!prepared_) {
     status_ = SetError(TINYAI_ERR_MISUSE, "tinyaiExecuteNextLayer called before tinyaiPrepareForwardPass");
-  } else if (abstract_) {
+  } else if (!loop_) {
     status_ = SetError(TINYAI_ERR_UNSUPPORTED, "this schedule has no model: it plans memory and runs nothing");
-  } else if (!llama_) {
-    return ExecuteBatch(input, output, layer);
-  } else if (ExecuteText(input, output, layer)) {
+  } else if (loop_->Next(input, output, config_.outputCapacity, layer, &status_)) {
     return true;
   }
   // A failed text run leaves an empty string (the guide prints output after
   // its loop); a finished one leaves the text.
-  if (llama_ && output && status_ < 0) static_cast<char*>(output)[0] = '\0';
+  if (writes_text() && output && status_ < 0) static_cast<char*>(output)[0] = '\0';
   return false;
-}
-
-bool ForwardScheduler::ExecuteText(const void* input, void* output, int32_t* layer) {
-  if (!run_active_) {
-    if (!input) {
-      status_ = SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiExecuteNextLayer: input (the prompt) is NULL");
-      return false;
-    }
-    TextSink sink(generate_.onText, generate_.user, static_cast<char*>(output), output ? config_.outputCapacity : 0);
-    status_ = session_->Start(static_cast<const char*>(input), generate_, sink, /*stop_when_full=*/true);
-    if (status_ != TINYAI_OK) return false;
-    run_active_ = true;
-  }
-  bool finished = false;
-  status_ = session_->Step(layer, &finished);
-  if (status_ != TINYAI_OK) {
-    session_->Cancel();
-    run_active_ = false;
-    return false;
-  }
-  if (finished) {
-    status_ = session_->Finish(nullptr);
-    run_active_ = false;
-    return false;
-  }
-  return true;
-}
-
-TinyAIStatus ForwardScheduler::BeginBatchPass(const void* input) {
-  PassContext pass;
-  pass.shape.rows = batch_ - batch_done_ < rows_per_pass_ ? batch_ - batch_done_ : rows_per_pass_;
-  pass.shape.context = 0;
-  pass.row_offset = batch_done_;
-  const uint64_t row_bytes = program_->InputSize().per_row;
-  return BeginPass(pass, static_cast<const uint8_t*>(input) + static_cast<size_t>(row_bytes) * batch_done_);
-}
-
-void ForwardScheduler::CopyBatchOutputs(void* output) {
-  // Row r of the output holds every graph output's row r, in order.
-  uint64_t row_bytes = 0;
-  for (int32_t t : act_.outputs()) row_bytes += act_.tensors()[static_cast<size_t>(t)].size.per_row;
-  uint8_t* out = static_cast<uint8_t*>(output);
-  uint64_t at = 0;
-  for (size_t k = 0; k < act_.outputs().size(); ++k) {
-    const uint64_t width = act_.tensors()[static_cast<size_t>(act_.outputs()[k])].size.per_row;
-    const uint8_t* src = static_cast<const uint8_t*>(OutputData(k));
-    for (int32_t r = 0; r < pass_.shape.rows; ++r) {
-      std::memcpy(out + (static_cast<uint64_t>(pass_.row_offset + r) * row_bytes + at), src + r * width, width);
-    }
-    at += width;
-  }
-}
-
-bool ForwardScheduler::ExecuteBatch(const void* input, void* output, int32_t* layer) {
-  if (!run_active_) {
-    if (!input || !output) {
-      status_ = SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiExecuteNextLayer: %s is NULL", input ? "output" : "input");
-      return false;
-    }
-    run_input_ = input;
-    run_output_ = output;
-    batch_done_ = 0;
-    run_active_ = true;
-  }
-  if (!in_pass()) {
-    if (batch_done_ >= batch_) {
-      run_active_ = false;
-      status_ = TINYAI_OK;
-      return false;
-    }
-    status_ = BeginBatchPass(run_input_);
-    if (status_ != TINYAI_OK) {
-      run_active_ = false;
-      return false;
-    }
-  }
-  status_ = StepNode(layer);
-  if (status_ != TINYAI_OK) {
-    run_active_ = false;
-    return false;
-  }
-  if (!in_pass()) {
-    CopyBatchOutputs(run_output_);
-    status_ = CheckBatchOutputs();
-    batch_done_ += pass_.shape.rows;
-    if (status_ != TINYAI_OK) {  // the rows are written; the caller learns they are not numbers
-      run_active_ = false;
-      return false;
-    }
-  }
-  return true;
-}
-
-TinyAIStatus ForwardScheduler::CheckBatchOutputs() const {
-  for (size_t k = 0; k < act_.outputs().size(); ++k) {
-    const uint64_t width = act_.tensors()[static_cast<size_t>(act_.outputs()[k])].size.per_row / sizeof(float);
-    const float* rows = static_cast<const float*>(OutputData(k));
-    size_t at = 0;
-    if (CheckFinite(rows, static_cast<size_t>(width) * static_cast<size_t>(pass_.shape.rows), &at) != TINYAI_OK) {
-      return SetError(TINYAI_ERR_NOT_FINITE,
-                      "the output of row %d (output %zu, column %zu) is %g: the weights hold NaN or infinity, the "
-                      "input does, or the layers overflow", pass_.row_offset + static_cast<int32_t>(at / width), k,
-                      static_cast<size_t>(at % width), static_cast<double>(rows[at]));
-    }
-  }
-  return TINYAI_OK;
 }
 
 // ---- memory and reports ----

@@ -15,8 +15,14 @@
 // Passes: BeginPass() picks the smallest plan whose shape covers the pass,
 // StepNode() runs one layer's operators, and after the last one the program
 // ends the pass (a language model advances its position). The drivers above
-// decide what passes to run: the text session (model/generate.h) for a
-// language model, the batch driver here for a dense network.
+// decide what passes to run: the runtime's loop behind the guide's
+// tinyaiExecuteNextLayer (text for a language model, model/runtime.h; rows
+// for a dense network, scheduler/batch_loop.h) and the LLM API's text
+// session.
+//
+// The scheduler knows no model: it runs a LayerProgram. Init() without a
+// model plans memory only; with one, the model's runtime is picked for its
+// architecture by model/runtime.h and handed over with Adopt().
 #ifndef TINYAI_SCHEDULER_SCHEDULER_H_
 #define TINYAI_SCHEDULER_SCHEDULER_H_
 
@@ -25,21 +31,17 @@
 
 #include "common/array.h"
 #include "common/thread_pool.h"
-#include "kernels/kernels.h"
 #include "loader/mapped_model.h"
 #include "planner/activation_graph.h"
 #include "planner/arena_planner.h"
 #include "scheduler/layer_graph.h"
 #include "scheduler/program.h"
-#include "tinyai/llm.h"
 #include "tinyai/utils/forward_scheduler.h"
 
 namespace tinyai {
 
-class LlamaModel;
-class DenseModel;
 class AbstractProgram;
-class TextSession;
+class BatchLoop;
 
 class ForwardScheduler : private OpNamer {
  public:
@@ -48,13 +50,22 @@ class ForwardScheduler : private OpNamer {
   ForwardScheduler& operator=(const ForwardScheduler&) = delete;
   ~ForwardScheduler();
 
-  // model may be null (planning only). config must be a full struct.
+  // Checks the arguments and binds model. Without a model the schedule
+  // plans memory and runs nothing; with one, the model's runtime must be
+  // adopted before anything else (model/runtime.h does both). config must
+  // be a full struct.
   TinyAIStatus Init(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
                     const TinyAISchedulerConfig& config);
+  // Takes ownership of the runtime that runs the model (once, after Init).
+  void Adopt(ModelRuntime* runtime);
   // Tests: runs `program` (borrowed; it must outlive the scheduler) over
-  // model (may be null).
+  // model (may be null), with the batch loop (scheduler/batch_loop.h).
   TinyAIStatus InitWithProgram(LayerProgram* program, TinyAIMappedModel* model, TinyAIExecutionMode mode,
                                uint64_t limit, const TinyAISchedulerConfig& config);
+  // What Init() was given (threads, context length); the pool the
+  // runtime's program computes on (started at Prepare).
+  const TinyAISchedulerConfig& config() const { return config_; }
+  ThreadPool* pool() { return &pool_; }
 
   TinyAIStatus AddLayer(int32_t layer, int32_t depends_on, TinyAIDependencyType type, uint64_t output_size);
   TinyAIStatus AddModelLayers();
@@ -107,30 +118,25 @@ class ForwardScheduler : private OpNamer {
   // model was closed, or (unless allow_busy) it is in the middle of a
   // generation (a text callback calling back into it).
   TinyAIStatus CheckUsable(const char* call, bool allow_busy = false) const;
-  // Language models: bytes tinyaiExecuteNextLayer() may write at output.
+  // Bytes tinyaiExecuteNextLayer() may write at output (text loops).
   TinyAIStatus SetOutputCapacity(size_t capacity);
+  // Whether tinyaiExecuteNextLayer() writes text at output.
+  bool writes_text() const { return loop_ && loop_->writes_text(); }
 
   TinyAIExecutionMode mode() const { return mode_; }
   int32_t rows_per_pass() const { return rows_per_pass_; }
+  int32_t batch_size() const { return batch_; }
   uint64_t limit() const { return limit_; }
   uint64_t minimum_limit() const { return minimum_limit_; }
   uint64_t tables_bytes() const { return tables_bytes_; }
   const ProgramMemory& program_memory() const { return memory_; }
-  LlamaModel* llama() const { return llama_; }
-  // The text session of a language model (generation state, reserved at Prepare).
-  TextSession* session() const { return session_; }
   LayerProgram* program() const { return program_; }
   TinyAIMappedModel* model() const { return model_; }
   const ActivationGraph& graph() const { return act_; }
   int32_t shape_count() const { return static_cast<int32_t>(plans_.size()); }
   const ShapePlan& plan(int32_t i) const { return plans_[static_cast<size_t>(i)]; }
-  // Text generation settings for ExecuteNext on a language model.
-  TinyAIGenerateParams* mutable_generate() { return &generate_; }
 
  private:
-  TinyAIStatus CreateProgram(TinyAIMappedModel* model);
-  TinyAIStatus CommonInit(TinyAIMappedModel* model, TinyAIExecutionMode mode, uint64_t limit,
-                          const TinyAISchedulerConfig& config);
   TinyAIStatus BuildGraph();
   // Shapes with rows capped at max_rows (0 = as configured).
   TinyAIStatus MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const;
@@ -141,21 +147,15 @@ class ForwardScheduler : private OpNamer {
   // TINYAI_ERR_RESOURCE_EXHAUSTED: the limit is below `needed`, the least.
   TinyAIStatus TooSmall(uint64_t needed) const;
   TinyAIStatus RunOp(int32_t op);
-  bool ExecuteText(const void* input, void* output, int32_t* layer);
-  bool ExecuteBatch(const void* input, void* output, int32_t* layer);
-  TinyAIStatus BeginBatchPass(const void* input);
-  void CopyBatchOutputs(void* output);
-  // TINYAI_ERR_NOT_FINITE naming the first output of the pass that is NaN or infinite.
-  TinyAIStatus CheckBatchOutputs() const;
   void Name(const GraphOp& op, char* out, size_t capacity) const override;
 
   TinyAIMappedModel* model_ = nullptr;
   RunnerLink link_;
   LayerProgram* program_ = nullptr;
-  LlamaModel* llama_ = nullptr;        // owned, when the model is a language model
-  DenseModel* dense_ = nullptr;        // owned, when it is a dense network
+  ExecutionLoop* loop_ = nullptr;        // the runtime's; nullptr without a model
+  ModelRuntime* runtime_ = nullptr;      // owned, with a model
   AbstractProgram* abstract_ = nullptr;  // owned, without a model
-  TextSession* session_ = nullptr;     // owned, language models
+  BatchLoop* batch_loop_ = nullptr;      // owned, InitWithProgram's
   ThreadPool pool_;
   TinyAISchedulerConfig config_{};
   TinyAIExecutionMode requested_mode_ = TINYAI_EXEC_ADAPTIVE;
@@ -195,23 +195,8 @@ class ForwardScheduler : private OpNamer {
 
   // The guide's loop.
   TinyAIStatus status_ = TINYAI_OK;
-  bool run_active_ = false;
   int32_t batch_ = 1;
-  int32_t batch_done_ = 0;  // rows of the current run finished
-  void* run_output_ = nullptr;
-  const void* run_input_ = nullptr;
-  TinyAIGenerateParams generate_;
 };
-
-}  // namespace tinyai
-
-// The C API's handle (also inside every TinyAILLM).
-struct TinyAIForwardScheduler {
-  tinyai::ForwardScheduler impl;
-  TinyAIForwardScheduler* next_live = nullptr;  // schedulers the C API created and has not destroyed
-};
-
-namespace tinyai {
 
 // Marks a runner busy for the scope of a call that runs the caller's
 // callbacks, so that calls back into it are refused (CheckUsable).

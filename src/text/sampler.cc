@@ -108,16 +108,6 @@ TinyAIStatus CheckLogits(const float* logits, size_t n) {
 
 }  // namespace
 
-TinyAIStatus CheckFinite(const float* values, size_t n, size_t* at) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(values[i])) {
-      *at = i;
-      return TINYAI_ERR_NOT_FINITE;
-    }
-  }
-  return TINYAI_OK;
-}
-
 TinyAIStatus Sampler::Init(size_t vocabSize) {
   scratch_ = Array<ProbIndex>();
   if (vocabSize == 0 || vocabSize > static_cast<size_t>(INT32_MAX)) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "common/array.h"
+#include "common/finite.h"
 #include "tinyai/status.h"
 
 namespace tinyai {
@@ -16,10 +17,6 @@ struct ProbIndex {
   float prob;
   int32_t index;
 };
-
-// TINYAI_ERR_NOT_FINITE (no message) with *at the first of n values that is
-// NaN or infinite; TINYAI_OK when every one is finite.
-TinyAIStatus CheckFinite(const float* values, size_t n, size_t* at);
 
 class Sampler {
  public:

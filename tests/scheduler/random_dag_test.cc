@@ -112,7 +112,7 @@ class TestProgram final : public LayerProgram {
     return TINYAI_OK;
   }
   void EndPass(const PassContext&) override {}
-  WeightStream* weights() override { return nullptr; }
+  ProgramWeights* weights() override { return nullptr; }
   ProgramMemory Memory() const override { return ProgramMemory(); }
   TinyAIStatus AllocateState() override { return TINYAI_OK; }
   int32_t context_length() const override { return 0; }

@@ -33,11 +33,13 @@
 
 #include <gtest/gtest.h>
 
+#include "capi/handles.h"
 #include "common/crc32c.h"
 #include "format/test_models.h"
 #include "loader/mapped_model.h"
 #include "model/generate.h"
 #include "model/llama.h"
+#include "model/runtime.h"
 #include "scheduler/scheduler.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
@@ -373,14 +375,16 @@ std::vector<int32_t> Sequence(int32_t vocab, size_t n) {
 // driver, as tinyaiEval uses it) and returns the last position's logits.
 std::vector<float> EvalLogits(TinyAIForwardScheduler* s, const std::vector<int32_t>& ids) {
   tinyai::ForwardScheduler& impl = s->impl;
-  EXPECT_NE(impl.llama(), nullptr);
-  if (!impl.llama()) return {};
-  impl.llama()->Reset();
-  EXPECT_EQ(tinyai::EvalTokens(&impl, ids.data(), static_cast<int32_t>(ids.size())), TINYAI_OK) << LastMessage();
+  EXPECT_NE(s->llama, nullptr);
+  if (!s->llama) return {};
+  tinyai::LlamaModel& llama = s->llama->model();
+  llama.Reset();
+  EXPECT_EQ(tinyai::EvalTokens(&impl, &llama, ids.data(), static_cast<int32_t>(ids.size())), TINYAI_OK)
+      << LastMessage();
   const float* p = static_cast<const float*>(impl.OutputData(0));
   EXPECT_NE(p, nullptr);
   if (!p) return {};
-  return std::vector<float>(p, p + impl.llama()->params().vocab_size);
+  return std::vector<float>(p, p + llama.params().vocab_size);
 }
 
 // One text generation through tinyaiExecuteNextLayer.
@@ -1582,7 +1586,7 @@ TEST_F(LlamaTest, TwoMaxShapesGiveTheSameLogitsAndTheLargerArena) {
     // The two-shape dump lists both plans.
     EXPECT_EQ(Count(DumpOf(two.get()), "- shape:"), 2u);
 
-    const int32_t vocab = two->impl.llama()->params().vocab_size;
+    const int32_t vocab = two->llama->model().params().vocab_size;
     const std::vector<int32_t> ids = Sequence(vocab, 40);
     const std::vector<float> a = EvalLogits(single.get(), ids);
     const std::vector<float> b = EvalLogits(two.get(), ids);
