@@ -140,25 +140,9 @@ TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void) {
   return c;
 }
 
-TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void) {
-  TinyAISamplerConfig c;
-  std::memset(&c, 0, sizeof c);
-  c.structSize = sizeof c;
-  c.temperature = 0.0f;
-  c.topP = 0.9f;
-  c.seed = 42;
-  return c;
-}
+TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void) { return tinyai::DefaultSamplerConfig(); }
 
-TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void) {
-  TinyAIGenerateParams p;
-  std::memset(&p, 0, sizeof p);
-  p.structSize = sizeof p;
-  p.steps = 0;
-  p.sampler = tinyaiCreateDefaultSamplerConfig();
-  p.maxNewTokens = 256;
-  return p;
-}
+TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void) { return tinyai::DefaultGenerateParams(); }
 
 TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config, TinyAILLM** out) {
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: out is NULL");

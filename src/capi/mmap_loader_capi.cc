@@ -18,19 +18,7 @@ TinyAIStatus NullModel(const char* call) {
 
 extern "C" {
 
-TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void) {
-  TinyAIMmapConfig c;
-  std::memset(&c, 0, sizeof c);
-  c.structSize = sizeof c;
-  c.maxCacheSize = 256u * 1024u * 1024u;
-  c.minLayerCacheSize = 4u * 1024u;
-  c.prefetchThreads = 1;
-  c.prefetchEnabled = true;
-  c.adaptiveCaching = true;
-  c.verifyChecksums = true;
-  c.rowBlockSize = 1u << 20;
-  return c;
-}
+TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void) { return tinyai::DefaultMmapConfig(); }
 
 TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfig* config) {
   if (!path) {

@@ -27,10 +27,28 @@ uint64_t LoadLe64(const uint8_t* p) {
 
 }  // namespace
 
+namespace tinyai {
+
+TinyAIMmapConfig DefaultMmapConfig() {
+  TinyAIMmapConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.structSize = sizeof c;
+  c.maxCacheSize = 256u * 1024u * 1024u;
+  c.minLayerCacheSize = 4u * 1024u;
+  c.prefetchThreads = 1;
+  c.prefetchEnabled = true;
+  c.adaptiveCaching = true;
+  c.verifyChecksums = true;
+  c.rowBlockSize = 1u << 20;
+  return c;
+}
+
+}  // namespace tinyai
+
 TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
                                      TinyAIMappedModel** out) {
   *out = nullptr;
-  TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
+  TinyAIMmapConfig cfg = tinyai::DefaultMmapConfig();
   if (config) {
     if (config->structSize < offsetof(TinyAIMmapConfig, verifyChecksums) + sizeof(bool) ||
         config->structSize > sizeof(TinyAIMmapConfig)) {

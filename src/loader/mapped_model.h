@@ -24,6 +24,9 @@
 
 namespace tinyai {
 
+// The loader's defaults (what tinyaiCreateDefaultMmapConfig returns).
+TinyAIMmapConfig DefaultMmapConfig();
+
 // A runner bound to a model: a forward scheduler (every TinyAILLM has one).
 // Runners on one model share its weight cache, whose cap is the least that
 // maxCacheSize and every runner's memory limit allow, so each runner's limit

@@ -25,6 +25,26 @@ TinyAIStatus CheckModelLogits(const LlamaModel& m, const float* logits, int32_t 
 
 }  // namespace
 
+TinyAISamplerConfig DefaultSamplerConfig() {
+  TinyAISamplerConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.structSize = sizeof c;
+  c.temperature = 0.0f;
+  c.topP = 0.9f;
+  c.seed = 42;
+  return c;
+}
+
+TinyAIGenerateParams DefaultGenerateParams() {
+  TinyAIGenerateParams p;
+  std::memset(&p, 0, sizeof p);
+  p.structSize = sizeof p;
+  p.steps = 0;
+  p.sampler = DefaultSamplerConfig();
+  p.maxNewTokens = 256;
+  return p;
+}
+
 bool TextSink::Put(const char* piece, size_t len) {
   if (out_ && capacity_ > 0 && length_ < capacity_ - 1) {
     size_t room = capacity_ - 1 - length_;

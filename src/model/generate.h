@@ -15,6 +15,11 @@
 
 namespace tinyai {
 
+// The defaults of tinyaiCreateDefaultSamplerConfig and
+// tinyaiCreateDefaultGenerateParams.
+TinyAISamplerConfig DefaultSamplerConfig();
+TinyAIGenerateParams DefaultGenerateParams();
+
 // Where generated text goes: the caller's callback and a bounded buffer.
 class TextSink {
  public:

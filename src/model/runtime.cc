@@ -11,7 +11,7 @@
 namespace tinyai {
 
 LlamaRuntime::LlamaRuntime(ForwardScheduler* sched) : session_(sched, &model_), loop_(&session_) {
-  loop_.params = tinyaiCreateDefaultGenerateParams();
+  loop_.params = DefaultGenerateParams();
 }
 
 bool LlamaRuntime::TextLoop::Next(const void* input, void* output, size_t output_capacity, int32_t* layer,
