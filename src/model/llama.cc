@@ -10,55 +10,6 @@
 #include "model/generate.h"
 
 namespace tinyai {
-namespace {
-
-TinyAIStatus ReadDim(const TmaiReader& r, const char* key, int32_t min, int32_t max, int32_t* out) {
-  int64_t v = 0;
-  TINYAI_RETURN_IF_ERROR(r.GetInt(key, &v));
-  if (v < min || v > max) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata '%s' is %lld; allowed %d..%d", r.source(), key,
-                    static_cast<long long>(v), min, max);
-  }
-  *out = static_cast<int32_t>(v);
-  return TINYAI_OK;
-}
-
-}  // namespace
-
-TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
-  StringView arch;
-  TINYAI_RETURN_IF_ERROR(r.GetString("general.architecture", &arch));
-  if (arch.size != 5 || std::memcmp(arch.data, "llama", 5) != 0) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not supported (expected 'llama')",
-                    r.source(), static_cast<int>(arch.size), arch.data);
-  }
-  // The limits the converters keep (format/limits.h).
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.dim", 1, limits::kMaxLlamaDim, &dim));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.hidden_dim", 1, limits::kMaxLlamaHiddenDim, &hidden_dim));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.layers", 1, limits::kMaxLlamaLayers, &layers));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.heads", 1, limits::kMaxLlamaHeads, &heads));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.kv_heads", 1, limits::kMaxLlamaHeads, &kv_heads));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.vocab_size", limits::kMinVocab, limits::kMaxVocab, &vocab_size));
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.seq_len", 1, limits::kMaxSeqLen, &seq_len));
-  int32_t shared = 1;
-  TINYAI_RETURN_IF_ERROR(ReadDim(r, "llama.shared_classifier", 0, 1, &shared));
-  shared_classifier = shared != 0;
-  if (r.FindMeta("llama.norm_eps")) TINYAI_RETURN_IF_ERROR(r.GetFloat("llama.norm_eps", &norm_eps));
-  if (r.FindMeta("llama.rope_theta")) TINYAI_RETURN_IF_ERROR(r.GetFloat("llama.rope_theta", &rope_theta));
-  if (!(norm_eps > 0.0f && norm_eps < 1.0f) || !(rope_theta > 1.0f && std::isfinite(rope_theta))) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': norm_eps %g or rope_theta %g is out of range", r.source(),
-                    static_cast<double>(norm_eps), static_cast<double>(rope_theta));
-  }
-  if (dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0) {
-    return SetError(TINYAI_ERR_BAD_FORMAT,
-                    "'%s': dim %d, heads %d, kv_heads %d do not divide into even-sized heads", r.source(), dim,
-                    heads, kv_heads);
-  }
-  head_size = dim / heads;
-  kv_dim = head_size * kv_heads;
-  return TINYAI_OK;
-}
-
 TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool) {
   model_ = model;
   pool_ = pool;
@@ -72,7 +23,7 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
                     hp_.seq_len);
   }
   if (!CheckedMul(static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(context_),
-                  static_cast<uint64_t>(hp_.kv_dim) * sizeof(float), &kv_bytes_) ||
+                  static_cast<uint64_t>(hp_.kv_dim()) * sizeof(float), &kv_bytes_) ||
       kv_bytes_ > SIZE_MAX) {
     return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp_.layers, context_);
   }
@@ -133,7 +84,7 @@ TinyAIStatus LlamaModel::BindTensors() {
   int32_t seen_blocks = 0;
   embedding_layer_ = output_layer_ = -1;
   const uint64_t dim = static_cast<uint64_t>(hp_.dim), hidden = static_cast<uint64_t>(hp_.hidden_dim);
-  const uint64_t kv_dim = static_cast<uint64_t>(hp_.kv_dim), vocab = static_cast<uint64_t>(hp_.vocab_size);
+  const uint64_t kv_dim = static_cast<uint64_t>(hp_.kv_dim()), vocab = static_cast<uint64_t>(hp_.vocab_size);
   for (int32_t l = 0; l < model_->layer_count(); ++l) {
     const TinyAILayerDescriptor& d = model_->descriptor(l);
     switch (d.kind) {
@@ -245,7 +196,7 @@ TinyAIStatus LlamaModel::AllocateState() {
 
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
-                static_cast<uint64_t>(hp_.kv_dim) * sizeof(float);
+                static_cast<uint64_t>(hp_.kv_dim()) * sizeof(float);
   // The embedding table's bytes and one row of it, as the file stores them.
   const uint64_t row = model_->blocks().row_bytes(embedding_);
   const uint64_t table = static_cast<uint64_t>(hp_.vocab_size) * row;
@@ -359,7 +310,7 @@ TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   op.arg = b;
   const int32_t x = inputs[0];
   int32_t xb = -1, qkv = -1, rot = -1, att = -1, proj = -1, x1 = -1, xb2 = -1, hb = -1, hg = -1, down = -1;
-  SizeRule rope_scratch = SizeRule::Fixed(static_cast<uint64_t>(hp_.head_size) * f);  // cos, sin per pair
+  SizeRule rope_scratch = SizeRule::Fixed(static_cast<uint64_t>(hp_.head_size()) * f);  // cos, sin per pair
   SizeRule scores;  // one context-long row per thread
   scores.per_context = static_cast<uint64_t>(threads_) * f;
   scores.context_round = 16;
@@ -471,7 +422,7 @@ TinyAIStatus LlamaModel::Norm(int32_t tensor, const float* x, float* out, int32_
 }
 
 void LlamaModel::Rotate(float* vec, int32_t width, const float* cs) const {
-  const int32_t hs = hp_.head_size;
+  const int32_t hs = hp_.head_size();
   for (int32_t i = 0; i < width; i += 2) {
     int32_t pair = (i % hs) / 2;
     float fcr = cs[2 * pair], fci = cs[2 * pair + 1];
@@ -482,21 +433,21 @@ void LlamaModel::Rotate(float* vec, int32_t width, const float* cs) const {
 }
 
 TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContext& pass) {
-  const size_t d = static_cast<size_t>(hp_.dim), kvd = static_cast<size_t>(hp_.kv_dim);
-  const size_t hs = static_cast<size_t>(hp_.head_size), ctx = static_cast<size_t>(context_);
+  const size_t d = static_cast<size_t>(hp_.dim), kvd = static_cast<size_t>(hp_.kv_dim());
+  const size_t hs = static_cast<size_t>(hp_.head_size()), ctx = static_cast<size_t>(context_);
   float* kcache = kv_.floats() + static_cast<size_t>(b) * ctx * kvd;
   float* vcache = kcache + static_cast<size_t>(hp_.layers) * ctx * kvd;
   for (int32_t i = 0; i < pass.shape.rows; ++i) {
     const int32_t pos = pass.position + i;
-    for (int32_t pair = 0; pair < hp_.head_size / 2; ++pair) {
-      float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size));
+    for (int32_t pair = 0; pair < hp_.head_size() / 2; ++pair) {
+      float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
       float val = static_cast<float>(pos) * freq;
       cs[2 * pair] = cosf(val);
       cs[2 * pair + 1] = sinf(val);
     }
     float* row = qkv + static_cast<size_t>(i) * qkv_width();
     Rotate(row, hp_.dim, cs);
-    Rotate(row + d, hp_.kv_dim, cs);
+    Rotate(row + d, hp_.kv_dim(), cs);
     // Cache layout per layer: [kv_head][position][head_size], so attention
     // streams each head's keys and values contiguously.
     for (size_t kh = 0; kh < static_cast<size_t>(hp_.kv_heads); ++kh) {
@@ -511,8 +462,8 @@ TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContex
 void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* scores, size_t scores_bytes,
                            const PassContext& pass) {
   const kernels::KernelTable& k = *k_;
-  const size_t kv_dim = static_cast<size_t>(hp_.kv_dim), d = static_cast<size_t>(hp_.dim);
-  const size_t hs = static_cast<size_t>(hp_.head_size);
+  const size_t kv_dim = static_cast<size_t>(hp_.kv_dim()), d = static_cast<size_t>(hp_.dim);
+  const size_t hs = static_cast<size_t>(hp_.head_size());
   const int32_t heads = hp_.heads, kv_mul = hp_.heads / hp_.kv_heads;
   const float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kv_dim;
   const float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kv_dim;

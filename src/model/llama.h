@@ -23,6 +23,7 @@
 #include "common/array.h"
 #include "common/thread_pool.h"
 #include "kernels/kernels.h"
+#include "format/llama_params.h"
 #include "loader/mapped_model.h"
 #include "model/weight_stream.h"
 #include "scheduler/program.h"
@@ -32,23 +33,6 @@
 
 namespace tinyai {
 
-struct LlamaHyperParams {
-  int32_t dim = 0;
-  int32_t hidden_dim = 0;
-  int32_t layers = 0;
-  int32_t heads = 0;
-  int32_t kv_heads = 0;
-  int32_t vocab_size = 0;
-  int32_t seq_len = 0;
-  int32_t head_size = 0;
-  int32_t kv_dim = 0;
-  float norm_eps = 1e-5f;
-  float rope_theta = 10000.0f;
-  bool shared_classifier = true;
-
-  // Reads and checks the "llama.*" metadata of a model.
-  TinyAIStatus Load(const TmaiReader& reader);
-};
 
 class LlamaModel final : public LayerProgram {
  public:
@@ -123,7 +107,7 @@ class LlamaModel final : public LayerProgram {
   void Attention(int32_t block, const float* qkv, float* out, float* scores, size_t scores_bytes,
                  const PassContext& pass);
   void Rotate(float* vec, int32_t width, const float* cs) const;
-  size_t qkv_width() const { return static_cast<size_t>(hp_.dim + 2 * hp_.kv_dim); }
+  size_t qkv_width() const { return static_cast<size_t>(hp_.dim + 2 * hp_.kv_dim()); }
 
   TinyAIMappedModel* model_ = nullptr;
   ThreadPool* pool_ = nullptr;

@@ -15,7 +15,7 @@
 
 #include "common/status.h"
 #include "format/limits.h"
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "format/test_models.h"
 #include "format/tmai_writer.h"
 #include "tinyai/llm.h"

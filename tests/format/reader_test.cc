@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "common/crc32c.h"
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "format/test_models.h"
 #include "format/tmai_format.h"
 #include "format/tmai_writer.h"

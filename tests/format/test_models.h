@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "format/tmai_format.h"
 #include "require_shared.h"
 #include "tinyai/status.h"

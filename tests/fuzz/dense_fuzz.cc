@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "fuzz_util.h"
 #include "tinyai/tinyai.h"
 

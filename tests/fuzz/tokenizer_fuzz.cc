@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "format/limits.h"
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "fuzz_util.h"
-#include "text/llama2c_tokenizer.h"
+#include "import/llama2c_tokenizer.h"
 #include "text/tokenizer.h"
 #include "tinyai/tinyai.h"
 

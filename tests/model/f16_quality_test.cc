@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "format/test_models.h"
 #include "require_shared.h"
 #include "tinyai/llm.h"

@@ -21,7 +21,7 @@
 #include "require_shared.h"
 
 #include "common/span.h"
-#include "text/llama2c_tokenizer.h"
+#include "import/llama2c_tokenizer.h"
 #include "text/tokenizer.h"
 #include "tinyai/status.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "format/model_builder.h"
+#include "import/model_builder.h"
 #include "format/tmai_writer.h"
 #include "tools/common/cli.h"
 

@@ -1,4 +1,4 @@
-#include "text/llama2c_tokenizer.h"
+#include "import/llama2c_tokenizer.h"
 
 #include <cmath>
 #include <cstring>

@@ -4,8 +4,8 @@
 //   bytes (no terminator)
 // all little-endian. The token count is not stored: it comes from the model
 // header (the absolute value of its vocab_size).
-#ifndef TINYAI_TEXT_LLAMA2C_TOKENIZER_H_
-#define TINYAI_TEXT_LLAMA2C_TOKENIZER_H_
+#ifndef TINYAI_IMPORT_LLAMA2C_TOKENIZER_H_
+#define TINYAI_IMPORT_LLAMA2C_TOKENIZER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -39,4 +39,4 @@ TinyAIStatus ParseLlama2cTokenizer(const uint8_t* data, size_t size, int32_t voc
 
 }  // namespace tinyai
 
-#endif  // TINYAI_TEXT_LLAMA2C_TOKENIZER_H_
+#endif  // TINYAI_IMPORT_LLAMA2C_TOKENIZER_H_

@@ -1,0 +1,66 @@
+// The LLaMA architecture's hyper-parameters and the metadata keys that hold
+// them in a .tmai (docs/format.md, "llama"): one struct and one set of names
+// for the runtime's reader (model/llama.cc), the builders that write models
+// (src/import/) and every importer to come.
+#ifndef TINYAI_FORMAT_LLAMA_PARAMS_H_
+#define TINYAI_FORMAT_LLAMA_PARAMS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+class TmaiReader;
+
+namespace llama_key {
+constexpr const char kArchitecture[] = "llama";  // general.architecture
+constexpr const char kDim[] = "llama.dim";
+constexpr const char kHiddenDim[] = "llama.hidden_dim";
+constexpr const char kLayers[] = "llama.layers";
+constexpr const char kHeads[] = "llama.heads";
+constexpr const char kKvHeads[] = "llama.kv_heads";
+constexpr const char kVocabSize[] = "llama.vocab_size";
+constexpr const char kSeqLen[] = "llama.seq_len";
+constexpr const char kSharedClassifier[] = "llama.shared_classifier";
+constexpr const char kNormEps[] = "llama.norm_eps";      // optional, default 1e-5
+constexpr const char kRopeTheta[] = "llama.rope_theta";  // optional, default 10000
+}  // namespace llama_key
+
+struct LlamaHyperParams {
+  int32_t dim = 0;
+  int32_t hidden_dim = 0;
+  int32_t layers = 0;
+  int32_t heads = 0;
+  int32_t kv_heads = 0;
+  int32_t vocab_size = 0;
+  int32_t seq_len = 0;
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  bool shared_classifier = true;  // the classifier is the token embedding
+
+  int32_t head_size() const { return heads > 0 ? dim / heads : 0; }
+  int32_t kv_dim() const { return head_size() * kv_heads; }
+
+  // Reads and checks the "llama.*" metadata of a model whose
+  // general.architecture is "llama": TINYAI_ERR_BAD_FORMAT names a value
+  // outside what the runtime runs (format/limits.h) or heads that do not
+  // divide dim evenly; TINYAI_ERR_UNSUPPORTED another architecture.
+  TinyAIStatus Load(const TmaiReader& reader);
+};
+
+// The integer hyper-parameters with their keys and the range the runtime
+// runs (format/limits.h), in the order the format lists them.
+struct LlamaDimField {
+  const char* key;
+  int32_t LlamaHyperParams::*field;
+  int32_t min;
+  int32_t max;
+};
+constexpr size_t kLlamaDimFields = 7;
+extern const LlamaDimField kLlamaDims[kLlamaDimFields];
+
+}  // namespace tinyai
+
+#endif  // TINYAI_FORMAT_LLAMA_PARAMS_H_

@@ -1,0 +1,165 @@
+#include "import/builder.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include "common/status.h"
+#include "format/limits.h"
+#include "format/llama_params.h"
+#include "format/tmai_writer.h"
+
+namespace tinyai {
+
+// Streams n floats uniform in [-bound, bound] (or all `fill` when bound is 0).
+TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uint64_t* rng) {
+  std::vector<float> chunk(1 << 16);
+  while (n > 0) {
+    size_t m = n < chunk.size() ? static_cast<size_t>(n) : chunk.size();
+    for (size_t i = 0; i < m; ++i) {
+      if (bound == 0.0f) {
+        chunk[i] = fill;
+      } else {
+        float u = static_cast<float>(SplitMix64(rng) >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+        chunk[i] = (2.0f * u - 1.0f) * bound;
+      }
+    }
+    TINYAI_RETURN_IF_ERROR(w->WriteValues(chunk.data(), m));
+    n -= m;
+  }
+  return TINYAI_OK;
+}
+
+bool ParseDecimal(const std::string& v, uint64_t max, uint64_t* out) {
+  if (v.empty() || v.size() > 20) return false;
+  uint64_t x = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (x > (UINT64_MAX - d) / 10) return false;
+    x = x * 10 + d;
+  }
+  if (x > max) return false;
+  *out = x;
+  return true;
+}
+
+bool SameFile(const char* a, const char* b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
+                      const std::string& source) {
+  w->AddMetaString("general.architecture", architecture);
+  w->AddMetaString("general.name", name);
+  w->AddMetaString("general.source", source);
+  for (const LlamaDimField& f : kLlamaDims) w->AddMetaInt(f.key, s.*f.field);
+  w->AddMetaInt(llama_key::kSharedClassifier, s.shared_classifier ? 1 : 0);
+  w->AddMetaFloat(llama_key::kNormEps, s.norm_eps);
+  w->AddMetaFloat(llama_key::kRopeTheta, s.rope_theta);
+}
+
+void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores) {
+  size_t max_len = 0;
+  for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
+  w->AddMetaString("tokenizer.model", "llama2c-bpe");
+  w->AddMetaStringArray("tokenizer.tokens", pieces);
+  w->AddMetaFloatArray("tokenizer.scores", scores);
+  w->AddMetaInt("tokenizer.bos_id", 1);
+  w->AddMetaInt("tokenizer.eos_id", 2);
+  w->AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
+}
+
+TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
+  if (options.matrix_dtype != TINYAI_DTYPE_F32 && options.matrix_dtype != TINYAI_DTYPE_F16) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "matrices can be written as f32 or f16, not %s",
+                    tinyaiDTypeName(options.matrix_dtype));
+  }
+  return TINYAI_OK;
+}
+
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorReshape& reshape, TinyAIDType matrix_dtype) {
+  const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
+  const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
+  const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
+  auto add = [&](const std::string& name, TinyAITensorRole role, std::vector<uint64_t> shape) {
+    if (reshape) reshape(name, &shape);
+    w->AddTensor(name, role, shape.size() == 2 ? matrix_dtype : TINYAI_DTYPE_F32, shape);
+  };
+  w->AddLayer(TINYAI_LAYER_EMBEDDING, -1);
+  add("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, {vocab, dim});
+  for (int32_t l = 0; l < s.layers; ++l) {
+    std::string p = "blk." + std::to_string(l) + ".";
+    w->AddLayer(TINYAI_LAYER_TRANSFORMER, l);
+    add(p + "attn_norm", TINYAI_ROLE_ATTN_NORM, {dim});
+    add(p + "attn_q", TINYAI_ROLE_ATTN_Q, {dim, dim});
+    add(p + "attn_k", TINYAI_ROLE_ATTN_K, {kv_dim, dim});
+    add(p + "attn_v", TINYAI_ROLE_ATTN_V, {kv_dim, dim});
+    add(p + "attn_out", TINYAI_ROLE_ATTN_OUT, {dim, dim});
+    add(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, {dim});
+    add(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, {hidden, dim});
+    add(p + "ffn_up", TINYAI_ROLE_FFN_UP, {hidden, dim});
+    add(p + "ffn_down", TINYAI_ROLE_FFN_DOWN, {dim, hidden});
+  }
+  w->AddLayer(TINYAI_LAYER_OUTPUT, -1);
+  add("output_norm", TINYAI_ROLE_OUTPUT_NORM, {dim});
+  if (!s.shared_classifier) add("output", TINYAI_ROLE_CLASSIFIER, {vocab, dim});
+}
+
+TinyAIStatus CheckShape(const LlamaHyperParams& s, bool synthetic) {
+  if (s.dim <= 0 || s.hidden_dim <= 0 || s.layers <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.vocab_size <= 0 ||
+      s.seq_len <= 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "every dimension must be positive (dim %d hidden %d layers %d heads %d kv_heads %d vocab %d "
+                    "seq_len %d)",
+                    s.dim, s.hidden_dim, s.layers, s.heads, s.kv_heads, s.vocab_size, s.seq_len);
+  }
+  // What the runtime runs (the ranges LlamaHyperParams::Load refuses outside).
+  for (const LlamaDimField& f : kLlamaDims) {
+    const int32_t value = s.*f.field;
+    if (value < f.min || value > f.max) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "%s %d is outside what the runtime runs (%d..%d)", f.key, value, f.min,
+                      f.max);
+    }
+  }
+  if (s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 || s.heads % s.kv_heads != 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "dim %d must split into %d even-sized heads, and kv_heads %d must divide heads", s.dim, s.heads,
+                    s.kv_heads);
+  }
+  if (synthetic && s.vocab_size < kMinSyntheticVocab) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "vocab %d is too small: a synthetic tokenizer needs >= %d pieces",
+                    s.vocab_size, kMinSyntheticVocab);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus CheckTokenizerPieces(const std::vector<std::string>& pieces, const std::vector<float>& scores) {
+  if (pieces.size() != scores.size()) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer: %zu pieces but %zu scores", pieces.size(), scores.size());
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].empty() || pieces[i].size() > limits::kMaxPieceBytes) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER,
+                      "tokenizer: token %zu has a piece of %zu bytes; the runtime needs 1..%u bytes", i,
+                      pieces[i].size(), limits::kMaxPieceBytes);
+    }
+    if (!std::isfinite(scores[i])) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer: token %zu has a non-finite score %g", i,
+                      static_cast<double>(scores[i]));
+    }
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

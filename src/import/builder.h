@@ -1,0 +1,88 @@
+// What the offline builders (src/import/: llama2.c import, synthetic and
+// dense models, re-encoding) share: how they store tensors, the checks a
+// model must pass before it is written, and the pieces of a LLaMA .tmai
+// description (its hyper-parameters are format/llama_params.h's, written
+// under its keys). Offline code: it may allocate freely and uses the
+// standard library; the runtime never links it.
+#ifndef TINYAI_IMPORT_BUILDER_H_
+#define TINYAI_IMPORT_BUILDER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "format/llama_params.h"
+#include "tinyai/status.h"
+#include "tinyai/types.h"
+
+namespace tinyai {
+
+// How builders store tensor data (TmaiWriter::SetCompression).
+struct WriteOptions {
+  TinyAICodec codec = TINYAI_CODEC_NONE;  // TINYAI_CODEC_ZSTD: zstd frames for every tensor they shrink
+  int level = 3;                          // zstd level, 1..19
+  std::string name;                       // general.name; empty: a default naming the source
+  // The dtype of every matrix (embeddings, projections, classifier, dense
+  // weights): f32 or f16 (rounded to nearest even). Norm weights and biases
+  // stay f32: they are small and the runtime reads them as f32.
+  TinyAIDType matrix_dtype = TINYAI_DTYPE_F32;
+};
+
+// TINYAI_ERR_INVALID_ARGUMENT unless options.matrix_dtype is one builders write.
+TinyAIStatus CheckWriteOptions(const WriteOptions& options);
+
+struct TmaiWriteStats;
+class TmaiWriter;
+
+// The smallest vocabulary of a synthetic model: <unk>, BOS, EOS, 256 byte
+// pieces and the dummy prefix.
+constexpr int32_t kMinSyntheticVocab = 260;
+
+// Checks a shape is a valid LLaMA model the runtime runs, in this order:
+// every dimension positive (TINYAI_ERR_INVALID_ARGUMENT); every field within
+// format/limits.h (TINYAI_ERR_UNSUPPORTED naming the field, its value and the
+// limits, as model/llama.cc refuses a file); heads divide dim into even head
+// sizes and kv_heads divide heads, and vocab >= 260 when the synthetic
+// tokenizer needs byte fallback (TINYAI_ERR_INVALID_ARGUMENT).
+TinyAIStatus CheckShape(const LlamaHyperParams& shape, bool synthetic);
+
+// Checks a tokenizer the runtime accepts: as many scores as pieces, every
+// piece 1..limits::kMaxPieceBytes bytes, every score finite.
+// TINYAI_ERR_BAD_TOKENIZER names the token.
+TinyAIStatus CheckTokenizerPieces(const std::vector<std::string>& pieces, const std::vector<float>& scores);
+
+// The seeded generator of synthetic weights (splitmix64): next value of *state.
+uint64_t SplitMix64(uint64_t* state);
+
+// Streams n floats uniform in [-bound, bound] (or all `fill` when bound is
+// 0) from *rng into w's current tensor.
+TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uint64_t* rng);
+
+// The pieces of a llama .tmai description, shared by every builder (and the
+// tests' deliberately malformed models):
+// the general.* and llama.* metadata, with the given architecture name;
+void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
+                      const std::string& source);
+// the tokenizer.* metadata (llama2c-bpe, BOS 1, EOS 2);
+void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores);
+// the layers and tensors, in the order their data is written: embedding; per
+// block attn_norm, q, k, v, o, ffn_norm, gate, up, down; output. q, k, v and
+// gate, up are adjacent so the runner reads each group as one matrix. reshape,
+// when set, may change a tensor's shape (tests).
+using TensorReshape = std::function<void(const std::string& name, std::vector<uint64_t>* shape)>;
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorReshape& reshape = nullptr,
+                         TinyAIDType matrix_dtype = TINYAI_DTYPE_F32);
+
+// Parses v as a decimal number of at most max: digits only, no sign, no
+// spaces; false otherwise.
+bool ParseDecimal(const std::string& v, uint64_t max, uint64_t* out);
+
+// Whether a and b name the same existing file: the same device and inode, so
+// hard links, symbolic links and different spellings of one path are caught.
+// False when either does not exist.
+bool SameFile(const char* a, const char* b);
+
+}  // namespace tinyai
+
+#endif  // TINYAI_IMPORT_BUILDER_H_

@@ -1,0 +1,136 @@
+#include "import/reencode.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/array.h"
+#include "common/checked_math.h"
+#include "common/half.h"
+#include "common/status.h"
+#include "format/tmai_reader.h"
+#include "format/tmai_writer.h"
+#include "loader/mapped_model.h"
+
+namespace tinyai {
+
+namespace {
+
+// The input model's tensors are read through the loader with this cap on
+// its weight cache, so converting holds one row block at a time, not a model.
+constexpr uint64_t kReencodeCacheCap = 64u << 20;
+
+void CopyMetadata(const TmaiReader& r, const WriteOptions& options, TmaiWriter* w) {
+  for (const MetaEntry& m : r.metadata()) {
+    const std::string key(m.key.data, m.key.size);
+    switch (m.type) {
+      case tmai::kMetaInt:
+        w->AddMetaInt(key, m.int_value);
+        break;
+      case tmai::kMetaFloat:
+        w->AddMetaFloat(key, m.float_value);
+        break;
+      case tmai::kMetaString:
+        w->AddMetaString(key, key == "general.name" && !options.name.empty()
+                                  ? options.name
+                                  : std::string(reinterpret_cast<const char*>(m.payload), m.count));
+        break;
+      case tmai::kMetaFloatArray: {
+        std::vector<float> v(m.count);
+        if (m.count > 0) TmaiReader::CopyFloatArray(m, v.data());
+        w->AddMetaFloatArray(key, v);
+        break;
+      }
+      case tmai::kMetaStringArray: {
+        std::vector<StringView> views(m.count);
+        if (m.count > 0) TmaiReader::GetStringArray(m, views.data());
+        std::vector<std::string> v;
+        v.reserve(m.count);
+        for (const StringView& sv : views) v.emplace_back(sv.data, sv.size);
+        w->AddMetaStringArray(key, v);
+        break;
+      }
+      default:
+        break;  // the reader refuses other types
+    }
+  }
+}
+
+}  // namespace
+
+TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteOptions& options, bool keep_dtypes,
+                           TmaiWriteStats* stats) {
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
+  if (SameFile(outPath, inPath)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "the output '%s' is the input '%s' (the same file); refusing to overwrite an input", outPath, inPath);
+  }
+  TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
+  cfg.maxCacheSize = static_cast<size_t>(kReencodeCacheCap);
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(inPath, &cfg);
+  if (model == nullptr) return tinyaiGetLastError();
+  struct Close {
+    TinyAIMappedModel* m;
+    ~Close() { tinyaiCloseMappedModel(m); }
+  } close{model};
+  const TmaiReader& r = model->reader();
+  const auto tensors = r.tensors();
+  auto dtype_of = [&](const tmai::TensorEntry& e) {
+    const bool matrix = e.ndims == 2 && (e.dtype == TINYAI_DTYPE_F32 || e.dtype == TINYAI_DTYPE_F16);
+    return matrix && !keep_dtypes ? options.matrix_dtype : static_cast<TinyAIDType>(e.dtype);
+  };
+  TmaiWriter w;
+  w.SetCompression(options.codec, options.level);
+  CopyMetadata(r, options, &w);
+  if (!options.name.empty() && r.FindMeta("general.name") == nullptr) w.AddMetaString("general.name", options.name);
+  for (const tmai::LayerEntry& l : r.layers()) {
+    w.AddLayer(static_cast<TinyAILayerKind>(l.kind), l.block_index);
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+      const tmai::TensorEntry& e = tensors[t];
+      w.AddTensor(e.name, static_cast<TinyAITensorRole>(e.role), dtype_of(e),
+                  std::vector<uint64_t>(e.shape, e.shape + e.ndims));
+    }
+  }
+  TINYAI_RETURN_IF_ERROR(w.Open(outPath));
+  std::vector<float> values;
+  for (const tmai::LayerEntry& l : r.layers()) {
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+      const tmai::TensorEntry& e = tensors[t];
+      const int32_t tensor = static_cast<int32_t>(t);
+      const uint64_t rows = model->blocks().rows(tensor), row_bytes = model->blocks().row_bytes(tensor);
+      const bool same = dtype_of(e) == e.dtype;
+      for (uint64_t row = 0; row < rows;) {
+        const uint8_t* p = nullptr;
+        uint64_t got = 0;
+        int32_t block = -1;
+        TINYAI_RETURN_IF_ERROR(model->AcquireRows(tensor, row, &p, &got, &block));
+        const size_t bytes = static_cast<size_t>(got * row_bytes);
+        TinyAIStatus s;
+        if (same) {
+          s = w.Write(p, bytes);
+        } else if (e.dtype == TINYAI_DTYPE_F32) {
+          values.resize(bytes / sizeof(float));
+          std::memcpy(values.data(), p, bytes);
+          s = w.WriteValues(values.data(), values.size());
+        } else {  // f16 to f32
+          values.resize(bytes / 2);
+          for (size_t i = 0; i < values.size(); ++i) {
+            uint16_t h;
+            std::memcpy(&h, p + 2 * i, sizeof h);
+            values[i] = HalfToFloat(h);
+          }
+          s = w.WriteValues(values.data(), values.size());
+        }
+        const TinyAIStatus released = model->ReleaseBlock(block);
+        TINYAI_RETURN_IF_ERROR(s);
+        TINYAI_RETURN_IF_ERROR(released);
+        row += got;
+      }
+    }
+  }
+  TINYAI_RETURN_IF_ERROR(w.Finish());
+  if (stats) *stats = w.stats();
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

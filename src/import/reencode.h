@@ -1,0 +1,23 @@
+// Re-encoding an existing .tmai (tinyai-convert --from tmai): another
+// matrix dtype, another codec, another name.
+#ifndef TINYAI_IMPORT_REENCODE_H_
+#define TINYAI_IMPORT_REENCODE_H_
+
+#include "import/builder.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+// Writes an existing .tmai again: the same metadata, layers and tensors, its
+// matrices (2-D f32 or f16 tensors) in options.matrix_dtype when
+// keep_dtypes is false (else as they are), compressed per options.codec;
+// compressed input is decoded. The input is read through the loader (a
+// capped weight cache), so a model larger than memory converts.
+// TINYAI_ERR_INVALID_ARGUMENT when outPath is the input; the reader's errors
+// for a bad input.
+TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteOptions& options, bool keep_dtypes,
+                           TmaiWriteStats* stats = nullptr);
+
+}  // namespace tinyai
+
+#endif  // TINYAI_IMPORT_REENCODE_H_
