@@ -64,6 +64,7 @@ typedef struct TinyAILLMConfig {
 } TinyAILLMConfig;
 
 typedef struct TinyAIModelInfo {
+    uint32_t structSize;    /* set to sizeof(TinyAIModelInfo) before the call */
     int32_t dim;            /* embedding width */
     int32_t hiddenDim;      /* feed-forward width */
     int32_t layers;         /* transformer blocks */

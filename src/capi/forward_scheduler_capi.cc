@@ -5,6 +5,7 @@
 #include "common/live_list.h"
 #include "common/memory.h"
 #include "common/status.h"
+#include "common/struct_size.h"
 #include "capi/handles.h"
 #include "model/runtime.h"
 #include "scheduler/scheduler.h"
@@ -58,13 +59,9 @@ TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void) {
 TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
                                                                size_t memLimit, const TinyAISchedulerConfig* config) {
   TinyAISchedulerConfig cfg = tinyaiCreateDefaultSchedulerConfig();
-  if (config) {
-    if (config->structSize != sizeof cfg) {
-      SetError(TINYAI_ERR_INVALID_ARGUMENT,
-               "config.structSize is %u; create it with tinyaiCreateDefaultSchedulerConfig", config->structSize);
-      return nullptr;
-    }
-    cfg = *config;
+  if (tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAISchedulerConfig, threads),
+                            "tinyaiCreateForwardSchedulerWithConfig: config") != TINYAI_OK) {
+    return nullptr;
   }
   if (model && !TinyAIMappedModel::IsOpen(model)) {
     SetError(TINYAI_ERR_MISUSE, "tinyaiCreateForwardScheduler: %p is not an open model (closed already?)",
@@ -177,11 +174,12 @@ int tinyaiCalculateOptimalBatchSize(TinyAIForwardScheduler* scheduler, size_t in
 TinyAIStatus tinyaiGetSchedulerReport(const TinyAIForwardScheduler* scheduler, TinyAISchedulerReport* out) {
   TINYAI_RETURN_IF_ERROR(Check(scheduler, "tinyaiGetSchedulerReport", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetSchedulerReport: out is NULL");
-  if (out->structSize != sizeof *out) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetSchedulerReport: out->structSize is %u, expected %zu",
-                    out->structSize, sizeof *out);
-  }
-  return scheduler->impl.Report(out);
+  TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAISchedulerReport, requestedMode),
+                                                  "tinyaiGetSchedulerReport: out"));
+  TinyAISchedulerReport full;
+  TINYAI_RETURN_IF_ERROR(scheduler->impl.Report(&full));
+  tinyai::WriteVersioned(full, out);
+  return TINYAI_OK;
 }
 
 TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, char* buf, size_t capacity,

@@ -1,5 +1,6 @@
 // extern "C" shims of <tinyai/llm.h>.
 #include <cmath>
+#include <cstdio>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -7,6 +8,7 @@
 #include "common/live_list.h"
 #include "common/memory.h"
 #include "common/status.h"
+#include "common/struct_size.h"
 #include "capi/handles.h"
 #include "model/generate.h"
 #include "model/llama.h"
@@ -40,18 +42,8 @@ TinyAIStatus Check(const TinyAILLM* llm, const char* call, bool allow_busy = fal
   return llm->impl().CheckUsable(call, allow_busy);
 }
 
-// Copies a caller's struct that starts with structSize: this version's
-// size, or an earlier version's (`earlier`, 0 = none), whose missing fields
-// keep what *out holds.
-template <class T>
-TinyAIStatus CopyVersioned(const T* in, T* out, const char* what, size_t earlier = 0) {
-  if (!in) return TINYAI_OK;
-  if (in->structSize != sizeof(T) && (earlier == 0 || in->structSize != earlier)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s.structSize is %u; create it with its tinyaiCreateDefault function",
-                    what, in->structSize);
-  }
-  std::memcpy(out, in, in->structSize);
-  return TINYAI_OK;
+TinyAIStatus ReadLLMConfig(const TinyAILLMConfig* in, TinyAILLMConfig* out, const char* what) {
+  return tinyai::ReadVersioned(in, out, TINYAI_STRUCT_MIN(TinyAILLMConfig, contextLength), what);
 }
 
 TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
@@ -65,11 +57,13 @@ TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
   return TINYAI_OK;
 }
 
-// Generation parameters from the caller: TinyAIGenerateParams as it was
-// before maxNewTokens (which then stays 0: llama2.c's steps alone) or now.
+// Generation parameters from the caller. A struct from before maxNewTokens
+// keeps llama2.c's behaviour: maxNewTokens 0 (steps alone), not 256.
 TinyAIStatus CopyGenerateParams(const TinyAIGenerateParams* in, TinyAIGenerateParams* out, const char* call) {
-  if (in && in->structSize == offsetof(TinyAIGenerateParams, maxNewTokens)) out->maxNewTokens = 0;
-  TINYAI_RETURN_IF_ERROR(CopyVersioned(in, out, "params", offsetof(TinyAIGenerateParams, maxNewTokens)));
+  char what[96];
+  std::snprintf(what, sizeof what, "%s: params", call);
+  TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(in, out, TINYAI_STRUCT_MIN(TinyAIGenerateParams, steps), what));
+  if (in && in->structSize < TINYAI_STRUCT_MIN(TinyAIGenerateParams, maxNewTokens)) out->maxNewTokens = 0;
   if (out->sampler.structSize != sizeof(TinyAISamplerConfig)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                     "%s: params.sampler.structSize is %u; create it with tinyaiCreateDefaultSamplerConfig", call,
@@ -153,7 +147,7 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
                     static_cast<void*>(model));
   }
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-  TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
+  TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiCreateLLM: config"));
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
   // The limit is checked (by planning) before anything large is allocated.
@@ -185,44 +179,48 @@ void tinyaiDestroyLLM(TinyAILLM* llm) {
 TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetModelInfo", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetModelInfo: out is NULL");
+  TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIModelInfo, dim), "tinyaiGetModelInfo: out"));
   const tinyai::LlamaModel& m = llm->model();
   const tinyai::LlamaHyperParams& hp = m.params();
-  std::memset(out, 0, sizeof *out);
-  out->dim = hp.dim;
-  out->hiddenDim = hp.hidden_dim;
-  out->layers = hp.layers;
-  out->heads = hp.heads;
-  out->kvHeads = hp.kv_heads;
-  out->vocabSize = hp.vocab_size;
-  out->seqLen = hp.seq_len;
-  out->contextLength = m.context_length();
-  out->sharedClassifier = hp.shared_classifier ? 1 : 0;
-  out->bosId = m.tokenizer().bos_id();
-  out->eosId = m.tokenizer().eos_id();
-  out->ropeTheta = hp.rope_theta;
-  out->normEps = hp.norm_eps;
-  out->weightBytes = m.weight_bytes();
-  out->kvCacheBytes = m.kv_bytes();
-  out->activationBytes = llm->impl().arena_bytes();
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  info.dim = hp.dim;
+  info.hiddenDim = hp.hidden_dim;
+  info.layers = hp.layers;
+  info.heads = hp.heads;
+  info.kvHeads = hp.kv_heads;
+  info.vocabSize = hp.vocab_size;
+  info.seqLen = hp.seq_len;
+  info.contextLength = m.context_length();
+  info.sharedClassifier = hp.shared_classifier ? 1 : 0;
+  info.bosId = m.tokenizer().bos_id();
+  info.eosId = m.tokenizer().eos_id();
+  info.ropeTheta = hp.rope_theta;
+  info.normEps = hp.norm_eps;
+  info.weightBytes = m.weight_bytes();
+  info.kvCacheBytes = m.kv_bytes();
+  info.activationBytes = llm->impl().arena_bytes();
+  tinyai::WriteVersioned(info, out);
   return TINYAI_OK;
 }
 
 TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMMemoryReport", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out is NULL");
-  if (out->structSize != sizeof *out) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out->structSize is %u, expected %zu",
-                    out->structSize, sizeof *out);
-  }
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, limit), "tinyaiGetLLMMemoryReport: out"));
   const tinyai::CacheStats cs = llm->model().mapped_model()->cache().stats();
-  std::memset(out, 0, sizeof *out);
-  out->structSize = sizeof *out;
-  FillPlan(llm->impl(), out);
-  out->weightCacheCap = cs.capacity;
-  out->weightBytes = cs.held_bytes;
-  out->weightPeakBytes = llm->impl().weight_peak();
-  out->totalBytes = out->weightBytes + out->kvBytes + out->activationBytes + out->otherBytes;
-  out->peakTotalBytes = out->weightPeakBytes + out->kvBytes + out->activationBytes + out->otherBytes;
+  TinyAIMemoryReport report;
+  std::memset(&report, 0, sizeof report);
+  report.structSize = sizeof report;
+  FillPlan(llm->impl(), &report);
+  report.weightCacheCap = cs.capacity;
+  report.weightBytes = cs.held_bytes;
+  report.weightPeakBytes = llm->impl().weight_peak();
+  report.totalBytes = report.weightBytes + report.kvBytes + report.activationBytes + report.otherBytes;
+  report.peakTotalBytes = report.weightPeakBytes + report.kvBytes + report.activationBytes + report.otherBytes;
+  tinyai::WriteVersioned(report, out);
   return TINYAI_OK;
 }
 
@@ -234,12 +232,10 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
                     static_cast<const void*>(model));
   }
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out is NULL");
-  if (out->structSize != sizeof *out) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out->structSize is %u, expected %zu",
-                    out->structSize, sizeof *out);
-  }
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, limit), "tinyaiEstimateLLMMemory: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-  TINYAI_RETURN_IF_ERROR(CopyVersioned(config, &cfg, "config"));
+  TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiEstimateLLMMemory: config"));
   // Planned as tinyaiCreateLLM plans it, without a limit and without
   // allocating anything but tables.
   cfg.memoryLimit = 0;
@@ -247,12 +243,14 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   tinyai::ForwardScheduler s;
   tinyai::LlamaRuntime* llama = nullptr;
   TINYAI_RETURN_IF_ERROR(InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg, &llama));
-  std::memset(out, 0, sizeof *out);
-  out->structSize = sizeof *out;
-  FillPlan(s, out);
-  out->limit = config ? config->memoryLimit : 0;
-  out->totalBytes = out->kvBytes + out->activationBytes + out->otherBytes;
-  out->peakTotalBytes = out->totalBytes;
+  TinyAIMemoryReport report;
+  std::memset(&report, 0, sizeof report);
+  report.structSize = sizeof report;
+  FillPlan(s, &report);
+  report.limit = config ? config->memoryLimit : 0;
+  report.totalBytes = report.kvBytes + report.activationBytes + report.otherBytes;
+  report.peakTotalBytes = report.totalBytes;
+  tinyai::WriteVersioned(report, out);
   return TINYAI_OK;
 }
 
@@ -323,7 +321,8 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
                     !logits ? "logits" : !sampler ? "sampler" : !rngState ? "rngState" : "token");
   }
   TinyAISamplerConfig cfg = tinyaiCreateDefaultSamplerConfig();
-  TINYAI_RETURN_IF_ERROR(CopyVersioned(sampler, &cfg, "sampler"));
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::ReadVersioned(sampler, &cfg, TINYAI_STRUCT_MIN(TinyAISamplerConfig, temperature), "tinyaiSample: sampler"));
   TINYAI_RETURN_IF_ERROR(CheckSampler(cfg));
   // The sampler's scratch is the runner's; sampling does not change the model.
   return llm->model().sampler().Sample(logits, cfg.temperature, cfg.topP, rngState, token);
@@ -334,9 +333,9 @@ TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGene
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGenerate"));
   if (!prompt) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: prompt is NULL");
   if (!out && outCapacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: out is NULL");
-  if (stats && stats->structSize != sizeof *stats) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: stats->structSize is %u, expected %zu",
-                    stats->structSize, sizeof *stats);
+  if (stats) {
+    TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(stats, TINYAI_STRUCT_MIN(TinyAIGenerateStats, stopReason),
+                                                    "tinyaiGenerate: stats"));
   }
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
   TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiGenerate"));

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/status.h"
+#include "common/struct_size.h"
 #include "loader/mapped_model.h"
 #include "tinyai/utils/mmap_loader.h"
 
@@ -131,7 +132,12 @@ int tinyaiGetMappedTensorCount(const TinyAIMappedModel* model) {
 TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tensorIndex, TinyAITensorInfo* out) {
   if (!model) return NullModel("tinyaiGetMappedTensorInfo");
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedTensorInfo: out is NULL");
-  return model->TensorInfo(tensorIndex, out);
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAITensorInfo, name), "tinyaiGetMappedTensorInfo: out"));
+  TinyAITensorInfo info;
+  TINYAI_RETURN_IF_ERROR(model->TensorInfo(tensorIndex, &info));
+  tinyai::WriteVersioned(info, out);
+  return TINYAI_OK;
 }
 
 TinyAIStatus tinyaiFindMappedTensor(const TinyAIMappedModel* model, const char* name, int* tensorIndex) {
@@ -180,25 +186,27 @@ uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model) {
 TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, TinyAICacheStats* out) {
   if (!model) return NullModel("tinyaiGetMappedModelCacheStats");
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedModelCacheStats: out is NULL");
-  if (out->structSize != sizeof *out) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedModelCacheStats: out->structSize is %u, expected %zu",
-                    out->structSize, sizeof *out);
-  }
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAICacheStats, hits), "tinyaiGetMappedModelCacheStats: out"));
   const tinyai::CacheStats s = model->cache().stats();
-  out->hits = s.hits;
-  out->misses = s.misses;
-  out->bytesRead = s.bytes_read;
-  out->bytesLoaded = s.bytes_loaded;
-  out->evictions = s.evictions;
-  out->prefetchRequests = s.prefetch_requests;
-  out->prefetchLoads = s.prefetch_loads;
-  out->prefetchDropped = s.prefetch_dropped;
-  out->prefetchHits = s.prefetch_hits;
-  out->stalls = s.stalls;
-  out->heldBytes = s.held_bytes;
-  out->peakHeldBytes = s.peak_held_bytes;
-  out->residentBytes = s.resident_bytes;
-  out->capacity = s.capacity;
+  TinyAICacheStats full;
+  std::memset(&full, 0, sizeof full);
+  full.structSize = sizeof full;
+  full.hits = s.hits;
+  full.misses = s.misses;
+  full.bytesRead = s.bytes_read;
+  full.bytesLoaded = s.bytes_loaded;
+  full.evictions = s.evictions;
+  full.prefetchRequests = s.prefetch_requests;
+  full.prefetchLoads = s.prefetch_loads;
+  full.prefetchDropped = s.prefetch_dropped;
+  full.prefetchHits = s.prefetch_hits;
+  full.stalls = s.stalls;
+  full.heldBytes = s.held_bytes;
+  full.peakHeldBytes = s.peak_held_bytes;
+  full.residentBytes = s.resident_bytes;
+  full.capacity = s.capacity;
+  tinyai::WriteVersioned(full, out);
   return TINYAI_OK;
 }
 

@@ -1,6 +1,9 @@
 // extern "C" shims of <tinyai/platform.h>: the static arena and clock of
 // ports without an OS.
+#include <cstring>
+
 #include "common/status.h"
+#include "common/struct_size.h"
 #include "port/port.h"
 #include "tinyai/platform.h"
 
@@ -25,17 +28,19 @@ TinyAIStatus tinyaiSetStaticArena(void* arena, size_t size) { return tinyai::por
 
 TinyAIStatus tinyaiGetStaticArenaStats(TinyAIArenaStats* out) {
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetStaticArenaStats: out is NULL");
-  if (out->structSize != sizeof *out) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetStaticArenaStats: out->structSize is %u, expected %zu",
-                    out->structSize, sizeof *out);
-  }
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIArenaStats, size), "tinyaiGetStaticArenaStats: out"));
   tinyai::port::ArenaStats st;
   TINYAI_RETURN_IF_ERROR(ArenaStats("tinyaiGetStaticArenaStats", &st));
-  out->size = st.size;
-  out->usedBytes = st.used;
-  out->peakBytes = st.peak;
-  out->allocations = st.allocations;
-  out->failures = st.failures;
+  TinyAIArenaStats full;
+  std::memset(&full, 0, sizeof full);
+  full.structSize = sizeof full;
+  full.size = st.size;
+  full.usedBytes = st.used;
+  full.peakBytes = st.peak;
+  full.allocations = st.allocations;
+  full.failures = st.failures;
+  tinyai::WriteVersioned(full, out);
   return TINYAI_OK;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/memory.h"
 #include "common/status.h"
+#include "common/struct_size.h"
 #include "common/sync.h"
 
 using tinyai::LockGuard;
@@ -49,16 +50,8 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
                                      TinyAIMappedModel** out) {
   *out = nullptr;
   TinyAIMmapConfig cfg = tinyai::DefaultMmapConfig();
-  if (config) {
-    if (config->structSize < offsetof(TinyAIMmapConfig, verifyChecksums) + sizeof(bool) ||
-        config->structSize > sizeof(TinyAIMmapConfig)) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT,
-                      "config.structSize is %u; create the config with tinyaiCreateDefaultMmapConfig()",
-                      config->structSize);
-    }
-    std::memcpy(&cfg, config, config->structSize);
-    cfg.structSize = sizeof cfg;
-  }
+  TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAIMmapConfig, maxCacheSize),
+                                               "tinyaiOpenMappedModel: config"));
   if (cfg.prefetchThreads < 0 || cfg.prefetchThreads > 64) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.prefetchThreads is %d; allowed 0..64",
                     cfg.prefetchThreads);
@@ -247,6 +240,7 @@ TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
     const tinyai::tmai::LayerEntry& l = layers[i];
     TinyAILayerDescriptor& d = descriptors_[i];
     char* name = layer_names_.data() + i * kNameCapacity;
+    d.structSize = sizeof d;
     d.index = static_cast<int32_t>(i);
     d.kind = static_cast<TinyAILayerKind>(l.kind);
     d.blockIndex = l.kind == TINYAI_LAYER_TRANSFORMER ? l.block_index : -1;
@@ -336,6 +330,7 @@ TinyAIStatus TinyAIMappedModel::TensorInfo(int32_t tensor, TinyAITensorInfo* out
   const tinyai::tmai::TensorEntry& t = tensors[static_cast<size_t>(tensor)];
   const tinyai::tmai::LayerEntry& l = reader_.layers()[t.layer];
   std::memset(out, 0, sizeof *out);
+  out->structSize = sizeof *out;
   out->name = t.name;
   out->role = static_cast<TinyAITensorRole>(t.role);
   out->dtype = static_cast<TinyAIDType>(t.dtype);

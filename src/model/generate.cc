@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/status.h"
+#include "common/struct_size.h"
 #include "port/port.h"
 #include "text/sampler.h"
 
@@ -263,7 +264,7 @@ bool TextSession::Emit(StringView piece) {
 
 TinyAIStatus TextSession::Finish(TinyAIGenerateStats* stats) {
   stats_.totalSeconds = SecondsSince(t0_);
-  if (stats) std::memcpy(stats, &stats_, stats->structSize < sizeof stats_ ? stats->structSize : sizeof stats_);
+  if (stats) WriteVersioned(stats_, stats);
   phase_ = kIdle;
   if (stats_.stopReason == TINYAI_STOP_OUTPUT_FULL && sink_.length() == 0) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,

@@ -209,7 +209,11 @@ static void test_status_and_types(void) {
 
 static void test_null_arguments(void) {
     TinyAITensorInfo info;
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     TinyAIModelInfo minfo;
+    memset(&minfo, 0, sizeof minfo);
+    minfo.structSize = sizeof minfo;
     TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     TinyAILLM* llm = (TinyAILLM*)&sc; /* overwritten with NULL on failure */
@@ -264,6 +268,8 @@ static void test_null_arguments(void) {
 
 static void test_null_arguments_with_handles(TinyAIMappedModel* model, TinyAILLM* llm) {
     TinyAIModelInfo minfo;
+    memset(&minfo, 0, sizeof minfo);
+    minfo.structSize = sizeof minfo;
     TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     int index = 0;
@@ -437,6 +443,8 @@ static void test_loader(TinyAIMappedModel* model, const unsigned char* image, si
     size_t usage = 0;
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     TinyAITensorInfo info;
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     void* w;
 
     CHECK(layers == 7); /* embedding, 5 blocks, output */
@@ -523,6 +531,8 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
     TinyAILLM* llm = NULL;
     TinyAIModelInfo info;
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     TinyAIGenerateStats stats;
     TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();

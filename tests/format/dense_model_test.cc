@@ -235,7 +235,9 @@ class DenseModelTest : public ::testing::Test {
   std::vector<float> TensorFloats(TinyAIMappedModel* m, const std::string& name) {
     int index = -1;
     EXPECT_EQ(tinyaiFindMappedTensor(m, name.c_str(), &index), TINYAI_OK) << name;
-    TinyAITensorInfo info{};
+    TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     if (index < 0 || tinyaiGetMappedTensorInfo(m, index, &info) != TINYAI_OK) return {};
     const uint8_t* w = static_cast<const uint8_t*>(tinyaiGetLayerWeights(m, info.layer));
     EXPECT_NE(w, nullptr) << LastMessage();

@@ -565,6 +565,8 @@ TEST_F(ReaderTest, ReservedCodecOpensButDoesNotLoad) {
     TinyAIMappedModel* m = OpenBytes(b, &cfg);
     ASSERT_NE(m, nullptr) << "reserved codecs are parsed: " << LastMessage();
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     ASSERT_EQ(tinyaiGetMappedTensorInfo(m, static_cast<int>(ti), &info), TINYAI_OK);
     EXPECT_EQ(info.codec, TINYAI_CODEC_BLOCK_SPARSE);
     tinyaiClearLastError();
@@ -685,6 +687,8 @@ void CheckRoundTrip(TinyAIMappedModel* m, const Bytes& image) {
   for (int i = 0; i < tensors; ++i) {
     SCOPED_TRACE("tensor " + std::to_string(i));
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     ASSERT_EQ(tinyaiGetMappedTensorInfo(m, i, &info), TINYAI_OK) << LastMessage();
     ASSERT_NE(info.name, nullptr);
     EXPECT_TRUE(names.insert(info.name).second) << "duplicate " << info.name;
@@ -910,6 +914,8 @@ TEST_F(ReaderTest, IndexMutationSweepNeverCrashes) {
         const int tensors = tinyaiGetMappedTensorCount(m);
         for (int t = 0; t < tensors; ++t) {
           TinyAITensorInfo info;
+          std::memset(&info, 0, sizeof info);
+          info.structSize = sizeof info;
           ASSERT_EQ(tinyaiGetMappedTensorInfo(m, t, &info), TINYAI_OK);
         }
         TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();

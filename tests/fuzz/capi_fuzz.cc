@@ -429,6 +429,8 @@ void Reenter(const CallbackState& st) {
   if (st.llm) {
     TinyAILLM* llm = st.llm;
     TinyAIModelInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "a callback reads its LLM's info: %s",
                tinyaiGetLastErrorMessage());
     switch (st.action) {
@@ -673,6 +675,8 @@ void LLMCall(Input& in) {
   int32_t vocab = 0;
   if (llm && !orphaned) {
     TinyAIModelInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "model info");
     vocab = info.vocabSize;
   }
@@ -789,6 +793,8 @@ void LLMCall(Input& in) {
       return;
     case 8: {
       TinyAIModelInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       Expect(tinyaiGetModelInfo(llm, in.Rarely(8) ? nullptr : &info), "tinyaiGetModelInfo");
       TinyAIMemoryReport report;
       report.structSize = in.StructSize(sizeof report);
@@ -1059,6 +1065,8 @@ void LoaderCall(Input& in) {
       return;
     case 6: {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       const int32_t t = in.Int({0, 1, 20, 21, -1, INT_MAX, INT_MIN});
       Expect(tinyaiGetMappedTensorInfo(model, t, in.Rarely(8) ? nullptr : &info), "tinyaiGetMappedTensorInfo");
       return;

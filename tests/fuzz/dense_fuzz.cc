@@ -95,7 +95,8 @@ bool Reference(TinyAIMappedModel* model, const tinyai::DenseNetDef& def, const R
     const bool has_bias = tinyaiFindMappedTensor(model, name, &bt) == TINYAI_OK;
     FUZZ_CHECK(has_bias == def.layers[l].bias, "layer %zu: bias %d in the file, %d in the definition", l, has_bias,
                def.layers[l].bias);
-    TinyAITensorInfo wi, bi;
+    TinyAITensorInfo wi{}, bi{};
+    wi.structSize = bi.structSize = sizeof wi;
     FUZZ_CHECK(tinyaiGetMappedTensorInfo(model, wt, &wi) == TINYAI_OK, "tensor info");
     const uint8_t* base = static_cast<const uint8_t*>(tinyaiGetLayerWeights(model, wi.layer));
     FUZZ_CHECK(base != nullptr, "layer %d does not load", wi.layer);

@@ -58,6 +58,8 @@ void RunConverted(const std::string& path, const tinyai::LlamaShape& shape) {
   // writes, a runner takes.
   FUZZ_CHECK(s == TINYAI_OK, "a converted model's runner fails: %s", tinyaiStatusString(s));
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "tinyaiGetModelInfo");
   FUZZ_CHECK(info.dim == shape.dim && info.hiddenDim == shape.hidden_dim && info.layers == shape.layers &&
                  info.heads == shape.heads && info.kvHeads == shape.kv_heads && info.vocabSize == shape.vocab_size &&
@@ -120,6 +122,8 @@ std::vector<uint8_t> ExportCheckpoint(const char* spec) {
   auto tensor = [&](const std::string& name) {
     int t = -1;
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     FUZZ_CHECK(tinyaiFindMappedTensor(model, name.c_str(), &t) == TINYAI_OK &&
                    tinyaiGetMappedTensorInfo(model, t, &info) == TINYAI_OK,
                "tensor %s", name.c_str());

@@ -44,7 +44,9 @@ struct Runner {
   const char* name = "";
   TinyAIMappedModel* model = nullptr;
   TinyAILLM* llm = nullptr;
-  TinyAIModelInfo info{};
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   std::vector<std::string> pieces;
   std::vector<float> scores;
   tinyai_fuzz::ReferenceTokenizer* ref = nullptr;

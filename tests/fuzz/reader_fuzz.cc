@@ -18,6 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (model) {
     for (int t = 0; t < tinyaiGetMappedTensorCount(model); ++t) {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       tinyaiGetMappedTensorInfo(model, t, &info);
     }
     bool all_loaded = true;

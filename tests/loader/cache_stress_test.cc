@@ -116,6 +116,8 @@ class CacheStressTest : public ::testing::Test {
     ref_.resize(static_cast<size_t>(tensors));
     for (int t = 0; t < tensors; ++t) {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       ASSERT_EQ(tinyaiGetMappedTensorInfo(m, t, &info), TINYAI_OK);
       ASSERT_EQ(info.codec, TINYAI_CODEC_NONE);
       const uint64_t at = tinyaiGetLayerDescriptor(m, info.layer)->fileOffset + info.offsetInLayer;

@@ -108,6 +108,8 @@ TEST_F(LoaderTest, LayerDescriptors) {
     uint64_t decoded = 0;
     for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       ASSERT_EQ(tinyaiGetMappedTensorInfo(model_, t, &info), TINYAI_OK);
       EXPECT_EQ(info.layer, i);
       EXPECT_EQ(info.blockIndex, d->blockIndex);
@@ -134,6 +136,8 @@ TEST_F(LoaderTest, UntiedClassifierSitsInTheOutputLayer) {
   int index = -1;
   ASSERT_EQ(tinyaiFindMappedTensor(m, "output", &index), TINYAI_OK) << LastMessage();
   TinyAITensorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   ASSERT_EQ(tinyaiGetMappedTensorInfo(m, index, &info), TINYAI_OK);
   EXPECT_EQ(info.role, TINYAI_ROLE_CLASSIFIER);
   EXPECT_EQ(info.layer, out->index);
@@ -149,6 +153,8 @@ TEST_F(LoaderTest, WeightsPointIntoTheLayerAndMatchTheirChecksums) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u);
     for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       ASSERT_EQ(tinyaiGetMappedTensorInfo(model_, t, &info), TINYAI_OK);
       EXPECT_EQ(tinyai::Crc32cSoftware(0, w + info.offsetInLayer, static_cast<size_t>(info.decodedSize)), info.checksum)
           << info.name;
@@ -202,6 +208,8 @@ TEST_F(LoaderTest, OutOfRangeLayersAreInvalidArgument) {
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetLayerPriority");
   }
   TinyAITensorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   const int tensors = tinyaiGetMappedTensorCount(model_);
   for (int bad : {-1, tensors, std::numeric_limits<int>::max()}) {
     EXPECT_EQ(tinyaiGetMappedTensorInfo(model_, bad, &info), TINYAI_ERR_INVALID_ARGUMENT);
@@ -293,6 +301,8 @@ TEST_F(LoaderTest, TensorLookupByName) {
   const int tensors = tinyaiGetMappedTensorCount(model_);
   for (int i = 0; i < tensors; ++i) {
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     ASSERT_EQ(tinyaiGetMappedTensorInfo(model_, i, &info), TINYAI_OK);
     int found = -1;
     EXPECT_EQ(tinyaiFindMappedTensor(model_, info.name, &found), TINYAI_OK) << info.name;
@@ -301,6 +311,8 @@ TEST_F(LoaderTest, TensorLookupByName) {
   int index = -1;
   ASSERT_EQ(tinyaiFindMappedTensor(model_, "blk.1.ffn_up", &index), TINYAI_OK);
   TinyAITensorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   ASSERT_EQ(tinyaiGetMappedTensorInfo(model_, index, &info), TINYAI_OK);
   EXPECT_STREQ(info.name, "blk.1.ffn_up");
   EXPECT_EQ(info.role, TINYAI_ROLE_FFN_UP);
@@ -320,6 +332,8 @@ TEST_F(LoaderTest, TensorLookupByName) {
 
 TEST_F(LoaderTest, NullArguments) {
   TinyAITensorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   int index = 0;
   int64_t i64 = 0;
   float f = 0;
@@ -552,6 +566,8 @@ TEST(CompressedLoaderTest, CorruptCompressedDataIsDetected) {
   const TinyAILayerDescriptor block0_copy = *tinyaiGetLayerDescriptor(model, 1);  // outlives the model
   const TinyAILayerDescriptor* block0 = &block0_copy;
   TinyAITensorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   ASSERT_EQ(tinyaiGetMappedTensorInfo(model, block0->firstTensor + block0->tensorCount - 1, &info), TINYAI_OK);
   ASSERT_EQ(info.codec, TINYAI_CODEC_ZSTD) << "the synthetic weights must compress";
   const std::string last_name = info.name;  // owned by the model

@@ -92,6 +92,8 @@ void LoadReference(const std::string& path, std::vector<Bytes>* ref) {
     ASSERT_NE(w, nullptr) << LastMessage();
     for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       ASSERT_EQ(tinyaiGetMappedTensorInfo(m, t, &info), TINYAI_OK);
       Bytes& r = (*ref)[static_cast<size_t>(t)];
       r.assign(w + info.offsetInLayer, w + info.offsetInLayer + info.decodedSize);
@@ -112,6 +114,8 @@ void LoadReference(const std::string& path, std::vector<Bytes>* ref) {
   const TinyAILayerDescriptor* d = tinyaiGetLayerDescriptor(m, layer);
   for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     if (tinyaiGetMappedTensorInfo(m, t, &info) != TINYAI_OK) return ::testing::AssertionFailure() << LastMessage();
     const Bytes& r = ref[static_cast<size_t>(t)];
     if (r.size() != info.decodedSize || std::memcmp(w + info.offsetInLayer, r.data(), r.size()) != 0) {
@@ -675,6 +679,8 @@ TEST_F(WeightCacheTest, StatsAddUpForAScriptedSequence) {
     uint64_t sum = 0;
     for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
       TinyAITensorInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       EXPECT_EQ(tinyaiGetMappedTensorInfo(probe, t, &info), TINYAI_OK);
       sum += info.storedSize;
     }
@@ -728,6 +734,8 @@ TEST_F(WeightCacheTest, StatsAddUpForAScriptedSequence) {
   ASSERT_EQ(table.block(0).tensor, 0);
   ASSERT_GT(table.spans(0).size(), 2u) << "the embedding spans several blocks";
   TinyAITensorInfo embd;
+  std::memset(&embd, 0, sizeof embd);
+  embd.structSize = sizeof embd;
   ASSERT_EQ(tinyaiGetMappedTensorInfo(r, 0, &embd), TINYAI_OK);
   const uint8_t* base = nullptr;
   ASSERT_EQ(r->cache().Acquire(0, &base), TINYAI_OK) << LastMessage();
@@ -760,7 +768,7 @@ TEST_F(WeightCacheTest, StatsRejectBadArguments) {
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "model");
   EXPECT_EQ(tinyaiGetMappedModelCacheStats(m, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
-  for (uint32_t bad : {0u, 4u, static_cast<uint32_t>(sizeof s - 8), static_cast<uint32_t>(sizeof s + 8)}) {
+  for (uint32_t bad : {0u, 4u, 12u, static_cast<uint32_t>(sizeof s + 8)}) {  // below hits' end, or newer
     SCOPED_TRACE(bad);
     s.structSize = bad;
     s.hits = 12345;

@@ -118,6 +118,8 @@ TEST_F(DefaultModelTest, IsTheTrainedLlamaItsCardDescribes) {
   EXPECT_EQ(std::string(name, len), "tinyai-fortunes");
   CreateLLM(0);
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   ASSERT_EQ(tinyaiGetModelInfo(llm_, &info), TINYAI_OK) << LastMessage();
   EXPECT_EQ(info.dim, 128);
   EXPECT_EQ(info.layers, 4);

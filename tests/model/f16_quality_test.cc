@@ -76,6 +76,8 @@ class F16Quality : public ::testing::Test {
 
 TEST_F(F16Quality, NextTokenDistributionsStayCloseToF32) {
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   ASSERT_EQ(tinyaiGetModelInfo(f32_.llm, &info), TINYAI_OK);
   const size_t vocab = static_cast<size_t>(info.vocabSize);
   std::vector<float> l32(vocab), l16(vocab);

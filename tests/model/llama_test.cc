@@ -53,6 +53,7 @@ struct Runner {
     cfg.contextLength = context;
     TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
     if (s != TINYAI_OK) return ::testing::AssertionFailure() << "create: " << tinyaiStatusString(s) << ": " << LastMessage();
+    info.structSize = sizeof info;
     s = tinyaiGetModelInfo(llm, &info);
     if (s != TINYAI_OK) return ::testing::AssertionFailure() << "info: " << LastMessage();
     return ::testing::AssertionSuccess();
@@ -925,6 +926,8 @@ TEST_F(ModelTest, BadRunnerConfigs) {
 
 TEST_F(ModelTest, NullRunnerArguments) {
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   int32_t ids[4] = {1, 2, 3, 4};
   int32_t count = 0;
   size_t len = 0;
@@ -994,6 +997,8 @@ TEST_F(ModelTest, ModelInfoOfTheSyntheticModel) {
   uint64_t tensor_bytes = 0;
   for (int t = 0; t < tinyaiGetMappedTensorCount(r.model); ++t) {
     TinyAITensorInfo ti;
+    std::memset(&ti, 0, sizeof ti);
+    ti.structSize = sizeof ti;
     ASSERT_EQ(tinyaiGetMappedTensorInfo(r.model, t, &ti), TINYAI_OK);
     tensor_bytes += ti.decodedSize;
   }

@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
   TinyAILLM* llm = nullptr;
   if (tinyaiCreateLLM(model, &lc, &llm) != TINYAI_OK) return Fail("create");
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   if (tinyaiGetModelInfo(llm, &info) != TINYAI_OK) return Fail("model info");
   if (info.vocabSize != vocab) {
     return std::fprintf(stderr, "recipe_parity: the model's vocabulary is %d, the reference's %d\n", info.vocabSize,

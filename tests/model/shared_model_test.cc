@@ -190,6 +190,8 @@ TEST_F(RunnerLifetime, ARunnerWhoseModelWasClosedFailsEveryCallAndStillDestroys)
   mem.structSize = sizeof mem;
   EXPECT_EQ(tinyaiGetLLMMemoryReport(llm, &mem), TINYAI_ERR_MISUSE);
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   EXPECT_EQ(tinyaiGetModelInfo(llm, &info), TINYAI_ERR_MISUSE);
   EXPECT_EQ(tinyaiGetLLMScheduler(llm), nullptr);
 

@@ -190,6 +190,8 @@ std::string MetaString(const TinyAIMappedModel* m, const std::string& key) {
     for (std::string item; std::getline(inputs, item, ',');) layer.inputs.push_back(std::stoi(item));
     if (layer.inputs.empty()) return ::testing::AssertionFailure() << prefix << "inputs is empty";
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     ::testing::AssertionResult ok = ReadTensor(m.get(), prefix + "weight", &info, &layer.w);
     if (!ok) return ok;
     layer.out = static_cast<int32_t>(info.shape[0]);
@@ -939,7 +941,7 @@ TEST(SchedulerErrorsTest, NullSchedulerEverywhere) {
   ASSERT_EQ(tinyaiAddLayerToSchedule(s.get(), 0, -1, TINYAI_DEP_NONE, 64), TINYAI_OK);
   ASSERT_EQ(tinyaiPlanForwardPass(s.get()), TINYAI_OK);
   EXPECT_EQ(tinyaiGetSchedulerReport(s.get(), nullptr), TINYAI_ERR_INVALID_ARGUMENT);
-  r.structSize = sizeof r - 1;
+  r.structSize = sizeof r + 1;
   EXPECT_EQ(tinyaiGetSchedulerReport(s.get(), &r), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize");
   EXPECT_EQ(tinyaiDumpActivationDag(s.get(), text, sizeof text, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
@@ -959,10 +961,10 @@ TEST_F(LlamaTest, BadConfigsAreRejected) {
   const int32_t seq_len = tt::TinyShape().seq_len;
   {
     TinyAISchedulerConfig c = Config();
-    c.structSize = sizeof c - 4;
+    c.structSize = sizeof c + 8;
     tinyaiClearLastError();
     EXPECT_EQ(tinyaiCreateForwardSchedulerWithConfig(m.get(), TINYAI_EXEC_ADAPTIVE, 0, &c), nullptr);
-    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize is " + std::to_string(sizeof c - 4));
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize is " + std::to_string(sizeof c + 8));
   }
   {
     TinyAISchedulerConfig c = Config();
@@ -1513,6 +1515,8 @@ TEST_F(LlamaTest, DebugExecutionGivesBitwiseEqualLogits) {
       LLMPtr debug = CreateLLM(m.get(), threads, true);
       ASSERT_TRUE(planned && debug);
       TinyAIModelInfo info;
+      std::memset(&info, 0, sizeof info);
+      info.structSize = sizeof info;
       ASSERT_EQ(tinyaiGetModelInfo(planned.get(), &info), TINYAI_OK);
       std::vector<int32_t> ids;
       if (path == stories_) {
@@ -1942,6 +1946,8 @@ TEST_F(LlamaTest, ReportsReachTheLowerBound) {
     }
     // The LLM's own accounting agrees with its scheduler's.
     TinyAIModelInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     ASSERT_EQ(tinyaiGetModelInfo(planned.get(), &info), TINYAI_OK);
     EXPECT_EQ(info.activationBytes, ReportOf(ps).arenaBytes);
     EXPECT_EQ(info.kvCacheBytes, ReportOf(ps).kvBytes);

@@ -74,6 +74,8 @@ TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, 
   TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
   if (s == TINYAI_OK) {
     TinyAIModelInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     if (tinyaiGetModelInfo(llm, &info) == TINYAI_OK) *context = info.contextLength;
     const uint64_t before = Stats().allocations;
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();

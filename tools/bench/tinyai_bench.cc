@@ -116,6 +116,7 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   tinyai_tools::LLMHandle llm_handle = tinyai_tools::CreateLLM(model, cfg);
   TinyAILLM* llm = llm_handle.get();
   TinyAIStatus s = TINYAI_OK;
+  f->info.structSize = sizeof f->info;
   tinyaiGetModelInfo(llm, &f->info);
   const int ctx = f->info.contextLength;
   int prompt_n = o.prompt_n, gen_n = o.gen_n;

@@ -169,6 +169,8 @@ int Run(int argc, char** argv) {
   tt::Check(s);
   if (quiet) return 0;
   TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
   tinyaiGetModelInfo(llm.get(), &info);
   double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
   double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;

@@ -98,6 +98,8 @@ int Run(int argc, char** argv) {
   uint64_t weights = 0;
   for (int t = 0; t < tinyaiGetMappedTensorCount(model); ++t) {
     TinyAITensorInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
     tinyaiGetMappedTensorInfo(model, t, &info);
     weights += info.decodedSize;
   }
@@ -187,6 +189,8 @@ int Run(int argc, char** argv) {
                   d->decodedSize);
       for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
         TinyAITensorInfo info;
+        std::memset(&info, 0, sizeof info);
+        info.structSize = sizeof info;
         tinyaiGetMappedTensorInfo(model, t, &info);
         std::printf("%s{\"name\":%s,\"role\":\"%s\",\"dtype\":\"%s\",\"codec\":\"%s\",\"shape\":[", t > d->firstTensor ? "," : "",
                     tt::JsonString(info.name).c_str(), tinyaiTensorRoleName(info.role), tinyaiDTypeName(info.dtype),
@@ -240,6 +244,8 @@ int Run(int argc, char** argv) {
                   tinyaiLayerKindName(d->kind), d->fileOffset, tinyai_tools::Mib(d->decodedSize), d->tensorCount);
       for (int t = d->firstTensor; t < d->firstTensor + d->tensorCount; ++t) {
         TinyAITensorInfo info;
+        std::memset(&info, 0, sizeof info);
+        info.structSize = sizeof info;
         tinyaiGetMappedTensorInfo(model, t, &info);
         char shape[96];
         int n = 0;

@@ -56,6 +56,7 @@ typedef struct TinyAIMmapConfig {
 } TinyAIMmapConfig;
 
 typedef struct TinyAILayerDescriptor {
+    uint32_t structSize;       /* sizeof(TinyAILayerDescriptor) of the library that filled it */
     int32_t index;             /* 0 .. tinyaiGetMappedLayerCount()-1 */
     TinyAILayerKind kind;
     int32_t blockIndex;        /* transformer block number; -1 when kind is not a block */
@@ -68,6 +69,7 @@ typedef struct TinyAILayerDescriptor {
 } TinyAILayerDescriptor;
 
 typedef struct TinyAITensorInfo {
+    uint32_t structSize;       /* set to sizeof(TinyAITensorInfo) before the call */
     const char* name;          /* e.g. "blk.3.attn_q"; owned by the model */
     TinyAITensorRole role;
     TinyAIDType dtype;
