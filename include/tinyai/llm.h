@@ -184,13 +184,14 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
 /* Encodes text (SentencePiece-style BPE with byte fallback and a dummy-prefix
  * space), preceded by BOS when addBos. Writes up to capacity ids and sets
  * *count to the number the text needs, so a first call with capacity 0 sizes
- * the buffer; TINYAI_ERR_RESOURCE_EXHAUSTED when capacity was too small. */
+ * the buffer; TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
 TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
                             int32_t capacity, int32_t* count);
 
 /* The text of token as printed after prevToken (the leading space of the first
  * piece after BOS is dropped; "<0xXX>" pieces are that byte). Writes up to
- * capacity bytes (no terminator) and sets *len to the length needed. */
+ * capacity bytes (no terminator) and sets *len to the length needed;
+ * TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
 TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
                                size_t capacity, size_t* len);
 
@@ -225,8 +226,8 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
  * leading space dropped, no trailing newline) goes to onText as it is
  * produced and into out (NUL-terminated when outCapacity > 0; may be NULL).
  * *outLen (may be NULL) receives the full text length; text that did not fit
- * in out is reported as TINYAI_ERR_RESOURCE_EXHAUSTED after generation
- * finishes. When onText asks to stop, generation ends there and returns
+ * in out is reported as TINYAI_ERR_BUFFER_TOO_SMALL after generation
+ * finishes (out needs *outLen + 1 bytes). When onText asks to stop, generation ends there and returns
  * TINYAI_STOPPED (positive: out, *outLen and stats hold the text so far).
  * TINYAI_ERR_CONTEXT_OVERFLOW if the prompt does not fit in the context.
  * stats may be NULL (else set stats->structSize first). */

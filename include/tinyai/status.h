@@ -35,7 +35,7 @@ typedef enum TinyAIStatus TINYAI_ENUM_BASE {
     TINYAI_OK = 0,
     TINYAI_ERR_INVALID_ARGUMENT = -1,    /* NULL or out-of-range argument */
     TINYAI_ERR_OUT_OF_MEMORY = -2,       /* the allocator returned NULL */
-    TINYAI_ERR_RESOURCE_EXHAUSTED = -3,  /* a memory budget is too small */
+    TINYAI_ERR_RESOURCE_EXHAUSTED = -3,  /* a memory budget (limit, cache cap, arena) is too small */
     TINYAI_ERR_FILE_NOT_FOUND = -4,      /* no file at the given path */
     TINYAI_ERR_IO = -5,                  /* open/read/map failed */
     TINYAI_ERR_BAD_MAGIC = -6,           /* not a .tmai file */
@@ -54,6 +54,8 @@ typedef enum TinyAIStatus TINYAI_ENUM_BASE {
     TINYAI_ERR_GRAPH_CYCLE = -19,        /* a schedule's dependencies form a cycle (a layer on itself included) */
     TINYAI_ERR_MISSING_DEPENDENCY = -20, /* a scheduled layer depends on a layer never added to the schedule */
     TINYAI_ERR_NOT_FINITE = -21,         /* a computation produced NaN or infinity (bad weights or inputs) */
+    TINYAI_ERR_BUFFER_TOO_SMALL = -22,   /* the caller's buffer is too small; the call's size argument
+                                            (count, len, needed, outLen) says how much it needs */
     TINYAI_STOPPED = 1                   /* not an error: the caller's callback asked to stop; what was
                                             produced so far is complete and valid */
 } TinyAIStatus;

@@ -284,7 +284,7 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
   tinyai::StringView piece = tok.Decode(prevToken, token, byte);
   *len = piece.size;
   if (piece.size > capacity) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "tinyaiDecodeToken: piece needs %zu bytes, capacity %zu", piece.size,
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tinyaiDecodeToken: the piece needs %zu bytes, capacity %zu", piece.size,
                     capacity);
   }
   if (piece.size) std::memcpy(out, piece.data, piece.size);

@@ -145,7 +145,7 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   TINYAI_RETURN_IF_ERROR(Reserve());
   size_t count = 0;
   const TinyAIStatus encoded = tok.Encode(prompt, true, false, tokens_.data(), tokens_.size(), &count, &scratch_);
-  if (encoded == TINYAI_ERR_RESOURCE_EXHAUSTED || count > static_cast<size_t>(context)) {
+  if (encoded == TINYAI_ERR_BUFFER_TOO_SMALL || count > static_cast<size_t>(context)) {
     return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu tokens (BOS included) but the context holds %d",
                     count, context);
   }
@@ -267,14 +267,15 @@ TinyAIStatus TextSession::Finish(TinyAIGenerateStats* stats) {
   if (stats) WriteVersioned(stats_, stats);
   phase_ = kIdle;
   if (stats_.stopReason == TINYAI_STOP_OUTPUT_FULL && sink_.length() == 0) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "the output buffer of %zu bytes cannot hold the text's first piece (%zu bytes and the "
-                    "terminating NUL); give a larger one (tinyaiSetSchedulerOutputCapacity)", sink_.capacity(),
-                    rejected_);
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL,
+                    "the output buffer of %zu bytes cannot hold the text's first piece: it needs %zu (the piece and "
+                    "the terminating NUL); give a larger one (tinyaiSetSchedulerOutputCapacity)", sink_.capacity(),
+                    rejected_ + 1);
   }
   if (sink_.truncated()) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "generated %zu bytes of text; the output buffer holds %zu",
-                    sink_.length(), sink_.capacity());
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL,
+                    "generated %zu bytes of text: the output buffer needs %zu (NUL included) and holds %zu",
+                    sink_.length(), sink_.length() + 1, sink_.capacity());
   }
   return stats_.stopReason == TINYAI_STOP_CALLBACK ? TINYAI_STOPPED : TINYAI_OK;
 }

@@ -791,7 +791,7 @@ TinyAIStatus ForwardScheduler::DumpDag(char* buf, size_t capacity, size_t* neede
   DumpActivationDagYaml(act_, Span<const ShapePlan* const>(plans, n), *this, &text);
   *needed = text.length() + 1;
   if (text.length() + 1 > capacity) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "the activation DAG takes %zu bytes; the buffer holds %zu",
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "the activation DAG needs %zu bytes; the buffer holds %zu",
                     text.length() + 1, capacity);
   }
   return TINYAI_OK;

@@ -327,9 +327,8 @@ TinyAIStatus Tokenizer::Encode(const char* text, bool addBos, bool addEos, int32
   if (addEos) emit(eos_);
   *count = total;
   if (total > capacity) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "tokenizer: the text needs %zu tokens but the output holds %zu", total,
-                    capacity);
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tokenizer: the text needs %zu tokens but the output holds %zu",
+                    total, capacity);
   }
   return TINYAI_OK;
 }

@@ -141,17 +141,17 @@ static void test_status_and_types(void) {
         TINYAI_ERR_TRUNCATED, TINYAI_ERR_OUT_OF_BOUNDS, TINYAI_ERR_OVERFLOW, TINYAI_ERR_CHECKSUM,
         TINYAI_ERR_BAD_FORMAT, TINYAI_ERR_BAD_TOKENIZER, TINYAI_ERR_CONTEXT_OVERFLOW, TINYAI_ERR_UNSUPPORTED,
         TINYAI_ERR_MISUSE, TINYAI_ERR_NOT_FOUND, TINYAI_ERR_INTERNAL, TINYAI_ERR_GRAPH_CYCLE,
-        TINYAI_ERR_MISSING_DEPENDENCY};
+        TINYAI_ERR_MISSING_DEPENDENCY, TINYAI_ERR_NOT_FINITE, TINYAI_ERR_BUFFER_TOO_SMALL};
     static const char* names[] = {
         "TINYAI_OK", "TINYAI_ERR_INVALID_ARGUMENT", "TINYAI_ERR_OUT_OF_MEMORY", "TINYAI_ERR_RESOURCE_EXHAUSTED",
         "TINYAI_ERR_FILE_NOT_FOUND", "TINYAI_ERR_IO", "TINYAI_ERR_BAD_MAGIC", "TINYAI_ERR_UNSUPPORTED_VERSION",
         "TINYAI_ERR_TRUNCATED", "TINYAI_ERR_OUT_OF_BOUNDS", "TINYAI_ERR_OVERFLOW", "TINYAI_ERR_CHECKSUM",
         "TINYAI_ERR_BAD_FORMAT", "TINYAI_ERR_BAD_TOKENIZER", "TINYAI_ERR_CONTEXT_OVERFLOW", "TINYAI_ERR_UNSUPPORTED",
         "TINYAI_ERR_MISUSE", "TINYAI_ERR_NOT_FOUND", "TINYAI_ERR_INTERNAL", "TINYAI_ERR_GRAPH_CYCLE",
-        "TINYAI_ERR_MISSING_DEPENDENCY"};
+        "TINYAI_ERR_MISSING_DEPENDENCY", "TINYAI_ERR_NOT_FINITE", "TINYAI_ERR_BUFFER_TOO_SMALL"};
     size_t i;
     int role;
-    /* Values are pinned: 0, then -1 .. -20 in order. */
+    /* Values are pinned: 0, then -1 .. -22 in order. */
     for (i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
         const char* s = tinyaiStatusString(codes[i]);
         CHECK((int)codes[i] == -(int)i);
@@ -558,7 +558,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     CHECK(info.weightBytes > 0 && info.kvCacheBytes > 0 && info.activationBytes > 0);
 
     /* Tokenize: the sizing protocol. */
-    CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, NULL, 0, &needed), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, NULL, 0, &needed), TINYAI_ERR_BUFFER_TOO_SMALL);
     CHECK(needed > 1 && needed < 64);
     CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, ids, 64, &count), TINYAI_OK);
     CHECK(count == needed);
@@ -628,7 +628,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     /* A too-small buffer: truncated, terminated, full length reported. */
     memset(small, '#', sizeof small);
     CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, small, sizeof small, &len, NULL),
-                 TINYAI_ERR_RESOURCE_EXHAUSTED);
+                 TINYAI_ERR_BUFFER_TOO_SMALL);
     CHECK(len == full_len);
     CHECK(small[sizeof small - 1] == '\0');
     CHECK(strncmp(small, text, sizeof small - 1) == 0);
@@ -737,7 +737,7 @@ static void test_scheduler(TinyAIMappedModel* model) {
         CHECK(rep.mode == TINYAI_EXEC_NORMAL && rep.reason != NULL && rep.reason[0] != '\0');
         CHECK_SENTINEL(tinyaiExecuteNextLayer(plan_only, text, text, &layer), false, TINYAI_ERR_UNSUPPORTED);
         CHECK(tinyaiGetSchedulerStatus(plan_only) == TINYAI_ERR_UNSUPPORTED);
-        CHECK_STATUS(tinyaiDumpActivationDag(plan_only, small, sizeof small, &needed), TINYAI_ERR_RESOURCE_EXHAUSTED);
+        CHECK_STATUS(tinyaiDumpActivationDag(plan_only, small, sizeof small, &needed), TINYAI_ERR_BUFFER_TOO_SMALL);
         CHECK(needed > sizeof small && small[sizeof small - 1] == '\0');
         tinyaiDestroyForwardScheduler(plan_only);
     }

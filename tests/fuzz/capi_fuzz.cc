@@ -485,7 +485,7 @@ void Reenter(const CallbackState& st) {
         FUZZ_CHECK(tinyaiGetSchedulerReport(s, &report) == TINYAI_OK, "a callback reads its scheduler's report: %s",
                    tinyaiGetLastErrorMessage());
         const TinyAIStatus dag = tinyaiDumpActivationDag(s, nullptr, 0, &needed);
-        FUZZ_CHECK(dag == TINYAI_ERR_RESOURCE_EXHAUSTED && needed > 1, "a callback sizes its scheduler's DAG: %s",
+        FUZZ_CHECK(dag == TINYAI_ERR_BUFFER_TOO_SMALL && needed > 1, "a callback sizes its scheduler's DAG: %s",
                    tinyaiStatusString(dag));
         return;
       }
@@ -778,7 +778,7 @@ void LLMCall(Input& in) {
         FUZZ_CHECK(stats.stopReason == TINYAI_STOP_CALLBACK, "TINYAI_STOPPED with stop reason %s",
                    tinyaiStopReasonName(stats.stopReason));
       }
-      if ((s == TINYAI_OK || s == TINYAI_STOPPED || s == TINYAI_ERR_RESOURCE_EXHAUSTED) && with_out && capacity > 0 &&
+      if ((s == TINYAI_OK || s == TINYAI_STOPPED || s == TINYAI_ERR_BUFFER_TOO_SMALL) && with_out && capacity > 0 &&
           nulls != 4) {
         // The text may hold NUL bytes (the piece <0x00>): check where it ends.
         FUZZ_CHECK(out[std::min(len, capacity - 1)] == '\0', "%zu bytes reported, capacity %zu, no NUL after them",
@@ -834,7 +834,7 @@ void LLMCall(Input& in) {
       ExpectStatusOf(s, false);
       size_t needed = 0;
       const TinyAIStatus dag = tinyaiDumpActivationDag(s, nullptr, 0, &needed);
-      FUZZ_CHECK(dag == TINYAI_ERR_RESOURCE_EXHAUSTED && needed > 1, "an LLM's DAG: %s", tinyaiStatusString(dag));
+      FUZZ_CHECK(dag == TINYAI_ERR_BUFFER_TOO_SMALL && needed > 1, "an LLM's DAG: %s", tinyaiStatusString(dag));
       return;
     }
     case 11:

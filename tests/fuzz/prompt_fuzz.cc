@@ -7,7 +7,7 @@
 // overrides the path; skipped when absent). For each:
 //
 //  - tinyaiTokenize sizes its output with capacity 0
-//    (TINYAI_ERR_RESOURCE_EXHAUSTED and the count), then gives BOS and ids
+//    (TINYAI_ERR_BUFFER_TOO_SMALL and the count), then gives BOS and ids
 //    inside the vocabulary, at most one per byte plus the dummy prefix;
 //    without BOS the same ids follow; a short buffer gets the first ids;
 //  - the ids are llama2.c's encode() (fuzz_util.h's plain transcription),
@@ -87,7 +87,7 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   const char* text = prompt.c_str();
   int32_t count = -1;
   TinyAIStatus s = tinyaiTokenize(r.llm, text, 1, nullptr, 0, &count);
-  FUZZ_CHECK(s == TINYAI_ERR_RESOURCE_EXHAUSTED && count >= 1, "%s: sizing: %s, count %d", r.name,
+  FUZZ_CHECK(s == TINYAI_ERR_BUFFER_TOO_SMALL && count >= 1, "%s: sizing: %s, count %d", r.name,
              tinyaiStatusString(s), count);
   CheckFailure(s, "tinyaiTokenize");
   FUZZ_CHECK(static_cast<size_t>(count) <= prompt.size() + 2, "%s: %d ids for %zu bytes", r.name, count,
@@ -111,7 +111,7 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
                "%s: without BOS: %s", r.name, tinyaiStatusString(s));
     std::vector<int32_t> part(static_cast<size_t>(count / 2));
     s = tinyaiTokenize(r.llm, text, 1, part.data(), count / 2, &again);
-    FUZZ_CHECK(s == TINYAI_ERR_RESOURCE_EXHAUSTED && again == count &&
+    FUZZ_CHECK(s == TINYAI_ERR_BUFFER_TOO_SMALL && again == count &&
                    std::equal(part.begin(), part.end(), ids.begin()),
                "%s: a short buffer: %s", r.name, tinyaiStatusString(s));
   }
@@ -128,7 +128,7 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   for (int32_t i = 1; i < count; ++i) {
     size_t len = 0;
     s = tinyaiDecodeToken(r.llm, ids[static_cast<size_t>(i - 1)], ids[static_cast<size_t>(i)], nullptr, 0, &len);
-    FUZZ_CHECK(s == (len == 0 ? TINYAI_OK : TINYAI_ERR_RESOURCE_EXHAUSTED), "%s: decode sizing: %s", r.name,
+    FUZZ_CHECK(s == (len == 0 ? TINYAI_OK : TINYAI_ERR_BUFFER_TOO_SMALL), "%s: decode sizing: %s", r.name,
                tinyaiStatusString(s));
     std::vector<char> piece(len);
     size_t len2 = 0;
@@ -161,7 +161,7 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   if (r.evaluate && count <= 300 && count < r.info.contextLength) {
     params.steps = count;
     s = tinyaiGenerate(r.llm, text, &params, out.data(), out.size(), &len, nullptr);
-    FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_RESOURCE_EXHAUSTED, "%s: generating: %s", r.name,
+    FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_BUFFER_TOO_SMALL, "%s: generating: %s", r.name,
                tinyaiStatusString(s));
     if (!bos_inside) {
       FUZZ_CHECK(len >= prompt.size() && std::memcmp(out.data(), text, prompt.size()) == 0,

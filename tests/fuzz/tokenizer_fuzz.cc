@@ -10,7 +10,7 @@
 //    vocabulary's own pieces) are encoded: the ids must be inside the
 //    vocabulary and equal llama2.c's encode() (a plain transcription in
 //    fuzz_util.h), a short output buffer must get the first ids and
-//    TINYAI_ERR_RESOURCE_EXHAUSTED, every id must decode, and decoding must
+//    TINYAI_ERR_BUFFER_TOO_SMALL, every id must decode, and decoding must
 //    give the text back when the vocabulary promises it
 //    (tinyai_fuzz::VocabularyRoundTrips: " " and llama2.c's byte-fallback
 //    pieces <0xXX> at id XX+3, no other piece Decode prints as a byte), no
@@ -96,12 +96,12 @@ void CheckText(const tinyai::Tokenizer& tok, const tinyai_fuzz::ReferenceTokeniz
     FUZZ_CHECK((*ids)[i] == expected[i - 1], "id %zu is %d, llama2.c's encode gives %d", i, (*ids)[i],
                expected[i - 1]);
   }
-  // A short buffer: the first ids and RESOURCE_EXHAUSTED; with EOS one more.
+  // A short buffer: the first ids and BUFFER_TOO_SMALL; with EOS one more.
   if (count > 1) {
     std::vector<int32_t> part(count / 2);
     size_t needed = 0;
     s = tok.Encode(text.c_str(), true, true, part.data(), part.size(), &needed, &scratch);
-    FUZZ_CHECK(s == TINYAI_ERR_RESOURCE_EXHAUSTED && needed == count + 1, "a short buffer: %s, %zu needed",
+    FUZZ_CHECK(s == TINYAI_ERR_BUFFER_TOO_SMALL && needed == count + 1, "a short buffer: %s, %zu needed",
                tinyaiStatusString(s), needed);
     CheckFailure(s, "Tokenizer::Encode");
     FUZZ_CHECK(std::equal(part.begin(), part.end(), ids->begin()), "a short buffer gets other ids");

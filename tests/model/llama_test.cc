@@ -477,13 +477,13 @@ TEST_F(ModelTest, TokenizeSizingProtocol) {
     const char* text = "Once upon a time, there was a dog.";
     int32_t count = -1;
     tinyaiClearLastError();
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, nullptr, 0, &count), TINYAI_ERR_RESOURCE_EXHAUSTED);
-    EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, nullptr, 0, &count), TINYAI_ERR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_BUFFER_TOO_SMALL);
     EXPECT_STRNE(tinyaiGetLastErrorMessage(), "");
     ASSERT_GT(count, 1);
     std::vector<int32_t> ids(static_cast<size_t>(count) + 4, -7);
     int32_t again = -1;
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count - 1, &again), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count - 1, &again), TINYAI_ERR_BUFFER_TOO_SMALL);
     EXPECT_EQ(again, count);
     EXPECT_EQ(ids[static_cast<size_t>(count) - 1], -7) << "wrote past capacity";
     EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count, &again), TINYAI_OK) << LastMessage();
@@ -538,7 +538,7 @@ TEST_F(ModelTest, DecodeTokenSizing) {
   // Token 300-1 is a generated piece like " tha"; after BOS its space goes.
   const int32_t token = r.info.vocabSize - 1;
   size_t len = 0;
-  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, token, nullptr, 0, &len), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, token, nullptr, 0, &len), TINYAI_ERR_BUFFER_TOO_SMALL);
   ASSERT_GT(len, 0u);
   std::vector<char> buf(len + 1, '#');
   size_t len2 = 0;
@@ -578,8 +578,8 @@ TEST_F(ModelTest, TinyOutputBufferIsResourceExhausted) {
       size_t len = 0;
       tinyaiClearLastError();
       EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, out.data(), cap, &len, nullptr),
-                TINYAI_ERR_RESOURCE_EXHAUSTED);
-      EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_RESOURCE_EXHAUSTED);
+                TINYAI_ERR_BUFFER_TOO_SMALL);
+      EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_BUFFER_TOO_SMALL);
       EXPECT_TRUE(Contains(LastMessage(), std::to_string(full.size()))) << LastMessage();
       EXPECT_EQ(len, full.size()) << "outLen is the full length";
       EXPECT_EQ(out[cap - 1], '\0') << "truncated text is NUL-terminated";

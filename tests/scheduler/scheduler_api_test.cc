@@ -99,7 +99,7 @@ TinyAISchedulerReport ReportOf(const TinyAIForwardScheduler* s) {
 
 std::string DumpOf(const TinyAIForwardScheduler* s) {
   size_t needed = 0;
-  EXPECT_EQ(tinyaiDumpActivationDag(s, nullptr, 0, &needed), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(tinyaiDumpActivationDag(s, nullptr, 0, &needed), TINYAI_ERR_BUFFER_TOO_SMALL);
   EXPECT_GT(needed, 1u);
   std::vector<char> buf(needed + 1, 'X');
   size_t again = 0;
@@ -1041,8 +1041,8 @@ TEST_F(DenseTest, ReportAndDumpNeedAPlanAndSizeTheBuffer) {
   ASSERT_EQ(tinyaiPlanForwardPass(s.get()), TINYAI_OK) << LastMessage();
   std::memset(small, 'X', sizeof small);
   needed = 0;
-  EXPECT_EQ(tinyaiDumpActivationDag(s.get(), small, sizeof small, &needed), TINYAI_ERR_RESOURCE_EXHAUSTED);
-  EXPECT_LAST_ERROR(TINYAI_ERR_RESOURCE_EXHAUSTED, std::to_string(needed));
+  EXPECT_EQ(tinyaiDumpActivationDag(s.get(), small, sizeof small, &needed), TINYAI_ERR_BUFFER_TOO_SMALL);
+  EXPECT_LAST_ERROR(TINYAI_ERR_BUFFER_TOO_SMALL, std::to_string(needed));
   EXPECT_GT(needed, sizeof small);
   EXPECT_EQ(small[sizeof small - 1], '\0') << "a truncated dump is NUL-terminated";
   EXPECT_TRUE(StartsWith(small, "# mode:")) << small;
@@ -1056,7 +1056,7 @@ TEST_F(DenseTest, ReportAndDumpNeedAPlanAndSizeTheBuffer) {
   EXPECT_TRUE(Contains(dump, "activation_dag:"));
   EXPECT_EQ(dump.compare(0, sizeof small - 1, small), 0) << "the truncated dump is a prefix of the whole";
   // One byte short fails again.
-  EXPECT_EQ(tinyaiDumpActivationDag(s.get(), buf.data(), needed - 1, &again), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(tinyaiDumpActivationDag(s.get(), buf.data(), needed - 1, &again), TINYAI_ERR_BUFFER_TOO_SMALL);
   // The report works after planning too, and without a prepare nothing is held.
   r = ReportOf(s.get());
   EXPECT_EQ(r.layerCount, 8);
@@ -1685,7 +1685,7 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
     const TextRun cut = GenerateByLayer(s.get(), prompt, capacity);
     if (whole == 0) {
       // Not even the first piece fits: a failure, not an empty success.
-      EXPECT_EQ(cut.status, TINYAI_ERR_RESOURCE_EXHAUSTED);
+      EXPECT_EQ(cut.status, TINYAI_ERR_BUFFER_TOO_SMALL);
       EXPECT_NE(std::string(LastMessage()).find("cannot hold the text's first piece"), std::string::npos);
       EXPECT_TRUE(cut.terminated);
       EXPECT_EQ(cut.text, "");

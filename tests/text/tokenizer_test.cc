@@ -297,7 +297,7 @@ class Tok512Test : public ::testing::Test {
   std::vector<int32_t> Encode(const std::string& text, bool bos = true, bool eos = false) {
     size_t count = 0;
     EXPECT_EQ(tokenizer_.Encode(text.c_str(), bos, eos, nullptr, 0, &count),
-              text.empty() && !bos && !eos ? TINYAI_OK : TINYAI_ERR_RESOURCE_EXHAUSTED);
+              text.empty() && !bos && !eos ? TINYAI_OK : TINYAI_ERR_BUFFER_TOO_SMALL);
     std::vector<int32_t> ids(count + 1, -7);
     size_t count2 = 0;
     EXPECT_EQ(tokenizer_.Encode(text.c_str(), bos, eos, ids.data(), ids.size(), &count2),
@@ -530,7 +530,7 @@ TEST_F(Tok512Test, CapacityTooSmall) {
   size_t count = 0;
   tinyaiClearLastError();
   EXPECT_EQ(tokenizer_.Encode("Once upon a time", true, false, ids, 2, &count),
-            TINYAI_ERR_RESOURCE_EXHAUSTED);
+            TINYAI_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(count, 5u);
   EXPECT_EQ(ids[0], 1);
   EXPECT_EQ(ids[1], 403);

@@ -197,7 +197,8 @@ bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input
 /* The bytes tinyaiExecuteNextLayer() may write at output for a language
  * model, NUL included (>= 1; default 1024): generation ends before a piece
  * of text that would not fit whole (TINYAI_STOP_OUTPUT_FULL), and fails with
- * TINYAI_ERR_RESOURCE_EXHAUSTED when not even the first piece fits.
+ * TINYAI_ERR_BUFFER_TOO_SMALL (its message gives the bytes needed) when
+ * not even the first piece fits.
  * TINYAI_ERR_INVALID_ARGUMENT for 0; TINYAI_ERR_MISUSE during a generation. */
 TinyAIStatus tinyaiSetSchedulerOutputCapacity(TinyAIForwardScheduler* scheduler, size_t capacity);
 
@@ -260,7 +261,7 @@ const char* tinyaiExecutionModeName(TinyAIExecutionMode mode);
 /* Writes the activation DAG and the plans as YAML (000_*.txt's
  * dump_activation_dag) into buf (NUL-terminated when capacity > 0) and sets
  * *needed to the bytes the whole text takes, NUL included; a first call with
- * capacity 0 sizes the buffer. TINYAI_ERR_RESOURCE_EXHAUSTED when capacity
+ * capacity 0 sizes the buffer. TINYAI_ERR_BUFFER_TOO_SMALL when capacity
  * was too small; TINYAI_ERR_MISUSE before plan or prepare. */
 TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, char* buf, size_t capacity,
                                      size_t* needed);
