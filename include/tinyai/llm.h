@@ -15,7 +15,7 @@
  *     gp.steps = 256;
  *     char text[4096];
  *     size_t len = 0;
- *     tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL);
+ *     tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL);
  *     tinyaiDestroyLLM(llm);
  *     tinyaiCloseMappedModel(model);
  *
@@ -23,7 +23,7 @@
  * LLM unusable (every call fails with TINYAI_ERR_MISUSE) but safe to
  * destroy. A TinyAILLM is used by one thread at a time; its text callback
  * must not call back into it (TINYAI_ERR_MISUSE) except to read it
- * (tinyaiGetPosition, tinyaiTokenize, tinyaiDecodeToken, reports).
+ * (tinyaiGetLLMPosition, tinyaiLLMTokenize, tinyaiLLMDecodeToken, reports).
  *
  * Several LLMs (and schedulers) on one model share its weight cache, holding
  * each weight once; the cache's cap is the least that maxCacheSize and every
@@ -55,7 +55,7 @@ typedef struct TinyAILLMConfig {
     size_t memoryLimit;     /* bytes the LLM may hold in all - weights through the model's cache,
                                KV cache, activations, scratch, tables; 0 = no limit (default).
                                The LLM sets the model's weight cache cap to what the rest leaves.
-                               Below tinyaiGetLLMMemoryReport()'s minimumLimit, creation fails
+                               Below tinyaiGetLLMMemoryReport()'s minimumMemoryLimit, creation fails
                                with TINYAI_ERR_RESOURCE_EXHAUSTED naming the tensor, bytes and limit. */
     TinyAIExecutionMode mode; /* how the forward scheduler runs it under memoryLimit
                                (<tinyai/utils/forward_scheduler.h>); default TINYAI_EXEC_ADAPTIVE */
@@ -136,16 +136,16 @@ typedef struct TinyAIGenerateStats {
 /* Where an LLM's memory goes, from TinyAI's own accounting. */
 typedef struct TinyAIMemoryReport {
     uint32_t structSize;      /* set to sizeof(TinyAIMemoryReport) before the call */
-    uint64_t limit;           /* the config's memoryLimit; 0 = none */
-    uint64_t minimumLimit;    /* the least memoryLimit this model, context and thread count run under */
+    uint64_t memoryLimit;     /* the config's memoryLimit; 0 = none */
+    uint64_t minimumMemoryLimit;    /* the least memoryLimit this model, context and thread count run under */
     uint64_t weightCacheCap;  /* the model's weight cache cap; 0 = none */
     uint64_t weightBytes;     /* memory the weight cache holds now */
     uint64_t weightPeakBytes; /* the most it has held since this LLM was created (the shared
                                  cache's, when several runners share the model) */
-    uint64_t kvBytes;         /* KV cache reserved */
+    uint64_t kvCacheBytes;    /* KV cache reserved */
     uint64_t activationBytes; /* activations and scratch */
     uint64_t otherBytes;      /* tokenizer, sampler, block tables, model index, cache bookkeeping */
-    uint64_t totalBytes;      /* weightBytes + kvBytes + activationBytes + otherBytes */
+    uint64_t totalBytes;      /* weightBytes + kvCacheBytes + activationBytes + otherBytes */
     uint64_t peakTotalBytes;  /* the same with weightPeakBytes */
     uint64_t largestBlockBytes;     /* the largest row block the cache must hold at once */
     const char* largestBlockTensor; /* a tensor in it; owned by the model */
@@ -170,13 +170,13 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
  * alone with TINYAI_ERR_MISUSE as the last error. */
 void tinyaiDestroyLLM(TinyAILLM* llm);
 
-TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);
+TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);
 
 /* Fills out (set out->structSize first). */
 TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out);
 
 /* What an LLM for model with config (may be NULL) would need, without
- * creating it: minimumLimit, kvBytes, activationBytes, otherBytes and the
+ * creating it: minimumMemoryLimit, kvCacheBytes, activationBytes, otherBytes and the
  * largest row block (the weight fields are 0). */
 TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                      TinyAIMemoryReport* out);
@@ -185,15 +185,15 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
  * space), preceded by BOS when addBos. Writes up to capacity ids and sets
  * *count to the number the text needs, so a first call with capacity 0 sizes
  * the buffer; TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
-TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
-                            int32_t capacity, int32_t* count);
+TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
+                               int32_t capacity, int32_t* count);
 
 /* The text of token as printed after prevToken (the leading space of the first
  * piece after BOS is dropped; "<0xXX>" pieces are that byte). Writes up to
  * capacity bytes (no terminator) and sets *len to the length needed;
  * TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
-TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
-                               size_t capacity, size_t* len);
+TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
+                                  size_t capacity, size_t* len);
 
 /* Evaluates count tokens at the current position, appending them to the KV
  * cache, and copies the logits of the last one into logits (vocabSize floats;
@@ -201,10 +201,10 @@ TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t 
  * TINYAI_ERR_NOT_FINITE if the logits are NaN or infinite (the weights hold
  * such values, or overflow). All or nothing: on any failure the position is
  * unchanged. */
-TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
+TinyAIStatus tinyaiLLMEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
 
 /* Number of tokens in the KV cache. */
-int32_t tinyaiGetPosition(const TinyAILLM* llm);
+int32_t tinyaiGetLLMPosition(const TinyAILLM* llm);
 
 /* Empties the KV cache. */
 TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
@@ -214,8 +214,8 @@ TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
  * should start as the seed. A -inf logit rules its token out; a NaN or +inf
  * one, or every logit -inf, is TINYAI_ERR_NOT_FINITE. Uses the runner's
  * scratch: like every call on a TinyAILLM, one thread at a time. */
-TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
-                          uint64_t* rngState, int32_t* token);
+TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
+                             uint64_t* rngState, int32_t* token);
 
 /* Resets the cache, then generates from prompt as llama2.c does (a model
  * whose logits turn NaN or infinite fails with TINYAI_ERR_NOT_FINITE at that
@@ -231,9 +231,9 @@ TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISampl
  * TINYAI_STOPPED (positive: out, *outLen and stats hold the text so far).
  * TINYAI_ERR_CONTEXT_OVERFLOW if the prompt does not fit in the context.
  * stats may be NULL (else set stats->structSize first). */
-TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
-                            char* out, size_t outCapacity, size_t* outLen,
-                            TinyAIGenerateStats* stats);
+TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
+                               char* out, size_t outCapacity, size_t* outLen,
+                               TinyAIGenerateStats* stats);
 
 /* Generation settings for tinyaiExecuteNextLayer() on a language model's
  * schedule (<tinyai/utils/forward_scheduler.h>): steps, sampler, callback.

@@ -8,7 +8,7 @@
  *     TinyAIMappedModel* m = tinyaiOpenMappedModelFromMemory(flash_image, image_size, NULL);
  *     TinyAILLM* llm = NULL;
  *     tinyaiCreateLLM(m, NULL, &llm);    // weights used in place; all else from the arena
- *     tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL);
+ *     tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL);
  *
  * tinyaiEstimateStaticArena() gives ARENA_BYTES for a model and config, to
  * the byte: it creates them in the arena it runs in (a large one, e.g. on the

@@ -57,7 +57,7 @@ TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void) {
 }
 
 TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                               size_t memLimit, const TinyAISchedulerConfig* config) {
+                                                               size_t memoryLimit, const TinyAISchedulerConfig* config) {
   TinyAISchedulerConfig cfg = tinyaiCreateDefaultSchedulerConfig();
   if (tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAISchedulerConfig, threads),
                             "tinyaiCreateForwardSchedulerWithConfig: config") != TINYAI_OK) {
@@ -73,7 +73,7 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateForwardScheduler: cannot allocate the scheduler");
     return nullptr;
   }
-  if (tinyai::InitScheduler(&s->impl, model, mode, memLimit, cfg, &s->llama) != TINYAI_OK) {
+  if (tinyai::InitScheduler(&s->impl, model, mode, memoryLimit, cfg, &s->llama) != TINYAI_OK) {
     tinyai::Delete(s);
     return nullptr;
   }
@@ -82,8 +82,8 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
 }
 
 TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                     size_t memLimit) {
-  return tinyaiCreateForwardSchedulerWithConfig(model, mode, memLimit, nullptr);
+                                                     size_t memoryLimit) {
+  return tinyaiCreateForwardSchedulerWithConfig(model, mode, memoryLimit, nullptr);
 }
 
 void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) {

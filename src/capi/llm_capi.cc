@@ -97,9 +97,9 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
 
 // Fills the fields an estimate and a report share.
 void FillPlan(const tinyai::ForwardScheduler& s, TinyAIMemoryReport* out) {
-  out->limit = s.limit();
-  out->minimumLimit = s.minimum_limit();
-  out->kvBytes = s.program_memory().persistent;
+  out->memoryLimit = s.limit();
+  out->minimumMemoryLimit = s.minimum_limit();
+  out->kvCacheBytes = s.program_memory().persistent;
   out->activationBytes = s.arena_bytes();
   out->otherBytes = s.tables_bytes();
   out->largestBlockBytes = s.weights().largest_block;
@@ -176,10 +176,10 @@ void tinyaiDestroyLLM(TinyAILLM* llm) {
   tinyai::Delete(llm);
 }
 
-TinyAIStatus tinyaiGetModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
-  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetModelInfo", true));
-  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetModelInfo: out is NULL");
-  TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIModelInfo, dim), "tinyaiGetModelInfo: out"));
+TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMModelInfo", true));
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMModelInfo: out is NULL");
+  TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIModelInfo, dim), "tinyaiGetLLMModelInfo: out"));
   const tinyai::LlamaModel& m = llm->model();
   const tinyai::LlamaHyperParams& hp = m.params();
   TinyAIModelInfo info;
@@ -209,7 +209,7 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMMemoryReport", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out is NULL");
   TINYAI_RETURN_IF_ERROR(
-      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, limit), "tinyaiGetLLMMemoryReport: out"));
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit), "tinyaiGetLLMMemoryReport: out"));
   const tinyai::CacheStats cs = llm->model().mapped_model()->cache().stats();
   TinyAIMemoryReport report;
   std::memset(&report, 0, sizeof report);
@@ -218,8 +218,8 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
   report.weightCacheCap = cs.capacity;
   report.weightBytes = cs.held_bytes;
   report.weightPeakBytes = llm->impl().weight_peak();
-  report.totalBytes = report.weightBytes + report.kvBytes + report.activationBytes + report.otherBytes;
-  report.peakTotalBytes = report.weightPeakBytes + report.kvBytes + report.activationBytes + report.otherBytes;
+  report.totalBytes = report.weightBytes + report.kvCacheBytes + report.activationBytes + report.otherBytes;
+  report.peakTotalBytes = report.weightPeakBytes + report.kvCacheBytes + report.activationBytes + report.otherBytes;
   tinyai::WriteVersioned(report, out);
   return TINYAI_OK;
 }
@@ -233,7 +233,7 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   }
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out is NULL");
   TINYAI_RETURN_IF_ERROR(
-      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, limit), "tinyaiEstimateLLMMemory: out"));
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit), "tinyaiEstimateLLMMemory: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiEstimateLLMMemory: config"));
   // Planned as tinyaiCreateLLM plans it, without a limit and without
@@ -247,53 +247,53 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   std::memset(&report, 0, sizeof report);
   report.structSize = sizeof report;
   FillPlan(s, &report);
-  report.limit = config ? config->memoryLimit : 0;
-  report.totalBytes = report.kvBytes + report.activationBytes + report.otherBytes;
+  report.memoryLimit = config ? config->memoryLimit : 0;
+  report.totalBytes = report.kvCacheBytes + report.activationBytes + report.otherBytes;
   report.peakTotalBytes = report.totalBytes;
   tinyai::WriteVersioned(report, out);
   return TINYAI_OK;
 }
 
-TinyAIStatus tinyaiTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens, int32_t capacity,
-                            int32_t* count) {
-  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiTokenize", true));
-  if (!text || !count) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiTokenize: %s is NULL", text ? "count" : "text");
+TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens, int32_t capacity,
+                               int32_t* count) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMTokenize", true));
+  if (!text || !count) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMTokenize: %s is NULL", text ? "count" : "text");
   if (capacity < 0 || (capacity > 0 && !tokens)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiTokenize: capacity %d with tokens %p", capacity,
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMTokenize: capacity %d with tokens %p", capacity,
                     static_cast<void*>(tokens));
   }
   size_t needed = 0;
   TinyAIStatus s = llm->model().tokenizer().Encode(text, addBos != 0, false, tokens, static_cast<size_t>(capacity), &needed);
-  if (needed > INT32_MAX) return SetError(TINYAI_ERR_OVERFLOW, "tinyaiTokenize: %zu tokens overflow int32", needed);
+  if (needed > INT32_MAX) return SetError(TINYAI_ERR_OVERFLOW, "tinyaiLLMTokenize: %zu tokens overflow int32", needed);
   *count = static_cast<int32_t>(needed);
   return s;
 }
 
-TinyAIStatus tinyaiDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out, size_t capacity,
-                               size_t* len) {
-  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiDecodeToken", true));
+TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out, size_t capacity,
+                                  size_t* len) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMDecodeToken", true));
   if (!len || (capacity > 0 && !out)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDecodeToken: %s is NULL", len ? "out" : "len");
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMDecodeToken: %s is NULL", len ? "out" : "len");
   }
   const tinyai::Tokenizer& tok = llm->model().tokenizer();
   if (token < 0 || token >= tok.vocab_size()) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDecodeToken: token %d is outside the vocabulary (0..%d)", token,
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMDecodeToken: token %d is outside the vocabulary (0..%d)", token,
                     tok.vocab_size() - 1);
   }
   char byte[1];
   tinyai::StringView piece = tok.Decode(prevToken, token, byte);
   *len = piece.size;
   if (piece.size > capacity) {
-    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tinyaiDecodeToken: the piece needs %zu bytes, capacity %zu", piece.size,
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tinyaiLLMDecodeToken: the piece needs %zu bytes, capacity %zu", piece.size,
                     capacity);
   }
   if (piece.size) std::memcpy(out, piece.data, piece.size);
   return TINYAI_OK;
 }
 
-TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits) {
-  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiEval"));
-  if (!tokens && count > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEval: tokens is NULL");
+TinyAIStatus tinyaiLLMEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMEval"));
+  if (!tokens && count > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMEval: tokens is NULL");
   TINYAI_RETURN_IF_ERROR(tinyai::EvalTokens(&llm->impl(), &llm->model(), tokens, count));
   if (logits && count > 0) {
     std::memcpy(logits, llm->impl().OutputData(0),
@@ -302,8 +302,8 @@ TinyAIStatus tinyaiEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, fl
   return TINYAI_OK;
 }
 
-int32_t tinyaiGetPosition(const TinyAILLM* llm) {
-  if (Check(llm, "tinyaiGetPosition", true) != TINYAI_OK) return -1;
+int32_t tinyaiGetLLMPosition(const TinyAILLM* llm) {
+  if (Check(llm, "tinyaiGetLLMPosition", true) != TINYAI_OK) return -1;
   return llm->model().position();
 }
 
@@ -313,32 +313,32 @@ TinyAIStatus tinyaiResetLLM(TinyAILLM* llm) {
   return TINYAI_OK;
 }
 
-TinyAIStatus tinyaiSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler, uint64_t* rngState,
-                          int32_t* token) {
-  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiSample"));
+TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler, uint64_t* rngState,
+                             int32_t* token) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMSample"));
   if (!logits || !sampler || !rngState || !token) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSample: %s is NULL",
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMSample: %s is NULL",
                     !logits ? "logits" : !sampler ? "sampler" : !rngState ? "rngState" : "token");
   }
   TinyAISamplerConfig cfg = tinyaiCreateDefaultSamplerConfig();
   TINYAI_RETURN_IF_ERROR(
-      tinyai::ReadVersioned(sampler, &cfg, TINYAI_STRUCT_MIN(TinyAISamplerConfig, temperature), "tinyaiSample: sampler"));
+      tinyai::ReadVersioned(sampler, &cfg, TINYAI_STRUCT_MIN(TinyAISamplerConfig, temperature), "tinyaiLLMSample: sampler"));
   TINYAI_RETURN_IF_ERROR(CheckSampler(cfg));
   // The sampler's scratch is the runner's; sampling does not change the model.
   return llm->model().sampler().Sample(logits, cfg.temperature, cfg.topP, rngState, token);
 }
 
-TinyAIStatus tinyaiGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params, char* out,
-                            size_t outCapacity, size_t* outLen, TinyAIGenerateStats* stats) {
-  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGenerate"));
-  if (!prompt) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: prompt is NULL");
-  if (!out && outCapacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGenerate: out is NULL");
+TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params, char* out,
+                               size_t outCapacity, size_t* outLen, TinyAIGenerateStats* stats) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMGenerate"));
+  if (!prompt) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMGenerate: prompt is NULL");
+  if (!out && outCapacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMGenerate: out is NULL");
   if (stats) {
     TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(stats, TINYAI_STRUCT_MIN(TinyAIGenerateStats, stopReason),
-                                                    "tinyaiGenerate: stats"));
+                                                    "tinyaiLLMGenerate: stats"));
   }
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();
-  TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiGenerate"));
+  TINYAI_RETURN_IF_ERROR(CopyGenerateParams(params, &p, "tinyaiLLMGenerate"));
   // The same session tinyaiExecuteNextLayer() steps through, run to the end.
   tinyai::BusyScope busy(llm->impl().link());
   tinyai::TextSession& session = llm->sched.llama->session();

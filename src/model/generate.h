@@ -1,6 +1,6 @@
-// Text generation with llama2.c's semantics (see tinyaiGenerate in
+// Text generation with llama2.c's semantics (see tinyaiLLMGenerate in
 // <tinyai/llm.h> and ../shared/golden/README.md), run through the forward
-// scheduler one layer at a time: tinyaiGenerate() runs a session to the end,
+// scheduler one layer at a time: tinyaiLLMGenerate() runs a session to the end,
 // tinyaiExecuteNextLayer() one layer per call.
 #ifndef TINYAI_MODEL_GENERATE_H_
 #define TINYAI_MODEL_GENERATE_H_

@@ -752,16 +752,16 @@ TinyAIStatus ForwardScheduler::Report(TinyAISchedulerReport* out) const {
   out->requestedMode = requested_mode_;
   out->mode = mode_;
   out->reason = reason_;
-  out->memLimit = limit_;
-  out->minMemLimit = minimum_limit_;
+  out->memoryLimit = limit_;
+  out->minimumMemoryLimit = minimum_limit_;
   out->arenaBytes = arena_bytes_;
   out->lowerBoundBytes = lower_bound_bytes_;
   out->naiveBytes = naive_bytes_;
-  out->weightsBytes = weights_.decoded;
-  out->weightsResidentBytes = weights_.resident;
+  out->weightBytes = weights_.decoded;
+  out->weightResidentBytes = weights_.resident;
   // Once prepared, the cap in force: other runners on the model may lower it.
   out->weightCacheCap = prepared_ && model_ ? model_->cache().stats().capacity : cache_cap_;
-  out->kvBytes = memory_.persistent;
+  out->kvCacheBytes = memory_.persistent;
   out->tableBytes = tables_bytes_;
   out->largestBlockBytes = weights_.largest_block;
   out->rowsPerPass = rows_per_pass_;

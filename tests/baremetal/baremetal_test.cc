@@ -144,7 +144,7 @@ void RunGoldenInExactArena(bool reader, const TinyAILLMConfig* cfg, const std::s
     gp.sampler.temperature = 0.0f;
     static char text[8192];
     size_t len = 0;
-    ASSERT_EQ(tinyaiGenerate(llm, prompt.c_str(), &gp, text, sizeof text, &len, nullptr), TINYAI_OK)
+    ASSERT_EQ(tinyaiLLMGenerate(llm, prompt.c_str(), &gp, text, sizeof text, &len, nullptr), TINYAI_OK)
         << tinyaiGetLastErrorMessage();
     EXPECT_EQ(std::string(text, len), expected) << "greedy-0" << n;
   }

@@ -256,14 +256,14 @@ static void test_null_arguments(void) {
     CHECK(llm == NULL);
     CHECK_NULL_ARG(tinyaiCreateLLM(NULL, NULL, NULL), "out");
     tinyaiDestroyLLM(NULL);
-    CHECK_NULL_ARG(tinyaiGetModelInfo(NULL, &minfo), "llm");
-    CHECK_NULL_ARG(tinyaiTokenize(NULL, "a", 1, ids, 4, &count), "llm");
-    CHECK_NULL_ARG(tinyaiDecodeToken(NULL, 1, 2, buf, sizeof buf, &len), "llm");
-    CHECK_NULL_ARG(tinyaiEval(NULL, ids, 1, NULL), "llm");
-    CHECK_SENTINEL(tinyaiGetPosition(NULL), -1, TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiGetLLMModelInfo(NULL, &minfo), "llm");
+    CHECK_NULL_ARG(tinyaiLLMTokenize(NULL, "a", 1, ids, 4, &count), "llm");
+    CHECK_NULL_ARG(tinyaiLLMDecodeToken(NULL, 1, 2, buf, sizeof buf, &len), "llm");
+    CHECK_NULL_ARG(tinyaiLLMEval(NULL, ids, 1, NULL), "llm");
+    CHECK_SENTINEL(tinyaiGetLLMPosition(NULL), -1, TINYAI_ERR_INVALID_ARGUMENT);
     CHECK_NULL_ARG(tinyaiResetLLM(NULL), "llm");
-    CHECK_NULL_ARG(tinyaiSample(NULL, logits, &sc, &state, &token), "llm");
-    CHECK_NULL_ARG(tinyaiGenerate(NULL, "a", &gp, buf, sizeof buf, &len, NULL), "llm");
+    CHECK_NULL_ARG(tinyaiLLMSample(NULL, logits, &sc, &state, &token), "llm");
+    CHECK_NULL_ARG(tinyaiLLMGenerate(NULL, "a", &gp, buf, sizeof buf, &len, NULL), "llm");
 }
 
 static void test_null_arguments_with_handles(TinyAIMappedModel* model, TinyAILLM* llm) {
@@ -296,19 +296,19 @@ static void test_null_arguments_with_handles(TinyAIMappedModel* model, TinyAILLM
     CHECK_NULL_ARG(tinyaiGetMetadataString(model, "general.name", NULL, &len), "str");
     CHECK_NULL_ARG(tinyaiGetMetadataString(model, "general.name", &str, NULL), "len");
 
-    CHECK_NULL_ARG(tinyaiGetModelInfo(llm, NULL), "out");
-    CHECK_NULL_ARG(tinyaiTokenize(llm, NULL, 1, ids, 4, &count), "text");
-    CHECK_NULL_ARG(tinyaiTokenize(llm, "a", 1, ids, 4, NULL), "count");
-    CHECK_STATUS(tinyaiTokenize(llm, "a", 1, NULL, 4, &count), TINYAI_ERR_INVALID_ARGUMENT);
-    CHECK_NULL_ARG(tinyaiDecodeToken(llm, 1, 2, buf, sizeof buf, NULL), "len");
-    CHECK_NULL_ARG(tinyaiDecodeToken(llm, 1, 2, NULL, 4, &len), "out");
-    CHECK_NULL_ARG(tinyaiEval(llm, NULL, 1, NULL), "tokens");
-    CHECK_NULL_ARG(tinyaiSample(llm, NULL, &sc, &state, &token), "logits");
-    CHECK_NULL_ARG(tinyaiSample(llm, logits, NULL, &state, &token), "sampler");
-    CHECK_NULL_ARG(tinyaiSample(llm, logits, &sc, NULL, &token), "rngState");
-    CHECK_NULL_ARG(tinyaiSample(llm, logits, &sc, &state, NULL), "token");
-    CHECK_NULL_ARG(tinyaiGenerate(llm, NULL, &gp, buf, sizeof buf, &len, NULL), "prompt");
-    CHECK_NULL_ARG(tinyaiGenerate(llm, "a", &gp, NULL, 10, &len, NULL), "out");
+    CHECK_NULL_ARG(tinyaiGetLLMModelInfo(llm, NULL), "out");
+    CHECK_NULL_ARG(tinyaiLLMTokenize(llm, NULL, 1, ids, 4, &count), "text");
+    CHECK_NULL_ARG(tinyaiLLMTokenize(llm, "a", 1, ids, 4, NULL), "count");
+    CHECK_STATUS(tinyaiLLMTokenize(llm, "a", 1, NULL, 4, &count), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ARG(tinyaiLLMDecodeToken(llm, 1, 2, buf, sizeof buf, NULL), "len");
+    CHECK_NULL_ARG(tinyaiLLMDecodeToken(llm, 1, 2, NULL, 4, &len), "out");
+    CHECK_NULL_ARG(tinyaiLLMEval(llm, NULL, 1, NULL), "tokens");
+    CHECK_NULL_ARG(tinyaiLLMSample(llm, NULL, &sc, &state, &token), "logits");
+    CHECK_NULL_ARG(tinyaiLLMSample(llm, logits, NULL, &state, &token), "sampler");
+    CHECK_NULL_ARG(tinyaiLLMSample(llm, logits, &sc, NULL, &token), "rngState");
+    CHECK_NULL_ARG(tinyaiLLMSample(llm, logits, &sc, &state, NULL), "token");
+    CHECK_NULL_ARG(tinyaiLLMGenerate(llm, NULL, &gp, buf, sizeof buf, &len, NULL), "prompt");
+    CHECK_NULL_ARG(tinyaiLLMGenerate(llm, "a", &gp, NULL, 10, &len, NULL), "out");
     (void)minfo;
 }
 
@@ -349,10 +349,10 @@ static void test_struct_sizes(const char* model_path, TinyAIMappedModel* model, 
     CHECK(other == NULL);
     CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
     gp.structSize = 0;
-    CHECK_STATUS(tinyaiGenerate(llm, "a", &gp, NULL, 0, NULL, NULL), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiLLMGenerate(llm, "a", &gp, NULL, 0, NULL, NULL), TINYAI_ERR_INVALID_ARGUMENT);
     CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
     sc.structSize = 0;
-    CHECK_STATUS(tinyaiSample(llm, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiLLMSample(llm, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
     CHECK(strstr(tinyaiGetLastErrorMessage(), "structSize") != NULL);
     /* A struct from a newer library (larger) is refused too. */
     lc = tinyaiCreateDefaultLLMConfig();
@@ -551,16 +551,16 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     if (!llm) return;
     test_null_arguments_with_handles(model, llm);
 
-    CHECK_STATUS(tinyaiGetModelInfo(llm, &info), TINYAI_OK);
+    CHECK_STATUS(tinyaiGetLLMModelInfo(llm, &info), TINYAI_OK);
     CHECK(info.dim == 64 && info.layers == 5 && info.vocabSize == 512 && info.seqLen == 512);
     CHECK(info.heads == 8 && info.kvHeads == 4 && info.contextLength == 512);
     CHECK(info.bosId == 1 && info.eosId == 2 && info.sharedClassifier == 1);
     CHECK(info.weightBytes > 0 && info.kvCacheBytes > 0 && info.activationBytes > 0);
 
     /* Tokenize: the sizing protocol. */
-    CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, NULL, 0, &needed), TINYAI_ERR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(tinyaiLLMTokenize(llm, "Once upon a time", 1, NULL, 0, &needed), TINYAI_ERR_BUFFER_TOO_SMALL);
     CHECK(needed > 1 && needed < 64);
-    CHECK_STATUS(tinyaiTokenize(llm, "Once upon a time", 1, ids, 64, &count), TINYAI_OK);
+    CHECK_STATUS(tinyaiLLMTokenize(llm, "Once upon a time", 1, ids, 64, &count), TINYAI_OK);
     CHECK(count == needed);
     CHECK(ids[0] == 1);
     /* Decode the prompt back. */
@@ -568,7 +568,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     len = 0;
     for (i = 1; i < count && i < 64; ++i) {
         size_t n = 0;
-        CHECK_STATUS(tinyaiDecodeToken(llm, ids[i - 1], ids[i], piece, sizeof piece, &n), TINYAI_OK);
+        CHECK_STATUS(tinyaiLLMDecodeToken(llm, ids[i - 1], ids[i], piece, sizeof piece, &n), TINYAI_OK);
         if (len + n < sizeof text) {
             memcpy(text + len, piece, n);
             len += n;
@@ -576,28 +576,28 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
         }
     }
     CHECK(strcmp(text, "Once upon a time") == 0);
-    CHECK_STATUS(tinyaiDecodeToken(llm, 1, 512, piece, sizeof piece, &len), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiLLMDecodeToken(llm, 1, 512, piece, sizeof piece, &len), TINYAI_ERR_INVALID_ARGUMENT);
 
     /* Eval, position, sample, reset. */
     logits = (float*)malloc(sizeof(float) * (size_t)info.vocabSize);
     CHECK(logits != NULL);
     if (logits) {
-        CHECK_STATUS(tinyaiEval(llm, ids, count, logits), TINYAI_OK);
-        CHECK(tinyaiGetPosition(llm) == count);
-        CHECK_STATUS(tinyaiSample(llm, logits, &sc, &state, &token), TINYAI_OK);
+        CHECK_STATUS(tinyaiLLMEval(llm, ids, count, logits), TINYAI_OK);
+        CHECK(tinyaiGetLLMPosition(llm) == count);
+        CHECK_STATUS(tinyaiLLMSample(llm, logits, &sc, &state, &token), TINYAI_OK);
         CHECK(token >= 0 && token < info.vocabSize);
-        CHECK_STATUS(tinyaiDecodeToken(llm, ids[count - 1], token, piece, sizeof piece, &len), TINYAI_OK);
+        CHECK_STATUS(tinyaiLLMDecodeToken(llm, ids[count - 1], token, piece, sizeof piece, &len), TINYAI_OK);
         CHECK(len == 1 && piece[0] == ','); /* "Once upon a time" -> "," */
-        CHECK_STATUS(tinyaiEval(llm, &token, 1, NULL), TINYAI_OK);
-        CHECK(tinyaiGetPosition(llm) == count + 1);
+        CHECK_STATUS(tinyaiLLMEval(llm, &token, 1, NULL), TINYAI_OK);
+        CHECK(tinyaiGetLLMPosition(llm) == count + 1);
         ids[0] = 600;
-        CHECK_STATUS(tinyaiEval(llm, ids, 1, logits), TINYAI_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(tinyaiLLMEval(llm, ids, 1, logits), TINYAI_ERR_INVALID_ARGUMENT);
         ids[0] = 1;
         sc.temperature = -1.0f;
-        CHECK_STATUS(tinyaiSample(llm, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(tinyaiLLMSample(llm, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
         sc.temperature = 0.0f;
         CHECK_STATUS(tinyaiResetLLM(llm), TINYAI_OK);
-        CHECK(tinyaiGetPosition(llm) == 0);
+        CHECK(tinyaiGetLLMPosition(llm) == 0);
         free(logits);
     }
 
@@ -605,7 +605,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     gp.steps = 256;
     memset(&stats, 0, sizeof stats);
     stats.structSize = sizeof stats;
-    CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &full_len, &stats), TINYAI_OK);
+    CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &full_len, &stats), TINYAI_OK);
     CHECK(strlen(text) == full_len);
     CHECK(strncmp(text, kPrefix, sizeof kPrefix - 1) == 0);
     if (strncmp(text, kPrefix, sizeof kPrefix - 1) != 0) fprintf(stderr, "    generated: %.200s\n", text);
@@ -618,7 +618,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
         unsigned char* golden = read_file(golden_path, &gsize, &aligned);
         CHECK(golden != NULL);
         if (golden) {
-            /* The reference prints a final newline; tinyaiGenerate does not. */
+            /* The reference prints a final newline; tinyaiLLMGenerate does not. */
             CHECK(gsize > 0 && aligned[gsize - 1] == '\n');
             CHECK(gsize - 1 == full_len && memcmp(aligned, text, full_len) == 0);
             free(golden);
@@ -627,7 +627,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
 
     /* A too-small buffer: truncated, terminated, full length reported. */
     memset(small, '#', sizeof small);
-    CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, small, sizeof small, &len, NULL),
+    CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, small, sizeof small, &len, NULL),
                  TINYAI_ERR_BUFFER_TOO_SMALL);
     CHECK(len == full_len);
     CHECK(small[sizeof small - 1] == '\0');
@@ -642,7 +642,7 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
         TinyAIGenerateStats st;
         memset(&st, 0, sizeof st);
         st.structSize = sizeof st;
-        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, &st), TINYAI_STOPPED);
+        CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, &st), TINYAI_STOPPED);
         CHECK(st.stopReason == TINYAI_STOP_CALLBACK);
         CHECK(strcmp(tinyaiStopReasonName(st.stopReason), "callback") == 0);
         CHECK(strcmp(tinyaiStatusString(TINYAI_STOPPED), "TINYAI_STOPPED") == 0);
@@ -657,11 +657,11 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
         char a[4096], b[4096];
         gp.sampler.temperature = 0.8f;
         gp.sampler.seed = 7;
-        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, a, sizeof a, NULL, NULL), TINYAI_OK);
-        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, b, sizeof b, NULL, NULL), TINYAI_OK);
+        CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, a, sizeof a, NULL, NULL), TINYAI_OK);
+        CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, b, sizeof b, NULL, NULL), TINYAI_OK);
         CHECK(strcmp(a, b) == 0);
         gp.sampler.topP = 1.5f;
-        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, a, sizeof a, NULL, NULL),
+        CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, a, sizeof a, NULL, NULL),
                      TINYAI_ERR_INVALID_ARGUMENT);
         gp.sampler.topP = 0.9f;
         gp.sampler.temperature = 0.0f;
@@ -673,12 +673,12 @@ static void test_llm(TinyAIMappedModel* model, const char* golden_path) {
     lc.threads = 1;
     CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
     if (llm) {
-        CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time there was a big dog and a small cat who were friends",
+        CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time there was a big dog and a small cat who were friends",
                                     &gp, text, sizeof text, &len, NULL),
                      TINYAI_ERR_CONTEXT_OVERFLOW);
         for (i = 0; i < 16; ++i) ids[i] = 1 + i;
-        CHECK_STATUS(tinyaiEval(llm, ids, 16, NULL), TINYAI_OK);
-        CHECK_STATUS(tinyaiEval(llm, ids, 1, NULL), TINYAI_ERR_CONTEXT_OVERFLOW);
+        CHECK_STATUS(tinyaiLLMEval(llm, ids, 16, NULL), TINYAI_OK);
+        CHECK_STATUS(tinyaiLLMEval(llm, ids, 1, NULL), TINYAI_ERR_CONTEXT_OVERFLOW);
         tinyaiDestroyLLM(llm);
     }
 }
@@ -776,7 +776,7 @@ static void test_scheduler(TinyAIMappedModel* model) {
     CHECK(tinyaiGetSchedulerPeakMemoryUsage(s) <= (64u << 20));
     CHECK(tinyaiGetSchedulerMemoryUsage(s) <= tinyaiGetSchedulerPeakMemoryUsage(s));
     CHECK_STATUS(tinyaiGetSchedulerReport(s, &rep), TINYAI_OK);
-    CHECK(rep.mode == TINYAI_EXEC_MEMORY_OPT && rep.inPlaceCount > 0 && rep.kvBytes > 0);
+    CHECK(rep.mode == TINYAI_EXEC_MEMORY_OPT && rep.inPlaceCount > 0 && rep.kvCacheBytes > 0);
     tinyaiDestroyForwardScheduler(s);
 }
 
@@ -828,11 +828,11 @@ static void test_reader_and_platform(const unsigned char* image, size_t size) {
         CHECK_STATUS(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_OK);
         gp.steps = 24;
         if (llm) {
-            CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL), TINYAI_OK);
+            CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL), TINYAI_OK);
             CHECK(strncmp(text, "Once upon a time, there was a little girl named Lily", 52) == 0);
             /* The callback fails from now on: the next weight read reports it. */
             r.fail_after = 0;
-            CHECK_STATUS(tinyaiGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL),
+            CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, NULL),
                          TINYAI_ERR_IO);
             CHECK(strstr(tinyaiGetLastErrorMessage(), "read callback returned -7") != NULL);
             tinyaiDestroyLLM(llm);

@@ -176,7 +176,7 @@ TEST_F(StructSizeTest, LLMConfig) {
   ASSERT_EQ(tinyaiCreateLLM(model_, &older, &llm), TINYAI_OK) << LastMessage();
   TinyAIModelInfo info = {};
   info.structSize = sizeof info;
-  ASSERT_EQ(tinyaiGetModelInfo(llm, &info), TINYAI_OK);
+  ASSERT_EQ(tinyaiGetLLMModelInfo(llm, &info), TINYAI_OK);
   EXPECT_EQ(info.contextLength, 16) << "the fields before the cut are read";
   tinyaiDestroyLLM(llm);
   TinyAIMemoryReport est = {};
@@ -208,15 +208,15 @@ TEST_F(StructSizeTest, SamplerConfig) {
   older.topP = -1.0f;
   uint64_t rng = 1;
   int32_t token = -1;
-  ASSERT_EQ(tinyaiSample(llm_, logits.data(), &older, &rng, &token), TINYAI_OK) << LastMessage();
+  ASSERT_EQ(tinyaiLLMSample(llm_, logits.data(), &older, &rng, &token), TINYAI_OK) << LastMessage();
   EXPECT_EQ(token, 7);
   TinyAISamplerConfig full = tinyaiCreateDefaultSamplerConfig();
   full.topP = -1.0f;
-  EXPECT_EQ(tinyaiSample(llm_, logits.data(), &full, &rng, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(llm_, logits.data(), &full, &rng, &token), TINYAI_ERR_INVALID_ARGUMENT);
   CheckInputRefused<TinyAISamplerConfig>("TinyAISamplerConfig", tinyaiCreateDefaultSamplerConfig(),
                                          offsetof(TinyAISamplerConfig, temperature) + 4,
                                          [&](const TinyAISamplerConfig* c) {
-                                           return tinyaiSample(llm_, logits.data(), c, &rng, &token);
+                                           return tinyaiLLMSample(llm_, logits.data(), c, &rng, &token);
                                          });
 }
 
@@ -230,11 +230,11 @@ TEST_F(StructSizeTest, GenerateParams) {
   };
   older.steps = 8;
   char text[256];
-  ASSERT_EQ(tinyaiGenerate(llm_, "ab", &older, text, sizeof text, nullptr, nullptr), TINYAI_OK) << LastMessage();
+  ASSERT_EQ(tinyaiLLMGenerate(llm_, "ab", &older, text, sizeof text, nullptr, nullptr), TINYAI_OK) << LastMessage();
   CheckInputRefused<TinyAIGenerateParams>("TinyAIGenerateParams", tinyaiCreateDefaultGenerateParams(),
                                           offsetof(TinyAIGenerateParams, steps) + 4,
                                           [&](const TinyAIGenerateParams* p) {
-                                            return tinyaiGenerate(llm_, "ab", p, text, sizeof text, nullptr, nullptr);
+                                            return tinyaiLLMGenerate(llm_, "ab", p, text, sizeof text, nullptr, nullptr);
                                           });
   TinyAIForwardScheduler* s = tinyaiCreateForwardScheduler(model_, TINYAI_EXEC_ADAPTIVE, 0);
   ASSERT_NE(s, nullptr);
@@ -252,7 +252,7 @@ TEST_F(StructSizeTest, GenerateParams) {
 TEST_F(StructSizeTest, ModelInfo) {
   CheckOutput<TinyAIModelInfo>("TinyAIModelInfo", offsetof(TinyAIModelInfo, dim) + 4,
                                offsetof(TinyAIModelInfo, vocabSize),
-                               [&](TinyAIModelInfo* o) { return tinyaiGetModelInfo(llm_, o); });
+                               [&](TinyAIModelInfo* o) { return tinyaiGetLLMModelInfo(llm_, o); });
 }
 
 TEST_F(StructSizeTest, TensorInfo) {
@@ -281,10 +281,10 @@ TEST_F(StructSizeTest, SchedulerReport) {
 }
 
 TEST_F(StructSizeTest, MemoryReports) {
-  CheckOutput<TinyAIMemoryReport>("TinyAIMemoryReport", offsetof(TinyAIMemoryReport, limit) + 8,
+  CheckOutput<TinyAIMemoryReport>("TinyAIMemoryReport", offsetof(TinyAIMemoryReport, memoryLimit) + 8,
                                   offsetof(TinyAIMemoryReport, totalBytes),
                                   [&](TinyAIMemoryReport* o) { return tinyaiGetLLMMemoryReport(llm_, o); });
-  CheckOutput<TinyAIMemoryReport>("TinyAIMemoryReport (estimate)", offsetof(TinyAIMemoryReport, limit) + 8,
+  CheckOutput<TinyAIMemoryReport>("TinyAIMemoryReport (estimate)", offsetof(TinyAIMemoryReport, memoryLimit) + 8,
                                   offsetof(TinyAIMemoryReport, totalBytes),
                                   [&](TinyAIMemoryReport* o) { return tinyaiEstimateLLMMemory(model_, nullptr, o); });
 }
@@ -296,7 +296,7 @@ TEST_F(StructSizeTest, GenerateStats) {
   char text[256];
   CheckOutput<TinyAIGenerateStats>("TinyAIGenerateStats", offsetof(TinyAIGenerateStats, stopReason) + 4,
                                    offsetof(TinyAIGenerateStats, promptSeconds), [&](TinyAIGenerateStats* o) {
-                                     return tinyaiGenerate(llm_, "ab", &gp, text, sizeof text, nullptr, o);
+                                     return tinyaiLLMGenerate(llm_, "ab", &gp, text, sizeof text, nullptr, o);
                                    });
 }
 

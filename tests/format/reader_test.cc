@@ -925,14 +925,14 @@ TEST_F(ReaderTest, IndexMutationSweepNeverCrashes) {
           ++runners;
           int32_t tokens[8];
           int32_t count = 0;
-          if (tinyaiTokenize(llm, "hi there", 1, tokens, 8, &count) == TINYAI_OK) {
-            tinyaiEval(llm, tokens, count < 4 ? count : 4, nullptr);
+          if (tinyaiLLMTokenize(llm, "hi there", 1, tokens, 8, &count) == TINYAI_OK) {
+            tinyaiLLMEval(llm, tokens, count < 4 ? count : 4, nullptr);
           }
           char text[64];
           size_t len = 0;
           TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
           gp.steps = 6;
-          tinyaiGenerate(llm, "ab", &gp, text, sizeof text, &len, nullptr);
+          tinyaiLLMGenerate(llm, "ab", &gp, text, sizeof text, &len, nullptr);
           tinyaiDestroyLLM(llm);
         } else {
           ASSERT_NE(tinyaiGetLastError(), TINYAI_OK);

@@ -839,19 +839,19 @@ TEST_F(ZstdTest, ACompressedModelNeedsAtMostOneDecoderMoreThanThePlainOne) {
   }
   const uint64_t decoder = ZSTD_estimateDCtxSize() + 16384 + 8192;  // context, block buffer, page rounding
   EXPECT_LE(est[1].otherBytes, est[0].otherBytes + decoder);
-  EXPECT_LE(est[1].minimumLimit, est[0].minimumLimit + decoder);
+  EXPECT_LE(est[1].minimumMemoryLimit, est[0].minimumMemoryLimit + decoder);
   // A limit with room for every weight: resident, nothing evicted.
   TinyAIMappedModel* m = tinyaiOpenMappedModel(packed.c_str(), nullptr);
   ASSERT_NE(m, nullptr);
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   Bytes plain_file;
   ASSERT_TRUE(tt::ReadFileBytes(plain, &plain_file));
-  cfg.memoryLimit = static_cast<size_t>(est[0].minimumLimit + decoder) + plain_file.size();  // every weight fits
+  cfg.memoryLimit = static_cast<size_t>(est[0].minimumMemoryLimit + decoder) + plain_file.size();  // every weight fits
   TinyAILLM* llm = nullptr;
   ASSERT_EQ(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_OK) << LastMessage();
   TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
   gp.maxNewTokens = 30;
-  ASSERT_EQ(tinyaiGenerate(llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_OK) << LastMessage();
+  ASSERT_EQ(tinyaiLLMGenerate(llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_OK) << LastMessage();
   EXPECT_EQ(tt::CacheStats(m).evictions, 0u);
   tinyaiDestroyLLM(llm);
   tinyaiCloseMappedModel(m);

@@ -431,7 +431,7 @@ void Reenter(const CallbackState& st) {
     TinyAIModelInfo info;
     std::memset(&info, 0, sizeof info);
     info.structSize = sizeof info;
-    FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "a callback reads its LLM's info: %s",
+    FUZZ_CHECK(tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK, "a callback reads its LLM's info: %s",
                tinyaiGetLastErrorMessage());
     switch (st.action) {
       case kRead: {
@@ -441,8 +441,8 @@ void Reenter(const CallbackState& st) {
         size_t len = 0;
         TinyAIMemoryReport report;
         report.structSize = sizeof report;
-        FUZZ_CHECK(tinyaiGetPosition(llm) >= 0 && tinyaiTokenize(llm, "hi", 1, ids, 8, &count) == TINYAI_OK &&
-                       tinyaiDecodeToken(llm, 1, 100, piece, sizeof piece, &len) == TINYAI_OK &&
+        FUZZ_CHECK(tinyaiGetLLMPosition(llm) >= 0 && tinyaiLLMTokenize(llm, "hi", 1, ids, 8, &count) == TINYAI_OK &&
+                       tinyaiLLMDecodeToken(llm, 1, 100, piece, sizeof piece, &len) == TINYAI_OK &&
                        tinyaiGetLLMMemoryReport(llm, &report) == TINYAI_OK && tinyaiGetLLMScheduler(llm) != nullptr,
                    "a callback cannot read its LLM: %s", tinyaiGetLastErrorMessage());
         return;
@@ -455,10 +455,10 @@ void Reenter(const CallbackState& st) {
         uint64_t rng = 1;
         int32_t sampled = -1;
         TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
-        Expect(tinyaiEval(llm, &token, 1, nullptr), "tinyaiEval from the callback");
+        Expect(tinyaiLLMEval(llm, &token, 1, nullptr), "tinyaiLLMEval from the callback");
         Expect(tinyaiResetLLM(llm), "tinyaiResetLLM from the callback");
-        Expect(tinyaiSample(llm, logits.data(), &sampler, &rng, &sampled), "tinyaiSample from the callback");
-        Expect(tinyaiGenerate(llm, "x", nullptr, nullptr, 0, nullptr, nullptr), "tinyaiGenerate from the callback");
+        Expect(tinyaiLLMSample(llm, logits.data(), &sampler, &rng, &sampled), "tinyaiLLMSample from the callback");
+        Expect(tinyaiLLMGenerate(llm, "x", nullptr, nullptr, 0, nullptr, nullptr), "tinyaiLLMGenerate from the callback");
         Expect(tinyaiSetSchedulerGenerateParams(const_cast<TinyAIForwardScheduler*>(tinyaiGetLLMScheduler(llm)),
                                                 &params),
                "tinyaiSetSchedulerGenerateParams from the callback");
@@ -467,7 +467,7 @@ void Reenter(const CallbackState& st) {
       case kDestroyRunner:
         tinyaiClearLastError();
         tinyaiDestroyLLM(llm);
-        FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE && tinyaiGetPosition(llm) >= 0,
+        FUZZ_CHECK(tinyaiGetLastError() == TINYAI_ERR_MISUSE && tinyaiGetLLMPosition(llm) >= 0,
                    "destroying an LLM from its callback: %s", tinyaiStatusString(tinyaiGetLastError()));
         return;
       default:
@@ -528,7 +528,7 @@ void Reenter(const CallbackState& st) {
     params.steps = 4;
     char text[64];
     size_t len = 0;
-    Expect(tinyaiGenerate(st.other, "x", &params, text, sizeof text, &len, nullptr), "tinyaiGenerate on another LLM");
+    Expect(tinyaiLLMGenerate(st.other, "x", &params, text, sizeof text, &len, nullptr), "tinyaiLLMGenerate on another LLM");
   }
 }
 
@@ -677,7 +677,7 @@ void LLMCall(Input& in) {
     TinyAIModelInfo info;
     std::memset(&info, 0, sizeof info);
     info.structSize = sizeof info;
-    FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "model info");
+    FUZZ_CHECK(tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK, "model info");
     vocab = info.vocabSize;
   }
   TinyAILLM* other = g_llms[1 - i].llm && !g_llms[1 - i].orphaned ? g_llms[1 - i].llm : nullptr;
@@ -690,10 +690,10 @@ void LLMCall(Input& in) {
       std::vector<int32_t> tokens(with_buffer && capacity > 0 ? static_cast<size_t>(capacity) : 0);
       int32_t count = -1;
       const int nulls = static_cast<int>(in.Below(16));
-      const TinyAIStatus s = tinyaiTokenize(llm, nulls == 1 ? nullptr : text.c_str(), in.Int({1, 0, -1, INT_MIN}),
+      const TinyAIStatus s = tinyaiLLMTokenize(llm, nulls == 1 ? nullptr : text.c_str(), in.Int({1, 0, -1, INT_MIN}),
                                             with_buffer ? tokens.data() : nullptr, capacity,
                                             nulls == 2 ? nullptr : &count);
-      Expect(s, "tinyaiTokenize");
+      Expect(s, "tinyaiLLMTokenize");
       if (s == TINYAI_OK) {
         FUZZ_CHECK(count >= 0 && static_cast<size_t>(count) <= tokens.size(), "%d ids in %zu", count, tokens.size());
         for (int32_t k = 0; k < count; ++k) {
@@ -710,10 +710,10 @@ void LLMCall(Input& in) {
       std::vector<char> out(capacity);
       size_t len = SIZE_MAX;
       const bool with_buffer = !in.Rarely(8);
-      const TinyAIStatus s = tinyaiDecodeToken(llm, prev, token, with_buffer ? out.data() : nullptr,
+      const TinyAIStatus s = tinyaiLLMDecodeToken(llm, prev, token, with_buffer ? out.data() : nullptr,
                                                with_buffer ? capacity : static_cast<size_t>(in.Below(2)),
                                                in.Rarely(16) ? nullptr : &len);
-      Expect(s, "tinyaiDecodeToken");
+      Expect(s, "tinyaiLLMDecodeToken");
       if (s == TINYAI_OK) FUZZ_CHECK(len <= capacity, "decoded %zu bytes into %zu", len, capacity);
       return;
     }
@@ -725,11 +725,11 @@ void LLMCall(Input& in) {
       std::vector<float> logits(static_cast<size_t>(vocab > 0 ? vocab : 1));
       TinyAIStatus s;
       switch (in.Below(4)) {
-        case 1: s = tinyaiEval(llm, nullptr, in.Bool() ? INT_MAX : count, nullptr); break;
-        case 2: s = tinyaiEval(llm, tokens.data(), count, nullptr); break;
-        default: s = tinyaiEval(llm, tokens.data(), count, logits.data()); break;
+        case 1: s = tinyaiLLMEval(llm, nullptr, in.Bool() ? INT_MAX : count, nullptr); break;
+        case 2: s = tinyaiLLMEval(llm, tokens.data(), count, nullptr); break;
+        default: s = tinyaiLLMEval(llm, tokens.data(), count, logits.data()); break;
       }
-      Expect(s, "tinyaiEval");
+      Expect(s, "tinyaiLLMEval");
       return;
     }
     case 5: {  // sample
@@ -742,9 +742,9 @@ void LLMCall(Input& in) {
       uint64_t rng = in.Bool() ? 0 : in.Below(0);
       int32_t token = -1;
       const int nulls = static_cast<int>(in.Below(16));
-      const TinyAIStatus s = tinyaiSample(llm, nulls == 1 ? nullptr : logits.data(), nulls == 2 ? nullptr : &sampler,
+      const TinyAIStatus s = tinyaiLLMSample(llm, nulls == 1 ? nullptr : logits.data(), nulls == 2 ? nullptr : &sampler,
                                           nulls == 3 ? nullptr : &rng, nulls == 4 ? nullptr : &token);
-      Expect(s, "tinyaiSample");
+      Expect(s, "tinyaiLLMSample");
       if (s == TINYAI_OK) FUZZ_CHECK(token >= 0 && token < vocab, "sampled %d of %d", token, vocab);
       return;
     }
@@ -765,10 +765,10 @@ void LLMCall(Input& in) {
       stats.structSize = in.Rarely(8) ? in.StructSize(sizeof stats) : sizeof stats;
       const int nulls = static_cast<int>(in.Below(16));
       const TinyAIStatus s =
-          tinyaiGenerate(llm, nulls == 1 ? nullptr : prompt.c_str(), nulls == 2 ? nullptr : &params,
+          tinyaiLLMGenerate(llm, nulls == 1 ? nullptr : prompt.c_str(), nulls == 2 ? nullptr : &params,
                          with_out ? out.data() : nullptr, with_out ? capacity : (nulls == 3 ? 1 : 0),
                          nulls == 4 ? nullptr : &len, nulls == 5 ? nullptr : &stats);
-      Expect(s, "tinyaiGenerate", true);
+      Expect(s, "tinyaiLLMGenerate", true);
       if (s == TINYAI_OK && nulls != 5 && stats.structSize == sizeof stats) {
         FUZZ_CHECK(stats.stopReason != TINYAI_STOP_NONE && stats.stopReason != TINYAI_STOP_CALLBACK &&
                        stats.stopReason != TINYAI_STOP_OUTPUT_FULL,
@@ -787,15 +787,15 @@ void LLMCall(Input& in) {
       return;
     }
     case 7:
-      if (llm && !orphaned) FUZZ_CHECK(tinyaiGetPosition(llm) >= 0, "position");
-      else FUZZ_CHECK(tinyaiGetPosition(llm) == -1, "position of a NULL or orphaned LLM");
+      if (llm && !orphaned) FUZZ_CHECK(tinyaiGetLLMPosition(llm) >= 0, "position");
+      else FUZZ_CHECK(tinyaiGetLLMPosition(llm) == -1, "position of a NULL or orphaned LLM");
       Expect(tinyaiResetLLM(llm), "tinyaiResetLLM");
       return;
     case 8: {
       TinyAIModelInfo info;
       std::memset(&info, 0, sizeof info);
       info.structSize = sizeof info;
-      Expect(tinyaiGetModelInfo(llm, in.Rarely(8) ? nullptr : &info), "tinyaiGetModelInfo");
+      Expect(tinyaiGetLLMModelInfo(llm, in.Rarely(8) ? nullptr : &info), "tinyaiGetLLMModelInfo");
       TinyAIMemoryReport report;
       report.structSize = in.StructSize(sizeof report);
       Expect(tinyaiGetLLMMemoryReport(llm, in.Rarely(8) ? nullptr : &report), "tinyaiGetLLMMemoryReport");
@@ -1171,7 +1171,7 @@ void RunCalls(Input& in, const std::vector<std::vector<uint64_t>>* script) {
 // temperature, top-p, seed, then the callback: yes, stop never, action).
 std::vector<uint64_t> CallbackParams(int action) { return {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, static_cast<uint64_t>(action)}; }
 
-// tinyaiGenerate on LLM slot 0 with such a callback.
+// tinyaiLLMGenerate on LLM slot 0 with such a callback.
 std::vector<uint64_t> Generate(int action) {
   std::vector<uint64_t> v = {1, 6, 0, 0};
   const std::vector<uint64_t> p = CallbackParams(action);

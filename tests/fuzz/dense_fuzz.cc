@@ -166,7 +166,7 @@ void Run(TinyAIMappedModel* model, TinyAIExecutionMode mode, size_t limit, bool 
   FUZZ_CHECK(tinyaiGetSchedulerReport(s, &report) == TINYAI_OK, "report");
   FUZZ_CHECK(report.layerCount == static_cast<int32_t>(def.layers.size()), "%d layers scheduled of %zu",
              report.layerCount, def.layers.size());
-  if (min_limit) *min_limit = report.minMemLimit;
+  if (min_limit) *min_limit = report.minimumMemoryLimit;
   output->assign(static_cast<size_t>(kRows) * static_cast<size_t>(r.output_dim), NAN);
   int layer = -1, steps = 0;
   while (tinyaiExecuteNextLayer(s, input.data(), output->data(), &layer)) {

@@ -60,23 +60,23 @@ void RunConverted(const std::string& path, const tinyai::LlamaShape& shape) {
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
-  FUZZ_CHECK(tinyaiGetModelInfo(llm, &info) == TINYAI_OK, "tinyaiGetModelInfo");
+  FUZZ_CHECK(tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK, "tinyaiGetLLMModelInfo");
   FUZZ_CHECK(info.dim == shape.dim && info.hiddenDim == shape.hidden_dim && info.layers == shape.layers &&
                  info.heads == shape.heads && info.kvHeads == shape.kv_heads && info.vocabSize == shape.vocab_size &&
                  info.seqLen == shape.seq_len && info.sharedClassifier == (shape.shared_classifier ? 1 : 0),
              "the runner sees another shape than the checkpoint's header");
   int32_t tokens[8];
   int32_t count = 0;
-  s = tinyaiTokenize(llm, "ab", 1, tokens, 8, &count);
+  s = tinyaiLLMTokenize(llm, "ab", 1, tokens, 8, &count);
   if (s == TINYAI_OK) {
     if (count > cfg.contextLength) count = cfg.contextLength;
     std::vector<float> logits(static_cast<size_t>(shape.vocab_size));
-    s = tinyaiEval(llm, tokens, count, logits.data());
+    s = tinyaiLLMEval(llm, tokens, count, logits.data());
     // Weights that are NaN or infinite (or overflow) give logits that are:
     // TINYAI_ERR_NOT_FINITE, and nothing to sample.
     FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_NOT_FINITE, "evaluating %d tokens fails: %s", count,
                tinyaiStatusString(s));
-    if (s != TINYAI_OK) CheckFailure(s, "tinyaiEval");
+    if (s != TINYAI_OK) CheckFailure(s, "tinyaiLLMEval");
     for (float temperature : {0.0f, 0.8f}) {
       if (s != TINYAI_OK) break;
       TinyAISamplerConfig sampler = tinyaiCreateDefaultSamplerConfig();
@@ -84,13 +84,13 @@ void RunConverted(const std::string& path, const tinyai::LlamaShape& shape) {
       uint64_t rng = 7;
       int32_t token = -1;
       std::vector<float> copy = logits;
-      FUZZ_CHECK(tinyaiSample(llm, copy.data(), &sampler, &rng, &token) == TINYAI_OK, "tinyaiSample");
+      FUZZ_CHECK(tinyaiLLMSample(llm, copy.data(), &sampler, &rng, &token) == TINYAI_OK, "tinyaiLLMSample");
       FUZZ_CHECK(token >= 0 && token < shape.vocab_size, "sampled token %d outside the vocabulary of %d", token,
                  shape.vocab_size);
     }
   } else {
     // Only a vocabulary without the byte-fallback piece of 'b' (id 101).
-    CheckFailure(s, "tinyaiTokenize");
+    CheckFailure(s, "tinyaiLLMTokenize");
     FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER && shape.vocab_size <= 101, "tokenizing fails: %s", tinyaiStatusString(s));
   }
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
@@ -98,8 +98,8 @@ void RunConverted(const std::string& path, const tinyai::LlamaShape& shape) {
   params.sampler.temperature = 0.9f;
   char text[256];
   size_t len = 0;
-  s = tinyaiGenerate(llm, "a", &params, text, sizeof text, &len, nullptr);
-  if (s != TINYAI_OK) CheckFailure(s, "tinyaiGenerate");
+  s = tinyaiLLMGenerate(llm, "a", &params, text, sizeof text, &len, nullptr);
+  if (s != TINYAI_OK) CheckFailure(s, "tinyaiLLMGenerate");
   tinyaiDestroyLLM(llm);
   tinyaiCloseMappedModel(model);
 }

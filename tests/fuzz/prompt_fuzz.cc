@@ -6,18 +6,18 @@
 // SentencePiece BPE vocabulary with real merges; $TINYAI_DEFAULT_MODEL
 // overrides the path; skipped when absent). For each:
 //
-//  - tinyaiTokenize sizes its output with capacity 0
+//  - tinyaiLLMTokenize sizes its output with capacity 0
 //    (TINYAI_ERR_BUFFER_TOO_SMALL and the count), then gives BOS and ids
 //    inside the vocabulary, at most one per byte plus the dummy prefix;
 //    without BOS the same ids follow; a short buffer gets the first ids;
 //  - the ids are llama2.c's encode() (fuzz_util.h's plain transcription),
 //    for prompts up to 192 bytes;
-//  - tinyaiDecodeToken of each id after the one before gives the prompt's
+//  - tinyaiLLMDecodeToken of each id after the one before gives the prompt's
 //    bytes back (both vocabularies have " ", llama2.c's byte-fallback pieces
 //    and no merge that makes one, which the start checks; a prompt that
 //    encodes to BOS's id somewhere is exempt, as Decode drops a space after
 //    BOS);
-//  - tinyaiGenerate over the prompt alone (steps = its ids, BOS excluded,
+//  - tinyaiLLMGenerate over the prompt alone (steps = its ids, BOS excluded,
 //    so nothing is evaluated) prints the prompt, and fails with
 //    TINYAI_ERR_CONTEXT_OVERFLOW exactly when the ids do not fit the
 //    context;
@@ -66,7 +66,7 @@ void AddRunner(const char* name, const std::string& path, bool evaluate) {
   FUZZ_CHECK(r.model != nullptr, "cannot open %s", path.c_str());
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   FUZZ_CHECK(tinyaiCreateLLM(r.model, &cfg, &r.llm) == TINYAI_OK, "cannot create a runner for %s", path.c_str());
-  FUZZ_CHECK(tinyaiGetModelInfo(r.llm, &r.info) == TINYAI_OK, "model info");
+  FUZZ_CHECK(tinyaiGetLLMModelInfo(r.llm, &r.info) == TINYAI_OK, "model info");
   FUZZ_CHECK(tinyai_fuzz::ModelVocabulary(path, &r.pieces, &r.scores), "%s has no tokenizer", path.c_str());
   // Decoding gives the prompt back only with llama2.c's byte-fallback
   // pieces, and when no merge can make one (no two pieces concatenate to
@@ -86,15 +86,15 @@ void AddRunner(const char* name, const std::string& path, bool evaluate) {
 void CheckPrompt(const Runner& r, const std::string& prompt) {
   const char* text = prompt.c_str();
   int32_t count = -1;
-  TinyAIStatus s = tinyaiTokenize(r.llm, text, 1, nullptr, 0, &count);
+  TinyAIStatus s = tinyaiLLMTokenize(r.llm, text, 1, nullptr, 0, &count);
   FUZZ_CHECK(s == TINYAI_ERR_BUFFER_TOO_SMALL && count >= 1, "%s: sizing: %s, count %d", r.name,
              tinyaiStatusString(s), count);
-  CheckFailure(s, "tinyaiTokenize");
+  CheckFailure(s, "tinyaiLLMTokenize");
   FUZZ_CHECK(static_cast<size_t>(count) <= prompt.size() + 2, "%s: %d ids for %zu bytes", r.name, count,
              prompt.size());
   std::vector<int32_t> ids(static_cast<size_t>(count));
   int32_t again = -1;
-  s = tinyaiTokenize(r.llm, text, 1, ids.data(), count, &again);
+  s = tinyaiLLMTokenize(r.llm, text, 1, ids.data(), count, &again);
   FUZZ_CHECK(s == TINYAI_OK && again == count, "%s: tokenize: %s, %d of %d", r.name, tinyaiStatusString(s), again,
              count);
   FUZZ_CHECK(ids[0] == r.info.bosId, "%s: the first id is %d, not BOS", r.name, ids[0]);
@@ -106,11 +106,11 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   }
   if (count > 1) {
     std::vector<int32_t> no_bos(static_cast<size_t>(count - 1));
-    s = tinyaiTokenize(r.llm, text, 0, no_bos.data(), count - 1, &again);
+    s = tinyaiLLMTokenize(r.llm, text, 0, no_bos.data(), count - 1, &again);
     FUZZ_CHECK(s == TINYAI_OK && again == count - 1 && std::equal(no_bos.begin(), no_bos.end(), ids.begin() + 1),
                "%s: without BOS: %s", r.name, tinyaiStatusString(s));
     std::vector<int32_t> part(static_cast<size_t>(count / 2));
-    s = tinyaiTokenize(r.llm, text, 1, part.data(), count / 2, &again);
+    s = tinyaiLLMTokenize(r.llm, text, 1, part.data(), count / 2, &again);
     FUZZ_CHECK(s == TINYAI_ERR_BUFFER_TOO_SMALL && again == count &&
                    std::equal(part.begin(), part.end(), ids.begin()),
                "%s: a short buffer: %s", r.name, tinyaiStatusString(s));
@@ -127,12 +127,12 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   std::string decoded;
   for (int32_t i = 1; i < count; ++i) {
     size_t len = 0;
-    s = tinyaiDecodeToken(r.llm, ids[static_cast<size_t>(i - 1)], ids[static_cast<size_t>(i)], nullptr, 0, &len);
+    s = tinyaiLLMDecodeToken(r.llm, ids[static_cast<size_t>(i - 1)], ids[static_cast<size_t>(i)], nullptr, 0, &len);
     FUZZ_CHECK(s == (len == 0 ? TINYAI_OK : TINYAI_ERR_BUFFER_TOO_SMALL), "%s: decode sizing: %s", r.name,
                tinyaiStatusString(s));
     std::vector<char> piece(len);
     size_t len2 = 0;
-    s = tinyaiDecodeToken(r.llm, ids[static_cast<size_t>(i - 1)], ids[static_cast<size_t>(i)], piece.data(), len,
+    s = tinyaiLLMDecodeToken(r.llm, ids[static_cast<size_t>(i - 1)], ids[static_cast<size_t>(i)], piece.data(), len,
                           &len2);
     FUZZ_CHECK(s == TINYAI_OK && len2 == len, "%s: decode: %s", r.name, tinyaiStatusString(s));
     decoded.append(piece.data(), len);
@@ -145,11 +145,11 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   size_t len = 0;
   if (count >= 2) {
     params.steps = count - 1;
-    s = tinyaiGenerate(r.llm, text, &params, out.data(), out.size(), &len, nullptr);
+    s = tinyaiLLMGenerate(r.llm, text, &params, out.data(), out.size(), &len, nullptr);
     if (count > r.info.contextLength) {
       FUZZ_CHECK(s == TINYAI_ERR_CONTEXT_OVERFLOW, "%s: %d ids in a context of %d: %s", r.name, count,
                  r.info.contextLength, tinyaiStatusString(s));
-      CheckFailure(s, "tinyaiGenerate");
+      CheckFailure(s, "tinyaiLLMGenerate");
       return;
     }
     FUZZ_CHECK(s == TINYAI_OK, "%s: generating the prompt alone: %s", r.name, tinyaiStatusString(s));
@@ -160,7 +160,7 @@ void CheckPrompt(const Runner& r, const std::string& prompt) {
   }
   if (r.evaluate && count <= 300 && count < r.info.contextLength) {
     params.steps = count;
-    s = tinyaiGenerate(r.llm, text, &params, out.data(), out.size(), &len, nullptr);
+    s = tinyaiLLMGenerate(r.llm, text, &params, out.data(), out.size(), &len, nullptr);
     FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_BUFFER_TOO_SMALL, "%s: generating: %s", r.name,
                tinyaiStatusString(s));
     if (!bos_inside) {

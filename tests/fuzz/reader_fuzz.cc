@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (all_loaded && tinyaiCreateLLM(model, &llm_config, &llm) == TINYAI_OK) {
       int32_t tokens[8];
       int32_t count = 0;
-      if (tinyaiTokenize(llm, "Hi", 1, tokens, 8, &count) == TINYAI_OK && count <= 4) {
-        tinyaiEval(llm, tokens, count, nullptr);
+      if (tinyaiLLMTokenize(llm, "Hi", 1, tokens, 8, &count) == TINYAI_OK && count <= 4) {
+        tinyaiLLMEval(llm, tokens, count, nullptr);
       }
       tinyaiDestroyLLM(llm);
     }

@@ -230,9 +230,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t t = 0; t < texts.size(); ++t) {
     std::vector<int32_t> ids(texts[t].size() + 2);
     int32_t count = 0;
-    s = tinyaiTokenize(llm, texts[t].c_str(), 1, ids.data(), static_cast<int32_t>(ids.size()), &count);
+    s = tinyaiLLMTokenize(llm, texts[t].c_str(), 1, ids.data(), static_cast<int32_t>(ids.size()), &count);
     if (all_ids[t].empty()) {
-      FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER, "tinyaiTokenize: %s", tinyaiStatusString(s));
+      FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER, "tinyaiLLMTokenize: %s", tinyaiStatusString(s));
       continue;
     }
     FUZZ_CHECK(s == TINYAI_OK && count == static_cast<int32_t>(all_ids[t].size()) &&

@@ -897,7 +897,7 @@ TEST_F(WeightCacheTest, HugeRowBlockSizeMakesOneBlockPerLayer) {
     gp.steps = 12;
     char text[512];
     size_t len = 0;
-    EXPECT_EQ(tinyaiGenerate(llm, "ab", &gp, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(tinyaiLLMGenerate(llm, "ab", &gp, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
     tinyaiDestroyLLM(llm);
     if (expected.empty()) expected = text;
     EXPECT_EQ(std::string(text), expected);

@@ -102,7 +102,7 @@ class DefaultModelTest : public ::testing::Test {
     params.sampler.seed = seed;
     std::vector<char> text(8192);
     size_t len = 0;
-    EXPECT_EQ(tinyaiGenerate(llm_, prompt, &params, text.data(), text.size(), &len, nullptr), TINYAI_OK)
+    EXPECT_EQ(tinyaiLLMGenerate(llm_, prompt, &params, text.data(), text.size(), &len, nullptr), TINYAI_OK)
         << LastMessage();
     return std::string(text.data(), std::min(len, text.size()));
   }
@@ -120,7 +120,7 @@ TEST_F(DefaultModelTest, IsTheTrainedLlamaItsCardDescribes) {
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
-  ASSERT_EQ(tinyaiGetModelInfo(llm_, &info), TINYAI_OK) << LastMessage();
+  ASSERT_EQ(tinyaiGetLLMModelInfo(llm_, &info), TINYAI_OK) << LastMessage();
   EXPECT_EQ(info.dim, 128);
   EXPECT_EQ(info.layers, 4);
   EXPECT_EQ(info.heads, 4);

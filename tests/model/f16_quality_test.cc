@@ -78,7 +78,7 @@ TEST_F(F16Quality, NextTokenDistributionsStayCloseToF32) {
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
-  ASSERT_EQ(tinyaiGetModelInfo(f32_.llm, &info), TINYAI_OK);
+  ASSERT_EQ(tinyaiGetLLMModelInfo(f32_.llm, &info), TINYAI_OK);
   const size_t vocab = static_cast<size_t>(info.vocabSize);
   std::vector<float> l32(vocab), l16(vocab);
   std::mt19937_64 rng(14);
@@ -89,8 +89,8 @@ TEST_F(F16Quality, NextTokenDistributionsStayCloseToF32) {
     ASSERT_EQ(tinyaiResetLLM(f16_.llm), TINYAI_OK);
     int32_t token = 1;  // BOS
     for (int t = 0; t < 300; ++t) {
-      ASSERT_EQ(tinyaiEval(f32_.llm, &token, 1, l32.data()), TINYAI_OK) << tt::LastMessage();
-      ASSERT_EQ(tinyaiEval(f16_.llm, &token, 1, l16.data()), TINYAI_OK) << tt::LastMessage();
+      ASSERT_EQ(tinyaiLLMEval(f32_.llm, &token, 1, l32.data()), TINYAI_OK) << tt::LastMessage();
+      ASSERT_EQ(tinyaiLLMEval(f16_.llm, &token, 1, l16.data()), TINYAI_OK) << tt::LastMessage();
       const std::vector<double> p = Softmax(l32), q = Softmax(l16);
       double kl = 0;
       for (size_t i = 0; i < vocab; ++i) {
@@ -138,11 +138,11 @@ TEST_F(F16Quality, GoldenGreedyTexts) {
     gp.sampler.temperature = 0.0f;
     std::vector<char> text(8192);
     size_t len = 0;
-    ASSERT_EQ(tinyaiGenerate(f16_.llm, std::string(prompt.begin(), prompt.end()).c_str(), &gp, text.data(),
+    ASSERT_EQ(tinyaiLLMGenerate(f16_.llm, std::string(prompt.begin(), prompt.end()).c_str(), &gp, text.data(),
                              text.size(), &len, nullptr),
               TINYAI_OK)
         << tt::LastMessage();
-    // The reference prints a final newline; tinyaiGenerate does not.
+    // The reference prints a final newline; tinyaiLLMGenerate does not.
     const std::string want(expected.begin(), expected.end() - 1), got(text.data(), len);
     ++total;
     if (got == want) {

@@ -54,17 +54,17 @@ struct Runner {
     TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
     if (s != TINYAI_OK) return ::testing::AssertionFailure() << "create: " << tinyaiStatusString(s) << ": " << LastMessage();
     info.structSize = sizeof info;
-    s = tinyaiGetModelInfo(llm, &info);
+    s = tinyaiGetLLMModelInfo(llm, &info);
     if (s != TINYAI_OK) return ::testing::AssertionFailure() << "info: " << LastMessage();
     return ::testing::AssertionSuccess();
   }
 
   std::vector<int32_t> Tokenize(const std::string& text, bool bos = true) const {
     int32_t count = 0;
-    tinyaiTokenize(llm, text.c_str(), bos ? 1 : 0, nullptr, 0, &count);
+    tinyaiLLMTokenize(llm, text.c_str(), bos ? 1 : 0, nullptr, 0, &count);
     std::vector<int32_t> ids(static_cast<size_t>(count));
     int32_t again = 0;
-    EXPECT_EQ(tinyaiTokenize(llm, text.c_str(), bos ? 1 : 0, ids.data(), count, &again), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(tinyaiLLMTokenize(llm, text.c_str(), bos ? 1 : 0, ids.data(), count, &again), TINYAI_OK) << LastMessage();
     EXPECT_EQ(again, count);
     return ids;
   }
@@ -74,7 +74,7 @@ struct Runner {
                        TinyAIGenerateStats* stats = nullptr) {
     std::vector<char> out(1 << 16);
     size_t len = 0;
-    TinyAIStatus s = tinyaiGenerate(llm, prompt.c_str(), &params, out.data(), out.size(), &len, stats);
+    TinyAIStatus s = tinyaiLLMGenerate(llm, prompt.c_str(), &params, out.data(), out.size(), &len, stats);
     if (status) {
       *status = s;
     } else {
@@ -131,34 +131,34 @@ TEST_F(ModelTest, EvalInOneCallMatchesTokenByToken) {
     // Token by token, keeping the logits after every prefix.
     std::vector<std::vector<float>> step(n, std::vector<float>(static_cast<size_t>(vocab)));
     for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(tinyaiEval(r.llm, &ids[i], 1, step[i].data()), TINYAI_OK) << LastMessage();
-      ASSERT_EQ(tinyaiGetPosition(r.llm), static_cast<int32_t>(i + 1));
+      ASSERT_EQ(tinyaiLLMEval(r.llm, &ids[i], 1, step[i].data()), TINYAI_OK) << LastMessage();
+      ASSERT_EQ(tinyaiGetLLMPosition(r.llm), static_cast<int32_t>(i + 1));
     }
     // Prefixes in one call, across the chunk boundaries.
     for (size_t len : {size_t{1}, size_t{2}, size_t{15}, size_t{16}, size_t{17}, size_t{32}, size_t{33}, n}) {
       SCOPED_TRACE("prefix " + std::to_string(len));
       ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
-      ASSERT_EQ(tinyaiGetPosition(r.llm), 0);
+      ASSERT_EQ(tinyaiGetLLMPosition(r.llm), 0);
       std::vector<float> logits(static_cast<size_t>(vocab));
-      ASSERT_EQ(tinyaiEval(r.llm, ids.data(), static_cast<int32_t>(len), logits.data()), TINYAI_OK) << LastMessage();
-      EXPECT_EQ(tinyaiGetPosition(r.llm), static_cast<int32_t>(len));
+      ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), static_cast<int32_t>(len), logits.data()), TINYAI_OK) << LastMessage();
+      EXPECT_EQ(tinyaiGetLLMPosition(r.llm), static_cast<int32_t>(len));
       EXPECT_TRUE(LogitsClose(step[len - 1], logits));
     }
     // Uneven pieces: 7, then 20, then the rest.
     ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
     std::vector<float> logits(static_cast<size_t>(vocab));
-    ASSERT_EQ(tinyaiEval(r.llm, ids.data(), 7, nullptr), TINYAI_OK);
-    ASSERT_EQ(tinyaiEval(r.llm, ids.data() + 7, 20, nullptr), TINYAI_OK);
-    ASSERT_EQ(tinyaiEval(r.llm, ids.data() + 27, static_cast<int32_t>(n - 27), logits.data()), TINYAI_OK);
+    ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 7, nullptr), TINYAI_OK);
+    ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data() + 7, 20, nullptr), TINYAI_OK);
+    ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data() + 27, static_cast<int32_t>(n - 27), logits.data()), TINYAI_OK);
     EXPECT_TRUE(LogitsClose(step[n - 1], logits));
     // Zero tokens is a no-op.
-    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 0, logits.data()), TINYAI_OK);
-    EXPECT_EQ(tinyaiGetPosition(r.llm), static_cast<int32_t>(n));
+    EXPECT_EQ(tinyaiLLMEval(r.llm, ids.data(), 0, logits.data()), TINYAI_OK);
+    EXPECT_EQ(tinyaiGetLLMPosition(r.llm), static_cast<int32_t>(n));
     // Threads do not change the logits beyond rounding.
     Runner r2;
     ASSERT_TRUE(r2.Open(path, 2));
     std::vector<float> logits2(static_cast<size_t>(vocab));
-    ASSERT_EQ(tinyaiEval(r2.llm, ids.data(), static_cast<int32_t>(n), logits2.data()), TINYAI_OK);
+    ASSERT_EQ(tinyaiLLMEval(r2.llm, ids.data(), static_cast<int32_t>(n), logits2.data()), TINYAI_OK);
     EXPECT_TRUE(LogitsClose(step[n - 1], logits2));
   }
 }
@@ -187,12 +187,12 @@ TEST_F(ModelTest, GreedyIsRepeatableOnOneRunner) {
   const std::string a = r.Greedy("the cat", 40);
   const std::string b = r.Greedy("something else first", 40);
   const std::string c = r.Greedy("the cat", 40);
-  EXPECT_EQ(a, c) << "tinyaiGenerate resets the cache";
+  EXPECT_EQ(a, c) << "tinyaiLLMGenerate resets the cache";
   (void)b;
 }
 
-// tinyaiGenerate equals the loop a caller would write with tinyaiEval,
-// tinyaiSample and tinyaiDecodeToken.
+// tinyaiLLMGenerate equals the loop a caller would write with tinyaiLLMEval,
+// tinyaiLLMSample and tinyaiLLMDecodeToken.
 TEST_F(ModelTest, GenerateMatchesAManualLoop) {
   for (const std::string& path : Models()) {
     SCOPED_TRACE(path);
@@ -210,25 +210,25 @@ TEST_F(ModelTest, GenerateMatchesAManualLoop) {
     char piece[256];
     size_t len = 0;
     for (size_t i = 1; i < ids.size(); ++i) {
-      ASSERT_EQ(tinyaiDecodeToken(r.llm, ids[i - 1], ids[i], piece, sizeof piece, &len), TINYAI_OK);
+      ASSERT_EQ(tinyaiLLMDecodeToken(r.llm, ids[i - 1], ids[i], piece, sizeof piece, &len), TINYAI_OK);
       text.append(piece, len);
     }
     std::vector<float> logits(static_cast<size_t>(r.info.vocabSize));
-    ASSERT_EQ(tinyaiEval(r.llm, ids.data(), static_cast<int32_t>(ids.size()), logits.data()), TINYAI_OK);
+    ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), static_cast<int32_t>(ids.size()), logits.data()), TINYAI_OK);
     TinyAISamplerConfig greedy = tinyaiCreateDefaultSamplerConfig();
     greedy.temperature = 0.0f;
     uint64_t rng = greedy.seed;
     int32_t prev = ids.back();
     for (int32_t pos = static_cast<int32_t>(ids.size());; ++pos) {
       int32_t next = -1;
-      ASSERT_EQ(tinyaiSample(r.llm, logits.data(), &greedy, &rng, &next), TINYAI_OK) << LastMessage();
+      ASSERT_EQ(tinyaiLLMSample(r.llm, logits.data(), &greedy, &rng, &next), TINYAI_OK) << LastMessage();
       ASSERT_GE(next, 0);
       ASSERT_LT(next, r.info.vocabSize);
       if (next == r.info.bosId) break;
-      ASSERT_EQ(tinyaiDecodeToken(r.llm, prev, next, piece, sizeof piece, &len), TINYAI_OK);
+      ASSERT_EQ(tinyaiLLMDecodeToken(r.llm, prev, next, piece, sizeof piece, &len), TINYAI_OK);
       text.append(piece, len);
       if (pos >= steps) break;
-      ASSERT_EQ(tinyaiEval(r.llm, &next, 1, logits.data()), TINYAI_OK) << LastMessage();
+      ASSERT_EQ(tinyaiLLMEval(r.llm, &next, 1, logits.data()), TINYAI_OK) << LastMessage();
       prev = next;
     }
     EXPECT_EQ(text, expected);
@@ -244,7 +244,7 @@ std::string PromptOfTokens(const Runner& r, int32_t n) {
     for (int i = 0; i < 4 * n; ++i) {
       text += unit;
       int32_t count = 0;
-      tinyaiTokenize(r.llm, text.c_str(), 1, nullptr, 0, &count);
+      tinyaiLLMTokenize(r.llm, text.c_str(), 1, nullptr, 0, &count);
       if (count == n) return text;
       if (count > n) break;
     }
@@ -264,7 +264,7 @@ TEST_F(ModelTest, ContextOverflow) {
     char out[256];
     size_t len = 12345;
     tinyaiClearLastError();
-    EXPECT_EQ(tinyaiGenerate(r.llm, p17.c_str(), &gp, out, sizeof out, &len, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, p17.c_str(), &gp, out, sizeof out, &len, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
     EXPECT_LAST_ERROR(TINYAI_ERR_CONTEXT_OVERFLOW, "17");
     EXPECT_TRUE(Contains(LastMessage(), "16")) << LastMessage();
 
@@ -272,30 +272,30 @@ TEST_F(ModelTest, ContextOverflow) {
     const std::string p16 = PromptOfTokens(r, 16);
     ASSERT_FALSE(p16.empty());
     TinyAIGenerateStats stats = {sizeof(TinyAIGenerateStats)};
-    EXPECT_EQ(tinyaiGenerate(r.llm, p16.c_str(), &gp, out, sizeof out, &len, &stats), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, p16.c_str(), &gp, out, sizeof out, &len, &stats), TINYAI_OK) << LastMessage();
     EXPECT_EQ(stats.promptTokens, 16);
     EXPECT_LE(stats.generatedTokens, 1);
-    EXPECT_LE(tinyaiGetPosition(r.llm), 16);
+    EXPECT_LE(tinyaiGetLLMPosition(r.llm), 16);
 
-    // tinyaiEval past the end.
+    // tinyaiLLMEval past the end.
     ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
     std::vector<int32_t> ids = Sequence(r.info.vocabSize, 17);
-    for (int i = 0; i < 16; ++i) ASSERT_EQ(tinyaiEval(r.llm, &ids[static_cast<size_t>(i)], 1, nullptr), TINYAI_OK);
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(tinyaiLLMEval(r.llm, &ids[static_cast<size_t>(i)], 1, nullptr), TINYAI_OK);
     tinyaiClearLastError();
-    EXPECT_EQ(tinyaiEval(r.llm, &ids[16], 1, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiLLMEval(r.llm, &ids[16], 1, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
     EXPECT_LAST_ERROR(TINYAI_ERR_CONTEXT_OVERFLOW, "16");
-    EXPECT_EQ(tinyaiGetPosition(r.llm), 16);
+    EXPECT_EQ(tinyaiGetLLMPosition(r.llm), 16);
     // 17 at once from an empty cache.
     ASSERT_EQ(tinyaiResetLLM(r.llm), TINYAI_OK);
-    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 17, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiLLMEval(r.llm, ids.data(), 17, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
     EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_CONTEXT_OVERFLOW);
-    EXPECT_EQ(tinyaiGetPosition(r.llm), 0) << "a refused eval changes nothing";
+    EXPECT_EQ(tinyaiGetLLMPosition(r.llm), 0) << "a refused eval changes nothing";
     // 10 then 7.
-    ASSERT_EQ(tinyaiEval(r.llm, ids.data(), 10, nullptr), TINYAI_OK);
-    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 7, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
-    EXPECT_EQ(tinyaiGetPosition(r.llm), 10);
-    EXPECT_EQ(tinyaiEval(r.llm, ids.data(), 6, nullptr), TINYAI_OK);
-    EXPECT_EQ(tinyaiGetPosition(r.llm), 16);
+    ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 10, nullptr), TINYAI_OK);
+    EXPECT_EQ(tinyaiLLMEval(r.llm, ids.data(), 7, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+    EXPECT_EQ(tinyaiGetLLMPosition(r.llm), 10);
+    EXPECT_EQ(tinyaiLLMEval(r.llm, ids.data(), 6, nullptr), TINYAI_OK);
+    EXPECT_EQ(tinyaiGetLLMPosition(r.llm), 16);
   }
 }
 
@@ -308,7 +308,7 @@ TEST_F(ModelTest, StepsBeyondTheContextStopAtTheContext) {
   TinyAIStatus s;
   r.Generate("ab", gp, &s, &stats);
   EXPECT_EQ(s, TINYAI_OK) << LastMessage();
-  EXPECT_LE(tinyaiGetPosition(r.llm), 16);
+  EXPECT_LE(tinyaiGetLLMPosition(r.llm), 16);
   EXPECT_LE(stats.promptTokens + stats.generatedTokens, 17);
 }
 
@@ -334,7 +334,7 @@ TEST_F(ModelTest, StepsCountPositionsPromptIncluded) {
     for (size_t i = 1; i <= 2; ++i) {
       char piece[64];
       size_t len = 0;
-      ASSERT_EQ(tinyaiDecodeToken(r.llm, ids[i - 1], ids[i], piece, sizeof piece, &len), TINYAI_OK);
+      ASSERT_EQ(tinyaiLLMDecodeToken(r.llm, ids[i - 1], ids[i], piece, sizeof piece, &len), TINYAI_OK);
       expected.append(piece, len);
     }
     EXPECT_EQ(two, expected);
@@ -347,7 +347,7 @@ TEST_F(ModelTest, StepsCountPositionsPromptIncluded) {
     r.Generate(prompt, gp, &s, &st);
     EXPECT_EQ(s, TINYAI_OK) << LastMessage();
     EXPECT_LE(st.promptTokens + st.generatedTokens, r.info.contextLength + 1);
-    EXPECT_LE(tinyaiGetPosition(r.llm), r.info.contextLength);
+    EXPECT_LE(tinyaiGetLLMPosition(r.llm), r.info.contextLength);
     // The empty prompt is BOS alone.
     gp.steps = 12;
     const std::string empty = r.Generate("", gp, &s, &st);
@@ -385,7 +385,7 @@ TEST_F(ModelTest, MaxNewTokensCountsOnlyTheTextAfterThePrompt) {
           EXPECT_EQ(st.generatedTokens, n) << "exactly the tokens asked for, whatever the prompt's length";
         }
         // The last token is printed, not evaluated: n - 1 decode passes.
-        EXPECT_EQ(tinyaiGetPosition(r.llm), prompt_tokens + st.generatedTokens - (st.stopReason == TINYAI_STOP_BOS ? 0 : 1));
+        EXPECT_EQ(tinyaiGetLLMPosition(r.llm), prompt_tokens + st.generatedTokens - (st.stopReason == TINYAI_STOP_BOS ? 0 : 1));
       }
     }
   }
@@ -477,16 +477,16 @@ TEST_F(ModelTest, TokenizeSizingProtocol) {
     const char* text = "Once upon a time, there was a dog.";
     int32_t count = -1;
     tinyaiClearLastError();
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, nullptr, 0, &count), TINYAI_ERR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, nullptr, 0, &count), TINYAI_ERR_BUFFER_TOO_SMALL);
     EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_BUFFER_TOO_SMALL);
     EXPECT_STRNE(tinyaiGetLastErrorMessage(), "");
     ASSERT_GT(count, 1);
     std::vector<int32_t> ids(static_cast<size_t>(count) + 4, -7);
     int32_t again = -1;
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count - 1, &again), TINYAI_ERR_BUFFER_TOO_SMALL);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, ids.data(), count - 1, &again), TINYAI_ERR_BUFFER_TOO_SMALL);
     EXPECT_EQ(again, count);
     EXPECT_EQ(ids[static_cast<size_t>(count) - 1], -7) << "wrote past capacity";
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count, &again), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, ids.data(), count, &again), TINYAI_OK) << LastMessage();
     EXPECT_EQ(again, count);
     EXPECT_EQ(ids[0], r.info.bosId);
     EXPECT_EQ(ids[static_cast<size_t>(count)], -7) << "wrote past count";
@@ -495,25 +495,25 @@ TEST_F(ModelTest, TokenizeSizingProtocol) {
       EXPECT_LT(ids[static_cast<size_t>(i)], r.info.vocabSize);
     }
     std::vector<int32_t> larger(static_cast<size_t>(count) + 4);
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, larger.data(), count + 4, &again), TINYAI_OK);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, larger.data(), count + 4, &again), TINYAI_OK);
     EXPECT_EQ(again, count);
     EXPECT_TRUE(std::equal(ids.begin(), ids.begin() + count, larger.begin()));
     // Without BOS: one fewer, the same ids after it.
     std::vector<int32_t> nobos(static_cast<size_t>(count));
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 0, nobos.data(), count, &again), TINYAI_OK);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 0, nobos.data(), count, &again), TINYAI_OK);
     EXPECT_EQ(again, count - 1);
     EXPECT_TRUE(std::equal(ids.begin() + 1, ids.begin() + count, nobos.begin()));
     // The empty text is BOS alone, or nothing.
-    EXPECT_EQ(tinyaiTokenize(r.llm, "", 1, larger.data(), 4, &again), TINYAI_OK);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, "", 1, larger.data(), 4, &again), TINYAI_OK);
     EXPECT_EQ(again, 1);
-    EXPECT_EQ(tinyaiTokenize(r.llm, "", 0, nullptr, 0, &again), TINYAI_OK);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, "", 0, nullptr, 0, &again), TINYAI_OK);
     EXPECT_EQ(again, 0);
     // Decoding the ids gives the text back.
     std::string back;
     char piece[64];
     size_t len = 0;
     for (int32_t i = 1; i < count; ++i) {
-      ASSERT_EQ(tinyaiDecodeToken(r.llm, ids[static_cast<size_t>(i) - 1], ids[static_cast<size_t>(i)], piece,
+      ASSERT_EQ(tinyaiLLMDecodeToken(r.llm, ids[static_cast<size_t>(i) - 1], ids[static_cast<size_t>(i)], piece,
                                   sizeof piece, &len),
                 TINYAI_OK);
       back.append(piece, len);
@@ -523,11 +523,11 @@ TEST_F(ModelTest, TokenizeSizingProtocol) {
     EXPECT_NE(ids[1], 3 + ' ');
     EXPECT_EQ(back, text);
     // Bad arguments.
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), -1, &again), TINYAI_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, nullptr, 5, &again), TINYAI_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(tinyaiTokenize(r.llm, nullptr, 1, ids.data(), count, &again), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, ids.data(), -1, &again), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, nullptr, 5, &again), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, nullptr, 1, ids.data(), count, &again), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "text");
-    EXPECT_EQ(tinyaiTokenize(r.llm, text, 1, ids.data(), count, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, ids.data(), count, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "count");
   }
 }
@@ -538,26 +538,26 @@ TEST_F(ModelTest, DecodeTokenSizing) {
   // Token 300-1 is a generated piece like " tha"; after BOS its space goes.
   const int32_t token = r.info.vocabSize - 1;
   size_t len = 0;
-  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, token, nullptr, 0, &len), TINYAI_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(tinyaiLLMDecodeToken(r.llm, 5, token, nullptr, 0, &len), TINYAI_ERR_BUFFER_TOO_SMALL);
   ASSERT_GT(len, 0u);
   std::vector<char> buf(len + 1, '#');
   size_t len2 = 0;
-  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, token, buf.data(), len, &len2), TINYAI_OK);
+  EXPECT_EQ(tinyaiLLMDecodeToken(r.llm, 5, token, buf.data(), len, &len2), TINYAI_OK);
   EXPECT_EQ(len2, len);
   EXPECT_EQ(buf[len], '#') << "no terminator is written";
   // A byte-fallback token is that byte.
   char byte = 0;
-  EXPECT_EQ(tinyaiDecodeToken(r.llm, 5, 3 + 'A', &byte, 1, &len), TINYAI_OK);
+  EXPECT_EQ(tinyaiLLMDecodeToken(r.llm, 5, 3 + 'A', &byte, 1, &len), TINYAI_OK);
   EXPECT_EQ(len, 1u);
   EXPECT_EQ(byte, 'A');
   // Out of range.
   for (int32_t bad : {-1, r.info.vocabSize, std::numeric_limits<int32_t>::max()}) {
-    EXPECT_EQ(tinyaiDecodeToken(r.llm, 1, bad, buf.data(), buf.size(), &len), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMDecodeToken(r.llm, 1, bad, buf.data(), buf.size(), &len), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, std::to_string(bad));
   }
-  EXPECT_EQ(tinyaiDecodeToken(r.llm, 1, 5, buf.data(), buf.size(), nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMDecodeToken(r.llm, 1, 5, buf.data(), buf.size(), nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "len");
-  EXPECT_EQ(tinyaiDecodeToken(r.llm, 1, 5, nullptr, 4, &len), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMDecodeToken(r.llm, 1, 5, nullptr, 4, &len), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
 }
 
@@ -577,7 +577,7 @@ TEST_F(ModelTest, TinyOutputBufferIsResourceExhausted) {
       std::vector<char> out(cap + 8, '#');
       size_t len = 0;
       tinyaiClearLastError();
-      EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, out.data(), cap, &len, nullptr),
+      EXPECT_EQ(tinyaiLLMGenerate(r.llm, "Once upon a time", &gp, out.data(), cap, &len, nullptr),
                 TINYAI_ERR_BUFFER_TOO_SMALL);
       EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_BUFFER_TOO_SMALL);
       EXPECT_TRUE(Contains(LastMessage(), std::to_string(full.size()))) << LastMessage();
@@ -589,15 +589,15 @@ TEST_F(ModelTest, TinyOutputBufferIsResourceExhausted) {
     // Exactly enough room.
     std::vector<char> exact(full.size() + 1);
     size_t len = 0;
-    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, exact.data(), exact.size(), &len, nullptr), TINYAI_OK)
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, "Once upon a time", &gp, exact.data(), exact.size(), &len, nullptr), TINYAI_OK)
         << LastMessage();
     EXPECT_EQ(std::string(exact.data()), full);
     // No buffer at all: only the length (and the callback) are produced.
     len = 0;
-    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, nullptr, 0, &len, nullptr), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, "Once upon a time", &gp, nullptr, 0, &len, nullptr), TINYAI_OK) << LastMessage();
     EXPECT_EQ(len, full.size());
-    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, nullptr, 0, nullptr, nullptr), TINYAI_OK);
-    EXPECT_EQ(tinyaiGenerate(r.llm, "Once upon a time", &gp, nullptr, 10, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, "Once upon a time", &gp, nullptr, 0, nullptr, nullptr), TINYAI_OK);
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, "Once upon a time", &gp, nullptr, 10, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
   }
 }
@@ -686,7 +686,7 @@ TEST_F(ModelTest, SampleCarriesTheRandomState) {
   ASSERT_TRUE(r.Open(synthetic_));
   std::vector<int32_t> ids = Sequence(r.info.vocabSize, 5);
   std::vector<float> logits(static_cast<size_t>(r.info.vocabSize));
-  ASSERT_EQ(tinyaiEval(r.llm, ids.data(), 5, logits.data()), TINYAI_OK);
+  ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 5, logits.data()), TINYAI_OK);
   TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
   sc.temperature = 1.5f;
   sc.topP = 1.0f;
@@ -696,7 +696,7 @@ TEST_F(ModelTest, SampleCarriesTheRandomState) {
     for (int i = 0; i < 50; ++i) {
       std::vector<float> copy = logits;  // sampling modifies logits in place
       int32_t t = -1;
-      EXPECT_EQ(tinyaiSample(r.llm, copy.data(), &sc, &state, &t), TINYAI_OK) << LastMessage();
+      EXPECT_EQ(tinyaiLLMSample(r.llm, copy.data(), &sc, &state, &t), TINYAI_OK) << LastMessage();
       EXPECT_GE(t, 0);
       EXPECT_LT(t, r.info.vocabSize);
       tokens.push_back(t);
@@ -712,7 +712,7 @@ TEST_F(ModelTest, SampleCarriesTheRandomState) {
   uint64_t state = 1;
   int32_t t = -1;
   std::vector<float> copy = logits;
-  EXPECT_EQ(tinyaiSample(r.llm, copy.data(), &sc, &state, &t), TINYAI_OK);
+  EXPECT_EQ(tinyaiLLMSample(r.llm, copy.data(), &sc, &state, &t), TINYAI_OK);
   EXPECT_EQ(t, argmax);
 }
 
@@ -739,34 +739,34 @@ TEST_F(ModelTest, InvalidSamplerSettings) {
     char out[64];
     size_t len = 0;
     tinyaiClearLastError();
-    EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, out, sizeof out, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMGenerate(r.llm, "ab", &gp, out, sizeof out, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, b.field);
     uint64_t state = 1;
     int32_t token = -1;
-    EXPECT_EQ(tinyaiSample(r.llm, logits.data(), &gp.sampler, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMSample(r.llm, logits.data(), &gp.sampler, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, b.field);
   }
   // Struct versioning.
   TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
   gp.structSize = 0;
-  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize");
   gp.structSize = sizeof gp + 4;
-  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   gp = tinyaiCreateDefaultGenerateParams();
   gp.steps = -1;
-  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMGenerate(r.llm, "ab", &gp, nullptr, 0, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "steps");
   TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
   sc.structSize = 0;
   uint64_t state = 1;
   int32_t token = -1;
-  EXPECT_EQ(tinyaiSample(r.llm, logits.data(), &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(r.llm, logits.data(), &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize");
   // NULL params are the defaults.
   char out[4096];
   size_t len = 0;
-  EXPECT_EQ(tinyaiGenerate(r.llm, "ab", nullptr, out, sizeof out, &len, nullptr), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(tinyaiLLMGenerate(r.llm, "ab", nullptr, out, sizeof out, &len, nullptr), TINYAI_OK) << LastMessage();
 }
 
 // ---- (i) token ids -------------------------------------------------------------------
@@ -779,16 +779,16 @@ TEST_F(ModelTest, OutOfRangeTokensAreInvalidArgument) {
     SCOPED_TRACE(bad);
     const int32_t ids[3] = {1, 5, bad};
     tinyaiClearLastError();
-    EXPECT_EQ(tinyaiEval(r.llm, ids, 3, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tinyaiLLMEval(r.llm, ids, 3, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
     EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "token " + std::to_string(bad));
-    EXPECT_EQ(tinyaiGetPosition(r.llm), 0) << "nothing of a refused batch is evaluated";
+    EXPECT_EQ(tinyaiGetLLMPosition(r.llm), 0) << "nothing of a refused batch is evaluated";
   }
   const int32_t ok[2] = {1, vocab - 1};
-  EXPECT_EQ(tinyaiEval(r.llm, ok, 2, nullptr), TINYAI_OK);
-  EXPECT_EQ(tinyaiEval(r.llm, ok, -1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(tinyaiEval(r.llm, nullptr, 1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMEval(r.llm, ok, 2, nullptr), TINYAI_OK);
+  EXPECT_EQ(tinyaiLLMEval(r.llm, ok, -1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMEval(r.llm, nullptr, 1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "tokens");
-  EXPECT_EQ(tinyaiGetPosition(r.llm), 2);
+  EXPECT_EQ(tinyaiGetLLMPosition(r.llm), 2);
 }
 
 // ---- (j) models a llama runner refuses ------------------------------------------------
@@ -938,38 +938,38 @@ TEST_F(ModelTest, NullRunnerArguments) {
   TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
   TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
   tinyaiDestroyLLM(nullptr);  // ok
-  EXPECT_EQ(tinyaiGetModelInfo(nullptr, &info), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiGetLLMModelInfo(nullptr, &info), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
-  EXPECT_EQ(tinyaiTokenize(nullptr, "a", 1, ids, 4, &count), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMTokenize(nullptr, "a", 1, ids, 4, &count), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
-  EXPECT_EQ(tinyaiDecodeToken(nullptr, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMDecodeToken(nullptr, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
-  EXPECT_EQ(tinyaiEval(nullptr, ids, 1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMEval(nullptr, ids, 1, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
   tinyaiClearLastError();
-  EXPECT_EQ(tinyaiGetPosition(nullptr), -1);
+  EXPECT_EQ(tinyaiGetLLMPosition(nullptr), -1);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
   EXPECT_EQ(tinyaiResetLLM(nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
-  EXPECT_EQ(tinyaiSample(nullptr, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(nullptr, logits, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
-  EXPECT_EQ(tinyaiGenerate(nullptr, "a", &gp, buf, sizeof buf, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMGenerate(nullptr, "a", &gp, buf, sizeof buf, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "llm");
 
   Runner r;
   ASSERT_TRUE(r.Open(synthetic_));
-  EXPECT_EQ(tinyaiGetModelInfo(r.llm, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiGetLLMModelInfo(r.llm, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
   std::vector<float> big(static_cast<size_t>(r.info.vocabSize));
-  EXPECT_EQ(tinyaiSample(r.llm, nullptr, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(r.llm, nullptr, &sc, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "logits");
-  EXPECT_EQ(tinyaiSample(r.llm, big.data(), nullptr, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(r.llm, big.data(), nullptr, &state, &token), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "sampler");
-  EXPECT_EQ(tinyaiSample(r.llm, big.data(), &sc, nullptr, &token), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(r.llm, big.data(), &sc, nullptr, &token), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "rngState");
-  EXPECT_EQ(tinyaiSample(r.llm, big.data(), &sc, &state, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMSample(r.llm, big.data(), &sc, &state, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "token");
-  EXPECT_EQ(tinyaiGenerate(r.llm, nullptr, &gp, buf, sizeof buf, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLLMGenerate(r.llm, nullptr, &gp, buf, sizeof buf, &len, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "prompt");
 }
 
@@ -1055,7 +1055,7 @@ TEST_F(ModelTest, StoriesGreedyMatchesGolden) {
     std::string expected(expected_bytes.begin(), expected_bytes.end());
     ASSERT_FALSE(expected.empty());
     ASSERT_EQ(expected.back(), '\n');
-    expected.pop_back();  // the reference prints a final newline; tinyaiGenerate does not
+    expected.pop_back();  // the reference prints a final newline; tinyaiLLMGenerate does not
     for (int32_t threads : {1, 2}) {
       Runner r;
       ASSERT_TRUE(r.Open(stories_, threads));

@@ -50,7 +50,7 @@ std::string Generate(TinyAILLM* llm, const char* prompt, int32_t steps) {
   params.steps = steps;
   char text[1024];
   size_t len = 0;
-  EXPECT_EQ(tinyaiGenerate(llm, prompt, &params, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(tinyaiLLMGenerate(llm, prompt, &params, text, sizeof text, &len, nullptr), TINYAI_OK) << LastMessage();
   return std::string(text, len < sizeof text ? len : sizeof text);
 }
 
@@ -93,7 +93,7 @@ TEST_F(MemoryLimitTest, PeakRssStaysWithinTheLimitAndAccountingAgrees) {
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
   params.steps = 0;
   TinyAIGenerateStats stats = {sizeof(TinyAIGenerateStats)};
-  ASSERT_EQ(tinyaiGenerate(llm, "Once upon a time", &params, nullptr, 0, nullptr, &stats), TINYAI_OK)
+  ASSERT_EQ(tinyaiLLMGenerate(llm, "Once upon a time", &params, nullptr, 0, nullptr, &stats), TINYAI_OK)
       << LastMessage();
   EXPECT_GE(stats.promptTokens + stats.generatedTokens, 64);
 
@@ -108,7 +108,7 @@ TEST_F(MemoryLimitTest, PeakRssStaysWithinTheLimitAndAccountingAgrees) {
               "OS peak %llu over a baseline of %llu; %llu bytes read, %llu evictions\n",
               static_cast<unsigned long long>(kLimit), static_cast<unsigned long long>(mem.peakTotalBytes),
               static_cast<unsigned long long>(mem.weightPeakBytes), static_cast<unsigned long long>(mem.weightCacheCap),
-              static_cast<unsigned long long>(mem.kvBytes), static_cast<unsigned long long>(mem.activationBytes),
+              static_cast<unsigned long long>(mem.kvCacheBytes), static_cast<unsigned long long>(mem.activationBytes),
               static_cast<unsigned long long>(mem.otherBytes), static_cast<unsigned long long>(peak),
               static_cast<unsigned long long>(baseline), static_cast<unsigned long long>(cs.bytesRead),
               static_cast<unsigned long long>(cs.evictions));
@@ -141,9 +141,9 @@ TEST_F(MemoryLimitTest, LimitBelowTheMinimumFailsBeforeRunning) {
   need.structSize = sizeof need;
   ASSERT_EQ(tinyaiEstimateLLMMemory(model, &cfg, &need), TINYAI_OK) << LastMessage();
   EXPECT_GT(need.largestBlockBytes, 0u);
-  EXPECT_LT(need.minimumLimit, 8ull << 20) << "row blocks, not layers, set the minimum";
+  EXPECT_LT(need.minimumMemoryLimit, 8ull << 20) << "row blocks, not layers, set the minimum";
 
-  for (uint64_t limit : {need.minimumLimit - 1, need.minimumLimit / 2, uint64_t{1}}) {
+  for (uint64_t limit : {need.minimumMemoryLimit - 1, need.minimumMemoryLimit / 2, uint64_t{1}}) {
     SCOPED_TRACE(limit);
     cfg.memoryLimit = static_cast<size_t>(limit);
     TinyAILLM* llm = nullptr;
@@ -155,14 +155,14 @@ TEST_F(MemoryLimitTest, LimitBelowTheMinimumFailsBeforeRunning) {
     EXPECT_NE(msg.find(std::to_string(need.largestBlockBytes)), std::string::npos) << msg;
   }
   // Exactly the minimum runs.
-  cfg.memoryLimit = static_cast<size_t>(need.minimumLimit);
+  cfg.memoryLimit = static_cast<size_t>(need.minimumMemoryLimit);
   TinyAILLM* llm = nullptr;
   ASSERT_EQ(tinyaiCreateLLM(model, &cfg, &llm), TINYAI_OK) << LastMessage();
   EXPECT_FALSE(Generate(llm, "Hi", 8).empty());
   TinyAIMemoryReport mem;
   mem.structSize = sizeof mem;
   ASSERT_EQ(tinyaiGetLLMMemoryReport(llm, &mem), TINYAI_OK);
-  EXPECT_LE(mem.peakTotalBytes, need.minimumLimit);
+  EXPECT_LE(mem.peakTotalBytes, need.minimumMemoryLimit);
   tinyaiDestroyLLM(llm);
   tinyaiCloseMappedModel(model);
 }

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
-  if (tinyaiGetModelInfo(llm, &info) != TINYAI_OK) return Fail("model info");
+  if (tinyaiGetLLMModelInfo(llm, &info) != TINYAI_OK) return Fail("model info");
   if (info.vocabSize != vocab) {
     return std::fprintf(stderr, "recipe_parity: the model's vocabulary is %d, the reference's %d\n", info.vocabSize,
                         vocab), 1;
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   double worst = 0.0;
   std::vector<float> got(static_cast<size_t>(vocab));
   for (int32_t p = 0; p < positions; ++p) {
-    if (tinyaiEval(llm, &tokens[static_cast<size_t>(p)], 1, got.data()) != TINYAI_OK) return Fail("eval");
+    if (tinyaiLLMEval(llm, &tokens[static_cast<size_t>(p)], 1, got.data()) != TINYAI_OK) return Fail("eval");
     for (int32_t v = 0; v < vocab; ++v) {
       const double w = want[static_cast<size_t>(p) * static_cast<size_t>(vocab) + static_cast<size_t>(v)];
       const double err = std::fabs(static_cast<double>(got[static_cast<size_t>(v)]) - w) / (1.0 + std::fabs(w));
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
     if (!r.ok) return std::fprintf(stderr, "recipe_parity: %s is truncated\n", argv[2]), 1;
     int32_t count = 0;
     std::vector<int32_t> mine(text.size() + 3);
-    if (tinyaiTokenize(llm, text.c_str(), 1, mine.data(), static_cast<int32_t>(mine.size()), &count) != TINYAI_OK) {
+    if (tinyaiLLMTokenize(llm, text.c_str(), 1, mine.data(), static_cast<int32_t>(mine.size()), &count) != TINYAI_OK) {
       return Fail("tokenize");
     }
     mine.resize(static_cast<size_t>(count));

@@ -61,7 +61,7 @@ std::string Greedy(TinyAILLM* llm, const char* prompt, int32_t new_tokens) {
   gp.maxNewTokens = new_tokens;
   std::vector<char> out(1 << 14);
   size_t len = 0;
-  EXPECT_EQ(tinyaiGenerate(llm, prompt, &gp, out.data(), out.size(), &len, nullptr), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(tinyaiLLMGenerate(llm, prompt, &gp, out.data(), out.size(), &len, nullptr), TINYAI_OK) << LastMessage();
   return std::string(out.data());
 }
 
@@ -176,23 +176,23 @@ TEST_F(RunnerLifetime, ARunnerWhoseModelWasClosedFailsEveryCallAndStillDestroys)
   tinyaiCloseMappedModel(model);  // before its runners: their later calls were use-after-free
 
   const int32_t token = 1;
-  EXPECT_EQ(tinyaiEval(llm, &token, 1, nullptr), TINYAI_ERR_MISUSE);
+  EXPECT_EQ(tinyaiLLMEval(llm, &token, 1, nullptr), TINYAI_ERR_MISUSE);
   EXPECT_TRUE(Contains(LastMessage(), "has been closed")) << LastMessage();
   char text[64];
   std::memset(text, 'X', sizeof text);
-  EXPECT_EQ(tinyaiGenerate(llm, "ab", nullptr, text, sizeof text, nullptr, nullptr), TINYAI_ERR_MISUSE);
+  EXPECT_EQ(tinyaiLLMGenerate(llm, "ab", nullptr, text, sizeof text, nullptr, nullptr), TINYAI_ERR_MISUSE);
   int32_t ids[8];
   int32_t count = 0;
-  EXPECT_EQ(tinyaiTokenize(llm, "ab", 1, ids, 8, &count), TINYAI_ERR_MISUSE);
+  EXPECT_EQ(tinyaiLLMTokenize(llm, "ab", 1, ids, 8, &count), TINYAI_ERR_MISUSE);
   EXPECT_EQ(tinyaiResetLLM(llm), TINYAI_ERR_MISUSE);
-  EXPECT_EQ(tinyaiGetPosition(llm), -1);
+  EXPECT_EQ(tinyaiGetLLMPosition(llm), -1);
   TinyAIMemoryReport mem;
   mem.structSize = sizeof mem;
   EXPECT_EQ(tinyaiGetLLMMemoryReport(llm, &mem), TINYAI_ERR_MISUSE);
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
-  EXPECT_EQ(tinyaiGetModelInfo(llm, &info), TINYAI_ERR_MISUSE);
+  EXPECT_EQ(tinyaiGetLLMModelInfo(llm, &info), TINYAI_ERR_MISUSE);
   EXPECT_EQ(tinyaiGetLLMScheduler(llm), nullptr);
 
   int layer = 7;
@@ -233,20 +233,20 @@ int CallBack(const char* piece, size_t len, void* user) {
   if (++r->calls != 3) return 0;
   if (r->llm) {
     const int32_t token = 1;
-    r->refused.push_back(tinyaiEval(r->llm, &token, 1, nullptr));
+    r->refused.push_back(tinyaiLLMEval(r->llm, &token, 1, nullptr));
     char out[64];
-    r->refused.push_back(tinyaiGenerate(r->llm, "x", nullptr, out, sizeof out, nullptr, nullptr));
+    r->refused.push_back(tinyaiLLMGenerate(r->llm, "x", nullptr, out, sizeof out, nullptr, nullptr));
     r->refused.push_back(tinyaiResetLLM(r->llm));
     float logits[2] = {0, 1};
     uint64_t rng = 1;
     int32_t next = 0;
     TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
-    r->refused.push_back(tinyaiSample(r->llm, logits, &sc, &rng, &next));
+    r->refused.push_back(tinyaiLLMSample(r->llm, logits, &sc, &rng, &next));
     tinyaiClearLastError();
     tinyaiDestroyLLM(r->llm);
     r->refused.push_back(tinyaiGetLastError());
     // Reading is fine.
-    r->position = tinyaiGetPosition(r->llm);
+    r->position = tinyaiGetLLMPosition(r->llm);
   }
   if (r->sched) {
     char out[64];
@@ -279,7 +279,7 @@ TEST_F(RunnerLifetime, ATextCallbackCannotCallBackIntoItsRunner) {
   gp.onText = CallBack;
   gp.user = &r;
   std::vector<char> out(4096);
-  ASSERT_EQ(tinyaiGenerate(llm, "ab", &gp, out.data(), out.size(), nullptr, nullptr), TINYAI_OK) << LastMessage();
+  ASSERT_EQ(tinyaiLLMGenerate(llm, "ab", &gp, out.data(), out.size(), nullptr, nullptr), TINYAI_OK) << LastMessage();
   EXPECT_EQ(std::string(out.data()), expected) << "the generation the callback tried to disturb is unchanged";
   ASSERT_EQ(r.refused.size(), 6u);
   for (TinyAIStatus s : r.refused) EXPECT_EQ(s, TINYAI_ERR_MISUSE) << tinyaiStatusString(s);

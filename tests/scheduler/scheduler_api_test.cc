@@ -118,7 +118,7 @@ size_t Count(const std::string& text, const std::string& needle) {
 // What a plan needs in a mode (the scheduler's own accounting), without the
 // caller's input and output.
 uint64_t Need(const TinyAISchedulerReport& r, bool normal) {
-  return (normal ? r.weightsResidentBytes : r.largestBlockBytes) + r.arenaBytes + r.kvBytes + r.tableBytes;
+  return (normal ? r.weightResidentBytes : r.largestBlockBytes) + r.arenaBytes + r.kvCacheBytes + r.tableBytes;
 }
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -374,7 +374,7 @@ std::vector<int32_t> Sequence(int32_t vocab, size_t n) {
 }
 
 // Evaluates ids through a prepared llama schedule (the scheduler's own pass
-// driver, as tinyaiEval uses it) and returns the last position's logits.
+// driver, as tinyaiLLMEval uses it) and returns the last position's logits.
 std::vector<float> EvalLogits(TinyAIForwardScheduler* s, const std::vector<int32_t>& ids) {
   tinyai::ForwardScheduler& impl = s->impl;
   EXPECT_NE(s->llama, nullptr);
@@ -1077,8 +1077,8 @@ TEST(SchedulerErrorsTest, PlanningOnlySchedulesDoNotExecute) {
   EXPECT_LAST_ERROR(TINYAI_ERR_UNSUPPORTED, "no model");
   const TinyAISchedulerReport r = ReportOf(s.get());
   EXPECT_EQ(r.mode, TINYAI_EXEC_NORMAL);
-  EXPECT_EQ(r.weightsBytes, 0u);
-  EXPECT_EQ(r.kvBytes, 0u);
+  EXPECT_EQ(r.weightBytes, 0u);
+  EXPECT_EQ(r.kvCacheBytes, 0u);
   EXPECT_EQ(tinyaiGetSchedulerMemoryUsage(s.get()), r.arenaBytes + r.tableBytes);
 }
 
@@ -1093,7 +1093,7 @@ TEST_F(DenseTest, LimitsNameTheModeAndTheMinimum) {
   ASSERT_TRUE(probe);
   ASSERT_EQ(tinyaiPlanForwardPass(probe.get()), TINYAI_OK) << LastMessage();
   const TinyAISchedulerReport r = ReportOf(probe.get());
-  const uint64_t normal = Need(r, true), memopt = Need(r, false), minimum = r.minMemLimit;
+  const uint64_t normal = Need(r, true), memopt = Need(r, false), minimum = r.minimumMemoryLimit;
   std::printf("dense, batch %d: NORMAL needs %llu, MEMORY_OPT %llu, the minimum is %llu\n", batch,
               static_cast<unsigned long long>(normal), static_cast<unsigned long long>(memopt),
               static_cast<unsigned long long>(minimum));
@@ -1140,7 +1140,7 @@ TEST_F(DenseTest, LimitsNameTheModeAndTheMinimum) {
     const TinyAISchedulerReport q = ReportOf(s.get());
     EXPECT_EQ(q.mode, TINYAI_EXEC_STREAMING);
     EXPECT_EQ(q.rowsPerPass, 1);
-    EXPECT_EQ(q.minMemLimit, minimum);
+    EXPECT_EQ(q.minimumMemoryLimit, minimum);
     EXPECT_TRUE(StartsWith(q.reason, "STREAMING")) << q.reason;
     std::vector<int> order;
     std::vector<float> x = RandomInput(static_cast<size_t>(batch) * 32u, 22);
@@ -1437,7 +1437,7 @@ TEST_F(DenseTest, StreamingSubBatchesGiveTheSameOutput) {
   // Limits between the minimum (1 row per pass) and MEMORY_OPT's need (all 5).
   std::set<int32_t> rows_seen;
   for (int k = 0; k <= 4; ++k) {
-    const uint64_t limit = rf.minMemLimit + (memopt - 1 - rf.minMemLimit) * static_cast<uint64_t>(k) / 4;
+    const uint64_t limit = rf.minimumMemoryLimit + (memopt - 1 - rf.minimumMemoryLimit) * static_cast<uint64_t>(k) / 4;
     SCOPED_TRACE("limit " + std::to_string(limit));
     ModelPtr m2 = Open(path_);
     ASSERT_TRUE(m2);
@@ -1517,28 +1517,28 @@ TEST_F(LlamaTest, DebugExecutionGivesBitwiseEqualLogits) {
       TinyAIModelInfo info;
       std::memset(&info, 0, sizeof info);
       info.structSize = sizeof info;
-      ASSERT_EQ(tinyaiGetModelInfo(planned.get(), &info), TINYAI_OK);
+      ASSERT_EQ(tinyaiGetLLMModelInfo(planned.get(), &info), TINYAI_OK);
       std::vector<int32_t> ids;
       if (path == stories_) {
         const char* prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
         int32_t count = 0;
-        tinyaiTokenize(planned.get(), prompt, 1, nullptr, 0, &count);
+        tinyaiLLMTokenize(planned.get(), prompt, 1, nullptr, 0, &count);
         ids.resize(static_cast<size_t>(count));
-        ASSERT_EQ(tinyaiTokenize(planned.get(), prompt, 1, ids.data(), count, &count), TINYAI_OK);
+        ASSERT_EQ(tinyaiLLMTokenize(planned.get(), prompt, 1, ids.data(), count, &count), TINYAI_OK);
       } else {
         ids = Sequence(info.vocabSize, 37);
       }
       ASSERT_GT(ids.size(), 16u) << "more than one prompt chunk";
       std::vector<float> a(static_cast<size_t>(info.vocabSize)), b(a.size());
-      ASSERT_EQ(tinyaiEval(planned.get(), ids.data(), static_cast<int32_t>(ids.size()), a.data()), TINYAI_OK)
+      ASSERT_EQ(tinyaiLLMEval(planned.get(), ids.data(), static_cast<int32_t>(ids.size()), a.data()), TINYAI_OK)
           << LastMessage();
-      ASSERT_EQ(tinyaiEval(debug.get(), ids.data(), static_cast<int32_t>(ids.size()), b.data()), TINYAI_OK)
+      ASSERT_EQ(tinyaiLLMEval(debug.get(), ids.data(), static_cast<int32_t>(ids.size()), b.data()), TINYAI_OK)
           << LastMessage();
       EXPECT_TRUE(Bitwise(a, b)) << "debug execution's logits differ";
       // And one more token on top.
       const int32_t next = 3;
-      ASSERT_EQ(tinyaiEval(planned.get(), &next, 1, a.data()), TINYAI_OK);
-      ASSERT_EQ(tinyaiEval(debug.get(), &next, 1, b.data()), TINYAI_OK);
+      ASSERT_EQ(tinyaiLLMEval(planned.get(), &next, 1, a.data()), TINYAI_OK);
+      ASSERT_EQ(tinyaiLLMEval(debug.get(), &next, 1, b.data()), TINYAI_OK);
       EXPECT_TRUE(Bitwise(a, b)) << "debug execution's decode logits differ";
     }
   }
@@ -1707,7 +1707,7 @@ TEST_F(LlamaTest, ExecuteNextLayerGeneratesTheGoldenText) {
   }
 }
 
-// The same loop on the synthetic model, against tinyaiGenerate.
+// The same loop on the synthetic model, against tinyaiLLMGenerate.
 TEST_F(LlamaTest, ExecuteNextLayerMatchesGenerate) {
   ModelPtr m = Open(synthetic_);
   ASSERT_TRUE(m);
@@ -1721,7 +1721,7 @@ TEST_F(LlamaTest, ExecuteNextLayerMatchesGenerate) {
     ASSERT_TRUE(llm);
     std::vector<char> out(4096);
     size_t len = 0;
-    ASSERT_EQ(tinyaiGenerate(llm.get(), prompt, &gp, out.data(), out.size(), &len, nullptr), TINYAI_OK)
+    ASSERT_EQ(tinyaiLLMGenerate(llm.get(), prompt, &gp, out.data(), out.size(), &len, nullptr), TINYAI_OK)
         << LastMessage();
     expected.assign(out.data(), len);
   }
@@ -1810,10 +1810,10 @@ TEST_F(ModesTest, NormalLoadsEveryBlockAtPrepareAndNeverAgain) {
   EXPECT_TRUE(StartsWith(r.reason, "NORMAL")) << r.reason;
   const TinyAICacheStats loaded = tt::CacheStats(m.get());
   EXPECT_EQ(loaded.misses, static_cast<uint64_t>(blocks)) << "every block loaded once at prepare";
-  EXPECT_EQ(loaded.bytesLoaded, r.weightsBytes);
-  EXPECT_EQ(loaded.heldBytes, r.weightsResidentBytes);
+  EXPECT_EQ(loaded.bytesLoaded, r.weightBytes);
+  EXPECT_EQ(loaded.heldBytes, r.weightResidentBytes);
   EXPECT_EQ(loaded.evictions, 0u);
-  EXPECT_EQ(tinyaiGetSchedulerMemoryUsage(s.get()), r.weightsResidentBytes + r.arenaBytes + r.kvBytes + r.tableBytes);
+  EXPECT_EQ(tinyaiGetSchedulerMemoryUsage(s.get()), r.weightResidentBytes + r.arenaBytes + r.kvCacheBytes + r.tableBytes);
   Generate(s.get());
   const TinyAICacheStats after = tt::CacheStats(m.get());
   EXPECT_EQ(after.misses, loaded.misses) << "no load while generating";
@@ -1836,11 +1836,11 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
     const TinyAISchedulerReport r = ReportOf(probe.get());
     normal = Need(r, true);
     memopt = Need(r, false);
-    half = r.arenaBytes + r.kvBytes + r.tableBytes + r.weightsResidentBytes / 2;
-    minimum = r.minMemLimit;
+    half = r.arenaBytes + r.kvCacheBytes + r.tableBytes + r.weightResidentBytes / 2;
+    minimum = r.minimumMemoryLimit;
     std::printf("weights %llu resident in blocks of at most %llu; NORMAL needs %llu, MEMORY_OPT %llu, half %llu, "
                 "minimum %llu\n",
-                static_cast<unsigned long long>(r.weightsResidentBytes),
+                static_cast<unsigned long long>(r.weightResidentBytes),
                 static_cast<unsigned long long>(r.largestBlockBytes), static_cast<unsigned long long>(normal),
                 static_cast<unsigned long long>(memopt), static_cast<unsigned long long>(half),
                 static_cast<unsigned long long>(minimum));
@@ -1880,7 +1880,7 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
     const TinyAICacheStats cs = tt::CacheStats(m.get());
     const size_t peak = tinyaiGetSchedulerPeakMemoryUsage(s.get());
     EXPECT_LE(tinyaiGetSchedulerMemoryUsage(s.get()), peak);
-    EXPECT_GE(peak, r.arenaBytes + r.kvBytes + r.tableBytes);
+    EXPECT_GE(peak, r.arenaBytes + r.kvCacheBytes + r.tableBytes);
     if (c.limit != 0) {
       EXPECT_LE(peak, c.limit);
     }
@@ -1888,7 +1888,7 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
       EXPECT_EQ(cs.evictions, 0u);
     } else {
       EXPECT_GT(cs.evictions, 0u) << "the weights do not fit: they must stream";
-      EXPECT_LT(cs.peakHeldBytes, r.weightsResidentBytes);
+      EXPECT_LT(cs.peakHeldBytes, r.weightResidentBytes);
     }
   }
 }
@@ -1937,7 +1937,7 @@ TEST_F(LlamaTest, ReportsReachTheLowerBound) {
       const TinyAISchedulerReport r = ReportOf(ps);
       EXPECT_EQ(r.layerCount, layers);
       EXPECT_GT(r.inPlaceCount, 0);
-      EXPECT_GT(r.kvBytes, 0u);
+      EXPECT_GT(r.kvCacheBytes, 0u);
     }
     {
       SCOPED_TRACE("debug");
@@ -1948,9 +1948,9 @@ TEST_F(LlamaTest, ReportsReachTheLowerBound) {
     TinyAIModelInfo info;
     std::memset(&info, 0, sizeof info);
     info.structSize = sizeof info;
-    ASSERT_EQ(tinyaiGetModelInfo(planned.get(), &info), TINYAI_OK);
+    ASSERT_EQ(tinyaiGetLLMModelInfo(planned.get(), &info), TINYAI_OK);
     EXPECT_EQ(info.activationBytes, ReportOf(ps).arenaBytes);
-    EXPECT_EQ(info.kvCacheBytes, ReportOf(ps).kvBytes);
+    EXPECT_EQ(info.kvCacheBytes, ReportOf(ps).kvCacheBytes);
     // A scheduler of its own, with two shapes, too.
     TinyAISchedulerConfig cfg = Config();
     cfg.maxShapeCount = 2;
@@ -1980,8 +1980,8 @@ TEST_F(DenseTest, ReportsReachTheLowerBound) {
       const TinyAISchedulerReport r = ReportOf(s.get());
       EXPECT_EQ(r.layerCount, 8);
       EXPECT_EQ(r.opCount, 11) << "8 layers and 3 residual sums";
-      EXPECT_EQ(r.kvBytes, 0u);
-      EXPECT_GT(r.weightsBytes, 0u);
+      EXPECT_EQ(r.kvCacheBytes, 0u);
+      EXPECT_GT(r.weightBytes, 0u);
       if (!debug) {
         EXPECT_GT(r.inPlaceCount, 0);
       }
@@ -2094,7 +2094,7 @@ TEST_F(ModesTest, RequestedMemoryOptSaysItWasRequestedNotThatTheWeightsDoNotFit)
 }
 
 // A schedule of the first layers counts only their weights, as the header
-// says (weightsBytes: "decoded weights of the scheduled layers").
+// says (weightBytes: "decoded weights of the scheduled layers").
 TEST_F(DenseTest, APartialScheduleCountsOnlyItsLayersWeights) {
   ModelPtr m = Open(path_);
   ASSERT_TRUE(m);
@@ -2114,9 +2114,9 @@ TEST_F(DenseTest, APartialScheduleCountsOnlyItsLayersWeights) {
   }
   ASSERT_EQ(tinyaiPrepareForwardPass(part.get()), TINYAI_OK) << LastMessage();
   const TinyAISchedulerReport r = ReportOf(part.get());
-  EXPECT_EQ(r.weightsBytes, expected);
-  EXPECT_LT(r.weightsBytes, all.weightsBytes);
-  EXPECT_LT(r.weightsResidentBytes, all.weightsResidentBytes);
+  EXPECT_EQ(r.weightBytes, expected);
+  EXPECT_LT(r.weightBytes, all.weightBytes);
+  EXPECT_LT(r.weightResidentBytes, all.weightResidentBytes);
   // NORMAL loaded those layers only.
   EXPECT_EQ(tt::CacheStats(m.get()).bytesLoaded, expected);
 }
@@ -2185,12 +2185,12 @@ TEST_F(LlamaTest, AnInfiniteWeightFailsAtTheFirstTokenNotAsToken0) {
   ASSERT_TRUE(llm);
   const int32_t ids[] = {1, 40, 41};
   std::vector<float> logits(512);
-  EXPECT_EQ(tinyaiEval(llm.get(), ids, 3, logits.data()), TINYAI_ERR_NOT_FINITE);
+  EXPECT_EQ(tinyaiLLMEval(llm.get(), ids, 3, logits.data()), TINYAI_ERR_NOT_FINITE);
   EXPECT_LAST_ERROR(TINYAI_ERR_NOT_FINITE, "after position 2 are not finite");
-  EXPECT_EQ(tinyaiGetPosition(llm.get()), 0) << "all or nothing";
+  EXPECT_EQ(tinyaiGetLLMPosition(llm.get()), 0) << "all or nothing";
   char text[256];
   size_t len = 0;
-  EXPECT_EQ(tinyaiGenerate(llm.get(), "ab", nullptr, text, sizeof text, &len, nullptr), TINYAI_ERR_NOT_FINITE);
+  EXPECT_EQ(tinyaiLLMGenerate(llm.get(), "ab", nullptr, text, sizeof text, &len, nullptr), TINYAI_ERR_NOT_FINITE);
   // Through the guide's loop too.
   SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 0);
   ASSERT_TRUE(s);

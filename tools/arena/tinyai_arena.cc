@@ -76,12 +76,12 @@ TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, 
     TinyAIModelInfo info;
     std::memset(&info, 0, sizeof info);
     info.structSize = sizeof info;
-    if (tinyaiGetModelInfo(llm, &info) == TINYAI_OK) *context = info.contextLength;
+    if (tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK) *context = info.contextLength;
     const uint64_t before = Stats().allocations;
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     gp.steps = 8;
     char text[256];
-    s = tinyaiGenerate(llm, "Once", &gp, text, sizeof text, nullptr, nullptr);
+    s = tinyaiLLMGenerate(llm, "Once", &gp, text, sizeof text, nullptr, nullptr);
     *allocated = Stats().allocations - before;
   }
   tinyaiDestroyLLM(llm);

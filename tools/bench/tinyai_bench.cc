@@ -117,7 +117,7 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   TinyAILLM* llm = llm_handle.get();
   TinyAIStatus s = TINYAI_OK;
   f->info.structSize = sizeof f->info;
-  tinyaiGetModelInfo(llm, &f->info);
+  tinyaiGetLLMModelInfo(llm, &f->info);
   const int ctx = f->info.contextLength;
   int prompt_n = o.prompt_n, gen_n = o.gen_n;
   if (prompt_n + gen_n > ctx) {
@@ -141,21 +141,21 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   // Warm-up: every weight is touched once, so the figures are steady-state
   // (without a cap every weight is then resident; with one, the cache holds
   // what its policy keeps).
-  s = tinyaiEval(llm, tokens.data(), prompt_n < 8 ? prompt_n : 8, logits.data());
+  s = tinyaiLLMEval(llm, tokens.data(), prompt_n < 8 ? prompt_n : 8, logits.data());
   if (s == TINYAI_OK) s = tinyaiResetLLM(llm);
   int32_t next = 0;
   if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c0);
   double t0 = Now();
-  if (s == TINYAI_OK) s = tinyaiEval(llm, tokens.data(), prompt_n, logits.data());
+  if (s == TINYAI_OK) s = tinyaiLLMEval(llm, tokens.data(), prompt_n, logits.data());
   double t1 = Now();
-  if (s == TINYAI_OK) s = tinyaiSample(llm, logits.data(), &greedy, &rng, &next);
+  if (s == TINYAI_OK) s = tinyaiLLMSample(llm, logits.data(), &greedy, &rng, &next);
   double t2 = Now();
   if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c1);
   // The decode phase is timed from just after the snapshot.
   const double t2d = Now();
   for (int i = 0; i < gen_n && s == TINYAI_OK; ++i) {
-    s = tinyaiEval(llm, &next, 1, logits.data());
-    if (s == TINYAI_OK) s = tinyaiSample(llm, logits.data(), &greedy, &rng, &next);
+    s = tinyaiLLMEval(llm, &next, 1, logits.data());
+    if (s == TINYAI_OK) s = tinyaiLLMSample(llm, logits.data(), &greedy, &rng, &next);
   }
   double t3 = Now();
   if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c2);
@@ -244,7 +244,7 @@ int Run(int argc, char** argv) {
     same = bw;
     if (!probe_only && threads != cores) same = tinyai_tools::MeasureReadBandwidth(threads, probe_bytes, 7);
   }
-  const bool capped = !probe_only && (f.mem.limit > 0 || f.mem.weightCacheCap > 0);
+  const bool capped = !probe_only && (f.mem.memoryLimit > 0 || f.mem.weightCacheCap > 0);
   if (json) {
     std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f",
                 probe ? bw.kernels : tinyai::kernels::Best().name, cores, bw.best_gbps, bw.median_gbps);
@@ -262,11 +262,11 @@ int Run(int argc, char** argv) {
                   ",\"read_bytes_per_token\":%.0f,\"read_gbps\":%.3f,\"accounted_peak_bytes\":%" PRIu64
                   ",\"accounted_weights_peak_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64
                   ",\"activation_bytes\":%" PRIu64 ",\"other_bytes\":%" PRIu64,
-                  f.info.contextLength, static_cast<uint64_t>(f.mem.limit), static_cast<uint64_t>(f.mem.weightCacheCap),
-                  static_cast<uint64_t>(f.mem.minimumLimit), o.mmap.prefetchEnabled ? "true" : "false",
+                  f.info.contextLength, static_cast<uint64_t>(f.mem.memoryLimit), static_cast<uint64_t>(f.mem.weightCacheCap),
+                  static_cast<uint64_t>(f.mem.minimumMemoryLimit), o.mmap.prefetchEnabled ? "true" : "false",
                   o.mmap.prefetchThreads, o.mmap.adaptiveCaching ? "true" : "false", f.read_bytes_per_token,
                   f.read_gbps, static_cast<uint64_t>(f.mem.peakTotalBytes),
-                  static_cast<uint64_t>(f.mem.weightPeakBytes), static_cast<uint64_t>(f.mem.kvBytes),
+                  static_cast<uint64_t>(f.mem.weightPeakBytes), static_cast<uint64_t>(f.mem.kvCacheBytes),
                   static_cast<uint64_t>(f.mem.activationBytes), static_cast<uint64_t>(f.mem.otherBytes));
       PrintCacheJson("decode_cache", f.decode_cache);
       PrintCacheJson("prompt_cache", f.prompt_cache);
@@ -284,9 +284,9 @@ int Run(int argc, char** argv) {
                   tinyai_tools::Mib(f.info.weightBytes), threads, f.info.contextLength);
       if (capped) {
         std::printf("  memory limit %s, weight cache cap %s (minimum limit %.1f MiB), prefetch %s (%d threads), %s\n",
-                    f.mem.limit ? (std::to_string(f.mem.limit >> 20) + " MiB").c_str() : "none",
+                    f.mem.memoryLimit ? (std::to_string(f.mem.memoryLimit >> 20) + " MiB").c_str() : "none",
                     f.mem.weightCacheCap ? (std::to_string(f.mem.weightCacheCap >> 20) + " MiB").c_str() : "none",
-                    tinyai_tools::Mib(f.mem.minimumLimit), o.mmap.prefetchEnabled ? "on" : "off",
+                    tinyai_tools::Mib(f.mem.minimumMemoryLimit), o.mmap.prefetchEnabled ? "on" : "off",
                     o.mmap.prefetchThreads, o.mmap.adaptiveCaching ? "adaptive" : "LRU");
       }
       std::printf("  prompt processing  %8.2f tokens/s (%d tokens)\n", f.pp_tps, f.prompt_n);
@@ -312,7 +312,7 @@ int Run(int argc, char** argv) {
       std::printf("  TinyAI accounted peak %5.1f MiB: weights %.1f MiB, KV cache %.1f MiB, activations %.2f MiB, "
                   "tables %.2f MiB\n",
                   tinyai_tools::Mib(f.mem.peakTotalBytes), tinyai_tools::Mib(f.mem.weightPeakBytes),
-                  tinyai_tools::Mib(f.mem.kvBytes), tinyai_tools::Mib(f.mem.activationBytes),
+                  tinyai_tools::Mib(f.mem.kvCacheBytes), tinyai_tools::Mib(f.mem.activationBytes),
                   tinyai_tools::Mib(f.mem.otherBytes));
     }
   }

@@ -161,7 +161,7 @@ int Run(int argc, char** argv) {
   params.user = &out;
   TinyAIGenerateStats stats;
   stats.structSize = sizeof stats;
-  const TinyAIStatus s = tinyaiGenerate(llm.get(), prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
+  const TinyAIStatus s = tinyaiLLMGenerate(llm.get(), prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
   // The line ends after the text; a failure before any text leaves stdout
   // empty.
   if (s == TINYAI_OK || out.printed) std::fputc('\n', stdout);
@@ -171,7 +171,7 @@ int Run(int argc, char** argv) {
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
-  tinyaiGetModelInfo(llm.get(), &info);
+  tinyaiGetLLMModelInfo(llm.get(), &info);
   double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
   double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
   std::fprintf(stderr,
@@ -186,7 +186,7 @@ int Run(int argc, char** argv) {
                "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
                "KV cache %.1f MiB, activations %.2f MiB, tables %.2f MiB\n",
                tt::Mib(tinyaiGetProcessPeakRss()), tt::Mib(mem.peakTotalBytes), tt::Mib(mem.weightPeakBytes),
-               mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvBytes),
+               mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvCacheBytes),
                tt::Mib(mem.activationBytes), tt::Mib(mem.otherBytes));
   TinyAISchedulerReport rep;
   rep.structSize = sizeof rep;
@@ -208,7 +208,7 @@ int Run(int argc, char** argv) {
                  static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
                  static_cast<unsigned long long>(cs.stalls));
     std::fprintf(stderr, "tinyai-generate: memory limit %s, minimum for this model and context %.1f MiB\n",
-                 mem.limit ? tt::MibText(mem.limit).c_str() : "none", tt::Mib(mem.minimumLimit));
+                 mem.memoryLimit ? tt::MibText(mem.memoryLimit).c_str() : "none", tt::Mib(mem.minimumMemoryLimit));
   }
   return 0;
 }

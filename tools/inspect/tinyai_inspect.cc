@@ -143,7 +143,7 @@ int Run(int argc, char** argv) {
       no_fit = tinyaiGetLastErrorMessage();
     }
     tt::Check(s);
-    if (!no_fit.empty()) rep.memLimit = limit;
+    if (!no_fit.empty()) rep.memoryLimit = limit;
   }
   if (json) {
     std::printf("{\"file\":");
@@ -156,8 +156,8 @@ int Run(int argc, char** argv) {
                   ",\"naive_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"table_bytes\":%" PRIu64
                   ",\"min_mem_limit_bytes\":%" PRIu64 ",\"mem_limit_bytes\":%" PRIu64 ",\"weight_cache_cap_bytes\":%" PRIu64
                   ",\"largest_row_block_bytes\":%" PRIu64 ",\"fits\":%s,\"mode\":\"%s\",\"requested_mode\":\"%s\",\"reason\":",
-                  rep.weightsBytes, rep.weightsResidentBytes, rep.arenaBytes, rep.lowerBoundBytes, rep.naiveBytes, rep.kvBytes, rep.tableBytes,
-                  rep.minMemLimit, rep.memLimit, rep.weightCacheCap, rep.largestBlockBytes,
+                  rep.weightBytes, rep.weightResidentBytes, rep.arenaBytes, rep.lowerBoundBytes, rep.naiveBytes, rep.kvCacheBytes, rep.tableBytes,
+                  rep.minimumMemoryLimit, rep.memoryLimit, rep.weightCacheCap, rep.largestBlockBytes,
                   no_fit.empty() ? "true" : "false", no_fit.empty() ? tinyaiExecutionModeName(rep.mode) : "NONE",
                   tinyaiExecutionModeName(rep.requestedMode));
       const std::string reason = no_fit.empty() ? rep.reason : no_fit;
@@ -173,7 +173,7 @@ int Run(int argc, char** argv) {
     if (have_mem && !plan) {
       std::printf(",\"min_mem_limit_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
                   ",\"largest_row_block_bytes\":%" PRIu64 ",\"largest_row_block_tensor\":%s",
-                  mem.minimumLimit, mem.kvBytes, mem.activationBytes, mem.largestBlockBytes,
+                  mem.minimumMemoryLimit, mem.kvCacheBytes, mem.activationBytes, mem.largestBlockBytes,
                   tt::JsonString(mem.largestBlockTensor).c_str());
     }
     for (const char* key : kIntKeys) {
@@ -211,8 +211,8 @@ int Run(int argc, char** argv) {
     }
     if (plan) {
       std::printf("  plan: mode %s (asked %s%s%s)\n    %s\n", no_fit.empty() ? tinyaiExecutionModeName(rep.mode) : "NONE",
-                  tinyaiExecutionModeName(rep.requestedMode), rep.memLimit ? ", limit " : ", no limit",
-                  rep.memLimit ? (std::to_string(rep.memLimit) + " bytes").c_str() : "",
+                  tinyaiExecutionModeName(rep.requestedMode), rep.memoryLimit ? ", limit " : ", no limit",
+                  rep.memoryLimit ? (std::to_string(rep.memoryLimit) + " bytes").c_str() : "",
                   no_fit.empty() ? rep.reason : ("nothing fits: " + no_fit + " (figures below without the limit)").c_str());
       std::printf("    activation arena %" PRIu64 " bytes; lower bound %" PRIu64 " (%.3fx); naive %" PRIu64
                   " (%.2fx the arena)\n",
@@ -224,17 +224,17 @@ int Run(int argc, char** argv) {
                   rep.layerCount, rep.opCount, rep.inPlaceCount, rep.bufferCount, rep.shapeCount, rep.rowsPerPass);
       if (!rep.atLowerBound) std::printf("    above the lower bound: %s\n", rep.planNote);
       std::printf("    weights %.2f MiB (%.2f MiB resident in NORMAL; largest row block %.3f MiB), KV cache %.2f MiB, tables %.3f MiB; cache cap %s\n",
-                  tinyai_tools::Mib(rep.weightsBytes), tinyai_tools::Mib(rep.weightsResidentBytes),
+                  tinyai_tools::Mib(rep.weightBytes), tinyai_tools::Mib(rep.weightResidentBytes),
                   tinyai_tools::Mib(rep.largestBlockBytes),
-                  tinyai_tools::Mib(rep.kvBytes), tinyai_tools::Mib(rep.tableBytes),
+                  tinyai_tools::Mib(rep.kvCacheBytes), tinyai_tools::Mib(rep.tableBytes),
                   rep.weightCacheCap ? (std::to_string(rep.weightCacheCap) + " bytes").c_str() : "none");
-      std::printf("    least --mem-limit %.2f MiB (%" PRIu64 " bytes)\n", tinyai_tools::Mib(rep.minMemLimit), rep.minMemLimit);
+      std::printf("    least --mem-limit %.2f MiB (%" PRIu64 " bytes)\n", tinyai_tools::Mib(rep.minimumMemoryLimit), rep.minimumMemoryLimit);
     }
     if (have_mem) {
       std::printf("  least --mem-limit %.2f MiB (%" PRIu64 " bytes): row blocks up to %.2f MiB (tensor '%s'), KV cache "
                   "%.2f MiB, activations %.2f MiB, tables %.2f MiB\n",
-                  tinyai_tools::Mib(mem.minimumLimit), mem.minimumLimit, tinyai_tools::Mib(mem.largestBlockBytes),
-                  mem.largestBlockTensor, tinyai_tools::Mib(mem.kvBytes), tinyai_tools::Mib(mem.activationBytes),
+                  tinyai_tools::Mib(mem.minimumMemoryLimit), mem.minimumMemoryLimit, tinyai_tools::Mib(mem.largestBlockBytes),
+                  mem.largestBlockTensor, tinyai_tools::Mib(mem.kvCacheBytes), tinyai_tools::Mib(mem.activationBytes),
                   tinyai_tools::Mib(mem.otherBytes));
     }
     std::printf("%d layers:\n", layers);

@@ -45,7 +45,7 @@
  * tinyaiGetSchedulerStatus() tells which. The next call starts over with the
  * input then given.
  *
- * Modes, under memLimit (bytes for weights, arena, KV cache and tables; 0 =
+ * Modes, under memoryLimit (bytes for weights, arena, KV cache and tables; 0 =
  * no limit):
  *  - NORMAL keeps every weight resident (loaded at prepare).
  *  - MEMORY_OPT streams weights through the model's cache in row blocks,
@@ -131,16 +131,16 @@ typedef struct TinyAISchedulerReport {
     TinyAIExecutionMode requestedMode;
     TinyAIExecutionMode mode;         /* the mode in use (ADAPTIVE's choice) */
     const char* reason;               /* why this mode; owned by the scheduler */
-    uint64_t memLimit;                /* 0 = none */
-    uint64_t minMemLimit;             /* the least memLimit this schedule runs under (STREAMING, 1 row) */
+    uint64_t memoryLimit;             /* 0 = none */
+    uint64_t minimumMemoryLimit;      /* the least memoryLimit this schedule runs under (STREAMING, 1 row) */
     uint64_t arenaBytes;              /* the planned arena: activations and scratch */
     uint64_t lowerBoundBytes;         /* most bytes simultaneously live at one step (no plan can do better) */
     uint64_t naiveBytes;              /* every activation and scratch buffer in its own place */
-    uint64_t weightsBytes;            /* decoded weights of the scheduled layers */
-    uint64_t weightsResidentBytes;    /* what NORMAL holds in the weight cache for them (whole slots;
+    uint64_t weightBytes;             /* decoded weights of the scheduled layers */
+    uint64_t weightResidentBytes;     /* what NORMAL holds in the weight cache for them (whole slots;
                                          0 for an uncompressed image in memory, used in place) */
     uint64_t weightCacheCap;          /* the weight cache's cap in this mode; 0 = none */
-    uint64_t kvBytes;                 /* persistent state: the KV cache */
+    uint64_t kvCacheBytes;            /* persistent state: the KV cache */
     uint64_t tableBytes;              /* tokenizer, block and graph tables, loader index */
     uint64_t largestBlockBytes;       /* the largest row block the cache must hold at once */
     int32_t rowsPerPass;              /* rows a pass takes at most (STREAMING's split) */
@@ -157,11 +157,11 @@ typedef struct TinyAISchedulerReport {
 
 /* ---- The guide's API ---- */
 
-/* Creates a scheduler for model (NULL: planning only) in mode under memLimit
+/* Creates a scheduler for model (NULL: planning only) in mode under memoryLimit
  * bytes (0 = no limit). Returns NULL (last error set) for a bad mode or an
  * architecture the scheduler cannot run. */
 TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                     size_t memLimit);
+                                                     size_t memoryLimit);
 
 /* Adds layer layerIndex (a layer of the model, or any index >= 0 without a
  * model) depending on dependsOn with depType; outputSize is bytes per row
@@ -228,7 +228,7 @@ TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void);
 
 /* As tinyaiCreateForwardScheduler() with a configuration (NULL = defaults). */
 TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                               size_t memLimit, const TinyAISchedulerConfig* config);
+                                                               size_t memoryLimit, const TinyAISchedulerConfig* config);
 
 /* Adds every layer of the model with the dependencies it describes (a
  * language model's chain; a dense network's inputs). TINYAI_ERR_UNSUPPORTED
