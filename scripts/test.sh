@@ -8,8 +8,10 @@
 # and run under qemu-user (scripts/cross-test.sh: aarch64, armhf with NEON,
 # armhf without);
 # then builds the core for a Cortex-M7 (scripts/cortex-m.sh: its code size
-# against README.md's table). Build trees: build/{release,asan,tsan,fuzz,
-# aarch64,armhf,armhf-nofpu-neon,cortex-m7}.
+# against README.md's table); and a shared libtinyai (-DBUILD_SHARED_LIBS=ON)
+# that the pure-C API test links, whose exported symbols must be exactly the
+# headers' functions (label "shared"). Build trees: build/{release,asan,tsan,
+# fuzz,aarch64,armhf,armhf-nofpu-neon,cortex-m7,shared}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests that read ../shared (stories260K, the golden outputs) fail instead
@@ -47,3 +49,14 @@ done
 
 echo "=== cortex-m7: the core for a microcontroller, its code size"
 bash scripts/cortex-m.sh
+
+# The shared library: only what its tests need (the library, the converter
+# that makes stories260K for the C API test, that test).
+dir=build/shared
+echo "=== shared: configure and build"
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DTINYAI_BUILD_BENCH=OFF \
+  -DTINYAI_BUILD_EXAMPLES=OFF -DTINYAI_BUILD_BAREMETAL_HOST=OFF > "$dir.configure.log" 2>&1 \
+  || { cat "$dir.configure.log"; exit 1; }
+cmake --build "$dir" -j "$jobs" --target tinyai tinyai-convert tinyai_c_api_test
+echo "=== shared: tests"
+(cd "$dir" && ctest --output-on-failure -j "$jobs" -L shared)

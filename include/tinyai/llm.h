@@ -153,47 +153,47 @@ typedef struct TinyAIMemoryReport {
 
 /* Static names: "max_new", "steps", "context", "bos", "callback", "output_full",
  * "none"; "?" otherwise. */
-const char* tinyaiStopReasonName(TinyAIStopReason reason);
+TINYAI_API const char* tinyaiStopReasonName(TinyAIStopReason reason);
 
-TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
-TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void);
-TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void);
+TINYAI_API TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
+TINYAI_API TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void);
+TINYAI_API TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void);
 
 /* Builds a runner for model (architecture "llama"). config may be NULL.
  * Fails with TINYAI_ERR_UNSUPPORTED for another architecture or dtype,
  * TINYAI_ERR_BAD_FORMAT / _BAD_TOKENIZER for inconsistent metadata, and
  * TINYAI_ERR_OUT_OF_MEMORY when buffers cannot be allocated. */
-TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config,
-                             TinyAILLM** out);
+TINYAI_API TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config,
+                                        TinyAILLM** out);
 
 /* NULL ok. A pointer that is not a live LLM (destroyed already) is left
  * alone with TINYAI_ERR_MISUSE as the last error. */
-void tinyaiDestroyLLM(TinyAILLM* llm);
+TINYAI_API void tinyaiDestroyLLM(TinyAILLM* llm);
 
-TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);
+TINYAI_API TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);
 
 /* Fills out (set out->structSize first). */
-TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out);
+TINYAI_API TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out);
 
 /* What an LLM for model with config (may be NULL) would need, without
  * creating it: minimumMemoryLimit, kvCacheBytes, activationBytes, otherBytes and the
  * largest row block (the weight fields are 0). */
-TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
-                                     TinyAIMemoryReport* out);
+TINYAI_API TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
+                                                TinyAIMemoryReport* out);
 
 /* Encodes text (SentencePiece-style BPE with byte fallback and a dummy-prefix
  * space), preceded by BOS when addBos. Writes up to capacity ids and sets
  * *count to the number the text needs, so a first call with capacity 0 sizes
  * the buffer; TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
-TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
-                               int32_t capacity, int32_t* count);
+TINYAI_API TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
+                                          int32_t capacity, int32_t* count);
 
 /* The text of token as printed after prevToken (the leading space of the first
  * piece after BOS is dropped; "<0xXX>" pieces are that byte). Writes up to
  * capacity bytes (no terminator) and sets *len to the length needed;
  * TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
-TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
-                                  size_t capacity, size_t* len);
+TINYAI_API TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
+                                             size_t capacity, size_t* len);
 
 /* Evaluates count tokens at the current position, appending them to the KV
  * cache, and copies the logits of the last one into logits (vocabSize floats;
@@ -201,21 +201,21 @@ TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32
  * TINYAI_ERR_NOT_FINITE if the logits are NaN or infinite (the weights hold
  * such values, or overflow). All or nothing: on any failure the position is
  * unchanged. */
-TinyAIStatus tinyaiLLMEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
+TINYAI_API TinyAIStatus tinyaiLLMEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits);
 
 /* Number of tokens in the KV cache. */
-int32_t tinyaiGetLLMPosition(const TinyAILLM* llm);
+TINYAI_API int32_t tinyaiGetLLMPosition(const TinyAILLM* llm);
 
 /* Empties the KV cache. */
-TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
+TINYAI_API TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
 
 /* Picks the next token from logits (vocabSize floats, modified in place) with
  * the sampler settings; *rngState carries the random state between calls and
  * should start as the seed. A -inf logit rules its token out; a NaN or +inf
  * one, or every logit -inf, is TINYAI_ERR_NOT_FINITE. Uses the runner's
  * scratch: like every call on a TinyAILLM, one thread at a time. */
-TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
-                             uint64_t* rngState, int32_t* token);
+TINYAI_API TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISamplerConfig* sampler,
+                                        uint64_t* rngState, int32_t* token);
 
 /* Resets the cache, then generates from prompt as llama2.c does (a model
  * whose logits turn NaN or infinite fails with TINYAI_ERR_NOT_FINITE at that
@@ -231,19 +231,19 @@ TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISa
  * TINYAI_STOPPED (positive: out, *outLen and stats hold the text so far).
  * TINYAI_ERR_CONTEXT_OVERFLOW if the prompt does not fit in the context.
  * stats may be NULL (else set stats->structSize first). */
-TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
-                               char* out, size_t outCapacity, size_t* outLen,
-                               TinyAIGenerateStats* stats);
+TINYAI_API TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
+                                          char* out, size_t outCapacity, size_t* outLen,
+                                          TinyAIGenerateStats* stats);
 
 /* Generation settings for tinyaiExecuteNextLayer() on a language model's
  * schedule (<tinyai/utils/forward_scheduler.h>): steps, sampler, callback.
  * Copied; before the first call of a generation. Defaults:
  * tinyaiCreateDefaultGenerateParams(). */
-TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params);
+TINYAI_API TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params);
 
 /* The forward scheduler an LLM runs on (owned by the LLM): its report,
  * memory figures and activation DAG. */
-const TinyAIForwardScheduler* tinyaiGetLLMScheduler(const TinyAILLM* llm);
+TINYAI_API const TinyAIForwardScheduler* tinyaiGetLLMScheduler(const TinyAILLM* llm);
 
 #ifdef __cplusplus
 }

@@ -45,11 +45,11 @@ typedef struct TinyAIArenaStats {
  * TINYAI_ERR_UNSUPPORTED on ports with a heap.
  * When the arena has no room, the call that needed it fails with
  * TINYAI_ERR_OUT_OF_MEMORY naming what it needed and the arena's room. */
-TinyAIStatus tinyaiSetStaticArena(void* arena, size_t size);
+TINYAI_API TinyAIStatus tinyaiSetStaticArena(void* arena, size_t size);
 
 /* Fills out (set out->structSize first). TINYAI_ERR_UNSUPPORTED on ports with
  * a heap; TINYAI_ERR_MISUSE before tinyaiSetStaticArena(). */
-TinyAIStatus tinyaiGetStaticArenaStats(TinyAIArenaStats* out);
+TINYAI_API TinyAIStatus tinyaiGetStaticArenaStats(TinyAIArenaStats* out);
 
 /* The arena bytes (from the arena's start) a model and an LLM over it need:
  * opens the model from image (size bytes, 64-byte aligned) or, when image is
@@ -60,14 +60,14 @@ TinyAIStatus tinyaiGetStaticArenaStats(TinyAIArenaStats* out);
  * TINYAI_ERR_OUT_OF_MEMORY. Run it in an arena larger than the answer; the
  * answer holds for this build (a 64-bit host build needs more than a 32-bit
  * device for its pointers). Errors: those of the open and the create. */
-TinyAIStatus tinyaiEstimateStaticArena(const void* image, size_t size, TinyAIReadCallback read, void* user,
-                                       const TinyAIMmapConfig* mmapConfig, const TinyAILLMConfig* llmConfig,
-                                       size_t* bytes);
+TINYAI_API TinyAIStatus tinyaiEstimateStaticArena(const void* image, size_t size, TinyAIReadCallback read, void* user,
+                                                  const TinyAIMmapConfig* mmapConfig, const TinyAILLMConfig* llmConfig,
+                                                  size_t* bytes);
 
 /* The clock of generation statistics and timing: nanoseconds from any fixed
  * start, never decreasing. Without one, the bare-metal port reports 0 s.
  * NULL removes it. TINYAI_ERR_UNSUPPORTED on ports with an OS clock. */
-TinyAIStatus tinyaiSetClock(uint64_t (*nowNanos)(void));
+TINYAI_API TinyAIStatus tinyaiSetClock(uint64_t (*nowNanos)(void));
 
 #ifdef __cplusplus
 }

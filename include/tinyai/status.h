@@ -14,6 +14,8 @@
 #ifndef TINYAI_STATUS_H
 #define TINYAI_STATUS_H
 
+#include "api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -61,18 +63,18 @@ typedef enum TinyAIStatus TINYAI_ENUM_BASE {
 } TinyAIStatus;
 
 /* Static name of a status, e.g. "TINYAI_ERR_BAD_MAGIC". Never NULL. */
-const char* tinyaiStatusString(TinyAIStatus status);
+TINYAI_API const char* tinyaiStatusString(TinyAIStatus status);
 
 /* Status recorded by the last failing TinyAI call on this thread
  * (TINYAI_OK if none failed since tinyaiClearLastError()). */
-TinyAIStatus tinyaiGetLastError(void);
+TINYAI_API TinyAIStatus tinyaiGetLastError(void);
 
 /* Human-readable cause of the last failure on this thread, naming the file,
  * tensor, argument or byte counts involved. Owned by TinyAI, valid until the
  * next failing call on this thread. Never NULL ("" when there is none). */
-const char* tinyaiGetLastErrorMessage(void);
+TINYAI_API const char* tinyaiGetLastErrorMessage(void);
 
-void tinyaiClearLastError(void);
+TINYAI_API void tinyaiClearLastError(void);
 
 #ifdef __cplusplus
 }

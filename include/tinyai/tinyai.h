@@ -28,15 +28,15 @@ extern "C" {
 #endif
 
 /* Version of the library linked in, e.g. "0.1.0". */
-const char* tinyaiVersionString(void);
+TINYAI_API const char* tinyaiVersionString(void);
 
 /* Highest .tmai format version this library reads. */
-uint32_t tinyaiFormatVersion(void);
+TINYAI_API uint32_t tinyaiFormatVersion(void);
 
 /* Peak and current resident set size of this process in bytes, as the OS
  * reports them (VmHWM / VmRSS on Linux); 0 where the port cannot tell. */
-uint64_t tinyaiGetProcessPeakRss(void);
-uint64_t tinyaiGetProcessCurrentRss(void);
+TINYAI_API uint64_t tinyaiGetProcessPeakRss(void);
+TINYAI_API uint64_t tinyaiGetProcessCurrentRss(void);
 
 #ifdef __cplusplus
 }

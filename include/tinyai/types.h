@@ -58,13 +58,13 @@ typedef enum TinyAILayerKind TINYAI_ENUM_BASE {
 
 /* Bytes one element takes for dtypes with a whole number of bytes per
  * element, 0 for block types (see docs/format.md) and unknown values. */
-uint32_t tinyaiDTypeSize(TinyAIDType dtype);
+TINYAI_API uint32_t tinyaiDTypeSize(TinyAIDType dtype);
 
 /* Static names, e.g. "f32", "zstd", "attn_q", "transformer"; "?" if unknown. */
-const char* tinyaiDTypeName(TinyAIDType dtype);
-const char* tinyaiCodecName(TinyAICodec codec);
-const char* tinyaiTensorRoleName(TinyAITensorRole role);
-const char* tinyaiLayerKindName(TinyAILayerKind kind);
+TINYAI_API const char* tinyaiDTypeName(TinyAIDType dtype);
+TINYAI_API const char* tinyaiCodecName(TinyAICodec codec);
+TINYAI_API const char* tinyaiTensorRoleName(TinyAITensorRole role);
+TINYAI_API const char* tinyaiLayerKindName(TinyAILayerKind kind);
 
 #ifdef __cplusplus
 }

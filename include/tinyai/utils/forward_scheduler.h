@@ -160,8 +160,8 @@ typedef struct TinyAISchedulerReport {
 /* Creates a scheduler for model (NULL: planning only) in mode under memoryLimit
  * bytes (0 = no limit). Returns NULL (last error set) for a bad mode or an
  * architecture the scheduler cannot run. */
-TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                     size_t memoryLimit);
+TINYAI_API TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, TinyAIExecutionMode mode,
+                                                                size_t memoryLimit);
 
 /* Adds layer layerIndex (a layer of the model, or any index >= 0 without a
  * model) depending on dependsOn with depType; outputSize is bytes per row
@@ -171,8 +171,8 @@ TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, T
  * NONE with a producer or a producer without a type), TINYAI_ERR_GRAPH_CYCLE
  * (a layer on itself), TINYAI_ERR_OVERFLOW (outputSize too large to plan),
  * TINYAI_ERR_MISUSE (after prepare). */
-TinyAIStatus tinyaiAddLayerToSchedule(TinyAIForwardScheduler* scheduler, int layerIndex, int dependsOn,
-                                      TinyAIDependencyType depType, size_t outputSize);
+TINYAI_API TinyAIStatus tinyaiAddLayerToSchedule(TinyAIForwardScheduler* scheduler, int layerIndex, int dependsOn,
+                                                 TinyAIDependencyType depType, size_t outputSize);
 
 /* Validates and orders the graph (TINYAI_ERR_GRAPH_CYCLE naming the cycle,
  * TINYAI_ERR_MISSING_DEPENDENCY naming the layer and the missing producer,
@@ -181,7 +181,7 @@ TinyAIStatus tinyaiAddLayerToSchedule(TinyAIForwardScheduler* scheduler, int lay
  * picks the mode under the limit (TINYAI_ERR_RESOURCE_EXHAUSTED when nothing
  * fits), allocates, and in NORMAL mode loads every weight. Calling it again
  * on a prepared scheduler restarts execution. */
-TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler);
+TINYAI_API TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler);
 
 /* Runs the next layer (see above); *layerIndex (may be NULL) receives it
  * (-1 when none ran). Returns false when there is nothing left to run or it
@@ -192,7 +192,7 @@ TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler);
  * tinyaiSetSchedulerOutputCapacity() (or TinyAISchedulerConfig.outputCapacity),
  * since this signature cannot say how large output is. When a call fails,
  * output holds an empty string. */
-bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex);
+TINYAI_API bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex);
 
 /* The bytes tinyaiExecuteNextLayer() may write at output for a language
  * model, NUL included (>= 1; default 1024): generation ends before a piece
@@ -200,71 +200,71 @@ bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input
  * TINYAI_ERR_BUFFER_TOO_SMALL (its message gives the bytes needed) when
  * not even the first piece fits.
  * TINYAI_ERR_INVALID_ARGUMENT for 0; TINYAI_ERR_MISUSE during a generation. */
-TinyAIStatus tinyaiSetSchedulerOutputCapacity(TinyAIForwardScheduler* scheduler, size_t capacity);
+TINYAI_API TinyAIStatus tinyaiSetSchedulerOutputCapacity(TinyAIForwardScheduler* scheduler, size_t capacity);
 
 /* Bytes the scheduler holds now: weights in the model's cache, the arena,
  * the KV cache and tables. 0 for NULL. */
-size_t tinyaiGetSchedulerMemoryUsage(const TinyAIForwardScheduler* scheduler);
+TINYAI_API size_t tinyaiGetSchedulerMemoryUsage(const TinyAIForwardScheduler* scheduler);
 
 /* The most it has held since prepare. 0 for NULL. */
-size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler* scheduler);
+TINYAI_API size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler* scheduler);
 
 /* The largest batch (rows per pass, 1..maxBatch) whose plan fits the limit
  * in the scheduler's mode, counting inputSize and outputSize bytes per row
  * for the caller's input and output. -1 (last error set) on error:
  * TINYAI_ERR_RESOURCE_EXHAUSTED when even one row does not fit,
  * TINYAI_ERR_INVALID_ARGUMENT for maxBatch < 1, or the graph's errors. */
-int tinyaiCalculateOptimalBatchSize(TinyAIForwardScheduler* scheduler, size_t inputSize, size_t outputSize,
-                                    int maxBatch);
+TINYAI_API int tinyaiCalculateOptimalBatchSize(TinyAIForwardScheduler* scheduler, size_t inputSize, size_t outputSize,
+                                               int maxBatch);
 
 /* NULL ok. A pointer that is not a live scheduler (destroyed already, or an
  * LLM's, from tinyaiGetLLMScheduler()) is left alone with TINYAI_ERR_MISUSE
  * as the last error. */
-void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler);
+TINYAI_API void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler);
 
 /* ---- TinyAI extensions ---- */
 
-TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void);
+TINYAI_API TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void);
 
 /* As tinyaiCreateForwardScheduler() with a configuration (NULL = defaults). */
-TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                               size_t memoryLimit, const TinyAISchedulerConfig* config);
+TINYAI_API TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
+                                                                          size_t memoryLimit, const TinyAISchedulerConfig* config);
 
 /* Adds every layer of the model with the dependencies it describes (a
  * language model's chain; a dense network's inputs). TINYAI_ERR_UNSUPPORTED
  * without a model. */
-TinyAIStatus tinyaiAddModelLayersToSchedule(TinyAIForwardScheduler* scheduler);
+TINYAI_API TinyAIStatus tinyaiAddModelLayersToSchedule(TinyAIForwardScheduler* scheduler);
 
 /* Bytes one row of a model layer's output takes (what
  * tinyaiAddLayerToSchedule() expects as outputSize), or 0 (last error set). */
-size_t tinyaiGetLayerOutputSize(const TinyAIMappedModel* model, int layerIndex);
+TINYAI_API size_t tinyaiGetLayerOutputSize(const TinyAIMappedModel* model, int layerIndex);
 
 /* Everything tinyaiPrepareForwardPass() decides - order, lifetimes, plans,
  * mode - without allocating the arena or state or loading weights: for tools
  * that inspect a schedule (tinyaiGetSchedulerReport, tinyaiDumpActivationDag
  * work after it). Same errors as prepare. */
-TinyAIStatus tinyaiPlanForwardPass(TinyAIForwardScheduler* scheduler);
+TINYAI_API TinyAIStatus tinyaiPlanForwardPass(TinyAIForwardScheduler* scheduler);
 
 /* Before prepare: rows of input per run (dense networks). */
-TinyAIStatus tinyaiSetScheduleBatchSize(TinyAIForwardScheduler* scheduler, int batchSize);
+TINYAI_API TinyAIStatus tinyaiSetScheduleBatchSize(TinyAIForwardScheduler* scheduler, int batchSize);
 
 /* The status of the last tinyaiExecuteNextLayer() (TINYAI_OK when it ran a
  * layer or finished cleanly). */
-TinyAIStatus tinyaiGetSchedulerStatus(const TinyAIForwardScheduler* scheduler);
+TINYAI_API TinyAIStatus tinyaiGetSchedulerStatus(const TinyAIForwardScheduler* scheduler);
 
 /* Fills out (set out->structSize first); after plan or prepare. */
-TinyAIStatus tinyaiGetSchedulerReport(const TinyAIForwardScheduler* scheduler, TinyAISchedulerReport* out);
+TINYAI_API TinyAIStatus tinyaiGetSchedulerReport(const TinyAIForwardScheduler* scheduler, TinyAISchedulerReport* out);
 
 /* Static names: "NORMAL", "MEMORY_OPT", "STREAMING", "ADAPTIVE"; "?" otherwise. */
-const char* tinyaiExecutionModeName(TinyAIExecutionMode mode);
+TINYAI_API const char* tinyaiExecutionModeName(TinyAIExecutionMode mode);
 
 /* Writes the activation DAG and the plans as YAML (000_*.txt's
  * dump_activation_dag) into buf (NUL-terminated when capacity > 0) and sets
  * *needed to the bytes the whole text takes, NUL included; a first call with
  * capacity 0 sizes the buffer. TINYAI_ERR_BUFFER_TOO_SMALL when capacity
  * was too small; TINYAI_ERR_MISUSE before plan or prepare. */
-TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, char* buf, size_t capacity,
-                                     size_t* needed);
+TINYAI_API TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, char* buf, size_t capacity,
+                                                size_t* needed);
 
 #ifdef __cplusplus
 }

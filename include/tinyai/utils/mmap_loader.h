@@ -105,20 +105,20 @@ typedef struct TinyAICacheStats {
 } TinyAICacheStats;
 
 /* Defaults as documented on each field. Returned by value; nothing to free. */
-TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void);
+TINYAI_API TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void);
 
 /* Opens and validates a .tmai file (header, metadata, tensor directory and
  * bounds; checksums are checked when layers load). config may be NULL for the
  * defaults. Returns NULL on failure: tinyaiGetLastError() gives the status
  * (TINYAI_ERR_FILE_NOT_FOUND, _BAD_MAGIC, _UNSUPPORTED_VERSION, _TRUNCATED,
  * _OUT_OF_BOUNDS, _OVERFLOW, _BAD_FORMAT, ...) and the message the cause. */
-TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfig* config);
+TINYAI_API TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfig* config);
 
 /* As tinyaiOpenMappedModel() over an image already in memory (flash, a test
  * buffer). The caller keeps data alive and unchanged until the model is
  * closed; data must be 64-byte aligned. */
-TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size,
-                                                   const TinyAIMmapConfig* config);
+TINYAI_API TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size,
+                                                              const TinyAIMmapConfig* config);
 
 /* Reads size bytes at offset of the model into dst (the caller's storage:
  * external flash, an SD card, a network); returns 0 on success, anything
@@ -128,8 +128,8 @@ typedef int (*TinyAIReadCallback)(void* user, uint64_t offset, void* dst, size_t
 /* As tinyaiOpenMappedModel() over a model of size bytes that read fetches:
  * the index once, then weights into the weight cache as they are needed
  * (cap it with maxCacheSize or an LLM's memoryLimit). user goes to read. */
-TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void* user, uint64_t size,
-                                                   const TinyAIMmapConfig* config);
+TINYAI_API TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void* user, uint64_t size,
+                                                              const TinyAIMmapConfig* config);
 
 /* Stops the prefetch workers and frees everything. NULL is ok. Weight
  * pointers die with it. Closing a model twice (or a pointer that is not an
@@ -137,68 +137,68 @@ TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void
  * schedulers still on the model become unusable (their calls fail with
  * TINYAI_ERR_MISUSE; destroy them as usual); closing it from a runner's own
  * text callback records TINYAI_ERR_MISUSE and leaves it open. */
-void tinyaiCloseMappedModel(TinyAIMappedModel* model);
+TINYAI_API void tinyaiCloseMappedModel(TinyAIMappedModel* model);
 
 /* Number of layers, or -1 (and the last error set) if model is NULL. */
-int tinyaiGetMappedLayerCount(const TinyAIMappedModel* model);
+TINYAI_API int tinyaiGetMappedLayerCount(const TinyAIMappedModel* model);
 
 /* The layer's descriptor, or NULL (last error set) for a bad model or index. */
-const TinyAILayerDescriptor* tinyaiGetLayerDescriptor(const TinyAIMappedModel* model,
-                                                      int layerIndex);
+TINYAI_API const TinyAILayerDescriptor* tinyaiGetLayerDescriptor(const TinyAIMappedModel* model,
+                                                                 int layerIndex);
 
 /* Makes the layer's weights resident, verifies its checksums on first load,
  * pins it, and returns the address of its data (tensor t lives at
  * weights + info.offsetInLayer). Each successful call must be balanced by one
  * tinyaiReleaseLayerWeights(). Returns NULL (last error set) on failure,
  * e.g. TINYAI_ERR_CHECKSUM for corrupt data. */
-void* tinyaiGetLayerWeights(TinyAIMappedModel* model, int layerIndex);
+TINYAI_API void* tinyaiGetLayerWeights(TinyAIMappedModel* model, int layerIndex);
 
 /* Asks for the layer to be paged in ahead of use. Never blocks on I/O when
  * prefetch threads run; a no-op when prefetch is disabled. */
-TinyAIStatus tinyaiPrefetchLayerWeights(TinyAIMappedModel* model, int layerIndex);
+TINYAI_API TinyAIStatus tinyaiPrefetchLayerWeights(TinyAIMappedModel* model, int layerIndex);
 
 /* Unpins a layer got with tinyaiGetLayerWeights(). Releasing a layer that is
  * not pinned is TINYAI_ERR_MISUSE. */
-TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int layerIndex);
+TINYAI_API TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int layerIndex);
 
 /* Bytes of memory the weight cache holds right now: loaded layers and row
  * blocks in whole pages, and slots kept for reuse; never above
  * maxCacheSize. Weights of an uncompressed image in memory are used in place
  * and count nothing. 0 for NULL. */
-size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model);
+TINYAI_API size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model);
 
 /* Fills out (set out->structSize first). */
-TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, TinyAICacheStats* out);
+TINYAI_API TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, TinyAICacheStats* out);
 /* Zeroes the counters (peakHeldBytes restarts at heldBytes). */
-TinyAIStatus tinyaiResetMappedModelCacheStats(TinyAIMappedModel* model);
+TINYAI_API TinyAIStatus tinyaiResetMappedModelCacheStats(TinyAIMappedModel* model);
 
 /* Priority of a layer in the cache: higher values stay longer. Default 1.0;
  * must be finite and >= 0. */
-TinyAIStatus tinyaiSetLayerPriority(TinyAIMappedModel* model, int layerIndex, float priority);
+TINYAI_API TinyAIStatus tinyaiSetLayerPriority(TinyAIMappedModel* model, int layerIndex, float priority);
 
 /* ---- Tensors and metadata (TinyAI extensions to the guide's API) ---- */
 
 /* Number of tensors, or -1 (last error set) if model is NULL. */
-int tinyaiGetMappedTensorCount(const TinyAIMappedModel* model);
+TINYAI_API int tinyaiGetMappedTensorCount(const TinyAIMappedModel* model);
 
-TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tensorIndex,
-                                       TinyAITensorInfo* out);
+TINYAI_API TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tensorIndex,
+                                                  TinyAITensorInfo* out);
 
 /* Index of the tensor called name, or TINYAI_ERR_NOT_FOUND. */
-TinyAIStatus tinyaiFindMappedTensor(const TinyAIMappedModel* model, const char* name,
-                                    int* tensorIndex);
+TINYAI_API TinyAIStatus tinyaiFindMappedTensor(const TinyAIMappedModel* model, const char* name,
+                                               int* tensorIndex);
 
 /* Metadata values by key (see docs/format.md for the keys a model carries,
  * e.g. "general.architecture", "llama.dim"). TINYAI_ERR_NOT_FOUND if the key
  * is missing, TINYAI_ERR_BAD_FORMAT if it holds another type. Strings are
  * owned by the model and not NUL-terminated: *len gives their length. */
-TinyAIStatus tinyaiGetMetadataInt(const TinyAIMappedModel* model, const char* key, int64_t* out);
-TinyAIStatus tinyaiGetMetadataFloat(const TinyAIMappedModel* model, const char* key, float* out);
-TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char* key,
-                                     const char** str, size_t* len);
+TINYAI_API TinyAIStatus tinyaiGetMetadataInt(const TinyAIMappedModel* model, const char* key, int64_t* out);
+TINYAI_API TinyAIStatus tinyaiGetMetadataFloat(const TinyAIMappedModel* model, const char* key, float* out);
+TINYAI_API TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char* key,
+                                                const char** str, size_t* len);
 
 /* Size in bytes of the mapped file. 0 for NULL. */
-uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model);
+TINYAI_API uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model);
 
 #ifdef __cplusplus
 }
