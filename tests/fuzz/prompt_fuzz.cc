@@ -44,9 +44,7 @@ struct Runner {
   const char* name = "";
   TinyAIMappedModel* model = nullptr;
   TinyAILLM* llm = nullptr;
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
+  TinyAIModelInfo info{};
   std::vector<std::string> pieces;
   std::vector<float> scores;
   tinyai_fuzz::ReferenceTokenizer* ref = nullptr;
@@ -66,6 +64,7 @@ void AddRunner(const char* name, const std::string& path, bool evaluate) {
   FUZZ_CHECK(r.model != nullptr, "cannot open %s", path.c_str());
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   FUZZ_CHECK(tinyaiCreateLLM(r.model, &cfg, &r.llm) == TINYAI_OK, "cannot create a runner for %s", path.c_str());
+  r.info.structSize = sizeof r.info;
   FUZZ_CHECK(tinyaiGetLLMModelInfo(r.llm, &r.info) == TINYAI_OK, "model info");
   FUZZ_CHECK(tinyai_fuzz::ModelVocabulary(path, &r.pieces, &r.scores), "%s has no tokenizer", path.c_str());
   // Decoding gives the prompt back only with llama2.c's byte-fallback
