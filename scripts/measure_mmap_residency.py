@@ -35,7 +35,7 @@ def main(path):
     print(f"sparse: touched 100 pages (400 KiB), RSS grew {grown // 1024} KiB")
     r0 = rss()
     touched = 0
-    for i in range(50):  # 50 row blocks of 1,000,000 bytes, 3 MB apart, every page read
+    for i in range(50):  # 50 row slices of 1,000,000 bytes, 3 MB apart, every page read
         start = 200_000_000 + i * 3_000_000 + 1234
         first, last = start // PAGE, (start + 1_000_000 - 1) // PAGE
         for p in range(first, last + 1):

@@ -144,11 +144,11 @@ typedef struct TinyAIMemoryReport {
                                  cache's, when several runners share the model) */
     uint64_t kvCacheBytes;    /* KV cache reserved */
     uint64_t activationBytes; /* activations and scratch */
-    uint64_t otherBytes;      /* tokenizer, sampler, block tables, model index, cache bookkeeping */
+    uint64_t otherBytes;      /* tokenizer, sampler, slice tables, model index, cache bookkeeping */
     uint64_t totalBytes;      /* weightBytes + kvCacheBytes + activationBytes + otherBytes */
     uint64_t peakTotalBytes;  /* the same with weightPeakBytes */
-    uint64_t largestBlockBytes;     /* the largest row block the cache must hold at once */
-    const char* largestBlockTensor; /* a tensor in it; owned by the model */
+    uint64_t largestSliceBytes;     /* the largest row slice the cache must hold at once */
+    const char* largestSliceTensor; /* a tensor in it; owned by the model */
 } TinyAIMemoryReport;
 
 /* Static names: "max_new", "steps", "context", "bos", "callback", "output_full",
@@ -177,7 +177,7 @@ TINYAI_API TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMem
 
 /* What an LLM for model with config (may be NULL) would need, without
  * creating it: minimumMemoryLimit, kvCacheBytes, activationBytes, otherBytes and the
- * largest row block (the weight fields are 0). */
+ * largest row slice (the weight fields are 0). */
 TINYAI_API TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                                 TinyAIMemoryReport* out);
 
@@ -239,7 +239,8 @@ TINYAI_API TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, co
  * schedule (<tinyai/utils/forward_scheduler.h>): steps, sampler, callback.
  * Copied; before the first call of a generation. Defaults:
  * tinyaiCreateDefaultGenerateParams(). */
-TINYAI_API TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params);
+TINYAI_API TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler,
+                                                         const TinyAIGenerateParams* params);
 
 /* The forward scheduler an LLM runs on (owned by the LLM): its report,
  * memory figures and activation DAG. */

@@ -32,7 +32,7 @@ extern "C" {
 typedef struct TinyAIArenaStats {
     uint32_t structSize;   /* set to sizeof(TinyAIArenaStats) before the call */
     size_t size;           /* the arena's bytes */
-    size_t usedBytes;      /* bytes in allocated blocks, 16-byte headers included */
+    size_t usedBytes;      /* bytes of live allocations, 16-byte headers included */
     size_t peakBytes;      /* high-water mark: the furthest offset from the start ever used */
     uint64_t allocations;  /* allocations served since the arena was set */
     uint64_t failures;     /* allocations refused for lack of room */

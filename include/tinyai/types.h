@@ -17,16 +17,16 @@ extern "C" {
 /* Element type of a tensor as stored (after its codec is undone). */
 typedef enum TinyAIDType TINYAI_ENUM_BASE {
     TINYAI_DTYPE_F32 = 0,
-    TINYAI_DTYPE_F16 = 1,     /* reserved: IEEE half */
-    TINYAI_DTYPE_Q8_B32 = 2,  /* reserved: 8-bit, blocks of 32 with an f16 scale */
-    TINYAI_DTYPE_Q4_B32 = 3   /* reserved: 4-bit, blocks of 32 with an f16 scale */
+    TINYAI_DTYPE_F16 = 1,     /* IEEE half (binary16) */
+    TINYAI_DTYPE_Q8_G32 = 2,  /* reserved: 8-bit, groups of 32 with an f16 scale */
+    TINYAI_DTYPE_Q4_G32 = 3   /* reserved: 4-bit, groups of 32 with an f16 scale */
 } TinyAIDType;
 
 /* How a tensor's bytes are stored in the file. */
 typedef enum TinyAICodec TINYAI_ENUM_BASE {
     TINYAI_CODEC_NONE = 0,
-    TINYAI_CODEC_ZSTD = 1,         /* zstd frames of row blocks (docs/format.md) */
-    TINYAI_CODEC_BLOCK_SPARSE = 2  /* reserved: block mask + non-zero blocks */
+    TINYAI_CODEC_ZSTD = 1,         /* zstd frames of row slices (docs/format.md) */
+    TINYAI_CODEC_TILE_SPARSE = 2   /* reserved: tile mask + non-zero tiles (pruning) */
 } TinyAICodec;
 
 /* What a tensor is for. */
@@ -57,7 +57,7 @@ typedef enum TinyAILayerKind TINYAI_ENUM_BASE {
 } TinyAILayerKind;
 
 /* Bytes one element takes for dtypes with a whole number of bytes per
- * element, 0 for block types (see docs/format.md) and unknown values. */
+ * element, 0 for grouped types (see docs/format.md) and unknown values. */
 TINYAI_API uint32_t tinyaiDTypeSize(TinyAIDType dtype);
 
 /* Static names, e.g. "f32", "zstd", "attn_q", "transformer"; "?" if unknown. */

@@ -57,7 +57,8 @@ TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void) {
 }
 
 TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                               size_t memoryLimit, const TinyAISchedulerConfig* config) {
+                                                               size_t memoryLimit,
+                                                               const TinyAISchedulerConfig* config) {
   TinyAISchedulerConfig cfg = tinyaiCreateDefaultSchedulerConfig();
   if (tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAISchedulerConfig, threads),
                             "tinyaiCreateForwardSchedulerWithConfig: config") != TINYAI_OK) {

@@ -102,8 +102,8 @@ void FillPlan(const tinyai::ForwardScheduler& s, TinyAIMemoryReport* out) {
   out->kvCacheBytes = s.program_memory().persistent;
   out->activationBytes = s.arena_bytes();
   out->otherBytes = s.tables_bytes();
-  out->largestBlockBytes = s.weights().largest_block;
-  out->largestBlockTensor = s.largest_block_tensor();
+  out->largestSliceBytes = s.weights().largest_slice;
+  out->largestSliceTensor = s.largest_slice_tensor();
 }
 
 }  // namespace
@@ -179,7 +179,8 @@ void tinyaiDestroyLLM(TinyAILLM* llm) {
 TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMModelInfo", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMModelInfo: out is NULL");
-  TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIModelInfo, dim), "tinyaiGetLLMModelInfo: out"));
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIModelInfo, dim), "tinyaiGetLLMModelInfo: out"));
   const tinyai::LlamaModel& m = llm->model();
   const tinyai::LlamaHyperParams& hp = m.params();
   TinyAIModelInfo info;
@@ -209,7 +210,8 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMMemoryReport", true));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMMemoryReport: out is NULL");
   TINYAI_RETURN_IF_ERROR(
-      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit), "tinyaiGetLLMMemoryReport: out"));
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit),
+                              "tinyaiGetLLMMemoryReport: out"));
   const tinyai::CacheStats cs = llm->model().mapped_model()->cache().stats();
   TinyAIMemoryReport report;
   std::memset(&report, 0, sizeof report);
@@ -233,7 +235,8 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   }
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out is NULL");
   TINYAI_RETURN_IF_ERROR(
-      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit), "tinyaiEstimateLLMMemory: out"));
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit),
+                              "tinyaiEstimateLLMMemory: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiEstimateLLMMemory: config"));
   // Planned as tinyaiCreateLLM plans it, without a limit and without
@@ -257,7 +260,9 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
 TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens, int32_t capacity,
                                int32_t* count) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMTokenize", true));
-  if (!text || !count) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMTokenize: %s is NULL", text ? "count" : "text");
+  if (!text || !count) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMTokenize: %s is NULL", text ? "count" : "text");
+  }
   if (capacity < 0 || (capacity > 0 && !tokens)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMTokenize: capacity %d with tokens %p", capacity,
                     static_cast<void*>(tokens));
@@ -322,7 +327,8 @@ TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISa
   }
   TinyAISamplerConfig cfg = tinyaiCreateDefaultSamplerConfig();
   TINYAI_RETURN_IF_ERROR(
-      tinyai::ReadVersioned(sampler, &cfg, TINYAI_STRUCT_MIN(TinyAISamplerConfig, temperature), "tinyaiLLMSample: sampler"));
+      tinyai::ReadVersioned(sampler, &cfg, TINYAI_STRUCT_MIN(TinyAISamplerConfig, temperature),
+                            "tinyaiLLMSample: sampler"));
   TINYAI_RETURN_IF_ERROR(CheckSampler(cfg));
   // The sampler's scratch is the runner's; sampling does not change the model.
   return llm->model().sampler().Sample(logits, cfg.temperature, cfg.topP, rngState, token);

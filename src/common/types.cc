@@ -14,8 +14,8 @@ const char* tinyaiDTypeName(TinyAIDType dtype) {
   switch (dtype) {
     case TINYAI_DTYPE_F32: return "f32";
     case TINYAI_DTYPE_F16: return "f16";
-    case TINYAI_DTYPE_Q8_B32: return "q8_b32";
-    case TINYAI_DTYPE_Q4_B32: return "q4_b32";
+    case TINYAI_DTYPE_Q8_G32: return "q8_g32";
+    case TINYAI_DTYPE_Q4_G32: return "q4_g32";
   }
   return "?";
 }
@@ -24,7 +24,7 @@ const char* tinyaiCodecName(TinyAICodec codec) {
   switch (codec) {
     case TINYAI_CODEC_NONE: return "none";
     case TINYAI_CODEC_ZSTD: return "zstd";
-    case TINYAI_CODEC_BLOCK_SPARSE: return "block_sparse";
+    case TINYAI_CODEC_TILE_SPARSE: return "tile_sparse";
   }
   return "?";
 }

@@ -28,11 +28,11 @@ constexpr uint32_t kMaxLayers = 1u << 16;
 constexpr uint32_t kMaxTensors = 1u << 20;
 
 // Codec zstd (docs/format.md, "codec zstd"): a tensor is split into row
-// blocks of codec_param rows, each one zstd frame that decodes on its own.
-// The target decoded size of a row block (a frame); a row bigger than it
+// slices of codec_param rows, each one zstd frame that decodes on its own.
+// The target decoded size of a row slice (a frame); a row bigger than it
 // makes a one-row frame. The weight cache loads compressed and uncompressed
-// tensors in blocks of about this size.
-constexpr uint64_t kDefaultRowBlockBytes = 1u << 20;
+// tensors in slices of about this size.
+constexpr uint64_t kDefaultRowSliceBytes = 1u << 20;
 // The smallest possible zstd frame that declares its content size: a 6-byte
 // frame header (magic, descriptor, 1-byte content size) and one 3-byte block
 // header.
@@ -102,8 +102,8 @@ enum MetaType : uint8_t {
 };
 
 // Bytes a tensor of this dtype and shape occupies decoded, or 0 when the
-// dtype is unknown or the shape does not suit it (e.g. a block type whose
-// innermost dimension is not a multiple of the block). *overflow is set when
+// dtype is unknown or the shape does not suit it (e.g. a grouped type whose
+// innermost dimension is not a multiple of the group). *overflow is set when
 // the size does not fit 64 bits.
 uint64_t DecodedBytes(uint32_t dtype, const uint64_t* shape, uint32_t ndims, bool* overflow);
 

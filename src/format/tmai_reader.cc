@@ -60,13 +60,13 @@ uint64_t DecodedBytes(uint32_t dtype, const uint64_t* shape, uint32_t ndims, boo
     case TINYAI_DTYPE_F16:
       if (!CheckedMul(elements, dtype == TINYAI_DTYPE_F32 ? 4 : 2, &bytes)) *overflow = true;
       return *overflow ? 0 : bytes;
-    case TINYAI_DTYPE_Q8_B32:
-    case TINYAI_DTYPE_Q4_B32: {
-      // Blocks of 32 along the innermost dimension, each an f16 scale then
+    case TINYAI_DTYPE_Q8_G32:
+    case TINYAI_DTYPE_Q4_G32: {
+      // Groups of 32 along the innermost dimension, each an f16 scale then
       // 32 int8 (34 bytes) or 32 packed int4 (18 bytes).
       if (ndims == 0 || shape[ndims - 1] % 32 != 0) return 0;
-      uint64_t per_block = dtype == TINYAI_DTYPE_Q8_B32 ? 34 : 18;
-      if (!CheckedMul(elements / 32, per_block, &bytes)) *overflow = true;
+      uint64_t per_group = dtype == TINYAI_DTYPE_Q8_G32 ? 34 : 18;
+      if (!CheckedMul(elements / 32, per_group, &bytes)) *overflow = true;
       return *overflow ? 0 : bytes;
     }
     default:
@@ -399,10 +399,10 @@ TinyAIStatus TmaiReader::ParseTensors() {
                           static_cast<unsigned long long>(t.shape[d]));
         }
       }
-      if (t.dtype > TINYAI_DTYPE_Q4_B32) {
+      if (t.dtype > TINYAI_DTYPE_Q4_G32) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has unknown dtype %u", src, name, t.dtype);
       }
-      if (t.codec > TINYAI_CODEC_BLOCK_SPARSE) {
+      if (t.codec > TINYAI_CODEC_TILE_SPARSE) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has unknown codec %u", src, name, t.codec);
       }
       bool overflow = false;

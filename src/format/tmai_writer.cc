@@ -272,9 +272,9 @@ TinyAIStatus TmaiWriter::BeginTensor() {
   TINYAI_RETURN_IF_ERROR(PlaceTensor(current_));
   raw_offset_ = t.offset;
   TINYAI_RETURN_IF_ERROR(TensorRowLayout(t, &rows_, &row_bytes_));
-  rows_per_frame_ = tmai::kDefaultRowBlockBytes / row_bytes_;
-  if (rows_per_frame_ == 0) rows_per_frame_ = 1;  // a row bigger than a block is a frame of its own
-  if (rows_per_frame_ > rows_) rows_per_frame_ = rows_;  // codec_param * row_bytes bounds a block buffer
+  rows_per_frame_ = tmai::kDefaultRowSliceBytes / row_bytes_;
+  if (rows_per_frame_ == 0) rows_per_frame_ = 1;  // a row bigger than a slice is a frame of its own
+  if (rows_per_frame_ > rows_) rows_per_frame_ = rows_;  // codec_param * row_bytes bounds a slice's buffer
   frames_ = (rows_ + rows_per_frame_ - 1) / rows_per_frame_;
   frame_index_ = 0;
   packed_total_ = 0;

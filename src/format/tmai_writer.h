@@ -13,7 +13,7 @@
 // data streams to disk, so a multi-GiB model needs little memory to write.
 //
 // With w.SetCompression(TINYAI_CODEC_ZSTD, level) before Open, each tensor is
-// split into row blocks of about tmai::kDefaultRowBlockBytes and stored as
+// split into row slices of about tmai::kDefaultRowSliceBytes and stored as
 // zstd frames behind a frame table (docs/format.md, "codec zstd") when that
 // is smaller than its raw bytes, else uncompressed. Nothing but one frame is
 // held: the raw bytes stream to their place in the file while each frame,
@@ -22,7 +22,7 @@
 // compressed tensor goes (the raw copy is overwritten). Peak memory is about
 // two frames (2 MiB) plus the zstd context (about 0.3 MiB at level 3, a few
 // MiB at 19), whatever the model's size. Frames use a 16 KiB window
-// (kZstdWindowLog), so that a reader decodes them a 16 KiB block at a time.
+// (kZstdWindowLog), so that a reader decodes them a 16 KiB zstd block at a time.
 #ifndef TINYAI_FORMAT_TMAI_WRITER_H_
 #define TINYAI_FORMAT_TMAI_WRITER_H_
 
@@ -72,7 +72,7 @@ class TmaiWriter {
                     const std::vector<uint64_t>& shape);
 
   static constexpr int kDefaultZstdLevel = 3;
-  // The zstd window of the frames written: blocks are at most 16 KiB, which
+  // The zstd window of the frames written: their zstd blocks are at most 16 KiB, which
   // is all the compressed input a decoder must hold at once. On float
   // weights a larger window gains nothing (under 0.05% at 1 MiB).
   static constexpr int kZstdWindowLog = 14;
@@ -89,7 +89,7 @@ class TmaiWriter {
   // Appends values in directory order, each stored in its tensor's dtype:
   // f32 as given, f16 rounded to nearest even (common/half.h); a chunk may
   // span tensors. TINYAI_ERR_MISUSE for a dtype without a per-value size
-  // (a block-quantized one) or after a Write that ended inside a value.
+  // (a group-quantized one) or after a Write that ended inside a value.
   TinyAIStatus WriteValues(const float* values, size_t count);
   // Decoded bytes the tensor still expects (the current one when index < 0).
   uint64_t TensorBytes(int32_t index) const;

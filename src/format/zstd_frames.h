@@ -1,8 +1,8 @@
-// Row blocks of a tensor and the zstd codec (codec 1, docs/format.md "codec
+// Row slices of a tensor and the zstd codec (codec 1, docs/format.md "codec
 // zstd"). A tensor's rows are shape[0] (1 for a 1-D tensor); a compressed
 // tensor stores a frame table of F+1 little-endian u64 offsets, then F zstd
 // frames, frame i holding rows [i * codec_param, (i + 1) * codec_param) so
-// that the weight cache can decode one row block without the others.
+// that the weight cache can decode one row slice without the others.
 //
 //   uint32_t frames = ZstdFrameCount(e);                   // after TmaiReader::Parse
 //   uint64_t offsets[frames + 1];                          // (caller-owned storage)

@@ -17,7 +17,7 @@ namespace tinyai {
 namespace {
 
 // The input model's tensors are read through the loader with this cap on
-// its weight cache, so converting holds one row block at a time, not a model.
+// its weight cache, so converting holds one row slice at a time, not a model.
 constexpr uint64_t kReencodeCacheCap = 64u << 20;
 
 void CopyMetadata(const TmaiReader& r, const WriteOptions& options, TmaiWriter* w) {
@@ -97,13 +97,13 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
     for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
       const tmai::TensorEntry& e = tensors[t];
       const int32_t tensor = static_cast<int32_t>(t);
-      const uint64_t rows = model->blocks().rows(tensor), row_bytes = model->blocks().row_bytes(tensor);
+      const uint64_t rows = model->slices().rows(tensor), row_bytes = model->slices().row_bytes(tensor);
       const bool same = dtype_of(e) == e.dtype;
       for (uint64_t row = 0; row < rows;) {
         const uint8_t* p = nullptr;
         uint64_t got = 0;
-        int32_t block = -1;
-        TINYAI_RETURN_IF_ERROR(model->AcquireRows(tensor, row, &p, &got, &block));
+        int32_t slice = -1;
+        TINYAI_RETURN_IF_ERROR(model->AcquireRows(tensor, row, &p, &got, &slice));
         const size_t bytes = static_cast<size_t>(got * row_bytes);
         TinyAIStatus s;
         if (same) {
@@ -121,7 +121,7 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
           }
           s = w.WriteValues(values.data(), values.size());
         }
-        const TinyAIStatus released = model->ReleaseBlock(block);
+        const TinyAIStatus released = model->ReleaseSlice(slice);
         TINYAI_RETURN_IF_ERROR(s);
         TINYAI_RETURN_IF_ERROR(released);
         row += got;

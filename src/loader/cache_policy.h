@@ -7,17 +7,17 @@
 //
 // Plain LRU (adaptiveCaching off): distance is the entry's age, the accesses
 // since its last use. On a cycle longer than the cache - the decode loop,
-// which touches every block once per token in the same order - this is the
-// worst policy there is: the block evicted is always the one needed soonest,
+// which touches every slice once per token in the same order - this is the
+// worst policy there is: the slice evicted is always the one needed soonest,
 // and nothing ever hits.
 //
 // Adaptive (the default) learns each entry's reuse interval and predicts the
 // next use at last use + interval, so distance = predicted - now. The
-// interval is the longer of the last two gaps between uses: a block touched
+// interval is the longer of the last two gaps between uses: a slice touched
 // twice in a row within one pass (a norm and the matrix rows packed after it)
 // has gaps of 1 and a whole cycle, and the cycle is what predicts its next
-// use. On a cycle the block just used is predicted
-// furthest away and is evicted first, and the cache keeps the blocks needed
+// use. On a cycle the slice just used is predicted
+// furthest away and is evicted first, and the cache keeps the slices needed
 // next: Belady's choice, learned from one pass. An entry whose prediction
 // has passed without a use (the pattern changed) falls back to its age, as
 // in LRU. An entry brought in ahead of use by prefetch and not used yet is

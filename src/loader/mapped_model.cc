@@ -40,7 +40,7 @@ TinyAIMmapConfig DefaultMmapConfig() {
   c.prefetchEnabled = true;
   c.adaptiveCaching = true;
   c.verifyChecksums = true;
-  c.rowBlockSize = 1u << 20;
+  c.rowSliceSize = 1u << 20;
   return c;
 }
 
@@ -56,9 +56,9 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.prefetchThreads is %d; allowed 0..64",
                     cfg.prefetchThreads);
   }
-  if (cfg.rowBlockSize < 64) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.rowBlockSize is %zu; it must be at least 64 bytes",
-                    cfg.rowBlockSize);
+  if (cfg.rowSliceSize < 64) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.rowSliceSize is %zu; it must be at least 64 bytes",
+                    cfg.rowSliceSize);
   }
   TinyAIMappedModel* model = tinyai::New<TinyAIMappedModel>();
   if (!model) return tinyai::OutOfMemory("mapped model", sizeof(TinyAIMappedModel));
@@ -209,7 +209,7 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
     TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
   }
   TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowBlockSize));
+  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize));
   return cache_.Init(&reader_, &source_, &table_, config_);
 }
 
@@ -302,7 +302,7 @@ TinyAIStatus TinyAIMappedModel::SetPriority(int32_t layer, float priority) {
 }
 
 TinyAIStatus TinyAIMappedModel::AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows,
-                                            int32_t* block) {
+                                            int32_t* slice) {
   const tinyai::TensorSpan* span = table_.Find(tensor, row);
   if (!span) {
     const tinyai::tmai::TensorEntry& e = reader_.tensors()[static_cast<size_t>(tensor)];
@@ -314,10 +314,10 @@ TinyAIStatus TinyAIMappedModel::AcquireRows(int32_t tensor, uint64_t row, const 
                     static_cast<unsigned long long>(row), e.name);
   }
   const uint8_t* base = nullptr;
-  TINYAI_RETURN_IF_ERROR(cache_.Acquire(span->block, &base));
+  TINYAI_RETURN_IF_ERROR(cache_.Acquire(span->slice, &base));
   *data = base + span->offset + (row - span->row_begin) * table_.row_bytes(tensor);
   *rows = span->row_end - row;
-  *block = span->block;
+  *slice = span->slice;
   return TINYAI_OK;
 }
 

@@ -5,7 +5,7 @@
 // Files are read with positional reads into memory the cache owns (see
 // weight_cache.h for why not a mapping); only the index is read at open.
 // Two ways in: whole layers (the C API's tinyaiGetLayerWeights) and row
-// blocks (the runners, which stream tensors larger than the cache).
+// slices (the runners, which stream tensors larger than the cache).
 #ifndef TINYAI_LOADER_MAPPED_MODEL_H_
 #define TINYAI_LOADER_MAPPED_MODEL_H_
 
@@ -17,7 +17,7 @@
 #include "common/memory.h"
 #include "common/sync.h"
 #include "format/tmai_reader.h"
-#include "loader/row_blocks.h"
+#include "loader/row_slices.h"
 #include "loader/weight_cache.h"
 #include "loader/weight_source.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -71,17 +71,17 @@ struct TinyAIMappedModel {
   TinyAIStatus SetPriority(int32_t layer, float priority);
   size_t MemoryUsage() const { return static_cast<size_t>(cache_.held_bytes()); }
 
-  // Row blocks: pins the block holding `row` of tensor; *data points at that
-  // row and *rows says how many rows of the tensor follow it in the block.
-  // Release with ReleaseBlock(*block).
-  TinyAIStatus AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows, int32_t* block);
-  TinyAIStatus ReleaseBlock(int32_t block) { return cache_.Release(block); }
-  void PrefetchBlock(int32_t block) { cache_.Prefetch(block); }
-  const tinyai::RowBlockTable& blocks() const { return table_; }
+  // Row slices: pins the slice holding `row` of tensor; *data points at that
+  // row and *rows says how many rows of the tensor follow it in the slice.
+  // Release with ReleaseSlice(*slice).
+  TinyAIStatus AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows, int32_t* slice);
+  TinyAIStatus ReleaseSlice(int32_t slice) { return cache_.Release(slice); }
+  void PrefetchSlice(int32_t slice) { cache_.Prefetch(slice); }
+  const tinyai::RowSliceTable& slices() const { return table_; }
   tinyai::WeightCache& cache() { return cache_; }
   const tinyai::WeightCache& cache() const { return cache_; }
 
-  // Bytes the model holds besides weights: the index, block tables, cache
+  // Bytes the model holds besides weights: the index, slice tables, cache
   // bookkeeping and staging.
   uint64_t overhead_bytes() const;
 
@@ -127,7 +127,7 @@ struct TinyAIMappedModel {
   tinyai::TmaiReader reader_;
   tinyai::Array<TinyAILayerDescriptor> descriptors_;
   tinyai::Array<char> layer_names_;
-  tinyai::RowBlockTable table_;
+  tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models
   mutable tinyai::Mutex runners_mutex_;

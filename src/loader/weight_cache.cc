@@ -40,7 +40,7 @@ uint64_t PageRound(uint64_t n) {
 
 WeightCache::~WeightCache() { Shutdown(); }
 
-TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* source, const RowBlockTable* table,
+TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* source, const RowSliceTable* table,
                                const TinyAIMmapConfig& config) {
   reader_ = reader;
   source_ = source;
@@ -51,9 +51,9 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   port::ArenaStats arena;
   fixed_slots_ = port::GetArenaStats(&arena) == TINYAI_OK;
   const size_t tensor_count = reader->tensors().size();
-  TINYAI_RETURN_IF_ERROR(entries_.Allocate(static_cast<size_t>(table->block_count()) + reader->layers().size(),
+  TINYAI_RETURN_IF_ERROR(entries_.Allocate(static_cast<size_t>(table->slice_count()) + reader->layers().size(),
                                            "weight cache entries"));
-  TINYAI_RETURN_IF_ERROR(free_slots_.Allocate(static_cast<size_t>(table->block_count()), "weight cache slots"));
+  TINYAI_RETURN_IF_ERROR(free_slots_.Allocate(static_cast<size_t>(table->slice_count()), "weight cache slots"));
   TINYAI_RETURN_IF_ERROR(verified_.Allocate(tensor_count, "checksum states"));
   has_zstd_ = false;
   for (size_t t = 0; t < tensor_count; ++t) {
@@ -62,10 +62,10 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   }
   if (has_zstd_) {
     // What zstd costs: a decoding context (96 KiB) and a buffer of one
-    // compressed block (a frame is read and decoded a block at a time; 16
+    // compressed slice (a frame is read and decoded a slice at a time; 16
     // KiB for the frames TinyAI writes) per thread that can decode at once:
     // one per prefetch worker, at least one; the thread that uses the model
-    // shares them (a miss waits for one, at most a block's decode).
+    // shares them (a miss waits for one, at most a slice's decode).
     size_t decoders = 1;
 #if TINYAI_WITH_THREADS
     if (config.prefetchEnabled && config.prefetchThreads > 1) decoders = static_cast<size_t>(config.prefetchThreads);
@@ -143,8 +143,8 @@ void WeightCache::Shutdown() {
 
 bool WeightCache::InPlace(int32_t entry) const {
   if (!source_->InPlace(0)) return false;
-  if (entry < table_->block_count()) return table_->block(entry).frame < 0;
-  const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(entry - table_->block_count())];
+  if (entry < table_->slice_count()) return table_->slice(entry).frame < 0;
+  const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(entry - table_->slice_count())];
   for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
     if (reader_->tensors()[t].codec != TINYAI_CODEC_NONE) return false;
   }
@@ -153,22 +153,22 @@ bool WeightCache::InPlace(int32_t entry) const {
 
 uint64_t WeightCache::EntryBytes(int32_t entry) const {
   if (InPlace(entry)) return 0;
-  if (entry < table_->block_count()) {
-    uint64_t decoded = table_->block(entry).decoded_size;
-    // Blocks of at least half the largest share slots; smaller ones (a
+  if (entry < table_->slice_count()) {
+    uint64_t decoded = table_->slice(entry).decoded_size;
+    // Slices of at least half the largest share slots; smaller ones (a
     // layer's tail) get a buffer of their own size.
     return fixed_slots_ || decoded * 2 >= slot_bytes_ ? slot_bytes_ : PageRound(decoded);
   }
-  return PageRound(reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size);
+  return PageRound(reader_->layers()[static_cast<size_t>(entry - table_->slice_count())].decoded_size);
 }
 
 uint64_t WeightCache::DecodedSize(int32_t entry) const {
-  if (entry < table_->block_count()) return table_->block(entry).decoded_size;
-  return reader_->layers()[static_cast<size_t>(entry - table_->block_count())].decoded_size;
+  if (entry < table_->slice_count()) return table_->slice(entry).decoded_size;
+  return reader_->layers()[static_cast<size_t>(entry - table_->slice_count())].decoded_size;
 }
 
 bool WeightCache::IsSmall(int32_t entry) const {
-  int32_t layer = entry < table_->block_count() ? table_->block(entry).layer : entry - table_->block_count();
+  int32_t layer = entry < table_->slice_count() ? table_->slice(entry).layer : entry - table_->slice_count();
   return reader_->layers()[static_cast<size_t>(layer)].decoded_size < config_.minLayerCacheSize;
 }
 
@@ -250,17 +250,17 @@ uint64_t WeightCache::WatchedPeak(const PeakWatch& watch) const {
 
 namespace {
 
-// "row block 17 (tensor 'blk.3.attn_q' ...)" or "layer 'block.3'".
-void Describe(const TmaiReader& reader, const RowBlockTable& table, int32_t entry, char* out, size_t size) {
-  if (entry < table.block_count()) {
-    const RowBlock& b = table.block(entry);
-    std::snprintf(out, size, "row block %d (of tensor '%s')", entry, reader.tensors()[static_cast<size_t>(b.tensor)].name);
+// "row slice 17 (tensor 'blk.3.attn_q' ...)" or "layer 'block.3'".
+void Describe(const TmaiReader& reader, const RowSliceTable& table, int32_t entry, char* out, size_t size) {
+  if (entry < table.slice_count()) {
+    const RowSlice& b = table.slice(entry);
+    std::snprintf(out, size, "row slice %d (of tensor '%s')", entry, reader.tensors()[static_cast<size_t>(b.tensor)].name);
   } else {
-    const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.block_count())];
+    const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.slice_count())];
     if (l.kind == TINYAI_LAYER_TRANSFORMER) {
-      std::snprintf(out, size, "layer %d ('block.%d')", entry - table.block_count(), l.block_index);
+      std::snprintf(out, size, "layer %d ('block.%d')", entry - table.slice_count(), l.block_index);
     } else {
-      std::snprintf(out, size, "layer %d ('%s')", entry - table.block_count(),
+      std::snprintf(out, size, "layer %d ('%s')", entry - table.slice_count(),
                     tinyaiLayerKindName(static_cast<TinyAILayerKind>(l.kind)));
     }
   }
@@ -274,7 +274,7 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
   Entry& e = entries_[static_cast<size_t>(entry)];
   const uint64_t need = EntryBytes(entry);
   if (need == 0) return TINYAI_OK;
-  const bool slot = entry < table_->block_count() && need == slot_bytes_;
+  const bool slot = entry < table_->slice_count() && need == slot_bytes_;
   if (capacity_ > 0 && need > capacity_) {
     if (prefetch) {
       *room = false;
@@ -495,7 +495,7 @@ void WeightCache::WorkerMain(void* self) {
 void WeightCache::SetLayerPriority(int32_t layer, float priority) {
   LockGuard lock(mutex_);
   entries_[static_cast<size_t>(LayerEntry(layer))].priority = priority;
-  for (int32_t b = table_->layer_first_block(layer); b < table_->layer_end_block(layer); ++b) {
+  for (int32_t b = table_->layer_first_slice(layer); b < table_->layer_end_slice(layer); ++b) {
     entries_[static_cast<size_t>(b)].priority = priority;
   }
 }
@@ -507,7 +507,7 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
   if (bytes == 0) return TINYAI_OK;
   if (fixed_slots_ && slot_bytes_ > 0) {
     uint64_t slots = bytes / slot_bytes_;
-    if (slots > static_cast<uint64_t>(table_->block_count())) slots = static_cast<uint64_t>(table_->block_count());
+    if (slots > static_cast<uint64_t>(table_->slice_count())) slots = static_cast<uint64_t>(table_->slice_count());
     while (held_ + slot_bytes_ <= slots * slot_bytes_) {
       void* p = port::PageAlloc(static_cast<size_t>(slot_bytes_));
       if (!p) return OutOfMemory("weight cache slot", static_cast<size_t>(slot_bytes_));
@@ -654,7 +654,7 @@ TinyAIStatus WeightCache::DecodeFrame(int32_t tensor, int32_t frame, uint8_t* ds
   TinyAIStatus s = TINYAI_OK;
   if (src) {  // in memory: decoded in one call
     s = st->decoder->DecodeFrame(e, static_cast<uint32_t>(frame), src, size, dst, capacity, reader_->source());
-  } else {  // read a zstd block at a time through the staging buffer
+  } else {  // read a zstd slice at a time through the staging buffer
     s = st->decoder->DecodeFrameStreaming(e, static_cast<uint32_t>(frame), &WeightCache::ReadSource, this, at, size,
                                           st->buffer, staging_bytes_, dst, capacity, reader_->source());
   }
@@ -671,12 +671,12 @@ TinyAIStatus WeightCache::ReadSource(void* self, uint64_t offset, size_t size, u
 }
 
 TinyAIStatus WeightCache::Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
-  if (entry < table_->block_count()) return LoadBlock(entry, dst, data, bytes_read);
-  return LoadLayer(entry - table_->block_count(), dst, data, bytes_read);
+  if (entry < table_->slice_count()) return LoadSlice(entry, dst, data, bytes_read);
+  return LoadLayer(entry - table_->slice_count(), dst, data, bytes_read);
 }
 
-TinyAIStatus WeightCache::LoadBlock(int32_t block, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
-  const RowBlock& b = table_->block(block);
+TinyAIStatus WeightCache::LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
+  const RowSlice& b = table_->slice(slice);
   if (b.frame >= 0) {
     TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
     TINYAI_RETURN_IF_ERROR(DecodeFrame(b.tensor, b.frame, dst, bytes_read));
@@ -686,9 +686,9 @@ TinyAIStatus WeightCache::LoadBlock(int32_t block, uint8_t* dst, const uint8_t**
   const uint64_t begin = b.stored_offset, end = b.stored_offset + b.stored_size;
   const tmai::LayerEntry& layer = reader_->layers()[static_cast<size_t>(b.layer)];
   const uint32_t last = layer.first_tensor + layer.tensor_count;
-  // Tensors only partly in this block are checked by streaming them once
-  // through the block's own buffer, before it is filled.
-  const size_t bounce = static_cast<size_t>(EntryBytes(block));
+  // Tensors only partly in this slice are checked by streaming them once
+  // through the slice's own buffer, before it is filled.
+  const size_t bounce = static_cast<size_t>(EntryBytes(slice));
   for (uint32_t t = static_cast<uint32_t>(b.tensor); t < last; ++t) {
     const tmai::TensorEntry& e = reader_->tensors()[t];
     if (e.offset >= end) break;

@@ -1,6 +1,6 @@
 // The weight cache: a hard cap on the bytes of weights held in memory.
 //
-// Entries are the row blocks of a RowBlockTable (what the LLaMA runner
+// Entries are the row slices of a RowSliceTable (what the LLaMA runner
 // streams) and whole layers (what tinyaiGetLayerWeights() returns). An entry
 // is loaded on first use - read from the file into memory the cache owns,
 // decoded when zstd-compressed, its tensors' CRC-32C checked the first time
@@ -11,17 +11,17 @@
 //
 // Why owned buffers and not madvise on a mapping: a mapping's residency is
 // the kernel's, not ours. Measured here (scripts/measure_mmap_residency.py on
-// the 440 MB synthetic model, warm): touching one byte in each of 100 blocks
-// 1 MiB apart grew RSS by ~97 MiB, and reading 50 row blocks of 1,000,000
+// the 440 MB synthetic model, warm): touching one byte in each of 100 slices
+// 1 MiB apart grew RSS by ~97 MiB, and reading 50 row slices of 1,000,000
 // bytes (48 MiB of pages) grew it by ~142 MiB (+197%) - fault-around and
 // large page-cache folios map far more than is touched, so a cap counted in
 // touched bytes would not hold. Compressed tensors and ports without mmap
 // need owned buffers anyway. With owned buffers the process's growth is what
 // the cache counts (tests/model/memory_limit_test.cc: within 1% measured).
-// Blocks of an image in memory (flash) are used in place and cost nothing.
+// Slices of an image in memory (flash) are used in place and cost nothing.
 //
-// Memory is taken in slots of the largest block's size, kept for reuse when
-// their block is evicted (counted as held: a reused slot needs no page
+// Memory is taken in slots of the largest slice's size, kept for reuse when
+// their slice is evicted (counted as held: a reused slot needs no page
 // faults), and given back to the OS when a layer-sized buffer needs room.
 //
 // Prefetch: Prefetch() queues an entry for the worker threads (a moodycamel
@@ -43,7 +43,7 @@
 #include "common/sync.h"
 #include "format/tmai_reader.h"
 #include "loader/cache_policy.h"
-#include "loader/row_blocks.h"
+#include "loader/row_slices.h"
 #include "loader/weight_source.h"
 #include "port/port.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -86,14 +86,14 @@ class WeightCache {
 
   // The reader, source and table must outlive the cache. Starts the
   // prefetch workers.
-  TinyAIStatus Init(const TmaiReader* reader, const WeightSource* source, const RowBlockTable* table,
+  TinyAIStatus Init(const TmaiReader* reader, const WeightSource* source, const RowSliceTable* table,
                     const TinyAIMmapConfig& config);
   // Stops the workers (queued prefetches are dropped) and frees everything.
   void Shutdown();
 
-  int32_t block_entries() const { return table_->block_count(); }
-  // Entry ids: blocks 0 .. block_entries()-1, then one per layer.
-  int32_t LayerEntry(int32_t layer) const { return table_->block_count() + layer; }
+  int32_t slice_entries() const { return table_->slice_count(); }
+  // Entry ids: slices 0 .. slice_entries()-1, then one per layer.
+  int32_t LayerEntry(int32_t layer) const { return table_->slice_count() + layer; }
 
   // Pins the entry, loading it first if needed; *data is its first byte.
   // Balanced by Release().
@@ -103,7 +103,7 @@ class WeightCache {
   // Asks for the entry to be loaded ahead of use; never fails for lack of
   // room (the prefetch is dropped).
   TinyAIStatus Prefetch(int32_t entry);
-  // Priority of a layer's entry and its blocks (cache_policy.h).
+  // Priority of a layer's entry and its slices (cache_policy.h).
   void SetLayerPriority(int32_t layer, float priority);
   // Changes the cap, evicting down to it. TINYAI_ERR_RESOURCE_EXHAUSTED if
   // pinned entries alone exceed it (the cap is set anyway).
@@ -169,7 +169,7 @@ class WeightCache {
 
   // --- outside mutex_, entry marked kLoading ---
   TinyAIStatus Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
-  TinyAIStatus LoadBlock(int32_t block, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  TinyAIStatus LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   TinyAIStatus LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   // Reads a source's bytes (ZstdReadFn).
   static TinyAIStatus ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst);
@@ -188,11 +188,11 @@ class WeightCache {
 
   const TmaiReader* reader_ = nullptr;
   const WeightSource* source_ = nullptr;
-  const RowBlockTable* table_ = nullptr;
+  const RowSliceTable* table_ = nullptr;
   TinyAIMmapConfig config_{};
   uint64_t slot_bytes_ = 0;
   // On a static arena (ports without a heap) the cap is carved into slots
-  // when it is set, and every row block takes one: loading a block then
+  // when it is set, and every row slice takes one: loading a slice then
   // never allocates.
   bool fixed_slots_ = false;
   bool has_zstd_ = false;

@@ -123,10 +123,10 @@ TinyAIStatus DenseModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
                                         static_cast<size_t>(l.in), y, out, l.in, pass.shape.rows));
   if (l.bias >= 0) {
     const float* b = nullptr;
-    int32_t block = -1;
-    TINYAI_RETURN_IF_ERROR(stream_.AcquireVector(l.bias, &b, &block));
+    int32_t slice = -1;
+    TINYAI_RETURN_IF_ERROR(stream_.AcquireVector(l.bias, &b, &slice));
     for (size_t r = 0; r < rows; ++r) k_->add(y + r * out, b, out);
-    stream_.Release(block);
+    stream_.Release(slice);
   }
   float* end = y + rows * out;
   switch (l.activation) {

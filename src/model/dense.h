@@ -2,7 +2,7 @@
 // scheduler: each layer is y = act(W x + b), its input the sum of the
 // outputs it depends on (a sum operator when there are several, overwriting
 // the first in place at its last use), its weights streamed through the
-// loader's cache in row blocks like a language model's.
+// loader's cache in row slices like a language model's.
 #ifndef TINYAI_MODEL_DENSE_H_
 #define TINYAI_MODEL_DENSE_H_
 

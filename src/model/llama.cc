@@ -33,7 +33,7 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   // output's; the embedding is read a row at a time.
   TINYAI_RETURN_IF_ERROR(stream_.Init(model_));
   for (const BlockTensors& b : blocks_) {
-    const int32_t order[] = {b.attn_norm, b.wq, b.wk, b.wv, b.wo, b.ffn_norm, b.w1, b.w3, b.w2};
+    const int32_t order[] = {b.attn_norm, b.attn_q, b.attn_k, b.attn_v, b.attn_out, b.ffn_norm, b.ffn_gate, b.ffn_up, b.ffn_down};
     for (int32_t t : order) stream_.AddTensor(t);
   }
   stream_.AddTensor(output_norm_);
@@ -100,14 +100,14 @@ TinyAIStatus LlamaModel::BindTensors() {
         BlockTensors& b = blocks_[static_cast<size_t>(seen_blocks++)];
         b.layer = l;
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_NORM, dim, 0, &b.attn_norm));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_Q, dim, dim, &b.wq));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_K, kv_dim, dim, &b.wk));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_V, kv_dim, dim, &b.wv));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_OUT, dim, dim, &b.wo));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_Q, dim, dim, &b.attn_q));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_K, kv_dim, dim, &b.attn_k));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_V, kv_dim, dim, &b.attn_v));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_OUT, dim, dim, &b.attn_out));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_NORM, dim, 0, &b.ffn_norm));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_GATE, hidden, dim, &b.w1));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_DOWN, dim, hidden, &b.w2));
-        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_UP, hidden, dim, &b.w3));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_GATE, hidden, dim, &b.ffn_gate));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_DOWN, dim, hidden, &b.ffn_down));
+        TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_UP, hidden, dim, &b.ffn_up));
         break;
       }
       case TINYAI_LAYER_OUTPUT:
@@ -198,7 +198,7 @@ uint64_t LlamaModel::BytesPerToken(int32_t position) const {
   uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
                 static_cast<uint64_t>(hp_.kv_dim()) * sizeof(float);
   // The embedding table's bytes and one row of it, as the file stores them.
-  const uint64_t row = model_->blocks().row_bytes(embedding_);
+  const uint64_t row = model_->slices().row_bytes(embedding_);
   const uint64_t table = static_cast<uint64_t>(hp_.vocab_size) * row;
   // Every weight is read once, except the embedding table, of which one row
   // is read, unless it doubles as the classifier.
@@ -308,29 +308,35 @@ TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   }
   const int32_t b = BlockOf(layer);
   op.arg = b;
-  const int32_t x = inputs[0];
-  int32_t xb = -1, qkv = -1, rot = -1, att = -1, proj = -1, x1 = -1, xb2 = -1, hb = -1, hg = -1, down = -1;
+  // The block's tensors, named for what they hold (llama2.c's x, xb, q/k/v,
+  // xb2, hb, hb2, ...): the residual stream comes in, is normalised for
+  // attention, projected to queries, keys and values, rotated, attended,
+  // projected back and added; then normalised for the feed-forward network,
+  // projected to gate and up halves, gated (SwiGLU), projected down and added.
+  const int32_t stream_in = inputs[0];
+  int32_t attn_normed = -1, qkv = -1, qkv_rotated = -1, attended = -1, attn_projected = -1, stream_mid = -1;
+  int32_t ffn_normed = -1, gate_up = -1, gated = -1, ffn_projected = -1;
   SizeRule rope_scratch = SizeRule::Fixed(static_cast<uint64_t>(hp_.head_size()) * f);  // cos, sin per pair
   SizeRule scores;  // one context-long row per thread
   scores.per_context = static_cast<uint64_t>(threads_) * f;
   scores.context_round = 16;
-  TINYAI_RETURN_IF_ERROR(add(kAttnNorm, x, false, none, SizeRule::Rows(dim), &xb));
-  TINYAI_RETURN_IF_ERROR(add(kQkv, xb, false, none, SizeRule::Rows(qkv_width() * f), &qkv));
-  TINYAI_RETURN_IF_ERROR(add(kRope, qkv, true, rope_scratch, SizeRule::Rows(qkv_width() * f), &rot));
-  TINYAI_RETURN_IF_ERROR(add(kAttention, rot, false, scores, SizeRule::Rows(dim), &att));
-  TINYAI_RETURN_IF_ERROR(add(kAttnOut, att, false, none, SizeRule::Rows(dim), &proj));
+  TINYAI_RETURN_IF_ERROR(add(kAttnNorm, stream_in, false, none, SizeRule::Rows(dim), &attn_normed));
+  TINYAI_RETURN_IF_ERROR(add(kQkv, attn_normed, false, none, SizeRule::Rows(qkv_width() * f), &qkv));
+  TINYAI_RETURN_IF_ERROR(add(kRope, qkv, true, rope_scratch, SizeRule::Rows(qkv_width() * f), &qkv_rotated));
+  TINYAI_RETURN_IF_ERROR(add(kAttention, qkv_rotated, false, scores, SizeRule::Rows(dim), &attended));
+  TINYAI_RETURN_IF_ERROR(add(kAttnOut, attended, false, none, SizeRule::Rows(dim), &attn_projected));
   op.input_count = 2;
-  op.inputs[1] = proj;
-  TINYAI_RETURN_IF_ERROR(add(kAttnAdd, x, true, none, SizeRule::Rows(dim), &x1));
+  op.inputs[1] = attn_projected;
+  TINYAI_RETURN_IF_ERROR(add(kAttnAdd, stream_in, true, none, SizeRule::Rows(dim), &stream_mid));
   op.input_count = 1;
   const uint64_t hidden = static_cast<uint64_t>(hp_.hidden_dim) * f;
-  TINYAI_RETURN_IF_ERROR(add(kFfnNorm, x1, false, none, SizeRule::Rows(dim), &xb2));
-  TINYAI_RETURN_IF_ERROR(add(kGateUp, xb2, false, none, SizeRule::Rows(2 * hidden), &hb));
-  TINYAI_RETURN_IF_ERROR(add(kSwiglu, hb, true, none, SizeRule::Rows(hidden), &hg));
-  TINYAI_RETURN_IF_ERROR(add(kDown, hg, false, none, SizeRule::Rows(dim), &down));
+  TINYAI_RETURN_IF_ERROR(add(kFfnNorm, stream_mid, false, none, SizeRule::Rows(dim), &ffn_normed));
+  TINYAI_RETURN_IF_ERROR(add(kGateUp, ffn_normed, false, none, SizeRule::Rows(2 * hidden), &gate_up));
+  TINYAI_RETURN_IF_ERROR(add(kSwiglu, gate_up, true, none, SizeRule::Rows(hidden), &gated));
+  TINYAI_RETURN_IF_ERROR(add(kDown, gated, false, none, SizeRule::Rows(dim), &ffn_projected));
   op.input_count = 2;
-  op.inputs[1] = down;
-  return add(kFfnAdd, x1, true, none, SizeRule::Rows(dim), output);
+  op.inputs[1] = ffn_projected;
+  return add(kFfnAdd, stream_mid, true, none, SizeRule::Rows(dim), output);
 }
 
 void LlamaModel::NameOp(const GraphOp& op, char* out, size_t capacity) const {
@@ -349,7 +355,7 @@ void LlamaModel::EndPass(const PassContext& pass) {
 
 TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassContext& pass) {
   const int32_t n = pass.shape.rows;
-  const size_t d = static_cast<size_t>(hp_.dim), h = static_cast<size_t>(hp_.hidden_dim);
+  const size_t dim = static_cast<size_t>(hp_.dim), hidden = static_cast<size_t>(hp_.hidden_dim);
   const float* in = static_cast<const float*>(io.inputs[0]);
   float* out = static_cast<float*>(io.output);
   const BlockTensors* bt = op.arg >= 0 && static_cast<size_t>(op.arg) < blocks_.size() ? &blocks_[static_cast<size_t>(op.arg)] : nullptr;
@@ -361,8 +367,8 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
     case kFfnNorm:
       return Norm(bt->ffn_norm, in, out, n);
     case kQkv: {
-      const int32_t t[] = {bt->wq, bt->wk, bt->wv};
-      return stream_.MatMul(t, 3, in, d, out, qkv_width(), hp_.dim, n);
+      const int32_t t[] = {bt->attn_q, bt->attn_k, bt->attn_v};
+      return stream_.MatMul(t, 3, in, dim, out, qkv_width(), hp_.dim, n);
     }
     case kRope:
       if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * qkv_width() * sizeof(float));
@@ -371,34 +377,34 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
       Attention(op.arg, in, out, static_cast<float*>(io.scratch), static_cast<size_t>(io.scratch_bytes), pass);
       return TINYAI_OK;
     case kAttnOut:
-      return stream_.MatMul(&bt->wo, 1, in, d, out, d, hp_.dim, n);
+      return stream_.MatMul(&bt->attn_out, 1, in, dim, out, dim, hp_.dim, n);
     case kAttnAdd:
     case kFfnAdd:
       // The residual stream: out = x + branch (out is x itself unless in debug mode).
-      if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * d * sizeof(float));
-      k_->add(out, static_cast<const float*>(io.inputs[1]), static_cast<size_t>(n) * d);
+      if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * dim * sizeof(float));
+      k_->add(out, static_cast<const float*>(io.inputs[1]), static_cast<size_t>(n) * dim);
       return TINYAI_OK;
     case kGateUp: {
-      const int32_t t[] = {bt->w1, bt->w3};
-      return stream_.MatMul(t, 2, in, d, out, 2 * h, hp_.dim, n);
+      const int32_t t[] = {bt->ffn_gate, bt->ffn_up};
+      return stream_.MatMul(t, 2, in, dim, out, 2 * hidden, hp_.dim, n);
     }
     case kSwiglu:
       // Row i: gate at in + 2hi, up after it; the result goes to out + hi.
       // In place (out == in) each row's result lands on rows already used,
       // never on a gate or up not yet read.
       for (int32_t i = 0; i < n; ++i) {
-        float* o = out + static_cast<size_t>(i) * h;
-        const float* gate = in + static_cast<size_t>(i) * 2 * h;
-        if (o != gate) std::memmove(o, gate, h * sizeof(float));
-        k_->swiglu(o, gate + h, h);
+        float* row_out = out + static_cast<size_t>(i) * hidden;
+        const float* gate = in + static_cast<size_t>(i) * 2 * hidden;
+        if (row_out != gate) std::memmove(row_out, gate, hidden * sizeof(float));
+        k_->swiglu(row_out, gate + hidden, hidden);
       }
       return TINYAI_OK;
     case kDown:
-      return stream_.MatMul(&bt->w2, 1, in, h, out, d, hp_.hidden_dim, n);
+      return stream_.MatMul(&bt->ffn_down, 1, in, hidden, out, dim, hp_.hidden_dim, n);
     case kFinalNorm:
-      return Norm(output_norm_, in + static_cast<size_t>(n - 1) * d, out, 1);
+      return Norm(output_norm_, in + static_cast<size_t>(n - 1) * dim, out, 1);
     case kClassify:
-      return stream_.MatMul(&classifier_, 1, in, d, out, static_cast<size_t>(hp_.vocab_size), hp_.dim, 1);
+      return stream_.MatMul(&classifier_, 1, in, dim, out, static_cast<size_t>(hp_.vocab_size), hp_.dim, 1);
   }
   return SetError(TINYAI_ERR_INTERNAL, "llama operator %d is unknown", op.kind);
 }
@@ -414,10 +420,10 @@ TinyAIStatus LlamaModel::Embed(const int32_t* tokens, float* x, int32_t n) {
 TinyAIStatus LlamaModel::Norm(int32_t tensor, const float* x, float* out, int32_t n) {
   const size_t d = static_cast<size_t>(hp_.dim);
   const float* w = nullptr;
-  int32_t block = -1;
-  TINYAI_RETURN_IF_ERROR(stream_.AcquireVector(tensor, &w, &block));
+  int32_t slice = -1;
+  TINYAI_RETURN_IF_ERROR(stream_.AcquireVector(tensor, &w, &slice));
   for (int32_t i = 0; i < n; ++i) k_->rmsnorm(x + static_cast<size_t>(i) * d, w, out + static_cast<size_t>(i) * d, d, hp_.norm_eps);
-  stream_.Release(block);
+  stream_.Release(slice);
   return TINYAI_OK;
 }
 

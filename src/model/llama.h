@@ -12,7 +12,7 @@
 // attention scores (scratch), in its arena; this class owns the weights'
 // binding, the KV cache, the tokenizer and the sampler.
 //
-// Weights are streamed through the loader's weight cache in row blocks
+// Weights are streamed through the loader's weight cache in row slices
 // (model/weight_stream.h), in the order a token consumes them.
 #ifndef TINYAI_MODEL_LLAMA_H_
 #define TINYAI_MODEL_LLAMA_H_
@@ -92,7 +92,8 @@ class LlamaModel final : public LayerProgram {
   // Tensor indices of one transformer block.
   struct BlockTensors {
     int32_t layer = -1;  // loader layer index
-    int32_t attn_norm = -1, wq = -1, wk = -1, wv = -1, wo = -1, ffn_norm = -1, w1 = -1, w2 = -1, w3 = -1;
+    int32_t attn_norm = -1, attn_q = -1, attn_k = -1, attn_v = -1, attn_out = -1;
+    int32_t ffn_norm = -1, ffn_gate = -1, ffn_down = -1, ffn_up = -1;
   };
 
   TinyAIStatus BindTensors();

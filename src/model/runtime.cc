@@ -59,7 +59,9 @@ class DenseRuntime final : public ModelRuntime {
 
 namespace {
 
-bool Is(StringView s, const char* name) { return s.size == std::strlen(name) && std::memcmp(s.data, name, s.size) == 0; }
+bool Is(StringView s, const char* name) {
+  return s.size == std::strlen(name) && std::memcmp(s.data, name, s.size) == 0;
+}
 
 }  // namespace
 

@@ -14,12 +14,12 @@ constexpr size_t kRowGrain = 16;
 
 TinyAIStatus WeightStream::Init(TinyAIMappedModel* model) {
   model_ = model;
-  const size_t blocks = static_cast<size_t>(model->blocks().block_count());
-  TINYAI_RETURN_IF_ERROR(sequence_.Allocate(blocks, "block sequence"));
-  TINYAI_RETURN_IF_ERROR(sequence_index_.Allocate(blocks, "block sequence index"));
-  TINYAI_RETURN_IF_ERROR(counted_.Allocate(blocks, "block sequence index"));
-  TINYAI_RETURN_IF_ERROR(segments_.Allocate(blocks, "matmul window"));
-  TINYAI_RETURN_IF_ERROR(pinned_.Allocate(blocks, "pinned blocks"));
+  const size_t slices = static_cast<size_t>(model->slices().slice_count());
+  TINYAI_RETURN_IF_ERROR(sequence_.Allocate(slices, "slice sequence"));
+  TINYAI_RETURN_IF_ERROR(sequence_index_.Allocate(slices, "slice sequence index"));
+  TINYAI_RETURN_IF_ERROR(counted_.Allocate(slices, "slice sequence index"));
+  TINYAI_RETURN_IF_ERROR(segments_.Allocate(slices, "matmul window"));
+  TINYAI_RETURN_IF_ERROR(pinned_.Allocate(slices, "pinned slices"));
   for (int32_t& i : sequence_index_) i = -1;
   sequence_length_ = 0;
   pass_ = prefetched_until_ = 0;
@@ -29,33 +29,33 @@ TinyAIStatus WeightStream::Init(TinyAIMappedModel* model) {
 
 WeightTotals WeightStream::Sum(const uint8_t* layers) const {
   WeightTotals t;
-  const RowBlockTable& table = model_->blocks();
+  const RowSliceTable& table = model_->slices();
   for (size_t b = 0; b < counted_.size(); ++b) {
     if (!counted_[b]) continue;
-    const int32_t block = static_cast<int32_t>(b);
-    if (layers && !layers[table.block(block).layer]) continue;
-    const uint64_t bytes = model_->cache().EntryBytes(block);
+    const int32_t slice = static_cast<int32_t>(b);
+    if (layers && !layers[table.slice(slice).layer]) continue;
+    const uint64_t bytes = model_->cache().EntryBytes(slice);
     t.resident += bytes;
-    t.decoded += BlockBytes(block);
-    if (t.block < 0 || bytes > t.largest_block) {
-      t.largest_block = bytes;
-      t.block = block;
+    t.decoded += SliceBytes(slice);
+    if (t.slice < 0 || bytes > t.largest_slice) {
+      t.largest_slice = bytes;
+      t.slice = slice;
     }
   }
   return t;
 }
 
-int32_t WeightStream::MainTensor(int32_t block) const {
-  if (block < 0) return -1;
-  const RowBlock& b = model_->blocks().block(block);
+int32_t WeightStream::MainTensor(int32_t slice) const {
+  if (slice < 0) return -1;
+  const RowSlice& b = model_->slices().slice(slice);
   if (b.frame >= 0) return b.tensor;
   const tmai::LayerEntry& l = model_->reader().layers()[static_cast<size_t>(b.layer)];
   int32_t best = -1;
   uint64_t best_bytes = 0;
   for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
     uint64_t bytes = 0;
-    for (const TensorSpan& sp : model_->blocks().spans(static_cast<int32_t>(t))) {
-      if (sp.block == block) bytes += (sp.row_end - sp.row_begin) * model_->blocks().row_bytes(static_cast<int32_t>(t));
+    for (const TensorSpan& sp : model_->slices().spans(static_cast<int32_t>(t))) {
+      if (sp.slice == slice) bytes += (sp.row_end - sp.row_begin) * model_->slices().row_bytes(static_cast<int32_t>(t));
     }
     if (bytes > best_bytes) {
       best = static_cast<int32_t>(t);
@@ -65,19 +65,19 @@ int32_t WeightStream::MainTensor(int32_t block) const {
   return best;
 }
 
-void WeightStream::DescribeBlock(int32_t block, char* out, size_t capacity) const {
-  const int32_t main = MainTensor(block);
+void WeightStream::DescribeSlice(int32_t slice, char* out, size_t capacity) const {
+  const int32_t main = MainTensor(slice);
   if (main < 0) {
     std::snprintf(out, capacity, "-");
     return;
   }
-  const RowBlock& b = model_->blocks().block(block);
+  const RowSlice& b = model_->slices().slice(slice);
   const tmai::LayerEntry& l = model_->reader().layers()[static_cast<size_t>(b.layer)];
   int32_t others = 0;
   for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count && b.frame < 0; ++t) {
     if (static_cast<int32_t>(t) == main) continue;
-    for (const TensorSpan& sp : model_->blocks().spans(static_cast<int32_t>(t))) {
-      if (sp.block == block) {
+    for (const TensorSpan& sp : model_->slices().spans(static_cast<int32_t>(t))) {
+      if (sp.slice == slice) {
         ++others;
         break;
       }
@@ -93,16 +93,16 @@ void WeightStream::DescribeBlock(int32_t block, char* out, size_t capacity) cons
 }
 
 void WeightStream::AddTensor(int32_t tensor) {
-  for (const TensorSpan& sp : model_->blocks().spans(tensor)) {
-    Count(sp.block);
-    if (sequence_index_[static_cast<size_t>(sp.block)] >= 0) continue;
-    sequence_index_[static_cast<size_t>(sp.block)] = static_cast<int32_t>(sequence_length_);
-    sequence_[sequence_length_++] = sp.block;
+  for (const TensorSpan& sp : model_->slices().spans(tensor)) {
+    Count(sp.slice);
+    if (sequence_index_[static_cast<size_t>(sp.slice)] >= 0) continue;
+    sequence_index_[static_cast<size_t>(sp.slice)] = static_cast<int32_t>(sequence_length_);
+    sequence_[sequence_length_++] = sp.slice;
   }
 }
 
 void WeightStream::AddSideTensor(int32_t tensor) {
-  for (const TensorSpan& sp : model_->blocks().spans(tensor)) Count(sp.block);
+  for (const TensorSpan& sp : model_->slices().spans(tensor)) Count(sp.slice);
 }
 
 void WeightStream::UpdateStreaming() {
@@ -117,10 +117,10 @@ void WeightStream::UpdateStreaming() {
 
 TinyAIStatus WeightStream::Preload(const uint8_t* layers) {
   for (size_t b = 0; b < counted_.size(); ++b) {
-    if (!counted_[b] || (layers && !layers[model_->blocks().block(static_cast<int32_t>(b)).layer])) continue;
+    if (!counted_[b] || (layers && !layers[model_->slices().slice(static_cast<int32_t>(b)).layer])) continue;
     const uint8_t* data = nullptr;
     TINYAI_RETURN_IF_ERROR(model_->cache().Acquire(static_cast<int32_t>(b), &data));
-    TINYAI_RETURN_IF_ERROR(model_->ReleaseBlock(static_cast<int32_t>(b)));
+    TINYAI_RETURN_IF_ERROR(model_->ReleaseSlice(static_cast<int32_t>(b)));
   }
   return TINYAI_OK;
 }
@@ -131,31 +131,31 @@ uint64_t WeightStream::bytes() const {
 }
 
 void WeightStream::ReleasePinned(size_t count) {
-  for (size_t i = 0; i < count; ++i) model_->ReleaseBlock(pinned_[i]);
+  for (size_t i = 0; i < count; ++i) model_->ReleaseSlice(pinned_[i]);
 }
 
-void WeightStream::PrefetchAfter(int32_t block) {
-  const int32_t idx = sequence_index_[static_cast<size_t>(block)];
+void WeightStream::PrefetchAfter(int32_t slice) {
+  const int32_t idx = sequence_index_[static_cast<size_t>(slice)];
   if (idx < 0 || sequence_length_ == 0) return;
   const uint64_t len = sequence_length_;
   const uint64_t at = pass_ * len + static_cast<uint64_t>(idx);
   if (prefetched_until_ < at + 1) prefetched_until_ = at + 1;
   uint64_t ahead = 0;
-  for (uint64_t j = at + 1; j < prefetched_until_; ++j) ahead += BlockBytes(sequence_[j % len]);
-  // The sequence is a cycle: after the last block come the next pass's.
+  for (uint64_t j = at + 1; j < prefetched_until_; ++j) ahead += SliceBytes(sequence_[j % len]);
+  // The sequence is a cycle: after the last slice come the next pass's.
   while (ahead < lookahead_bytes_ && prefetched_until_ < at + len) {
     const int32_t b = sequence_[prefetched_until_ % len];
-    model_->PrefetchBlock(b);
-    ahead += BlockBytes(b);
+    model_->PrefetchSlice(b);
+    ahead += SliceBytes(b);
     ++prefetched_until_;
   }
 }
 
-TinyAIStatus WeightStream::AcquireVector(int32_t tensor, const float** data, int32_t* block) {
+TinyAIStatus WeightStream::AcquireVector(int32_t tensor, const float** data, int32_t* slice) {
   const uint8_t* p = nullptr;
   uint64_t rows = 0;
-  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, 0, &p, &rows, block));
-  PrefetchAfter(*block);
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, 0, &p, &rows, slice));
+  PrefetchAfter(*slice);
   *data = reinterpret_cast<const float*>(p);
   return TINYAI_OK;
 }
@@ -175,40 +175,40 @@ TinyAIStatus WeightStream::ReadRow(int32_t tensor, uint64_t row, float* out, siz
   TINYAI_RETURN_IF_ERROR(OpsFor(tensor, &ops));
   const uint8_t* p = nullptr;
   uint64_t rows = 0;
-  int32_t block = -1;
-  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, row, &p, &rows, &block));
+  int32_t slice = -1;
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, row, &p, &rows, &slice));
   ops->dequantize_row(p, out, cols);
-  return model_->ReleaseBlock(block);
+  return model_->ReleaseSlice(slice);
 }
 
 TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                                   int32_t cols, int32_t n) {
   if (model_->cache().capacity_epoch() != cap_epoch_) UpdateStreaming();
-  const RowBlockTable& table = model_->blocks();
+  const RowSliceTable& table = model_->slices();
   size_t out_row = 0;  // output row of the cursor's row
   int k = 0;
   uint64_t row = 0;
   const kernels::WeightKernels* ops = nullptr;
   if (count > 0) TINYAI_RETURN_IF_ERROR(OpsFor(tensors[0], &ops));
   while (k < count) {
-    // Pin a window: at least one block, then more while under the budget.
+    // Pin a window: at least one slice, then more while under the budget.
     size_t segs = 0;
     uint64_t bytes = 0;
     while (k < count && (segs == 0 || window_bytes_ == 0 || bytes < window_bytes_)) {
       const uint8_t* p = nullptr;
       uint64_t avail = 0;
-      int32_t block = -1;
-      TinyAIStatus s = model_->AcquireRows(tensors[k], row, &p, &avail, &block);
+      int32_t slice = -1;
+      TinyAIStatus s = model_->AcquireRows(tensors[k], row, &p, &avail, &slice);
       if (s != TINYAI_OK) {
         ReleasePinned(segs);
         return s;
       }
-      PrefetchAfter(block);
-      pinned_[segs] = block;
+      PrefetchAfter(slice);
+      pinned_[segs] = slice;
       segments_[segs] = Segment{p, static_cast<size_t>(table.row_bytes(tensors[k])), ops, out_row,
                                 static_cast<size_t>(avail)};
       ++segs;
-      bytes += BlockBytes(block);
+      bytes += SliceBytes(slice);
       row += avail;
       out_row += static_cast<size_t>(avail);
       if (row == table.rows(tensors[k])) {

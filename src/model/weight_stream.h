@@ -1,11 +1,11 @@
-// Weights streamed through the loader's weight cache in row blocks, in the
+// Weights streamed through the loader's weight cache in row slices, in the
 // order a pass reads them (shared by every model runtime).
 //
-// A matrix product pins a window of blocks, multiplies, and releases them,
+// A matrix product pins a window of slices, multiplies, and releases them,
 // so a tensor larger than the cache (a 32,000-row classifier) passes through
 // it in pieces and the cache, never this code, decides what stays resident.
-// Blocks ahead of the one in use are prefetched in the order a pass consumes
-// them; the order is a cycle (after the last block of a pass come the first
+// Slices ahead of the one in use are prefetched in the order a pass consumes
+// them; the order is a cycle (after the last slice of a pass come the first
 // of the next).
 #ifndef TINYAI_MODEL_WEIGHT_STREAM_H_
 #define TINYAI_MODEL_WEIGHT_STREAM_H_
@@ -27,14 +27,14 @@ class WeightStream final : public ProgramWeights {
   WeightStream(const WeightStream&) = delete;
   WeightStream& operator=(const WeightStream&) = delete;
 
-  // Starts an empty sequence over model's row blocks.
+  // Starts an empty sequence over model's row slices.
   TinyAIStatus Init(TinyAIMappedModel* model);
-  // Appends the blocks of tensor (those not already in the sequence), in the
+  // Appends the slices of tensor (those not already in the sequence), in the
   // order the pass reads them.
   void AddTensor(int32_t tensor);
   // Counts a tensor the pass reads outside the sequence (a row at a time,
-  // like an embedding table): its blocks count for NORMAL's preload and the
-  // largest block, but are not prefetched.
+  // like an embedding table): its slices count for NORMAL's preload and the
+  // largest slice, but are not prefetched.
   void AddSideTensor(int32_t tensor);
   // The compute resources products run on; call before the first product.
   void Bind(ThreadPool* pool, const kernels::KernelTable* kernels) {
@@ -46,30 +46,30 @@ class WeightStream final : public ProgramWeights {
   // before a product whenever the cap has changed: another runner on the
   // model may change it).
   void UpdateStreaming() override;
-  // Loads every block the scheduled layers use (NORMAL mode; layers[l] != 0
+  // Loads every slice the scheduled layers use (NORMAL mode; layers[l] != 0
   // for a scheduled layer, nullptr = all); fails with the cache's
   // TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
   TinyAIStatus Preload(const uint8_t* layers) override;
 
-  // What the blocks of the scheduled layers (as for Preload) take.
+  // What the slices of the scheduled layers (as for Preload) take.
   WeightTotals Sum(const uint8_t* layers) const override;
-  // Names what block holds: "tensor 'x'", or for a block several small
+  // Names what slice holds: "tensor 'x'", or for a slice several small
   // tensors share, "tensor 'x' and 3 smaller ones of layer 'block.0'".
-  void DescribeBlock(int32_t block, char* out, size_t capacity) const override;
-  // The tensor with the most bytes in block (-1 for none).
-  int32_t MainTensor(int32_t block) const override;
+  void DescribeSlice(int32_t slice, char* out, size_t capacity) const override;
+  // The tensor with the most bytes in slice (-1 for none).
+  int32_t MainTensor(int32_t slice) const override;
 
   // y[j*ldy + r] = W[r] . x[j*ldx ...] for j < n, where W stacks the rows of
   // tensors[0..count) (all `cols` wide, each in its own dtype), rows split
   // across the pool's threads.
   TinyAIStatus MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                       int32_t cols, int32_t n);
-  // Pins the block holding a 1-D f32 tensor (a norm's weights, a bias).
-  TinyAIStatus AcquireVector(int32_t tensor, const float** data, int32_t* block);
+  // Pins the slice holding a 1-D f32 tensor (a norm's weights, a bias).
+  TinyAIStatus AcquireVector(int32_t tensor, const float** data, int32_t* slice);
   // Writes one row of a 2-D tensor (`cols` values) into out in fp32,
   // whatever its dtype (an embedding lookup).
   TinyAIStatus ReadRow(int32_t tensor, uint64_t row, float* out, size_t cols);
-  void Release(int32_t block) { model_->ReleaseBlock(block); }
+  void Release(int32_t slice) { model_->ReleaseSlice(slice); }
   // Marks the end of a pass: the next reads are the next cycle's.
   void NextPass() { ++pass_; }
 
@@ -86,19 +86,19 @@ class WeightStream final : public ProgramWeights {
   };
   // The products for tensor's dtype, or an error naming it.
   TinyAIStatus OpsFor(int32_t tensor, const kernels::WeightKernels** ops) const;
-  void Count(int32_t block) { counted_[static_cast<size_t>(block)] = 1; }
-  void PrefetchAfter(int32_t block);
+  void Count(int32_t slice) { counted_[static_cast<size_t>(slice)] = 1; }
+  void PrefetchAfter(int32_t slice);
   void ReleasePinned(size_t count);
   void MultiplyWindow(size_t segments, const float* x, size_t ldx, float* y, size_t ldy, size_t cols, int32_t n);
-  uint64_t BlockBytes(int32_t block) const { return model_->blocks().block(block).decoded_size; }
+  uint64_t SliceBytes(int32_t slice) const { return model_->slices().slice(slice).decoded_size; }
 
   TinyAIMappedModel* model_ = nullptr;
   ThreadPool* pool_ = nullptr;
   const kernels::KernelTable* k_ = nullptr;
-  Array<int32_t> sequence_;        // blocks in pass order
+  Array<int32_t> sequence_;        // slices in pass order
   size_t sequence_length_ = 0;
-  Array<int32_t> sequence_index_;  // per block: its place in sequence_, -1 if absent
-  Array<uint8_t> counted_;         // per block: counted in resident_bytes_
+  Array<int32_t> sequence_index_;  // per slice: its place in sequence_, -1 if absent
+  Array<uint8_t> counted_;         // per slice: counted in resident_bytes_
   Array<Segment> segments_;
   Array<int32_t> pinned_;
   uint64_t window_bytes_ = 0;      // pin at most this much per window (0 = no limit)

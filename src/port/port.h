@@ -69,7 +69,7 @@ void DescribeMemory(char* out, size_t capacity);
 // TINYAI_ERR_UNSUPPORTED from SetArena and false from GetArenaStats.
 struct ArenaStats {
   size_t size = 0;         // the region's bytes
-  size_t used = 0;         // bytes in allocated blocks, headers included
+  size_t used = 0;         // bytes of live allocations, headers included
   size_t peak = 0;         // high-water mark: the furthest offset ever reached
   uint64_t allocations = 0;  // allocations served
   uint64_t failures = 0;     // allocations refused

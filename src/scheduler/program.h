@@ -42,32 +42,32 @@ struct PassContext {
 // What a program holds besides weights and the arena.
 struct ProgramMemory {
   uint64_t persistent = 0;  // state kept across passes (the KV cache)
-  uint64_t tables = 0;      // tokenizer, sampler scratch, tensor and block tables
+  uint64_t tables = 0;      // tokenizer, sampler scratch, tensor and slice tables
 };
 
-// What the blocks of a schedule's layers take in the weight cache.
+// What the row slices of a schedule's layers take in the weight cache.
 struct WeightTotals {
   uint64_t resident = 0;       // the cache's bytes with every one loaded (NORMAL), slot rounding included
   uint64_t decoded = 0;        // the weights themselves
-  uint64_t largest_block = 0;  // the largest single block's cache bytes
-  int32_t block = -1;          // that block
+  uint64_t largest_slice = 0;  // the largest single slice's cache bytes
+  int32_t slice = -1;          // that slice
 };
 
 // The weights a program streams through the model's weight cache, as the
 // scheduler sees them when it plans and prepares (model/weight_stream.h).
 class ProgramWeights {
  public:
-  // What the blocks of the scheduled layers take (layers[l] != 0 for a
+  // What the slices of the scheduled layers take (layers[l] != 0 for a
   // scheduled layer, nullptr = all).
   virtual WeightTotals Sum(const uint8_t* layers) const = 0;
-  // Names what block holds: "tensor 'x'", or for a block several small
+  // Names what a slice holds: "tensor 'x'", or for a slice several small
   // tensors share, "tensor 'x' and 3 smaller ones of layer 'block.0'".
-  virtual void DescribeBlock(int32_t block, char* out, size_t capacity) const = 0;
-  // The tensor with the most bytes in block (-1 for none).
-  virtual int32_t MainTensor(int32_t block) const = 0;
+  virtual void DescribeSlice(int32_t slice, char* out, size_t capacity) const = 0;
+  // The tensor with the most bytes in slice (-1 for none).
+  virtual int32_t MainTensor(int32_t slice) const = 0;
   // Re-reads the cache's cap to size the streaming (after it changed).
   virtual void UpdateStreaming() = 0;
-  // Loads every block the scheduled layers use (NORMAL mode); the cache's
+  // Loads every slice the scheduled layers use (NORMAL mode); the cache's
   // TINYAI_ERR_RESOURCE_EXHAUSTED when they do not fit its cap.
   virtual TinyAIStatus Preload(const uint8_t* layers) = 0;
 

@@ -167,9 +167,9 @@ TinyAIStatus ForwardScheduler::SetOutputCapacity(size_t capacity) {
   return TINYAI_OK;
 }
 
-const char* ForwardScheduler::largest_block_tensor() const {
+const char* ForwardScheduler::largest_slice_tensor() const {
   const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
-  const int32_t t = stream ? stream->MainTensor(weights_.block) : -1;
+  const int32_t t = stream ? stream->MainTensor(weights_.slice) : -1;
   return t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "";
 }
 
@@ -302,15 +302,15 @@ TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
   const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
   if (stream && model_) {
     char what[192];
-    stream->DescribeBlock(weights_.block, what, sizeof what);
+    stream->DescribeSlice(weights_.slice, what, sizeof what);
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "memory limit of %llu bytes is below this model's minimum of %llu: its largest row block (%s) "
+                    "memory limit of %llu bytes is below this model's minimum of %llu: its largest row slice (%s) "
                     "takes %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
                     "scratch (the arena for 1 row per pass) and %llu of tables",
                     static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed), what,
-                    static_cast<unsigned long long>(weights_.largest_block),
+                    static_cast<unsigned long long>(weights_.largest_slice),
                     static_cast<unsigned long long>(memory_.persistent), program_->context_length(),
-                    static_cast<unsigned long long>(needed - weights_.largest_block - memory_.persistent -
+                    static_cast<unsigned long long>(needed - weights_.largest_slice - memory_.persistent -
                                                     tables_bytes_),
                     static_cast<unsigned long long>(tables_bytes_));
   }
@@ -324,18 +324,18 @@ TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
 TinyAIStatus ForwardScheduler::ChooseMode() {
   const ProgramWeights* stream = program_->weights();
   const uint64_t all_weights = weights_.resident;
-  const uint64_t block = weights_.largest_block;
+  const uint64_t slice = weights_.largest_slice;
   // The cache may be shared with other runners on the model: its cap is the
   // least of maxCacheSize and their memory limits' allowances.
   const uint64_t configured_cap = model_ ? model_->SharedCacheCap(&link_, &cap_source_) : 0;
 
-  if (configured_cap != 0 && block > configured_cap) {
+  if (configured_cap != 0 && slice > configured_cap) {
     char what[192];
-    stream->DescribeBlock(weights_.block, what, sizeof what);
+    stream->DescribeSlice(weights_.slice, what, sizeof what);
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "the model's weight cache is capped at %llu bytes (%s), below its largest row block of %llu (%s); "
-                    "raise the cap or lower rowBlockSize",
-                    static_cast<unsigned long long>(configured_cap), cap_source_, static_cast<unsigned long long>(block),
+                    "the model's weight cache is capped at %llu bytes (%s), below its largest row slice of %llu (%s); "
+                    "raise the cap or lower rowSliceSize",
+                    static_cast<unsigned long long>(configured_cap), cap_source_, static_cast<unsigned long long>(slice),
                     what);
   }
   Array<PassShape> shapes;
@@ -358,12 +358,12 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   uint64_t arena_one = 0;
   TINYAI_RETURN_IF_ERROR(MakeShapes(1, &one));
   TINYAI_RETURN_IF_ERROR(PlanShapes(one, &one_plans, &arena_one));
-  minimum_limit_ = need(block, arena_one);
+  minimum_limit_ = need(slice, arena_one);
 
   // Below the least limit nothing runs, whatever the mode.
   if (limit_ != 0 && minimum_limit_ > limit_) return TooSmall(minimum_limit_);
   const bool normal = fits(all_weights, arena_full);
-  const bool memopt = fits(block, arena_full);
+  const bool memopt = fits(slice, arena_full);
   const char* how = requested_mode_ == TINYAI_EXEC_ADAPTIVE ? "" : " (requested)";
   const double limit_mib = Mib(limit_);
   rows_per_pass_ = full_rows;
@@ -386,7 +386,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                       static_cast<unsigned long long>(tables_bytes_),
                       static_cast<unsigned long long>(need(all_weights, arena_full)),
                       static_cast<unsigned long long>(limit_),
-                      static_cast<unsigned long long>(need(block, arena_full)),
+                      static_cast<unsigned long long>(need(slice, arena_full)),
                       static_cast<unsigned long long>(minimum_limit_));
     }
     mode_ = TINYAI_EXEC_NORMAL;
@@ -402,10 +402,10 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   } else if (requested_mode_ == TINYAI_EXEC_MEMORY_OPT || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && memopt)) {
     if (!memopt) {
       return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                      "MEMORY_OPT with %d rows per pass needs %llu bytes (a row block of %llu, an arena of %llu, "
+                      "MEMORY_OPT with %d rows per pass needs %llu bytes (a row slice of %llu, an arena of %llu, "
                       "%llu of KV cache, %llu of tables), over the memory limit of %llu; STREAMING needs %llu",
-                      full_rows, static_cast<unsigned long long>(need(block, arena_full)),
-                      static_cast<unsigned long long>(block), static_cast<unsigned long long>(arena_full),
+                      full_rows, static_cast<unsigned long long>(need(slice, arena_full)),
+                      static_cast<unsigned long long>(slice), static_cast<unsigned long long>(arena_full),
                       static_cast<unsigned long long>(memory_.persistent),
                       static_cast<unsigned long long>(tables_bytes_), static_cast<unsigned long long>(limit_),
                       static_cast<unsigned long long>(minimum_limit_));
@@ -413,24 +413,24 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     mode_ = TINYAI_EXEC_MEMORY_OPT;
     if (normal) {  // requested, though NORMAL fits
       std::snprintf(reason_, sizeof reason_,
-                    "MEMORY_OPT%s: weights streamed in row blocks of at most %.3f MiB, though all %.2f MiB of them "
+                    "MEMORY_OPT%s: weights streamed in row slices of at most %.3f MiB, though all %.2f MiB of them "
                     "would fit %s (NORMAL keeps them resident)",
-                    how, Mib(block), Mib(all_weights),
+                    how, Mib(slice), Mib(all_weights),
                     limit_ == 0 ? "with no memory limit" : "beside the rest in the memory limit");
     } else if (limit_ != 0 && need(all_weights, arena_full) > limit_) {
       std::snprintf(reason_, sizeof reason_,
                     "MEMORY_OPT%s: the %.2f MiB of weights do not fit beside the rest (%.3f MiB) in the limit of %.2f "
-                    "MiB; streamed in row blocks of at most %.3f MiB",
-                    how, Mib(all_weights), Mib(SatAdd(arena_full, rest)), limit_mib, Mib(block));
+                    "MiB; streamed in row slices of at most %.3f MiB",
+                    how, Mib(all_weights), Mib(SatAdd(arena_full, rest)), limit_mib, Mib(slice));
     } else {  // the cache's cap rules NORMAL out
       std::snprintf(reason_, sizeof reason_,
                     "MEMORY_OPT%s: the %.2f MiB of weights do not fit the weight cache's cap of %.2f MiB (%s); "
-                    "streamed in row blocks of at most %.3f MiB",
-                    how, Mib(all_weights), Mib(configured_cap), cap_source_, Mib(block));
+                    "streamed in row slices of at most %.3f MiB",
+                    how, Mib(all_weights), Mib(configured_cap), cap_source_, Mib(slice));
     }
   } else {
-    // STREAMING: the most rows per pass whose arena fits beside one row block.
-    if (!fits(block, arena_one)) return TooSmall(minimum_limit_);
+    // STREAMING: the most rows per pass whose arena fits beside one row slice.
+    if (!fits(slice, arena_one)) return TooSmall(minimum_limit_);
     int32_t lo = 1, hi = full_rows;
     Array<PassShape> trial;
     Array<ShapePlan> trial_plans;
@@ -439,7 +439,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
       uint64_t a = 0;
       TINYAI_RETURN_IF_ERROR(MakeShapes(mid, &trial));
       TINYAI_RETURN_IF_ERROR(PlanShapes(trial, &trial_plans, &a));
-      if (fits(block, a)) lo = mid;
+      if (fits(slice, a)) lo = mid;
       else hi = mid - 1;
     }
     rows_per_pass_ = lo;
@@ -447,16 +447,16 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     TINYAI_RETURN_IF_ERROR(PlanShapes(shapes, &plans_, &arena));
     mode_ = TINYAI_EXEC_STREAMING;
     std::snprintf(reason_, sizeof reason_,
-                  "STREAMING%s: with %d rows per pass the arena (%.3f MiB) does not fit beside a %.3f MiB row block "
+                  "STREAMING%s: with %d rows per pass the arena (%.3f MiB) does not fit beside a %.3f MiB row slice "
                   "in the limit of %.2f MiB; %d row%s per pass (arena %.3f MiB) %s",
-                  how, full_rows, Mib(arena_full), Mib(block), limit_mib, lo, lo == 1 ? "" : "s", Mib(arena),
+                  how, full_rows, Mib(arena_full), Mib(slice), limit_mib, lo, lo == 1 ? "" : "s", Mib(arena),
                   lo == 1 ? "does" : "do");
     if (lo == full_rows && limit_ == 0) {
       std::snprintf(reason_, sizeof reason_, "STREAMING%s: no memory limit; %d rows per pass (arena %.3f MiB), "
-                    "weights streamed in row blocks of at most %.3f MiB", how, lo, Mib(arena), Mib(block));
+                    "weights streamed in row slices of at most %.3f MiB", how, lo, Mib(arena), Mib(slice));
     } else if (lo == full_rows) {
       std::snprintf(reason_, sizeof reason_, "STREAMING%s: %d rows per pass (arena %.3f MiB) fit beside a %.3f MiB "
-                    "row block in the limit of %.2f MiB", how, lo, Mib(arena), Mib(block), limit_mib);
+                    "row slice in the limit of %.2f MiB", how, lo, Mib(arena), Mib(slice), limit_mib);
     }
   }
 
@@ -529,7 +529,7 @@ TinyAIStatus ForwardScheduler::Prepare() {
   ProgramWeights* stream = program_->weights();
   if (model_) {
     // The cache is shared: its cap becomes the least any runner allows.
-    const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_block;
+    const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
     TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, limit_allows_, needs,
                                               tinyaiExecutionModeName(mode_)));
   }
@@ -666,7 +666,7 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
                                             int32_t* best) {
   if (max_batch < 1) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxBatch %d is below 1", max_batch);
   TINYAI_RETURN_IF_ERROR(BuildGraph());
-  const uint64_t weights = requested_mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_block;
+  const uint64_t weights = requested_mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
   const uint64_t configured_cap = model_ ? model_->SharedCacheCap(&link_, nullptr) : 0;
   if (configured_cap != 0 && weights > configured_cap) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "%s needs %llu bytes of weights in the cache, which is capped at %llu",
@@ -763,7 +763,7 @@ TinyAIStatus ForwardScheduler::Report(TinyAISchedulerReport* out) const {
   out->weightCacheCap = prepared_ && model_ ? model_->cache().stats().capacity : cache_cap_;
   out->kvCacheBytes = memory_.persistent;
   out->tableBytes = tables_bytes_;
-  out->largestBlockBytes = weights_.largest_block;
+  out->largestSliceBytes = weights_.largest_slice;
   out->rowsPerPass = rows_per_pass_;
   out->layerCount = graph_.node_count();
   out->opCount = act_.op_count();

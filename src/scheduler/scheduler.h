@@ -5,7 +5,7 @@
 // Plan() turns the schedule into an activation graph (the program emits each
 // layer's operators, in dependency order), plans the arena for every max
 // shape, sums what the mode needs - weights (all of them for NORMAL, the
-// largest row block for the streaming modes), the arena, persistent state,
+// largest row slice for the streaming modes), the arena, persistent state,
 // tables - against the limit, and settles the mode and the rows per pass.
 // Prepare() then allocates the arena and the program's state, sets the
 // weight cache's cap to what the rest leaves, and in NORMAL mode loads every
@@ -109,8 +109,8 @@ class ForwardScheduler : private OpNamer {
 
   // What the scheduled layers' weights take (the model's; zeros without).
   const WeightTotals& weights() const { return weights_; }
-  // The tensor that names the largest row block ("" without a model).
-  const char* largest_block_tensor() const;
+  // The tensor that names the largest row slice ("" without a model).
+  const char* largest_slice_tensor() const;
   // The runner's link to its model (shared weight cache, orphaning, busy).
   RunnerLink& link() { return link_; }
   const RunnerLink& link() const { return link_; }

@@ -169,17 +169,17 @@ static void test_status_and_types(void) {
 
     CHECK(tinyaiDTypeSize(TINYAI_DTYPE_F32) == 4);
     CHECK(tinyaiDTypeSize(TINYAI_DTYPE_F16) == 2);
-    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_Q8_B32) == 0);
-    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_Q4_B32) == 0);
+    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_Q8_G32) == 0);
+    CHECK(tinyaiDTypeSize(TINYAI_DTYPE_Q4_G32) == 0);
     CHECK(tinyaiDTypeSize((TinyAIDType)77) == 0);
     CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_F32), "f32") == 0);
     CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_F16), "f16") == 0);
-    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_Q8_B32), "q8_b32") == 0);
-    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_Q4_B32), "q4_b32") == 0);
+    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_Q8_G32), "q8_g32") == 0);
+    CHECK(strcmp(tinyaiDTypeName(TINYAI_DTYPE_Q4_G32), "q4_g32") == 0);
     CHECK(strcmp(tinyaiDTypeName((TinyAIDType)77), "?") == 0);
     CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_NONE), "none") == 0);
     CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_ZSTD), "zstd") == 0);
-    CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_BLOCK_SPARSE), "block_sparse") == 0);
+    CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_TILE_SPARSE), "tile_sparse") == 0);
     CHECK(strcmp(tinyaiCodecName((TinyAICodec)9), "?") == 0);
     for (role = TINYAI_ROLE_OTHER; role <= TINYAI_ROLE_DENSE_BIAS; ++role) {
         const char* n = tinyaiTensorRoleName((TinyAITensorRole)role);

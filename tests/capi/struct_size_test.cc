@@ -124,12 +124,12 @@ class StructSizeTest : public ::testing::Test {
 // ---- input structs ----
 
 TEST_F(StructSizeTest, MmapConfig) {
-  // An older config ends before rowBlockSize; past it, a block size of 1
+  // An older config ends before rowSliceSize; past it, a block size of 1
   // byte (refused) must not be read.
   TinyAIMmapConfig base = tinyaiCreateDefaultMmapConfig();
   base.maxCacheSize = 123456;
-  TinyAIMmapConfig older = Cut(base, offsetof(TinyAIMmapConfig, rowBlockSize), 0);
-  older.rowBlockSize = 1;
+  TinyAIMmapConfig older = Cut(base, offsetof(TinyAIMmapConfig, rowSliceSize), 0);
+  older.rowSliceSize = 1;
   TinyAIMappedModel* m = tinyaiOpenMappedModel(path_.c_str(), &older);
   ASSERT_NE(m, nullptr) << LastMessage();
   TinyAICacheStats st = {};
@@ -137,8 +137,8 @@ TEST_F(StructSizeTest, MmapConfig) {
   ASSERT_EQ(tinyaiGetMappedModelCacheStats(m, &st), TINYAI_OK);
   EXPECT_EQ(st.capacity, 123456u) << "the fields before the cut are read";
   tinyaiCloseMappedModel(m);
-  base.rowBlockSize = 1;
-  EXPECT_EQ(tinyaiOpenMappedModel(path_.c_str(), &base), nullptr) << "the full struct's rowBlockSize 1 is refused";
+  base.rowSliceSize = 1;
+  EXPECT_EQ(tinyaiOpenMappedModel(path_.c_str(), &base), nullptr) << "the full struct's rowSliceSize 1 is refused";
   CheckInputRefused<TinyAIMmapConfig>("TinyAIMmapConfig", tinyaiCreateDefaultMmapConfig(),
                                       offsetof(TinyAIMmapConfig, maxCacheSize) + sizeof(size_t),
                                       [&](const TinyAIMmapConfig* c) {

@@ -793,7 +793,7 @@ TEST_F(DenseSpecLoadTest, AnUnreadableCodecIsUnsupported) {
   const int32_t t = tt::FindTensor(image, "dense.1.weight");
   ASSERT_GE(t, 0);
   tt::PatchTensor(&image, static_cast<uint32_t>(t), [](tinyai::tmai::TensorEntry& e) {
-    e.codec = TINYAI_CODEC_BLOCK_SPARSE;  // reserved: the reader parses it, no runner reads it
+    e.codec = TINYAI_CODEC_TILE_SPARSE;  // reserved: the reader parses it, no runner reads it
   });
   tt::AlignedImage aligned(image);
   ASSERT_NE(aligned.data(), nullptr);

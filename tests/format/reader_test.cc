@@ -558,7 +558,7 @@ TEST_F(ReaderTest, UnknownDtypeOrCodecIsUnsupported) {
 TEST_F(ReaderTest, ReservedCodecOpensButDoesNotLoad) {
   const uint32_t ti = TensorIndex("blk.1.attn_out");
   Bytes b = image_;
-  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.codec = TINYAI_CODEC_BLOCK_SPARSE; });
+  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.codec = TINYAI_CODEC_TILE_SPARSE; });
   for (bool verify : {true, false}) {
     TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
     cfg.verifyChecksums = verify;
@@ -568,7 +568,7 @@ TEST_F(ReaderTest, ReservedCodecOpensButDoesNotLoad) {
     std::memset(&info, 0, sizeof info);
     info.structSize = sizeof info;
     ASSERT_EQ(tinyaiGetMappedTensorInfo(m, static_cast<int>(ti), &info), TINYAI_OK);
-    EXPECT_EQ(info.codec, TINYAI_CODEC_BLOCK_SPARSE);
+    EXPECT_EQ(info.codec, TINYAI_CODEC_TILE_SPARSE);
     tinyaiClearLastError();
     EXPECT_EQ(tinyaiGetLayerWeights(m, info.layer), nullptr);
     EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_UNSUPPORTED) << LastMessage();

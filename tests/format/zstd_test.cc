@@ -1,4 +1,4 @@
-// Codec zstd (docs/format.md, "codec zstd"): the writer's row-block frames
+// Codec zstd (docs/format.md, "codec zstd"): the writer's row-slice frames
 // decode back to exactly the uncompressed model, incompressible tensors stay
 // uncompressed, and every malformed table or frame gets a status and a
 // message naming the tensor and the frame, never a crash (these tests also run
@@ -76,7 +76,7 @@ TinyAIStatus DecodeTensor(const Parsed& p, uint32_t t, Bytes* out) {
 
 uint64_t ExpectedRowsPerFrame(const tmai::TensorEntry& e) {
   const uint64_t rows = e.ndims >= 2 ? e.shape[0] : 1;
-  uint64_t per = tmai::kDefaultRowBlockBytes / (e.decoded_size / rows);
+  uint64_t per = tmai::kDefaultRowSliceBytes / (e.decoded_size / rows);
   if (per == 0) per = 1;
   return per < rows ? per : rows;
 }
@@ -252,9 +252,9 @@ TEST_F(ZstdTest, Llama2cImportDecodesToTheUncompressedImport) {
   EXPECT_GT(compressed, 0);
 }
 
-// Several frames, a short last frame, rows bigger than a block, 1-D and 3-D
+// Several frames, a short last frame, rows bigger than a slice, 1-D and 3-D
 // tensors, fed in chunks that straddle tensors and as whole tensors.
-TEST_F(ZstdTest, RowBlocksSplitIntoFramesAsSpecified) {
+TEST_F(ZstdTest, RowSlicesSplitIntoFramesAsSpecified) {
   std::vector<TensorSpec> specs = {
       {"multi", {600, 1024}, Compressible(600 * 1024 * 4, 1)},         // 4 KiB rows: 256 per frame, 3 frames
       {"wide", {3, 300000}, Compressible(3 * 300000 * 4, 2)},          // rows above 1 MiB: one per frame
@@ -379,7 +379,7 @@ TEST_F(ZstdTest, BadCompressionSettingsAreReportedByOpen) {
   } cases[] = {
       {TINYAI_CODEC_ZSTD, 0, TINYAI_ERR_INVALID_ARGUMENT, "level 0"},
       {TINYAI_CODEC_ZSTD, 20, TINYAI_ERR_INVALID_ARGUMENT, "level 20"},
-      {TINYAI_CODEC_BLOCK_SPARSE, 3, TINYAI_ERR_UNSUPPORTED, "codec 2"},
+      {TINYAI_CODEC_TILE_SPARSE, 3, TINYAI_ERR_UNSUPPORTED, "codec 2"},
   };
   for (const Case& c : cases) {
     TmaiWriter w;
@@ -803,7 +803,7 @@ TEST_F(ZstdTest, WritingCompressedHoldsAFrameNotATensor) {
   }
   ASSERT_EQ(w.Finish(), TINYAI_OK) << LastMessage();
   EXPECT_EQ(w.stats().compressed_tensors, 2u);
-  EXPECT_LE(w.peak_buffer_bytes(), 3u * tmai::kDefaultRowBlockBytes) << "about two frames";
+  EXPECT_LE(w.peak_buffer_bytes(), 3u * tmai::kDefaultRowSliceBytes) << "about two frames";
   // And the file opens, every tensor's checksum verified as it loads.
   TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
   ASSERT_NE(m, nullptr) << LastMessage();

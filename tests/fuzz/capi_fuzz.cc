@@ -394,7 +394,7 @@ TinyAIMmapConfig MmapConfig(Input& in) {
   c.prefetchEnabled = !in.Bool();
   c.adaptiveCaching = !in.Bool();
   c.verifyChecksums = !in.Bool();
-  c.rowBlockSize = in.Size({1u << 20, 4096, 64, 65, 0, 63, SIZE_MAX});
+  c.rowSliceSize = in.Size({1u << 20, 4096, 64, 65, 0, 63, SIZE_MAX});
   return c;
 }
 
@@ -624,10 +624,10 @@ void OpenModel(Input& in) {
   }
   if (g_trace) {
     std::fprintf(stderr, "  open slot %d source %d (config %s: structSize %u, maxCacheSize %zu, minLayerCacheSize %zu, "
-                 "prefetchThreads %d, prefetch %d, adaptive %d, verify %d, rowBlockSize %zu): %s\n",
+                 "prefetchThreads %d, prefetch %d, adaptive %d, verify %d, rowSliceSize %zu): %s\n",
                  m, slot.source, cfg ? "given" : "NULL", config.structSize, config.maxCacheSize,
                  config.minLayerCacheSize, config.prefetchThreads, config.prefetchEnabled, config.adaptiveCaching,
-                 config.verifyChecksums, config.rowBlockSize, model ? "ok" : tinyaiGetLastErrorMessage());
+                 config.verifyChecksums, config.rowSliceSize, model ? "ok" : tinyaiGetLastErrorMessage());
   }
   if (!model) {
     CheckRecordedFailure("tinyaiOpenMappedModel*");

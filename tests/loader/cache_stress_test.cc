@@ -1,5 +1,5 @@
 // The weight cache under concurrent use (run under ThreadSanitizer too, label
-// "threads"): several threads pin and release layers and row blocks, prefetch
+// "threads"): several threads pin and release layers and row slices, prefetch
 // and re-prioritise at random under a cap small enough that evictions and
 // TINYAI_ERR_RESOURCE_EXHAUSTED happen, while a checker thread watches the
 // cap and the cache's invariants; and models closed while hundreds of
@@ -150,7 +150,7 @@ class Stress {
  public:
   Stress(TinyAIMappedModel* m, const std::vector<TensorRef>& ref, size_t cap) : m_(m), ref_(ref), cap_(cap) {
     layers_ = m->layer_count();
-    blocks_ = m->blocks().block_count();
+    slices_ = m->slices().slice_count();
     tensors_ = static_cast<int>(ref.size());
   }
 
@@ -161,7 +161,7 @@ class Stress {
       uint64_t row;
       const uint8_t* p;
       uint64_t rows;
-      int32_t block;
+      int32_t slice;
     };
     struct HeldLayer {
       int layer;
@@ -178,8 +178,8 @@ class Stress {
     auto release_rows = [&](size_t k) {
       const HeldRows& h = rows[k];
       CheckRows(h.tensor, h.row, h.p, h.rows, rng, "at release");
-      const TinyAIStatus s = m_->ReleaseBlock(h.block);
-      if (s != TINYAI_OK) Fail("release block " + std::to_string(h.block) + ": " + LastMessage());
+      const TinyAIStatus s = m_->ReleaseSlice(h.slice);
+      if (s != TINYAI_OK) Fail("release slice " + std::to_string(h.slice) + ": " + LastMessage());
       rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(k));
     };
     while (!stop_.load(std::memory_order_relaxed)) {
@@ -204,9 +204,9 @@ class Stress {
           release_rows(rng() % rows.size());
         } else {
           const int32_t t = static_cast<int32_t>(rng() % static_cast<unsigned>(tensors_));
-          const uint64_t row = rng() % m_->blocks().rows(t);
+          const uint64_t row = rng() % m_->slices().rows(t);
           HeldRows h{t, row, nullptr, 0, -1};
-          const TinyAIStatus s = m_->AcquireRows(t, row, &h.p, &h.rows, &h.block);
+          const TinyAIStatus s = m_->AcquireRows(t, row, &h.p, &h.rows, &h.slice);
           if (s != TINYAI_OK) {
             Refused("rows " + std::to_string(row) + " of tensor " + std::to_string(t));
           } else {
@@ -220,7 +220,7 @@ class Stress {
         const int l = static_cast<int>(rng() % static_cast<unsigned>(layers_));
         if (tinyaiPrefetchLayerWeights(m_, l) != TINYAI_OK) Fail("prefetch layer: " + LastMessage());
       } else if (op < 87) {
-        m_->PrefetchBlock(static_cast<int32_t>(rng() % static_cast<unsigned>(blocks_)));
+        m_->PrefetchSlice(static_cast<int32_t>(rng() % static_cast<unsigned>(slices_)));
       } else if (op < 95) {
         const int l = static_cast<int>(rng() % static_cast<unsigned>(layers_));
         if (tinyaiSetLayerPriority(m_, l, 0.5f * static_cast<float>(rng() % 9)) != TINYAI_OK) {
@@ -296,7 +296,7 @@ class Stress {
   }
   void CheckRows(int32_t t, uint64_t row, const uint8_t* p, uint64_t rows, std::mt19937& rng, const char* when) {
     const TensorRef& r = ref_[static_cast<size_t>(t)];
-    const uint64_t rb = m_->blocks().row_bytes(t);
+    const uint64_t rb = m_->slices().row_bytes(t);
     const uint64_t n = rows * rb;
     if (rows == 0 || (row + rows) * rb > r.bytes.size()) {
       Fail("rows of tensor " + std::to_string(t) + ": bad count " + std::to_string(rows));
@@ -315,7 +315,7 @@ class Stress {
   TinyAIMappedModel* m_;
   const std::vector<TensorRef>& ref_;
   const size_t cap_;
-  int layers_ = 0, blocks_ = 0, tensors_ = 0;
+  int layers_ = 0, slices_ = 0, tensors_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> ops_{0}, exhausted_{0}, checks_{0}, failure_count_{0};
   std::mutex mutex_;
@@ -341,7 +341,7 @@ TEST_F(CacheStressRunTest, ThreadsUnderASmallCap) {
 // (moodycamel::BlockingConcurrentQueue 1.0.3) reports a race between
 // ImplicitProducer::enqueue and ::dequeue whenever two or more workers
 // dequeue; upstream calls it a false positive (cameron314/concurrentqueue#49,
-// #62: the queue orders block reuse with fences TSan does not model), and
+// #62: the queue orders slice reuse with fences TSan does not model), and
 // tests/tsan.supp suppresses frames inside the queue only.
 TEST_F(CacheStressRunTest, ThreadsUnderASmallCapWithTwoPrefetchWorkers) {
   for (const StressVariant& v : {StressVariant{false, true, 5, 2, "plain, adaptive, 5 threads, 2 prefetch workers"},
@@ -357,26 +357,26 @@ void CacheStressRunTest::Run(const StressVariant& v) {
     const std::string& path = v.zstd ? zstd_ : plain_;
     TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
     cfg.maxCacheSize = 0;
-    cfg.rowBlockSize = 4096;
+    cfg.rowSliceSize = 4096;
     cfg.adaptiveCaching = v.adaptive;
     cfg.prefetchEnabled = true;
     cfg.prefetchThreads = v.prefetch_workers;
-    // The cap: three of the largest layers and two of the largest blocks. One
-    // thread (two layers and two blocks at most) always fits; several
+    // The cap: three of the largest layers and two of the largest slices. One
+    // thread (two layers and two slices at most) always fits; several
     // together often do not.
-    uint64_t layer_max = 0, block_max = 0;
+    uint64_t layer_max = 0, slice_max = 0;
     {
       TinyAIMappedModel* probe = tinyaiOpenMappedModel(path.c_str(), &cfg);
       ASSERT_NE(probe, nullptr) << LastMessage();
       for (int l = 0; l < probe->layer_count(); ++l) {
         layer_max = std::max(layer_max, probe->cache().EntryBytes(probe->cache().LayerEntry(l)));
       }
-      for (int32_t b = 0; b < probe->blocks().block_count(); ++b) {
-        block_max = std::max(block_max, probe->cache().EntryBytes(b));
+      for (int32_t b = 0; b < probe->slices().slice_count(); ++b) {
+        slice_max = std::max(slice_max, probe->cache().EntryBytes(b));
       }
       tinyaiCloseMappedModel(probe);
     }
-    const size_t cap = static_cast<size_t>(3 * layer_max + 2 * block_max);
+    const size_t cap = static_cast<size_t>(3 * layer_max + 2 * slice_max);
     cfg.maxCacheSize = cap;
     TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), &cfg);
     ASSERT_NE(m, nullptr) << LastMessage();
@@ -400,11 +400,11 @@ void CacheStressRunTest::Run(const StressVariant& v) {
     for (int l = 0; l < m->layer_count(); ++l) {
       EXPECT_EQ(tinyaiReleaseLayerWeights(m, l), TINYAI_ERR_MISUSE) << "layer " << l << " still pinned";
     }
-    int leaked_blocks = 0;
-    for (int32_t b = 0; b < m->blocks().block_count(); ++b) {
-      if (m->ReleaseBlock(b) != TINYAI_ERR_MISUSE) ++leaked_blocks;
+    int leaked_slices = 0;
+    for (int32_t b = 0; b < m->slices().slice_count(); ++b) {
+      if (m->ReleaseSlice(b) != TINYAI_ERR_MISUSE) ++leaked_slices;
     }
-    EXPECT_EQ(leaked_blocks, 0) << "row blocks still pinned";
+    EXPECT_EQ(leaked_slices, 0) << "row slices still pinned";
     EXPECT_LE(tinyaiGetMappedModelMemoryUsage(m), cap);
     EXPECT_TRUE(m->cache().CheckInvariants());
     const TinyAICacheStats s = Stats(m);
@@ -463,30 +463,30 @@ void CacheCloseTest::CloseWithQueuedPrefetches(int workers) {
     for (int round = 0; round < kRounds; ++round) {
       SCOPED_TRACE(std::string(zstd ? "zstd" : "plain") + " round " + std::to_string(round));
       TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
-      cfg.rowBlockSize = 1024;
+      cfg.rowSliceSize = 1024;
       cfg.prefetchEnabled = true;
       cfg.prefetchThreads = workers;
       cfg.adaptiveCaching = round % 2 == 0;
       cfg.maxCacheSize = round % 4 < 2 ? 256 * 1024 : 0;  // capped (prefetches drop) and not
       TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), &cfg);
       ASSERT_NE(m, nullptr) << LastMessage();
-      const int32_t blocks = m->blocks().block_count();
+      const int32_t slices = m->slices().slice_count();
       const int layers = m->layer_count();
-      if (!zstd) ASSERT_GE(blocks, 200) << "hundreds of blocks to queue";
+      if (!zstd) ASSERT_GE(slices, 200) << "hundreds of slices to queue";
       switch (round % 3) {
         case 0: {  // queue everything from here, close at once
-          for (int32_t b = 0; b < blocks; ++b) m->PrefetchBlock(b);
+          for (int32_t b = 0; b < slices; ++b) m->PrefetchSlice(b);
           for (int l = 0; l < layers; ++l) ASSERT_EQ(tinyaiPrefetchLayerWeights(m, l), TINYAI_OK);
-          EXPECT_EQ(Stats(m).prefetchRequests, static_cast<uint64_t>(blocks + layers))
+          EXPECT_EQ(Stats(m).prefetchRequests, static_cast<uint64_t>(slices + layers))
               << "each entry queued once (none is loaded but by its own prefetch)";
           break;
         }
         case 1: {  // three threads queue (and use a layer), then close at once
           std::vector<std::thread> threads;
           for (int i = 0; i < 3; ++i) {
-            threads.emplace_back([m, blocks, layers, i] {
-              for (int32_t b = i; b < blocks; b += 3) m->PrefetchBlock(b);
-              for (int32_t b = blocks - 1 - i; b >= 0; b -= 5) m->PrefetchBlock(b);  // again: already queued
+            threads.emplace_back([m, slices, layers, i] {
+              for (int32_t b = i; b < slices; b += 3) m->PrefetchSlice(b);
+              for (int32_t b = slices - 1 - i; b >= 0; b -= 5) m->PrefetchSlice(b);  // again: already queued
               (void)tinyaiPrefetchLayerWeights(m, i % layers);
               void* w = tinyaiGetLayerWeights(m, (i + 1) % layers);
               if (w) tinyaiReleaseLayerWeights(m, (i + 1) % layers);
@@ -497,7 +497,7 @@ void CacheCloseTest::CloseWithQueuedPrefetches(int workers) {
         }
         default: {  // queue everything, close once loads are under way
           for (int l = layers - 1; l >= 0; --l) ASSERT_EQ(tinyaiPrefetchLayerWeights(m, l), TINYAI_OK);
-          for (int32_t b = 0; b < blocks; ++b) m->PrefetchBlock(b);
+          for (int32_t b = 0; b < slices; ++b) m->PrefetchSlice(b);
           const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
           while (Stats(m).prefetchLoads + Stats(m).prefetchDropped == 0 &&
                  std::chrono::steady_clock::now() < deadline) {

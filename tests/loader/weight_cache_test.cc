@@ -1,5 +1,5 @@
 // The weight cache (src/loader/weight_cache.h) through the loader API and the
-// model's internal row-block interface: the cap holds whatever the access
+// model's internal row-slice interface: the cap holds whatever the access
 // order, weights read through the cache equal the file's after evictions and
 // reloads, what is evicted (plain LRU, priorities, pins, small layers), the
 // decode cycle (LRU's worst case against the adaptive policy), the counters,
@@ -38,8 +38,8 @@ namespace tt = tinyai::testing;
 using tt::Bytes;
 using tt::LastMessage;
 
-// dim=32, hidden=64, 6 blocks, vocab 300: layers 0 (embedding, 38400 bytes)
-// and 1..6 (blocks, ~37 KB) each take 10 pages; layer 7 (output: the final
+// dim=32, hidden=64, 6 slices, vocab 300: layers 0 (embedding, 38400 bytes)
+// and 1..6 (slices, ~37 KB) each take 10 pages; layer 7 (output: the final
 // norm only, 128 bytes) is smaller than the default minLayerCacheSize.
 tinyai::LlamaShape CacheShape() {
   tinyai::LlamaShape s = tt::TinyShape();
@@ -49,13 +49,13 @@ tinyai::LlamaShape CacheShape() {
   return s;
 }
 
-TinyAIMmapConfig Config(size_t cap, bool adaptive, size_t row_block = 4096) {
+TinyAIMmapConfig Config(size_t cap, bool adaptive, size_t row_slice = 4096) {
   TinyAIMmapConfig c = tinyaiCreateDefaultMmapConfig();
   c.maxCacheSize = cap;
   c.adaptiveCaching = adaptive;
   c.prefetchEnabled = false;
   c.prefetchThreads = 0;
-  c.rowBlockSize = row_block;
+  c.rowSliceSize = row_slice;
   return c;
 }
 
@@ -65,9 +65,9 @@ uint64_t LayerBytes(const TinyAIMappedModel* m, int layer) {
   return m->cache().EntryBytes(m->cache().LayerEntry(layer));
 }
 
-uint64_t MaxBlockBytes(const TinyAIMappedModel* m) {
+uint64_t MaxSliceBytes(const TinyAIMappedModel* m) {
   uint64_t b = 0;
-  for (int32_t i = 0; i < m->blocks().block_count(); ++i) b = std::max(b, m->cache().EntryBytes(i));
+  for (int32_t i = 0; i < m->slices().slice_count(); ++i) b = std::max(b, m->cache().EntryBytes(i));
   return b;
 }
 
@@ -125,37 +125,37 @@ void LoadReference(const std::string& path, std::vector<Bytes>* ref) {
   return ::testing::AssertionSuccess();
 }
 
-// Compares every span of every tensor that lives in block b (base = the
-// block's first byte).
-::testing::AssertionResult BlockMatches(const TinyAIMappedModel* m, int32_t b, const uint8_t* base,
+// Compares every span of every tensor that lives in slice b (base = the
+// slice's first byte).
+::testing::AssertionResult SliceMatches(const TinyAIMappedModel* m, int32_t b, const uint8_t* base,
                                         const std::vector<Bytes>& ref) {
-  if (!base) return ::testing::AssertionFailure() << "block " << b << ": NULL data";
-  const tinyai::RowBlockTable& table = m->blocks();
-  const tinyai::tmai::LayerEntry& layer = m->reader().layers()[static_cast<size_t>(table.block(b).layer)];
+  if (!base) return ::testing::AssertionFailure() << "slice " << b << ": NULL data";
+  const tinyai::RowSliceTable& table = m->slices();
+  const tinyai::tmai::LayerEntry& layer = m->reader().layers()[static_cast<size_t>(table.slice(b).layer)];
   int spans = 0;
   for (uint32_t t = layer.first_tensor; t < layer.first_tensor + layer.tensor_count; ++t) {
     const int32_t ti = static_cast<int32_t>(t);
     for (const tinyai::TensorSpan& s : table.spans(ti)) {
-      if (s.block != b) continue;
+      if (s.slice != b) continue;
       ++spans;
       const uint64_t rb = table.row_bytes(ti);
       const Bytes& r = ref[t];
       if ((s.row_end * rb) > r.size() ||
           std::memcmp(base + s.offset, r.data() + s.row_begin * rb, static_cast<size_t>((s.row_end - s.row_begin) * rb)) !=
               0) {
-        return ::testing::AssertionFailure() << "block " << b << ": rows " << s.row_begin << ".." << s.row_end
+        return ::testing::AssertionFailure() << "slice " << b << ": rows " << s.row_begin << ".." << s.row_end
                                              << " of tensor " << t << " differ";
       }
     }
   }
-  if (spans == 0) return ::testing::AssertionFailure() << "block " << b << " holds no rows";
+  if (spans == 0) return ::testing::AssertionFailure() << "slice " << b << " holds no rows";
   return ::testing::AssertionSuccess();
 }
 
 // Rows got through AcquireRows: `rows` rows of tensor from `row`.
 ::testing::AssertionResult RowsMatch(const TinyAIMappedModel* m, int32_t tensor, uint64_t row, const uint8_t* p,
                                      uint64_t rows, const std::vector<Bytes>& ref) {
-  const uint64_t rb = m->blocks().row_bytes(tensor);
+  const uint64_t rb = m->slices().row_bytes(tensor);
   const Bytes& r = ref[static_cast<size_t>(tensor)];
   if (rows == 0 || (row + rows) * rb > r.size()) {
     return ::testing::AssertionFailure() << "tensor " << tensor << " row " << row << ": bad row count " << rows;
@@ -220,12 +220,12 @@ class WeightCacheTest : public ::testing::Test {
 struct CapVariant {
   bool zstd;
   bool adaptive;
-  size_t row_block;
+  size_t row_slice;
   bool memory;  // opened from an image in memory (uncompressed weights used in place)
 };
 
 std::string Name(const CapVariant& v) {
-  return std::string(v.zstd ? "Zstd" : "Plain") + (v.adaptive ? "Adaptive" : "Lru") + std::to_string(v.row_block) +
+  return std::string(v.zstd ? "Zstd" : "Plain") + (v.adaptive ? "Adaptive" : "Lru") + std::to_string(v.row_slice) +
          (v.memory ? "Memory" : "");
 }
 // Test names and ctest names print this (not the struct's padding bytes).
@@ -233,7 +233,7 @@ void PrintTo(const CapVariant& v, std::ostream* os) { *os << Name(v); }
 
 class WeightCacheCapTest : public WeightCacheTest, public ::testing::WithParamInterface<CapVariant> {};
 
-// Layers and row blocks touched forwards, backwards, strided and at random,
+// Layers and row slices touched forwards, backwards, strided and at random,
 // alone and two at a time: usage never exceeds the cap, the invariants hold,
 // and every byte read through the cache is the file's.
 TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
@@ -248,33 +248,33 @@ TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
     ASSERT_NO_FATAL_FAILURE(LoadReference(path, &packed_ref));
     ASSERT_EQ(packed_ref, ref_) << "the compressed twin decodes to the same weights";
   }
-  // Size the cap from the model: two layers and three of the largest blocks,
+  // Size the cap from the model: two layers and three of the largest slices,
   // minus a byte (not a page multiple) - far below the model.
-  TinyAIMmapConfig probe_cfg = Config(0, v.adaptive, v.row_block);
+  TinyAIMmapConfig probe_cfg = Config(0, v.adaptive, v.row_slice);
   TinyAIMappedModel* probe = Open(probe_cfg, path, v.memory);
   ASSERT_NE(probe, nullptr);
-  const uint64_t layer_max = MaxLayerBytes(probe), block_max = MaxBlockBytes(probe);
+  const uint64_t layer_max = MaxLayerBytes(probe), slice_max = MaxSliceBytes(probe);
   uint64_t everything = 0;
   for (int l = 0; l < probe->layer_count(); ++l) everything += LayerBytes(probe, l);
-  for (int32_t b = 0; b < probe->blocks().block_count(); ++b) everything += probe->cache().EntryBytes(b);
+  for (int32_t b = 0; b < probe->slices().slice_count(); ++b) everything += probe->cache().EntryBytes(b);
   // An uncompressed image is used in place: nothing to hold, any cap works.
   const bool in_place = v.memory && !v.zstd;
-  const size_t cap = in_place ? 1 : static_cast<size_t>(2 * layer_max + 3 * block_max - 1);
+  const size_t cap = in_place ? 1 : static_cast<size_t>(2 * layer_max + 3 * slice_max - 1);
   if (in_place) {
     ASSERT_EQ(everything, 0u) << "an uncompressed image in memory costs nothing";
   } else {
     ASSERT_GT(everything, 2 * static_cast<uint64_t>(cap)) << "the model must not fit";
   }
 
-  TinyAIMmapConfig cfg = Config(cap, v.adaptive, v.row_block);
+  TinyAIMmapConfig cfg = Config(cap, v.adaptive, v.row_slice);
   TinyAIMappedModel* m = Open(cfg, path, v.memory);
   ASSERT_NE(m, nullptr);
   const int layers = m->layer_count();
-  const int32_t blocks = m->blocks().block_count();
+  const int32_t slices = m->slices().slice_count();
   const int tensors = tinyaiGetMappedTensorCount(m);
-  ASSERT_GT(blocks, layers);
-  std::printf("[ cap      ] %s: %d layers, %d blocks, cap %zu bytes (model %llu)\n", Name(v).c_str(), layers,
-              blocks, cap, static_cast<unsigned long long>(everything));
+  ASSERT_GT(slices, layers);
+  std::printf("[ cap      ] %s: %d layers, %d slices, cap %zu bytes (model %llu)\n", Name(v).c_str(), layers,
+              slices, cap, static_cast<unsigned long long>(everything));
 
   auto check_cap = [&](const char* what) {
     const size_t usage = tinyaiGetMappedModelMemoryUsage(m);
@@ -289,12 +289,12 @@ TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
     if (w) EXPECT_EQ(tinyaiReleaseLayerWeights(m, l), TINYAI_OK) << LastMessage();
     return check_cap("after a layer");
   };
-  auto block = [&](int32_t b) {
+  auto slice = [&](int32_t b) {
     const uint8_t* base = nullptr;
     EXPECT_EQ(m->cache().Acquire(b, &base), TINYAI_OK) << LastMessage();
-    EXPECT_TRUE(BlockMatches(m, b, base, ref_));
+    EXPECT_TRUE(SliceMatches(m, b, base, ref_));
     if (base) EXPECT_EQ(m->cache().Release(b), TINYAI_OK) << LastMessage();
-    return check_cap("after a block");
+    return check_cap("after a slice");
   };
   auto rows = [&](int32_t t, uint64_t row) {
     const uint8_t* p = nullptr;
@@ -303,19 +303,19 @@ TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
     EXPECT_EQ(m->AcquireRows(t, row, &p, &n, &b), TINYAI_OK) << LastMessage();
     if (!p) return false;
     EXPECT_TRUE(RowsMatch(m, t, row, p, n, ref_));
-    EXPECT_EQ(m->ReleaseBlock(b), TINYAI_OK) << LastMessage();
+    EXPECT_EQ(m->ReleaseSlice(b), TINYAI_OK) << LastMessage();
     return check_cap("after rows");
   };
 
   for (int l = 0; l < layers; ++l) ASSERT_TRUE(layer(l)) << "layers forward, layer " << l;
   for (int l = layers - 1; l >= 0; --l) ASSERT_TRUE(layer(l)) << "layers backward, layer " << l;
-  for (int32_t b = 0; b < blocks; ++b) ASSERT_TRUE(block(b)) << "blocks forward, block " << b;
-  for (int32_t b = blocks - 1; b >= 0; --b) ASSERT_TRUE(block(b)) << "blocks backward, block " << b;
-  for (int32_t i = 0, b = 0; i < 2 * blocks; ++i, b = (b + 7) % blocks) ASSERT_TRUE(block(b)) << "strided, block " << b;
-  // Layers and their own blocks interleaved (the same bytes held twice).
+  for (int32_t b = 0; b < slices; ++b) ASSERT_TRUE(slice(b)) << "slices forward, slice " << b;
+  for (int32_t b = slices - 1; b >= 0; --b) ASSERT_TRUE(slice(b)) << "slices backward, slice " << b;
+  for (int32_t i = 0, b = 0; i < 2 * slices; ++i, b = (b + 7) % slices) ASSERT_TRUE(slice(b)) << "strided, slice " << b;
+  // Layers and their own slices interleaved (the same bytes held twice).
   for (int l = 0; l < layers; ++l) {
     ASSERT_TRUE(layer(l));
-    for (int32_t b = m->blocks().layer_first_block(l); b < m->blocks().layer_end_block(l); ++b) ASSERT_TRUE(block(b));
+    for (int32_t b = m->slices().layer_first_slice(l); b < m->slices().layer_end_slice(l); ++b) ASSERT_TRUE(slice(b));
   }
   std::mt19937 rng(20240601u + (v.zstd ? 1u : 0u) + (v.adaptive ? 2u : 0u));
   for (int i = 0; i < 1500; ++i) {
@@ -325,19 +325,19 @@ TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
         ASSERT_TRUE(layer(static_cast<int>(rng() % static_cast<unsigned>(layers))));
         break;
       case 1:
-        ASSERT_TRUE(block(static_cast<int32_t>(rng() % static_cast<unsigned>(blocks))));
+        ASSERT_TRUE(slice(static_cast<int32_t>(rng() % static_cast<unsigned>(slices))));
         break;
       case 2: {
         const int32_t t = static_cast<int32_t>(rng() % static_cast<unsigned>(tensors));
-        ASSERT_TRUE(rows(t, rng() % m->blocks().rows(t)));
+        ASSERT_TRUE(rows(t, rng() % m->slices().rows(t)));
         break;
       }
       default: {
-        // Two at once: a pinned layer stays put while blocks come and go.
+        // Two at once: a pinned layer stays put while slices come and go.
         const int l = static_cast<int>(rng() % static_cast<unsigned>(layers));
         const uint8_t* w = static_cast<const uint8_t*>(tinyaiGetLayerWeights(m, l));
         ASSERT_TRUE(LayerMatches(m, l, w, ref_));
-        for (int k = 0; k < 4; ++k) ASSERT_TRUE(block(static_cast<int32_t>(rng() % static_cast<unsigned>(blocks))));
+        for (int k = 0; k < 4; ++k) ASSERT_TRUE(slice(static_cast<int32_t>(rng() % static_cast<unsigned>(slices))));
         ASSERT_TRUE(LayerMatches(m, l, w, ref_)) << "a pinned layer changed while pinned";
         ASSERT_EQ(tinyaiReleaseLayerWeights(m, l), TINYAI_OK);
         ASSERT_TRUE(check_cap("after two at once"));
@@ -461,13 +461,13 @@ TEST_F(EvictionTest, PinnedLayerIsNeverEvicted) {
   EXPECT_TRUE(m->cache().CheckInvariants());
   EXPECT_EQ(Stats(m).evictions, before.evictions) << "a failed get evicts nothing pinned";
   EXPECT_EQ(tinyaiReleaseLayerWeights(m, 4), TINYAI_ERR_MISUSE) << "the failed get left no pin";
-  // A row block cannot get in either.
+  // A row slice cannot get in either.
   const uint8_t* p = nullptr;
   uint64_t n = 0;
   int32_t b = -1;
   tinyaiClearLastError();
   EXPECT_EQ(m->AcquireRows(0, 0, &p, &n, &b), TINYAI_ERR_RESOURCE_EXHAUSTED);
-  EXPECT_LAST_ERROR(TINYAI_ERR_RESOURCE_EXHAUSTED, "row block 0");
+  EXPECT_LAST_ERROR(TINYAI_ERR_RESOURCE_EXHAUSTED, "row slice 0");
   // Unpinning one makes room again.
   EXPECT_EQ(tinyaiReleaseLayerWeights(m, 2), TINYAI_OK);
   EXPECT_EQ(Touch(m, 4), 0);
@@ -486,7 +486,7 @@ TEST_F(EvictionTest, LayerLargerThanTheCapIsResourceExhausted) {
   EXPECT_LAST_ERROR(TINYAI_ERR_RESOURCE_EXHAUSTED, std::to_string(h_) + " bytes");
   EXPECT_LAST_ERROR(TINYAI_ERR_RESOURCE_EXHAUSTED, std::to_string(cap) + " bytes");
   EXPECT_EQ(tinyaiGetMappedModelMemoryUsage(m), 0u);
-  // Its row blocks still fit.
+  // Its row slices still fit.
   const uint8_t* p = nullptr;
   uint64_t n = 0;
   int32_t b = -1;
@@ -494,10 +494,10 @@ TEST_F(EvictionTest, LayerLargerThanTheCapIsResourceExhausted) {
   ASSERT_EQ(tinyaiFindMappedTensor(m, "blk.1.ffn_up", &index), TINYAI_OK);
   ASSERT_EQ(m->AcquireRows(index, 5, &p, &n, &b), TINYAI_OK) << LastMessage();
   EXPECT_TRUE(RowsMatch(m, index, 5, p, n, ref_));
-  EXPECT_EQ(m->ReleaseBlock(b), TINYAI_OK);
+  EXPECT_EQ(m->ReleaseSlice(b), TINYAI_OK);
 }
 
-// A corrupt tensor: every load that touches it (its layer, its row blocks, a
+// A corrupt tensor: every load that touches it (its layer, its row slices, a
 // prefetch) fails with TINYAI_ERR_CHECKSUM naming it, again on every retry;
 // the failed load gives its memory back, pins nothing, and the rest of the
 // model keeps working.
@@ -553,7 +553,7 @@ TEST_F(WeightCacheTest, CorruptTensorFailsCleanly) {
     const uint8_t* p = nullptr;
     uint64_t n = 0;
     int32_t b = -1;
-    for (uint64_t row : {uint64_t{0}, m->blocks().rows(t) - 1}) {
+    for (uint64_t row : {uint64_t{0}, m->slices().rows(t) - 1}) {
       tinyaiClearLastError();
       EXPECT_EQ(m->AcquireRows(t, row, &p, &n, &b), TINYAI_ERR_CHECKSUM) << "row " << row;
       EXPECT_LAST_ERROR(TINYAI_ERR_CHECKSUM, name);
@@ -563,7 +563,7 @@ TEST_F(WeightCacheTest, CorruptTensorFailsCleanly) {
     for (int l : {3, 0, 4, 1}) EXPECT_GE(Touch(m, l), 0) << "the other layers still load";
     ASSERT_EQ(m->AcquireRows(0, 7, &p, &n, &b), TINYAI_OK) << LastMessage();
     EXPECT_TRUE(RowsMatch(m, 0, 7, p, n, ref_));
-    EXPECT_EQ(m->ReleaseBlock(b), TINYAI_OK);
+    EXPECT_EQ(m->ReleaseSlice(b), TINYAI_OK);
   }
 }
 
@@ -615,8 +615,8 @@ TEST_F(EvictionTest, LayersSmallerThanMinLayerCacheSizeAreNotEvicted) {
 
 // ---- The decode cycle ---------------------------------------------------------
 
-// Every row block in order, pass after pass (what decoding a token does), with
-// room for about half of them. Plain LRU always evicts the block needed
+// Every row slice in order, pass after pass (what decoding a token does), with
+// room for about half of them. Plain LRU always evicts the slice needed
 // soonest and hits nothing after the first pass; the adaptive policy learns
 // the cycle and keeps close to cap/cycle of it (Belady: cap-1 hits a pass).
 TEST_F(WeightCacheTest, DecodeCycleAdaptiveBeatsLru) {
@@ -624,9 +624,9 @@ TEST_F(WeightCacheTest, DecodeCycleAdaptiveBeatsLru) {
   TinyAIMmapConfig probe_cfg = Config(0, true);
   TinyAIMappedModel* probe = Open(probe_cfg);
   ASSERT_NE(probe, nullptr);
-  const int32_t n = probe->blocks().block_count();
-  const uint64_t slot = MaxBlockBytes(probe);
-  for (int32_t b = 0; b < n; ++b) ASSERT_EQ(probe->cache().EntryBytes(b), slot) << "every block takes one slot";
+  const int32_t n = probe->slices().slice_count();
+  const uint64_t slot = MaxSliceBytes(probe);
+  for (int32_t b = 0; b < n; ++b) ASSERT_EQ(probe->cache().EntryBytes(b), slot) << "every slice takes one slot";
   const int32_t fit = n / 2;
   const size_t cap = static_cast<size_t>(fit * slot);
 
@@ -640,7 +640,7 @@ TEST_F(WeightCacheTest, DecodeCycleAdaptiveBeatsLru) {
       for (int32_t b = 0; b < n; ++b) {
         const uint8_t* base = nullptr;
         ASSERT_EQ(m->cache().Acquire(b, &base), TINYAI_OK) << LastMessage();
-        if (pass == 0 || pass == kPasses - 1) ASSERT_TRUE(BlockMatches(m, b, base, ref_));
+        if (pass == 0 || pass == kPasses - 1) ASSERT_TRUE(SliceMatches(m, b, base, ref_));
         ASSERT_EQ(m->cache().Release(b), TINYAI_OK);
       }
       ASSERT_LE(tinyaiGetMappedModelMemoryUsage(m), cap);
@@ -654,7 +654,7 @@ TEST_F(WeightCacheTest, DecodeCycleAdaptiveBeatsLru) {
   const double uses = static_cast<double>(n) * (kPasses - 1);
   const double optimum = static_cast<double>(fit - 1) / n;  // Belady on a cycle
   const double lru_rate = hits[0] / uses, adaptive_rate = hits[1] / uses;
-  std::printf("[ decode   ] %d blocks, room for %d, %d passes counted: LRU %llu hits (%.3f), adaptive %llu hits "
+  std::printf("[ decode   ] %d slices, room for %d, %d passes counted: LRU %llu hits (%.3f), adaptive %llu hits "
               "(%.3f), optimum %.3f\n",
               n, fit, kPasses - 1, static_cast<unsigned long long>(hits[0]), lru_rate,
               static_cast<unsigned long long>(hits[1]), adaptive_rate, optimum);
@@ -725,32 +725,32 @@ TEST_F(WeightCacheTest, StatsAddUpForAScriptedSequence) {
   EXPECT_EQ(s.misses, 0u);
   EXPECT_EQ(s.bytesRead, 0u);
 
-  // Row blocks: the first block of a tensor that spans several blocks also
-  // reads the whole tensor once to check its CRC; later blocks read only
+  // Row slices: the first slice of a tensor that spans several slices also
+  // reads the whole tensor once to check its CRC; later slices read only
   // themselves.
   TinyAIMappedModel* r = Open(Config(0, false));
   ASSERT_NE(r, nullptr);
-  const tinyai::RowBlockTable& table = r->blocks();
-  ASSERT_EQ(table.block(0).tensor, 0);
-  ASSERT_GT(table.spans(0).size(), 2u) << "the embedding spans several blocks";
+  const tinyai::RowSliceTable& table = r->slices();
+  ASSERT_EQ(table.slice(0).tensor, 0);
+  ASSERT_GT(table.spans(0).size(), 2u) << "the embedding spans several slices";
   TinyAITensorInfo embd;
   std::memset(&embd, 0, sizeof embd);
   embd.structSize = sizeof embd;
   ASSERT_EQ(tinyaiGetMappedTensorInfo(r, 0, &embd), TINYAI_OK);
   const uint8_t* base = nullptr;
   ASSERT_EQ(r->cache().Acquire(0, &base), TINYAI_OK) << LastMessage();
-  EXPECT_TRUE(BlockMatches(r, 0, base, ref_));
+  EXPECT_TRUE(SliceMatches(r, 0, base, ref_));
   s = Stats(r);
   EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.bytesRead, embd.storedSize + table.block(0).stored_size);
-  EXPECT_EQ(s.bytesLoaded, table.block(0).decoded_size);
+  EXPECT_EQ(s.bytesRead, embd.storedSize + table.slice(0).stored_size);
+  EXPECT_EQ(s.bytesLoaded, table.slice(0).decoded_size);
   ASSERT_EQ(r->cache().Acquire(1, &base), TINYAI_OK) << LastMessage();
-  EXPECT_TRUE(BlockMatches(r, 1, base, ref_));
+  EXPECT_TRUE(SliceMatches(r, 1, base, ref_));
   ASSERT_EQ(r->cache().Acquire(0, &base), TINYAI_OK) << LastMessage();
   s = Stats(r);
   EXPECT_EQ(s.hits, 1u);
   EXPECT_EQ(s.misses, 2u);
-  EXPECT_EQ(s.bytesRead, embd.storedSize + table.block(0).stored_size + table.block(1).stored_size);
+  EXPECT_EQ(s.bytesRead, embd.storedSize + table.slice(0).stored_size + table.slice(1).stored_size);
   EXPECT_EQ(s.heldBytes, r->cache().EntryBytes(0) + r->cache().EntryBytes(1));
   EXPECT_EQ(s.capacity, 0u);
   for (int32_t b : {0, 1, 0}) EXPECT_EQ(r->cache().Release(b), TINYAI_OK);
@@ -856,9 +856,9 @@ TEST_F(WeightCacheTest, PrefetchWithWorkers) {
     EXPECT_EQ(tinyaiReleaseLayerWeights(m, 1), TINYAI_OK);
     EXPECT_EQ(tinyaiReleaseLayerWeights(m, 3), TINYAI_OK);
 
-    // Every layer and every block prefetched at once: the cap holds.
+    // Every layer and every slice prefetched at once: the cap holds.
     for (int l = 0; l < m->layer_count(); ++l) ASSERT_EQ(tinyaiPrefetchLayerWeights(m, l), TINYAI_OK);
-    for (int32_t b = 0; b < m->blocks().block_count(); ++b) m->PrefetchBlock(b);
+    for (int32_t b = 0; b < m->slices().slice_count(); ++b) m->PrefetchSlice(b);
     ASSERT_TRUE(WaitFor(m, [&](const TinyAICacheStats& x) {
       // Entries found loaded when their turn came count neither way; every
       // request above is for an entry nobody else loads meanwhile.
@@ -872,25 +872,25 @@ TEST_F(WeightCacheTest, PrefetchWithWorkers) {
 
 // ---- Closing twice --------------------------------------------------------------
 
-// A row block target near 2^64 (rowBlockSize SIZE_MAX: "as large as you
-// like") packs each layer into one block, each tensor one span, and the
+// A row slice target near 2^64 (rowSliceSize SIZE_MAX: "as large as you
+// like") packs each layer into one slice, each tensor one span, and the
 // runner streams them as with any target. Found by tinyai_capi_fuzz:
 // stored_offset + target wrapped around, so every row became a span of its
-// own in one open block, and WeightStream::MatMul, pinning one entry per
-// span, wrote past its per-block arrays (heap-buffer-overflow).
-TEST_F(WeightCacheTest, HugeRowBlockSizeMakesOneBlockPerLayer) {
+// own in one open slice, and WeightStream::MatMul, pinning one entry per
+// span, wrote past its per-slice arrays (heap-buffer-overflow).
+TEST_F(WeightCacheTest, HugeRowSliceSizeMakesOneSlicePerLayer) {
   std::string expected;
-  for (size_t row_block : {size_t{1} << 20, SIZE_MAX, SIZE_MAX / 2 + 1, SIZE_MAX - 4095}) {
-    SCOPED_TRACE(row_block);
-    TinyAIMmapConfig cfg = Config(0, true, row_block);
+  for (size_t row_slice : {size_t{1} << 20, SIZE_MAX, SIZE_MAX / 2 + 1, SIZE_MAX - 4095}) {
+    SCOPED_TRACE(row_slice);
+    TinyAIMmapConfig cfg = Config(0, true, row_slice);
     TinyAIMappedModel* m = Open(cfg);
     ASSERT_NE(m, nullptr);
-    if (row_block != (size_t{1} << 20)) {
-      EXPECT_EQ(m->blocks().block_count(), m->layer_count());
-      for (int32_t t = 0; t < tinyaiGetMappedTensorCount(m); ++t) EXPECT_EQ(m->blocks().spans(t).size(), 1u) << t;
+    if (row_slice != (size_t{1} << 20)) {
+      EXPECT_EQ(m->slices().slice_count(), m->layer_count());
+      for (int32_t t = 0; t < tinyaiGetMappedTensorCount(m); ++t) EXPECT_EQ(m->slices().spans(t).size(), 1u) << t;
     }
     TinyAILLMConfig llm_cfg = tinyaiCreateDefaultLLMConfig();
-    llm_cfg.memoryLimit = 4u << 20;  // MEMORY_OPT: the weights stream through windows of blocks
+    llm_cfg.memoryLimit = 4u << 20;  // MEMORY_OPT: the weights stream through windows of slices
     TinyAILLM* llm = nullptr;
     ASSERT_EQ(tinyaiCreateLLM(m, &llm_cfg, &llm), TINYAI_OK) << LastMessage();
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
@@ -934,7 +934,7 @@ TEST_F(WeightCacheTest, ClosingAModelTwiceIsMisuse) {
 
 namespace {
 
-// A block used twice in a row once per cycle (a norm, then the matrix rows
+// A slice used twice in a row once per cycle (a norm, then the matrix rows
 // packed after it) must still be predicted a whole cycle away after its
 // second use, not treated as overdue (which would make it LRU prey).
 TEST(CachePolicyTest, DoubleTouchPerCycleLearnsTheCycle) {
@@ -946,7 +946,7 @@ TEST(CachePolicyTest, DoubleTouchPerCycleLearnsTheCycle) {
   }
   const uint64_t now = 7 + 2 * kCycle;
   EXPECT_GE(tinyai::PredictedDistance(u, now, true), kCycle - 5);
-  // A block used once per cycle just before now is predicted further away
+  // A slice used once per cycle just before now is predicted further away
   // than one needed a few accesses from now.
   tinyai::EntryUse soon;
   tinyai::RecordUse(&soon, 10 + kCycle);

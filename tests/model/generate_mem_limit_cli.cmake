@@ -1,7 +1,7 @@
 # The issue's acceptance run: a ~320 MB synthetic model (tied 98 MB
 # classifier) generates under tinyai-generate --mem-limit 64M with the
 # process's peak RSS within 64 MB plus the README's 16 MB overhead, its
-# classifier streamed in row blocks; tinyai-inspect reports a least limit
+# classifier streamed in row slices; tinyai-inspect reports a least limit
 # below that; a limit under the minimum and a zero limit are refused.
 # Run by ctest as generate_mem_limit_320M with CONVERT, GENERATE, INSPECT,
 # EXAMPLE (the guide's LLM example; empty when examples are not built),

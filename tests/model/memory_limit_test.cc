@@ -140,8 +140,8 @@ TEST_F(MemoryLimitTest, LimitBelowTheMinimumFailsBeforeRunning) {
   TinyAIMemoryReport need;
   need.structSize = sizeof need;
   ASSERT_EQ(tinyaiEstimateLLMMemory(model, &cfg, &need), TINYAI_OK) << LastMessage();
-  EXPECT_GT(need.largestBlockBytes, 0u);
-  EXPECT_LT(need.minimumMemoryLimit, 8ull << 20) << "row blocks, not layers, set the minimum";
+  EXPECT_GT(need.largestSliceBytes, 0u);
+  EXPECT_LT(need.minimumMemoryLimit, 8ull << 20) << "row slices, not layers, set the minimum";
 
   for (uint64_t limit : {need.minimumMemoryLimit - 1, need.minimumMemoryLimit / 2, uint64_t{1}}) {
     SCOPED_TRACE(limit);
@@ -150,9 +150,9 @@ TEST_F(MemoryLimitTest, LimitBelowTheMinimumFailsBeforeRunning) {
     EXPECT_EQ(tinyaiCreateLLM(model, &cfg, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
     EXPECT_EQ(llm, nullptr);
     const std::string msg = LastMessage();
-    EXPECT_NE(msg.find(need.largestBlockTensor), std::string::npos) << msg;
+    EXPECT_NE(msg.find(need.largestSliceTensor), std::string::npos) << msg;
     EXPECT_NE(msg.find(std::to_string(limit)), std::string::npos) << msg;
-    EXPECT_NE(msg.find(std::to_string(need.largestBlockBytes)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(need.largestSliceBytes)), std::string::npos) << msg;
   }
   // Exactly the minimum runs.
   cfg.memoryLimit = static_cast<size_t>(need.minimumMemoryLimit);

@@ -10,7 +10,7 @@
 //     streaming execution;
 //  4. the language model: debug execution and several max shapes give the
 //     same logits, and tinyaiExecuteNextLayer generates the golden text;
-//  5. the modes on a synthetic model streamed in 64 KB row blocks: what
+//  5. the modes on a synthetic model streamed in 64 KB row slices: what
 //     NORMAL loads, MEMORY_OPT's evictions, STREAMING at the minimum, what
 //     ADAPTIVE picks, and the same text in all of them;
 //  6. the reports and the activation-DAG dump.
@@ -66,10 +66,10 @@ using ModelPtr = std::unique_ptr<TinyAIMappedModel, ModelCloser>;
 using SchedPtr = std::unique_ptr<TinyAIForwardScheduler, SchedulerDestroyer>;
 using LLMPtr = std::unique_ptr<TinyAILLM, LLMDestroyer>;
 
-// Opens path (rowBlockSize 0 = the default).
-ModelPtr Open(const std::string& path, size_t row_block = 0) {
+// Opens path (rowSliceSize 0 = the default).
+ModelPtr Open(const std::string& path, size_t row_slice = 0) {
   TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
-  if (row_block) cfg.rowBlockSize = row_block;
+  if (row_slice) cfg.rowSliceSize = row_slice;
   ModelPtr m(tinyaiOpenMappedModel(path.c_str(), &cfg));
   EXPECT_NE(m, nullptr) << path << ": " << LastMessage();
   return m;
@@ -118,7 +118,7 @@ size_t Count(const std::string& text, const std::string& needle) {
 // What a plan needs in a mode (the scheduler's own accounting), without the
 // caller's input and output.
 uint64_t Need(const TinyAISchedulerReport& r, bool normal) {
-  return (normal ? r.weightResidentBytes : r.largestBlockBytes) + r.arenaBytes + r.kvCacheBytes + r.tableBytes;
+  return (normal ? r.weightResidentBytes : r.largestSliceBytes) + r.arenaBytes + r.kvCacheBytes + r.tableBytes;
 }
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -1749,12 +1749,12 @@ TEST_F(LlamaTest, ExecuteNextLayerMatchesGenerate) {
 }
 
 // =====================================================================================
-// 5. Modes and memory on a model streamed in 64 KB row blocks
+// 5. Modes and memory on a model streamed in 64 KB row slices
 // =====================================================================================
 
 class ModesTest : public ::testing::Test {
  protected:
-  static constexpr size_t kRowBlock = 64u << 10;
+  static constexpr size_t kRowSlice = 64u << 10;
 
   void SetUp() override {
     tinyai::LlamaShape shape;
@@ -1796,11 +1796,11 @@ class ModesTest : public ::testing::Test {
   std::string path_;
 };
 
-TEST_F(ModesTest, NormalLoadsEveryBlockAtPrepareAndNeverAgain) {
-  ModelPtr m = Open(path_, kRowBlock);
+TEST_F(ModesTest, NormalLoadsEverySliceAtPrepareAndNeverAgain) {
+  ModelPtr m = Open(path_, kRowSlice);
   ASSERT_TRUE(m);
-  const int32_t blocks = m->blocks().block_count();
-  ASSERT_GT(blocks, 40) << "the model should stream in many blocks";
+  const int32_t slices = m->slices().slice_count();
+  ASSERT_GT(slices, 40) << "the model should stream in many slices";
   const TinyAICacheStats before = tt::CacheStats(m.get());
   EXPECT_EQ(before.misses, 0u);
   SchedPtr s = Prepared(m.get(), TINYAI_EXEC_NORMAL, 0);
@@ -1809,7 +1809,7 @@ TEST_F(ModesTest, NormalLoadsEveryBlockAtPrepareAndNeverAgain) {
   EXPECT_EQ(r.mode, TINYAI_EXEC_NORMAL);
   EXPECT_TRUE(StartsWith(r.reason, "NORMAL")) << r.reason;
   const TinyAICacheStats loaded = tt::CacheStats(m.get());
-  EXPECT_EQ(loaded.misses, static_cast<uint64_t>(blocks)) << "every block loaded once at prepare";
+  EXPECT_EQ(loaded.misses, static_cast<uint64_t>(slices)) << "every slice loaded once at prepare";
   EXPECT_EQ(loaded.bytesLoaded, r.weightBytes);
   EXPECT_EQ(loaded.heldBytes, r.weightResidentBytes);
   EXPECT_EQ(loaded.evictions, 0u);
@@ -1826,7 +1826,7 @@ TEST_F(ModesTest, NormalLoadsEveryBlockAtPrepareAndNeverAgain) {
 TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
   uint64_t normal = 0, half = 0, minimum = 0, memopt = 0;
   {
-    ModelPtr m = Open(path_, kRowBlock);
+    ModelPtr m = Open(path_, kRowSlice);
     ASSERT_TRUE(m);
     TinyAISchedulerConfig cfg = Config(1, 2);
     SchedPtr probe = Make(m.get(), TINYAI_EXEC_NORMAL, 0, &cfg);
@@ -1838,13 +1838,13 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
     memopt = Need(r, false);
     half = r.arenaBytes + r.kvCacheBytes + r.tableBytes + r.weightResidentBytes / 2;
     minimum = r.minimumMemoryLimit;
-    std::printf("weights %llu resident in blocks of at most %llu; NORMAL needs %llu, MEMORY_OPT %llu, half %llu, "
+    std::printf("weights %llu resident in slices of at most %llu; NORMAL needs %llu, MEMORY_OPT %llu, half %llu, "
                 "minimum %llu\n",
                 static_cast<unsigned long long>(r.weightResidentBytes),
-                static_cast<unsigned long long>(r.largestBlockBytes), static_cast<unsigned long long>(normal),
+                static_cast<unsigned long long>(r.largestSliceBytes), static_cast<unsigned long long>(normal),
                 static_cast<unsigned long long>(memopt), static_cast<unsigned long long>(half),
                 static_cast<unsigned long long>(minimum));
-    ASSERT_LE(r.largestBlockBytes, kRowBlock + 4096);
+    ASSERT_LE(r.largestSliceBytes, kRowSlice + 4096);
     ASSERT_LT(minimum, memopt);
     ASSERT_LT(memopt, half);
     ASSERT_LT(half, normal);
@@ -1865,7 +1865,7 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
   std::string text;
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(tinyaiExecutionModeName(c.requested)) + " at " + std::to_string(c.limit));
-    ModelPtr m = Open(path_, kRowBlock);
+    ModelPtr m = Open(path_, kRowSlice);
     ASSERT_TRUE(m);
     SchedPtr s = Prepared(m.get(), c.requested, static_cast<size_t>(c.limit));
     ASSERT_TRUE(s);
@@ -2049,9 +2049,9 @@ TEST_F(LlamaTest, ExecuteNextLayerKeepsToTheDeclaredOutputCapacity) {
   EXPECT_EQ(out[0], '\0');
 }
 
-// The largest row block is named by the tensor that fills it, not by the
+// The largest row slice is named by the tensor that fills it, not by the
 // small norm that happens to come first in it.
-TEST_F(LlamaTest, TheLargestRowBlockIsNamedByItsLargestTensor) {
+TEST_F(LlamaTest, TheLargestRowSliceIsNamedByItsLargestTensor) {
   ModelPtr m = Open(synthetic_);
   ASSERT_TRUE(m);
   SchedPtr s = Make(m.get(), TINYAI_EXEC_ADAPTIVE, 1000);
@@ -2059,19 +2059,19 @@ TEST_F(LlamaTest, TheLargestRowBlockIsNamedByItsLargestTensor) {
   ASSERT_EQ(tinyaiAddModelLayersToSchedule(s.get()), TINYAI_OK);
   EXPECT_EQ(tinyaiPrepareForwardPass(s.get()), TINYAI_ERR_RESOURCE_EXHAUSTED);
   const std::string message = LastMessage();
-  EXPECT_TRUE(Contains(message, "largest row block")) << message;
-  EXPECT_FALSE(Contains(message, "norm'")) << "a norm of a few hundred bytes names a block of kilobytes: " << message;
-  // The block the memory report names is the one the message names.
+  EXPECT_TRUE(Contains(message, "largest row slice")) << message;
+  EXPECT_FALSE(Contains(message, "norm'")) << "a norm of a few hundred bytes names a slice of kilobytes: " << message;
+  // The slice the memory report names is the one the message names.
   TinyAIMemoryReport est;
   std::memset(&est, 0, sizeof est);
   est.structSize = sizeof est;
   ASSERT_EQ(tinyaiEstimateLLMMemory(m.get(), nullptr, &est), TINYAI_OK) << LastMessage();
-  EXPECT_TRUE(Contains(message, std::string("'") + est.largestBlockTensor + "'")) << message;
-  EXPECT_EQ(std::string(est.largestBlockTensor).find("norm"), std::string::npos) << est.largestBlockTensor;
+  EXPECT_TRUE(Contains(message, std::string("'") + est.largestSliceTensor + "'")) << message;
+  EXPECT_EQ(std::string(est.largestSliceTensor).find("norm"), std::string::npos) << est.largestSliceTensor;
 }
 
 TEST_F(ModesTest, RequestedMemoryOptSaysItWasRequestedNotThatTheWeightsDoNotFit) {
-  ModelPtr m = Open(path_, kRowBlock);
+  ModelPtr m = Open(path_, kRowSlice);
   ASSERT_TRUE(m);
   for (size_t limit : {size_t{0}, size_t{100u << 20}}) {
     SCOPED_TRACE("limit " + std::to_string(limit));

@@ -82,7 +82,7 @@ warm() { cat "$1" > /dev/null; cat "$1" > /dev/null; }
 
 # Storage read rates, the yardsticks for bytes read per token x tokens/s:
 # the disk (page cache dropped, O_DIRECT 1 MiB reads; one stream, as each of
-# the cache's loaders reads one 1 MiB block at a time, and two streams, as the
+# the cache's loaders reads one 1 MiB slice at a time, and two streams, as the
 # caller and a prefetch worker may load at once) and the page cache (the file
 # cached, 1 MiB reads).
 dd_rate() {  # prints bytes/s of dd's summary line

@@ -155,9 +155,9 @@ int Run(int argc, char** argv) {
       std::printf(",\"weights_bytes\":%" PRIu64 ",\"weights_resident_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64 ",\"lower_bound_bytes\":%" PRIu64
                   ",\"naive_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"table_bytes\":%" PRIu64
                   ",\"min_mem_limit_bytes\":%" PRIu64 ",\"mem_limit_bytes\":%" PRIu64 ",\"weight_cache_cap_bytes\":%" PRIu64
-                  ",\"largest_row_block_bytes\":%" PRIu64 ",\"fits\":%s,\"mode\":\"%s\",\"requested_mode\":\"%s\",\"reason\":",
+                  ",\"largest_row_slice_bytes\":%" PRIu64 ",\"fits\":%s,\"mode\":\"%s\",\"requested_mode\":\"%s\",\"reason\":",
                   rep.weightBytes, rep.weightResidentBytes, rep.arenaBytes, rep.lowerBoundBytes, rep.naiveBytes, rep.kvCacheBytes, rep.tableBytes,
-                  rep.minimumMemoryLimit, rep.memoryLimit, rep.weightCacheCap, rep.largestBlockBytes,
+                  rep.minimumMemoryLimit, rep.memoryLimit, rep.weightCacheCap, rep.largestSliceBytes,
                   no_fit.empty() ? "true" : "false", no_fit.empty() ? tinyaiExecutionModeName(rep.mode) : "NONE",
                   tinyaiExecutionModeName(rep.requestedMode));
       const std::string reason = no_fit.empty() ? rep.reason : no_fit;
@@ -172,9 +172,9 @@ int Run(int argc, char** argv) {
     }
     if (have_mem && !plan) {
       std::printf(",\"min_mem_limit_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
-                  ",\"largest_row_block_bytes\":%" PRIu64 ",\"largest_row_block_tensor\":%s",
-                  mem.minimumMemoryLimit, mem.kvCacheBytes, mem.activationBytes, mem.largestBlockBytes,
-                  tt::JsonString(mem.largestBlockTensor).c_str());
+                  ",\"largest_row_slice_bytes\":%" PRIu64 ",\"largest_row_slice_tensor\":%s",
+                  mem.minimumMemoryLimit, mem.kvCacheBytes, mem.activationBytes, mem.largestSliceBytes,
+                  tt::JsonString(mem.largestSliceTensor).c_str());
     }
     for (const char* key : kIntKeys) {
       int64_t v;
@@ -223,18 +223,18 @@ int Run(int argc, char** argv) {
       std::printf("    %d layers, %d operators (%d in place), %d buffers, %d max shape(s), %d rows per pass\n",
                   rep.layerCount, rep.opCount, rep.inPlaceCount, rep.bufferCount, rep.shapeCount, rep.rowsPerPass);
       if (!rep.atLowerBound) std::printf("    above the lower bound: %s\n", rep.planNote);
-      std::printf("    weights %.2f MiB (%.2f MiB resident in NORMAL; largest row block %.3f MiB), KV cache %.2f MiB, tables %.3f MiB; cache cap %s\n",
+      std::printf("    weights %.2f MiB (%.2f MiB resident in NORMAL; largest row slice %.3f MiB), KV cache %.2f MiB, tables %.3f MiB; cache cap %s\n",
                   tinyai_tools::Mib(rep.weightBytes), tinyai_tools::Mib(rep.weightResidentBytes),
-                  tinyai_tools::Mib(rep.largestBlockBytes),
+                  tinyai_tools::Mib(rep.largestSliceBytes),
                   tinyai_tools::Mib(rep.kvCacheBytes), tinyai_tools::Mib(rep.tableBytes),
                   rep.weightCacheCap ? (std::to_string(rep.weightCacheCap) + " bytes").c_str() : "none");
       std::printf("    least --mem-limit %.2f MiB (%" PRIu64 " bytes)\n", tinyai_tools::Mib(rep.minimumMemoryLimit), rep.minimumMemoryLimit);
     }
     if (have_mem) {
-      std::printf("  least --mem-limit %.2f MiB (%" PRIu64 " bytes): row blocks up to %.2f MiB (tensor '%s'), KV cache "
+      std::printf("  least --mem-limit %.2f MiB (%" PRIu64 " bytes): row slices up to %.2f MiB (tensor '%s'), KV cache "
                   "%.2f MiB, activations %.2f MiB, tables %.2f MiB\n",
-                  tinyai_tools::Mib(mem.minimumMemoryLimit), mem.minimumMemoryLimit, tinyai_tools::Mib(mem.largestBlockBytes),
-                  mem.largestBlockTensor, tinyai_tools::Mib(mem.kvCacheBytes), tinyai_tools::Mib(mem.activationBytes),
+                  tinyai_tools::Mib(mem.minimumMemoryLimit), mem.minimumMemoryLimit, tinyai_tools::Mib(mem.largestSliceBytes),
+                  mem.largestSliceTensor, tinyai_tools::Mib(mem.kvCacheBytes), tinyai_tools::Mib(mem.activationBytes),
                   tinyai_tools::Mib(mem.otherBytes));
     }
     std::printf("%d layers:\n", layers);

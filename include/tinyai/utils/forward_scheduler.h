@@ -48,7 +48,7 @@
  * Modes, under memoryLimit (bytes for weights, arena, KV cache and tables; 0 =
  * no limit):
  *  - NORMAL keeps every weight resident (loaded at prepare).
- *  - MEMORY_OPT streams weights through the model's cache in row blocks,
+ *  - MEMORY_OPT streams weights through the model's cache in row slices,
  *    pinning the running layer's and prefetching ahead; the cache gets what
  *    the rest leaves (and no more than the model's maxCacheSize).
  *  - STREAMING is MEMORY_OPT with each input split into fewer rows per pass
@@ -141,8 +141,8 @@ typedef struct TinyAISchedulerReport {
                                          0 for an uncompressed image in memory, used in place) */
     uint64_t weightCacheCap;          /* the weight cache's cap in this mode; 0 = none */
     uint64_t kvCacheBytes;            /* persistent state: the KV cache */
-    uint64_t tableBytes;              /* tokenizer, block and graph tables, loader index */
-    uint64_t largestBlockBytes;       /* the largest row block the cache must hold at once */
+    uint64_t tableBytes;              /* tokenizer, slice and graph tables, loader index */
+    uint64_t largestSliceBytes;       /* the largest row slice the cache must hold at once */
     int32_t rowsPerPass;              /* rows a pass takes at most (STREAMING's split) */
     int32_t layerCount;               /* layers in the schedule */
     int32_t opCount;                  /* operators in the activation graph */
@@ -192,7 +192,8 @@ TINYAI_API TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* schedul
  * tinyaiSetSchedulerOutputCapacity() (or TinyAISchedulerConfig.outputCapacity),
  * since this signature cannot say how large output is. When a call fails,
  * output holds an empty string. */
-TINYAI_API bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex);
+TINYAI_API bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output,
+                                       int* layerIndex);
 
 /* The bytes tinyaiExecuteNextLayer() may write at output for a language
  * model, NUL included (>= 1; default 1024): generation ends before a piece
@@ -227,8 +228,9 @@ TINYAI_API void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler)
 TINYAI_API TinyAISchedulerConfig tinyaiCreateDefaultSchedulerConfig(void);
 
 /* As tinyaiCreateForwardScheduler() with a configuration (NULL = defaults). */
-TINYAI_API TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model, TinyAIExecutionMode mode,
-                                                                          size_t memoryLimit, const TinyAISchedulerConfig* config);
+TINYAI_API TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel* model,
+                                                                          TinyAIExecutionMode mode, size_t memoryLimit,
+                                                                          const TinyAISchedulerConfig* config);
 
 /* Adds every layer of the model with the dependencies it describes (a
  * language model's chain; a dense network's inputs). TINYAI_ERR_UNSUPPORTED

@@ -49,7 +49,7 @@ typedef struct TinyAIMmapConfig {
     bool adaptiveCaching;      /* learn the access cycle to choose what stays; default true */
     bool verifyChecksums;      /* check every tensor's CRC-32C the first time any of it is
                                   loaded; default true */
-    size_t rowBlockSize;       /* bytes of rows the cache moves as one piece when a runner
+    size_t rowSliceSize;       /* bytes of rows the cache moves as one piece when a runner
                                   streams tensors; default 1 MB (kept for compressed tensors:
                                   their frames are the blocks). Smaller blocks lower the
                                   least memory a model runs in; larger ones cost fewer loads */
@@ -162,7 +162,7 @@ TINYAI_API TinyAIStatus tinyaiPrefetchLayerWeights(TinyAIMappedModel* model, int
 TINYAI_API TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int layerIndex);
 
 /* Bytes of memory the weight cache holds right now: loaded layers and row
- * blocks in whole pages, and slots kept for reuse; never above
+ * slices in whole pages, and slots kept for reuse; never above
  * maxCacheSize. Weights of an uncompressed image in memory are used in place
  * and count nothing. 0 for NULL. */
 TINYAI_API size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model);

@@ -229,7 +229,7 @@ struct Tile {
   static constexpr size_t S = B::size;
 
   // Also prefetches pf_rows rows starting at pf (row stride ldw), one line per
-  // 64 bytes of a row, so a later block streams in while this one computes.
+  // 64 bytes of a row, so a later panel streams in while this one computes.
   static void Run(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
                   size_t cols, const W* pf, size_t pf_rows) {
     Run(w, ldw, x, ldx, y, ldy, cols, pf, pf_rows, std::make_index_sequence<R>(),
@@ -265,12 +265,12 @@ struct Tile {
 // matvec rows: R rows at once, one accumulator per row (R independent FMA
 // chains, enough to cover FMA latency), each x chunk loaded once for all R
 // rows, one 64-byte line per row per step. With next (the following R rows,
-// or null after the last block), each step also prefetches the same line of
+// or null after the last panel), each step also prefetches the same line of
 // each next row into L2 (prefetcht2): rows of 0.5-3 KiB are streams too short
 // for the hardware prefetcher to get going, and on this machine (AMD EPYC,
 // AVX2) single-thread matvec from DRAM went from 11.7 to 6.2-6.7 ms (f32,
 // 131,072 x 256), 4.7 to 2.2-2.5 ms (f16, 32,000 x 768); prefetching into
-// L1, or two blocks ahead, gained nothing.
+// L1, or two panels ahead, gained nothing.
 template <class Arch, size_t R, class W = float>
 struct MatvecRows {
   using B = fbatch<Arch>;
@@ -335,20 +335,20 @@ void Matvec(const W* w, size_t ldw, const float* x, float* y, size_t rows, size_
 template <class Arch, class W>
 void Matmul(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows, size_t cols,
             size_t n) {
-  // A block of R rows (R * cols floats, a few KiB to tens of KiB) stays in L1/L2
+  // A panel of R rows (R * cols floats, a few KiB to tens of KiB) stays in L1/L2
   // while every group of V vectors passes over it, so each weight row comes from
-  // memory once for all n vectors. While a block is computed, the next one is
+  // memory once for all n vectors. While a panel is computed, the next one is
   // prefetched, so the DRAM stream overlaps the arithmetic. 3 x 4 (12
   // accumulators, 4 vector registers) measured best of 4x3, 6x2, 4x2, 2x4, 4x4
   // and 8x1 for AVX2 and SSE2, in cache and from DRAM.
   constexpr size_t R = 3;
   constexpr size_t V = 4;
   size_t r = 0;
-  const size_t groups = n / V + n % V;  // Tile calls per block of rows
+  const size_t groups = n / V + n % V;  // Tile calls per panel of rows
   for (; r + R <= rows; r += R) {
     const W* wr = w + r * ldw;
-    // Group g prefetches rows [g*R/groups, (g+1)*R/groups) of the next block, so
-    // the DRAM stream is spread over the whole computation of this block.
+    // Group g prefetches rows [g*R/groups, (g+1)*R/groups) of the next panel, so
+    // the DRAM stream is spread over the whole computation of this panel.
     const bool has_next = r + 2 * R <= rows;
     size_t g = 0, j = 0;
     for (; j + V <= n; j += V, ++g) {
@@ -457,7 +457,7 @@ void vecmat_k::operator()(Arch, const float* a, const float* v, size_t ldv, floa
                           size_t cols) const {
   using B = detail::fbatch<Arch>;
   constexpr size_t S = B::size;
-  // Column blocks of 4 batches held in registers across all n rows, so out is
+  // Column panels of 4 batches held in registers across all n rows, so out is
   // written once and each t accumulates in the same order as Ref().
   size_t c = 0;
   for (; c + 4 * S <= cols; c += 4 * S) {

@@ -1,4 +1,4 @@
-#include "loader/row_blocks.h"
+#include "loader/row_slices.h"
 
 #include <cstring>
 
@@ -11,22 +11,22 @@ namespace {
 
 constexpr uint64_t kNoFrames = UINT64_MAX;
 
-// Walks every layer's tensors and reports blocks and spans to emit (called
+// Walks every layer's tensors and reports slices and spans to emit (called
 // twice: once to count, once to fill). frames(t) gives a zstd tensor's frame
 // offsets.
-template <class EmitBlock, class EmitSpan, class Frames>
+template <class EmitSlice, class EmitSpan, class Frames>
 void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const uint64_t* row_bytes,
-          Frames&& frames, EmitBlock&& emit_block, EmitSpan&& emit_span) {
+          Frames&& frames, EmitSlice&& emit_slice, EmitSpan&& emit_span) {
   const auto layers = reader.layers();
   const auto tensors = reader.tensors();
-  int32_t next_block = 0;
+  int32_t next_slice = 0;
   for (size_t l = 0; l < layers.size(); ++l) {
     bool open = false;
-    RowBlock cur;
+    RowSlice cur;
     auto close = [&]() {
       if (open) {
-        emit_block(cur);
-        ++next_block;
+        emit_slice(cur);
+        ++next_slice;
       }
       open = false;
     };
@@ -39,7 +39,7 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
         const uint64_t rpf = e.codec_param;
         const uint32_t f_count = ZstdFrameCount(e);
         for (uint32_t f = 0; f < f_count; ++f) {
-          RowBlock b;
+          RowSlice b;
           b.stored_offset = e.offset + off[f];
           b.stored_size = off[f + 1] - off[f];
           uint64_t r0 = f * rpf, r1 = r0 + rpf < rows[t] ? r0 + rpf : rows[t];
@@ -47,9 +47,9 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
           b.layer = static_cast<int32_t>(l);
           b.tensor = ti;
           b.frame = static_cast<int32_t>(f);
-          emit_span(ti, TensorSpan{next_block, r0, r1, 0});
-          emit_block(b);
-          ++next_block;
+          emit_span(ti, TensorSpan{next_slice, r0, r1, 0});
+          emit_slice(b);
+          ++next_slice;
         }
         continue;
       }
@@ -61,20 +61,20 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
         if (open && row_start + rb - cur.stored_offset > target) close();
         if (!open) {
           open = true;
-          cur = RowBlock();
+          cur = RowSlice();
           cur.stored_offset = row_start;
           cur.layer = static_cast<int32_t>(l);
           cur.tensor = ti;
         }
         // As many rows as fit the target; at least one (a row larger than
-        // the target is a block of its own). The block's end saturates: a
-        // target near 2^64 (rowBlockSize SIZE_MAX) means the whole layer.
+        // the target is a slice of its own). The slice's end saturates: a
+        // target near 2^64 (rowSliceSize SIZE_MAX) means the whole layer.
         const uint64_t end = target > UINT64_MAX - cur.stored_offset ? UINT64_MAX : cur.stored_offset + target;
         uint64_t room = end > row_start ? end - row_start : 0;
         uint64_t fit = room / rb;
         if (fit == 0) fit = 1;
         uint64_t take = rows[t] - r < fit ? rows[t] - r : fit;
-        emit_span(ti, TensorSpan{next_block, r, r + take, row_start - cur.stored_offset});
+        emit_span(ti, TensorSpan{next_slice, r, r + take, row_start - cur.stored_offset});
         r += take;
         cur.stored_size = row_start + take * rb - cur.stored_offset;
         cur.decoded_size = cur.stored_size;
@@ -86,7 +86,7 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
 
 }  // namespace
 
-TinyAIStatus RowBlockTable::Build(const TmaiReader& reader, const WeightSource& source, uint64_t target) {
+TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& source, uint64_t target) {
   const auto tensors = reader.tensors();
   const size_t n = tensors.size();
   TINYAI_RETURN_IF_ERROR(rows_.Allocate(n, "row counts"));
@@ -118,54 +118,54 @@ TinyAIStatus RowBlockTable::Build(const TmaiReader& reader, const WeightSource& 
   auto frames = [this](int32_t t) { return frames_.data() + first_frame_[static_cast<size_t>(t)]; };
 
   // Count, then fill.
-  size_t blocks = 0, spans = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), frames, [&](const RowBlock&) { ++blocks; },
+  size_t slices = 0, spans = 0;
+  Pack(reader, target, rows_.data(), row_bytes_.data(), frames, [&](const RowSlice&) { ++slices; },
        [&](int32_t, const TensorSpan&) { ++spans; });
-  TINYAI_RETURN_IF_ERROR(blocks_.Allocate(blocks, "row blocks"));
+  TINYAI_RETURN_IF_ERROR(slices_.Allocate(slices, "row slices"));
   TINYAI_RETURN_IF_ERROR(spans_.Allocate(spans, "tensor spans"));
   TINYAI_RETURN_IF_ERROR(first_span_.Allocate(n + 1, "tensor span index"));
-  TINYAI_RETURN_IF_ERROR(layer_first_block_.Allocate(reader.layers().size() + 1, "layer block index"));
+  TINYAI_RETURN_IF_ERROR(layer_first_slice_.Allocate(reader.layers().size() + 1, "layer slice index"));
   // Spans arrive grouped by tensor in directory order (a tensor's rows are
   // walked in one go), so a running count gives each tensor's first span.
-  block_count_ = 0;
+  slice_count_ = 0;
   span_count_ = 0;
   int32_t last_tensor = -1;
   for (size_t t = 0; t <= n; ++t) first_span_[t] = 0;
   Pack(reader, target, rows_.data(), row_bytes_.data(), frames,
-       [&](const RowBlock& b) {
-         blocks_[block_count_++] = b;
+       [&](const RowSlice& b) {
+         slices_[slice_count_++] = b;
        },
        [&](int32_t t, const TensorSpan& s) {
          while (last_tensor < t) first_span_[static_cast<size_t>(++last_tensor)] = static_cast<uint32_t>(span_count_);
          spans_[span_count_++] = s;
        });
   while (last_tensor < static_cast<int32_t>(n)) first_span_[static_cast<size_t>(++last_tensor)] = static_cast<uint32_t>(span_count_);
-  // Layers: blocks are emitted in layer order.
+  // Layers: slices are emitted in layer order.
   const size_t layer_count = reader.layers().size();
   size_t b = 0;
   for (size_t l = 0; l <= layer_count; ++l) {
-    while (b < block_count_ && static_cast<size_t>(blocks_[b].layer) < l) ++b;
-    layer_first_block_[l] = static_cast<int32_t>(b);
+    while (b < slice_count_ && static_cast<size_t>(slices_[b].layer) < l) ++b;
+    layer_first_slice_[l] = static_cast<int32_t>(b);
   }
   max_decoded_ = 0;
   max_stored_frame_ = 0;
-  largest_block_ = -1;
-  for (size_t i = 0; i < block_count_; ++i) {
-    if (blocks_[i].decoded_size > max_decoded_) {
-      max_decoded_ = blocks_[i].decoded_size;
-      largest_block_ = static_cast<int32_t>(i);
+  largest_slice_ = -1;
+  for (size_t i = 0; i < slice_count_; ++i) {
+    if (slices_[i].decoded_size > max_decoded_) {
+      max_decoded_ = slices_[i].decoded_size;
+      largest_slice_ = static_cast<int32_t>(i);
     }
-    if (blocks_[i].frame >= 0 && blocks_[i].stored_size > max_stored_frame_) max_stored_frame_ = blocks_[i].stored_size;
+    if (slices_[i].frame >= 0 && slices_[i].stored_size > max_stored_frame_) max_stored_frame_ = slices_[i].stored_size;
   }
   return TINYAI_OK;
 }
 
-Span<const TensorSpan> RowBlockTable::spans(int32_t tensor) const {
+Span<const TensorSpan> RowSliceTable::spans(int32_t tensor) const {
   const uint32_t a = first_span_[static_cast<size_t>(tensor)], b = first_span_[static_cast<size_t>(tensor) + 1];
   return Span<const TensorSpan>(spans_.data() + a, b - a);
 }
 
-const TensorSpan* RowBlockTable::Find(int32_t tensor, uint64_t row) const {
+const TensorSpan* RowSliceTable::Find(int32_t tensor, uint64_t row) const {
   Span<const TensorSpan> s = spans(tensor);
   size_t lo = 0, hi = s.size();
   while (lo < hi) {
@@ -180,15 +180,15 @@ const TensorSpan* RowBlockTable::Find(int32_t tensor, uint64_t row) const {
   return &s[lo];
 }
 
-const uint64_t* RowBlockTable::frame_offsets(int32_t tensor) const {
+const uint64_t* RowSliceTable::frame_offsets(int32_t tensor) const {
   uint64_t first = first_frame_[static_cast<size_t>(tensor)];
   return first == kNoFrames ? nullptr : frames_.data() + first;
 }
 
-uint64_t RowBlockTable::bytes() const {
-  return blocks_.size() * sizeof(RowBlock) + spans_.size() * sizeof(TensorSpan) + first_span_.size() * 4 +
+uint64_t RowSliceTable::bytes() const {
+  return slices_.size() * sizeof(RowSlice) + spans_.size() * sizeof(TensorSpan) + first_span_.size() * 4 +
          (rows_.size() + row_bytes_.size() + frames_.size() + first_frame_.size()) * 8 +
-         layer_first_block_.size() * 4;
+         layer_first_slice_.size() * 4;
 }
 
 }  // namespace tinyai

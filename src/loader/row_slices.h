@@ -1,15 +1,15 @@
-// The unit the weight cache moves: a row block, a run of whole rows of one or
+// The unit the weight cache moves: a row slice, a run of whole rows of one or
 // more tensors of one layer that is loaded, kept and evicted as one piece.
 //
-// Uncompressed tensors are packed greedily in file order: a block takes rows
+// Uncompressed tensors are packed greedily in file order: a slice takes rows
 // (of the tensor at hand, then of the next tensor of the layer) until another
 // row would push it past the target size, so small tensors (norms) ride along
-// with their neighbours and a big matrix is cut into blocks of about the
-// target. A row larger than the target is a block of its own. A zstd tensor's
-// blocks are its frames (docs/format.md), each decoded alone. Blocks never
+// with their neighbours and a big matrix is cut into slices of about the
+// target. A row larger than the target is a slice of its own. A zstd tensor's
+// slices are its frames (docs/format.md), each decoded alone. Slices never
 // span layers.
 //
-// The smallest cache that can run a model holds its largest block, so the
+// The smallest cache that can run a model holds its largest slice, so the
 // target, not the largest layer or tensor, sets the floor of a memory limit.
 #ifndef TINYAI_LOADER_ROW_BLOCKS_H_
 #define TINYAI_LOADER_ROW_BLOCKS_H_
@@ -24,7 +24,7 @@
 
 namespace tinyai {
 
-struct RowBlock {
+struct RowSlice {
   uint64_t stored_offset = 0;  // file offset of the bytes to read
   uint64_t stored_size = 0;
   uint64_t decoded_size = 0;   // bytes in memory once loaded
@@ -33,25 +33,25 @@ struct RowBlock {
   int32_t frame = -1;          // zstd frame index; -1 for uncompressed bytes
 };
 
-// Rows [row_begin, row_end) of a tensor live in `block`, row_begin's first
-// byte `offset` bytes from the block's start.
+// Rows [row_begin, row_end) of a tensor live in `slice`, row_begin's first
+// byte `offset` bytes from the slice's start.
 struct TensorSpan {
-  int32_t block = -1;
+  int32_t slice = -1;
   uint64_t row_begin = 0;
   uint64_t row_end = 0;
   uint64_t offset = 0;
 };
 
-class RowBlockTable {
+class RowSliceTable {
  public:
-  // Splits every layer of reader's model into blocks of about target_bytes.
+  // Splits every layer of reader's model into slices of about target_bytes.
   // Frame tables of zstd tensors are read from source and validated.
   TinyAIStatus Build(const TmaiReader& reader, const WeightSource& source, uint64_t target_bytes);
 
-  Span<const RowBlock> blocks() const { return Span<const RowBlock>(blocks_.data(), block_count_); }
-  const RowBlock& block(int32_t b) const { return blocks_[static_cast<size_t>(b)]; }
-  int32_t block_count() const { return static_cast<int32_t>(block_count_); }
-  // The tensor's spans in row order; empty for a tensor no block can hold
+  Span<const RowSlice> slices() const { return Span<const RowSlice>(slices_.data(), slice_count_); }
+  const RowSlice& slice(int32_t b) const { return slices_[static_cast<size_t>(b)]; }
+  int32_t slice_count() const { return static_cast<int32_t>(slice_count_); }
+  // The tensor's spans in row order; empty for a tensor no slice can hold
   // (a codec this build cannot load).
   Span<const TensorSpan> spans(int32_t tensor) const;
   // The span holding row of tensor; nullptr when row is out of range.
@@ -60,32 +60,32 @@ class RowBlockTable {
   uint64_t row_bytes(int32_t tensor) const { return row_bytes_[static_cast<size_t>(tensor)]; }
   // Offsets of a zstd tensor's frames from its stored start (F+1 entries).
   const uint64_t* frame_offsets(int32_t tensor) const;
-  // The first block of a layer and the one past its last.
-  int32_t layer_first_block(int32_t layer) const { return layer_first_block_[static_cast<size_t>(layer)]; }
-  int32_t layer_end_block(int32_t layer) const { return layer_first_block_[static_cast<size_t>(layer) + 1]; }
+  // The first slice of a layer and the one past its last.
+  int32_t layer_first_slice(int32_t layer) const { return layer_first_slice_[static_cast<size_t>(layer)]; }
+  int32_t layer_end_slice(int32_t layer) const { return layer_first_slice_[static_cast<size_t>(layer) + 1]; }
 
   uint64_t max_decoded_bytes() const { return max_decoded_; }
   uint64_t max_stored_frame_bytes() const { return max_stored_frame_; }
-  int32_t largest_block() const { return largest_block_; }
+  int32_t largest_slice() const { return largest_slice_; }
   // Bytes this table holds (for memory accounting).
   uint64_t bytes() const;
 
  private:
-  TinyAIStatus AddBlock(const RowBlock& b);
+  TinyAIStatus AddSlice(const RowSlice& b);
   TinyAIStatus AddSpan(int32_t tensor, const TensorSpan& s);
 
-  Array<RowBlock> blocks_;
-  size_t block_count_ = 0;
+  Array<RowSlice> slices_;
+  size_t slice_count_ = 0;
   Array<TensorSpan> spans_;
   size_t span_count_ = 0;
   Array<uint32_t> first_span_;  // per tensor, +1 sentinel
   Array<uint64_t> rows_, row_bytes_;
   Array<uint64_t> frames_;          // zstd frame tables, concatenated
   Array<uint64_t> first_frame_;     // per tensor: index into frames_ (UINT64_MAX when raw)
-  Array<int32_t> layer_first_block_;  // per layer, +1 sentinel
+  Array<int32_t> layer_first_slice_;  // per layer, +1 sentinel
   uint64_t max_decoded_ = 0;
   uint64_t max_stored_frame_ = 0;
-  int32_t largest_block_ = -1;
+  int32_t largest_slice_ = -1;
 };
 
 }  // namespace tinyai
