@@ -6,12 +6,15 @@
 //                                       >= 256 MiB, so every read comes from
 //                                       DRAM, as in decoding a real model
 //   matmul/<table>/<rows>x<cols>/n:8    8 vectors against the same rows
+//   matvec_f16/..., matvec_f16_cold/..., matmul_f16/...
+//                                       the same over IEEE half weights (the
+//                                       table's f16 weight kernels)
 //   vecmat/<table>/...                  attention-shaped weighted row sum
 //   memory_read_probe/...               streams a 256 MiB buffer with wide
 //                                       loads: the machine's read bandwidth
 //
-// bytes_per_second counts weight (matrix) bytes read once per call, so matvec
-// figures compare directly with the probe.
+// bytes_per_second counts weight (matrix) bytes read once per call (4 per
+// f32 weight, 2 per f16), so matvec figures compare directly with the probe.
 #include <benchmark/benchmark.h>
 
 #include <stdlib.h>
@@ -28,7 +31,9 @@
 #include <immintrin.h>
 #endif
 
+#include "common/half.h"
 #include "kernels/kernels.h"
+#include "tinyai/types.h"
 
 namespace {
 
@@ -80,6 +85,72 @@ void BM_Matvec(benchmark::State& state, const KernelTable* t, size_t rows, size_
     if (++k == copies) k = 0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * mat * sizeof(float));
+}
+
+// The same products over f16 weights, through the table's weight kernels.
+struct AlignedHalves {
+  explicit AlignedHalves(size_t n) : count(n) {
+    const size_t bytes = (n * sizeof(uint16_t) + 63) / 64 * 64 + 64;
+    data = static_cast<uint16_t*>(aligned_alloc(64, bytes));
+    memset(data, 0, bytes);
+  }
+  ~AlignedHalves() { free(data); }
+  AlignedHalves(const AlignedHalves&) = delete;
+  AlignedHalves& operator=(const AlignedHalves&) = delete;
+  uint16_t* data;
+  size_t count;
+};
+
+void FillRandomHalves(uint16_t* p, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) p[i] = tinyai::FloatToHalf(dist(rng));
+}
+
+void BM_MatvecF16(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, bool cold) {
+  const tinyai::kernels::WeightKernels& f16 = t->weights[TINYAI_DTYPE_F16];
+  if (!f16.matvec) {
+    state.SkipWithError("no f16 kernels in this table");
+    return;
+  }
+  const size_t mat = rows * cols;
+  size_t copies = 1;
+  if (cold) copies = (kProbeBytes + mat * sizeof(uint16_t) - 1) / (mat * sizeof(uint16_t));
+  AlignedHalves w(mat * copies);
+  AlignedFloats x(cols), y(rows);
+  FillRandomHalves(w.data, mat * copies, 1);
+  FillRandom(x.data, cols, 2);
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(w.data);
+  const size_t row_bytes = cols * sizeof(uint16_t);
+  size_t k = 0;
+  for (auto _ : state) {
+    f16.matvec(base + k * mat * sizeof(uint16_t), row_bytes, x.data, y.data, rows, cols);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+    if (++k == copies) k = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * mat * sizeof(uint16_t));
+}
+
+void BM_MatmulF16(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, size_t n) {
+  const tinyai::kernels::WeightKernels& f16 = t->weights[TINYAI_DTYPE_F16];
+  if (!f16.matmul) {
+    state.SkipWithError("no f16 kernels in this table");
+    return;
+  }
+  AlignedHalves w(rows * cols);
+  AlignedFloats x(n * cols), y(n * rows);
+  FillRandomHalves(w.data, rows * cols, 3);
+  FillRandom(x.data, n * cols, 4);
+  for (auto _ : state) {
+    f16.matmul(reinterpret_cast<const uint8_t*>(w.data), cols * sizeof(uint16_t), x.data, cols, y.data, rows, rows,
+               cols, n);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * cols * sizeof(uint16_t));
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * rows * cols * n * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_Matmul(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, size_t n) {
@@ -199,6 +270,29 @@ void RegisterAll() {
       std::string name = std::string("matmul/") + t->name + "/" + std::to_string(s.rows) + "x" +
                          std::to_string(s.cols) + "/n:8";
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s.rows, s.cols, size_t{8})
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
+  for (bool cold : {false, true}) {
+    for (const Shape& s : shapes) {
+      if (cold && s.rows == 32000) continue;  // 49 MB already misses every cache
+      for (const KernelTable* t : tables) {
+        if (!t->weights[TINYAI_DTYPE_F16].matvec) continue;
+        std::string name = std::string(cold ? "matvec_f16_cold/" : "matvec_f16/") + t->name + "/" +
+                           std::to_string(s.rows) + "x" + std::to_string(s.cols);
+        benchmark::RegisterBenchmark(name.c_str(), BM_MatvecF16, t, s.rows, s.cols, cold)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  for (const Shape& s : shapes) {
+    for (const KernelTable* t : tables) {
+      if (!t->weights[TINYAI_DTYPE_F16].matmul) continue;
+      std::string name = std::string("matmul_f16/") + t->name + "/" + std::to_string(s.rows) + "x" +
+                         std::to_string(s.cols) + "/n:8";
+      benchmark::RegisterBenchmark(name.c_str(), BM_MatmulF16, t, s.rows, s.cols, size_t{8})
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
