@@ -14,6 +14,8 @@ LlamaRuntime::LlamaRuntime(ForwardScheduler* sched) : session_(sched, &model_), 
   loop_.params = DefaultGenerateParams();
 }
 
+void LlamaRuntime::Destroy() { Delete(this); }
+
 bool LlamaRuntime::TextLoop::Next(const void* input, void* output, size_t output_capacity, int32_t* layer,
                                   TinyAIStatus* status) {
   if (!running_) {
@@ -50,6 +52,7 @@ class DenseRuntime final : public ModelRuntime {
   explicit DenseRuntime(ForwardScheduler* sched) : loop_(sched) {}
   LayerProgram* program() override { return &model_; }
   ExecutionLoop* loop() override { return &loop_; }
+  void Destroy() override { Delete(this); }
   DenseModel& model() { return model_; }
 
  private:

@@ -32,6 +32,7 @@ class LlamaRuntime final : public ModelRuntime {
 
   LayerProgram* program() override { return &model_; }
   ExecutionLoop* loop() override { return &loop_; }
+  void Destroy() override;
 
   LlamaModel& model() { return model_; }
   const LlamaModel& model() const { return model_; }

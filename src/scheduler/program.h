@@ -153,12 +153,18 @@ class ExecutionLoop {
 };
 
 // What runs a model in a scheduler: its program and its loop (nullptr: the
-// guide's loop is unsupported). The scheduler owns it once adopted.
+// guide's loop is unsupported). The scheduler owns it once adopted and ends
+// it with Destroy() (no virtual destructor: its deleting form would pull
+// operator delete into a core that has none on bare metal).
 class ModelRuntime {
  public:
-  virtual ~ModelRuntime() = default;
   virtual LayerProgram* program() = 0;
   virtual ExecutionLoop* loop() = 0;
+  // Destroys and frees this runtime (made with tinyai::New).
+  virtual void Destroy() = 0;
+
+ protected:
+  ~ModelRuntime() = default;
 };
 
 // A layer's input when it has several dependencies: their sum, as a tree of

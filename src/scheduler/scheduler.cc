@@ -79,7 +79,7 @@ ForwardScheduler::ForwardScheduler() = default;
 
 ForwardScheduler::~ForwardScheduler() {
   if (model_ && !link_.orphaned.load()) model_->UnbindRunner(&link_);
-  Delete(runtime_);
+  if (runtime_) runtime_->Destroy();
   Delete(abstract_);
   Delete(batch_loop_);
 }
