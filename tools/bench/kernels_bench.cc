@@ -42,20 +42,23 @@ using tinyai::kernels::KernelTable;
 
 constexpr size_t kProbeBytes = size_t{256} << 20;
 
-// 64-byte aligned, zero-initialized float buffer (pages touched up front).
-struct AlignedFloats {
-  explicit AlignedFloats(size_t n) : count(n) {
-    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    if (bytes == 0) bytes = 64;
-    data = static_cast<float*>(aligned_alloc(64, bytes));
+// 64-byte aligned, zero-initialized buffer of n values (pages touched up
+// front; one spare line so vector loads past the last f16 value stay inside).
+template <class T>
+struct AlignedArray {
+  explicit AlignedArray(size_t n) : count(n) {
+    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64 + 64;
+    data = static_cast<T*>(aligned_alloc(64, bytes));
     memset(data, 0, bytes);
   }
-  ~AlignedFloats() { free(data); }
-  AlignedFloats(const AlignedFloats&) = delete;
-  AlignedFloats& operator=(const AlignedFloats&) = delete;
-  float* data;
+  ~AlignedArray() { free(data); }
+  AlignedArray(const AlignedArray&) = delete;
+  AlignedArray& operator=(const AlignedArray&) = delete;
+  T* data;
   size_t count;
 };
+using AlignedFloats = AlignedArray<float>;
+using AlignedHalves = AlignedArray<uint16_t>;
 
 void FillRandom(float* p, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -88,19 +91,6 @@ void BM_Matvec(benchmark::State& state, const KernelTable* t, size_t rows, size_
 }
 
 // The same products over f16 weights, through the table's weight kernels.
-struct AlignedHalves {
-  explicit AlignedHalves(size_t n) : count(n) {
-    const size_t bytes = (n * sizeof(uint16_t) + 63) / 64 * 64 + 64;
-    data = static_cast<uint16_t*>(aligned_alloc(64, bytes));
-    memset(data, 0, bytes);
-  }
-  ~AlignedHalves() { free(data); }
-  AlignedHalves(const AlignedHalves&) = delete;
-  AlignedHalves& operator=(const AlignedHalves&) = delete;
-  uint16_t* data;
-  size_t count;
-};
-
 void FillRandomHalves(uint16_t* p, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
