@@ -208,8 +208,11 @@ TinyAIStatus ForwardScheduler::SetBatchSize(int32_t batch) {
 // ---- planning ----
 
 TinyAIStatus ForwardScheduler::BuildGraph() {
-  if (graph_.built()) return TINYAI_OK;
-  TINYAI_RETURN_IF_ERROR(graph_.Build());
+  // Built only when every step below succeeded: a schedule the program
+  // refused (after the layer graph itself was built) is refused again, the
+  // same way, however it is asked next.
+  if (graph_ready_) return TINYAI_OK;
+  if (!graph_.built()) TINYAI_RETURN_IF_ERROR(graph_.Build());
   TINYAI_RETURN_IF_ERROR(program_->CheckSchedule(graph_));
   act_.Clear();
   int32_t input = -1;  // the caller's input
@@ -251,6 +254,7 @@ TinyAIStatus ForwardScheduler::BuildGraph() {
     }
     weights_ = stream->Sum(scheduled_layers_.data());
   }
+  graph_ready_ = true;
   return TINYAI_OK;
 }
 

@@ -182,6 +182,7 @@ class ForwardScheduler : private OpNamer {
   int32_t rows_per_pass_ = 1;
   char reason_[320] = {0};
   char plan_note_[256] = {0};
+  bool graph_ready_ = false;  // BuildGraph() has succeeded
   bool planned_ = false;
   bool prepared_ = false;
   bool threads_started_ = false;

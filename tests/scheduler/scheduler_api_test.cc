@@ -851,6 +851,14 @@ TEST_F(LlamaTest, ScheduleOutOfItsChainIsUnsupported) {
     EXPECT_EQ(tinyaiPrepareForwardPass(s.get()), c.code) << LastMessage();
     if (c.code != TINYAI_OK) {
       EXPECT_LAST_ERROR(c.code, c.needle);
+      // Asked again, to prepare or to size a batch, the schedule fails the
+      // same way: never as a half-built graph (the capi fuzzer found
+      // TINYAI_ERR_INTERNAL "activation graph planned before Finish()").
+      tinyaiClearLastError();
+      EXPECT_EQ(tinyaiCalculateOptimalBatchSize(s.get(), 4, 4, 8), -1);
+      EXPECT_LAST_ERROR(c.code, c.needle);
+      EXPECT_EQ(tinyaiPrepareForwardPass(s.get()), c.code);
+      EXPECT_LAST_ERROR(c.code, c.needle);
     }
   }
 }
