@@ -38,6 +38,11 @@ struct WeightKernels {
 // TinyAIDType values a table can have weight products for.
 constexpr int kWeightDtypes = 4;
 
+// A WeightKernels::matvec call over at least this many bytes of rows may
+// read them by another schedule than a smaller one (the AVX2 f16 kernel
+// streams them one row after the other); tests cover both sides.
+constexpr size_t kMatvecStreamBytes = 64 * 1024;
+
 struct KernelTable {
   const char* name;  // "ref", "sse2", "avx2+fma", "neon64", "neon", ...
 

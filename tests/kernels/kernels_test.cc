@@ -405,49 +405,69 @@ std::vector<uint16_t> HalfMatrix(Filler& f, size_t rows, size_t ld, bool exact) 
   return h;
 }
 
-TEST_P(KernelParity, F16WeightsMatchTheReference) {
-  const WeightKernels* wk = WeightKernelsFor(T(), TINYAI_DTYPE_F16);
-  const WeightKernels* ref = WeightKernelsFor(R(), TINYAI_DTYPE_F16);
-  ASSERT_NE(wk, nullptr) << T().name;
+// One f16 shape: the reference's products are the dequantized rows' fp32
+// products bit for bit, and the table's are close to them. off: rows start
+// at an odd half (2-byte aligned only).
+void CheckF16Weights(const KernelTable& t, size_t rows, size_t cols, size_t ld_pad, size_t off, bool exact,
+                     uint32_t seed) {
+  const WeightKernels* wk = WeightKernelsFor(t, TINYAI_DTYPE_F16);
+  const WeightKernels* ref = WeightKernelsFor(Ref(), TINYAI_DTYPE_F16);
+  ASSERT_NE(wk, nullptr) << t.name;
   ASSERT_NE(ref, nullptr);
+  Filler f(seed);
+  const size_t ld = cols + ld_pad, n = 5;
+  std::vector<uint16_t> h = HalfMatrix(f, rows + 1, ld, exact);
+  const uint8_t* w = reinterpret_cast<const uint8_t*>(h.data() + off);
+  Buf x = MakeMatrix(f, n, cols, cols, 0, exact);
+  // The reference is the dequantized rows' fp32 product.
+  std::vector<float> dq(rows * cols);
+  for (size_t r = 0; r < rows; ++r) ref->dequantize_row(w + r * ld * 2, dq.data() + r * cols, cols);
+  for (size_t i = 0; i < rows * cols; ++i) ASSERT_EQ(dq[i], HalfToFloat(h[off + (i / cols) * ld + i % cols]));
+  Buf want(rows * n, 0), got(rows * n, 0), y(rows * n, 0);
+  Ref().matmul(dq.data(), cols, x.data(), cols, want.data(), rows, rows, cols, n);
+  ref->matmul(w, ld * 2, x.data(), cols, y.data(), rows, rows, cols, n);
+  ASSERT_EQ(0, std::memcmp(y.data(), want.data(), rows * n * sizeof(float)));
+  // This table, against the reference.
+  wk->matvec(w, ld * 2, x.data(), got.data(), rows, cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const float scale = SumAbsProducts(dq.data() + r * cols, 1, x.data(), 1, cols);
+    ASSERT_TRUE(Close(got[r], want[r], scale, exact))
+        << t.name << " f16 matvec " << rows << "x" << cols << " pad " << ld_pad << " row " << r;
+  }
+  wk->matmul(w, ld * 2, x.data(), cols, got.data(), rows, rows, cols, n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t r = 0; r < rows; ++r) {
+      const float scale = SumAbsProducts(dq.data() + r * cols, 1, x.data() + j * cols, 1, cols);
+      ASSERT_TRUE(Close(got[j * rows + r], want[j * rows + r], scale, exact))
+          << t.name << " f16 matmul " << rows << "x" << cols << " vector " << j << " row " << r;
+    }
+  std::vector<float> row(cols);
+  wk->dequantize_row(w + (rows - 1) * ld * 2, row.data(), cols);
+  ASSERT_EQ(0, std::memcmp(row.data(), dq.data() + (rows - 1) * cols, cols * sizeof(float)));
+}
+
+TEST_P(KernelParity, F16WeightsMatchTheReference) {
   uint32_t seed = 200;
   for (bool exact : {true, false})
     for (size_t rows : {1u, 3u, 4u, 9u, 17u})
       for (size_t cols : {1u, 7u, 8u, 16u, 33u, 64u, 288u, 1100u})
         for (size_t ld_pad : {0u, 5u})
-          for (size_t off : {0u, 1u}) {  // off: rows start at an odd half (2-byte aligned only)
-            Filler f(seed++);
-            const size_t ld = cols + ld_pad, n = 5;
-            std::vector<uint16_t> h = HalfMatrix(f, rows + 1, ld, exact);
-            const uint8_t* w = reinterpret_cast<const uint8_t*>(h.data() + off);
-            Buf x = MakeMatrix(f, n, cols, cols, 0, exact);
-            // The reference is the dequantized rows' fp32 product.
-            std::vector<float> dq(rows * cols);
-            for (size_t r = 0; r < rows; ++r) ref->dequantize_row(w + r * ld * 2, dq.data() + r * cols, cols);
-            for (size_t i = 0; i < rows * cols; ++i)
-              ASSERT_EQ(dq[i], HalfToFloat(h[off + (i / cols) * ld + i % cols]));
-            Buf want(rows * n, 0), got(rows * n, 0), y(rows * n, 0);
-            R().matmul(dq.data(), cols, x.data(), cols, want.data(), rows, rows, cols, n);
-            ref->matmul(w, ld * 2, x.data(), cols, y.data(), rows, rows, cols, n);
-            ASSERT_EQ(0, std::memcmp(y.data(), want.data(), rows * n * sizeof(float)));
-            // This table, against the reference.
-            wk->matvec(w, ld * 2, x.data(), got.data(), rows, cols);
-            for (size_t r = 0; r < rows; ++r) {
-              const float scale = SumAbsProducts(dq.data() + r * cols, 1, x.data(), 1, cols);
-              ASSERT_TRUE(Close(got[r], want[r], scale, exact))
-                  << T().name << " f16 matvec " << rows << "x" << cols << " pad " << ld_pad << " row " << r;
-            }
-            wk->matmul(w, ld * 2, x.data(), cols, got.data(), rows, rows, cols, n);
-            for (size_t j = 0; j < n; ++j)
-              for (size_t r = 0; r < rows; ++r) {
-                const float scale = SumAbsProducts(dq.data() + r * cols, 1, x.data() + j * cols, 1, cols);
-                ASSERT_TRUE(Close(got[j * rows + r], want[j * rows + r], scale, exact))
-                    << T().name << " f16 matmul " << rows << "x" << cols << " vector " << j << " row " << r;
-              }
-            std::vector<float> row(cols);
-            wk->dequantize_row(w + (rows - 1) * ld * 2, row.data(), cols);
-            ASSERT_EQ(0, std::memcmp(row.data(), dq.data() + (rows - 1) * cols, cols * sizeof(float)));
-          }
+          for (size_t off : {0u, 1u}) ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, ld_pad, off, exact, seed++));
+}
+
+// From kMatvecStreamBytes of rows up, matvec may read them another way (the
+// AVX2 kernel streams one row after the other): the same checks there, on
+// odd shapes, just below and above the threshold.
+TEST_P(KernelParity, F16WeightsMatchTheReferenceLarge) {
+  uint32_t seed = 900;
+  for (size_t cols : {31u, 768u, 1100u})
+    for (size_t ld_pad : {0u, 3u}) {
+      const size_t ld_bytes = (cols + ld_pad) * 2;
+      const size_t at = (kMatvecStreamBytes + ld_bytes - 1) / ld_bytes;  // the fewest rows that stream
+      for (size_t rows : {at - 1, at, at + 7})
+        for (bool exact : {true, false})
+          ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, ld_pad, ld_pad % 2, exact, seed++));
+    }
 }
 
 // Zeros, subnormals, the extremes and infinities widen to exactly the float
