@@ -18,8 +18,10 @@ extern "C" {
 typedef enum TinyAIDType TINYAI_ENUM_BASE {
     TINYAI_DTYPE_F32 = 0,
     TINYAI_DTYPE_F16 = 1,     /* IEEE half (binary16) */
-    TINYAI_DTYPE_Q8_G32 = 2,  /* reserved: 8-bit, groups of 32 with an f16 scale */
-    TINYAI_DTYPE_Q4_G32 = 3   /* reserved: 4-bit, groups of 32 with an f16 scale */
+    TINYAI_DTYPE_Q8_G32 = 2,  /* int8 in groups of 32 with an f16 scale (GGUF Q8_0) */
+    TINYAI_DTYPE_Q4_G32 = 3,  /* int4 in groups of 32 with an f16 scale (GGUF Q4_0) */
+    TINYAI_DTYPE_Q4NL_G32 = 4 /* 4-bit codes of a non-uniform grid, groups of 32 with an
+                                 f16 scale (GGUF IQ4_NL) */
 } TinyAIDType;
 
 /* How a tensor's bytes are stored in the file. */

@@ -16,6 +16,7 @@ const char* tinyaiDTypeName(TinyAIDType dtype) {
     case TINYAI_DTYPE_F16: return "f16";
     case TINYAI_DTYPE_Q8_G32: return "q8_g32";
     case TINYAI_DTYPE_Q4_G32: return "q4_g32";
+    case TINYAI_DTYPE_Q4NL_G32: return "q4nl_g32";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "common/groups.h"
 #include "format/zstd_frames.h"
 #include "tinyai/types.h"
 
@@ -61,12 +62,14 @@ uint64_t DecodedBytes(uint32_t dtype, const uint64_t* shape, uint32_t ndims, boo
       if (!CheckedMul(elements, dtype == TINYAI_DTYPE_F32 ? 4 : 2, &bytes)) *overflow = true;
       return *overflow ? 0 : bytes;
     case TINYAI_DTYPE_Q8_G32:
-    case TINYAI_DTYPE_Q4_G32: {
-      // Groups of 32 along the innermost dimension, each an f16 scale then
-      // 32 int8 (34 bytes) or 32 packed int4 (18 bytes).
-      if (ndims == 0 || shape[ndims - 1] % 32 != 0) return 0;
-      uint64_t per_group = dtype == TINYAI_DTYPE_Q8_G32 ? 34 : 18;
-      if (!CheckedMul(elements / 32, per_group, &bytes)) *overflow = true;
+    case TINYAI_DTYPE_Q4_G32:
+    case TINYAI_DTYPE_Q4NL_G32: {
+      // Rows of groups along the innermost dimension (src/kernels/groups.h):
+      // each row rounds up to whole groups, the last one padded.
+      if (ndims == 0 || shape[ndims - 1] == 0) return 0;
+      const uint64_t cols = shape[ndims - 1];
+      const uint64_t row_bytes = ((cols - 1) / kGroup + 1) * GroupBytes(static_cast<int32_t>(dtype));
+      if (!CheckedMul(elements / cols, row_bytes, &bytes)) *overflow = true;
       return *overflow ? 0 : bytes;
     }
     default:
@@ -399,7 +402,7 @@ TinyAIStatus TmaiReader::ParseTensors() {
                           static_cast<unsigned long long>(t.shape[d]));
         }
       }
-      if (t.dtype > TINYAI_DTYPE_Q4_G32) {
+      if (t.dtype > TINYAI_DTYPE_Q4NL_G32) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has unknown dtype %u", src, name, t.dtype);
       }
       if (t.codec > TINYAI_CODEC_TILE_SPARSE) {

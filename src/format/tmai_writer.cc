@@ -9,6 +9,7 @@
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "common/groups.h"
 #include "common/half.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
@@ -438,6 +439,27 @@ TinyAIStatus TmaiWriter::WriteValues(const float* values, size_t count) {
       return SetError(TINYAI_ERR_MISUSE, "'%s': %zu values written past the last tensor", path_.c_str(), count);
     }
     const tmai::TensorEntry& t = tensors_[current_];
+    if (GroupBytes(t.dtype) != 0 && t.ndims > 0) {
+      // A row at a time: collect its values, encode, write.
+      const size_t cols = static_cast<size_t>(t.shape[t.ndims - 1]);
+      const size_t row_bytes = GroupedRowBytes(t.dtype, cols);
+      if (!encoder_ || (row_values_.empty() && written_in_current_ % row_bytes != 0)) {
+        return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' (%s) cannot take values here%s", path_.c_str(), t.name,
+                        tinyaiDTypeName(static_cast<TinyAIDType>(t.dtype)), encoder_ ? "" : " (no row encoder)");
+      }
+      const size_t m = count < cols - row_values_.size() ? count : cols - row_values_.size();
+      row_values_.insert(row_values_.end(), values, values + m);
+      values += m;
+      count -= m;
+      if (row_values_.size() == cols) {
+        row_bytes_buf_.assign(row_bytes, 0);
+        TINYAI_RETURN_IF_ERROR(encoder_(static_cast<int32_t>(current_), t.dtype, row_values_.data(), cols,
+                                        row_bytes_buf_.data()));
+        row_values_.clear();
+        TINYAI_RETURN_IF_ERROR(Write(row_bytes_buf_.data(), row_bytes));
+      }
+      continue;
+    }
     const uint32_t size = tinyaiDTypeSize(static_cast<TinyAIDType>(t.dtype));
     if ((t.dtype != TINYAI_DTYPE_F32 && t.dtype != TINYAI_DTYPE_F16) || written_in_current_ % size != 0) {
       return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' (%s) cannot take values here", path_.c_str(), t.name,

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -86,10 +87,18 @@ class TmaiWriter {
   // Appends tensor data (decoded bytes) in directory order; a chunk may span
   // tensors.
   TinyAIStatus Write(const void* data, size_t bytes);
+  // Encodes one row of a grouped tensor (src/common/groups.h): cols values
+  // into the row's bytes. tensor is the directory index (for a report of
+  // each tensor's error). quant::EncodeRows is the one TinyAI uses; the
+  // writer itself knows no quantizer.
+  using RowEncoder = std::function<TinyAIStatus(int32_t tensor, int32_t dtype, const float* row, size_t cols,
+                                                uint8_t* out)>;
+  void SetRowEncoder(RowEncoder encoder) { encoder_ = std::move(encoder); }
   // Appends values in directory order, each stored in its tensor's dtype:
-  // f32 as given, f16 rounded to nearest even (common/half.h); a chunk may
-  // span tensors. TINYAI_ERR_MISUSE for a dtype without a per-value size
-  // (a group-quantized one) or after a Write that ended inside a value.
+  // f32 as given, f16 rounded to nearest even (common/half.h), a grouped
+  // dtype a row at a time by the row encoder; a chunk may span tensors and
+  // rows. TINYAI_ERR_MISUSE for a grouped dtype without a row encoder, or
+  // after a Write that ended inside a value or a grouped row.
   TinyAIStatus WriteValues(const float* values, size_t count);
   // Decoded bytes the tensor still expects (the current one when index < 0).
   uint64_t TensorBytes(int32_t index) const;
@@ -147,6 +156,9 @@ class TmaiWriter {
   uint64_t data_offset_ = 0;
   size_t current_ = 0;         // tensor being written
   uint64_t written_in_current_ = 0;
+  RowEncoder encoder_;
+  std::vector<float> row_values_;  // a grouped tensor's row so far
+  std::vector<uint8_t> row_bytes_buf_;
   uint32_t crc_ = 0;
   uint16_t version_major_ = tmai::kVersionMajor;
   uint16_t version_minor_ = tmai::kVersionMinor;

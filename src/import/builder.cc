@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include "common/groups.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/llama_params.h"
@@ -81,11 +82,26 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
 }
 
 TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
-  if (options.matrix_dtype != TINYAI_DTYPE_F32 && options.matrix_dtype != TINYAI_DTYPE_F16) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "matrices can be written as f32 or f16, not %s",
-                    tinyaiDTypeName(options.matrix_dtype));
+  if (options.matrix_dtype != TINYAI_DTYPE_F32 && options.matrix_dtype != TINYAI_DTYPE_F16 &&
+      GroupBytes(options.matrix_dtype) == 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "matrices can be written as f32, f16, q8_g32, q4_g32 or q4nl_g32, not %s (dtype %d)",
+                    tinyaiDTypeName(options.matrix_dtype), static_cast<int>(options.matrix_dtype));
   }
   return TINYAI_OK;
+}
+
+void UseRowEncoder(TmaiWriter* w, const WriteOptions& options) {
+  std::vector<quant::EncodeError>* errors = options.errors;
+  w->SetRowEncoder([errors](int32_t tensor, int32_t dtype, const float* row, size_t cols, uint8_t* out) {
+    quant::EncodeError e;
+    const TinyAIStatus s = quant::EncodeRows(dtype, row, 1, cols, out, &e);
+    if (s == TINYAI_OK && errors != nullptr) {
+      if (errors->size() <= static_cast<size_t>(tensor)) errors->resize(static_cast<size_t>(tensor) + 1);
+      (*errors)[static_cast<size_t>(tensor)].Add(e);
+    }
+    return s;
+  });
 }
 
 void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorReshape& reshape, TinyAIDType matrix_dtype) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format/llama_params.h"
+#include "quant/quantize.h"
 #include "tinyai/status.h"
 #include "tinyai/types.h"
 
@@ -24,9 +25,13 @@ struct WriteOptions {
   int level = 3;                          // zstd level, 1..19
   std::string name;                       // general.name; empty: a default naming the source
   // The dtype of every matrix (embeddings, projections, classifier, dense
-  // weights): f32 or f16 (rounded to nearest even). Norm weights and biases
-  // stay f32: they are small and the runtime reads them as f32.
+  // weights): f32, f16 (rounded to nearest even) or a grouped dtype (q8_g32,
+  // q4_g32, q4nl_g32; scales by quant::EncodeRows' search). Norm weights and
+  // biases stay f32: they are small and the runtime reads them as f32.
   TinyAIDType matrix_dtype = TINYAI_DTYPE_F32;
+  // When set, receives each grouped tensor's encoding error, indexed by its
+  // place in the file's directory.
+  std::vector<quant::EncodeError>* errors = nullptr;
 };
 
 // TINYAI_ERR_INVALID_ARGUMENT unless options.matrix_dtype is one builders write.
@@ -34,6 +39,10 @@ TinyAIStatus CheckWriteOptions(const WriteOptions& options);
 
 struct TmaiWriteStats;
 class TmaiWriter;
+
+// Gives w the row encoder of the grouped dtypes (quant::EncodeRows), adding
+// each tensor's error to options.errors when set.
+void UseRowEncoder(TmaiWriter* w, const WriteOptions& options);
 
 // The smallest vocabulary of a synthetic model: <unk>, BOS, EOS, 256 byte
 // pieces and the dummy prefix.

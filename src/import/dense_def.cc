@@ -300,6 +300,7 @@ TinyAIStatus WriteDenseModel(const DenseNetDef& def, const char* outPath, const 
   TINYAI_RETURN_IF_ERROR(CheckDenseDefinition(def, &producers, &ins));
   TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
   TmaiWriter w;
+  UseRowEncoder(&w, options);
   w.SetCompression(options.codec, options.level);
   w.AddMetaString("general.architecture", "dense");
   if (!def.name.empty()) w.AddMetaString("general.name", def.name);

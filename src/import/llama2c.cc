@@ -94,6 +94,7 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", tokenizerPath);
 
   TmaiWriter w;
+  UseRowEncoder(&w, options);
   w.SetCompression(options.codec, options.level);
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, options.name.empty() ? "llama2.c checkpoint" : options.name,
                    "tinyai-convert --from llama2c");

@@ -6,10 +6,12 @@
 
 #include "common/array.h"
 #include "common/checked_math.h"
+#include "common/groups.h"
 #include "common/half.h"
 #include "common/status.h"
 #include "format/tmai_reader.h"
 #include "format/tmai_writer.h"
+#include "kernels/kernels.h"
 #include "loader/mapped_model.h"
 
 namespace tinyai {
@@ -76,10 +78,20 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
   const TmaiReader& r = model->reader();
   const auto tensors = r.tensors();
   auto dtype_of = [&](const tmai::TensorEntry& e) {
-    const bool matrix = e.ndims == 2 && (e.dtype == TINYAI_DTYPE_F32 || e.dtype == TINYAI_DTYPE_F16);
-    return matrix && !keep_dtypes ? options.matrix_dtype : static_cast<TinyAIDType>(e.dtype);
+    return e.ndims == 2 && !keep_dtypes ? options.matrix_dtype : static_cast<TinyAIDType>(e.dtype);
   };
+  // A grouped tensor is copied, or dequantized exactly to f32 or f16; it is
+  // never quantized again to another grouped dtype (that would add a second
+  // rounding to the first): quantize from the f32 or f16 original instead.
+  for (const tmai::TensorEntry& e : tensors) {
+    if (GroupBytes(e.dtype) != 0 && GroupBytes(dtype_of(e)) != 0 && dtype_of(e) != e.dtype) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is already %s; quantize to %s from the f32 or f16 model",
+                      inPath, e.name, tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)),
+                      tinyaiDTypeName(dtype_of(e)));
+    }
+  }
   TmaiWriter w;
+  UseRowEncoder(&w, options);
   w.SetCompression(options.codec, options.level);
   CopyMetadata(r, options, &w);
   if (!options.name.empty() && r.FindMeta("general.name") == nullptr) w.AddMetaString("general.name", options.name);
@@ -108,17 +120,11 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
         TinyAIStatus s;
         if (same) {
           s = w.Write(p, bytes);
-        } else if (e.dtype == TINYAI_DTYPE_F32) {
-          values.resize(bytes / sizeof(float));
-          std::memcpy(values.data(), p, bytes);
-          s = w.WriteValues(values.data(), values.size());
-        } else {  // f16 to f32
-          values.resize(bytes / 2);
-          for (size_t i = 0; i < values.size(); ++i) {
-            uint16_t h;
-            std::memcpy(&h, p + 2 * i, sizeof h);
-            values[i] = HalfToFloat(h);
-          }
+        } else {  // decoded to fp32 a row at a time, then stored in the new dtype
+          const kernels::WeightKernels* decode = kernels::WeightKernelsFor(kernels::Ref(), e.dtype);
+          const size_t cols = static_cast<size_t>(e.shape[e.ndims - 1]);
+          values.resize(static_cast<size_t>(got) * cols);
+          for (uint64_t i = 0; i < got; ++i) decode->dequantize_row(p + i * row_bytes, values.data() + i * cols, cols);
           s = w.WriteValues(values.data(), values.size());
         }
         const TinyAIStatus released = model->ReleaseSlice(slice);

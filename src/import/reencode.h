@@ -9,7 +9,7 @@
 namespace tinyai {
 
 // Writes an existing .tmai again: the same metadata, layers and tensors, its
-// matrices (2-D f32 or f16 tensors) in options.matrix_dtype when
+// matrices (2-D tensors) in options.matrix_dtype when
 // keep_dtypes is false (else as they are), compressed per options.codec;
 // compressed input is decoded. The input is read through the loader (a
 // capped weight cache), so a model larger than memory converts.

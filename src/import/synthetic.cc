@@ -110,6 +110,7 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
   TINYAI_RETURN_IF_ERROR(CheckShape(s, true));
   TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
   TmaiWriter w;
+  UseRowEncoder(&w, options);
   w.SetCompression(options.codec, options.level);
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, "synthetic", "tinyai-convert --synthetic");
   w.AddMetaInt("general.seed", static_cast<int64_t>(s.seed));

@@ -76,7 +76,9 @@ const KernelTable* ByName(const char* name) {
 const WeightKernels* WeightKernelsFor(const KernelTable& table, int32_t dtype) {
   if (dtype < 0 || dtype >= kWeightDtypes) return nullptr;
   const WeightKernels& w = table.weights[dtype];
-  return w.matvec != nullptr && w.matmul != nullptr && w.dequantize_row != nullptr ? &w : nullptr;
+  const bool products = (w.matvec != nullptr && w.matmul != nullptr) ||
+                        (w.matvec_q != nullptr && w.matmul_q != nullptr && table.quantize_input != nullptr);
+  return products && w.dequantize_row != nullptr ? &w : nullptr;
 }
 
 size_t AvailableTables(const KernelTable** out, size_t capacity) {

@@ -4,8 +4,11 @@
 //
 // Activations are fp32. Weights may be any dtype the table has products for
 // (WeightKernels, one per TinyAIDType): they are read as bytes, a row
-// `row_bytes` after the last as the format lays them out, and every product
-// computes in fp32.
+// `row_bytes` after the last as the format lays them out. Products with f32
+// and f16 weights compute in fp32; products with grouped integer weights
+// (q8_g32, q4_g32, q4nl_g32; src/common/groups.h) take the input quantized
+// to int8 groups once (KernelTable::quantize_input), multiply integers and
+// apply one float scale per group.
 //
 // Conventions: fp32 matrices are row-major with a row stride (ld*, in
 // elements); pointers need no particular alignment; sizes may be any value
@@ -16,13 +19,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/groups.h"
 #include "tinyai/types.h"
 
 namespace tinyai {
 namespace kernels {
 
-// Products with a weight matrix of one dtype. A table that lacks a dtype has
-// null functions for it (WeightKernelsFor() returns nullptr).
+// Products with a weight matrix of one dtype. A float dtype has matvec and
+// matmul, a grouped one matvec_q and matmul_q (the others null); a table
+// that lacks a dtype has null functions for it (WeightKernelsFor() returns
+// nullptr).
 struct WeightKernels {
   // y[r] = dot(row r, x) over cols values, for r < rows; row r starts at
   // w + r * row_bytes.
@@ -33,10 +39,19 @@ struct WeightKernels {
                  size_t rows, size_t cols, size_t n);
   // out[c] = value c of one row, in fp32, for c < cols (an embedding's row).
   void (*dequantize_row)(const uint8_t* row, float* out, size_t cols);
+  // As matvec and matmul, with x quantized by quantize_input: GroupsPerRow(cols)
+  // groups per input vector, input j starting at x + j*ldx (ldx in groups).
+  // Per group the integer dot product of codes and x.q, times the weights'
+  // scale and x.d, summed over the groups in fp32.
+  void (*matvec_q)(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols);
+  void (*matmul_q)(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+                   size_t rows, size_t cols, size_t n);
+
+  bool quantized_input() const { return matvec_q != nullptr; }
 };
 
 // TinyAIDType values a table can have weight products for.
-constexpr int kWeightDtypes = 4;
+constexpr int kWeightDtypes = 5;
 
 // A WeightKernels::matvec call over at least this many bytes of rows may
 // read them by another schedule than a smaller one (the AVX2 f16 kernel
@@ -70,6 +85,13 @@ struct KernelTable {
 
   // y[i] += x[i].
   void (*add)(float* y, const float* x, size_t n);
+
+  // The cols values of x as GroupsPerRow(cols) InputGroups for the grouped
+  // dtypes' products: per group d = max|x| / 127 and q = x * (127 / max|x|)
+  // rounded to nearest, ties to even (all zero when the group is; a group
+  // holding an infinity or NaN gets d = NaN and zero codes, so products
+  // with it are NaN). Every table writes the same bytes as Ref().
+  void (*quantize_input)(const float* x, size_t cols, InputGroup* out);
 
   // Weight products, indexed by TinyAIDType.
   WeightKernels weights[kWeightDtypes];

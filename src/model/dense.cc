@@ -103,6 +103,7 @@ TinyAIStatus DenseModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   op.kind = kDense;
   op.inputs[0] = x;
   op.input_count = 1;
+  op.scratch = SizeRule::Rows(stream_.InputScratchBytes(&l->weight, 1, l->in));  // grouped weights' input
   return g->AddOp(op, SizeRule::Rows(static_cast<uint64_t>(l->out) * sizeof(float)), output);
 }
 
@@ -120,7 +121,8 @@ TinyAIStatus DenseModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
   const size_t out = static_cast<size_t>(l.out);
   float* y = static_cast<float*>(io.output);
   TINYAI_RETURN_IF_ERROR(stream_.MatMul(&l.weight, 1, static_cast<const float*>(io.inputs[0]),
-                                        static_cast<size_t>(l.in), y, out, l.in, pass.shape.rows));
+                                        static_cast<size_t>(l.in), y, out, l.in, pass.shape.rows, io.scratch,
+                                        io.scratch_bytes));
   if (l.bias >= 0) {
     const float* b = nullptr;
     int32_t slice = -1;

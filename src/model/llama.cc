@@ -304,7 +304,8 @@ TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
     // stream it would extend is all of them, live beside the logits.
     int32_t last = -1;
     TINYAI_RETURN_IF_ERROR(add(kFinalNorm, inputs[0], false, none, SizeRule::Fixed(dim), &last));
-    return add(kClassify, last, false, none, SizeRule::Fixed(static_cast<uint64_t>(hp_.vocab_size) * f), output);
+    return add(kClassify, last, false, SizeRule::Fixed(stream_.InputScratchBytes(&classifier_, 1, hp_.dim)),
+               SizeRule::Fixed(static_cast<uint64_t>(hp_.vocab_size) * f), output);
   }
   const int32_t b = BlockOf(layer);
   op.arg = b;
@@ -321,19 +322,29 @@ TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   scores.per_context = static_cast<uint64_t>(threads_) * f;
   scores.context_round = 16;
   TINYAI_RETURN_IF_ERROR(add(kAttnNorm, stream_in, false, none, SizeRule::Rows(dim), &attn_normed));
-  TINYAI_RETURN_IF_ERROR(add(kQkv, attn_normed, false, none, SizeRule::Rows(qkv_width() * f), &qkv));
+  // A product with grouped weights quantizes its input into scratch.
+  const BlockTensors& bt = blocks_[static_cast<size_t>(b)];
+  const int32_t qkv_tensors[] = {bt.attn_q, bt.attn_k, bt.attn_v}, gate_up_tensors[] = {bt.ffn_gate, bt.ffn_up};
+  auto input_scratch = [&](const int32_t* tensors, int count, int32_t cols) {
+    return SizeRule::Rows(stream_.InputScratchBytes(tensors, count, cols));
+  };
+  TINYAI_RETURN_IF_ERROR(add(kQkv, attn_normed, false, input_scratch(qkv_tensors, 3, hp_.dim),
+                             SizeRule::Rows(qkv_width() * f), &qkv));
   TINYAI_RETURN_IF_ERROR(add(kRope, qkv, true, rope_scratch, SizeRule::Rows(qkv_width() * f), &qkv_rotated));
   TINYAI_RETURN_IF_ERROR(add(kAttention, qkv_rotated, false, scores, SizeRule::Rows(dim), &attended));
-  TINYAI_RETURN_IF_ERROR(add(kAttnOut, attended, false, none, SizeRule::Rows(dim), &attn_projected));
+  TINYAI_RETURN_IF_ERROR(add(kAttnOut, attended, false, input_scratch(&bt.attn_out, 1, hp_.dim), SizeRule::Rows(dim),
+                             &attn_projected));
   op.input_count = 2;
   op.inputs[1] = attn_projected;
   TINYAI_RETURN_IF_ERROR(add(kAttnAdd, stream_in, true, none, SizeRule::Rows(dim), &stream_mid));
   op.input_count = 1;
   const uint64_t hidden = static_cast<uint64_t>(hp_.hidden_dim) * f;
   TINYAI_RETURN_IF_ERROR(add(kFfnNorm, stream_mid, false, none, SizeRule::Rows(dim), &ffn_normed));
-  TINYAI_RETURN_IF_ERROR(add(kGateUp, ffn_normed, false, none, SizeRule::Rows(2 * hidden), &gate_up));
+  TINYAI_RETURN_IF_ERROR(add(kGateUp, ffn_normed, false, input_scratch(gate_up_tensors, 2, hp_.dim),
+                             SizeRule::Rows(2 * hidden), &gate_up));
   TINYAI_RETURN_IF_ERROR(add(kSwiglu, gate_up, true, none, SizeRule::Rows(hidden), &gated));
-  TINYAI_RETURN_IF_ERROR(add(kDown, gated, false, none, SizeRule::Rows(dim), &ffn_projected));
+  TINYAI_RETURN_IF_ERROR(add(kDown, gated, false, input_scratch(&bt.ffn_down, 1, hp_.hidden_dim), SizeRule::Rows(dim),
+                             &ffn_projected));
   op.input_count = 2;
   op.inputs[1] = ffn_projected;
   return add(kFfnAdd, stream_mid, true, none, SizeRule::Rows(dim), output);
@@ -368,7 +379,7 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
       return Norm(bt->ffn_norm, in, out, n);
     case kQkv: {
       const int32_t t[] = {bt->attn_q, bt->attn_k, bt->attn_v};
-      return stream_.MatMul(t, 3, in, dim, out, qkv_width(), hp_.dim, n);
+      return stream_.MatMul(t, 3, in, dim, out, qkv_width(), hp_.dim, n, io.scratch, io.scratch_bytes);
     }
     case kRope:
       if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * qkv_width() * sizeof(float));
@@ -377,7 +388,7 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
       Attention(op.arg, in, out, static_cast<float*>(io.scratch), static_cast<size_t>(io.scratch_bytes), pass);
       return TINYAI_OK;
     case kAttnOut:
-      return stream_.MatMul(&bt->attn_out, 1, in, dim, out, dim, hp_.dim, n);
+      return stream_.MatMul(&bt->attn_out, 1, in, dim, out, dim, hp_.dim, n, io.scratch, io.scratch_bytes);
     case kAttnAdd:
     case kFfnAdd:
       // The residual stream: out = x + branch (out is x itself unless in debug mode).
@@ -386,7 +397,7 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
       return TINYAI_OK;
     case kGateUp: {
       const int32_t t[] = {bt->ffn_gate, bt->ffn_up};
-      return stream_.MatMul(t, 2, in, dim, out, 2 * hidden, hp_.dim, n);
+      return stream_.MatMul(t, 2, in, dim, out, 2 * hidden, hp_.dim, n, io.scratch, io.scratch_bytes);
     }
     case kSwiglu:
       // Row i: gate at in + 2hi, up after it; the result goes to out + hi.
@@ -400,11 +411,12 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
       }
       return TINYAI_OK;
     case kDown:
-      return stream_.MatMul(&bt->ffn_down, 1, in, hidden, out, dim, hp_.hidden_dim, n);
+      return stream_.MatMul(&bt->ffn_down, 1, in, hidden, out, dim, hp_.hidden_dim, n, io.scratch, io.scratch_bytes);
     case kFinalNorm:
       return Norm(output_norm_, in + static_cast<size_t>(n - 1) * dim, out, 1);
     case kClassify:
-      return stream_.MatMul(&classifier_, 1, in, dim, out, static_cast<size_t>(hp_.vocab_size), hp_.dim, 1);
+      return stream_.MatMul(&classifier_, 1, in, dim, out, static_cast<size_t>(hp_.vocab_size), hp_.dim, 1, io.scratch,
+                            io.scratch_bytes);
   }
   return SetError(TINYAI_ERR_INTERNAL, "llama operator %d is unknown", op.kind);
 }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/groups.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -181,9 +182,40 @@ TinyAIStatus WeightStream::ReadRow(int32_t tensor, uint64_t row, float* out, siz
   return model_->ReleaseSlice(slice);
 }
 
+uint64_t WeightStream::InputScratchBytes(const int32_t* tensors, int count, int32_t cols) const {
+  for (int i = 0; i < count; ++i) {
+    if (GroupBytes(model_->reader().tensors()[static_cast<size_t>(tensors[i])].dtype) != 0) {
+      return QuantizedInputBytes(static_cast<size_t>(cols));
+    }
+  }
+  return 0;
+}
+
+void WeightStream::QuantizeInput(const float* x, size_t ldx, InputGroup* xq, size_t cols, int32_t n) {
+  const size_t groups = GroupsPerRow(cols);
+  if (n == 1) {
+    k_->quantize_input(x, cols, xq);
+    return;
+  }
+  pool_->ParallelFor(static_cast<size_t>(n), 1, static_cast<uint64_t>(n) * cols * 4, [&](size_t begin, size_t end, int) {
+    for (size_t j = begin; j < end; ++j) k_->quantize_input(x + j * ldx, cols, xq + j * groups);
+  });
+}
+
 TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
-                                  int32_t cols, int32_t n) {
+                                  int32_t cols, int32_t n, void* scratch, uint64_t scratch_bytes) {
   if (model_->cache().capacity_epoch() != cap_epoch_) UpdateStreaming();
+  // Tensors of a grouped dtype multiply x quantized once for all of them.
+  InputGroup* xq = nullptr;
+  const uint64_t need = InputScratchBytes(tensors, count, cols) * static_cast<uint64_t>(n);
+  if (need > 0) {
+    if (scratch == nullptr || scratch_bytes < need) {
+      return SetError(TINYAI_ERR_INTERNAL, "a product with grouped weights has %llu bytes of scratch for %llu",
+                      static_cast<unsigned long long>(scratch_bytes), static_cast<unsigned long long>(need));
+    }
+    xq = static_cast<InputGroup*>(scratch);
+    QuantizeInput(x, ldx, xq, static_cast<size_t>(cols), n);
+  }
   const RowSliceTable& table = model_->slices();
   size_t out_row = 0;  // output row of the cursor's row
   int k = 0;
@@ -220,14 +252,15 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
         }
       }
     }
-    MultiplyWindow(segs, x, ldx, y, ldy, static_cast<size_t>(cols), n);
+    MultiplyWindow(segs, x, ldx, xq, y, ldy, static_cast<size_t>(cols), n);
     ReleasePinned(segs);
   }
   return TINYAI_OK;
 }
 
-void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, float* y, size_t ldy, size_t cols,
-                                  int32_t n) {
+void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, const InputGroup* xq, float* y, size_t ldy,
+                                  size_t cols, int32_t n) {
+  const size_t groups = GroupsPerRow(cols);
   const Segment* seg = segments_.data();
   const size_t first = seg[0].first;
   const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
@@ -241,7 +274,13 @@ void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, float
       if (count > first + end - r) count = first + end - r;
       const Segment& sg = seg[i];
       const uint8_t* w = sg.w + in_seg * sg.row_bytes;
-      if (n == 1) {
+      if (sg.ops->quantized_input()) {
+        if (n == 1) {
+          sg.ops->matvec_q(w, sg.row_bytes, xq, y + r, count, cols);
+        } else {
+          sg.ops->matmul_q(w, sg.row_bytes, xq, groups, y + r, ldy, count, cols, static_cast<size_t>(n));
+        }
+      } else if (n == 1) {
         sg.ops->matvec(w, sg.row_bytes, x, y + r, count, cols);
       } else {
         sg.ops->matmul(w, sg.row_bytes, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));

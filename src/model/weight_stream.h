@@ -61,9 +61,13 @@ class WeightStream final : public ProgramWeights {
 
   // y[j*ldy + r] = W[r] . x[j*ldx ...] for j < n, where W stacks the rows of
   // tensors[0..count) (all `cols` wide, each in its own dtype), rows split
-  // across the pool's threads.
+  // across the pool's threads. When a tensor is of a grouped dtype, x is
+  // quantized once into scratch, which holds InputScratchBytes per row of x.
   TinyAIStatus MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
-                      int32_t cols, int32_t n);
+                      int32_t cols, int32_t n, void* scratch = nullptr, uint64_t scratch_bytes = 0);
+  // The scratch MatMul needs per row of x for these tensors: the quantized
+  // input of cols values when one is of a grouped dtype, else 0.
+  uint64_t InputScratchBytes(const int32_t* tensors, int count, int32_t cols) const;
   // Pins the slice holding a 1-D f32 tensor (a norm's weights, a bias).
   TinyAIStatus AcquireVector(int32_t tensor, const float** data, int32_t* slice);
   // Writes one row of a 2-D tensor (`cols` values) into out in fp32,
@@ -89,7 +93,10 @@ class WeightStream final : public ProgramWeights {
   void Count(int32_t slice) { counted_[static_cast<size_t>(slice)] = 1; }
   void PrefetchAfter(int32_t slice);
   void ReleasePinned(size_t count);
-  void MultiplyWindow(size_t segments, const float* x, size_t ldx, float* y, size_t ldy, size_t cols, int32_t n);
+  void MultiplyWindow(size_t segments, const float* x, size_t ldx, const InputGroup* xq, float* y, size_t ldy,
+                      size_t cols, int32_t n);
+  // Quantizes the n rows of x into xq (GroupsPerRow(cols) groups each).
+  void QuantizeInput(const float* x, size_t ldx, InputGroup* xq, size_t cols, int32_t n);
   uint64_t SliceBytes(int32_t slice) const { return model_->slices().slice(slice).decoded_size; }
 
   TinyAIMappedModel* model_ = nullptr;

@@ -108,7 +108,26 @@ foreach(m s16 s16z)
   expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/${m}.tmai -p a -n 8 --quiet)
 endforeach()
 expect_run(RC 0 EXPECT "matrices f16" COMMAND ${CONVERT} --dtype f16 --dense ${OUT_DIR}/net.def ${OUT_DIR}/net16.tmai)
-expect_usage_error("--dtype takes f32 or f16, got 'q8'" ${CONVERT} --dtype q8 --synthetic ${small} ${OUT_DIR}/n.tmai)
+expect_usage_error("--dtype takes f32, f16, q8_g32, q4_g32 or q4nl_g32, got 'q8'" ${CONVERT} --dtype q8 --synthetic
+                   ${small} ${OUT_DIR}/n.tmai)
+# Grouped dtypes: rows of 16 and 32 values are one group each, 34 bytes (q8)
+# or 18 (q4): q8 10,200 (embedding) + 2 * 4,352 (blocks) + 320 (norms) = 19,224
+# bytes; q4 5,400 + 2 * 2,304 + 320 = 10,328. From f32 and f16 models alike;
+# a grouped model is copied or dequantized, never quantized again.
+expect_run(RC 0 EXPECT "matrices q8_g32, 0 compressed (none); tensor data 19224 bytes"
+           COMMAND ${CONVERT} --dtype q8_g32 --synthetic ${small} ${OUT_DIR}/sq8.tmai)
+expect_run(RC 0 EXPECT "matrices q4_g32, 0 compressed (none); tensor data 10328 bytes"
+           COMMAND ${CONVERT} --from tmai --dtype q4_g32 ${OUT_DIR}/s32.tmai ${OUT_DIR}/req4.tmai)
+expect_run(RC 0 EXPECT "matrices q4nl_g32, 0 compressed (none); tensor data 10328 bytes"
+           COMMAND ${CONVERT} --from tmai --dtype q4nl_g32 ${OUT_DIR}/s16.tmai ${OUT_DIR}/renl.tmai)
+expect_run(RC 0 EXPECT "matrices q8_g32" COMMAND ${CONVERT} --dtype q8_g32 --dense ${OUT_DIR}/net.def ${OUT_DIR}/netq8.tmai)
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "tensor 'token_embd' is already q4_g32; quantize to q8_g32 from the f32 or f16 model"
+                     ${CONVERT} --from tmai --dtype q8_g32 ${OUT_DIR}/req4.tmai ${OUT_DIR}/n.tmai)
+expect_run(RC 0 EXPECT "matrices as in the input" COMMAND ${CONVERT} --from tmai ${OUT_DIR}/req4.tmai ${OUT_DIR}/req4copy.tmai)
+expect_run(RC 0 EXPECT "matrices f32" COMMAND ${CONVERT} --from tmai --dtype f32 ${OUT_DIR}/req4.tmai ${OUT_DIR}/req4f32.tmai)
+foreach(m sq8 req4 renl req4f32)
+  expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/${m}.tmai -p a -n 8 --quiet)
+endforeach()
 # --from tmai: an existing model written again. f32 to f16 gives the very file
 # --dtype f16 writes directly; compressing and decompressing again gives the
 # original back; f16 to f32 runs.

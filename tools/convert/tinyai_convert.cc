@@ -1,8 +1,8 @@
 // tinyai-convert: build .tmai models.
-//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
-//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
-//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
-//   tinyai-convert [--dtype f32|f16] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
+//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
+//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
+//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
+//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,8 +34,11 @@ const char kUsage[] =
     "                     or --from tmai (default: the input's)\n"
     "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
     "  --dense DEF.txt    a random-weight dense network from a definition file\n"
-    "  --dtype D          f32 (default) or f16: the dtype of every matrix (embeddings, projections, classifier,\n"
-    "                     dense weights), f16 rounded to nearest even; norm weights and biases stay f32\n"
+    "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights):\n"
+    "                     f32 (default), f16 (rounded to nearest even), or grouped: q8_g32 (int8), q4_g32\n"
+    "                     or q4nl_g32 (4-bit, uniform or non-uniform grid) in groups of 32 with searched\n"
+    "                     scales (docs/format.md); norm weights and biases stay f32. A grouped matrix of\n"
+    "                     the input is copied or dequantized, never quantized again to another grouped dtype\n"
     "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
     "                     smaller is stored as zstd frames of about 1 MiB of rows, the others as they are\n"
     "  -h, --help         this help; --version: the library's version\n"
@@ -61,21 +64,24 @@ tinyai::WriteOptions ParseCompress(const std::string& v) {
   return o;
 }
 
-// "f32" or "f16".
+// "f32", "f16", "q8_g32", "q4_g32" or "q4nl_g32".
 TinyAIDType ParseDtype(const std::string& v) {
-  if (v == "f32") return TINYAI_DTYPE_F32;
-  if (v == "f16") return TINYAI_DTYPE_F16;
-  throw tinyai_tools::UsageError("--dtype takes f32 or f16, got '" + v + "'");
+  for (TinyAIDType d : {TINYAI_DTYPE_F32, TINYAI_DTYPE_F16, TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32,
+                        TINYAI_DTYPE_Q4NL_G32}) {
+    if (v == tinyaiDTypeName(d)) return d;
+  }
+  throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32, q4_g32 or q4nl_g32, got '" + v + "'");
 }
 
-void PrintStats(const tinyai::WriteOptions& o, const tinyai::TmaiWriteStats& st) {
+// matrices: what the matrices were written as (default: o.matrix_dtype).
+void PrintStats(const tinyai::WriteOptions& o, const tinyai::TmaiWriteStats& st, const char* matrices = nullptr) {
   const double pct = st.decoded_bytes ? 100.0 * static_cast<double>(st.stored_bytes) /
                                             static_cast<double>(st.decoded_bytes)
                                       : 100.0;
   std::fprintf(stderr,
                "tinyai-convert: %llu tensors, matrices %s, %llu compressed (%s); tensor data %llu bytes stored for "
                "%llu decoded (%.1f%%); file %llu bytes\n",
-               static_cast<unsigned long long>(st.tensors), tinyaiDTypeName(o.matrix_dtype),
+               static_cast<unsigned long long>(st.tensors), matrices ? matrices : tinyaiDTypeName(o.matrix_dtype),
                static_cast<unsigned long long>(st.compressed_tensors),
                o.codec == TINYAI_CODEC_ZSTD ? ("zstd level " + std::to_string(o.level)).c_str() : "none",
                static_cast<unsigned long long>(st.stored_bytes), static_cast<unsigned long long>(st.decoded_bytes),
@@ -193,7 +199,7 @@ int Run(int argc, char** argv) {
     TinyAIStatus s = tinyai::ReencodeModel(positional[0].c_str(), positional[1].c_str(), options, !dtype_given, &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
     std::fprintf(stderr, "tinyai-convert: wrote %s from %s\n", positional[1].c_str(), positional[0].c_str());
-    PrintStats(options, stats);
+    PrintStats(options, stats, dtype_given ? nullptr : "as in the input");
     return 0;
   }
   if (from != "llama2c") {

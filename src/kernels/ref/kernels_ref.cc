@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/kernels_ref.h"
 
 namespace tinyai {
 namespace kernels {
@@ -115,6 +116,102 @@ void RefDequantizeRowF16(const uint8_t* row, float* out, size_t cols) {
   for (size_t c = 0; c < cols; ++c) out[c] = RefHalfAt(row, c);
 }
 
+}  // namespace
+
+// ---- grouped integer weights: int8 inputs, integer dots, one scale per group ----
+
+namespace ref {
+namespace {
+
+float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return HalfToFloat(h);
+}
+
+// The integer value of code j of a group (q4 codes carry their offset of 8
+// here; the SIMD kernels take it out through InputGroup::sum instead).
+template <int32_t DType>
+int32_t Value(const uint8_t* group, size_t j) {
+  if (DType == TINYAI_DTYPE_Q8_G32) return static_cast<int8_t>(group[2 + j]);
+  const uint8_t packed = group[2 + (j % 16)];
+  const int32_t code = j < 16 ? (packed & 15) : (packed >> 4);
+  return DType == TINYAI_DTYPE_Q4_G32 ? code - 8 : kQ4NLGrid[code];
+}
+
+template <int32_t DType>
+float DotQ(const uint8_t* row, const InputGroup* x, size_t cols) {
+  const size_t bytes = GroupBytes(DType);
+  float sum = 0.0f;
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    const uint8_t* group = row + g * bytes;
+    int32_t isum = 0;
+    for (size_t j = 0; j < kGroup; ++j) isum += Value<DType>(group, j) * x[g].q[j];
+    sum += static_cast<float>(isum) * (HalfAt(group) * x[g].d);
+  }
+  return sum;
+}
+
+}  // namespace
+
+void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
+    float amax = 0.0f;
+    bool finite = true;
+    for (size_t j = 0; j < n; ++j) {
+      amax = std::fabs(x[first + j]) > amax ? std::fabs(x[first + j]) : amax;
+      finite = finite && std::isfinite(x[first + j]);
+    }
+    // A group with an infinity or a NaN has a NaN scale (its products are
+    // NaN, as fp32 ones would be) and zero codes.
+    const float inverse = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (size_t j = 0; j < kGroup; ++j) {
+      const float v = j < n && finite ? std::nearbyint(x[first + j] * inverse) : 0.0f;
+      out[g].q[j] = static_cast<int8_t>(v);  // |v| <= 127: |x| <= amax
+      sum += out[g].q[j];
+    }
+    out[g].d = finite ? amax / 127.0f : NAN;
+    out[g].sum = sum;
+  }
+}
+
+template <int32_t DType>
+void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) y[r] = DotQ<DType>(w + r * row_bytes, x, cols);
+}
+
+template <int32_t DType>
+void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy, size_t rows,
+             size_t cols, size_t n) {
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t r = 0; r < rows; ++r) y[j * ldy + r] = DotQ<DType>(w + r * row_bytes, x + j * ldx, cols);
+  }
+}
+
+template <int32_t DType>
+void DequantizeRowQ(const uint8_t* row, float* out, size_t cols) {
+  for (size_t c = 0; c < cols; ++c) {
+    const uint8_t* group = row + (c / kGroup) * GroupBytes(DType);
+    out[c] = HalfAt(group) * static_cast<float>(Value<DType>(group, c % kGroup));
+  }
+}
+
+#define TINYAI_REF_GROUPED(DT)                                                                                   \
+  template void MatvecQ<DT>(const uint8_t*, size_t, const InputGroup*, float*, size_t, size_t);                 \
+  template void MatmulQ<DT>(const uint8_t*, size_t, const InputGroup*, size_t, float*, size_t, size_t, size_t, \
+                            size_t);                                                                            \
+  template void DequantizeRowQ<DT>(const uint8_t*, float*, size_t)
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q8_G32);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4_G32);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4NL_G32);
+#undef TINYAI_REF_GROUPED
+
+}  // namespace ref
+
+namespace {
+
 constexpr KernelTable kRefTable = {
     "ref",
     &RefMatvec,
@@ -125,9 +222,13 @@ constexpr KernelTable kRefTable = {
     &RefSoftmax,
     &RefSwiglu,
     &RefAdd,
+    &ref::QuantizeInput,
     {
-        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32},
-        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16},
+        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr},
+        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr},
+        /* TINYAI_DTYPE_Q8_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q8_G32>(),
+        /* TINYAI_DTYPE_Q4_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4_G32>(),
+        /* TINYAI_DTYPE_Q4NL_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4NL_G32>(),
     },
 };
 

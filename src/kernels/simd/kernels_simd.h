@@ -32,6 +32,7 @@
 
 #include "common/half.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/kernels_ref.h"
 
 namespace tinyai {
 namespace kernels {
@@ -720,9 +721,20 @@ struct TableFns {
   }
 };
 
+// Products for the grouped integer dtypes of an arch that has none of its
+// own: the reference's.
+struct RefGrouped {
+  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &ref::QuantizeInput;
+  template <int32_t DType>
+  static constexpr WeightKernels Weights() {
+    return ref::GroupedKernels<DType>();
+  }
+};
+
 // The table for one arch; use in the per-arch file only, after
-// TINYAI_KERNELS_INSTANTIATE(Arch).
-template <class Arch>
+// TINYAI_KERNELS_INSTANTIATE(Arch). Grouped provides the grouped dtypes'
+// products (as RefGrouped does).
+template <class Arch, class Grouped = RefGrouped>
 constexpr KernelTable MakeTable(const char* name) {
   return KernelTable{
       name,
@@ -734,11 +746,15 @@ constexpr KernelTable MakeTable(const char* name) {
       &TableFns<Arch>::Softmax,
       &TableFns<Arch>::Swiglu,
       &TableFns<Arch>::Add,
+      Grouped::kQuantizeInput,
       {
           /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
-                                  &TableFns<Arch>::DequantizeRowF32},
+                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr},
           /* TINYAI_DTYPE_F16 */ {&TableFns<Arch>::MatvecF16, &TableFns<Arch>::MatmulF16,
-                                  &TableFns<Arch>::DequantizeRowF16},
+                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr},
+          /* TINYAI_DTYPE_Q8_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q8_G32>(),
+          /* TINYAI_DTYPE_Q4_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4_G32>(),
+          /* TINYAI_DTYPE_Q4NL_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4NL_G32>(),
       },
   };
 }

@@ -1,0 +1,32 @@
+// The reference's products for grouped integer weights, for tables of
+// architectures that have no faster ones (SSE2, 32-bit NEON without them).
+#ifndef TINYAI_KERNELS_REF_KERNELS_REF_H_
+#define TINYAI_KERNELS_REF_KERNELS_REF_H_
+
+#include "kernels/kernels.h"
+
+namespace tinyai {
+namespace kernels {
+namespace ref {
+
+void QuantizeInput(const float* x, size_t cols, InputGroup* out);
+// Per grouped dtype: the WeightKernels entries.
+template <int32_t DType>
+void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols);
+template <int32_t DType>
+void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy, size_t rows,
+             size_t cols, size_t n);
+template <int32_t DType>
+void DequantizeRowQ(const uint8_t* row, float* out, size_t cols);
+
+// The grouped dtypes' entries of the reference, as a WeightKernels.
+template <int32_t DType>
+constexpr WeightKernels GroupedKernels() {
+  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>};
+}
+
+}  // namespace ref
+}  // namespace kernels
+}  // namespace tinyai
+
+#endif  // TINYAI_KERNELS_REF_KERNELS_REF_H_

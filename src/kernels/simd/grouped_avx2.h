@@ -1,0 +1,198 @@
+// AVX2 products for the grouped integer dtypes (src/common/groups.h):
+// include only from kernels_x86_avx2.cc (compiled with -mavx2 -mfma -mf16c).
+//
+// Per group of 32: the weights' codes as 32 bytes (q8: the int8 values;
+// q4: the nibbles, 0..15; q4nl: the grid values, looked up with a byte
+// shuffle), multiplied with the input's int8 codes by vpmaddubsw (unsigned
+// times signed, pairs summed to int16; q8 and q4nl pass |w| and sign(w)*x,
+// so no pair exceeds 2 * 127 * 127 < 32768) and vpmaddwd (pairs to int32),
+// then one float multiply-add by d_w * d_x per group. q4 subtracts its
+// codes' offset as 8 * the input group's sum.
+#ifndef TINYAI_KERNELS_SIMD_GROUPED_AVX2_H_
+#define TINYAI_KERNELS_SIMD_GROUPED_AVX2_H_
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "kernels/ref/kernels_ref.h"
+
+namespace tinyai {
+namespace kernels {
+namespace avx2 {
+
+inline float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _cvtsh_ss(h);
+}
+
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// One weight group, decoded once for every input it meets.
+template <int32_t DType>
+struct WeightGroup {
+  __m256i magnitude;  // unsigned bytes for vpmaddubsw
+  __m256i sign;       // q8, q4nl: the signed values, whose signs the input takes
+  float d;
+
+  explicit WeightGroup(const uint8_t* g) : d(HalfAt(g)) {
+    if (DType == TINYAI_DTYPE_Q8_G32) {
+      sign = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2));
+      magnitude = _mm256_abs_epi8(sign);
+    } else {
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 2));
+      const __m128i low = _mm_and_si128(packed, _mm_set1_epi8(15));
+      const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(15));
+      const __m256i codes = _mm256_set_m128i(high, low);  // elements 0..15, then 16..31
+      if (DType == TINYAI_DTYPE_Q4_G32) {
+        magnitude = codes;
+      } else {
+        const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kQ4NLGrid));
+        sign = _mm256_shuffle_epi8(_mm256_set_m128i(grid, grid), codes);
+        magnitude = _mm256_abs_epi8(sign);
+      }
+    }
+  }
+
+  // The 8 int32 partial sums of the group's integer dot product with x.
+  __m256i Dot(const InputGroup& x) const {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q));
+    const __m256i pairs =
+        DType == TINYAI_DTYPE_Q4_G32 ? _mm256_maddubs_epi16(magnitude, q) : _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(q, sign));
+    __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    if (DType == TINYAI_DTYPE_Q4_G32) sums = _mm256_add_epi32(sums, _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * x.sum)));
+    return sums;
+  }
+};
+
+// R rows against J inputs: y[j*ldy + r] for the tile.
+template <int32_t DType, int R, int J>
+inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+                 size_t groups) {
+  constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
+  __m256 acc[R][J];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();
+  for (size_t g = 0; g < groups; ++g) {
+    for (int r = 0; r < R; ++r) {
+      const WeightGroup<DType> wg(w + r * row_bytes + g * kBytes);
+      for (int j = 0; j < J; ++j) {
+        const InputGroup& xg = x[j * ldx + g];
+        acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(wg.Dot(xg)), _mm256_set1_ps(wg.d * xg.d), acc[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) y[j * ldy + r] = HorizontalSum(acc[r][j]);
+}
+
+// One row after the other, two groups at a time (two FMA chains): each
+// thread reads its rows as one sequential stream, which the hardware
+// prefetcher follows (several rows side by side ran at a third of the
+// bandwidth from DRAM).
+template <int32_t DType>
+void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
+  constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
+  const size_t groups = GroupsPerRow(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const uint8_t* row = w + r * row_bytes;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    size_t g = 0;
+    for (; g + 2 <= groups; g += 2) {
+      const WeightGroup<DType> w0(row + g * kBytes), w1(row + (g + 1) * kBytes);
+      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w0.Dot(x[g])), _mm256_set1_ps(w0.d * x[g].d), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w1.Dot(x[g + 1])), _mm256_set1_ps(w1.d * x[g + 1].d), acc1);
+    }
+    if (g < groups) {
+      const WeightGroup<DType> w0(row + g * kBytes);
+      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w0.Dot(x[g])), _mm256_set1_ps(w0.d * x[g].d), acc0);
+    }
+    y[r] = HorizontalSum(_mm256_add_ps(acc0, acc1));
+  }
+}
+
+template <int32_t DType>
+void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy, size_t rows,
+             size_t cols, size_t n) {
+  const size_t groups = GroupsPerRow(cols);
+  size_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) Tile<DType, 2, 4>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+    for (; j < n; ++j) Tile<DType, 2, 1>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+  }
+  for (; r < rows; ++r) {
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) Tile<DType, 1, 4>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+    for (; j < n; ++j) Tile<DType, 1, 1>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+  }
+}
+
+// The reference's codes exactly: the same max, the same 127 / max, the same
+// product rounded to nearest even (vroundps), so the conversion is exact.
+inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    const size_t first = g * kGroup;
+    const float* src = x + first;
+    alignas(32) float padded[kGroup];
+    if (cols - first < kGroup) {
+      std::memset(padded, 0, sizeof padded);
+      std::memcpy(padded, src, (cols - first) * sizeof(float));
+      src = padded;
+    }
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(src + 8 * i);
+      m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, v[i]));
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    bool finite = std::isfinite(amax);
+    for (int i = 0; i < 4 && finite; ++i) finite = _mm256_movemask_ps(_mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q)) == 0;
+    if (!finite) {  // as the reference: NaN scale, zero codes
+      ref::QuantizeInput(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
+      continue;
+    }
+    const __m256 inverse = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) {
+      q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    // Pack 32-bit to 8-bit; the packs work per 128-bit lane, the permute
+    // puts the elements back in order.
+    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q), p8);
+    out[g].d = amax / 127.0f;
+    out[g].sum = _mm_cvtsi128_si32(s);
+  }
+}
+
+struct Grouped {
+  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
+  template <int32_t DType>
+  static constexpr WeightKernels Weights() {
+    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>};
+  }
+};
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace tinyai
+
+#endif  // TINYAI_KERNELS_SIMD_GROUPED_AVX2_H_

@@ -1,0 +1,183 @@
+#include "quant/quantize.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/groups.h"
+#include "common/half.h"
+#include "common/status.h"
+#include "kernels/kernels.h"
+
+namespace tinyai {
+namespace quant {
+namespace {
+
+// The integer values a group's codes stand for, in increasing order, and
+// the code of each.
+struct Grid {
+  const int8_t* values;  // ascending
+  int32_t count;
+  int32_t lo, hi;        // the extremes a group's largest value may map to
+};
+
+constexpr int8_t kQ4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+
+// Index of the grid value nearest v (ties to the lower one).
+int32_t NearestIndex(const Grid& g, float v) {
+  if (g.count == 255) {  // q8: the integers -127..127
+    float r = std::nearbyint(v);
+    r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
+    return static_cast<int32_t>(r) + 127;
+  }
+  int32_t lo = 0, hi = g.count - 1;
+  if (v <= g.values[lo]) return lo;
+  if (v >= g.values[hi]) return hi;
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) / 2;
+    if (g.values[mid] <= v) lo = mid; else hi = mid;
+  }
+  return v - static_cast<float>(g.values[lo]) <= static_cast<float>(g.values[hi]) - v ? lo : hi;
+}
+
+int32_t ValueAt(const Grid& g, int32_t index) { return g.count == 255 ? index - 127 : g.values[index]; }
+
+// Weighted least squares for one group: for each candidate inverse scale,
+// round every value to the nearest grid point, then take the scale that
+// minimises sum w (x - d q)^2 for those points (d = sum wxq / sum wqq); keep
+// the best, refine once, and return d (0 for an all-zero group).
+float SearchScale(const Grid& g, const float* x, size_t n) {
+  float amax = 0.0f, extreme = 0.0f;
+  double mean_sq = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    mean_sq += static_cast<double>(x[i]) * x[i];
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      extreme = x[i];
+    }
+  }
+  if (amax == 0.0f) return 0.0f;
+  mean_sq /= static_cast<double>(n);
+  double w[kGroup];
+  for (size_t i = 0; i < n; ++i) w[i] = mean_sq + static_cast<double>(x[i]) * x[i];
+  auto fit = [&](double inverse, double* d) {
+    double sxq = 0.0, sqq = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      const double q = ValueAt(g, NearestIndex(g, static_cast<float>(x[i] * inverse)));
+      sxq += w[i] * x[i] * q;
+      sqq += w[i] * q * q;
+    }
+    if (sqq <= 0.0) return -1.0;
+    *d = sxq / sqq;
+    return sxq * sxq / sqq;  // the error is sum w x^2 minus this
+  };
+  double best_d = 0.0, best = -1.0;
+  const int32_t extremes[2] = {g.hi, g.lo};
+  // A symmetric grid maps the largest magnitude to its top: d > 0.
+  if (g.lo == -g.hi) extreme = amax;
+  for (int32_t e : extremes) {
+    const double step = std::fabs(static_cast<double>(e)) * 0.0125;
+    for (int32_t k = -9; k <= 9; ++k) {
+      double d = 0.0;
+      const double score = fit((e + k * step) / extreme, &d);
+      if (score > best) {
+        best = score;
+        best_d = d;
+      }
+    }
+    if (g.lo == -g.hi) break;  // symmetric: the other extreme is the same search
+  }
+  double d = 0.0;
+  if (best_d != 0.0 && fit(1.0 / best_d, &d) > best) best_d = d;
+  return static_cast<float>(best_d);
+}
+
+void EncodeGroup(int32_t dtype, const float* x, size_t n, uint8_t* out) {
+  static const Grid kQ8 = {nullptr, 255, -127, 127};
+  static const Grid kQ4 = {kQ4Values, 16, -8, 7};
+  static const Grid kQ4NL = {kQ4NLGrid, 16, -127, 113};
+  const Grid& g = dtype == TINYAI_DTYPE_Q8_G32 ? kQ8 : (dtype == TINYAI_DTYPE_Q4_G32 ? kQ4 : kQ4NL);
+  const uint16_t half = FloatToHalf(SearchScale(g, x, n));
+  std::memcpy(out, &half, sizeof half);
+  // The codes for the scale as stored.
+  const float d = HalfToFloat(half), inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  int32_t codes[kGroup];
+  for (size_t j = 0; j < kGroup; ++j) codes[j] = NearestIndex(g, j < n ? x[j] * inverse : 0.0f);
+  if (dtype == TINYAI_DTYPE_Q8_G32) {
+    for (size_t j = 0; j < kGroup; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(codes[j] - 127));
+  } else {
+    for (size_t j = 0; j < 16; ++j) out[2 + j] = static_cast<uint8_t>(codes[j] | (codes[j + 16] << 4));
+  }
+}
+
+}  // namespace
+
+double EncodeError::RelativeRms() const { return sum_sq > 0.0 ? std::sqrt(sum_sq_error / sum_sq) : (sum_sq_error > 0.0 ? 1.0 : 0.0); }
+
+void EncodeError::Add(const EncodeError& o) {
+  sum_sq_error += o.sum_sq_error;
+  sum_sq += o.sum_sq;
+  if (o.max_abs_error > max_abs_error) max_abs_error = o.max_abs_error;
+  values += o.values;
+}
+
+size_t EncodedRowBytes(int32_t dtype, size_t cols) {
+  switch (dtype) {
+    case TINYAI_DTYPE_F32: return cols * 4;
+    case TINYAI_DTYPE_F16: return cols * 2;
+    default: return GroupedRowBytes(dtype, cols);
+  }
+}
+
+TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err) {
+  const size_t row_bytes = EncodedRowBytes(dtype, cols);
+  if (row_bytes == 0 && cols > 0) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "cannot encode values as dtype %d (%s)", dtype,
+                    tinyaiDTypeName(static_cast<TinyAIDType>(dtype)));
+  }
+  const kernels::WeightKernels* decode = kernels::WeightKernelsFor(kernels::Ref(), dtype);
+  float decoded[kGroup];
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    uint8_t* dst = out + r * row_bytes;
+    for (size_t c = 0; c < cols; ++c) {
+      if (!std::isfinite(row[c])) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "row %zu, column %zu holds %f, which %s cannot encode", r, c,
+                        static_cast<double>(row[c]), tinyaiDTypeName(static_cast<TinyAIDType>(dtype)));
+      }
+    }
+    if (dtype == TINYAI_DTYPE_F32) {
+      std::memcpy(dst, row, cols * sizeof(float));
+    } else if (dtype == TINYAI_DTYPE_F16) {
+      for (size_t c = 0; c < cols; ++c) {
+        const uint16_t h = FloatToHalf(row[c]);
+        std::memcpy(dst + 2 * c, &h, sizeof h);
+      }
+    } else {
+      for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+        const size_t first = g * kGroup;
+        EncodeGroup(dtype, row + first, cols - first < kGroup ? cols - first : kGroup, dst + g * GroupBytes(dtype));
+      }
+    }
+    if (err == nullptr) continue;
+    for (size_t first = 0; first < cols; first += kGroup) {
+      const size_t n = cols - first < kGroup ? cols - first : kGroup;
+      if (dtype == TINYAI_DTYPE_F32 || dtype == TINYAI_DTYPE_F16) {
+        decode->dequantize_row(dst + first * (row_bytes / cols), decoded, n);
+      } else {
+        // Within the group the row's offsets hold: decode from its start.
+        decode->dequantize_row(dst + (first / kGroup) * GroupBytes(dtype), decoded, n);
+      }
+      for (size_t j = 0; j < n; ++j) {
+        const double e = static_cast<double>(decoded[j]) - row[first + j];
+        err->sum_sq_error += e * e;
+        err->sum_sq += static_cast<double>(row[first + j]) * row[first + j];
+        if (std::fabs(e) > err->max_abs_error) err->max_abs_error = std::fabs(e);
+      }
+    }
+    err->values += cols;
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace quant
+}  // namespace tinyai

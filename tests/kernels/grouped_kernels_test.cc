@@ -1,0 +1,230 @@
+// The grouped integer dtypes' products (q8_g32, q4_g32, q4nl_g32): the
+// reference against what its definition says (dequantized weights times the
+// quantized input, src/common/groups.h), and every table against the
+// reference on odd shapes: rows not a multiple of the group, row strides that
+// leave rows unaligned, a few rows and many.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/groups.h"
+#include "common/half.h"
+#include "kernels/kernels.h"
+
+namespace tinyai {
+namespace kernels {
+namespace {
+
+const int32_t kGroupedDTypes[] = {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32};
+
+std::vector<const KernelTable*> AllTables() {
+  const KernelTable* tables[16];
+  size_t n = AvailableTables(tables, 16);
+  return std::vector<const KernelTable*>(tables, tables + (n > 16 ? 16 : n));
+}
+
+// rows of random groups (random codes, scales of every sign and a range of
+// magnitudes), each row_bytes apart; the bytes between rows are 0xff.
+std::vector<uint8_t> RandomRows(std::mt19937& rng, int32_t dtype, size_t rows, size_t cols, size_t row_bytes) {
+  std::vector<uint8_t> w(rows * row_bytes + 1, 0xff);
+  const size_t gb = GroupBytes(dtype);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+      uint8_t* p = w.data() + r * row_bytes + g * gb;
+      const float d = std::uniform_real_distribution<float>(-0.02f, 0.02f)(rng);
+      const uint16_t h = FloatToHalf(d);
+      std::memcpy(p, &h, 2);
+      for (size_t j = 2; j < gb; ++j) {
+        p[j] = static_cast<uint8_t>(rng());
+        if (dtype == TINYAI_DTYPE_Q8_G32 && p[j] == 0x80) p[j] = 0x81;  // codes stay in [-127, 127]
+      }
+    }
+  }
+  return w;
+}
+
+std::vector<float> RandomVector(std::mt19937& rng, size_t n) {
+  std::vector<float> x(n);
+  for (float& v : x) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+  return x;
+}
+
+std::vector<InputGroup> Quantize(const KernelTable& t, const float* x, size_t cols) {
+  std::vector<InputGroup> q(GroupsPerRow(cols));
+  t.quantize_input(x, cols, q.data());
+  return q;
+}
+
+// The reference quantizes an input as its contract says.
+TEST(GroupedRef, QuantizeInputFollowsItsDefinition) {
+  std::mt19937 rng(7);
+  for (size_t cols : {1u, 5u, 31u, 32u, 33u, 64u, 100u, 172u}) {
+    std::vector<float> x = RandomVector(rng, cols);
+    if (cols > 40) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero group
+    std::vector<InputGroup> q = Quantize(Ref(), x.data(), cols);
+    for (size_t g = 0; g < q.size(); ++g) {
+      float amax = 0.0f;
+      for (size_t j = 0; j < kGroup && g * kGroup + j < cols; ++j) amax = std::max(amax, std::fabs(x[g * kGroup + j]));
+      ASSERT_EQ(q[g].d, amax / 127.0f);
+      int32_t sum = 0;
+      for (size_t j = 0; j < kGroup; ++j) {
+        const size_t c = g * kGroup + j;
+        sum += q[g].q[j];
+        ASSERT_GE(q[g].q[j], -127);
+        if (c >= cols) {
+          ASSERT_EQ(q[g].q[j], 0) << "padding of group " << g;
+        } else {
+          ASSERT_LE(std::fabs(q[g].q[j] * q[g].d - x[c]), q[g].d * 0.5001f) << "cols " << cols << " value " << c;
+        }
+      }
+      ASSERT_EQ(q[g].sum, sum);
+    }
+  }
+}
+
+// Reference products are the dequantized weights times the dequantized
+// input: for an input that quantizes exactly (x = d*q), to fp32 rounding.
+TEST(GroupedRef, ProductsAreTheDequantizedProducts) {
+  std::mt19937 rng(11);
+  for (int32_t dtype : kGroupedDTypes) {
+    const WeightKernels* wk = WeightKernelsFor(Ref(), dtype);
+    ASSERT_NE(wk, nullptr) << dtype;
+    for (size_t cols : {1u, 17u, 32u, 33u, 172u, 300u}) {
+      const size_t rows = 9, rb = GroupedRowBytes(dtype, cols);
+      std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
+      std::vector<float> x = RandomVector(rng, cols);
+      std::vector<InputGroup> q = Quantize(Ref(), x.data(), cols);
+      for (size_t c = 0; c < cols; ++c) x[c] = q[c / kGroup].q[c % kGroup] * q[c / kGroup].d;  // exact input
+      std::vector<float> y(rows), row(cols);
+      wk->matvec_q(w.data(), rb, q.data(), y.data(), rows, cols);
+      for (size_t r = 0; r < rows; ++r) {
+        wk->dequantize_row(w.data() + r * rb, row.data(), cols);
+        double want = 0.0, scale = 0.0;
+        for (size_t c = 0; c < cols; ++c) {
+          want += static_cast<double>(row[c]) * x[c];
+          scale += std::fabs(static_cast<double>(row[c]) * x[c]);
+        }
+        ASSERT_NEAR(y[r], want, 1e-5 * scale + 1e-7) << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " cols "
+                                                     << cols << " row " << r;
+      }
+    }
+  }
+}
+
+// Dequantizing follows the byte layout of src/common/groups.h.
+TEST(GroupedRef, DequantizeFollowsTheLayout) {
+  uint8_t g[34];
+  const uint16_t half = FloatToHalf(0.5f);
+  std::memcpy(g, &half, 2);
+  for (int j = 0; j < 32; ++j) g[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(j - 16));
+  float out[32];
+  WeightKernelsFor(Ref(), TINYAI_DTYPE_Q8_G32)->dequantize_row(g, out, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(out[j], 0.5f * (j - 16));
+  for (int j = 0; j < 16; ++j) g[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  WeightKernelsFor(Ref(), TINYAI_DTYPE_Q4_G32)->dequantize_row(g, out, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(out[j], 0.5f * (j - 8));        // low nibble: element j
+    EXPECT_EQ(out[j + 16], 0.5f * (7 - j));   // high nibble: element j + 16
+  }
+  WeightKernelsFor(Ref(), TINYAI_DTYPE_Q4NL_G32)->dequantize_row(g, out, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(out[j], 0.5f * kQ4NLGrid[j]);
+    EXPECT_EQ(out[j + 16], 0.5f * kQ4NLGrid[15 - j]);
+  }
+}
+
+class GroupedParity : public ::testing::TestWithParam<const KernelTable*> {};
+
+std::string TableName(const ::testing::TestParamInfo<const KernelTable*>& info) {
+  std::string s;
+  for (const char* p = info.param->name; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return s;
+}
+
+TEST_P(GroupedParity, QuantizeInputIsTheReferences) {
+  const KernelTable& t = *GetParam();
+  ASSERT_NE(t.quantize_input, nullptr);
+  std::mt19937 rng(3);
+  for (size_t cols : {0u, 1u, 7u, 31u, 32u, 33u, 95u, 172u, 768u, 1100u}) {
+    std::vector<float> x = RandomVector(rng, cols);
+    for (size_t c = 0; c < cols; c += 13) x[c] = std::ldexp(x[c], static_cast<int>(rng() % 40) - 20);
+    std::vector<InputGroup> got = Quantize(t, x.data(), cols), want = Quantize(Ref(), x.data(), cols);
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(InputGroup))) << t.name << " cols " << cols;
+  }
+}
+
+// One dtype and shape: matvec_q, matmul_q over n inputs and dequantize_row
+// of this table against the reference.
+void CheckGrouped(const KernelTable& t, int32_t dtype, size_t rows, size_t cols, size_t pad, uint32_t seed) {
+  const WeightKernels* wk = WeightKernelsFor(t, dtype);
+  const WeightKernels* ref = WeightKernelsFor(Ref(), dtype);
+  ASSERT_NE(wk, nullptr) << t.name << " " << dtype;
+  ASSERT_TRUE(wk->quantized_input());
+  std::mt19937 rng(seed);
+  const size_t rb = GroupedRowBytes(dtype, cols) + pad, n = 5, groups = GroupsPerRow(cols);
+  std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
+  std::vector<InputGroup> x(n * groups);
+  for (size_t j = 0; j < n; ++j) {
+    std::vector<float> v = RandomVector(rng, cols);
+    Ref().quantize_input(v.data(), cols, x.data() + j * groups);
+  }
+  // Each output's scale: the sum of its groups' |integer dot * scales|.
+  auto scale = [&](size_t r, size_t j) {
+    std::vector<float> row(cols);
+    ref->dequantize_row(w.data() + r * rb, row.data(), cols);
+    double s = 0.0;
+    for (size_t c = 0; c < cols; ++c) s += std::fabs(row[c] * x[j * groups + c / kGroup].q[c % kGroup] * x[j * groups + c / kGroup].d);
+    return s;
+  };
+  std::vector<float> want(n * rows), got(n * rows, NAN);
+  ref->matmul_q(w.data(), rb, x.data(), groups, want.data(), rows, rows, cols, n);
+  wk->matvec_q(w.data(), rb, x.data(), got.data(), rows, cols);
+  const char* name = tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
+  for (size_t r = 0; r < rows; ++r) {
+    ASSERT_NEAR(got[r], want[r], 2e-6 * scale(r, 0) + 1e-12) << t.name << " " << name << " matvec " << rows << "x" << cols
+                                                                << " pad " << pad << " row " << r;
+  }
+  std::fill(got.begin(), got.end(), NAN);
+  wk->matmul_q(w.data(), rb, x.data(), groups, got.data(), rows, rows, cols, n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t r = 0; r < rows; ++r)
+      ASSERT_NEAR(got[j * rows + r], want[j * rows + r], 2e-6 * scale(r, j) + 1e-12)
+          << t.name << " " << name << " matmul " << rows << "x" << cols << " input " << j << " row " << r;
+  std::vector<float> a(cols), b(cols);
+  for (size_t r = 0; r < rows; r += 5) {
+    wk->dequantize_row(w.data() + r * rb, a.data(), cols);
+    ref->dequantize_row(w.data() + r * rb, b.data(), cols);
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), cols * sizeof(float))) << t.name << " " << name << " row " << r;
+  }
+}
+
+TEST_P(GroupedParity, ProductsMatchTheReference) {
+  uint32_t seed = 100;
+  for (int32_t dtype : kGroupedDTypes)
+    for (size_t rows : {1u, 3u, 4u, 7u, 8u, 9u, 17u, 33u})
+      for (size_t cols : {1u, 17u, 31u, 32u, 33u, 64u, 100u, 172u, 768u, 1100u})
+        for (size_t pad : {0u, 3u})
+          ASSERT_NO_FATAL_FAILURE(CheckGrouped(*GetParam(), dtype, rows, cols, pad, seed++));
+}
+
+// Past kMatvecStreamBytes of rows a kernel may read them another way.
+TEST_P(GroupedParity, ProductsMatchTheReferenceLarge) {
+  uint32_t seed = 500;
+  for (int32_t dtype : kGroupedDTypes)
+    for (size_t cols : {172u, 2048u}) {
+      const size_t at = kMatvecStreamBytes / GroupedRowBytes(dtype, cols) + 1;
+      for (size_t rows : {at - 1, at, at + 9})
+        ASSERT_NO_FATAL_FAILURE(CheckGrouped(*GetParam(), dtype, rows, cols, 0, seed++));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, GroupedParity, ::testing::ValuesIn(AllTables()), TableName);
+
+}  // namespace
+}  // namespace kernels
+}  // namespace tinyai
