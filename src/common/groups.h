@@ -52,10 +52,16 @@ inline size_t GroupsPerRow(size_t cols) { return (cols + kGroup - 1) / kGroup; }
 // Bytes of one row of cols values of a grouped dtype (0 if not grouped).
 inline size_t GroupedRowBytes(int32_t dtype, size_t cols) { return GroupsPerRow(cols) * GroupBytes(dtype); }
 
-// One group of an input vector quantized for the integer products
-// (kernels::WeightKernels::quantize_input): x[j] ~= d * q[j] with d = max|x| / 127,
-// q in [-127, 127] (zero past the end of the vector) and sum = the sum of
-// the 32 q, which the q4 products use to undo their codes' offset of 8.
+// How a product takes its input vector: as fp32 (f32 and f16 weights), or
+// quantized once per product into groups of 32 matching the weights' groups
+// (kernels::KernelTable::quantize_input): int8 for the 4-bit dtypes, whose
+// own error dwarfs the input's, int16 for q8_g32 (int8 inputs doubled its
+// mean KL on stories260K, 9e-4 against 3.7e-4 for its weights alone).
+enum InputForm : int32_t { kInputF32 = 0, kInputInt8 = 1, kInputInt16 = 2 };
+
+// One group of an int8 input: x[j] ~= d * q[j] with d = max|x| / 127, q in
+// [-127, 127] (zero past the end of the vector) and sum = the sum of the 32
+// q, which the q4 products use to undo their codes' offset of 8.
 struct InputGroup {
   float d;
   int32_t sum;
@@ -63,8 +69,28 @@ struct InputGroup {
 };
 static_assert(sizeof(InputGroup) == 40, "InputGroup is 40 bytes, no padding");
 
-// Bytes an input vector of cols values takes quantized.
-inline size_t QuantizedInputBytes(size_t cols) { return GroupsPerRow(cols) * sizeof(InputGroup); }
+// One group of an int16 input: x[j] ~= d * q[j] with d = max|x| / 32767.
+struct InputGroup16 {
+  float d;
+  int16_t q[kGroup];
+};
+static_assert(sizeof(InputGroup16) == 68, "InputGroup16 is 68 bytes, no padding");
+
+// The input form of a dtype's products.
+constexpr InputForm InputFormOf(int32_t dtype) {
+  switch (dtype) {
+    case TINYAI_DTYPE_Q8_G32: return kInputInt16;
+    case TINYAI_DTYPE_Q4_G32:
+    case TINYAI_DTYPE_Q4NL_G32: return kInputInt8;
+    default: return kInputF32;
+  }
+}
+
+// Bytes an input vector of cols values takes in form (0 for fp32, which is
+// used as it is).
+inline size_t QuantizedInputBytes(InputForm form, size_t cols) {
+  return GroupsPerRow(cols) * (form == kInputInt8 ? sizeof(InputGroup) : form == kInputInt16 ? sizeof(InputGroup16) : 0);
+}
 }  // namespace tinyai
 
 #endif  // TINYAI_COMMON_GROUPS_H_

@@ -76,8 +76,10 @@ const KernelTable* ByName(const char* name) {
 const WeightKernels* WeightKernelsFor(const KernelTable& table, int32_t dtype) {
   if (dtype < 0 || dtype >= kWeightDtypes) return nullptr;
   const WeightKernels& w = table.weights[dtype];
-  const bool products = (w.matvec != nullptr && w.matmul != nullptr) ||
-                        (w.matvec_q != nullptr && w.matmul_q != nullptr && table.quantize_input != nullptr);
+  const bool quantizer = w.input == kInputInt8 ? table.quantize_input != nullptr
+                         : w.input == kInputInt16 ? table.quantize_input16 != nullptr : false;
+  const bool products = w.input == kInputF32 ? w.matvec != nullptr && w.matmul != nullptr
+                                             : w.matvec_q != nullptr && w.matmul_q != nullptr && quantizer;
   return products && w.dequantize_row != nullptr ? &w : nullptr;
 }
 

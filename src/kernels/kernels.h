@@ -39,15 +39,17 @@ struct WeightKernels {
                  size_t rows, size_t cols, size_t n);
   // out[c] = value c of one row, in fp32, for c < cols (an embedding's row).
   void (*dequantize_row)(const uint8_t* row, float* out, size_t cols);
-  // As matvec and matmul, with x quantized by quantize_input: GroupsPerRow(cols)
-  // groups per input vector, input j starting at x + j*ldx (ldx in groups).
-  // Per group the integer dot product of codes and x.q, times the weights'
-  // scale and x.d, summed over the groups in fp32.
-  void (*matvec_q)(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols);
-  void (*matmul_q)(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+  // As matvec and matmul, with x quantized in the form `input` names
+  // (InputGroup for kInputInt8, InputGroup16 for kInputInt16; src/common/groups.h):
+  // GroupsPerRow(cols) groups per input vector, input j starting j*ldx groups
+  // after x. Per group the integer dot product of the codes and x.q, times
+  // the weights' scale and x.d, summed over the groups in fp32.
+  void (*matvec_q)(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols);
+  void (*matmul_q)(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy,
                    size_t rows, size_t cols, size_t n);
+  InputForm input;  // kInputF32 for matvec/matmul
 
-  bool quantized_input() const { return matvec_q != nullptr; }
+  bool quantized_input() const { return input != kInputF32; }
 };
 
 // TinyAIDType values a table can have weight products for.
@@ -86,12 +88,14 @@ struct KernelTable {
   // y[i] += x[i].
   void (*add)(float* y, const float* x, size_t n);
 
-  // The cols values of x as GroupsPerRow(cols) InputGroups for the grouped
-  // dtypes' products: per group d = max|x| / 127 and q = x * (127 / max|x|)
-  // rounded to nearest, ties to even (all zero when the group is; a group
-  // holding an infinity or NaN gets d = NaN and zero codes, so products
-  // with it are NaN). Every table writes the same bytes as Ref().
+  // The cols values of x as GroupsPerRow(cols) InputGroups for the int8
+  // products: per group d = max|x| / 127 and q = x * (127 / max|x|) rounded
+  // to nearest, ties to even (all zero when the group is; a group holding an
+  // infinity or NaN gets d = NaN and zero codes, so products with it are
+  // NaN). quantize_input16 likewise as InputGroup16s with 32767 for 127.
+  // Every table writes the same bytes as Ref().
   void (*quantize_input)(const float* x, size_t cols, InputGroup* out);
+  void (*quantize_input16)(const float* x, size_t cols, InputGroup16* out);
 
   // Weight products, indexed by TinyAIDType.
   WeightKernels weights[kWeightDtypes];

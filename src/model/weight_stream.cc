@@ -182,39 +182,58 @@ TinyAIStatus WeightStream::ReadRow(int32_t tensor, uint64_t row, float* out, siz
   return model_->ReleaseSlice(slice);
 }
 
-uint64_t WeightStream::InputScratchBytes(const int32_t* tensors, int count, int32_t cols) const {
-  for (int i = 0; i < count; ++i) {
-    if (GroupBytes(model_->reader().tensors()[static_cast<size_t>(tensors[i])].dtype) != 0) {
-      return QuantizedInputBytes(static_cast<size_t>(cols));
-    }
-  }
-  return 0;
+// The input forms (bit 1 << InputForm) the products with these tensors take.
+uint32_t WeightStream::InputForms(const int32_t* tensors, int count) const {
+  uint32_t forms = 0;
+  for (int i = 0; i < count; ++i) forms |= 1u << InputFormOf(model_->reader().tensors()[static_cast<size_t>(tensors[i])].dtype);
+  return forms & ~(1u << kInputF32);
 }
 
-void WeightStream::QuantizeInput(const float* x, size_t ldx, InputGroup* xq, size_t cols, int32_t n) {
-  const size_t groups = GroupsPerRow(cols);
+uint64_t WeightStream::InputScratchBytes(const int32_t* tensors, int count, int32_t cols) const {
+  const uint32_t forms = InputForms(tensors, count);
+  uint64_t bytes = 0;
+  for (InputForm f : {kInputInt8, kInputInt16}) {
+    if (forms & (1u << f)) bytes += QuantizedInputBytes(f, static_cast<size_t>(cols));
+  }
+  return bytes;
+}
+
+void WeightStream::QuantizeInput(const float* x, size_t ldx, InputForm form, void* out, size_t cols, int32_t n) {
+  const size_t row_bytes = QuantizedInputBytes(form, cols);
+  auto one = [&](size_t j) {
+    uint8_t* dst = static_cast<uint8_t*>(out) + j * row_bytes;
+    if (form == kInputInt8) k_->quantize_input(x + j * ldx, cols, reinterpret_cast<InputGroup*>(dst));
+    else k_->quantize_input16(x + j * ldx, cols, reinterpret_cast<InputGroup16*>(dst));
+  };
   if (n == 1) {
-    k_->quantize_input(x, cols, xq);
+    one(0);
     return;
   }
   pool_->ParallelFor(static_cast<size_t>(n), 1, static_cast<uint64_t>(n) * cols * 4, [&](size_t begin, size_t end, int) {
-    for (size_t j = begin; j < end; ++j) k_->quantize_input(x + j * ldx, cols, xq + j * groups);
+    for (size_t j = begin; j < end; ++j) one(j);
   });
 }
 
 TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                                   int32_t cols, int32_t n, void* scratch, uint64_t scratch_bytes) {
   if (model_->cache().capacity_epoch() != cap_epoch_) UpdateStreaming();
-  // Tensors of a grouped dtype multiply x quantized once for all of them.
-  InputGroup* xq = nullptr;
+  // Tensors of grouped dtypes multiply x quantized once per input form, the
+  // forms one after the other in scratch.
+  const void* inputs[3] = {x, nullptr, nullptr};
   const uint64_t need = InputScratchBytes(tensors, count, cols) * static_cast<uint64_t>(n);
   if (need > 0) {
     if (scratch == nullptr || scratch_bytes < need) {
       return SetError(TINYAI_ERR_INTERNAL, "a product with grouped weights has %llu bytes of scratch for %llu",
                       static_cast<unsigned long long>(scratch_bytes), static_cast<unsigned long long>(need));
     }
-    xq = static_cast<InputGroup*>(scratch);
-    QuantizeInput(x, ldx, xq, static_cast<size_t>(cols), n);
+    const uint32_t forms = InputForms(tensors, count);
+    uint8_t* at = static_cast<uint8_t*>(scratch);
+    for (InputForm f : {kInputInt8, kInputInt16}) {
+      if (!(forms & (1u << f))) continue;
+      QuantizeInput(x, ldx, f, at, static_cast<size_t>(cols), n);
+      inputs[f] = at;
+      at += QuantizedInputBytes(f, static_cast<size_t>(cols)) * static_cast<size_t>(n);
+    }
   }
   const RowSliceTable& table = model_->slices();
   size_t out_row = 0;  // output row of the cursor's row
@@ -252,14 +271,15 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
         }
       }
     }
-    MultiplyWindow(segs, x, ldx, xq, y, ldy, static_cast<size_t>(cols), n);
+    MultiplyWindow(segs, inputs, ldx, y, ldy, static_cast<size_t>(cols), n);
     ReleasePinned(segs);
   }
   return TINYAI_OK;
 }
 
-void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, const InputGroup* xq, float* y, size_t ldy,
+void WeightStream::MultiplyWindow(size_t segs, const void* const* inputs, size_t ldx, float* y, size_t ldy,
                                   size_t cols, int32_t n) {
+  const float* x = static_cast<const float*>(inputs[kInputF32]);
   const size_t groups = GroupsPerRow(cols);
   const Segment* seg = segments_.data();
   const size_t first = seg[0].first;
@@ -275,6 +295,7 @@ void WeightStream::MultiplyWindow(size_t segs, const float* x, size_t ldx, const
       const Segment& sg = seg[i];
       const uint8_t* w = sg.w + in_seg * sg.row_bytes;
       if (sg.ops->quantized_input()) {
+        const void* xq = inputs[sg.ops->input];
         if (n == 1) {
           sg.ops->matvec_q(w, sg.row_bytes, xq, y + r, count, cols);
         } else {

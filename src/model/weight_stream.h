@@ -65,8 +65,8 @@ class WeightStream final : public ProgramWeights {
   // quantized once into scratch, which holds InputScratchBytes per row of x.
   TinyAIStatus MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                       int32_t cols, int32_t n, void* scratch = nullptr, uint64_t scratch_bytes = 0);
-  // The scratch MatMul needs per row of x for these tensors: the quantized
-  // input of cols values when one is of a grouped dtype, else 0.
+  // The scratch MatMul needs per row of x for these tensors: the input of
+  // cols values quantized in each form their dtypes take (0 for none).
   uint64_t InputScratchBytes(const int32_t* tensors, int count, int32_t cols) const;
   // Pins the slice holding a 1-D f32 tensor (a norm's weights, a bias).
   TinyAIStatus AcquireVector(int32_t tensor, const float** data, int32_t* slice);
@@ -93,10 +93,12 @@ class WeightStream final : public ProgramWeights {
   void Count(int32_t slice) { counted_[static_cast<size_t>(slice)] = 1; }
   void PrefetchAfter(int32_t slice);
   void ReleasePinned(size_t count);
-  void MultiplyWindow(size_t segments, const float* x, size_t ldx, const InputGroup* xq, float* y, size_t ldy,
-                      size_t cols, int32_t n);
-  // Quantizes the n rows of x into xq (GroupsPerRow(cols) groups each).
-  void QuantizeInput(const float* x, size_t ldx, InputGroup* xq, size_t cols, int32_t n);
+  // inputs[form]: the product's input in each InputForm it needs.
+  void MultiplyWindow(size_t segments, const void* const* inputs, size_t ldx, float* y, size_t ldy, size_t cols,
+                      int32_t n);
+  uint32_t InputForms(const int32_t* tensors, int count) const;
+  // Quantizes the n rows of x in form into out, one after the other.
+  void QuantizeInput(const float* x, size_t ldx, InputForm form, void* out, size_t cols, int32_t n);
   uint64_t SliceBytes(int32_t slice) const { return model_->slices().slice(slice).decoded_size; }
 
   TinyAIMappedModel* model_ = nullptr;

@@ -41,24 +41,24 @@ int32_t NearestIndex(const Grid& g, float v) {
 
 int32_t ValueAt(const Grid& g, int32_t index) { return g.count == 255 ? index - 127 : g.values[index]; }
 
-// Weighted least squares for one group: for each candidate inverse scale,
-// round every value to the nearest grid point, then take the scale that
-// minimises sum w (x - d q)^2 for those points (d = sum wxq / sum wqq); keep
-// the best, refine once, and return d (0 for an all-zero group).
+// Least squares for one group: for each candidate inverse scale, round
+// every value to the nearest grid point, then take the scale that minimises
+// sum w (x - d q)^2 for those points (d = sum wxq / sum wqq); keep the best,
+// refine once, and return d (0 for an all-zero group). The weights w are 1:
+// on stories260K that measured closer to f32 (mean KL of q4nl 0.086, q8
+// 3.4e-4 for the weights alone) than weighting by x^2 + mean x^2 (0.100,
+// 4.0e-4) or |x|; importance from calibration activations is the next step.
 float SearchScale(const Grid& g, const float* x, size_t n) {
   float amax = 0.0f, extreme = 0.0f;
-  double mean_sq = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    mean_sq += static_cast<double>(x[i]) * x[i];
     if (std::fabs(x[i]) > amax) {
       amax = std::fabs(x[i]);
       extreme = x[i];
     }
   }
   if (amax == 0.0f) return 0.0f;
-  mean_sq /= static_cast<double>(n);
   double w[kGroup];
-  for (size_t i = 0; i < n; ++i) w[i] = mean_sq + static_cast<double>(x[i]) * x[i];
+  for (size_t i = 0; i < n; ++i) w[i] = 1.0;
   auto fit = [&](double inverse, double* d) {
     double sxq = 0.0, sqq = 0.0;
     for (size_t i = 0; i < n; ++i) {

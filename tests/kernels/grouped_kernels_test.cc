@@ -54,35 +54,82 @@ std::vector<float> RandomVector(std::mt19937& rng, size_t n) {
   return x;
 }
 
-std::vector<InputGroup> Quantize(const KernelTable& t, const float* x, size_t cols) {
-  std::vector<InputGroup> q(GroupsPerRow(cols));
-  t.quantize_input(x, cols, q.data());
-  return q;
-}
+// An input vector quantized in one form (src/common/groups.h): n vectors
+// of cols values, each GroupsPerRow(cols) groups.
+struct Input {
+  InputForm form;
+  size_t cols, n;
+  std::vector<uint8_t> bytes;
 
-// The reference quantizes an input as its contract says.
+  Input(const KernelTable& t, InputForm f, const float* x, size_t cols_, size_t n_ = 1)
+      : form(f), cols(cols_), n(n_), bytes(QuantizedInputBytes(f, cols_) * n_ + 1, 0xa5) {
+    for (size_t j = 0; j < n; ++j) {
+      if (form == kInputInt8) t.quantize_input(x + j * cols, cols, reinterpret_cast<InputGroup*>(vector(j)));
+      else t.quantize_input16(x + j * cols, cols, reinterpret_cast<InputGroup16*>(vector(j)));
+    }
+  }
+  uint8_t* vector(size_t j) { return bytes.data() + j * QuantizedInputBytes(form, cols); }
+  const void* data() const { return bytes.data(); }
+  size_t groups() const { return GroupsPerRow(cols); }
+  // Group g of vector j: its scale, code k.
+  float d(size_t j, size_t g) const { return form == kInputInt8 ? g8(j, g).d : g16(j, g).d; }
+  int32_t q(size_t j, size_t g, size_t k) const { return form == kInputInt8 ? g8(j, g).q[k] : g16(j, g).q[k]; }
+  // The value element c of vector j stands for.
+  float value(size_t j, size_t c) const { return static_cast<float>(q(j, c / kGroup, c % kGroup)) * d(j, c / kGroup); }
+
+ private:
+  const InputGroup& g8(size_t j, size_t g) const {
+    return reinterpret_cast<const InputGroup*>(bytes.data() + j * QuantizedInputBytes(form, cols))[g];
+  }
+  const InputGroup16& g16(size_t j, size_t g) const {
+    return reinterpret_cast<const InputGroup16*>(bytes.data() + j * QuantizedInputBytes(form, cols))[g];
+  }
+};
+
+// The reference quantizes an input as its contract says, in both forms.
 TEST(GroupedRef, QuantizeInputFollowsItsDefinition) {
   std::mt19937 rng(7);
-  for (size_t cols : {1u, 5u, 31u, 32u, 33u, 64u, 100u, 172u}) {
-    std::vector<float> x = RandomVector(rng, cols);
-    if (cols > 40) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero group
-    std::vector<InputGroup> q = Quantize(Ref(), x.data(), cols);
-    for (size_t g = 0; g < q.size(); ++g) {
-      float amax = 0.0f;
-      for (size_t j = 0; j < kGroup && g * kGroup + j < cols; ++j) amax = std::max(amax, std::fabs(x[g * kGroup + j]));
-      ASSERT_EQ(q[g].d, amax / 127.0f);
-      int32_t sum = 0;
-      for (size_t j = 0; j < kGroup; ++j) {
-        const size_t c = g * kGroup + j;
-        sum += q[g].q[j];
-        ASSERT_GE(q[g].q[j], -127);
-        if (c >= cols) {
-          ASSERT_EQ(q[g].q[j], 0) << "padding of group " << g;
-        } else {
-          ASSERT_LE(std::fabs(q[g].q[j] * q[g].d - x[c]), q[g].d * 0.5001f) << "cols " << cols << " value " << c;
+  for (InputForm form : {kInputInt8, kInputInt16}) {
+    const float top = form == kInputInt8 ? 127.0f : 32767.0f;
+    for (size_t cols : {1u, 5u, 31u, 32u, 33u, 64u, 100u, 172u}) {
+      std::vector<float> x = RandomVector(rng, cols);
+      if (cols > 40) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero group
+      const Input in(Ref(), form, x.data(), cols);
+      for (size_t g = 0; g < in.groups(); ++g) {
+        float amax = 0.0f;
+        for (size_t j = 0; j < kGroup && g * kGroup + j < cols; ++j) amax = std::max(amax, std::fabs(x[g * kGroup + j]));
+        ASSERT_EQ(in.d(0, g), amax / top);
+        int32_t sum = 0;
+        for (size_t j = 0; j < kGroup; ++j) {
+          const size_t c = g * kGroup + j;
+          sum += in.q(0, g, j);
+          ASSERT_GE(in.q(0, g, j), -top);
+          ASSERT_LE(in.q(0, g, j), top);
+          if (c >= cols) {
+            ASSERT_EQ(in.q(0, g, j), 0) << "padding of group " << g;
+          } else {
+            ASSERT_LE(std::fabs(in.value(0, c) - x[c]), in.d(0, g) * 0.5001f) << "cols " << cols << " value " << c;
+          }
         }
+        if (form == kInputInt8) ASSERT_EQ(reinterpret_cast<const InputGroup*>(in.data())[g].sum, sum);
       }
-      ASSERT_EQ(q[g].sum, sum);
+    }
+  }
+}
+
+// A group holding an infinity or a NaN gets a NaN scale and zero codes in
+// every table, so a product with it is NaN, never a finite wrong value.
+TEST(GroupedRef, NonFiniteInputsMakeNaNProducts) {
+  for (const KernelTable* t : AllTables()) {
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+      std::vector<float> x(40, 0.5f);
+      x[35] = bad;
+      for (InputForm form : {kInputInt8, kInputInt16}) {
+        const Input in(*t, form, x.data(), x.size());
+        EXPECT_EQ(in.d(0, 0), 0.5f / (form == kInputInt8 ? 127.0f : 32767.0f)) << t->name;
+        EXPECT_TRUE(std::isnan(in.d(0, 1))) << t->name << " " << bad;
+        for (size_t k = 0; k < kGroup; ++k) EXPECT_EQ(in.q(0, 1, k), 0) << t->name;
+      }
     }
   }
 }
@@ -98,9 +145,10 @@ TEST(GroupedRef, ProductsAreTheDequantizedProducts) {
       const size_t rows = 9, rb = GroupedRowBytes(dtype, cols);
       std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
       std::vector<float> x = RandomVector(rng, cols);
-      std::vector<InputGroup> q = Quantize(Ref(), x.data(), cols);
-      for (size_t c = 0; c < cols; ++c) x[c] = q[c / kGroup].q[c % kGroup] * q[c / kGroup].d;  // exact input
+      const Input q(Ref(), InputFormOf(dtype), x.data(), cols);
+      for (size_t c = 0; c < cols; ++c) x[c] = q.value(0, c);  // exact input
       std::vector<float> y(rows), row(cols);
+      ASSERT_EQ(wk->input, InputFormOf(dtype));
       wk->matvec_q(w.data(), rb, q.data(), y.data(), rows, cols);
       for (size_t r = 0; r < rows; ++r) {
         wk->dequantize_row(w.data() + r * rb, row.data(), cols);
@@ -149,12 +197,15 @@ std::string TableName(const ::testing::TestParamInfo<const KernelTable*>& info) 
 TEST_P(GroupedParity, QuantizeInputIsTheReferences) {
   const KernelTable& t = *GetParam();
   ASSERT_NE(t.quantize_input, nullptr);
+  ASSERT_NE(t.quantize_input16, nullptr);
   std::mt19937 rng(3);
-  for (size_t cols : {0u, 1u, 7u, 31u, 32u, 33u, 95u, 172u, 768u, 1100u}) {
-    std::vector<float> x = RandomVector(rng, cols);
-    for (size_t c = 0; c < cols; c += 13) x[c] = std::ldexp(x[c], static_cast<int>(rng() % 40) - 20);
-    std::vector<InputGroup> got = Quantize(t, x.data(), cols), want = Quantize(Ref(), x.data(), cols);
-    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(InputGroup))) << t.name << " cols " << cols;
+  for (InputForm form : {kInputInt8, kInputInt16}) {
+    for (size_t cols : {0u, 1u, 7u, 31u, 32u, 33u, 95u, 172u, 768u, 1100u}) {
+      std::vector<float> x = RandomVector(rng, cols);
+      for (size_t c = 0; c < cols; c += 13) x[c] = std::ldexp(x[c], static_cast<int>(rng() % 40) - 20);
+      const Input got(t, form, x.data(), cols), want(Ref(), form, x.data(), cols);
+      ASSERT_EQ(got.bytes, want.bytes) << t.name << " form " << form << " cols " << cols;
+    }
   }
 }
 
@@ -168,17 +219,18 @@ void CheckGrouped(const KernelTable& t, int32_t dtype, size_t rows, size_t cols,
   std::mt19937 rng(seed);
   const size_t rb = GroupedRowBytes(dtype, cols) + pad, n = 5, groups = GroupsPerRow(cols);
   std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
-  std::vector<InputGroup> x(n * groups);
+  std::vector<float> values(n * cols);
   for (size_t j = 0; j < n; ++j) {
     std::vector<float> v = RandomVector(rng, cols);
-    Ref().quantize_input(v.data(), cols, x.data() + j * groups);
+    std::copy(v.begin(), v.end(), values.begin() + j * cols);
   }
+  const Input x(Ref(), wk->input, values.data(), cols, n);
   // Each output's scale: the sum of its groups' |integer dot * scales|.
   auto scale = [&](size_t r, size_t j) {
     std::vector<float> row(cols);
     ref->dequantize_row(w.data() + r * rb, row.data(), cols);
     double s = 0.0;
-    for (size_t c = 0; c < cols; ++c) s += std::fabs(row[c] * x[j * groups + c / kGroup].q[c % kGroup] * x[j * groups + c / kGroup].d);
+    for (size_t c = 0; c < cols; ++c) s += std::fabs(row[c] * x.value(j, c));
     return s;
   };
   std::vector<float> want(n * rows), got(n * rows, NAN);

@@ -59,21 +59,22 @@ class GroupedQuality : public ::testing::Test {
   tt::TempDir dir_;
 };
 
-// Measured 2026-11-24 (x86, AVX2; int8 inputs, searched scales), seed 15:
-// q8_g32 mean KL ~9e-4, top-1 ~0.986; q4_g32 ~0.12, ~0.84; q4nl_g32 ~0.095,
-// ~0.85. (Weights alone, computed in fp32: q8 3.7e-4, q4 0.118, q4nl 0.094;
-// plain max-abs scales: q8 4.0e-4, q4 0.134.)
+// Measured 2026-11-24 (x86, AVX2; least-squares scales; q8 on int16 inputs,
+// the 4-bit dtypes on int8 inputs), seed 15: q8_g32 mean KL 3.4e-4, top-1
+// 0.988; q4_g32 0.107, 0.848; q4nl_g32 0.086, 0.864. Before: max-abs scales
+// (weights alone) q8 4.0e-4, q4 0.134; q8 on int8 inputs 9e-4. Issue 15's
+// aims: q8 <= 4e-4 (met), 4-bit <= 0.07 (not yet).
 TEST_F(GroupedQuality, EachDtypeAgainstF32) {
   const tinyai_tools::CompareResult q8 = Compare(TINYAI_DTYPE_Q8_G32);
   const tinyai_tools::CompareResult q4 = Compare(TINYAI_DTYPE_Q4_G32);
   const tinyai_tools::CompareResult nl = Compare(TINYAI_DTYPE_Q4NL_G32);
   for (const auto* r : {&q8, &q4, &nl}) EXPECT_EQ(r->positions, 2400);
   EXPECT_GT(q8.mean_kld, 0.0);
-  EXPECT_LT(q8.mean_kld, 0.0013);
-  EXPECT_GT(q8.top1, 0.975);
-  EXPECT_LT(q4.mean_kld, 0.15);
-  EXPECT_GT(q4.top1, 0.80);
-  EXPECT_LT(nl.mean_kld, 0.12);
+  EXPECT_LT(q8.mean_kld, 0.0004);
+  EXPECT_GT(q8.top1, 0.98);
+  EXPECT_LT(q4.mean_kld, 0.12);
+  EXPECT_GT(q4.top1, 0.82);
+  EXPECT_LT(nl.mean_kld, 0.095);
   EXPECT_LT(nl.mean_kld, q4.mean_kld);
   EXPECT_LT(q8.mean_kld * 20, nl.mean_kld);
 }

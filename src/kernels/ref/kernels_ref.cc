@@ -3,6 +3,7 @@
 // (dot products accumulated left to right in float).
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common/half.h"
 #include "kernels/kernels.h"
@@ -139,8 +140,12 @@ int32_t Value(const uint8_t* group, size_t j) {
   return DType == TINYAI_DTYPE_Q4_G32 ? code - 8 : kQ4NLGrid[code];
 }
 
+// The input group type of DType's products (src/common/groups.h).
 template <int32_t DType>
-float DotQ(const uint8_t* row, const InputGroup* x, size_t cols) {
+using InputOf = typename std::conditional<DType == TINYAI_DTYPE_Q8_G32, InputGroup16, InputGroup>::type;
+
+template <int32_t DType>
+float DotQ(const uint8_t* row, const InputOf<DType>* x, size_t cols) {
   const size_t bytes = GroupBytes(DType);
   float sum = 0.0f;
   for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
@@ -152,9 +157,12 @@ float DotQ(const uint8_t* row, const InputGroup* x, size_t cols) {
   return sum;
 }
 
-}  // namespace
-
-void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+// Groups of cols values of x as codes in [-top, top]: d = max|x| / top,
+// q = x * (top / max|x|) rounded to nearest even; a group holding an
+// infinity or a NaN has a NaN scale (its products are NaN, as fp32 ones
+// would be) and zero codes.
+template <class Group>
+void Quantize(const float* x, size_t cols, float top, Group* out) {
   for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
     const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
     float amax = 0.0f;
@@ -163,30 +171,40 @@ void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
       amax = std::fabs(x[first + j]) > amax ? std::fabs(x[first + j]) : amax;
       finite = finite && std::isfinite(x[first + j]);
     }
-    // A group with an infinity or a NaN has a NaN scale (its products are
-    // NaN, as fp32 ones would be) and zero codes.
-    const float inverse = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
-    int32_t sum = 0;
+    const float inverse = finite && amax > 0.0f ? top / amax : 0.0f;
     for (size_t j = 0; j < kGroup; ++j) {
       const float v = j < n && finite ? std::nearbyint(x[first + j] * inverse) : 0.0f;
-      out[g].q[j] = static_cast<int8_t>(v);  // |v| <= 127: |x| <= amax
-      sum += out[g].q[j];
+      out[g].q[j] = static_cast<typename std::remove_reference<decltype(out[g].q[0])>::type>(v);  // |v| <= top: |x| <= amax
     }
-    out[g].d = finite ? amax / 127.0f : NAN;
+    out[g].d = finite ? amax / top : NAN;
+  }
+}
+
+}  // namespace
+
+void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  Quantize(x, cols, 127.0f, out);
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    int32_t sum = 0;
+    for (size_t j = 0; j < kGroup; ++j) sum += out[g].q[j];
     out[g].sum = sum;
   }
 }
 
+void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) { Quantize(x, cols, 32767.0f, out); }
+
 template <int32_t DType>
-void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
-  for (size_t r = 0; r < rows; ++r) y[r] = DotQ<DType>(w + r * row_bytes, x, cols);
+void MatvecQ(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
+  const InputOf<DType>* in = static_cast<const InputOf<DType>*>(x);
+  for (size_t r = 0; r < rows; ++r) y[r] = DotQ<DType>(w + r * row_bytes, in, cols);
 }
 
 template <int32_t DType>
-void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy, size_t rows,
+void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
+  const InputOf<DType>* in = static_cast<const InputOf<DType>*>(x);
   for (size_t j = 0; j < n; ++j) {
-    for (size_t r = 0; r < rows; ++r) y[j * ldy + r] = DotQ<DType>(w + r * row_bytes, x + j * ldx, cols);
+    for (size_t r = 0; r < rows; ++r) y[j * ldy + r] = DotQ<DType>(w + r * row_bytes, in + j * ldx, cols);
   }
 }
 
@@ -199,9 +217,8 @@ void DequantizeRowQ(const uint8_t* row, float* out, size_t cols) {
 }
 
 #define TINYAI_REF_GROUPED(DT)                                                                                   \
-  template void MatvecQ<DT>(const uint8_t*, size_t, const InputGroup*, float*, size_t, size_t);                 \
-  template void MatmulQ<DT>(const uint8_t*, size_t, const InputGroup*, size_t, float*, size_t, size_t, size_t, \
-                            size_t);                                                                            \
+  template void MatvecQ<DT>(const uint8_t*, size_t, const void*, float*, size_t, size_t);                      \
+  template void MatmulQ<DT>(const uint8_t*, size_t, const void*, size_t, float*, size_t, size_t, size_t, size_t); \
   template void DequantizeRowQ<DT>(const uint8_t*, float*, size_t)
 TINYAI_REF_GROUPED(TINYAI_DTYPE_Q8_G32);
 TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4_G32);
@@ -223,9 +240,10 @@ constexpr KernelTable kRefTable = {
     &RefSwiglu,
     &RefAdd,
     &ref::QuantizeInput,
+    &ref::QuantizeInput16,
     {
-        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr},
-        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr},
+        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr, kInputF32},
+        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr, kInputF32},
         /* TINYAI_DTYPE_Q8_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q8_G32>(),
         /* TINYAI_DTYPE_Q4_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4_G32>(),
         /* TINYAI_DTYPE_Q4NL_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4NL_G32>(),

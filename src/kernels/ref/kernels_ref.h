@@ -10,11 +10,12 @@ namespace kernels {
 namespace ref {
 
 void QuantizeInput(const float* x, size_t cols, InputGroup* out);
+void QuantizeInput16(const float* x, size_t cols, InputGroup16* out);
 // Per grouped dtype: the WeightKernels entries.
 template <int32_t DType>
-void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols);
+void MatvecQ(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols);
 template <int32_t DType>
-void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy, size_t rows,
+void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n);
 template <int32_t DType>
 void DequantizeRowQ(const uint8_t* row, float* out, size_t cols);
@@ -22,7 +23,7 @@ void DequantizeRowQ(const uint8_t* row, float* out, size_t cols);
 // The grouped dtypes' entries of the reference, as a WeightKernels.
 template <int32_t DType>
 constexpr WeightKernels GroupedKernels() {
-  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>};
+  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType)};
 }
 
 }  // namespace ref

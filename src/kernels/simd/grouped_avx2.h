@@ -7,7 +7,8 @@
 // times signed, pairs summed to int16; q8 and q4nl pass |w| and sign(w)*x,
 // so no pair exceeds 2 * 127 * 127 < 32768) and vpmaddwd (pairs to int32),
 // then one float multiply-add by d_w * d_x per group. q4 subtracts its
-// codes' offset as 8 * the input group's sum.
+// codes' offset as 8 * the input group's sum. q8_g32 takes int16 inputs
+// (src/common/groups.h): its codes widened to int16 and vpmaddwd.
 #ifndef TINYAI_KERNELS_SIMD_GROUPED_AVX2_H_
 #define TINYAI_KERNELS_SIMD_GROUPED_AVX2_H_
 
@@ -15,6 +16,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
@@ -36,46 +38,57 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+template <int32_t DType>
+using InputOf = typename std::conditional<DType == TINYAI_DTYPE_Q8_G32, InputGroup16, InputGroup>::type;
+
 // One weight group, decoded once for every input it meets.
 template <int32_t DType>
 struct WeightGroup {
-  __m256i magnitude;  // unsigned bytes for vpmaddubsw
-  __m256i sign;       // q8, q4nl: the signed values, whose signs the input takes
+  __m256i a, b;  // q8: the codes as int16 (0..15, 16..31); q4: nibbles; q4nl: |value| and value
   float d;
 
   explicit WeightGroup(const uint8_t* g) : d(HalfAt(g)) {
     if (DType == TINYAI_DTYPE_Q8_G32) {
-      sign = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2));
-      magnitude = _mm256_abs_epi8(sign);
+      a = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 2)));
+      b = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 18)));
     } else {
       const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 2));
       const __m128i low = _mm_and_si128(packed, _mm_set1_epi8(15));
       const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(15));
       const __m256i codes = _mm256_set_m128i(high, low);  // elements 0..15, then 16..31
       if (DType == TINYAI_DTYPE_Q4_G32) {
-        magnitude = codes;
+        a = codes;
       } else {
         const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kQ4NLGrid));
-        sign = _mm256_shuffle_epi8(_mm256_set_m128i(grid, grid), codes);
-        magnitude = _mm256_abs_epi8(sign);
+        b = _mm256_shuffle_epi8(_mm256_set_m128i(grid, grid), codes);
+        a = _mm256_abs_epi8(b);
       }
     }
   }
 
   // The 8 int32 partial sums of the group's integer dot product with x.
-  __m256i Dot(const InputGroup& x) const {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q));
-    const __m256i pairs =
-        DType == TINYAI_DTYPE_Q4_G32 ? _mm256_maddubs_epi16(magnitude, q) : _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(q, sign));
-    __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    if (DType == TINYAI_DTYPE_Q4_G32) sums = _mm256_add_epi32(sums, _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * x.sum)));
-    return sums;
+  __m256i Dot(const InputOf<DType>& x) const {
+    const __m256i* q = reinterpret_cast<const __m256i*>(x.q);
+    if (DType == TINYAI_DTYPE_Q8_G32) {
+      return _mm256_add_epi32(_mm256_madd_epi16(a, _mm256_loadu_si256(q)), _mm256_madd_epi16(b, _mm256_loadu_si256(q + 1)));
+    }
+    const __m256i xq = _mm256_loadu_si256(q);
+    const __m256i ones = _mm256_set1_epi16(1);
+    if (DType == TINYAI_DTYPE_Q4_G32) {
+      const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(a, xq), ones);
+      return _mm256_add_epi32(sums, _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * Sum(x))));
+    }
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xq, b)), ones);
   }
+
+ private:
+  static int32_t Sum(const InputGroup& x) { return x.sum; }
+  static int32_t Sum(const InputGroup16&) { return 0; }
 };
 
 // R rows against J inputs: y[j*ldy + r] for the tile.
 template <int32_t DType, int R, int J>
-inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+inline void Tile(const uint8_t* w, size_t row_bytes, const InputOf<DType>* x, size_t ldx, float* y, size_t ldy,
                  size_t groups) {
   constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
   __m256 acc[R][J];
@@ -85,7 +98,7 @@ inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t
     for (int r = 0; r < R; ++r) {
       const WeightGroup<DType> wg(w + r * row_bytes + g * kBytes);
       for (int j = 0; j < J; ++j) {
-        const InputGroup& xg = x[j * ldx + g];
+        const InputOf<DType>& xg = x[j * ldx + g];
         acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(wg.Dot(xg)), _mm256_set1_ps(wg.d * xg.d), acc[r][j]);
       }
     }
@@ -99,7 +112,8 @@ inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t
 // prefetcher follows (several rows side by side ran at a third of the
 // bandwidth from DRAM).
 template <int32_t DType>
-void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
+void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
+  const InputOf<DType>* x = static_cast<const InputOf<DType>*>(input);
   constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
   const size_t groups = GroupsPerRow(cols);
   for (size_t r = 0; r < rows; ++r) {
@@ -120,8 +134,9 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, 
 }
 
 template <int32_t DType>
-void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy, size_t rows,
+void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
+  const InputOf<DType>* x = static_cast<const InputOf<DType>*>(input);
   const size_t groups = GroupsPerRow(cols);
   size_t r = 0;
   for (; r + 2 <= rows; r += 2) {
@@ -136,38 +151,47 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx
   }
 }
 
-// The reference's codes exactly: the same max, the same 127 / max, the same
+// The reference's codes exactly: the same max, the same top / max, the same
 // product rounded to nearest even (vroundps), so the conversion is exact.
-inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+// Returns false (leaving out alone) for a group holding an infinity or NaN.
+inline bool QuantizeGroup(const float* src, float top, __m256i q[4], float* d) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  __m256 v[4], m = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(src + 8 * i);
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, v[i]));
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  const float amax = _mm_cvtss_f32(h);
+  bool finite = std::isfinite(amax);
+  for (int i = 0; i < 4 && finite; ++i) finite = _mm256_movemask_ps(_mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q)) == 0;
+  if (!finite) return false;
+  const __m256 inverse = _mm256_set1_ps(amax > 0.0f ? top / amax : 0.0f);
+  for (int i = 0; i < 4; ++i) {
+    q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  *d = amax / top;
+  return true;
+}
+
+// The group's 32 values, zero-padded past cols.
+inline const float* GroupValues(const float* x, size_t cols, size_t first, float* padded) {
+  if (cols - first >= kGroup) return x + first;
+  std::memset(padded, 0, kGroup * sizeof(float));
+  std::memcpy(padded, x + first, (cols - first) * sizeof(float));
+  return padded;
+}
+
+inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
   for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
     const size_t first = g * kGroup;
-    const float* src = x + first;
     alignas(32) float padded[kGroup];
-    if (cols - first < kGroup) {
-      std::memset(padded, 0, sizeof padded);
-      std::memcpy(padded, src, (cols - first) * sizeof(float));
-      src = padded;
-    }
-    __m256 v[4], m = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(src + 8 * i);
-      m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, v[i]));
-    }
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    const float amax = _mm_cvtss_f32(h);
-    bool finite = std::isfinite(amax);
-    for (int i = 0; i < 4 && finite; ++i) finite = _mm256_movemask_ps(_mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q)) == 0;
-    if (!finite) {  // as the reference: NaN scale, zero codes
+    __m256i q[4];
+    if (!QuantizeGroup(GroupValues(x, cols, first, padded), 127.0f, q, &out[g].d)) {
       ref::QuantizeInput(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
       continue;
-    }
-    const __m256 inverse = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i) {
-      q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
@@ -178,16 +202,33 @@ inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
     const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
     const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q), p8);
-    out[g].d = amax / 127.0f;
     out[g].sum = _mm_cvtsi128_si32(s);
+  }
+}
+
+inline void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    const size_t first = g * kGroup;
+    alignas(32) float padded[kGroup];
+    __m256i q[4];
+    if (!QuantizeGroup(GroupValues(x, cols, first, padded), 32767.0f, q, &out[g].d)) {
+      ref::QuantizeInput16(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
+      continue;
+    }
+    // packs interleaves the two inputs per 128-bit lane; 0xd8 restores the order.
+    __m256i* dst = reinterpret_cast<__m256i*>(out[g].q);
+    _mm256_storeu_si256(dst, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8));
+    _mm256_storeu_si256(dst + 1, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xd8));
   }
 }
 
 struct Grouped {
   static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
+  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &QuantizeInput16;
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>};
+    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>,
+                         InputFormOf(DType)};
   }
 };
 

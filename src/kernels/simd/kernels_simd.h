@@ -725,6 +725,7 @@ struct TableFns {
 // own: the reference's.
 struct RefGrouped {
   static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &ref::QuantizeInput;
+  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &ref::QuantizeInput16;
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
     return ref::GroupedKernels<DType>();
@@ -747,11 +748,12 @@ constexpr KernelTable MakeTable(const char* name) {
       &TableFns<Arch>::Swiglu,
       &TableFns<Arch>::Add,
       Grouped::kQuantizeInput,
+      Grouped::kQuantizeInput16,
       {
           /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
-                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr},
+                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr, kInputF32},
           /* TINYAI_DTYPE_F16 */ {&TableFns<Arch>::MatvecF16, &TableFns<Arch>::MatmulF16,
-                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr},
+                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr, kInputF32},
           /* TINYAI_DTYPE_Q8_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q8_G32>(),
           /* TINYAI_DTYPE_Q4_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4_G32>(),
           /* TINYAI_DTYPE_Q4NL_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4NL_G32>(),
