@@ -1,5 +1,7 @@
 // NEON instantiation of the xsimd kernels: neon64 on AArch64, neon on 32-bit
-// ARM (built with -mfpu=neon). CMake compiles this file on ARM only.
+// ARM (built with -mfpu=neon), and the grouped dtypes' integer products
+// (grouped_neon.h). CMake compiles this file on ARM only.
+#include "kernels/simd/grouped_neon.h"
 #include "kernels/simd/kernels_simd.h"
 
 #if defined(__aarch64__)
@@ -10,7 +12,7 @@ namespace tinyai {
 namespace kernels {
 
 const KernelTable& ArmNeon64Table() {
-  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon64>("neon64");
+  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon64, neon::Grouped>("neon64");
   return kTable;
 }
 
@@ -29,7 +31,7 @@ namespace tinyai {
 namespace kernels {
 
 const KernelTable& ArmNeonTable() {
-  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon>("neon");
+  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon, neon::Grouped>("neon");
   return kTable;
 }
 
