@@ -19,7 +19,7 @@ namespace tinyai {
 namespace kernels {
 namespace {
 
-constexpr size_t kMaxTables = 4;
+constexpr size_t kMaxTables = 6;
 
 #if defined(TINYAI_KERNELS_X86)
 // F16C (half <-> float conversion), which the AVX2 table's f16 products use:
@@ -27,6 +27,25 @@ constexpr size_t kMaxTables = 4;
 bool CpuHasF16C() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
+
+// AVX-512 as the AVX-512 table uses it: F, CD, DQ, BW (xsimd's avx512bw), VL
+// (CPUID leaf 7, EBX bit 31) and the OS saving the ZMM and mask registers
+// (XCR0 bits 1, 2, 5, 6, 7; xsimd 8 checks none of these two).
+bool CpuHasAvx512Table() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0xe6u) != 0xe6u) return false;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return (b & (1u << 31)) != 0;
+}
+
+// AVX512-VNNI: CPUID leaf 7, ECX bit 11.
+bool CpuHasAvx512Vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 11)) != 0;
 }
 #endif
 
@@ -41,6 +60,9 @@ TableList Detect() {
 #if defined(TINYAI_KERNELS_HAVE_SIMD)
   const auto cpu = xsimd::available_architectures();
 #if defined(TINYAI_KERNELS_X86)
+  const bool avx512 = cpu.avx512bw && cpu.fma3_avx2 && CpuHasF16C() && CpuHasAvx512Table();
+  if (avx512 && CpuHasAvx512Vnni()) list.tables[list.count++] = &X86Avx512VnniTable();
+  if (avx512) list.tables[list.count++] = &X86Avx512Table();
   if (cpu.avx2 && cpu.fma3_avx2 && CpuHasF16C()) list.tables[list.count++] = &X86Avx2FmaTable();
   if (cpu.sse2) list.tables[list.count++] = &X86Sse2Table();
 #elif defined(TINYAI_KERNELS_NEON64)

@@ -769,8 +769,8 @@ TEST(Dispatch, ByName) {
 
 // The kernel set this build targets, which Best() must report: NEON on AArch64
 // and on 32-bit ARM built for NEON (-mfpu=neon), the reference kernels alone
-// on 32-bit ARM without NEON, AVX2+FMA or SSE2 on x86-64 by what the CPU
-// offers. Asked of the compiler (the test's own predefined macros), not of the
+// on 32-bit ARM without NEON, AVX-512 (with VNNI or not), AVX2+FMA and SSE2
+// on x86-64 by what the CPU offers. Asked of the compiler (the test's own predefined macros), not of the
 // build's choice of sources: a build that lost its SIMD kernels would still
 // pass every parity test, which would then compare Ref() with itself.
 std::vector<std::string> ExpectedTables() {
@@ -782,8 +782,17 @@ std::vector<std::string> ExpectedTables() {
   return {"ref"};
 #elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2+fma", "sse2", "ref"};
-  return {"sse2", "ref"};
+  std::vector<std::string> tables;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd")) {
+    if (__builtin_cpu_supports("avx512vnni")) tables.push_back("avx512vnni");
+    tables.push_back("avx512");
+  }
+  if (avx2) tables.push_back("avx2+fma");
+  tables.push_back("sse2");
+  tables.push_back("ref");
+  return tables;
 #else
   return {};  // a target this test does not know: not checked
 #endif

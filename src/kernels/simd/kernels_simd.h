@@ -41,6 +41,8 @@ namespace kernels {
 // Call only when the running CPU supports the arch (dispatch.cc checks).
 const KernelTable& X86Sse2Table();     // kernels_x86_sse2.cc, "sse2"
 const KernelTable& X86Avx2FmaTable();  // kernels_x86_avx2.cc, "avx2+fma"
+const KernelTable& X86Avx512Table();      // kernels_x86_avx512.cc, "avx512"
+const KernelTable& X86Avx512VnniTable();  // kernels_x86_avx512vnni.cc, "avx512vnni"
 const KernelTable& ArmNeon64Table();   // kernels_arm_neon.cc on aarch64, "neon64"
 const KernelTable& ArmNeonTable();     // kernels_arm_neon.cc on 32-bit ARM, "neon"
 
@@ -141,6 +143,11 @@ inline fbatch<Arch> Load(const uint16_t* p) {
 #if defined(__F16C__) && defined(__AVX2__)
   if constexpr (std::is_same<Arch, xsimd::fma3<xsimd::avx2>>::value) {
     return fbatch<Arch>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+#endif
+#if defined(__AVX512F__) && defined(__F16C__)
+  if constexpr (std::is_same<Arch, xsimd::avx512bw>::value) {
+    return fbatch<Arch>(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
   }
 #endif
 #if defined(__aarch64__)
@@ -431,7 +438,7 @@ void matvec_f16_k::operator()(Arch, const uint8_t* w, size_t row_bytes, const fl
   // faster). fp32 gained nothing measurable (1.01x), and NEON is unmeasured:
   // both keep MatvecRows.
 #if defined(__F16C__) && defined(__AVX2__)
-  if constexpr (std::is_same<Arch, xsimd::fma3<xsimd::avx2>>::value) {
+  if constexpr (std::is_same<Arch, xsimd::fma3<xsimd::avx2>>::value || std::is_same<Arch, xsimd::avx512bw>::value) {
     if (rows * row_bytes >= kMatvecStreamBytes) {
       detail::MatvecStream<Arch, uint16_t>::Run(h, row_bytes / 2, x, y, rows, cols);
       return;

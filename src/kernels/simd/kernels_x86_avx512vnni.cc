@@ -1,0 +1,29 @@
+// The AVX-512 table with AVX512-VNNI integer products for the grouped dtypes
+// (vpdpbusd, vpdpwssd; grouped_avx512.h): X86Avx512Table()'s float kernels,
+// its grouped entries replaced. Compiled with the AVX-512 file's flags plus
+// -mavx512vnni; dispatch.cc calls it only when the CPU has VNNI.
+#include "kernels/simd/grouped_avx512.h"
+
+#if !defined(__AVX512VNNI__)
+#error "kernels_x86_avx512vnni.cc must be compiled with -mavx512vnni"
+#endif
+
+namespace tinyai {
+namespace kernels {
+
+const KernelTable& X86Avx512Table();
+
+const KernelTable& X86Avx512VnniTable() {
+  static const KernelTable kTable = [] {
+    KernelTable t = X86Avx512Table();
+    t.name = "avx512vnni";
+    t.weights[TINYAI_DTYPE_Q8_G32] = avx512::Grouped<true>::Weights<TINYAI_DTYPE_Q8_G32>();
+    t.weights[TINYAI_DTYPE_Q4_G32] = avx512::Grouped<true>::Weights<TINYAI_DTYPE_Q4_G32>();
+    t.weights[TINYAI_DTYPE_Q4NL_G32] = avx512::Grouped<true>::Weights<TINYAI_DTYPE_Q4NL_G32>();
+    return t;
+  }();
+  return kTable;
+}
+
+}  // namespace kernels
+}  // namespace tinyai
