@@ -15,19 +15,18 @@ namespace {
 // The integer values a group's codes stand for, in increasing order, and
 // the code of each.
 struct Grid {
-  const int8_t* values;  // ascending
+  const int8_t* values;  // ascending; nullptr: the integers lo..hi
   int32_t count;
   int32_t lo, hi;        // the extremes a group's largest value may map to
 };
 
-constexpr int8_t kQ4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
-
-// Index of the grid value nearest v (ties to the lower one).
+// Index of the grid value nearest v (ties: to even for the integer grids, to
+// the lower value for a table).
 int32_t NearestIndex(const Grid& g, float v) {
-  if (g.count == 255) {  // q8: the integers -127..127
+  if (g.values == nullptr) {  // q8, q4: the integers lo..hi, rounded to nearest even
     float r = std::nearbyint(v);
-    r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
-    return static_cast<int32_t>(r) + 127;
+    r = r > static_cast<float>(g.hi) ? static_cast<float>(g.hi) : (r < static_cast<float>(g.lo) ? static_cast<float>(g.lo) : r);
+    return static_cast<int32_t>(r) - g.lo;
   }
   int32_t lo = 0, hi = g.count - 1;
   if (v <= g.values[lo]) return lo;
@@ -39,7 +38,7 @@ int32_t NearestIndex(const Grid& g, float v) {
   return v - static_cast<float>(g.values[lo]) <= static_cast<float>(g.values[hi]) - v ? lo : hi;
 }
 
-int32_t ValueAt(const Grid& g, int32_t index) { return g.count == 255 ? index - 127 : g.values[index]; }
+int32_t ValueAt(const Grid& g, int32_t index) { return g.values == nullptr ? index + g.lo : g.values[index]; }
 
 // Least squares for one group: for each candidate inverse scale, round
 // every value to the nearest grid point, then take the scale that minimises
@@ -93,7 +92,7 @@ float SearchScale(const Grid& g, const float* x, size_t n) {
 
 void EncodeGroup(int32_t dtype, const float* x, size_t n, uint8_t* out) {
   static const Grid kQ8 = {nullptr, 255, -127, 127};
-  static const Grid kQ4 = {kQ4Values, 16, -8, 7};
+  static const Grid kQ4 = {nullptr, 16, -8, 7};
   static const Grid kQ4NL = {kQ4NLGrid, 16, -127, 113};
   const Grid& g = dtype == TINYAI_DTYPE_Q8_G32 ? kQ8 : (dtype == TINYAI_DTYPE_Q4_G32 ? kQ4 : kQ4NL);
   const uint16_t half = FloatToHalf(SearchScale(g, x, n));

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One model shape in each weight dtype, measured in the same run: writes the
-# synthetic 110M-shape LLaMA as f32 and as f16 (seed 1, into BUILD_DIR/bench-models),
-# then runs tinyai-bench on them alternately, RUNS times each (default 3), and
-# prints every run and the medians' ratios: decode and prompt tokens/s of f16
-# over f32, and each one's fraction of the bandwidth probe (docs/benchmarks.md).
+# synthetic 110M-shape LLaMA as f32 and in each of DTYPES (seed 1, into
+# BUILD_DIR/bench-models), then runs tinyai-bench on them alternately, RUNS
+# times each (default 3), and prints every run and the medians' ratios: decode
+# and prompt tokens/s of each dtype over f32, and each one's fraction of the
+# bandwidth probe (docs/benchmarks.md).
 #   tools/bench/run_dtype_benchmark.sh [BUILD_DIR]
 # Environment: RUNS, THREADS (default 2), PROMPT (default 128), GEN (default 64),
-# SPEC (default the 110M shape).
+# SPEC (default the 110M shape), DTYPES (default "f16"; e.g. "f16 q8_g32 q4_g32 q4nl_g32").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/release}
@@ -18,8 +19,9 @@ spec=${SPEC:-dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_
 work=$build/bench-models
 mkdir -p "$work"
 tag=$(printf '%s' "$spec" | cksum | cut -d' ' -f1)
+dtypes=(f32 ${DTYPES:-f16})
 declare -A model
-for d in f32 f16; do
+for d in "${dtypes[@]}"; do
   model[$d]=$work/dtype-$tag-$d.tmai
   [ -f "${model[$d]}" ] || "$bin/tinyai-convert" --dtype "$d" --synthetic "$spec" "${model[$d]}" > /dev/null
 done
@@ -29,7 +31,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 declare -A decode prompt fraction
 echo "dtype benchmark: $spec, $threads threads, prompt ${PROMPT:-128}, gen ${GEN:-64}, $runs runs each, alternated"
 for _ in $(seq "$runs"); do
-  for d in f32 f16; do
+  for d in "${dtypes[@]}"; do
     j=$("$bin/tinyai-bench" -m "${model[$d]}" -t "$threads" --prompt "${PROMPT:-128}" --gen "${GEN:-64}" --json)
     dec=$(field decode_tokens_per_s <<< "$j")
     pp=$(field pp_tokens_per_s <<< "$j")
@@ -40,11 +42,13 @@ for _ in $(seq "$runs"); do
     fraction[$d]+="$fr "
   done
 done
-for d in f32 f16; do
+for d in "${dtypes[@]}"; do
   decode[$d]=$(tr ' ' '\n' <<< "${decode[$d]}" | grep . | median)
   prompt[$d]=$(tr ' ' '\n' <<< "${prompt[$d]}" | grep . | median)
   fraction[$d]=$(tr ' ' '\n' <<< "${fraction[$d]}" | grep . | median)
   echo "median $d: decode ${decode[$d]} tokens/s (${fraction[$d]} of the probe), prompt ${prompt[$d]} tokens/s"
 done
-awk -v a="${decode[f16]}" -v b="${decode[f32]}" -v c="${prompt[f16]}" -v e="${prompt[f32]}" \
-  'BEGIN { printf "f16 / f32: decode %.2fx, prompt %.2fx\n", a / b, c / e }'
+for d in "${dtypes[@]:1}"; do
+  awk -v d="$d" -v a="${decode[$d]}" -v b="${decode[f32]}" -v c="${prompt[$d]}" -v e="${prompt[f32]}" \
+    'BEGIN { printf "%s / f32: decode %.2fx, prompt %.2fx\n", d, a / b, c / e }'
+done
