@@ -9,12 +9,17 @@
 //   matvec_f16/..., matvec_f16_cold/..., matmul_f16/...
 //                                       the same over IEEE half weights (the
 //                                       table's f16 weight kernels)
+//   matvec_q/<table>/<dtype>/..., matvec_q_cold/..., matmul_q/.../n:8
+//                                       the grouped dtypes (q8_g32, q4_g32,
+//                                       q4nl_g32): the input quantized once
+//                                       per call, then the integer products
 //   vecmat/<table>/...                  attention-shaped weighted row sum
 //   memory_read_probe/...               streams a 256 MiB buffer with wide
 //                                       loads: the machine's read bandwidth
 //
 // bytes_per_second counts weight (matrix) bytes read once per call (4 per
-// f32 weight, 2 per f16), so matvec figures compare directly with the probe.
+// f32 weight, 2 per f16, 34/32 and 18/32 for the grouped dtypes), so matvec
+// figures compare directly with the probe; items_per_second counts weights.
 #include <benchmark/benchmark.h>
 
 #include <stdlib.h>
@@ -31,7 +36,9 @@
 #include <immintrin.h>
 #endif
 
+#include "common/groups.h"
 #include "common/half.h"
+#include "quant/quantize.h"
 #include "kernels/kernels.h"
 #include "tinyai/types.h"
 
@@ -120,6 +127,72 @@ void BM_MatvecF16(benchmark::State& state, const KernelTable* t, size_t rows, si
     if (++k == copies) k = 0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * mat * sizeof(uint16_t));
+}
+
+// Rows of a grouped dtype (random weights, encoded by the library's
+// encoder) against n inputs quantized as the dtype's products take them.
+struct GroupedMatrix {
+  GroupedMatrix(int32_t dtype, size_t rows, size_t cols, size_t copies)
+      : row_bytes(tinyai::GroupedRowBytes(dtype, cols)), bytes(rows * row_bytes), data(bytes * copies) {
+    std::vector<float> values(rows * cols);
+    FillRandom(values.data(), values.size(), 5);
+    tinyai::quant::EncodeRows(dtype, values.data(), rows, cols, reinterpret_cast<uint8_t*>(data.data), nullptr);
+    for (size_t k = 1; k < copies; ++k) memcpy(data.data + k * bytes, data.data, bytes);
+  }
+  size_t row_bytes, bytes;
+  AlignedArray<uint8_t> data;
+};
+
+struct GroupedInput {
+  GroupedInput(const KernelTable* t, tinyai::InputForm form, size_t cols, size_t n)
+      : bytes(tinyai::QuantizedInputBytes(form, cols)), data(bytes * n) {
+    std::vector<float> x(cols);
+    for (size_t j = 0; j < n; ++j) {
+      FillRandom(x.data(), cols, 6 + static_cast<uint32_t>(j));
+      uint8_t* at = data.data + j * bytes;
+      if (form == tinyai::kInputInt8) t->quantize_input(x.data(), cols, reinterpret_cast<tinyai::InputGroup*>(at));
+      else t->quantize_input16(x.data(), cols, reinterpret_cast<tinyai::InputGroup16*>(at));
+    }
+  }
+  size_t bytes;
+  AlignedArray<uint8_t> data;
+};
+
+void BM_MatvecQ(benchmark::State& state, const KernelTable* t, int32_t dtype, size_t rows, size_t cols, bool cold) {
+  const tinyai::kernels::WeightKernels& k = t->weights[dtype];
+  const size_t bytes = rows * tinyai::GroupedRowBytes(dtype, cols);
+  const size_t copies = cold ? (kProbeBytes + bytes - 1) / bytes : 1;
+  GroupedMatrix w(dtype, rows, cols, copies);
+  GroupedInput x(t, k.input, cols, 1);
+  AlignedFloats y(rows);
+  std::vector<float> values(cols);
+  FillRandom(values.data(), cols, 7);
+  size_t c = 0;
+  for (auto _ : state) {
+    // The input is quantized in every call, as a product does.
+    if (k.input == tinyai::kInputInt8) t->quantize_input(values.data(), cols, reinterpret_cast<tinyai::InputGroup*>(x.data.data));
+    else t->quantize_input16(values.data(), cols, reinterpret_cast<tinyai::InputGroup16*>(x.data.data));
+    k.matvec_q(w.data.data + c * w.bytes, w.row_bytes, x.data.data, y.data, rows, cols);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+    if (++c == copies) c = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows * cols));
+}
+
+void BM_MatmulQ(benchmark::State& state, const KernelTable* t, int32_t dtype, size_t rows, size_t cols, size_t n) {
+  const tinyai::kernels::WeightKernels& k = t->weights[dtype];
+  GroupedMatrix w(dtype, rows, cols, 1);
+  GroupedInput x(t, k.input, cols, n);
+  AlignedFloats y(n * rows);
+  for (auto _ : state) {
+    k.matmul_q(w.data.data, w.row_bytes, x.data.data, tinyai::GroupsPerRow(cols), y.data, rows, rows, cols, n);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.bytes));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows * cols * n));
 }
 
 void BM_MatmulF16(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, size_t n) {
@@ -285,6 +358,32 @@ void RegisterAll() {
       benchmark::RegisterBenchmark(name.c_str(), BM_MatmulF16, t, s.rows, s.cols, size_t{8})
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+    }
+  }
+  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
+    const std::string d = tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
+    for (bool cold : {false, true}) {
+      for (const Shape& s : shapes) {
+        if (cold && s.rows == 32000) continue;
+        for (const KernelTable* t : tables) {
+          if (!t->weights[dtype].matvec_q) continue;
+          std::string name = std::string(cold ? "matvec_q_cold/" : "matvec_q/") + t->name + "/" + d + "/" +
+                             std::to_string(s.rows) + "x" + std::to_string(s.cols);
+          benchmark::RegisterBenchmark(name.c_str(), BM_MatvecQ, t, dtype, s.rows, s.cols, cold)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+      }
+    }
+    for (const Shape& s : shapes) {
+      for (const KernelTable* t : tables) {
+        if (!t->weights[dtype].matmul_q) continue;
+        std::string name = std::string("matmul_q/") + t->name + "/" + d + "/" + std::to_string(s.rows) + "x" +
+                           std::to_string(s.cols) + "/n:8";
+        benchmark::RegisterBenchmark(name.c_str(), BM_MatmulQ, t, dtype, s.rows, s.cols, size_t{8})
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
     }
   }
   for (const KernelTable* t : tables) {
