@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
@@ -440,23 +441,27 @@ TinyAIStatus TmaiWriter::WriteValues(const float* values, size_t count) {
     }
     const tmai::TensorEntry& t = tensors_[current_];
     if (GroupBytes(t.dtype) != 0 && t.ndims > 0) {
-      // A row at a time: collect its values, encode, write.
+      // Rows are collected into a batch of about kEncodeBatchBytes of
+      // values, encoded on encode_threads_ threads, and written in order.
       const size_t cols = static_cast<size_t>(t.shape[t.ndims - 1]);
       const size_t row_bytes = GroupedRowBytes(t.dtype, cols);
       if (!encoder_ || (row_values_.empty() && written_in_current_ % row_bytes != 0)) {
         return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' (%s) cannot take values here%s", path_.c_str(), t.name,
                         tinyaiDTypeName(static_cast<TinyAIDType>(t.dtype)), encoder_ ? "" : " (no row encoder)");
       }
-      const size_t m = count < cols - row_values_.size() ? count : cols - row_values_.size();
+      const size_t rows_left = static_cast<size_t>((t.decoded_size - written_in_current_) / row_bytes);
+      size_t batch_rows = kEncodeBatchBytes / sizeof(float) / cols;
+      if (batch_rows == 0) batch_rows = 1;
+      if (batch_rows > rows_left) batch_rows = rows_left;
+      const size_t room = batch_rows * cols - row_values_.size();
+      const size_t m = count < room ? count : room;
       row_values_.insert(row_values_.end(), values, values + m);
       values += m;
       count -= m;
-      if (row_values_.size() == cols) {
-        row_bytes_buf_.assign(row_bytes, 0);
-        TINYAI_RETURN_IF_ERROR(encoder_(static_cast<int32_t>(current_), t.dtype, row_values_.data(), cols,
-                                        row_bytes_buf_.data()));
+      if (row_values_.size() == batch_rows * cols) {
+        TINYAI_RETURN_IF_ERROR(EncodeBatch(static_cast<int32_t>(current_), t.dtype, cols, row_bytes, batch_rows));
         row_values_.clear();
-        TINYAI_RETURN_IF_ERROR(Write(row_bytes_buf_.data(), row_bytes));
+        TINYAI_RETURN_IF_ERROR(Write(row_bytes_buf_.data(), batch_rows * row_bytes));
       }
       continue;
     }
@@ -476,6 +481,35 @@ TinyAIStatus TmaiWriter::WriteValues(const float* values, size_t count) {
     }
     values += m;
     count -= m;
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus TmaiWriter::EncodeBatch(int32_t tensor, int32_t dtype, size_t cols, size_t row_bytes, size_t rows) {
+  row_bytes_buf_.assign(rows * row_bytes, 0);
+  size_t threads = encode_threads_ > 0 ? encode_threads_ : std::thread::hardware_concurrency();
+  if (threads == 0) threads = 1;
+  if (threads > rows) threads = rows;
+  std::vector<uint8_t> failed(rows, 0);
+  auto encode = [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      failed[r] = encoder_(tensor, dtype, row_values_.data() + r * cols, cols, row_bytes_buf_.data() + r * row_bytes) !=
+                  TINYAI_OK;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(encode, rows * i / threads, rows * (i + 1) / threads);
+  encode(0, rows / threads);
+  for (std::thread& th : pool) th.join();
+  for (size_t r = 0; r < rows; ++r) {
+    // The encoder is deterministic: its error, run again on this thread,
+    // records the message here.
+    if (failed[r]) {
+      const TinyAIStatus s = encoder_(tensor, dtype, row_values_.data() + r * cols, cols, row_bytes_buf_.data() + r * row_bytes);
+      const uint64_t row = (written_in_current_ / row_bytes) + r;
+      return AddErrorContext(s, "'%s': tensor '%s', row %llu: ", path_.c_str(), tensors_[static_cast<size_t>(tensor)].name,
+                             static_cast<unsigned long long>(row));
+    }
   }
   return TINYAI_OK;
 }

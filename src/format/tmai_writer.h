@@ -90,10 +90,16 @@ class TmaiWriter {
   // Encodes one row of a grouped tensor (src/common/groups.h): cols values
   // into the row's bytes. tensor is the directory index (for a report of
   // each tensor's error). quant::EncodeRows is the one TinyAI uses; the
-  // writer itself knows no quantizer.
+  // writer itself knows no quantizer. Rows are encoded in batches on several
+  // threads at once (SetEncodeThreads), so the encoder must be thread-safe
+  // and deterministic; the bytes are written in order either way.
   using RowEncoder = std::function<TinyAIStatus(int32_t tensor, int32_t dtype, const float* row, size_t cols,
                                                 uint8_t* out)>;
   void SetRowEncoder(RowEncoder encoder) { encoder_ = std::move(encoder); }
+  // Threads that encode grouped rows (0, the default: one per core).
+  void SetEncodeThreads(size_t threads) { encode_threads_ = threads; }
+  // Values of grouped rows collected before they are encoded together.
+  static constexpr size_t kEncodeBatchBytes = size_t{8} << 20;
   // Appends values in directory order, each stored in its tensor's dtype:
   // f32 as given, f16 rounded to nearest even (common/half.h), a grouped
   // dtype a row at a time by the row encoder; a chunk may span tensors and
@@ -157,8 +163,11 @@ class TmaiWriter {
   size_t current_ = 0;         // tensor being written
   uint64_t written_in_current_ = 0;
   RowEncoder encoder_;
-  std::vector<float> row_values_;  // a grouped tensor's row so far
+  std::vector<float> row_values_;  // a grouped tensor's rows collected so far
   std::vector<uint8_t> row_bytes_buf_;
+  size_t encode_threads_ = 0;
+  // Encodes the rows collected in row_values_ into row_bytes_buf_.
+  TinyAIStatus EncodeBatch(int32_t tensor, int32_t dtype, size_t cols, size_t row_bytes, size_t rows);
   uint32_t crc_ = 0;
   uint16_t version_major_ = tmai::kVersionMajor;
   uint16_t version_minor_ = tmai::kVersionMinor;

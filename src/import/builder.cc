@@ -1,6 +1,8 @@
 #include "import/builder.h"
 
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -93,10 +95,13 @@ TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
 
 void UseRowEncoder(TmaiWriter* w, const WriteOptions& options) {
   std::vector<quant::EncodeError>* errors = options.errors;
-  w->SetRowEncoder([errors](int32_t tensor, int32_t dtype, const float* row, size_t cols, uint8_t* out) {
+  // Rows are encoded on several threads: the errors are added under a lock.
+  auto lock = std::make_shared<std::mutex>();
+  w->SetRowEncoder([errors, lock](int32_t tensor, int32_t dtype, const float* row, size_t cols, uint8_t* out) {
     quant::EncodeError e;
-    const TinyAIStatus s = quant::EncodeRows(dtype, row, 1, cols, out, &e);
+    const TinyAIStatus s = quant::EncodeRows(dtype, row, 1, cols, out, errors != nullptr ? &e : nullptr);
     if (s == TINYAI_OK && errors != nullptr) {
+      std::lock_guard<std::mutex> hold(*lock);
       if (errors->size() <= static_cast<size_t>(tensor)) errors->resize(static_cast<size_t>(tensor) + 1);
       (*errors)[static_cast<size_t>(tensor)].Add(e);
     }

@@ -140,6 +140,10 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
     uint8_t* dst = out + r * row_bytes;
     for (size_t c = 0; c < cols; ++c) {
       if (!std::isfinite(row[c])) {
+        if (rows == 1) {
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "column %zu holds %f, which %s cannot encode", c,
+                          static_cast<double>(row[c]), tinyaiDTypeName(static_cast<TinyAIDType>(dtype)));
+        }
         return SetError(TINYAI_ERR_INVALID_ARGUMENT, "row %zu, column %zu holds %f, which %s cannot encode", r, c,
                         static_cast<double>(row[c]), tinyaiDTypeName(static_cast<TinyAIDType>(dtype)));
       }

@@ -4,12 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
 #include "common/groups.h"
 #include "common/half.h"
+#include "format/test_models.h"
+#include "format/tmai_writer.h"
+#include "import/builder.h"
 #include "kernels/kernels.h"
 #include "quant/quantize.h"
 #include "tinyai/tinyai.h"
@@ -160,6 +166,69 @@ TEST(Encode, RefusesNonFiniteValuesAndUnknownDtypes) {
   EXPECT_EQ(EncodeRows(99, w.data(), 2, 32, out.data(), nullptr), TINYAI_ERR_UNSUPPORTED);
   EXPECT_EQ(EncodedRowBytes(99, 32), 0u);
   EXPECT_EQ(EncodedRowBytes(TINYAI_DTYPE_Q4NL_G32, 33), 36u);
+}
+
+}  // namespace
+}  // namespace quant
+}  // namespace tinyai
+
+namespace tinyai {
+namespace quant {
+namespace {
+
+// The writer stores grouped tensors a batch of rows at a time on several
+// threads: the file is the same whatever the threads and however the values
+// arrive, an encoding error names the tensor and the row, and a grouped
+// tensor without an encoder is refused.
+std::string WriteGrouped(const std::string& path, size_t threads, size_t chunk, float poison_at = -1.0f) {
+  TmaiWriter w;
+  WriteOptions o;
+  UseRowEncoder(&w, o);
+  w.SetEncodeThreads(threads);
+  w.AddLayer(TINYAI_LAYER_DENSE, -1);
+  w.AddTensor("a", TINYAI_ROLE_DENSE_WEIGHT, TINYAI_DTYPE_Q4NL_G32, {301, 172});
+  w.AddTensor("b", TINYAI_ROLE_DENSE_WEIGHT, TINYAI_DTYPE_Q8_G32, {7, 40});
+  EXPECT_EQ(w.Open(path.c_str()), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  std::vector<float> v = Weights(1, 301 * 172 + 7 * 40, 9);
+  if (poison_at >= 0.0f) v[static_cast<size_t>(poison_at)] = NAN;
+  for (size_t at = 0; at < v.size(); at += chunk) {
+    const TinyAIStatus s = w.WriteValues(v.data() + at, std::min(chunk, v.size() - at));
+    if (s != TINYAI_OK) return std::string("error: ") + tinyaiGetLastErrorMessage();
+  }
+  EXPECT_EQ(w.Finish(), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::string bytes;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
+  std::fclose(f);
+  return bytes;
+}
+
+TEST(Writer, GroupedRowsAreTheSameOnAnyThreadsAndChunks) {
+  testing::TempDir dir;
+  const std::string one = WriteGrouped(dir.File("1.tmai"), 1, 1 << 20);
+  EXPECT_EQ(WriteGrouped(dir.File("4.tmai"), 4, 1 << 20), one);
+  EXPECT_EQ(WriteGrouped(dir.File("odd.tmai"), 3, 97), one);
+  EXPECT_GT(one.size(), static_cast<size_t>(301 * 6 * 18 + 7 * 2 * 34));
+}
+
+TEST(Writer, GroupedEncodingErrorNamesTensorAndRow) {
+  testing::TempDir dir;
+  const std::string r = WriteGrouped(dir.File("nan.tmai"), 2, 1000, 17 * 172 + 5);
+  EXPECT_NE(r.find("error: "), std::string::npos);
+  EXPECT_NE(r.find("tensor 'a', row 17: column 5 holds nan"), std::string::npos) << r;
+}
+
+TEST(Writer, GroupedTensorNeedsAnEncoder) {
+  testing::TempDir dir;
+  TmaiWriter w;
+  w.AddLayer(TINYAI_LAYER_DENSE, -1);
+  w.AddTensor("a", TINYAI_ROLE_DENSE_WEIGHT, TINYAI_DTYPE_Q4_G32, {2, 32});
+  ASSERT_EQ(w.Open(dir.File("x.tmai").c_str()), TINYAI_OK);
+  std::vector<float> v(64, 0.5f);
+  EXPECT_EQ(w.WriteValues(v.data(), v.size()), TINYAI_ERR_MISUSE);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "no row encoder"), nullptr) << tinyaiGetLastErrorMessage();
 }
 
 }  // namespace
