@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "tinyai/types.h"
 
@@ -85,6 +86,10 @@ constexpr InputForm InputFormOf(int32_t dtype) {
     default: return kInputF32;
   }
 }
+
+// The input group type of a grouped dtype's products.
+template <int32_t DType>
+using InputGroupOf = typename std::conditional<InputFormOf(DType) == kInputInt16, InputGroup16, InputGroup>::type;
 
 // Bytes an input vector of cols values takes in form (0 for fp32, which is
 // used as it is).

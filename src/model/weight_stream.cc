@@ -190,7 +190,10 @@ uint32_t WeightStream::InputForms(const int32_t* tensors, int count) const {
 }
 
 uint64_t WeightStream::InputScratchBytes(const int32_t* tensors, int count, int32_t cols) const {
-  const uint32_t forms = InputForms(tensors, count);
+  return FormsBytes(InputForms(tensors, count), cols);
+}
+
+uint64_t WeightStream::FormsBytes(uint32_t forms, int32_t cols) {
   uint64_t bytes = 0;
   for (InputForm f : {kInputInt8, kInputInt16}) {
     if (forms & (1u << f)) bytes += QuantizedInputBytes(f, static_cast<size_t>(cols));
@@ -220,13 +223,13 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
   // Tensors of grouped dtypes multiply x quantized once per input form, the
   // forms one after the other in scratch.
   const void* inputs[3] = {x, nullptr, nullptr};
-  const uint64_t need = InputScratchBytes(tensors, count, cols) * static_cast<uint64_t>(n);
+  const uint32_t forms = InputForms(tensors, count);
+  const uint64_t need = FormsBytes(forms, cols) * static_cast<uint64_t>(n);
   if (need > 0) {
     if (scratch == nullptr || scratch_bytes < need) {
       return SetError(TINYAI_ERR_INTERNAL, "a product with grouped weights has %llu bytes of scratch for %llu",
                       static_cast<unsigned long long>(scratch_bytes), static_cast<unsigned long long>(need));
     }
-    const uint32_t forms = InputForms(tensors, count);
     uint8_t* at = static_cast<uint8_t*>(scratch);
     for (InputForm f : {kInputInt8, kInputInt16}) {
       if (!(forms & (1u << f))) continue;

@@ -97,6 +97,8 @@ class WeightStream final : public ProgramWeights {
   void MultiplyWindow(size_t segments, const void* const* inputs, size_t ldx, float* y, size_t ldy, size_t cols,
                       int32_t n);
   uint32_t InputForms(const int32_t* tensors, int count) const;
+  // Bytes per row of x the forms in the mask take quantized.
+  static uint64_t FormsBytes(uint32_t forms, int32_t cols);
   // Quantizes the n rows of x in form into out, one after the other.
   void QuantizeInput(const float* x, size_t ldx, InputForm form, void* out, size_t cols, int32_t n);
   uint64_t SliceBytes(int32_t slice) const { return model_->slices().slice(slice).decoded_size; }

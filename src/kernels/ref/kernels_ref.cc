@@ -140,12 +140,8 @@ int32_t Value(const uint8_t* group, size_t j) {
   return DType == TINYAI_DTYPE_Q4_G32 ? code - 8 : kQ4NLGrid[code];
 }
 
-// The input group type of DType's products (src/common/groups.h).
 template <int32_t DType>
-using InputOf = typename std::conditional<DType == TINYAI_DTYPE_Q8_G32, InputGroup16, InputGroup>::type;
-
-template <int32_t DType>
-float DotQ(const uint8_t* row, const InputOf<DType>* x, size_t cols) {
+float DotQ(const uint8_t* row, const InputGroupOf<DType>* x, size_t cols) {
   const size_t bytes = GroupBytes(DType);
   float sum = 0.0f;
   for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
@@ -195,14 +191,14 @@ void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) { Quantize(
 
 template <int32_t DType>
 void MatvecQ(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
-  const InputOf<DType>* in = static_cast<const InputOf<DType>*>(x);
+  const InputGroupOf<DType>* in = static_cast<const InputGroupOf<DType>*>(x);
   for (size_t r = 0; r < rows; ++r) y[r] = DotQ<DType>(w + r * row_bytes, in, cols);
 }
 
 template <int32_t DType>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
-  const InputOf<DType>* in = static_cast<const InputOf<DType>*>(x);
+  const InputGroupOf<DType>* in = static_cast<const InputGroupOf<DType>*>(x);
   for (size_t j = 0; j < n; ++j) {
     for (size_t r = 0; r < rows; ++r) y[j * ldy + r] = DotQ<DType>(w + r * row_bytes, in + j * ldx, cols);
   }

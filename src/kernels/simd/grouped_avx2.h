@@ -38,9 +38,6 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-template <int32_t DType>
-using InputOf = typename std::conditional<DType == TINYAI_DTYPE_Q8_G32, InputGroup16, InputGroup>::type;
-
 // One weight group, decoded once for every input it meets.
 template <int32_t DType>
 struct WeightGroup {
@@ -67,7 +64,7 @@ struct WeightGroup {
   }
 
   // The 8 int32 partial sums of the group's integer dot product with x.
-  __m256i Dot(const InputOf<DType>& x) const {
+  __m256i Dot(const InputGroupOf<DType>& x) const {
     const __m256i* q = reinterpret_cast<const __m256i*>(x.q);
     if (DType == TINYAI_DTYPE_Q8_G32) {
       return _mm256_add_epi32(_mm256_madd_epi16(a, _mm256_loadu_si256(q)), _mm256_madd_epi16(b, _mm256_loadu_si256(q + 1)));
@@ -88,7 +85,7 @@ struct WeightGroup {
 
 // R rows against J inputs: y[j*ldy + r] for the tile.
 template <int32_t DType, int R, int J>
-inline void Tile(const uint8_t* w, size_t row_bytes, const InputOf<DType>* x, size_t ldx, float* y, size_t ldy,
+inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroupOf<DType>* x, size_t ldx, float* y, size_t ldy,
                  size_t groups) {
   constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
   __m256 acc[R][J];
@@ -98,7 +95,7 @@ inline void Tile(const uint8_t* w, size_t row_bytes, const InputOf<DType>* x, si
     for (int r = 0; r < R; ++r) {
       const WeightGroup<DType> wg(w + r * row_bytes + g * kBytes);
       for (int j = 0; j < J; ++j) {
-        const InputOf<DType>& xg = x[j * ldx + g];
+        const InputGroupOf<DType>& xg = x[j * ldx + g];
         acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(wg.Dot(xg)), _mm256_set1_ps(wg.d * xg.d), acc[r][j]);
       }
     }
@@ -113,7 +110,7 @@ inline void Tile(const uint8_t* w, size_t row_bytes, const InputOf<DType>* x, si
 // bandwidth from DRAM).
 template <int32_t DType>
 void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
-  const InputOf<DType>* x = static_cast<const InputOf<DType>*>(input);
+  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
   constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
   const size_t groups = GroupsPerRow(cols);
   for (size_t r = 0; r < rows; ++r) {
@@ -136,7 +133,7 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
 template <int32_t DType>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
-  const InputOf<DType>* x = static_cast<const InputOf<DType>*>(input);
+  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
   const size_t groups = GroupsPerRow(cols);
   size_t r = 0;
   for (; r + 2 <= rows; r += 2) {
@@ -184,42 +181,50 @@ inline const float* GroupValues(const float* x, size_t cols, size_t first, float
   return padded;
 }
 
-inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+// A group's codes stored as int8 with their sum, or as int16.
+inline void StoreCodes(const __m256i q[4], InputGroup* out) {
+  const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  // Pack 32-bit to 8-bit; the packs work per 128-bit lane, the permute
+  // puts the elements back in order.
+  const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+  const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q), p8);
+  out->sum = _mm_cvtsi128_si32(s);
+}
+
+inline void StoreCodes(const __m256i q[4], InputGroup16* out) {
+  // packs interleaves the two inputs per 128-bit lane; 0xd8 restores the order.
+  __m256i* dst = reinterpret_cast<__m256i*>(out->q);
+  _mm256_storeu_si256(dst, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8));
+  _mm256_storeu_si256(dst + 1, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xd8));
+}
+
+// The groups of x in Group's form; a group holding an infinity or NaN goes
+// to the reference (NaN scale, zero codes).
+template <class Group>
+inline void QuantizeGroups(const float* x, size_t cols, float top, Group* out,
+                           void (*reference)(const float*, size_t, Group*)) {
   for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
     const size_t first = g * kGroup;
     alignas(32) float padded[kGroup];
     __m256i q[4];
-    if (!QuantizeGroup(GroupValues(x, cols, first, padded), 127.0f, q, &out[g].d)) {
-      ref::QuantizeInput(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
-      continue;
+    if (QuantizeGroup(GroupValues(x, cols, first, padded), top, q, &out[g].d)) {
+      StoreCodes(q, out + g);
+    } else {
+      reference(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
     }
-    const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    // Pack 32-bit to 8-bit; the packs work per 128-bit lane, the permute
-    // puts the elements back in order.
-    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q), p8);
-    out[g].sum = _mm_cvtsi128_si32(s);
   }
 }
 
+inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  QuantizeGroups(x, cols, 127.0f, out, &ref::QuantizeInput);
+}
+
 inline void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
-  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
-    const size_t first = g * kGroup;
-    alignas(32) float padded[kGroup];
-    __m256i q[4];
-    if (!QuantizeGroup(GroupValues(x, cols, first, padded), 32767.0f, q, &out[g].d)) {
-      ref::QuantizeInput16(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
-      continue;
-    }
-    // packs interleaves the two inputs per 128-bit lane; 0xd8 restores the order.
-    __m256i* dst = reinterpret_cast<__m256i*>(out[g].q);
-    _mm256_storeu_si256(dst, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8));
-    _mm256_storeu_si256(dst + 1, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xd8));
-  }
+  QuantizeGroups(x, cols, 32767.0f, out, &ref::QuantizeInput16);
 }
 
 struct Grouped {

@@ -27,9 +27,6 @@ namespace tinyai {
 namespace kernels {
 namespace avx512 {
 
-template <int32_t DType>
-using InputOf = typename std::conditional<DType == TINYAI_DTYPE_Q8_G32, InputGroup16, InputGroup>::type;
-
 inline uint16_t HalfBits(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof h);
@@ -194,7 +191,7 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t
 template <int32_t DType, bool kVnni>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
-  using In = InputOf<DType>;
+  using In = InputGroupOf<DType>;
   const In* in = static_cast<const In*>(x);
   size_t panel = (16u << 10) / (row_bytes == 0 ? 1 : row_bytes);
   if (panel == 0) panel = 1;

@@ -25,9 +25,6 @@ namespace tinyai {
 namespace kernels {
 namespace neon {
 
-template <int32_t DType>
-using InputOf = typename std::conditional<DType == TINYAI_DTYPE_Q8_G32, InputGroup16, InputGroup>::type;
-
 inline float HalfAt(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof h);
@@ -65,7 +62,7 @@ inline int32x4_t DotAdd8(int32x4_t acc, int8x16_t a, int8x16_t b) {
 
 // The group's integer dot product with x, as 4 int32 partial sums.
 template <int32_t DType>
-inline int32x4_t GroupDot(const uint8_t* g, const InputOf<DType>& x) {
+inline int32x4_t GroupDot(const uint8_t* g, const InputGroupOf<DType>& x) {
   if (DType == TINYAI_DTYPE_Q8_G32) {
     const int16_t* q = reinterpret_cast<const InputGroup16&>(x).q;
     int32x4_t acc = vdupq_n_s32(0);
@@ -98,7 +95,7 @@ inline int32x4_t GroupDot(const uint8_t* g, const InputOf<DType>& x) {
 // One row after the other, two groups at a time (two accumulator chains).
 template <int32_t DType>
 void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
-  const InputOf<DType>* x = static_cast<const InputOf<DType>*>(input);
+  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
   const size_t bytes = GroupBytes(DType), groups = GroupsPerRow(cols);
   for (size_t r = 0; r < rows; ++r) {
     const uint8_t* row = w + r * row_bytes;
@@ -121,7 +118,7 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
 template <int32_t DType>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
-  const InputOf<DType>* x = static_cast<const InputOf<DType>*>(input);
+  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
   for (size_t j = 0; j < n; ++j) MatvecQ<DType>(w, row_bytes, x + j * ldx, y + j * ldy, rows, cols);
 }
 
