@@ -17,6 +17,7 @@
 #include "types.h"
 #include "utils/forward_scheduler.h"
 #include "utils/mmap_loader.h"
+#include "utils/quantize_mixed.h"
 
 #define TINYAI_VERSION_MAJOR 0
 #define TINYAI_VERSION_MINOR 1

@@ -185,6 +185,21 @@ TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, c
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", source);
 }
 
+TinyAIStatus CreateOutputFile(const char* path, File* out) {
+  *out = File();
+  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system; save through a write "
+                  "callback (tinyaiSaveMappedModelTo)", path);
+}
+TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t size, const char* name) {
+  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", name);
+}
+TinyAIStatus CommitOutputFile(File* file, const char* path, const char* final_path) {
+  *file = File();
+  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", final_path);
+}
+void AbortOutputFile(File* file, const char* path) { *file = File(); }
+bool IsSameFile(const File& file, const char* path) { return false; }
+
 void AdviseRange(const void* data, size_t size, Advice advice) {}
 
 size_t PageSize() { return kGranule; }

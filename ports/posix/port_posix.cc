@@ -113,6 +113,62 @@ TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, c
   return TINYAI_OK;
 }
 
+TinyAIStatus CreateOutputFile(const char* path, File* out) {
+  *out = File();
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int err = errno;
+    return SetError(err == ENOENT || err == ENOTDIR ? TINYAI_ERR_FILE_NOT_FOUND : TINYAI_ERR_IO,
+                    "'%s': cannot create: %s", path, strerror(err));
+  }
+  out->handle = fd;
+  return TINYAI_OK;
+}
+
+TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t size, const char* name) {
+  const uint8_t* in = static_cast<const uint8_t*>(src);
+  while (size > 0) {
+    ssize_t n = ::pwrite(static_cast<int>(file.handle), in, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SetError(TINYAI_ERR_IO, "'%s': cannot write %zu bytes at offset %llu: %s", name, size,
+                      static_cast<unsigned long long>(offset), strerror(errno));
+    }
+    in += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus CommitOutputFile(File* file, const char* path, const char* final_path) {
+  const int fd = static_cast<int>(file->handle);
+  *file = File();
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(path);
+    return SetError(TINYAI_ERR_IO, "'%s': cannot write: %s", path, strerror(err));
+  }
+  if (::rename(path, final_path) != 0) {
+    int err = errno;
+    ::unlink(path);
+    return SetError(TINYAI_ERR_IO, "cannot rename '%s' to '%s': %s", path, final_path, strerror(err));
+  }
+  return TINYAI_OK;
+}
+
+void AbortOutputFile(File* file, const char* path) {
+  if (file->handle >= 0) ::close(static_cast<int>(file->handle));
+  *file = File();
+  ::unlink(path);
+}
+
+bool IsSameFile(const File& file, const char* path) {
+  struct stat a, b;
+  if (file.handle < 0 || ::fstat(static_cast<int>(file.handle), &a) != 0 || ::stat(path, &b) != 0) return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 void UnmapFile(MappedFile* file) {
   if (file->data) ::munmap(const_cast<uint8_t*>(file->data), static_cast<size_t>(file->size));
   *file = MappedFile();

@@ -87,7 +87,15 @@ TinyAIStatus TmaiReader::Parse(const uint8_t* index, uint64_t indexSize, uint64_
   TINYAI_RETURN_IF_ERROR(ParseMetadata(index));
   TINYAI_RETURN_IF_ERROR(ParseLayers());
   TINYAI_RETURN_IF_ERROR(ParseTensors());
-  return CheckUniqueNames();
+  TINYAI_RETURN_IF_ERROR(CheckUniqueNames());
+  file_layers_ = layers_;
+  file_tensors_ = tensors_;
+  return TINYAI_OK;
+}
+
+void TmaiReader::UseDirectory(Span<const tmai::LayerEntry> layers, Span<const tmai::TensorEntry> tensors) {
+  layers_ = layers.empty() ? file_layers_ : layers;
+  tensors_ = tensors.empty() ? file_tensors_ : tensors;
 }
 
 TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, uint64_t fileSize) {

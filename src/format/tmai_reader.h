@@ -33,8 +33,17 @@ class TmaiReader {
   TinyAIStatus Parse(const uint8_t* index, uint64_t indexSize, uint64_t fileSize, const char* source);
 
   const tmai::Header& header() const { return *header_; }
+  // The directory the runtime uses: the file's, unless UseDirectory() set
+  // another (a model with precisions applied: its matrices' dtypes and the
+  // decoded layout differ, the stored bytes, offsets and checksums do not).
   Span<const tmai::LayerEntry> layers() const { return layers_; }
   Span<const tmai::TensorEntry> tensors() const { return tensors_; }
+  // The directory as the file has it.
+  Span<const tmai::LayerEntry> file_layers() const { return file_layers_; }
+  Span<const tmai::TensorEntry> file_tensors() const { return file_tensors_; }
+  // Replaces the runtime's directory (same counts and names, stored fields
+  // unchanged; the caller keeps them alive); empty spans restore the file's.
+  void UseDirectory(Span<const tmai::LayerEntry> layers, Span<const tmai::TensorEntry> tensors);
   Span<const MetaEntry> metadata() const { return Span<const MetaEntry>(meta_.data(), meta_.size()); }
   const char* source() const { return source_; }
 
@@ -70,6 +79,8 @@ class TmaiReader {
   const tmai::Header* header_ = nullptr;
   Span<const tmai::LayerEntry> layers_;
   Span<const tmai::TensorEntry> tensors_;
+  Span<const tmai::LayerEntry> file_layers_;
+  Span<const tmai::TensorEntry> file_tensors_;
   Array<MetaEntry> meta_;
   Array<uint32_t> sorted_names_;  // tensor indices sorted by name
 };

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "common/sync.h"
+#include "loader/precision_plan.h"
 
 using tinyai::LockGuard;
 using tinyai::SetError;
@@ -261,8 +262,47 @@ TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
   return TINYAI_OK;
 }
 
+TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes) {
+  {
+    LockGuard lock(runners_mutex_);
+    if (runners_ != nullptr) {
+      return SetError(TINYAI_ERR_MISUSE, "'%s': an LLM or scheduler runs on this model; change its precisions before "
+                      "creating one (or after destroying it)", reader_.source());
+    }
+  }
+  if (cache_.AnyPinned()) {
+    return SetError(TINYAI_ERR_MISUSE, "'%s': a layer's weights are pinned (tinyaiGetLayerWeights without "
+                    "tinyaiReleaseLayerWeights); release them before changing precisions", reader_.source());
+  }
+  bool any = false;
+  const auto file = reader_.file_tensors();
+  for (size_t t = 0; t < file.size(); ++t) any |= dtypes[t] != file[t].dtype;
+  tinyai::Array<tinyai::tmai::LayerEntry> layers;
+  tinyai::Array<tinyai::tmai::TensorEntry> tensors;
+  if (any) TINYAI_RETURN_IF_ERROR(tinyai::LayoutDirectory(reader_, dtypes, &layers, &tensors));
+  cache_.Shutdown();
+  auto use = [this](tinyai::Array<tinyai::tmai::LayerEntry>& l, tinyai::Array<tinyai::tmai::TensorEntry>& t) {
+    reader_.UseDirectory(tinyai::Span<const tinyai::tmai::LayerEntry>(l.data(), l.size()),
+                         tinyai::Span<const tinyai::tmai::TensorEntry>(t.data(), t.size()));
+    TINYAI_RETURN_IF_ERROR(BuildDescriptors());
+    TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize));
+    return cache_.Init(&reader_, &source_, &table_, config_);
+  };
+  TinyAIStatus s = use(layers, tensors);
+  if (s == TINYAI_OK) {
+    dir_layers_ = static_cast<tinyai::Array<tinyai::tmai::LayerEntry>&&>(layers);
+    dir_tensors_ = static_cast<tinyai::Array<tinyai::tmai::TensorEntry>&&>(tensors);
+    return TINYAI_OK;
+  }
+  // Back to what it was (which built before).
+  cache_.Shutdown();
+  (void)use(dir_layers_, dir_tensors_);
+  return s;
+}
+
 uint64_t TinyAIMappedModel::overhead_bytes() const {
-  return index_.bytes() + descriptors_.size() * sizeof(TinyAILayerDescriptor) + layer_names_.size() +
+  return dir_layers_.size() * sizeof(tinyai::tmai::LayerEntry) +
+         dir_tensors_.size() * sizeof(tinyai::tmai::TensorEntry) + index_.bytes() + descriptors_.size() * sizeof(TinyAILayerDescriptor) + layer_names_.size() +
          table_.bytes() + cache_.overhead_bytes();
 }
 

@@ -62,6 +62,7 @@ struct TinyAIMappedModel {
   int32_t layer_count() const { return static_cast<int32_t>(descriptors_.size()); }
   const TinyAILayerDescriptor& descriptor(int32_t layer) const { return descriptors_[static_cast<size_t>(layer)]; }
   uint64_t file_size() const { return source_.size(); }
+  const tinyai::WeightSource& source() const { return source_; }
 
   // Whole layers: pins the layer, loading it first if needed.
   TinyAIStatus Acquire(int32_t layer, const uint8_t** data);
@@ -88,6 +89,13 @@ struct TinyAIMappedModel {
   TinyAIStatus TensorInfo(int32_t tensor, TinyAITensorInfo* out) const;
   // Index of the tensor called name, or TINYAI_ERR_NOT_FOUND.
   TinyAIStatus FindTensor(const char* name, int32_t* index) const;
+
+  // Runs tensor t at dtypes[t] from now on (quant/mixed_precision.h resolved
+  // and checked them): the runtime directory is laid out again, the slice
+  // table rebuilt and the weight cache started afresh (what it held is
+  // dropped; its cap is maxCacheSize). TINYAI_ERR_MISUSE, nothing changed,
+  // while a runner is bound or an entry is pinned.
+  TinyAIStatus ApplyDTypes(const uint8_t* dtypes);
 
   // TINYAI_ERR_INVALID_ARGUMENT naming the call when layer is out of range.
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
@@ -127,6 +135,9 @@ struct TinyAIMappedModel {
   tinyai::TmaiReader reader_;
   tinyai::Array<TinyAILayerDescriptor> descriptors_;
   tinyai::Array<char> layer_names_;
+  // The runtime directory when precisions are applied (reader_ uses it).
+  tinyai::Array<tinyai::tmai::LayerEntry> dir_layers_;
+  tinyai::Array<tinyai::tmai::TensorEntry> dir_tensors_;
   tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models

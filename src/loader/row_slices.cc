@@ -16,7 +16,8 @@ constexpr uint64_t kNoFrames = UINT64_MAX;
 // offsets.
 template <class EmitSlice, class EmitSpan, class Frames>
 void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const uint64_t* row_bytes,
-          Frames&& frames, EmitSlice&& emit_slice, EmitSpan&& emit_span) {
+          const uint64_t* stored_row_bytes, const uint8_t* transformed, Frames&& frames, EmitSlice&& emit_slice,
+          EmitSpan&& emit_span) {
   const auto layers = reader.layers();
   const auto tensors = reader.tensors();
   int32_t next_slice = 0;
@@ -55,6 +56,27 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
       }
       if (e.codec != TINYAI_CODEC_NONE) continue;  // not loadable; no spans
       const uint64_t rb = row_bytes[t];
+      if (transformed[t]) {  // slices of its own, about the target once converted
+        close();
+        const uint64_t srb = stored_row_bytes[t];
+        uint64_t fit = target / rb;
+        if (fit == 0) fit = 1;
+        for (uint64_t r = 0; r < rows[t];) {
+          const uint64_t take = rows[t] - r < fit ? rows[t] - r : fit;
+          RowSlice b;
+          b.stored_offset = e.offset + r * srb;
+          b.stored_size = take * srb;
+          b.decoded_size = take * rb;
+          b.layer = static_cast<int32_t>(l);
+          b.tensor = ti;
+          b.transform = true;
+          emit_span(ti, TensorSpan{next_slice, r, r + take, 0});
+          emit_slice(b);
+          ++next_slice;
+          r += take;
+        }
+        continue;
+      }
       uint64_t r = 0;
       while (r < rows[t]) {
         const uint64_t row_start = e.offset + r * rb;
@@ -91,10 +113,20 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
   const size_t n = tensors.size();
   TINYAI_RETURN_IF_ERROR(rows_.Allocate(n, "row counts"));
   TINYAI_RETURN_IF_ERROR(row_bytes_.Allocate(n, "row sizes"));
+  TINYAI_RETURN_IF_ERROR(stored_row_bytes_.Allocate(n, "stored row sizes"));
+  TINYAI_RETURN_IF_ERROR(transformed_.Allocate(n, "converted tensors"));
   TINYAI_RETURN_IF_ERROR(first_frame_.Allocate(n, "frame table index"));
   uint64_t frame_entries = 0;
+  any_transformed_ = false;
   for (size_t t = 0; t < n; ++t) {
     TINYAI_RETURN_IF_ERROR(TensorRowLayout(tensors[t], &rows_[t], &row_bytes_[t]));
+    stored_row_bytes_[t] = row_bytes_[t];
+    transformed_[t] = tensors[t].dtype != reader.file_tensors()[t].dtype;
+    if (transformed_[t]) {
+      uint64_t stored_rows = 0;
+      TINYAI_RETURN_IF_ERROR(TensorRowLayout(reader.file_tensors()[t], &stored_rows, &stored_row_bytes_[t]));
+      any_transformed_ = true;
+    }
     first_frame_[t] = kNoFrames;
     if (tensors[t].codec == TINYAI_CODEC_ZSTD) {
       first_frame_[t] = frame_entries;
@@ -119,7 +151,8 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
 
   // Count, then fill.
   size_t slices = 0, spans = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), frames, [&](const RowSlice&) { ++slices; },
+  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), frames,
+       [&](const RowSlice&) { ++slices; },
        [&](int32_t, const TensorSpan&) { ++spans; });
   TINYAI_RETURN_IF_ERROR(slices_.Allocate(slices, "row slices"));
   TINYAI_RETURN_IF_ERROR(spans_.Allocate(spans, "tensor spans"));
@@ -131,7 +164,7 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
   span_count_ = 0;
   int32_t last_tensor = -1;
   for (size_t t = 0; t <= n; ++t) first_span_[t] = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), frames,
+  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), frames,
        [&](const RowSlice& b) {
          slices_[slice_count_++] = b;
        },
@@ -187,7 +220,8 @@ const uint64_t* RowSliceTable::frame_offsets(int32_t tensor) const {
 
 uint64_t RowSliceTable::bytes() const {
   return slices_.size() * sizeof(RowSlice) + spans_.size() * sizeof(TensorSpan) + first_span_.size() * 4 +
-         (rows_.size() + row_bytes_.size() + frames_.size() + first_frame_.size()) * 8 +
+         (rows_.size() + row_bytes_.size() + stored_row_bytes_.size() + frames_.size() + first_frame_.size()) * 8 +
+         transformed_.size() +
          layer_first_slice_.size() * 4;
 }
 

@@ -6,8 +6,11 @@
 // row would push it past the target size, so small tensors (norms) ride along
 // with their neighbours and a big matrix is cut into slices of about the
 // target. A row larger than the target is a slice of its own. A zstd tensor's
-// slices are its frames (docs/format.md), each decoded alone. Slices never
-// span layers.
+// slices are its frames (docs/format.md), each decoded alone. A tensor the
+// runtime directory gives another dtype than the file (a model with
+// precisions applied, quant/mixed_precision.h) has slices of its own too,
+// about the target once encoded, each converted from the stored rows as it
+// loads. Slices never span layers.
 //
 // The smallest cache that can run a model holds its largest slice, so the
 // target, not the largest layer or tensor, sets the floor of a memory limit.
@@ -31,6 +34,7 @@ struct RowSlice {
   int32_t layer = -1;
   int32_t tensor = -1;         // zstd: the tensor this frame belongs to; raw: the first tensor in it
   int32_t frame = -1;          // zstd frame index; -1 for uncompressed bytes
+  bool transform = false;      // stored rows of tensor converted to its runtime dtype as they load
 };
 
 // Rows [row_begin, row_end) of a tensor live in `slice`, row_begin's first
@@ -58,6 +62,11 @@ class RowSliceTable {
   const TensorSpan* Find(int32_t tensor, uint64_t row) const;
   uint64_t rows(int32_t tensor) const { return rows_[static_cast<size_t>(tensor)]; }
   uint64_t row_bytes(int32_t tensor) const { return row_bytes_[static_cast<size_t>(tensor)]; }
+  // Bytes of one row as the file stores it (row_bytes() unless transformed).
+  uint64_t stored_row_bytes(int32_t tensor) const { return stored_row_bytes_[static_cast<size_t>(tensor)]; }
+  // The tensor's runtime dtype differs from the file's.
+  bool transformed(int32_t tensor) const { return transformed_[static_cast<size_t>(tensor)] != 0; }
+  bool any_transformed() const { return any_transformed_; }
   // Offsets of a zstd tensor's frames from its stored start (F+1 entries).
   const uint64_t* frame_offsets(int32_t tensor) const;
   // The first slice of a layer and the one past its last.
@@ -79,7 +88,9 @@ class RowSliceTable {
   Array<TensorSpan> spans_;
   size_t span_count_ = 0;
   Array<uint32_t> first_span_;  // per tensor, +1 sentinel
-  Array<uint64_t> rows_, row_bytes_;
+  Array<uint64_t> rows_, row_bytes_, stored_row_bytes_;
+  Array<uint8_t> transformed_;
+  bool any_transformed_ = false;
   Array<uint64_t> frames_;          // zstd frame tables, concatenated
   Array<uint64_t> first_frame_;     // per tensor: index into frames_ (UINT64_MAX when raw)
   Array<int32_t> layer_first_slice_;  // per layer, +1 sentinel

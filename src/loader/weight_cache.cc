@@ -7,7 +7,10 @@
 #include "common/crc32c.h"
 #include "common/memory.h"
 #include "common/status.h"
+#include "common/checked_math.h"
 #include "format/zstd_frames.h"
+#include "kernels/kernels.h"
+#include "quant/quantize.h"
 
 #if TINYAI_WITH_THREADS
 #include <concurrentqueue/blockingconcurrentqueue.h>
@@ -30,6 +33,10 @@ constexpr int32_t kStopWorker = -1;
 // The least a staging buffer holds: it also streams a compressed tensor's
 // stored bytes through for their checksum, this much per read.
 constexpr uint64_t kStagingMinBytes = 16u * 1024u;
+// What a staging buffer holds when tensors are converted as they load: a
+// run of stored rows and the same rows as fp32 (at least one row of each).
+constexpr uint64_t kConvertStagingBytes = 64u * 1024u;
+constexpr uint64_t kDataAlignmentSlack = 64;  // the fp32 rows start 64-aligned after the stored ones
 
 uint64_t PageRound(uint64_t n) {
   const uint64_t page = port::PageSize();
@@ -47,6 +54,10 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   table_ = table;
   config_ = config;
   capacity_ = config.maxCacheSize;
+  stopping_.store(false);
+  stats_ = CacheStats();
+  held_ = resident_ = tick_ = 0;
+  loading_ = 0;
   slot_bytes_ = PageRound(table->max_decoded_bytes());
   port::ArenaStats arena;
   fixed_slots_ = port::GetArenaStats(&arena) == TINYAI_OK;
@@ -60,19 +71,22 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
     if (!config.verifyChecksums) verified_[t].store(1, std::memory_order_relaxed);
     if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
   }
-  if (has_zstd_) {
+  const bool converts = table->any_transformed();
+  if (has_zstd_ || converts) {
     // What zstd costs: a decoding context (96 KiB) and a buffer of one
     // compressed slice (a frame is read and decoded a slice at a time; 16
     // KiB for the frames TinyAI writes) per thread that can decode at once:
     // one per prefetch worker, at least one; the thread that uses the model
-    // shares them (a miss waits for one, at most a slice's decode).
+    // shares them (a miss waits for one, at most a slice's decode). Tensors
+    // converted as they load (ConvertRows) use the same buffers.
     size_t decoders = 1;
 #if TINYAI_WITH_THREADS
     if (config.prefetchEnabled && config.prefetchThreads > 1) decoders = static_cast<size_t>(config.prefetchThreads);
 #endif
-    TINYAI_RETURN_IF_ERROR(staging_.Allocate(decoders, "zstd decoders"));
-    uint64_t bytes = kStagingMinBytes;
-    if (!source->InPlace(0)) {
+    TINYAI_RETURN_IF_ERROR(staging_.Allocate(decoders, "staging buffers"));
+    uint64_t bytes = 0;
+    if (has_zstd_ && !source->InPlace(0)) {
+      bytes = kStagingMinBytes;
       // Every frame of a tensor has its first frame's window (checked as it decodes).
       for (size_t t = 0; t < tensor_count; ++t) {
         const tmai::TensorEntry& e = reader->tensors()[t];
@@ -86,11 +100,23 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
         if (bound > bytes) bytes = bound;
       }
     }
-    staging_bytes_ = source->InPlace(0) ? 0 : static_cast<size_t>(PageRound(bytes));
+    if (converts) {
+      if (bytes < kConvertStagingBytes) bytes = kConvertStagingBytes;
+      for (size_t t = 0; t < tensor_count; ++t) {
+        const int32_t ti = static_cast<int32_t>(t);
+        if (!table->transformed(ti)) continue;
+        const tmai::TensorEntry& e = reader->tensors()[t];
+        const uint64_t row = kDataAlignmentSlack + table->stored_row_bytes(ti) + 4 * e.shape[e.ndims - 1];
+        if (row > bytes) bytes = row;
+      }
+    }
+    staging_bytes_ = static_cast<size_t>(PageRound(bytes));
     for (Staging& s : staging_) {
-      s.decoder = New<ZstdDecoder>();
-      if (!s.decoder) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decoder");
-      TINYAI_RETURN_IF_ERROR(s.decoder->Init());
+      if (has_zstd_) {
+        s.decoder = New<ZstdDecoder>();
+        if (!s.decoder) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decoder");
+        TINYAI_RETURN_IF_ERROR(s.decoder->Init());
+      }
       if (staging_bytes_ > 0) {
         s.buffer = static_cast<uint8_t*>(port::PageAlloc(staging_bytes_));
         if (!s.buffer) {
@@ -135,18 +161,29 @@ void WeightCache::Shutdown() {
     Delete(s.decoder);
     s = Staging();
   }
+  staging_ = Array<Staging>();
+  staging_bytes_ = 0;
+  entries_ = Array<Entry>();
   held_ = 0;
   resident_ = 0;
+}
+
+bool WeightCache::AnyPinned() const {
+  LockGuard lock(mutex_);
+  for (const Entry& e : entries_) {
+    if (e.pins > 0 || e.state == kLoading) return true;
+  }
+  return false;
 }
 
 // ---- sizes and scores (under mutex_) ----
 
 bool WeightCache::InPlace(int32_t entry) const {
   if (!source_->InPlace(0)) return false;
-  if (entry < table_->slice_count()) return table_->slice(entry).frame < 0;
+  if (entry < table_->slice_count()) return table_->slice(entry).frame < 0 && !table_->slice(entry).transform;
   const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(entry - table_->slice_count())];
   for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
-    if (reader_->tensors()[t].codec != TINYAI_CODEC_NONE) return false;
+    if (reader_->tensors()[t].codec != TINYAI_CODEC_NONE || table_->transformed(static_cast<int32_t>(t))) return false;
   }
   return true;
 }
@@ -677,6 +714,14 @@ TinyAIStatus WeightCache::Load(int32_t entry, uint8_t* dst, const uint8_t** data
 
 TinyAIStatus WeightCache::LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
   const RowSlice& b = table_->slice(slice);
+  if (b.transform) {
+    const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(b.tensor)];
+    const uint64_t srb = table_->stored_row_bytes(b.tensor);
+    TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
+    TINYAI_RETURN_IF_ERROR(ConvertRows(b.tensor, (b.stored_offset - e.offset) / srb, b.stored_size / srb, dst, bytes_read));
+    *data = dst;
+    return TINYAI_OK;
+  }
   if (b.frame >= 0) {
     TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
     TINYAI_RETURN_IF_ERROR(DecodeFrame(b.tensor, b.frame, dst, bytes_read));
@@ -731,7 +776,10 @@ TinyAIStatus WeightCache::LoadLayer(int32_t layer, uint8_t* dst, const uint8_t**
   for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
     const tmai::TensorEntry& e = reader_->tensors()[t];
     uint8_t* out = dst + e.decoded_offset;
-    if (e.codec == TINYAI_CODEC_NONE) {
+    if (table_->transformed(static_cast<int32_t>(t))) {
+      TINYAI_RETURN_IF_ERROR(VerifyStreaming(static_cast<int32_t>(t), nullptr, 0, bytes_read));
+      TINYAI_RETURN_IF_ERROR(ConvertRows(static_cast<int32_t>(t), 0, table_->rows(static_cast<int32_t>(t)), out, bytes_read));
+    } else if (e.codec == TINYAI_CODEC_NONE) {
       TINYAI_RETURN_IF_ERROR(source_->Read(e.offset, static_cast<size_t>(e.stored_size), out, reader_->source()));
       *bytes_read += e.stored_size;
       if (NeedsVerify(static_cast<int32_t>(t))) TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), out));
@@ -752,6 +800,58 @@ TinyAIStatus WeightCache::LoadLayer(int32_t layer, uint8_t* dst, const uint8_t**
   }
   *data = dst;
   return TINYAI_OK;
+}
+
+TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64_t rows, uint8_t* dst,
+                                      uint64_t* bytes_read) {
+  const tmai::TensorEntry& stored = reader_->file_tensors()[static_cast<size_t>(tensor)];
+  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
+  const size_t cols = static_cast<size_t>(e.shape[e.ndims - 1]);
+  const uint64_t srb = table_->stored_row_bytes(tensor), rb = table_->row_bytes(tensor);
+  const kernels::WeightKernels* decode =
+      stored.dtype == TINYAI_DTYPE_F32 ? nullptr : kernels::WeightKernelsFor(kernels::Ref(), stored.dtype);
+  if (stored.dtype != TINYAI_DTYPE_F32 && decode == nullptr) {
+    return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", reader_->source(),
+                    stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
+  }
+  Staging* st = nullptr;
+  {
+    UniqueLock lock(mutex_);
+    TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
+  }
+  // A run of stored rows, then the same rows as fp32, 64-aligned.
+  uint64_t chunk = (staging_bytes_ - kDataAlignmentSlack) / (srb + 4 * cols);
+  if (chunk == 0) chunk = 1;  // Init sized the buffer for one row
+  TinyAIStatus s = TINYAI_OK;
+  for (uint64_t r = 0; r < rows && s == TINYAI_OK;) {
+    const uint64_t n = rows - r < chunk ? rows - r : chunk;
+    const uint64_t at = stored.offset + (first_row + r) * srb;
+    const uint8_t* p = source_->InPlace(at);
+    if (!p) {
+      s = source_->Read(at, static_cast<size_t>(n * srb), st->buffer, reader_->source());
+      if (s != TINYAI_OK) break;
+      p = st->buffer;
+    }
+    *bytes_read += n * srb;
+    const float* x = reinterpret_cast<const float*>(p);
+    if (decode) {
+      float* f = reinterpret_cast<float*>(st->buffer + AlignUp(chunk * srb, kDataAlignmentSlack));
+      for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, f + i * cols, cols);
+      x = f;
+    }
+    s = quant::EncodeRows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, nullptr);
+    if (s != TINYAI_OK) {
+      char what[160];
+      std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
+                    tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
+      s = AddErrorContext(s, "%s", what);
+    }
+    r += n;
+  }
+  UniqueLock lock(mutex_);
+  st->busy = false;
+  changed_.notify_all();
+  return s;
 }
 
 }  // namespace tinyai

@@ -124,6 +124,9 @@ class WeightCache {
   uint64_t EntryBytes(int32_t entry) const;
   bool adaptive() const { return config_.adaptiveCaching; }
 
+  // An entry is pinned or being loaded (the model cannot be changed under it).
+  bool AnyPinned() const;
+
   // Checks the cap invariant (tests): held <= cap, counters consistent.
   bool CheckInvariants() const;
 
@@ -173,6 +176,9 @@ class WeightCache {
   TinyAIStatus LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   // Reads a source's bytes (ZstdReadFn).
   static TinyAIStatus ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst);
+  // Reads rows [first_row, first_row + rows) of tensor as the file stores
+  // them and writes them to dst in its runtime dtype (RowSlice::transform).
+  TinyAIStatus ConvertRows(int32_t tensor, uint64_t first_row, uint64_t rows, uint8_t* dst, uint64_t* bytes_read);
   // Reads and decodes a zstd frame of tensor t into dst.
   TinyAIStatus DecodeFrame(int32_t tensor, int32_t frame, uint8_t* dst, uint64_t* bytes_read);
   // Checks tensor t's CRC (once per tensor), reading its stored bytes through

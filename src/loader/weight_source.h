@@ -40,6 +40,8 @@ class WeightSource {
     memory_size_ = size;
   }
 
+  // True when path names the file this source reads.
+  bool IsFile(const char* path) const { return port::IsSameFile(file_, path); }
   uint64_t size() const { return memory_ || read_ ? memory_size_ : file_.size; }
   // The bytes at offset in place, or nullptr when they must be read.
   const uint8_t* InPlace(uint64_t offset) const { return memory_ ? memory_ + offset : nullptr; }

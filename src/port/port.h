@@ -37,6 +37,17 @@ void CloseFile(File* file);  // resets *file; ok on an unopened File
 // error; a short read (the file shrank) is TINYAI_ERR_TRUNCATED.
 TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, const char* source);
 
+// Output files (tinyaiSaveMappedModel): created (or truncated) for writing,
+// written with positional writes, then committed - synced, closed and
+// renamed over final_path - or aborted - closed and removed. Errors as
+// OpenFile(); TINYAI_ERR_UNSUPPORTED on a port without a file system.
+TinyAIStatus CreateOutputFile(const char* path, File* out);
+TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t size, const char* name);
+TinyAIStatus CommitOutputFile(File* file, const char* path, const char* final_path);
+void AbortOutputFile(File* file, const char* path);
+// True when path names the file open as file (the same inode).
+bool IsSameFile(const File& file, const char* path);
+
 enum class Advice { kWillNeed, kDontNeed, kSequential, kRandom };
 // Hints the OS about [data, data+size) of a mapping; rounds to pages. No-op
 // where the port has no virtual memory.

@@ -856,6 +856,81 @@ static void test_reader_and_platform(const unsigned char* image, size_t size) {
     CHECK_STATUS(tinyaiSetClock(NULL), TINYAI_ERR_UNSUPPORTED);
 }
 
+static int count_progress(void* user, const TinyAISaveProgress* p) {
+    ++*(int*)user;
+    return p->bytesDone > p->bytesTotal; /* never: a bad count stops the save */
+}
+
+/* The guide's mixed-precision block, then the model saved, reopened and run. */
+static void test_mixed_precision(const char* model_path, const char* tmp) {
+    TinyAIMappedModel* model = tinyaiOpenMappedModel(model_path, NULL);
+    TinyAIMappedModel* saved;
+    TinyAILLM* llm = NULL;
+    TinyAISaveOptions options;
+    TinyAIPrecision p = TINYAI_PREC_AS_STORED;
+    TinyAIPrecisionOverride keep_v = {-1, "blk.0.attn_v", TINYAI_PREC_FP32};
+    char path[1024];
+    char text[256];
+    int calls = 0;
+    int32_t index = -1;
+    uint64_t size = 0;
+    CHECK(model != NULL);
+    if (!model) return;
+    {
+        /* Create mixed precision configuration */
+        TinyAIMixedPrecisionConfig mpConfig;
+        tinyaiInitMixedPrecisionConfig(&mpConfig);
+
+        /* Set precision for different layer types */
+        mpConfig.embeddingPrecision = TINYAI_PREC_INT8;   /* 8-bit for embeddings */
+        mpConfig.attentionPrecision = TINYAI_PREC_INT4;   /* 4-bit for attention */
+        mpConfig.ffnPrecision = TINYAI_PREC_INT4;         /* 4-bit for feed-forward */
+        mpConfig.outputPrecision = TINYAI_PREC_FP16;      /* FP16 for output layer */
+        mpConfig.overrides = &keep_v;
+        mpConfig.overrideCount = 1;
+
+        /* Apply mixed precision configuration to model */
+        CHECK_STATUS(tinyaiApplyMixedPrecision(model, &mpConfig), TINYAI_OK);
+        mpConfig.groupSize = 0;
+        CHECK_STATUS(tinyaiApplyMixedPrecision(model, &mpConfig), TINYAI_ERR_INVALID_ARGUMENT);
+    }
+    CHECK_STATUS(tinyaiFindMappedTensor(model, "blk.1.ffn_up", &index), TINYAI_OK);
+    CHECK_STATUS(tinyaiGetTensorPrecision(model, index, &p), TINYAI_OK);
+    CHECK(p == TINYAI_PREC_INT4);
+    CHECK_STATUS(tinyaiFindMappedTensor(model, "blk.0.attn_v", &index), TINYAI_OK);
+    CHECK_STATUS(tinyaiGetTensorPrecision(model, index, &p), TINYAI_OK);
+    CHECK(p == TINYAI_PREC_FP32);
+    CHECK_STATUS(tinyaiParsePrecision("int8", &p), TINYAI_OK);
+    CHECK(p == TINYAI_PREC_INT8 && strcmp(tinyaiPrecisionName(p), "int8") == 0);
+
+    snprintf(path, sizeof path, "%s/c_api_mixed.tmai", tmp);
+    memset(&options, 0, sizeof options);
+    options.structSize = sizeof options;
+    options.progress = count_progress;
+    options.progressUser = &calls;
+    CHECK_STATUS(tinyaiGetSavedModelSize(model, &size), TINYAI_OK);
+    CHECK_STATUS(tinyaiSaveMappedModel(model, path, &options), TINYAI_OK);
+    CHECK(calls == tinyaiGetMappedTensorCount(model));
+    saved = tinyaiOpenMappedModel(path, NULL);
+    CHECK(saved != NULL);
+    if (saved) {
+        CHECK(tinyaiGetMappedModelFileSize(saved) == size);
+        CHECK(size * 2 < tinyaiGetMappedModelFileSize(model));
+        CHECK_STATUS(tinyaiCreateLLM(saved, NULL, &llm), TINYAI_OK);
+        if (llm) {
+            TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+            gp.maxNewTokens = 16;
+            CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, NULL, NULL), TINYAI_OK);
+            CHECK(strlen(text) > 10);
+            tinyaiDestroyLLM(llm);
+        }
+        tinyaiCloseMappedModel(saved);
+    }
+    remove(path);
+    CHECK_STATUS(tinyaiSaveMappedModel(model, model_path, NULL), TINYAI_ERR_INVALID_ARGUMENT);
+    tinyaiCloseMappedModel(model);
+}
+
 int main(int argc, char** argv) {
     const char* model_path;
     const char* tmp;
@@ -911,6 +986,7 @@ int main(int argc, char** argv) {
     }
     CHECK_SENTINEL(tinyaiOpenMappedModelFromMemory(image + 1, size - 1, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
     test_reader_and_platform(image, size);
+    test_mixed_precision(model_path, tmp);
 
     {
         TinyAILLM* llm = NULL;

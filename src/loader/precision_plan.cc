@@ -1,0 +1,230 @@
+#include "loader/precision_plan.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "common/checked_math.h"
+#include "common/groups.h"
+#include "common/status.h"
+
+namespace tinyai {
+namespace {
+
+bool KnownPrecision(int32_t p) { return p >= TINYAI_PREC_FP32 && p <= TINYAI_PREC_AS_STORED; }
+
+// Bits per value, for "the finer of two" (a tied embedding and classifier).
+int Fineness(TinyAIPrecision p) {
+  switch (p) {
+    case TINYAI_PREC_FP32: return 32;
+    case TINYAI_PREC_FP16: return 16;
+    case TINYAI_PREC_INT8: return 8;
+    case TINYAI_PREC_INT4:
+    case TINYAI_PREC_INT4_SYMMETRIC: return 4;
+    default: return 64;  // as stored: the file's own choice wins
+  }
+}
+
+TinyAIStatus CheckPrecision(int32_t p, const char* what) {
+  if (KnownPrecision(p)) return TINYAI_OK;
+  return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                  "tinyaiApplyMixedPrecision: %s is %d, not a TinyAIPrecision (TINYAI_PREC_FP32 .. "
+                  "TINYAI_PREC_AS_STORED = 0 .. 5)", what, p);
+}
+
+// The precision a tensor of this role gets from the per-kind fields.
+TinyAIPrecision KindPrecision(const TinyAIMixedPrecisionConfig& c, uint16_t role, bool tied) {
+  switch (role) {
+    case TINYAI_ROLE_TOKEN_EMBEDDING:
+      if (tied && Fineness(c.outputPrecision) > Fineness(c.embeddingPrecision)) return c.outputPrecision;
+      return c.embeddingPrecision;
+    case TINYAI_ROLE_ATTN_Q:
+    case TINYAI_ROLE_ATTN_K:
+    case TINYAI_ROLE_ATTN_V:
+    case TINYAI_ROLE_ATTN_OUT: return c.attentionPrecision;
+    case TINYAI_ROLE_FFN_GATE:
+    case TINYAI_ROLE_FFN_DOWN:
+    case TINYAI_ROLE_FFN_UP:
+    case TINYAI_ROLE_DENSE_WEIGHT: return c.ffnPrecision;
+    case TINYAI_ROLE_CLASSIFIER: return c.outputPrecision;
+    default: return TINYAI_PREC_AS_STORED;
+  }
+}
+
+}  // namespace
+
+TinyAIMixedPrecisionConfig DefaultMixedPrecisionConfig() {
+  TinyAIMixedPrecisionConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.structSize = sizeof c;
+  c.embeddingPrecision = TINYAI_PREC_INT8;
+  c.attentionPrecision = TINYAI_PREC_INT4;
+  c.ffnPrecision = TINYAI_PREC_INT4;
+  c.outputPrecision = TINYAI_PREC_INT8;
+  c.groupSize = static_cast<int32_t>(kGroup);
+  c.overrides = nullptr;
+  c.overrideCount = 0;
+  return c;
+}
+
+int32_t PrecisionDType(TinyAIPrecision p) {
+  switch (p) {
+    case TINYAI_PREC_FP32: return TINYAI_DTYPE_F32;
+    case TINYAI_PREC_FP16: return TINYAI_DTYPE_F16;
+    case TINYAI_PREC_INT8: return TINYAI_DTYPE_Q8_G32;
+    case TINYAI_PREC_INT4: return TINYAI_DTYPE_Q4NL_G32;
+    case TINYAI_PREC_INT4_SYMMETRIC: return TINYAI_DTYPE_Q4_G32;
+    default: return -1;
+  }
+}
+
+TinyAIPrecision DTypePrecision(int32_t dtype) {
+  switch (dtype) {
+    case TINYAI_DTYPE_F32: return TINYAI_PREC_FP32;
+    case TINYAI_DTYPE_F16: return TINYAI_PREC_FP16;
+    case TINYAI_DTYPE_Q8_G32: return TINYAI_PREC_INT8;
+    case TINYAI_DTYPE_Q4NL_G32: return TINYAI_PREC_INT4;
+    case TINYAI_DTYPE_Q4_G32: return TINYAI_PREC_INT4_SYMMETRIC;
+    default: return TINYAI_PREC_AS_STORED;
+  }
+}
+
+TinyAIStatus ResolveDTypes(const TmaiReader& reader, const TinyAIMixedPrecisionConfig& c, Array<uint8_t>* dtypes) {
+  const char* src = reader.source();
+  TINYAI_RETURN_IF_ERROR(CheckPrecision(c.embeddingPrecision, "embeddingPrecision"));
+  TINYAI_RETURN_IF_ERROR(CheckPrecision(c.attentionPrecision, "attentionPrecision"));
+  TINYAI_RETURN_IF_ERROR(CheckPrecision(c.ffnPrecision, "ffnPrecision"));
+  TINYAI_RETURN_IF_ERROR(CheckPrecision(c.outputPrecision, "outputPrecision"));
+  if (c.groupSize <= 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: groupSize is %d; it must be positive "
+                    "(32, the default)", c.groupSize);
+  }
+  if (c.groupSize != static_cast<int32_t>(kGroup)) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: groupSize %d has no kernels; the int8 and "
+                    "int4 formats use groups of %zu", c.groupSize, kGroup);
+  }
+  if (c.overrideCount > 0 && c.overrides == nullptr) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: overrides is NULL but overrideCount is %zu",
+                    c.overrideCount);
+  }
+  const auto layers = reader.file_layers();
+  const auto tensors = reader.file_tensors();
+  int32_t blocks = 0;
+  bool has_embedding = false, has_classifier = false;
+  for (const tmai::LayerEntry& l : layers) {
+    if (l.kind == TINYAI_LAYER_TRANSFORMER && l.block_index >= blocks) blocks = l.block_index + 1;
+  }
+  for (const tmai::TensorEntry& e : tensors) {
+    has_embedding |= e.role == TINYAI_ROLE_TOKEN_EMBEDDING;
+    has_classifier |= e.role == TINYAI_ROLE_CLASSIFIER;
+  }
+  const bool tied = has_embedding && !has_classifier;
+
+  Array<uint8_t> out;
+  TINYAI_RETURN_IF_ERROR(out.Allocate(tensors.size(), "tensor precisions"));
+  Array<int8_t> chosen;  // TinyAIPrecision per tensor
+  TINYAI_RETURN_IF_ERROR(chosen.Allocate(tensors.size(), "tensor precisions"));
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const tmai::TensorEntry& e = tensors[t];
+    chosen[t] = static_cast<int8_t>(e.ndims == 2 ? KindPrecision(c, e.role, tied) : TINYAI_PREC_AS_STORED);
+  }
+  // Blocks first, then tensors: a tensor's override wins over its block's.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < c.overrideCount; ++i) {
+      const TinyAIPrecisionOverride& o = c.overrides[i];
+      char what[48];
+      std::snprintf(what, sizeof what, "overrides[%zu].precision", i);
+      TINYAI_RETURN_IF_ERROR(CheckPrecision(o.precision, what));
+      const bool by_tensor = o.tensor != nullptr;
+      if (by_tensor == (o.layer != -1)) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                        "tinyaiApplyMixedPrecision: overrides[%zu] names %s; give a block (layer >= 0, tensor NULL) "
+                        "or a tensor (tensor set, layer -1)", i, by_tensor ? "both a tensor and a layer" : "neither a tensor nor a block");
+      }
+      if (!by_tensor) {
+        if (o.layer < 0 || o.layer >= blocks) {
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                          "tinyaiApplyMixedPrecision: overrides[%zu].layer is %d; '%s' has transformer blocks 0..%d", i,
+                          o.layer, src, blocks - 1);
+        }
+        if (pass != 0) continue;
+        for (size_t t = 0; t < tensors.size(); ++t) {
+          const tmai::LayerEntry& l = layers[tensors[t].layer];
+          if (l.kind == TINYAI_LAYER_TRANSFORMER && l.block_index == o.layer && tensors[t].ndims == 2) {
+            chosen[t] = static_cast<int8_t>(o.precision);
+          }
+        }
+        continue;
+      }
+      const int32_t t = reader.FindTensor(o.tensor);
+      if (t < 0) {
+        return SetError(TINYAI_ERR_NOT_FOUND, "tinyaiApplyMixedPrecision: overrides[%zu] names tensor '%s'; '%s' has "
+                        "no tensor of that name", i, o.tensor, src);
+      }
+      if (pass == 1) chosen[static_cast<size_t>(t)] = static_cast<int8_t>(o.precision);
+    }
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const tmai::TensorEntry& e = tensors[t];
+    const TinyAIPrecision p = static_cast<TinyAIPrecision>(chosen[t]);
+    const int32_t want = p == TINYAI_PREC_AS_STORED ? e.dtype : PrecisionDType(p);
+    out[t] = static_cast<uint8_t>(want);
+    if (want == e.dtype) continue;
+    const char* from = tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype));
+    const char* to = tinyaiDTypeName(static_cast<TinyAIDType>(want));
+    if (e.ndims != 2) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: '%s' tensor '%s' is not a matrix (%u dims); "
+                      "only matrices change precision", src, e.name, static_cast<unsigned>(e.ndims));
+    }
+    if (IsGroupedDType(e.dtype) && IsGroupedDType(want)) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: '%s' tensor '%s' is stored %s already; "
+                      "quantizing it again to %s would round it twice, so TinyAI refuses: quantize the fp32 or fp16 "
+                      "model instead (or keep it: TINYAI_PREC_AS_STORED)", src, e.name, from, to);
+    }
+    if (e.dtype != TINYAI_DTYPE_F32 && e.dtype != TINYAI_DTYPE_F16 && !IsGroupedDType(e.dtype)) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: '%s' tensor '%s' is %s, which cannot be "
+                      "converted", src, e.name, from);
+    }
+    if (e.codec != TINYAI_CODEC_NONE) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: '%s' tensor '%s' is %s-compressed; convert "
+                      "it to %s from an uncompressed copy (tinyai-convert --compress none)", src, e.name,
+                      tinyaiCodecName(static_cast<TinyAICodec>(e.codec)), to);
+    }
+  }
+  TINYAI_RETURN_IF_ERROR(dtypes->Allocate(tensors.size(), "tensor dtypes"));
+  std::memcpy(dtypes->data(), out.data(), tensors.size());
+  return TINYAI_OK;
+}
+
+TinyAIStatus LayoutDirectory(const TmaiReader& reader, const uint8_t* dtypes, Array<tmai::LayerEntry>* layers,
+                             Array<tmai::TensorEntry>* tensors) {
+  const auto file_layers = reader.file_layers();
+  const auto file_tensors = reader.file_tensors();
+  TINYAI_RETURN_IF_ERROR(layers->Allocate(file_layers.size(), "layer directory"));
+  TINYAI_RETURN_IF_ERROR(tensors->Allocate(file_tensors.size(), "tensor directory"));
+  std::memcpy(layers->data(), file_layers.data(), file_layers.size() * sizeof(tmai::LayerEntry));
+  std::memcpy(tensors->data(), file_tensors.data(), file_tensors.size() * sizeof(tmai::TensorEntry));
+  for (size_t li = 0; li < file_layers.size(); ++li) {
+    tmai::LayerEntry& l = (*layers)[li];
+    bool changed = false;
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) changed |= dtypes[t] != file_tensors[t].dtype;
+    if (!changed) continue;
+    uint64_t end = 0;
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+      tmai::TensorEntry& e = (*tensors)[t];
+      bool overflow = false;
+      const uint64_t bytes = tmai::DecodedBytes(dtypes[t], e.shape, e.ndims, &overflow);
+      if (overflow || bytes == 0) {
+        return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%s' has no size as %s", reader.source(), e.name,
+                        tinyaiDTypeName(static_cast<TinyAIDType>(dtypes[t])));
+      }
+      e.dtype = dtypes[t];
+      e.decoded_offset = AlignUp(end, tmai::kDataAlignment);
+      e.decoded_size = bytes;
+      end = e.decoded_offset + bytes;
+    }
+    l.decoded_size = end;
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

@@ -1,0 +1,234 @@
+#include "loader/save_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/array.h"
+#include "common/checked_math.h"
+#include "common/crc32c.h"
+#include "common/status.h"
+#include "kernels/kernels.h"
+#include "quant/quantize.h"
+
+namespace tinyai {
+namespace {
+
+// Stored bytes read per step (and, encoded, written).
+constexpr uint64_t kChunkBytes = 1u << 20;
+
+// The output's layer table and tensor directory: the model's runtime
+// directory with every tensor uncompressed and laid out from data_offset.
+struct Layout {
+  Array<tmai::LayerEntry> layers;
+  Array<tmai::TensorEntry> tensors;
+  uint64_t file_size = 0;
+};
+
+TinyAIStatus Plan(const TmaiReader& r, Layout* out) {
+  const auto layers = r.layers();
+  const auto tensors = r.tensors();
+  TINYAI_RETURN_IF_ERROR(out->layers.Allocate(layers.size(), "saved layer table"));
+  TINYAI_RETURN_IF_ERROR(out->tensors.Allocate(tensors.size(), "saved tensor directory"));
+  std::memcpy(out->layers.data(), layers.data(), layers.size() * sizeof(tmai::LayerEntry));
+  std::memcpy(out->tensors.data(), tensors.data(), tensors.size() * sizeof(tmai::TensorEntry));
+  uint64_t cursor = r.header().data_offset;
+  for (tmai::LayerEntry& l : out->layers) {
+    l.offset = AlignUp(cursor, r.header().group_alignment);
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+      tmai::TensorEntry& e = out->tensors[t];
+      e.codec = TINYAI_CODEC_NONE;
+      e.codec_param = 0;
+      e.stored_size = e.decoded_size;
+      e.offset = l.offset + e.decoded_offset;
+    }
+    l.stored_size = l.decoded_size;
+    cursor = l.offset + l.stored_size;
+  }
+  out->file_size = cursor;
+  return TINYAI_OK;
+}
+
+class Sink {
+ public:
+  Sink(TinyAIWriteCallback write, void* user, const char* name) : write_(write), user_(user), name_(name) {}
+
+  TinyAIStatus Write(uint64_t offset, const void* data, size_t size) {
+    if (size == 0) return TINYAI_OK;
+    const int rc = write_(user_, offset, data, size);
+    if (rc != 0) {
+      return SetError(TINYAI_ERR_IO, "'%s': writing %zu bytes at offset %llu failed (the write callback returned %d)",
+                      name_, size, static_cast<unsigned long long>(offset), rc);
+    }
+    return TINYAI_OK;
+  }
+  // Zeros over [from, to) (alignment padding).
+  TinyAIStatus Zeros(uint64_t from, uint64_t to) {
+    static const uint8_t kZeros[4096] = {};
+    while (from < to) {
+      const size_t n = to - from < sizeof kZeros ? static_cast<size_t>(to - from) : sizeof kZeros;
+      TINYAI_RETURN_IF_ERROR(Write(from, kZeros, n));
+      from += n;
+    }
+    return TINYAI_OK;
+  }
+
+ private:
+  TinyAIWriteCallback write_;
+  void* user_;
+  const char* name_;
+};
+
+// Buffers for one tensor's runs of rows, grown as needed.
+struct Buffers {
+  Array<uint8_t> stored, encoded;
+  Array<float> values;
+
+  template <class T>
+  static TinyAIStatus Fit(Array<T>* a, uint64_t n, const char* what) {
+    if (a->size() >= n) return TINYAI_OK;
+    return a->Allocate(static_cast<size_t>(n), what);
+  }
+};
+
+// Copies (raw) or converts (dtype changed) tensor t's stored rows into the
+// output at out.offset; the stored bytes' CRC is checked on the way.
+TinyAIStatus WriteTensor(TinyAIMappedModel* m, int32_t t, const tmai::TensorEntry& out, Sink* sink, Buffers* b,
+                         uint32_t* crc_out, quant::EncodeError* err) {
+  const TmaiReader& r = m->reader();
+  const tmai::TensorEntry& stored = r.file_tensors()[static_cast<size_t>(t)];
+  const RowSliceTable& table = m->slices();
+  const uint64_t rows = table.rows(t), rb = table.row_bytes(t), srb = table.stored_row_bytes(t);
+  uint32_t crc = 0, stored_crc = 0;
+  if (stored.codec != TINYAI_CODEC_NONE) {  // decoded (and checked) by the weight cache
+    for (uint64_t row = 0; row < rows;) {
+      const uint8_t* p = nullptr;
+      uint64_t got = 0;
+      int32_t slice = -1;
+      TINYAI_RETURN_IF_ERROR(m->AcquireRows(t, row, &p, &got, &slice));
+      const size_t bytes = static_cast<size_t>(got * rb);
+      TinyAIStatus s = sink->Write(out.offset + row * rb, p, bytes);
+      crc = Crc32c(crc, p, bytes);
+      const TinyAIStatus released = m->ReleaseSlice(slice);
+      TINYAI_RETURN_IF_ERROR(s);
+      TINYAI_RETURN_IF_ERROR(released);
+      row += got;
+    }
+    *crc_out = crc;
+    return TINYAI_OK;
+  }
+  const bool convert = table.transformed(t);
+  const size_t cols = static_cast<size_t>(stored.shape[stored.ndims - 1]);
+  uint64_t chunk = kChunkBytes / srb;
+  if (chunk == 0) chunk = 1;
+  if (chunk > rows) chunk = rows;
+  const kernels::WeightKernels* decode = nullptr;
+  if (convert) {
+    if (stored.dtype != TINYAI_DTYPE_F32) decode = kernels::WeightKernelsFor(kernels::Ref(), stored.dtype);
+    if (stored.dtype != TINYAI_DTYPE_F32 && !decode) {
+      return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", r.source(),
+                      stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
+    }
+    TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->values, chunk * cols, "rows as fp32"));
+    TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->encoded, chunk * rb, "encoded rows"));
+  }
+  if (!m->source().InPlace(0)) TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->stored, chunk * srb, "stored rows"));
+  for (uint64_t row = 0; row < rows;) {
+    const uint64_t n = rows - row < chunk ? rows - row : chunk;
+    const uint64_t at = stored.offset + row * srb;
+    const uint8_t* p = m->source().InPlace(at);
+    if (!p) {
+      TINYAI_RETURN_IF_ERROR(m->source().Read(at, static_cast<size_t>(n * srb), b->stored.data(), r.source()));
+      p = b->stored.data();
+    }
+    stored_crc = Crc32c(stored_crc, p, static_cast<size_t>(n * srb));
+    const uint8_t* w = p;
+    if (convert) {
+      const float* x = reinterpret_cast<const float*>(p);
+      if (decode) {
+        for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, b->values.data() + i * cols, cols);
+        x = b->values.data();
+      }
+      TinyAIStatus s = quant::EncodeRows(out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err);
+      if (s != TINYAI_OK) {
+        return AddErrorContext(s, "'%s': converting tensor '%s' to %s: ", r.source(), stored.name,
+                               tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));
+      }
+      w = b->encoded.data();
+    }
+    const size_t bytes = static_cast<size_t>(n * rb);
+    TINYAI_RETURN_IF_ERROR(sink->Write(out.offset + row * rb, w, bytes));
+    crc = Crc32c(crc, w, bytes);
+    row += n;
+  }
+  if (m->config().verifyChecksums) TINYAI_RETURN_IF_ERROR(r.CheckTensorChecksum(static_cast<uint32_t>(t), stored_crc));
+  *crc_out = crc;
+  return TINYAI_OK;
+}
+
+}  // namespace
+
+uint64_t SavedModelSize(const TinyAIMappedModel& model) {
+  uint64_t cursor = model.reader().header().data_offset;
+  for (const tmai::LayerEntry& l : model.reader().layers()) {
+    cursor = AlignUp(cursor, model.reader().header().group_alignment) + l.decoded_size;
+  }
+  return cursor;
+}
+
+TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void* user, const char* out_name,
+                       const TinyAISaveOptions& options) {
+  const TmaiReader& r = model->reader();
+  Layout layout;
+  TINYAI_RETURN_IF_ERROR(Plan(r, &layout));
+  Sink sink(write, user, out_name);
+  Buffers buffers;
+  const uint64_t data_offset = r.header().data_offset;
+  uint64_t cursor = data_offset;
+  const int tensor_count = static_cast<int>(layout.tensors.size());
+  for (const tmai::LayerEntry& l : layout.layers) {
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+      tmai::TensorEntry& e = layout.tensors[t];
+      TINYAI_RETURN_IF_ERROR(sink.Zeros(cursor, e.offset));
+      quant::EncodeError err;
+      TINYAI_RETURN_IF_ERROR(WriteTensor(model, static_cast<int32_t>(t), e, &sink, &buffers, &e.checksum, &err));
+      cursor = e.offset + e.stored_size;
+      if (options.progress) {
+        const tmai::TensorEntry& stored = r.file_tensors()[t];
+        TinyAISaveProgress p;
+        std::memset(&p, 0, sizeof p);
+        p.structSize = sizeof p;
+        p.tensorIndex = static_cast<int>(t);
+        p.tensorCount = tensor_count;
+        p.tensorName = e.name;
+        p.storedDType = static_cast<TinyAIDType>(stored.dtype);
+        p.savedDType = static_cast<TinyAIDType>(e.dtype);
+        p.bytesBefore = stored.decoded_size;
+        p.bytesAfter = e.decoded_size;
+        p.relativeRmsError = err.values > 0 ? err.RelativeRms() : 0.0;
+        p.maxAbsError = err.max_abs_error;
+        p.bytesDone = cursor;
+        p.bytesTotal = layout.file_size;
+        if (options.progress(options.progressUser, &p) != 0) return TINYAI_STOPPED;
+      }
+    }
+    TINYAI_RETURN_IF_ERROR(sink.Zeros(cursor, l.offset + l.stored_size));
+    cursor = l.offset + l.stored_size;
+  }
+  // The index last: the input's, with the new layer table and directory.
+  Array<uint8_t> index;
+  TINYAI_RETURN_IF_ERROR(index.Allocate(static_cast<size_t>(data_offset), "saved index"));
+  TINYAI_RETURN_IF_ERROR(model->source().Read(0, static_cast<size_t>(data_offset), index.data(), r.source()));
+  tmai::Header h;
+  std::memcpy(&h, index.data(), sizeof h);
+  std::memcpy(index.data() + h.layers_offset, layout.layers.data(), layout.layers.size() * sizeof(tmai::LayerEntry));
+  std::memcpy(index.data() + h.tensors_offset, layout.tensors.data(),
+              layout.tensors.size() * sizeof(tmai::TensorEntry));
+  h.file_size = layout.file_size;
+  h.index_crc = Crc32c(0, index.data() + tmai::kHeaderSize, static_cast<size_t>(data_offset - tmai::kHeaderSize));
+  h.header_crc = 0;
+  h.header_crc = Crc32c(0, &h, sizeof h);
+  std::memcpy(index.data(), &h, sizeof h);
+  return sink.Write(0, index.data(), static_cast<size_t>(data_offset));
+}
+
+}  // namespace tinyai

@@ -1,0 +1,223 @@
+// tinyai-quantize: a .tmai model written again with its matrices at chosen
+// precisions (<tinyai/utils/quantize_mixed.h>: tinyaiApplyMixedPrecision,
+// then tinyaiSaveMappedModel), with a report of what each tensor became.
+//
+//   tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]
+//                   [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--eval N] IN.tmai OUT.tmai
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tinyai/utils/quantize_mixed.h"
+#include "tools/common/cli.h"
+#include "tools/eval/compare.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]\n"
+    "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--eval N] [--quiet] IN.tmai OUT.tmai\n"
+    "       tinyai-quantize -h | --help | --version\n"
+    "  Writes IN again as OUT with its weight matrices at precision P, one of fp32 fp16 int8 int4\n"
+    "  (int4: the non-uniform 4-bit grid, GGUF IQ4_NL) int4-sym (GGUF Q4_0) keep (as IN stores it).\n"
+    "  Norms and biases stay as stored. Streams: holds a few MB besides the model's index.\n"
+    "  --all P         every matrix (then the options below refine it)\n"
+    "  --embedding P   the token embedding (default int8)\n"
+    "  --attention P   q, k, v and output projections (default int4)\n"
+    "  --ffn P         gate, up and down projections; a dense network's matrices (default int4)\n"
+    "  --output P      the classifier (default int8; a tied classifier is the embedding: the finer wins)\n"
+    "  --layer N=P     every matrix of transformer block N (repeatable)\n"
+    "  --tensor NAME=P one tensor by name (repeatable; wins over --layer)\n"
+    "  --group G       values per scale for int8/int4 (32, the only size with kernels)\n"
+    "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
+    "                  tinyai-eval); 0 skips (default 512; language models only)\n"
+    "  --quiet         no per-tensor table\n"
+    "  -h, --help      this help; --version: the library's version\n";
+
+// "N=P" or "NAME=P".
+std::pair<std::string, TinyAIPrecision> ParseAssignment(const std::string& flag, const std::string& v) {
+  const size_t eq = v.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+    throw tinyai_tools::UsageError(flag + " takes WHAT=PRECISION, got '" + v + "'");
+  }
+  TinyAIPrecision p;
+  const std::string name = v.substr(eq + 1);
+  if (tinyaiParsePrecision(name.c_str(), &p) != TINYAI_OK) {
+    throw tinyai_tools::UsageError(flag + " " + v + ": " + tinyaiGetLastErrorMessage());
+  }
+  return {v.substr(0, eq), p};
+}
+
+TinyAIPrecision ParsePrecision(const std::string& flag, const char* v) {
+  TinyAIPrecision p;
+  if (tinyaiParsePrecision(v, &p) != TINYAI_OK) throw tinyai_tools::UsageError(flag + ": " + tinyaiGetLastErrorMessage());
+  return p;
+}
+
+struct Report {
+  bool table = true;
+  bool bar = false;
+  int last_pct = -1;
+  std::vector<TinyAISaveProgress> rows;
+  std::vector<std::string> names;
+};
+
+int OnTensor(void* user, const TinyAISaveProgress* p) {
+  Report* r = static_cast<Report*>(user);
+  r->rows.push_back(*p);
+  r->names.emplace_back(p->tensorName);
+  if (r->bar) {
+    const int pct = p->bytesTotal ? static_cast<int>(100 * p->bytesDone / p->bytesTotal) : 100;
+    if (pct != r->last_pct || p->tensorIndex + 1 == p->tensorCount) {
+      r->last_pct = pct;
+      std::fprintf(stderr, "\rtinyai-quantize: [%-40.*s] %3d%% tensor %d/%d %-24.24s", pct * 40 / 100,
+                   "========================================", pct, p->tensorIndex + 1, p->tensorCount,
+                   p->tensorName);
+      if (p->tensorIndex + 1 == p->tensorCount) std::fputc('\n', stderr);
+    }
+  }
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  TinyAIMixedPrecisionConfig cfg;
+  tinyai_tools::Check(tinyaiInitMixedPrecisionConfig(&cfg));
+  std::vector<std::pair<std::string, TinyAIPrecision>> layers, tensors;
+  std::vector<std::string> positional;
+  int64_t eval_tokens = 512;
+  Report report;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      return tinyai_tools::PrintVersion("tinyai-quantize");
+    } else if (a == "--all") {
+      const TinyAIPrecision p = ParsePrecision(a, value());
+      cfg.embeddingPrecision = cfg.attentionPrecision = cfg.ffnPrecision = cfg.outputPrecision = p;
+    } else if (a == "--embedding") {
+      cfg.embeddingPrecision = ParsePrecision(a, value());
+    } else if (a == "--attention") {
+      cfg.attentionPrecision = ParsePrecision(a, value());
+    } else if (a == "--ffn") {
+      cfg.ffnPrecision = ParsePrecision(a, value());
+    } else if (a == "--output") {
+      cfg.outputPrecision = ParsePrecision(a, value());
+    } else if (a == "--layer") {
+      auto lp = ParseAssignment(a, value());
+      tinyai_tools::ParseInt32(a, lp.first.c_str(), 0, 65535, "a transformer block's index");
+      layers.push_back(lp);
+    } else if (a == "--tensor") {
+      tensors.push_back(ParseAssignment(a, value()));
+    } else if (a == "--group") {
+      cfg.groupSize = tinyai_tools::ParseInt32(a, value(), 0, 1 << 20);
+    } else if (a == "--eval") {
+      eval_tokens = tinyai_tools::ParseInt(a, value(), 0, 100000000);
+    } else if (a == "--quiet") {
+      report.table = false;
+    } else if (!a.empty() && a[0] == '-') {
+      throw tinyai_tools::UsageError("unknown option " + a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) throw tinyai_tools::UsageError("give IN.tmai and OUT.tmai");
+  const std::string& in = positional[0];
+  const std::string& out = positional[1];
+  std::vector<TinyAIPrecisionOverride> overrides;
+  for (const auto& l : layers) overrides.push_back({std::stoi(l.first), nullptr, l.second});
+  for (const auto& t : tensors) overrides.push_back({-1, t.first.c_str(), t.second});
+  cfg.overrides = overrides.data();
+  cfg.overrideCount = overrides.size();
+
+  // A small cache: the matrices that change are read straight from the file;
+  // the rest stream through it a slice at a time.
+  TinyAIMmapConfig mc = tinyaiCreateDefaultMmapConfig();
+  mc.maxCacheSize = 16u << 20;
+  mc.prefetchEnabled = false;
+  mc.prefetchThreads = 0;
+  tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(in, &mc);
+  tinyai_tools::Check(tinyaiApplyMixedPrecision(model.get(), &cfg));
+  TinyAISaveOptions so;
+  so.structSize = sizeof so;
+  so.progress = OnTensor;
+  so.progressUser = &report;
+  report.bar = isatty(STDERR_FILENO) != 0;
+  tinyai_tools::Check(tinyaiSaveMappedModel(model.get(), out.c_str(), &so));
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  const uint64_t peak_rss = static_cast<uint64_t>(ru.ru_maxrss) * 1024u;
+
+  uint64_t before = 0, after = 0, largest = 0;
+  for (const TinyAISaveProgress& p : report.rows) {
+    before += p.bytesBefore;
+    after += p.bytesAfter;
+    largest = std::max<uint64_t>(largest, std::max(p.bytesBefore, p.bytesAfter));
+  }
+  if (report.table) {
+    std::printf("%-28s %-9s %-9s %12s %12s %10s %10s\n", "tensor", "from", "to", "bytes in", "bytes out",
+                "rel. RMS", "max |err|");
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+      const TinyAISaveProgress& p = report.rows[i];
+      std::printf("%-28s %-9s %-9s %12llu %12llu %10.3g %10.3g\n", report.names[i].c_str(),
+                  tinyaiDTypeName(p.storedDType), tinyaiDTypeName(p.savedDType),
+                  static_cast<unsigned long long>(p.bytesBefore), static_cast<unsigned long long>(p.bytesAfter),
+                  p.relativeRmsError, p.maxAbsError);
+    }
+  }
+  const uint64_t in_size = tinyaiGetMappedModelFileSize(model.get());
+  uint64_t out_size = 0;
+  tinyai_tools::Check(tinyaiGetSavedModelSize(model.get(), &out_size));
+  std::printf("%s -> %s: %s -> %s (%.2fx smaller; tensors %s -> %s); peak RSS %s (largest tensor %s)\n", in.c_str(),
+              out.c_str(), tinyai_tools::MibText(in_size).c_str(), tinyai_tools::MibText(out_size).c_str(),
+              static_cast<double>(in_size) / static_cast<double>(out_size), tinyai_tools::MibText(before).c_str(),
+              tinyai_tools::MibText(after).c_str(), tinyai_tools::MibText(peak_rss).c_str(),
+              tinyai_tools::MibText(largest).c_str());
+  model.reset();
+
+  if (eval_tokens > 0) {
+    tinyai_tools::ModelHandle ref_model = tinyai_tools::OpenModel(in, nullptr);
+    int64_t dim = 0;
+    if (tinyaiGetMetadataInt(ref_model.get(), "llama.dim", &dim) != TINYAI_OK) {
+      std::printf("quality: not a language model; no comparison\n");
+      return 0;
+    }
+    tinyai_tools::ModelHandle new_model = tinyai_tools::OpenModel(out, nullptr);
+    const TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    tinyai_tools::LLMHandle ref = tinyai_tools::CreateLLM(ref_model.get(), lc);
+    tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(new_model.get(), lc);
+    tinyai_tools::CompareOptions co;
+    co.tokens = eval_tokens;
+    int last = -1;
+    const bool bar = report.bar;
+    const tinyai_tools::CompareResult r =
+        tinyai_tools::CompareModels(ref.get(), llm.get(), co, [&](int64_t done, int64_t total) {
+          const int pct = static_cast<int>(100 * done / total);
+          if (!bar || pct == last) return;
+          last = pct;
+          std::fprintf(stderr, "\rtinyai-quantize: comparing [%-40.*s] %3d%%", pct * 40 / 100,
+                       "========================================", pct);
+          if (done == total) std::fputc('\n', stderr);
+        });
+    std::printf("quality against %s over %lld positions (seed %llu; tinyai-eval --ref IN OUT --tokens N for more): "
+                "mean KL %.6g  p99 KL %.6g  top-1 agreement %.4f\n",
+                in.c_str(), static_cast<long long>(r.positions), static_cast<unsigned long long>(co.seed), r.mean_kld,
+                r.p99_kld, r.top1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tinyai_tools::Main("tinyai-quantize", kUsage, [&] { return Run(argc, argv); });
+}
