@@ -9,6 +9,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 set(sources
   tinyai-convert=tools/convert/tinyai_convert.cc
   tinyai-eval=tools/eval/tinyai_eval.cc
+  tinyai-quantize=tools/quantize/tinyai_quantize.cc
   tinyai-generate=tools/generate/tinyai_generate.cc
   tinyai-inspect=tools/inspect/tinyai_inspect.cc
   tinyai-bench=tools/bench/tinyai_bench.cc

@@ -1,0 +1,61 @@
+# tinyai-quantize: the per-kind and override flags reach the file (tinyai-inspect
+# lists the dtypes), the output is what tinyai-convert --dtype writes for the
+# same precision (byte for byte), the report has its table, sizes and the
+# comparison, and bad command lines fail with the right exit status and
+# message without leaving a file.
+# Run by ctest as tools_quantize_cli with CONVERT, QUANTIZE, INSPECT, OUT_DIR and EMULATOR.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
+
+set(odd dim=48,hidden=100,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=32,shared=0)
+expect_run(RC 0 COMMAND ${CONVERT} --synthetic ${odd} ${OUT_DIR}/f32.tmai)
+expect_run(RC 0 COMMAND ${CONVERT} --synthetic ${odd} --dtype q8_g32 ${OUT_DIR}/conv-q8.tmai)
+
+expect_run(RC 0 STDOUT_HAS "blk.1.ffn_down" "q8_g32" "rel. RMS" "smaller" "peak RSS" "quality against"
+           "mean KL" "top-1 agreement"
+           COMMAND ${QUANTIZE} --all int8 --eval 40 ${OUT_DIR}/f32.tmai ${OUT_DIR}/q8.tmai)
+file(READ ${OUT_DIR}/q8.tmai a HEX)
+file(READ ${OUT_DIR}/conv-q8.tmai b HEX)
+# The files differ only in metadata the converter adds; compare the data.
+file(SIZE ${OUT_DIR}/q8.tmai sa)
+file(SIZE ${OUT_DIR}/conv-q8.tmai sb)
+if(NOT sa EQUAL sb)
+  cli_fail("tinyai-quantize --all int8 wrote ${sa} bytes, tinyai-convert --dtype q8_g32 ${sb}")
+endif()
+string(SUBSTRING "${a}" 8192 -1 da)
+string(SUBSTRING "${b}" 8192 -1 db)
+if(NOT da STREQUAL db)
+  cli_fail("tinyai-quantize --all int8 and tinyai-convert --dtype q8_g32 wrote different tensor data")
+endif()
+
+expect_run(RC 0 STDOUT_HAS "smaller" COMMAND ${QUANTIZE} --attention fp16 --ffn int4-sym --embedding int4
+           --output keep --layer 1=int8 --tensor blk.1.ffn_up=fp32 --eval 0 --quiet ${OUT_DIR}/f32.tmai
+           ${OUT_DIR}/mixed.tmai)
+expect_run(RC 0 COMMAND ${INSPECT} ${OUT_DIR}/mixed.tmai)
+foreach(row "token_embd[^\n]*q4nl_g32" "output [^\n]*f32" "blk.0.attn_q[^\n]*f16" "blk.0.ffn_gate[^\n]*q4_g32"
+            "blk.1.attn_q[^\n]*q8_g32" "blk.1.ffn_up[^\n]*f32" "blk.1.ffn_gate[^\n]*q8_g32")
+  if(NOT RUN_OUT MATCHES "${row}")
+    cli_fail("tinyai-inspect of the mixed model lacks '${row}':\n${RUN_OUT}")
+  endif()
+endforeach()
+
+expect_usage_error("give IN.tmai and OUT.tmai" ${QUANTIZE} ${OUT_DIR}/f32.tmai)
+expect_usage_error("unknown precision 'int3'" ${QUANTIZE} --all int3 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+expect_usage_error("--layer takes WHAT=PRECISION" ${QUANTIZE} --layer 1 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+expect_usage_error("--layer" ${QUANTIZE} --layer x=int8 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+expect_usage_error("unknown option --bogus" ${QUANTIZE} --bogus ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "groupSize is 0" ${QUANTIZE} --group 0 ${OUT_DIR}/f32.tmai
+                     ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "groupSize 64" ${QUANTIZE} --group 64 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "overrides[0].layer is 7" ${QUANTIZE} --layer 7=int8
+                     ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_NOT_FOUND "blk.5.attn_q" ${QUANTIZE} --tensor blk.5.attn_q=int8 ${OUT_DIR}/f32.tmai
+                     ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "round it twice" ${QUANTIZE} --all int4 ${OUT_DIR}/q8.tmai
+                     ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "own file" ${QUANTIZE} ${OUT_DIR}/f32.tmai ${OUT_DIR}/f32.tmai)
+expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "" ${QUANTIZE} ${OUT_DIR}/none.tmai ${OUT_DIR}/x.tmai)
+if(EXISTS ${OUT_DIR}/x.tmai OR EXISTS ${OUT_DIR}/x.tmai.part)
+  cli_fail("a refused tinyai-quantize left ${OUT_DIR}/x.tmai behind")
+endif()
+
+cli_finish()
