@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "capi/handles.h"
+#include "capi/llm_internal.h"
 #include "model/generate.h"
 #include "model/llama.h"
 #include "model/runtime.h"
@@ -28,6 +29,12 @@ struct TinyAILLM {
   const tinyai::ForwardScheduler& impl() const { return sched.impl; }
   tinyai::LlamaModel& model() const { return sched.llama->model(); }
 };
+
+namespace tinyai {
+
+WeightStream* LLMWeightStream(TinyAILLM* llm) { return llm->model().weights(); }
+
+}  // namespace tinyai
 
 namespace {
 

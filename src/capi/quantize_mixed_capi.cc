@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "capi/llm_internal.h"
 #include "common/array.h"
 #include "common/status.h"
 #include "common/struct_size.h"
@@ -46,6 +47,131 @@ int WriteFile(void* user, uint64_t offset, const void* data, size_t size) {
   if (f->status == TINYAI_OK) return 0;
   std::snprintf(f->message, sizeof f->message, "%s", tinyaiGetLastErrorMessage());
   return 1;
+}
+
+// Calibration: the sum of squares of the inputs each weight column meets.
+struct Observed {
+  tinyai::Array<int64_t> at;  // per tensor: offset of its columns in sums, -1 for none
+  tinyai::Array<double> sums;
+  tinyai::Array<uint64_t> rows;  // per tensor: inputs seen
+};
+
+void Observe(void* user, const int32_t* tensors, int count, const float* x, size_t ldx, int32_t cols, int32_t n) {
+  Observed* o = static_cast<Observed*>(user);
+  for (int k = 0; k < count; ++k) {
+    const size_t t = static_cast<size_t>(tensors[k]);
+    if (o->at[t] < 0) continue;
+    double* s = o->sums.data() + o->at[t];
+    for (int32_t j = 0; j < n; ++j) {
+      const float* row = x + static_cast<size_t>(j) * ldx;
+      for (int32_t c = 0; c < cols; ++c) s[c] += static_cast<double>(row[c]) * row[c];
+    }
+    o->rows[t] += static_cast<uint64_t>(n);
+  }
+}
+
+constexpr int32_t kCalibrationSequence = 256;
+
+// Runs model (as its file stores it: the caller reset it) over the
+// calibration stream and sets *at / *weights to each matrix's column
+// weights: the mean square of its inputs, plus 10% of their mean so that no
+// column is ignored.
+TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig& cfg, tinyai::Array<int64_t>* at,
+                       tinyai::Array<float>* weights) {
+  const auto tensors = model->reader().file_tensors();
+  Observed o;
+  TINYAI_RETURN_IF_ERROR(o.at.Allocate(tensors.size(), "calibration index"));
+  TINYAI_RETURN_IF_ERROR(o.rows.Allocate(tensors.size(), "calibration counts"));
+  size_t total = 0;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    o.at[t] = -1;
+    if (tensors[t].ndims != 2) continue;
+    o.at[t] = static_cast<int64_t>(total);
+    total += static_cast<size_t>(tensors[t].shape[1]);
+  }
+  TINYAI_RETURN_IF_ERROR(o.sums.Allocate(total, "calibration sums"));
+  int64_t seq_len = 0;
+  TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+  if (tinyaiGetMetadataInt(model, "llama.seq_len", &seq_len) == TINYAI_OK && seq_len > kCalibrationSequence) {
+    lc.contextLength = kCalibrationSequence;
+  }
+  TinyAILLM* llm = nullptr;
+  TinyAIStatus s = tinyaiCreateLLM(model, &lc, &llm);
+  if (s != TINYAI_OK) return tinyai::AddErrorContext(s, "tinyaiApplyMixedPrecision: calibration: ");
+  struct Destroy {
+    TinyAILLM* llm;
+    ~Destroy() { tinyaiDestroyLLM(llm); }
+  } destroy{llm};
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  TINYAI_RETURN_IF_ERROR(tinyaiGetLLMModelInfo(llm, &info));
+  tinyai::LLMWeightStream(llm)->SetInputObserver(&Observe, &o);
+  tinyai::Array<float> logits;
+  TINYAI_RETURN_IF_ERROR(logits.Allocate(static_cast<size_t>(info.vocabSize), "calibration logits"));
+  const int32_t context = info.contextLength;
+  if (cfg.calibrationText) {
+    int32_t count = 0;
+    s = tinyaiLLMTokenize(llm, cfg.calibrationText, 1, nullptr, 0, &count);
+    if (s != TINYAI_OK && s != TINYAI_ERR_BUFFER_TOO_SMALL) return s;
+    tinyai::Array<int32_t> ids;
+    TINYAI_RETURN_IF_ERROR(ids.Allocate(static_cast<size_t>(count), "calibration tokens"));
+    TINYAI_RETURN_IF_ERROR(tinyaiLLMTokenize(llm, cfg.calibrationText, 1, ids.data(), count, &count));
+    if (count < 2) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: calibrationText has no tokens");
+    }
+    // Windows of the text from its start, BOS first, the text repeated if short.
+    int32_t done = 0;
+    size_t next = 1;
+    while (done < cfg.calibrationTokens) {
+      TINYAI_RETURN_IF_ERROR(tinyaiResetLLM(llm));
+      TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, &info.bosId, 1, nullptr));
+      int32_t room = context - 1 < cfg.calibrationTokens - done ? context - 1 : cfg.calibrationTokens - done;
+      while (room > 0) {
+        if (next >= static_cast<size_t>(count)) next = 1;
+        int32_t n = static_cast<int32_t>(static_cast<size_t>(count) - next);
+        if (n > room) n = room;
+        if (n > 64) n = 64;
+        TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, ids.data() + next, n, nullptr));
+        next += static_cast<size_t>(n);
+        room -= n;
+        done += n;
+      }
+    }
+  } else {
+    TinyAISamplerConfig sampler = tinyaiCreateDefaultSamplerConfig();
+    sampler.temperature = 1.0f;
+    uint64_t rng = cfg.calibrationSeed;
+    int32_t token = info.bosId;
+    for (int32_t done = 0; done < cfg.calibrationTokens; ++done) {
+      if (tinyaiGetLLMPosition(llm) + 1 >= context || (done > 0 && token == info.bosId)) {
+        TINYAI_RETURN_IF_ERROR(tinyaiResetLLM(llm));
+        token = info.bosId;
+      }
+      TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, &token, 1, logits.data()));
+      TINYAI_RETURN_IF_ERROR(tinyaiLLMSample(llm, logits.data(), &sampler, &rng, &token));
+    }
+  }
+  tinyai::LLMWeightStream(llm)->SetInputObserver(nullptr, nullptr);
+  TINYAI_RETURN_IF_ERROR(weights->Allocate(total, "column weights"));
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (o.at[t] < 0) continue;
+    const size_t cols = static_cast<size_t>(tensors[t].shape[1]);
+    const double* sum = o.sums.data() + o.at[t];
+    if (o.rows[t] == 0) {  // never multiplied (an untied embedding): plain least squares
+      o.at[t] = -1;
+      continue;
+    }
+    double mean = 0.0;
+    for (size_t c = 0; c < cols; ++c) mean += sum[c];
+    mean /= static_cast<double>(cols * o.rows[t]);
+    for (size_t c = 0; c < cols; ++c) {
+      (*weights)[static_cast<size_t>(o.at[t]) + c] =
+          static_cast<float>(sum[c] / static_cast<double>(o.rows[t]) + 0.1 * mean);
+    }
+  }
+  *at = static_cast<tinyai::Array<int64_t>&&>(o.at);
+  return TINYAI_OK;
 }
 
 }  // namespace
@@ -93,7 +219,39 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
                                                "tinyaiApplyMixedPrecision: config"));
   tinyai::Array<uint8_t> dtypes;
   TINYAI_RETURN_IF_ERROR(tinyai::ResolveDTypes(model->reader(), cfg, &dtypes));
-  return model->ApplyDTypes(dtypes.data());
+  if (cfg.calibrationTokens < 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: calibrationTokens is %d; 0 (none) or more",
+                    cfg.calibrationTokens);
+  }
+  if (cfg.calibrationTokens == 0) return model->ApplyDTypes(dtypes.data());
+  tinyai::StringView arch;
+  if (model->reader().GetString("general.architecture", &arch) != TINYAI_OK || arch.size != 5 ||
+      std::memcmp(arch.data, "llama", 5) != 0) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: calibration runs language models only; "
+                    "'%s' is not one (set calibrationTokens to 0)", model->reader().source());
+  }
+  // Calibrated on the model as its file stores it; on failure it is put back as it was.
+  const auto now = model->reader().tensors();
+  const auto file = model->reader().file_tensors();
+  tinyai::Array<uint8_t> current, stored;
+  TINYAI_RETURN_IF_ERROR(current.Allocate(now.size(), "tensor dtypes"));
+  TINYAI_RETURN_IF_ERROR(stored.Allocate(file.size(), "tensor dtypes"));
+  for (size_t t = 0; t < now.size(); ++t) {
+    current[t] = now[t].dtype;
+    stored[t] = file[t].dtype;
+  }
+  TINYAI_RETURN_IF_ERROR(model->ApplyDTypes(stored.data()));
+  tinyai::Array<int64_t> at;
+  tinyai::Array<float> weights;
+  TinyAIStatus s = Calibrate(model, cfg, &at, &weights);
+  if (s == TINYAI_OK) s = model->ApplyDTypes(dtypes.data(), at.data(), weights.data(), weights.size());
+  if (s != TINYAI_OK) {
+    char message[512];
+    std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
+    model->ApplyDTypes(current.data());
+    return SetError(s, "%s", message);
+  }
+  return TINYAI_OK;
 }
 
 TinyAIStatus tinyaiGetTensorPrecision(const TinyAIMappedModel* model, int tensorIndex, TinyAIPrecision* out) {

@@ -95,7 +95,17 @@ struct TinyAIMappedModel {
   // table rebuilt and the weight cache started afresh (what it held is
   // dropped; its cap is maxCacheSize). TINYAI_ERR_MISUSE, nothing changed,
   // while a runner is bound or an entry is pinned.
-  TinyAIStatus ApplyDTypes(const uint8_t* dtypes);
+  // column_weights (may be null): per tensor, -1 or the offset in weights of
+  // its cols values weighting the scale search (quant::EncodeRows's
+  // importance; calibration), copied.
+  TinyAIStatus ApplyDTypes(const uint8_t* dtypes, const int64_t* column_weights = nullptr,
+                           const float* weights = nullptr, size_t weight_count = 0);
+  // The weights ApplyDTypes gave tensor's columns, or nullptr.
+  const float* ColumnWeights(int32_t tensor) const {
+    return weight_at_.size() == 0 || weight_at_[static_cast<size_t>(tensor)] < 0
+               ? nullptr
+               : weights_.data() + weight_at_[static_cast<size_t>(tensor)];
+  }
 
   // TINYAI_ERR_INVALID_ARGUMENT naming the call when layer is out of range.
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
@@ -127,6 +137,7 @@ struct TinyAIMappedModel {
   TinyAIStatus Init(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig& config);
   TinyAIStatus ReadIndex();
   TinyAIStatus BuildDescriptors();
+  static const float* ColumnWeightsOf(const void* model, int32_t tensor);
 
   TinyAIMmapConfig config_{};
   tinyai::Array<char> source_name_;  // path for messages
@@ -138,6 +149,8 @@ struct TinyAIMappedModel {
   // The runtime directory when precisions are applied (reader_ uses it).
   tinyai::Array<tinyai::tmai::LayerEntry> dir_layers_;
   tinyai::Array<tinyai::tmai::TensorEntry> dir_tensors_;
+  tinyai::Array<int64_t> weight_at_;  // ColumnWeights
+  tinyai::Array<float> weights_;
   tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models

@@ -63,6 +63,9 @@ TinyAIMixedPrecisionConfig DefaultMixedPrecisionConfig() {
   c.groupSize = static_cast<int32_t>(kGroup);
   c.overrides = nullptr;
   c.overrideCount = 0;
+  c.calibrationTokens = 0;
+  c.calibrationText = nullptr;
+  c.calibrationSeed = 7;
   return c;
 }
 

@@ -148,7 +148,8 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, int32_t t, const tmai::TensorEntr
         for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, b->values.data() + i * cols, cols);
         x = b->values.data();
       }
-      TinyAIStatus s = quant::EncodeRows(out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err);
+      TinyAIStatus s =
+          quant::EncodeRows(out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err, m->ColumnWeights(t));
       if (s != TINYAI_OK) {
         return AddErrorContext(s, "'%s': converting tensor '%s' to %s: ", r.source(), stored.name,
                                tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));

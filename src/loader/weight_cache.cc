@@ -839,7 +839,8 @@ TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64
       for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, f + i * cols, cols);
       x = f;
     }
-    s = quant::EncodeRows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, nullptr);
+    s = quant::EncodeRows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, nullptr,
+                          column_weights_ ? column_weights_(weights_owner_, tensor) : nullptr);
     if (s != TINYAI_OK) {
       char what[160];
       std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,

@@ -124,6 +124,14 @@ class WeightCache {
   uint64_t EntryBytes(int32_t entry) const;
   bool adaptive() const { return config_.adaptiveCaching; }
 
+  // Where ConvertRows finds a tensor's column weights for the scale search
+  // (nullptr for none); set before Init.
+  using ColumnWeightsFn = const float* (*)(const void* owner, int32_t tensor);
+  void UseColumnWeights(const void* owner, ColumnWeightsFn fn) {
+    weights_owner_ = owner;
+    column_weights_ = fn;
+  }
+
   // An entry is pinned or being loaded (the model cannot be changed under it).
   bool AnyPinned() const;
 
@@ -219,6 +227,9 @@ class WeightCache {
   uint64_t tick_ = 0;
   int32_t loading_ = 0;
   CacheStats stats_;
+
+  const void* weights_owner_ = nullptr;
+  ColumnWeightsFn column_weights_ = nullptr;
 
   PrefetchQueue* queue_ = nullptr;
   Array<port::Thread> workers_;

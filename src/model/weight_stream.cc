@@ -220,6 +220,7 @@ void WeightStream::QuantizeInput(const float* x, size_t ldx, InputForm form, voi
 TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float* x, size_t ldx, float* y, size_t ldy,
                                   int32_t cols, int32_t n, void* scratch, uint64_t scratch_bytes) {
   if (model_->cache().capacity_epoch() != cap_epoch_) UpdateStreaming();
+  if (observer_) observer_(observer_user_, tensors, count, x, ldx, cols, n);
   // Tensors of grouped dtypes multiply x quantized once per input form, the
   // forms one after the other in scratch.
   const void* inputs[3] = {x, nullptr, nullptr};

@@ -80,6 +80,15 @@ class WeightStream final : public ProgramWeights {
   // Bytes of this object's tables.
   uint64_t bytes() const;
 
+  // Called with every product's input before it is multiplied (calibration:
+  // the mean square each weight column meets). nullptr stops it.
+  using InputObserver = void (*)(void* user, const int32_t* tensors, int count, const float* x, size_t ldx,
+                                 int32_t cols, int32_t n);
+  void SetInputObserver(InputObserver observer, void* user) {
+    observer_ = observer;
+    observer_user_ = user;
+  }
+
  private:
   struct Segment {
     const uint8_t* w;
@@ -117,6 +126,8 @@ class WeightStream final : public ProgramWeights {
   uint64_t prefetched_until_ = 0;  // absolute sequence position prefetch has reached
   uint64_t pass_ = 0;              // passes done (absolute position = pass * length + index)
   uint32_t cap_epoch_ = 0;         // the cache cap the sizes above were made for
+  InputObserver observer_ = nullptr;
+  void* observer_user_ = nullptr;
 };
 
 }  // namespace tinyai

@@ -47,7 +47,7 @@ int32_t ValueAt(const Grid& g, int32_t index) { return g.values == nullptr ? ind
 // on stories260K that measured closer to f32 (mean KL of q4nl 0.086, q8
 // 3.4e-4 for the weights alone) than weighting by x^2 + mean x^2 (0.100,
 // 4.0e-4) or |x|; importance from calibration activations is the next step.
-float SearchScale(const Grid& g, const float* x, size_t n) {
+float SearchScale(const Grid& g, const float* x, const float* importance, size_t n) {
   float amax = 0.0f, extreme = 0.0f;
   for (size_t i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -57,7 +57,7 @@ float SearchScale(const Grid& g, const float* x, size_t n) {
   }
   if (amax == 0.0f) return 0.0f;
   double w[kGroup];
-  for (size_t i = 0; i < n; ++i) w[i] = 1.0;
+  for (size_t i = 0; i < n; ++i) w[i] = importance ? static_cast<double>(importance[i]) : 1.0;
   auto fit = [&](double inverse, double* d) {
     double sxq = 0.0, sqq = 0.0;
     for (size_t i = 0; i < n; ++i) {
@@ -90,12 +90,12 @@ float SearchScale(const Grid& g, const float* x, size_t n) {
   return static_cast<float>(best_d);
 }
 
-void EncodeGroup(int32_t dtype, const float* x, size_t n, uint8_t* out) {
+void EncodeGroup(int32_t dtype, const float* x, const float* importance, size_t n, uint8_t* out) {
   static const Grid kQ8 = {nullptr, 255, -127, 127};
   static const Grid kQ4 = {nullptr, 16, -8, 7};
   static const Grid kQ4NL = {kQ4NLGrid, 16, -127, 113};
   const Grid& g = dtype == TINYAI_DTYPE_Q8_G32 ? kQ8 : (dtype == TINYAI_DTYPE_Q4_G32 ? kQ4 : kQ4NL);
-  const uint16_t half = FloatToHalf(SearchScale(g, x, n));
+  const uint16_t half = FloatToHalf(SearchScale(g, x, importance, n));
   std::memcpy(out, &half, sizeof half);
   // The codes for the scale as stored.
   const float d = HalfToFloat(half), inverse = d != 0.0f ? 1.0f / d : 0.0f;
@@ -127,7 +127,8 @@ size_t EncodedRowBytes(int32_t dtype, size_t cols) {
   }
 }
 
-TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err) {
+TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err,
+                        const float* importance) {
   const size_t row_bytes = EncodedRowBytes(dtype, cols);
   if (row_bytes == 0 && cols > 0) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "cannot encode values as dtype %d (%s)", dtype,
@@ -158,7 +159,8 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
     } else {
       for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
         const size_t first = g * kGroup;
-        EncodeGroup(dtype, row + first, cols - first < kGroup ? cols - first : kGroup, dst + g * GroupBytes(dtype));
+        EncodeGroup(dtype, row + first, importance ? importance + first : nullptr,
+                    cols - first < kGroup ? cols - first : kGroup, dst + g * GroupBytes(dtype));
       }
     }
     if (err == nullptr) continue;

@@ -32,10 +32,15 @@ size_t EncodedRowBytes(int32_t dtype, size_t cols);
 // Encodes rows x cols values (row r at x + r * cols) as dtype into out,
 // EncodedRowBytes(dtype, cols) bytes per row: f32 copied, f16 rounded to
 // nearest even, grouped dtypes by the scale search. err (may be null)
-// accumulates the error. A non-finite value is TINYAI_ERR_INVALID_ARGUMENT
-// naming its row and column, an unknown dtype TINYAI_ERR_UNSUPPORTED;
-// nothing is written past out's rows either way.
-TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err);
+// accumulates the error. importance (cols values, may be null for all 1)
+// weights each column's squared error in the grouped dtypes' scale search:
+// calibration passes the mean square of the input each column meets, so
+// the error that reaches the products is what is minimised. A non-finite
+// value is TINYAI_ERR_INVALID_ARGUMENT naming its row and column, an
+// unknown dtype TINYAI_ERR_UNSUPPORTED; nothing is written past out's rows
+// either way.
+TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err,
+                        const float* importance = nullptr);
 
 }  // namespace quant
 }  // namespace tinyai

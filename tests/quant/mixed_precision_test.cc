@@ -435,6 +435,47 @@ TEST(MixedPrecision, SaveRefusalsWriteNothing) {
   EXPECT_FALSE(tt::FileExists(bad_out + ".part"));
 }
 
+// Calibration changes the scales (so the bytes), and what runs is what is
+// saved; from a text, from the model's own stream; refusals.
+TEST(MixedPrecision, Calibration) {
+  tt::TempDir dir;
+  const std::string f32 = WriteModel(dir, "f32.tmai", OddShape(false));
+  tinyai_tools::ModelHandle plain = tinyai_tools::OpenModel(f32, nullptr);
+  tinyai_tools::ModelHandle sampled = tinyai_tools::OpenModel(f32, nullptr);
+  tinyai_tools::ModelHandle text = tinyai_tools::OpenModel(f32, nullptr);
+  TinyAIMixedPrecisionConfig c = All(TINYAI_PREC_INT4);
+  ASSERT_EQ(tinyaiApplyMixedPrecision(plain.get(), &c), TINYAI_OK);
+  c.calibrationTokens = 100;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(sampled.get(), &c), TINYAI_OK) << tt::LastMessage();
+  c.calibrationText = "the quick brown fox jumps over the lazy dog, again and again";
+  ASSERT_EQ(tinyaiApplyMixedPrecision(text.get(), &c), TINYAI_OK) << tt::LastMessage();
+  int32_t q = -1;
+  ASSERT_EQ(tinyaiFindMappedTensor(plain.get(), "blk.1.ffn_down", &q), TINYAI_OK);
+  const std::vector<uint8_t> a = TensorBytes(plain.get(), q), b = TensorBytes(sampled.get(), q),
+                             t = TensorBytes(text.get(), q);
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, t);
+  const std::string saved = dir.File("calibrated.tmai");
+  ASSERT_EQ(tinyaiSaveMappedModel(sampled.get(), saved.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+  tinyai_tools::ModelHandle s = tinyai_tools::OpenModel(saved, nullptr);
+  for (int i = 0; i < tinyaiGetMappedTensorCount(s.get()); ++i) EXPECT_EQ(TensorBytes(s.get(), i), TensorBytes(sampled.get(), i)) << i;
+  // Calibrated twice the same way: the same bytes (the stream is seeded).
+  tinyai_tools::ModelHandle again = tinyai_tools::OpenModel(f32, nullptr);
+  c.calibrationText = nullptr;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK);
+  EXPECT_EQ(TensorBytes(again.get(), q), b);
+
+  c.calibrationTokens = -1;
+  EXPECT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(TensorBytes(again.get(), q), b);  // as it was
+  c.calibrationTokens = 10;
+  c.calibrationText = "";
+  EXPECT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("calibrationText has no tokens"), std::string::npos)
+      << tt::LastMessage();
+  EXPECT_EQ(PrecisionOf(again.get(), "blk.1.ffn_down"), TINYAI_PREC_INT4);  // put back
+}
+
 // The guide's block, as written, on stories260K (where ../shared has it).
 TEST(MixedPrecision, GuideBlockOnStories) {
   const std::string stories = tt::StoriesTmai();

@@ -38,6 +38,21 @@ foreach(row "token_embd[^\n]*q4nl_g32" "output [^\n]*f32" "blk.0.attn_q[^\n]*f16
   endif()
 endforeach()
 
+# Calibration on the model's own stream and on a text; a dense network
+# quantizes but does not calibrate.
+file(WRITE ${OUT_DIR}/calib.txt "Once upon a time there was a small robot that counted every byte it had.")
+expect_run(RC 0 STDOUT_HAS "smaller" COMMAND ${QUANTIZE} --all int4 --calibrate 50 --eval 0 --quiet ${OUT_DIR}/f32.tmai
+           ${OUT_DIR}/cal.tmai)
+expect_run(RC 0 STDOUT_HAS "smaller" COMMAND ${QUANTIZE} --all int4 --calibration-text ${OUT_DIR}/calib.txt --eval 0
+           --quiet ${OUT_DIR}/f32.tmai ${OUT_DIR}/cal-text.tmai)
+file(WRITE ${OUT_DIR}/mlp.def "input 32\nlayer fc1 out=64 act=relu\nlayer fc2 out=10 act=none\n")
+expect_run(RC 0 COMMAND ${CONVERT} --dense ${OUT_DIR}/mlp.def ${OUT_DIR}/mlp.tmai)
+expect_run(RC 0 STDOUT_HAS "not a language model" COMMAND ${QUANTIZE} --all int8 ${OUT_DIR}/mlp.tmai ${OUT_DIR}/mlp-q8.tmai)
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "language models only" ${QUANTIZE} --all int8 --calibrate 10
+                     ${OUT_DIR}/mlp.tmai ${OUT_DIR}/x.tmai)
+expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "none.txt" ${QUANTIZE} --calibration-text ${OUT_DIR}/none.txt
+                     ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+
 expect_usage_error("give IN.tmai and OUT.tmai" ${QUANTIZE} ${OUT_DIR}/f32.tmai)
 expect_usage_error("unknown precision 'int3'" ${QUANTIZE} --all int3 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--layer takes WHAT=PRECISION" ${QUANTIZE} --layer 1 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)

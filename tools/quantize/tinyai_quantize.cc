@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,7 +22,8 @@ namespace {
 
 const char kUsage[] =
     "usage: tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]\n"
-    "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--eval N] [--quiet] IN.tmai OUT.tmai\n"
+    "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--calibrate N] [--calibration-text FILE]\n"
+    "                       [--eval N] [--quiet] IN.tmai OUT.tmai\n"
     "       tinyai-quantize -h | --help | --version\n"
     "  Writes IN again as OUT with its weight matrices at precision P, one of fp32 fp16 int8 int4\n"
     "  (int4: the non-uniform 4-bit grid, GGUF IQ4_NL) int4-sym (GGUF Q4_0) keep (as IN stores it).\n"
@@ -33,6 +36,9 @@ const char kUsage[] =
     "  --layer N=P     every matrix of transformer block N (repeatable)\n"
     "  --tensor NAME=P one tensor by name (repeatable; wins over --layer)\n"
     "  --group G       values per scale for int8/int4 (32, the only size with kernels)\n"
+    "  --calibrate N   weight each int8/int4 scale search by the inputs its columns meet over N positions\n"
+    "                  the model runs first (0..1000000; default 0 = none; language models only)\n"
+    "  --calibration-text FILE  run those on FILE's text (default: a stream the model samples itself)\n"
     "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
     "  --quiet         no per-tensor table\n"
@@ -89,6 +95,7 @@ int Run(int argc, char** argv) {
   std::vector<std::pair<std::string, TinyAIPrecision>> layers, tensors;
   std::vector<std::string> positional;
   int64_t eval_tokens = 512;
+  std::string calibration_file, calibration_text;
   Report report;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -120,6 +127,10 @@ int Run(int argc, char** argv) {
       tensors.push_back(ParseAssignment(a, value()));
     } else if (a == "--group") {
       cfg.groupSize = tinyai_tools::ParseInt32(a, value(), 0, 1 << 20);
+    } else if (a == "--calibrate") {
+      cfg.calibrationTokens = tinyai_tools::ParseInt32(a, value(), 0, 1000000);
+    } else if (a == "--calibration-text") {
+      calibration_file = value();
     } else if (a == "--eval") {
       eval_tokens = tinyai_tools::ParseInt(a, value(), 0, 100000000);
     } else if (a == "--quiet") {
@@ -136,6 +147,16 @@ int Run(int argc, char** argv) {
   std::vector<TinyAIPrecisionOverride> overrides;
   for (const auto& l : layers) overrides.push_back({std::stoi(l.first), nullptr, l.second});
   for (const auto& t : tensors) overrides.push_back({-1, t.first.c_str(), t.second});
+  if (!calibration_file.empty()) {
+    std::FILE* f = std::fopen(calibration_file.c_str(), "rb");
+    if (!f) throw tinyai_tools::RuntimeError(tinyai_tools::StatusOfErrno(errno), "'" + calibration_file + "': " + std::strerror(errno));
+    char buf[65536];
+    size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) calibration_text.append(buf, got);
+    std::fclose(f);
+    if (cfg.calibrationTokens == 0) cfg.calibrationTokens = 512;
+    cfg.calibrationText = calibration_text.c_str();
+  }
   cfg.overrides = overrides.data();
   cfg.overrideCount = overrides.size();
 

@@ -84,6 +84,15 @@ typedef struct TinyAIMixedPrecisionConfig {
     const TinyAIPrecisionOverride* overrides;  /* may be NULL when overrideCount is 0; read
                                                   during the call only */
     size_t overrideCount;
+    /* Calibration: weight each INT8/INT4 matrix's scale search by the mean square of the input
+     * each of its columns meets, measured by running the model (at the precisions its file
+     * stores) over calibrationTokens positions: the tokens of calibrationText when it is set,
+     * else a stream the model samples itself (temperature 1, seed calibrationSeed, sequences of
+     * up to 256 tokens after BOS). 0 = none (default). Language models only
+     * (TINYAI_ERR_UNSUPPORTED for others); docs/quantization.md gives what it gains. */
+    int32_t calibrationTokens;
+    const char* calibrationText;
+    uint64_t calibrationSeed;            /* default 7 */
 } TinyAIMixedPrecisionConfig;
 
 /* The defaults above (a "medium" mix: docs/quantization.md says what each

@@ -1,0 +1,15 @@
+// What other shims reach inside a TinyAILLM (llm_capi.cc owns the struct).
+#ifndef TINYAI_CAPI_LLM_INTERNAL_H_
+#define TINYAI_CAPI_LLM_INTERNAL_H_
+
+#include "model/weight_stream.h"
+#include "tinyai/llm.h"
+
+namespace tinyai {
+
+// The weight stream of llm's model (calibration observes its products).
+WeightStream* LLMWeightStream(TinyAILLM* llm);
+
+}  // namespace tinyai
+
+#endif  // TINYAI_CAPI_LLM_INTERNAL_H_
