@@ -35,7 +35,7 @@ constexpr int32_t kStopWorker = -1;
 constexpr uint64_t kStagingMinBytes = 16u * 1024u;
 // What a staging buffer holds when tensors are converted as they load: a
 // run of stored rows and the same rows as fp32 (at least one row of each).
-constexpr uint64_t kConvertStagingBytes = 64u * 1024u;
+constexpr uint64_t kConvertStagingBytes = 16u * 1024u;
 constexpr uint64_t kDataAlignmentSlack = 64;  // the fp32 rows start 64-aligned after the stored ones
 
 uint64_t PageRound(uint64_t n) {

@@ -263,7 +263,9 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
       segments_[segs] = Segment{p, static_cast<size_t>(table.row_bytes(tensors[k])), ops, out_row,
                                 static_cast<size_t>(avail)};
       ++segs;
-      bytes += SliceBytes(slice);
+      // What the cache holds for it: on a static arena every slice takes a
+      // whole slot, however small (a 2 KB int4 slice a 34 KB slot).
+      bytes += model_->cache().EntryBytes(slice);
       row += avail;
       out_row += static_cast<size_t>(avail);
       if (row == table.rows(tensors[k])) {
