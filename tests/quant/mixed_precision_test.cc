@@ -476,6 +476,74 @@ TEST(MixedPrecision, Calibration) {
   EXPECT_EQ(PrecisionOf(again.get(), "blk.1.ffn_down"), TINYAI_PREC_INT4);  // put back
 }
 
+// A quantized model through every execution mode, 1 and 2 threads, and the
+// debug execution: the same greedy text each way (stories260K with the
+// default mix applied as it loads, and the same saved and opened).
+TEST(MixedPrecision, EveryModeSameText) {
+  const std::string stories = tt::StoriesTmai();
+  if (stories.empty()) GTEST_SKIP() << "stories260K .tmai not found";
+  tt::TempDir dir;
+  TinyAIMixedPrecisionConfig mp;
+  tinyaiInitMixedPrecisionConfig(&mp);
+  auto open = [&](const std::string& path, bool apply) {
+    tinyai_tools::ModelHandle m = tinyai_tools::OpenModel(path, nullptr);
+    if (apply) EXPECT_EQ(tinyaiApplyMixedPrecision(m.get(), &mp), TINYAI_OK) << tt::LastMessage();
+    return m;
+  };
+  auto run = [&](TinyAIMappedModel* m, TinyAIExecutionMode mode, size_t limit, int threads, bool debug,
+                 int tokens = 40) {
+    TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+    cfg.mode = mode;
+    cfg.memoryLimit = limit;
+    cfg.threads = threads;
+    cfg.debugExecution = debug;
+    TinyAILLM* llm = nullptr;
+    EXPECT_EQ(tinyaiCreateLLM(m, &cfg, &llm), TINYAI_OK) << tt::LastMessage();
+    if (!llm) return std::string();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.maxNewTokens = tokens;
+    char text[2048] = "";
+    size_t len = 0;
+    EXPECT_EQ(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, &len, nullptr), TINYAI_OK)
+        << tt::LastMessage();
+    TinyAIMemoryReport r;
+    r.structSize = sizeof r;
+    EXPECT_EQ(tinyaiGetLLMMemoryReport(llm, &r), TINYAI_OK);
+    if (limit) EXPECT_LE(r.peakTotalBytes, limit);
+    tinyaiDestroyLLM(llm);
+    return std::string(text, len);
+  };
+  tinyai_tools::ModelHandle m = open(stories, true);
+  const std::string normal = run(m.get(), TINYAI_EXEC_NORMAL, 0, 1, false);
+  ASSERT_GT(normal.size(), 40u);
+  EXPECT_EQ(run(m.get(), TINYAI_EXEC_NORMAL, 0, 2, false), normal);
+  EXPECT_EQ(run(m.get(), TINYAI_EXEC_NORMAL, 0, 1, true), normal);
+  auto least = [&](TinyAIMappedModel* model, int threads) {
+    TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+    cfg.threads = threads;
+    TinyAIMemoryReport est;
+    est.structSize = sizeof est;
+    EXPECT_EQ(tinyaiEstimateLLMMemory(model, &cfg, &est), TINYAI_OK) << tt::LastMessage();
+    return static_cast<size_t>(est.minimumMemoryLimit);
+  };
+  // Streamed while converted as it loads: every pass encodes again what it
+  // evicted (slow: once here); the saved file streams as stored.
+  const std::string first = run(m.get(), TINYAI_EXEC_STREAMING, least(m.get(), 1), 1, false, 6);
+  EXPECT_GT(first.size(), 20u);
+  EXPECT_EQ(normal.compare(0, first.size(), first), 0) << first;
+  const std::string saved = dir.File("mixed.tmai");
+  ASSERT_EQ(tinyaiSaveMappedModel(m.get(), saved.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+  m.reset();
+  tinyai_tools::ModelHandle s = open(saved, false);
+  for (int threads : {1, 2}) {
+    const size_t low = least(s.get(), threads), partial = low + 64 * 1024;  // not all 0.19 MiB of weights
+    EXPECT_EQ(run(s.get(), TINYAI_EXEC_NORMAL, 0, threads, false), normal) << threads;
+    EXPECT_EQ(run(s.get(), TINYAI_EXEC_MEMORY_OPT, partial, threads, false), normal) << threads;
+    EXPECT_EQ(run(s.get(), TINYAI_EXEC_STREAMING, low, threads, false), normal) << threads;
+    EXPECT_EQ(run(s.get(), TINYAI_EXEC_ADAPTIVE, partial, threads, false), normal) << threads;
+  }
+}
+
 // The guide's block, as written, on stories260K (where ../shared has it).
 TEST(MixedPrecision, GuideBlockOnStories) {
   const std::string stories = tt::StoriesTmai();
