@@ -28,9 +28,13 @@ TinyAIStatus CheckModel(const TinyAIMappedModel* model, const char* call) {
 }
 
 TinyAIStatus ReadSaveOptions(const TinyAISaveOptions* in, TinyAISaveOptions* out, const char* call) {
-  std::memset(out, 0, sizeof *out);
-  out->structSize = sizeof *out;
-  return tinyai::ReadVersioned(in, out, TINYAI_STRUCT_MIN(TinyAISaveOptions, progress), call);
+  *out = tinyaiCreateDefaultSaveOptions();
+  TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(in, out, TINYAI_STRUCT_MIN(TinyAISaveOptions, progress), call));
+  if (out->threads < 0 || out->threads > 256) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s.threads is %d; allowed 0 (one per core) .. 256", call,
+                    out->threads);
+  }
+  return TINYAI_OK;
 }
 
 struct FileSink {
@@ -202,6 +206,14 @@ TinyAIStatus tinyaiParsePrecision(const char* name, TinyAIPrecision* out) {
   }
   return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                   "unknown precision '%s'; use fp32, fp16, int8, int4, int4-sym or keep", name);
+}
+
+TinyAISaveOptions tinyaiCreateDefaultSaveOptions(void) {
+  TinyAISaveOptions o;
+  std::memset(&o, 0, sizeof o);
+  o.structSize = sizeof o;
+  o.threads = 1;
+  return o;
 }
 
 TinyAIStatus tinyaiInitMixedPrecisionConfig(TinyAIMixedPrecisionConfig* config) {

@@ -7,6 +7,7 @@
 #include "common/checked_math.h"
 #include "common/crc32c.h"
 #include "common/status.h"
+#include "common/thread_pool.h"
 #include "kernels/kernels.h"
 #include "quant/quantize.h"
 
@@ -92,8 +93,34 @@ struct Buffers {
 
 // Copies (raw) or converts (dtype changed) tensor t's stored rows into the
 // output at out.offset; the stored bytes' CRC is checked on the way.
-TinyAIStatus WriteTensor(TinyAIMappedModel* m, int32_t t, const tmai::TensorEntry& out, Sink* sink, Buffers* b,
-                         uint32_t* crc_out, quant::EncodeError* err) {
+// Encodes rows x rows of cols values into out on the pool's threads (the
+// same bytes as on one); err gets their error summed. A failure is found
+// again on the caller, whose thread records the message.
+TinyAIStatus EncodeParallel(ThreadPool* pool, int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out,
+                            quant::EncodeError* err, const float* weights) {
+  const size_t row_bytes = quant::EncodedRowBytes(dtype, cols);
+  TinyAIStatus first = TINYAI_OK;
+  Array<quant::EncodeError> per_thread;
+  Array<TinyAIStatus> status;
+  TINYAI_RETURN_IF_ERROR(per_thread.Allocate(static_cast<size_t>(pool->size()), "encoding errors"));
+  TINYAI_RETURN_IF_ERROR(status.Allocate(static_cast<size_t>(pool->size()), "encoding status"));
+  pool->ParallelFor(rows, 1, static_cast<uint64_t>(rows) * cols * 40, [&](size_t begin, size_t end, int thread) {
+    quant::EncodeError e;
+    const TinyAIStatus s = quant::EncodeRows(dtype, x + begin * cols, end - begin, cols, out + begin * row_bytes,
+                                             &e, weights);
+    per_thread[static_cast<size_t>(thread)].Add(e);
+    if (s != TINYAI_OK && status[static_cast<size_t>(thread)] == TINYAI_OK) status[static_cast<size_t>(thread)] = s;
+  });
+  for (size_t i = 0; i < per_thread.size(); ++i) {
+    err->Add(per_thread[i]);
+    if (status[i] != TINYAI_OK) first = status[i];
+  }
+  if (first != TINYAI_OK) return quant::EncodeRows(dtype, x, rows, cols, out, nullptr, weights);
+  return TINYAI_OK;
+}
+
+TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, const tmai::TensorEntry& out, Sink* sink,
+                         Buffers* b, uint32_t* crc_out, quant::EncodeError* err) {
   const TmaiReader& r = m->reader();
   const tmai::TensorEntry& stored = r.file_tensors()[static_cast<size_t>(t)];
   const RowSliceTable& table = m->slices();
@@ -148,8 +175,8 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, int32_t t, const tmai::TensorEntr
         for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, b->values.data() + i * cols, cols);
         x = b->values.data();
       }
-      TinyAIStatus s =
-          quant::EncodeRows(out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err, m->ColumnWeights(t));
+      TinyAIStatus s = EncodeParallel(pool, out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err,
+                                      m->ColumnWeights(t));
       if (s != TINYAI_OK) {
         return AddErrorContext(s, "'%s': converting tensor '%s' to %s: ", r.source(), stored.name,
                                tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));
@@ -183,6 +210,8 @@ TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void
   TINYAI_RETURN_IF_ERROR(Plan(r, &layout));
   Sink sink(write, user, out_name);
   Buffers buffers;
+  ThreadPool pool;
+  TINYAI_RETURN_IF_ERROR(pool.Start(options.threads > 0 ? options.threads : port::CpuCount()));
   const uint64_t data_offset = r.header().data_offset;
   uint64_t cursor = data_offset;
   const int tensor_count = static_cast<int>(layout.tensors.size());
@@ -191,7 +220,7 @@ TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void
       tmai::TensorEntry& e = layout.tensors[t];
       TINYAI_RETURN_IF_ERROR(sink.Zeros(cursor, e.offset));
       quant::EncodeError err;
-      TINYAI_RETURN_IF_ERROR(WriteTensor(model, static_cast<int32_t>(t), e, &sink, &buffers, &e.checksum, &err));
+      TINYAI_RETURN_IF_ERROR(WriteTensor(model, &pool, static_cast<int32_t>(t), e, &sink, &buffers, &e.checksum, &err));
       cursor = e.offset + e.stored_size;
       if (options.progress) {
         const tmai::TensorEntry& stored = r.file_tensors()[t];

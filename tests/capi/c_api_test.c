@@ -904,8 +904,8 @@ static void test_mixed_precision(const char* model_path, const char* tmp) {
     CHECK(p == TINYAI_PREC_INT8 && strcmp(tinyaiPrecisionName(p), "int8") == 0);
 
     snprintf(path, sizeof path, "%s/c_api_mixed.tmai", tmp);
-    memset(&options, 0, sizeof options);
-    options.structSize = sizeof options;
+    options = tinyaiCreateDefaultSaveOptions();
+    options.threads = 2;
     options.progress = count_progress;
     options.progressUser = &calls;
     CHECK_STATUS(tinyaiGetSavedModelSize(model, &size), TINYAI_OK);

@@ -180,7 +180,9 @@ TEST(MixedPrecision, AppliedEqualsSavedEqualsConverted) {
     const std::string saved = dir.File(std::string("saved-") + tinyaiPrecisionName(p) + ".tmai");
     uint64_t expect_size = 0;
     ASSERT_EQ(tinyaiGetSavedModelSize(m.get(), &expect_size), TINYAI_OK);
-    ASSERT_EQ(tinyaiSaveMappedModel(m.get(), saved.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+    TinyAISaveOptions two = tinyaiCreateDefaultSaveOptions();
+    two.threads = 2;  // the same bytes as one thread (and as the converter)
+    ASSERT_EQ(tinyaiSaveMappedModel(m.get(), saved.c_str(), &two), TINYAI_OK) << tt::LastMessage();
     EXPECT_FALSE(tt::FileExists(saved + ".part"));
     const TinyAIDType d = DTypeOf(m.get(), 2);  // blk.0.attn_q
     const std::string converted = WriteModel(dir, std::string("conv-") + tinyaiPrecisionName(p) + ".tmai", shape, d);
@@ -261,8 +263,7 @@ TEST(MixedPrecision, FromMemoryAndThroughACallback) {
     return 0;
   };
   int calls = 0;
-  TinyAISaveOptions opt;
-  opt.structSize = sizeof opt;
+  TinyAISaveOptions opt = tinyaiCreateDefaultSaveOptions();
   opt.progressUser = &calls;
   opt.progress = [](void* user, const TinyAISaveProgress* p) -> int {
     ++*static_cast<int*>(user);
@@ -410,8 +411,7 @@ TEST(MixedPrecision, SaveRefusalsWriteNothing) {
   EXPECT_EQ(tinyaiSaveMappedModel(m.get(), nodir.c_str(), nullptr), TINYAI_ERR_FILE_NOT_FOUND);
   // Stopped by its progress callback: TINYAI_STOPPED and no file.
   const std::string out = dir.File("stopped.tmai");
-  TinyAISaveOptions opt;
-  opt.structSize = sizeof opt;
+  TinyAISaveOptions opt = tinyaiCreateDefaultSaveOptions();
   opt.progressUser = nullptr;
   opt.progress = [](void*, const TinyAISaveProgress* p) -> int { return p->tensorIndex >= 2; };
   EXPECT_EQ(tinyaiSaveMappedModel(m.get(), out.c_str(), &opt), TINYAI_STOPPED);
@@ -419,6 +419,10 @@ TEST(MixedPrecision, SaveRefusalsWriteNothing) {
   EXPECT_FALSE(tt::FileExists(out + ".part"));
   opt.structSize = 3;
   EXPECT_EQ(tinyaiSaveMappedModel(m.get(), out.c_str(), &opt), TINYAI_ERR_INVALID_ARGUMENT);
+  opt = tinyaiCreateDefaultSaveOptions();
+  opt.threads = -1;
+  EXPECT_EQ(tinyaiSaveMappedModel(m.get(), out.c_str(), &opt), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("threads is -1"), std::string::npos) << tt::LastMessage();
   EXPECT_EQ(tinyaiSaveMappedModelTo(m.get(), nullptr, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   // A corrupt input is found while saving, and nothing is left.
   tt::Bytes bytes;

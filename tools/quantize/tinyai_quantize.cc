@@ -23,7 +23,7 @@ namespace {
 const char kUsage[] =
     "usage: tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]\n"
     "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--calibrate N] [--calibration-text FILE]\n"
-    "                       [--eval N] [--quiet] IN.tmai OUT.tmai\n"
+    "                       [--eval N] [-t THREADS] [--quiet] IN.tmai OUT.tmai\n"
     "       tinyai-quantize -h | --help | --version\n"
     "  Writes IN again as OUT with its weight matrices at precision P, one of fp32 fp16 int8 int4\n"
     "  (int4: the non-uniform 4-bit grid, GGUF IQ4_NL) int4-sym (GGUF Q4_0) keep (as IN stores it).\n"
@@ -41,6 +41,7 @@ const char kUsage[] =
     "  --calibration-text FILE  run those on FILE's text (default: a stream the model samples itself)\n"
     "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
+    "  -t THREADS      threads encoding (and comparing), 0..256 (default 0 = one per core)\n"
     "  --quiet         no per-tensor table\n"
     "  -h, --help      this help; --version: the library's version\n";
 
@@ -95,6 +96,7 @@ int Run(int argc, char** argv) {
   std::vector<std::pair<std::string, TinyAIPrecision>> layers, tensors;
   std::vector<std::string> positional;
   int64_t eval_tokens = 512;
+  int32_t threads = 0;
   std::string calibration_file, calibration_text;
   Report report;
   for (int i = 1; i < argc; ++i) {
@@ -133,6 +135,8 @@ int Run(int argc, char** argv) {
       calibration_file = value();
     } else if (a == "--eval") {
       eval_tokens = tinyai_tools::ParseInt(a, value(), 0, 100000000);
+    } else if (a == "-t") {
+      threads = tinyai_tools::ParseThreads(a, value());
     } else if (a == "--quiet") {
       report.table = false;
     } else if (!a.empty() && a[0] == '-') {
@@ -168,10 +172,10 @@ int Run(int argc, char** argv) {
   mc.prefetchThreads = 0;
   tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(in, &mc);
   tinyai_tools::Check(tinyaiApplyMixedPrecision(model.get(), &cfg));
-  TinyAISaveOptions so;
-  so.structSize = sizeof so;
+  TinyAISaveOptions so = tinyaiCreateDefaultSaveOptions();
   so.progress = OnTensor;
   so.progressUser = &report;
+  so.threads = threads;
   report.bar = isatty(STDERR_FILENO) != 0;
   tinyai_tools::Check(tinyaiSaveMappedModel(model.get(), out.c_str(), &so));
   struct rusage ru;
@@ -213,7 +217,8 @@ int Run(int argc, char** argv) {
       return 0;
     }
     tinyai_tools::ModelHandle new_model = tinyai_tools::OpenModel(out, nullptr);
-    const TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    lc.threads = threads;
     tinyai_tools::LLMHandle ref = tinyai_tools::CreateLLM(ref_model.get(), lc);
     tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(new_model.get(), lc);
     tinyai_tools::CompareOptions co;

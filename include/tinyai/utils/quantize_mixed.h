@@ -145,10 +145,15 @@ typedef int (*TinyAISaveProgressCallback)(void* user, const TinyAISaveProgress* 
 typedef int (*TinyAIWriteCallback)(void* user, uint64_t offset, const void* data, size_t size);
 
 typedef struct TinyAISaveOptions {
-    uint32_t structSize;                 /* sizeof(TinyAISaveOptions) */
+    uint32_t structSize;                 /* sizeof(TinyAISaveOptions); set by tinyaiCreateDefaultSaveOptions() */
     TinyAISaveProgressCallback progress; /* may be NULL */
     void* progressUser;
+    int32_t threads;                     /* threads encoding, the caller included; 0 = one per
+                                            core; default 1 (the same bytes either way) */
 } TinyAISaveOptions;
+
+/* The defaults above (no progress callback, one thread). */
+TINYAI_API TinyAISaveOptions tinyaiCreateDefaultSaveOptions(void);
 
 /* Writes model as it runs now (the precisions applied to it) as a new .tmai
  * at path: the same metadata, layers and tensor order; every tensor
