@@ -4,10 +4,10 @@
 #include <cstring>
 #include <new>
 
+#include "common/checked_math.h"
 #include "common/crc32c.h"
 #include "common/memory.h"
 #include "common/status.h"
-#include "common/checked_math.h"
 #include "format/zstd_frames.h"
 #include "kernels/kernels.h"
 #include "quant/quantize.h"
