@@ -306,9 +306,12 @@ TEST(MixedPrecision, WidensQuantizedExactly) {
   ASSERT_EQ(tinyaiFindMappedTensor(a.get(), "blk.0.attn_q", &q), TINYAI_OK);
   EXPECT_EQ(DTypeOf(b.get(), q), TINYAI_DTYPE_F32);
   const std::vector<float> la = Logits(a.get()), lb = Logits(b.get());
-  double worst = 0.0;
-  for (size_t i = 0; i < la.size(); ++i) worst = std::fmax(worst, std::fabs(la[i] - lb[i]));
-  EXPECT_LT(worst, 1e-3);  // the same weights; only the products' input rounding differs
+  // (Counted, not a max reduction: aarch64 GCC 12 crashes vectorizing
+  // std::fmax over this loop, an internal compiler error in
+  // vect_transform_reduction.)
+  size_t far = 0;
+  for (size_t i = 0; i < la.size(); ++i) far += std::fabs(la[i] - lb[i]) >= 1e-3f;
+  EXPECT_EQ(far, 0u);  // the same weights; only the products' input rounding differs
 }
 
 TEST(MixedPrecision, RefusalsLeaveTheModelAsItWas) {
