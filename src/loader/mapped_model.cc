@@ -234,9 +234,13 @@ TinyAIStatus TinyAIMappedModel::ReadIndex() {
 
 TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
   const auto layers = reader_.layers();
-  TINYAI_RETURN_IF_ERROR(descriptors_.Allocate(layers.size(), "layer descriptors"));
   constexpr size_t kNameCapacity = 24;  // "block.65535" and "dense.2147483647" fit
-  TINYAI_RETURN_IF_ERROR(layer_names_.Allocate(layers.size() * kNameCapacity, "layer names"));
+  // Filled again in place when precisions are applied: descriptors handed
+  // out stay valid until the model is closed.
+  if (descriptors_.size() != layers.size()) {
+    TINYAI_RETURN_IF_ERROR(descriptors_.Allocate(layers.size(), "layer descriptors"));
+    TINYAI_RETURN_IF_ERROR(layer_names_.Allocate(layers.size() * kNameCapacity, "layer names"));
+  }
   for (size_t i = 0; i < layers.size(); ++i) {
     const tinyai::tmai::LayerEntry& l = layers[i];
     TinyAILayerDescriptor& d = descriptors_[i];
@@ -392,7 +396,7 @@ TinyAIStatus TinyAIMappedModel::TensorInfo(int32_t tensor, TinyAITensorInfo* out
   const tinyai::tmai::LayerEntry& l = reader_.layers()[t.layer];
   std::memset(out, 0, sizeof *out);
   out->structSize = sizeof *out;
-  out->name = t.name;
+  out->name = reader_.file_tensors()[static_cast<size_t>(tensor)].name;  // lives until close
   out->role = static_cast<TinyAITensorRole>(t.role);
   out->dtype = static_cast<TinyAIDType>(t.dtype);
   out->codec = static_cast<TinyAICodec>(t.codec);

@@ -170,7 +170,9 @@ TinyAIStatus ForwardScheduler::SetOutputCapacity(size_t capacity) {
 const char* ForwardScheduler::largest_slice_tensor() const {
   const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
   const int32_t t = stream ? stream->MainTensor(weights_.slice) : -1;
-  return t >= 0 ? model_->reader().tensors()[static_cast<size_t>(t)].name : "";
+  // The file's entry: its name lives as long as the model (a directory
+  // with precisions applied is replaced by the next tinyaiApplyMixedPrecision).
+  return t >= 0 ? model_->reader().file_tensors()[static_cast<size_t>(t)].name : "";
 }
 
 TinyAIStatus ForwardScheduler::AddLayer(int32_t layer, int32_t depends_on, TinyAIDependencyType type,

@@ -153,6 +153,14 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
 
   const std::string tied = WriteModel(dir, "tied.tmai", OddShape(true));
   tinyai_tools::ModelHandle t = tinyai_tools::OpenModel(tied, nullptr);
+  // What the model handed out before stays valid across applications (the
+  // mmap_loader.h contract: until close), and descriptors follow them.
+  TinyAITensorInfo info;
+  info.structSize = sizeof info;
+  ASSERT_EQ(tinyaiGetMappedTensorInfo(t.get(), 0, &info), TINYAI_OK);
+  const char* name = info.name;
+  const TinyAILayerDescriptor* block0 = tinyaiGetLayerDescriptor(t.get(), 1);
+  const uint64_t f32_bytes = block0->decodedSize;
   c.overrideCount = 0;
   ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &c), TINYAI_OK) << tt::LastMessage();
   EXPECT_EQ(PrecisionOf(t.get(), "token_embd"), TINYAI_PREC_FP16);
@@ -164,6 +172,12 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
   ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &keep), TINYAI_OK);
   EXPECT_EQ(PrecisionOf(t.get(), "token_embd"), TINYAI_PREC_FP32);
   EXPECT_EQ(PrecisionOf(t.get(), "blk.0.attn_q"), TINYAI_PREC_FP32);
+  EXPECT_STREQ(name, "token_embd");
+  EXPECT_EQ(block0, tinyaiGetLayerDescriptor(t.get(), 1));
+  EXPECT_EQ(block0->decodedSize, f32_bytes);
+  ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &c), TINYAI_OK);
+  EXPECT_LT(block0->decodedSize * 4, f32_bytes);
+  EXPECT_STREQ(name, "token_embd");
 }
 
 // Quantizing as the cache loads, saving, and converting offline give the
