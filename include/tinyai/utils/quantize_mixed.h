@@ -104,14 +104,18 @@ TINYAI_API TinyAIStatus tinyaiInitMixedPrecisionConfig(TinyAIMixedPrecisionConfi
  * quantized. Each call starts again from the precisions the file stores, so
  * a second call replaces the first, and AS_STORED everywhere undoes it.
  * Errors, each leaving the model as it was: TINYAI_ERR_INVALID_ARGUMENT for
- * NULL, a model that is not open, an unknown precision, a group size of 0,
- * a layer index the model does not have, a tensor name it does not have,
- * an override naming both or neither; TINYAI_ERR_UNSUPPORTED for a group
- * size no kernel supports, a matrix the file already stores quantized that
- * would have to be quantized again to another format (refused: quantize
- * from the fp32 or fp16 model instead; keeping it, or widening it to fp16
- * or fp32, is fine), a zstd-compressed matrix (decompress it first); and
- * TINYAI_ERR_MISUSE while an LLM or scheduler runs on the model or a
+ * NULL, an unknown precision, a group size of 0, a layer index the model
+ * does not have, an override naming both or neither, a negative
+ * calibrationTokens or a calibrationText without tokens;
+ * TINYAI_ERR_NOT_FOUND for a tensor name the model does not have;
+ * TINYAI_ERR_UNSUPPORTED for a group size no kernel supports, a matrix
+ * the file already stores quantized that would have to be quantized again
+ * to another format (refused: quantize from the fp32 or fp16 model
+ * instead; keeping it, or widening it to fp16 or fp32, is fine), a
+ * zstd-compressed matrix (decompress it first), a precision for a tensor
+ * that is not a matrix, calibration of a model that is not a language
+ * model; and TINYAI_ERR_MISUSE for a model that is not open
+ * (closed already), while an LLM or scheduler runs on the model, or while a
  * layer's weights are pinned (tinyaiGetLayerWeights without release). */
 TINYAI_API TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig* config);
 
