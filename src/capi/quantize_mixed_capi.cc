@@ -10,8 +10,9 @@
 #include "common/struct_size.h"
 #include "loader/mapped_model.h"
 #include "loader/save_model.h"
-#include "port/port.h"
 #include "loader/precision_plan.h"
+#include "port/port.h"
+#include "quant/hessian.h"
 #include "tinyai/utils/quantize_mixed.h"
 
 using tinyai::SetError;
@@ -53,47 +54,68 @@ int WriteFile(void* user, uint64_t offset, const void* data, size_t size) {
   return 1;
 }
 
-// Calibration: the sum of squares of the inputs each weight column meets.
+// Calibration: per distinct input (the tensors one product reads share
+// a slot: wq, wk and wv; w1 and w3), the sum of squares of each column's
+// inputs and, for error feedback, the sum of their outer products (upper
+// triangle; quant::InverseFactor turns it into the factor in place).
 struct Observed {
-  tinyai::Array<int64_t> at;  // per tensor: offset of its columns in sums, -1 for none
-  tinyai::Array<double> sums;
-  tinyai::Array<uint64_t> rows;  // per tensor: inputs seen
+  TinyAIMappedModel::Calibration* c;  // slot_of, importance (sums), factor (outer products)
+  tinyai::Array<int32_t> cols;        // per slot
+  tinyai::Array<uint64_t> rows;       // per slot: inputs seen
+  tinyai::Array<tinyai::Array<double>> sums;
+  int32_t slots = 0;
+  bool feedback = false;
+  TinyAIStatus status = TINYAI_OK;  // an allocation the observer could not make
 };
 
 void Observe(void* user, const int32_t* tensors, int count, const float* x, size_t ldx, int32_t cols, int32_t n) {
   Observed* o = static_cast<Observed*>(user);
-  for (int k = 0; k < count; ++k) {
-    const size_t t = static_cast<size_t>(tensors[k]);
-    if (o->at[t] < 0) continue;
-    double* s = o->sums.data() + o->at[t];
-    for (int32_t j = 0; j < n; ++j) {
-      const float* row = x + static_cast<size_t>(j) * ldx;
-      for (int32_t c = 0; c < cols; ++c) s[c] += static_cast<double>(row[c]) * row[c];
+  if (o->status != TINYAI_OK || count == 0) return;
+  int32_t slot = o->c->slot_of[static_cast<size_t>(tensors[0])];
+  if (slot < 0) {
+    slot = o->slots++;
+    o->cols[static_cast<size_t>(slot)] = cols;
+    o->status = o->sums[static_cast<size_t>(slot)].Allocate(static_cast<size_t>(cols), "calibration sums");
+    if (o->status == TINYAI_OK && o->feedback) {
+      o->status = o->c->factor[static_cast<size_t>(slot)].Allocate(
+          static_cast<size_t>(cols) * static_cast<size_t>(cols), "calibration second moments");
     }
-    o->rows[t] += static_cast<uint64_t>(n);
+    if (o->status != TINYAI_OK) return;
+    for (int k = 0; k < count; ++k) {
+      if (o->c->slot_of[static_cast<size_t>(tensors[k])] < 0) o->c->slot_of[static_cast<size_t>(tensors[k])] = slot;
+    }
   }
+  double* s = o->sums[static_cast<size_t>(slot)].data();
+  for (int32_t j = 0; j < n; ++j) {
+    const float* row = x + static_cast<size_t>(j) * ldx;
+    for (int32_t c = 0; c < cols; ++c) s[c] += static_cast<double>(row[c]) * row[c];
+  }
+  if (o->feedback) {
+    tinyai::quant::AccumulateGram(x, ldx, static_cast<size_t>(cols), static_cast<size_t>(n),
+                                  o->c->factor[static_cast<size_t>(slot)].data());
+  }
+  o->rows[static_cast<size_t>(slot)] += static_cast<uint64_t>(n);
 }
 
 constexpr int32_t kCalibrationSequence = 256;
 
 // Runs model (as its file stores it: the caller reset it) over the
-// calibration stream and sets *at / *weights to each matrix's column
-// weights: the mean square of its inputs, plus 10% of their mean so that no
-// column is ignored.
-TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig& cfg, tinyai::Array<int64_t>* at,
-                       tinyai::Array<float>* weights) {
-  const auto tensors = model->reader().file_tensors();
+// calibration stream and fills *c: per slot, the mean square of each
+// column's inputs plus 10% of their mean (so that no column is ignored)
+// and, with error feedback, quant::InverseFactor of their second moment.
+TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig& cfg,
+                       TinyAIMappedModel::Calibration* c) {
+  const size_t tensors = model->reader().file_tensors().size();
   Observed o;
-  TINYAI_RETURN_IF_ERROR(o.at.Allocate(tensors.size(), "calibration index"));
-  TINYAI_RETURN_IF_ERROR(o.rows.Allocate(tensors.size(), "calibration counts"));
-  size_t total = 0;
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    o.at[t] = -1;
-    if (tensors[t].ndims != 2) continue;
-    o.at[t] = static_cast<int64_t>(total);
-    total += static_cast<size_t>(tensors[t].shape[1]);
-  }
-  TINYAI_RETURN_IF_ERROR(o.sums.Allocate(total, "calibration sums"));
+  o.c = c;
+  o.feedback = cfg.calibrationErrorFeedback != 0;
+  TINYAI_RETURN_IF_ERROR(c->slot_of.Allocate(tensors, "calibration index"));
+  TINYAI_RETURN_IF_ERROR(c->importance.Allocate(tensors, "calibration slots"));
+  TINYAI_RETURN_IF_ERROR(c->factor.Allocate(tensors, "calibration slots"));
+  TINYAI_RETURN_IF_ERROR(o.cols.Allocate(tensors, "calibration slots"));
+  TINYAI_RETURN_IF_ERROR(o.rows.Allocate(tensors, "calibration counts"));
+  TINYAI_RETURN_IF_ERROR(o.sums.Allocate(tensors, "calibration sums"));
+  for (size_t t = 0; t < tensors; ++t) c->slot_of[t] = -1;
   int64_t seq_len = 0;
   TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
   if (tinyaiGetMetadataInt(model, "llama.seq_len", &seq_len) == TINYAI_OK && seq_len > kCalibrationSequence) {
@@ -157,24 +179,38 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfi
     }
   }
   tinyai::LLMWeightStream(llm)->SetInputObserver(nullptr, nullptr);
-  TINYAI_RETURN_IF_ERROR(weights->Allocate(total, "column weights"));
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    if (o.at[t] < 0) continue;
-    const size_t cols = static_cast<size_t>(tensors[t].shape[1]);
-    const double* sum = o.sums.data() + o.at[t];
-    if (o.rows[t] == 0) {  // never multiplied (an untied embedding): plain least squares
-      o.at[t] = -1;
-      continue;
-    }
-    double mean = 0.0;
-    for (size_t c = 0; c < cols; ++c) mean += sum[c];
-    mean /= static_cast<double>(cols * o.rows[t]);
-    for (size_t c = 0; c < cols; ++c) {
-      (*weights)[static_cast<size_t>(o.at[t]) + c] =
-          static_cast<float>(sum[c] / static_cast<double>(o.rows[t]) + 0.1 * mean);
+  TINYAI_RETURN_IF_ERROR(o.status);
+  // A tensor is rounded with its slot's statistics only when their widths agree.
+  const auto entries = model->reader().file_tensors();
+  for (size_t t = 0; t < tensors; ++t) {
+    const int32_t k = c->slot_of[t];
+    if (k >= 0 && (entries[t].ndims == 0 ||
+                   entries[t].shape[entries[t].ndims - 1] != static_cast<uint64_t>(o.cols[static_cast<size_t>(k)]))) {
+      c->slot_of[t] = -1;
     }
   }
-  *at = static_cast<tinyai::Array<int64_t>&&>(o.at);
+  size_t largest = 0;
+  for (int32_t k = 0; k < o.slots; ++k) {
+    const size_t cols = static_cast<size_t>(o.cols[static_cast<size_t>(k)]);
+    if (cols > largest) largest = cols;
+  }
+  tinyai::Array<double> scratch;
+  if (o.feedback) TINYAI_RETURN_IF_ERROR(scratch.Allocate(largest * largest, "calibration factorisation"));
+  for (int32_t k = 0; k < o.slots; ++k) {
+    const size_t cols = static_cast<size_t>(o.cols[static_cast<size_t>(k)]);
+    const uint64_t rows = o.rows[static_cast<size_t>(k)];
+    const double* sum = o.sums[static_cast<size_t>(k)].data();
+    tinyai::Array<float>& importance = c->importance[static_cast<size_t>(k)];
+    TINYAI_RETURN_IF_ERROR(importance.Allocate(cols, "calibration"));
+    double mean = 0.0;
+    for (size_t i = 0; i < cols; ++i) mean += sum[i];
+    mean /= static_cast<double>(cols * rows);
+    for (size_t i = 0; i < cols; ++i) importance[i] = static_cast<float>(sum[i] / static_cast<double>(rows) + 0.1 * mean);
+    if (o.feedback) {
+      float* f = c->factor[static_cast<size_t>(k)].data();
+      TINYAI_RETURN_IF_ERROR(tinyai::quant::InverseFactor(f, rows, cols, scratch.data(), f));
+    }
+  }
   return TINYAI_OK;
 }
 
@@ -235,6 +271,10 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: calibrationTokens is %d; 0 (none) or more",
                     cfg.calibrationTokens);
   }
+  if (cfg.calibrationErrorFeedback != 0 && cfg.calibrationErrorFeedback != 1) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: calibrationErrorFeedback is %d; 0 or 1",
+                    cfg.calibrationErrorFeedback);
+  }
   if (cfg.calibrationTokens == 0) return model->ApplyDTypes(dtypes.data());
   tinyai::StringView arch;
   if (model->reader().GetString("general.architecture", &arch) != TINYAI_OK || arch.size != 5 ||
@@ -253,10 +293,9 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
     stored[t] = file[t].dtype;
   }
   TINYAI_RETURN_IF_ERROR(model->ApplyDTypes(stored.data()));
-  tinyai::Array<int64_t> at;
-  tinyai::Array<float> weights;
-  TinyAIStatus s = Calibrate(model, cfg, &at, &weights);
-  if (s == TINYAI_OK) s = model->ApplyDTypes(dtypes.data(), at.data(), weights.data(), weights.size());
+  TinyAIMappedModel::Calibration calibration;
+  TinyAIStatus s = Calibrate(model, cfg, &calibration);
+  if (s == TINYAI_OK) s = model->ApplyDTypes(dtypes.data(), &calibration);
   if (s != TINYAI_OK) {
     char message[512];
     std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());

@@ -266,8 +266,14 @@ TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
   return TINYAI_OK;
 }
 
-TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, const int64_t* column_weights,
-                                            const float* weights, size_t weight_count) {
+uint64_t TinyAIMappedModel::Calibration::bytes() const {
+  uint64_t n = slot_of.size() * sizeof(int32_t) + (importance.size() + factor.size()) * sizeof(tinyai::Array<float>);
+  for (const auto& a : importance) n += a.size() * sizeof(float);
+  for (const auto& a : factor) n += a.size() * sizeof(float);
+  return n;
+}
+
+TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* calibration) {
   {
     LockGuard lock(runners_mutex_);
     if (runners_ != nullptr) {
@@ -285,28 +291,18 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, const int64_t
   tinyai::Array<tinyai::tmai::LayerEntry> layers;
   tinyai::Array<tinyai::tmai::TensorEntry> tensors;
   if (any) TINYAI_RETURN_IF_ERROR(tinyai::LayoutDirectory(reader_, dtypes, &layers, &tensors));
-  tinyai::Array<int64_t> weight_at;
-  tinyai::Array<float> new_weights;
-  if (column_weights) {
-    TINYAI_RETURN_IF_ERROR(weight_at.Allocate(file.size(), "column weight index"));
-    TINYAI_RETURN_IF_ERROR(new_weights.Allocate(weight_count, "column weights"));
-    for (size_t t = 0; t < file.size(); ++t) weight_at[t] = column_weights[t];
-    for (size_t i = 0; i < weight_count; ++i) new_weights[i] = weights[i];
-  }
   cache_.Shutdown();
   auto use = [this](tinyai::Array<tinyai::tmai::LayerEntry>& l, tinyai::Array<tinyai::tmai::TensorEntry>& t) {
     reader_.UseDirectory(tinyai::Span<const tinyai::tmai::LayerEntry>(l.data(), l.size()),
                          tinyai::Span<const tinyai::tmai::TensorEntry>(t.data(), t.size()));
     TINYAI_RETURN_IF_ERROR(BuildDescriptors());
     TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize));
-    cache_.UseColumnWeights(this, &ColumnWeightsOf);
+    cache_.UseColumnStats(this, &ColumnStatsFor);
     return cache_.Init(&reader_, &source_, &table_, config_);
   };
-  // The cache reads the weights as it converts: set before it starts.
-  tinyai::Array<int64_t> old_at = static_cast<tinyai::Array<int64_t>&&>(weight_at_);
-  tinyai::Array<float> old_weights = static_cast<tinyai::Array<float>&&>(weights_);
-  weight_at_ = static_cast<tinyai::Array<int64_t>&&>(weight_at);
-  weights_ = static_cast<tinyai::Array<float>&&>(new_weights);
+  // The cache reads the calibration as it converts: set before it starts.
+  Calibration old = static_cast<Calibration&&>(calibration_);
+  if (calibration) calibration_ = static_cast<Calibration&&>(*calibration);
   TinyAIStatus s = use(layers, tensors);
   if (s == TINYAI_OK) {
     dir_layers_ = static_cast<tinyai::Array<tinyai::tmai::LayerEntry>&&>(layers);
@@ -315,18 +311,26 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, const int64_t
   }
   // Back to what it was (which built before).
   cache_.Shutdown();
-  weight_at_ = static_cast<tinyai::Array<int64_t>&&>(old_at);
-  weights_ = static_cast<tinyai::Array<float>&&>(old_weights);
+  calibration_ = static_cast<Calibration&&>(old);
   (void)use(dir_layers_, dir_tensors_);
   return s;
 }
 
-const float* TinyAIMappedModel::ColumnWeightsOf(const void* model, int32_t tensor) {
-  return static_cast<const TinyAIMappedModel*>(model)->ColumnWeights(tensor);
+tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsOf(int32_t tensor) const {
+  tinyai::quant::ColumnStats s;
+  if (calibration_.slot_of.size() == 0 || calibration_.slot_of[static_cast<size_t>(tensor)] < 0) return s;
+  const size_t slot = static_cast<size_t>(calibration_.slot_of[static_cast<size_t>(tensor)]);
+  if (calibration_.importance[slot].size() > 0) s.importance = calibration_.importance[slot].data();
+  if (calibration_.factor[slot].size() > 0) s.factor = calibration_.factor[slot].data();
+  return s;
+}
+
+tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsFor(const void* model, int32_t tensor) {
+  return static_cast<const TinyAIMappedModel*>(model)->ColumnStatsOf(tensor);
 }
 
 uint64_t TinyAIMappedModel::overhead_bytes() const {
-  return dir_layers_.size() * sizeof(tinyai::tmai::LayerEntry) + weight_at_.size() * 8 + weights_.size() * 4 +
+  return dir_layers_.size() * sizeof(tinyai::tmai::LayerEntry) + calibration_.bytes() +
          dir_tensors_.size() * sizeof(tinyai::tmai::TensorEntry) + index_.bytes() + descriptors_.size() * sizeof(TinyAILayerDescriptor) + layer_names_.size() +
          table_.bytes() + cache_.overhead_bytes();
 }

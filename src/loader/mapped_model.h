@@ -95,17 +95,19 @@ struct TinyAIMappedModel {
   // table rebuilt and the weight cache started afresh (what it held is
   // dropped; its cap is maxCacheSize). TINYAI_ERR_MISUSE, nothing changed,
   // while a runner is bound or an entry is pinned.
-  // column_weights (may be null): per tensor, -1 or the offset in weights of
-  // its cols values weighting the scale search (quant::EncodeRows's
-  // importance; calibration), copied.
-  TinyAIStatus ApplyDTypes(const uint8_t* dtypes, const int64_t* column_weights = nullptr,
-                           const float* weights = nullptr, size_t weight_count = 0);
-  // The weights ApplyDTypes gave tensor's columns, or nullptr.
-  const float* ColumnWeights(int32_t tensor) const {
-    return weight_at_.size() == 0 || weight_at_[static_cast<size_t>(tensor)] < 0
-               ? nullptr
-               : weights_.data() + weight_at_[static_cast<size_t>(tensor)];
-  }
+  // What calibration measured, per slot (an input: the tensors one
+  // product reads share a slot), as quant::ColumnStats takes it.
+  struct Calibration {
+    tinyai::Array<int32_t> slot_of;                  // per tensor: its slot, -1 for none
+    tinyai::Array<tinyai::Array<float>> importance;  // per slot: cols values, or none
+    tinyai::Array<tinyai::Array<float>> factor;      // per slot: cols x cols, or none
+    uint64_t bytes() const;
+  };
+  // calibration (may be null) is moved into the model, which holds it
+  // until the next ApplyDTypes (dropped if this one fails).
+  TinyAIStatus ApplyDTypes(const uint8_t* dtypes, Calibration* calibration = nullptr);
+  // What ApplyDTypes' calibration gave tensor (nulls for none).
+  tinyai::quant::ColumnStats ColumnStatsOf(int32_t tensor) const;
 
   // TINYAI_ERR_INVALID_ARGUMENT naming the call when layer is out of range.
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
@@ -137,7 +139,7 @@ struct TinyAIMappedModel {
   TinyAIStatus Init(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig& config);
   TinyAIStatus ReadIndex();
   TinyAIStatus BuildDescriptors();
-  static const float* ColumnWeightsOf(const void* model, int32_t tensor);
+  static tinyai::quant::ColumnStats ColumnStatsFor(const void* model, int32_t tensor);
 
   TinyAIMmapConfig config_{};
   tinyai::Array<char> source_name_;  // path for messages
@@ -149,8 +151,7 @@ struct TinyAIMappedModel {
   // The runtime directory when precisions are applied (reader_ uses it).
   tinyai::Array<tinyai::tmai::LayerEntry> dir_layers_;
   tinyai::Array<tinyai::tmai::TensorEntry> dir_tensors_;
-  tinyai::Array<int64_t> weight_at_;  // ColumnWeights
-  tinyai::Array<float> weights_;
+  Calibration calibration_;  // ColumnStatsOf
   tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models

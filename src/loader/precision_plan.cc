@@ -66,6 +66,7 @@ TinyAIMixedPrecisionConfig DefaultMixedPrecisionConfig() {
   c.calibrationTokens = 0;
   c.calibrationText = nullptr;
   c.calibrationSeed = 7;
+  c.calibrationErrorFeedback = 1;
   return c;
 }
 

@@ -97,7 +97,7 @@ struct Buffers {
 // same bytes as on one); err gets their error summed. A failure is found
 // again on the caller, whose thread records the message.
 TinyAIStatus EncodeParallel(ThreadPool* pool, int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out,
-                            quant::EncodeError* err, const float* weights) {
+                            quant::EncodeError* err, quant::ColumnStats stats) {
   const size_t row_bytes = quant::EncodedRowBytes(dtype, cols);
   TinyAIStatus first = TINYAI_OK;
   Array<quant::EncodeError> per_thread;
@@ -107,7 +107,7 @@ TinyAIStatus EncodeParallel(ThreadPool* pool, int32_t dtype, const float* x, siz
   pool->ParallelFor(rows, 1, static_cast<uint64_t>(rows) * cols * 40, [&](size_t begin, size_t end, int thread) {
     quant::EncodeError e;
     const TinyAIStatus s = quant::EncodeRows(dtype, x + begin * cols, end - begin, cols, out + begin * row_bytes,
-                                             &e, weights);
+                                             &e, stats);
     per_thread[static_cast<size_t>(thread)].Add(e);
     if (s != TINYAI_OK && status[static_cast<size_t>(thread)] == TINYAI_OK) status[static_cast<size_t>(thread)] = s;
   });
@@ -115,7 +115,7 @@ TinyAIStatus EncodeParallel(ThreadPool* pool, int32_t dtype, const float* x, siz
     err->Add(per_thread[i]);
     if (status[i] != TINYAI_OK) first = status[i];
   }
-  if (first != TINYAI_OK) return quant::EncodeRows(dtype, x, rows, cols, out, nullptr, weights);
+  if (first != TINYAI_OK) return quant::EncodeRows(dtype, x, rows, cols, out, nullptr, stats);
   return TINYAI_OK;
 }
 
@@ -176,7 +176,7 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, cons
         x = b->values.data();
       }
       TinyAIStatus s = EncodeParallel(pool, out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err,
-                                      m->ColumnWeights(t));
+                                      m->ColumnStatsOf(t));
       if (s != TINYAI_OK) {
         return AddErrorContext(s, "'%s': converting tensor '%s' to %s: ", r.source(), stored.name,
                                tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));

@@ -840,7 +840,7 @@ TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64
       x = f;
     }
     s = quant::EncodeRows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, nullptr,
-                          column_weights_ ? column_weights_(weights_owner_, tensor) : nullptr);
+                          column_stats_ ? column_stats_(stats_owner_, tensor) : quant::ColumnStats());
     if (s != TINYAI_OK) {
       char what[160];
       std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,

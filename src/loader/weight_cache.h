@@ -46,6 +46,7 @@
 #include "loader/row_slices.h"
 #include "loader/weight_source.h"
 #include "port/port.h"
+#include "quant/quantize.h"
 #include "tinyai/utils/mmap_loader.h"
 
 namespace tinyai {
@@ -124,12 +125,12 @@ class WeightCache {
   uint64_t EntryBytes(int32_t entry) const;
   bool adaptive() const { return config_.adaptiveCaching; }
 
-  // Where ConvertRows finds a tensor's column weights for the scale search
-  // (nullptr for none); set before Init.
-  using ColumnWeightsFn = const float* (*)(const void* owner, int32_t tensor);
-  void UseColumnWeights(const void* owner, ColumnWeightsFn fn) {
-    weights_owner_ = owner;
-    column_weights_ = fn;
+  // Where ConvertRows finds what calibration measured of a tensor's
+  // inputs (quant::ColumnStats; none by default); set before Init.
+  using ColumnStatsFn = quant::ColumnStats (*)(const void* owner, int32_t tensor);
+  void UseColumnStats(const void* owner, ColumnStatsFn fn) {
+    stats_owner_ = owner;
+    column_stats_ = fn;
   }
 
   // An entry is pinned or being loaded (the model cannot be changed under it).
@@ -228,8 +229,8 @@ class WeightCache {
   int32_t loading_ = 0;
   CacheStats stats_;
 
-  const void* weights_owner_ = nullptr;
-  ColumnWeightsFn column_weights_ = nullptr;
+  const void* stats_owner_ = nullptr;
+  ColumnStatsFn column_stats_ = nullptr;
 
   PrefetchQueue* queue_ = nullptr;
   Array<port::Thread> workers_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/array.h"
 #include "common/groups.h"
 #include "common/half.h"
 #include "common/status.h"
@@ -110,21 +111,60 @@ float SearchScale(const Grid& g, const float* x, const float* importance, size_t
   return static_cast<float>(best_d);
 }
 
-void EncodeGroup(int32_t dtype, const float* x, const float* importance, size_t n, uint8_t* out) {
+const Grid& GridOf(int32_t dtype) {
   static const Grid kQ8 = {nullptr, 255, -127, 127, nullptr};
   static const Grid kQ4 = {nullptr, 16, -8, 7, nullptr};
   static const Grid kQ4NL = {kQ4NLGrid, 16, -127, 113, kQ4NLBelow.at};
-  const Grid& g = dtype == TINYAI_DTYPE_Q8_G32 ? kQ8 : (dtype == TINYAI_DTYPE_Q4_G32 ? kQ4 : kQ4NL);
+  return dtype == TINYAI_DTYPE_Q8_G32 ? kQ8 : (dtype == TINYAI_DTYPE_Q4_G32 ? kQ4 : kQ4NL);
+}
+
+// The group's scale, searched and stored (half precision) at out.
+float StoreScale(const Grid& g, const float* x, const float* importance, size_t n, uint8_t* out) {
   const uint16_t half = FloatToHalf(SearchScale(g, x, importance, n));
   std::memcpy(out, &half, sizeof half);
-  // The codes for the scale as stored.
-  const float d = HalfToFloat(half), inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  int32_t codes[kGroup];
-  for (size_t j = 0; j < kGroup; ++j) codes[j] = NearestIndex(g, j < n ? x[j] * inverse : 0.0f);
+  return HalfToFloat(half);
+}
+
+// The group's codes (grid indices; kGroup of them, 0 past n) after its scale.
+void StoreCodes(int32_t dtype, const int32_t* codes, uint8_t* out) {
   if (dtype == TINYAI_DTYPE_Q8_G32) {
     for (size_t j = 0; j < kGroup; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(codes[j] - 127));
   } else {
     for (size_t j = 0; j < 16; ++j) out[2 + j] = static_cast<uint8_t>(codes[j] | (codes[j + 16] << 4));
+  }
+}
+
+void EncodeGroup(int32_t dtype, const float* x, const float* importance, size_t n, uint8_t* out) {
+  const Grid& g = GridOf(dtype);
+  // The codes for the scale as stored.
+  const float d = StoreScale(g, x, importance, n, out), inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  int32_t codes[kGroup];
+  for (size_t j = 0; j < kGroup; ++j) codes[j] = NearestIndex(g, j < n ? x[j] * inverse : 0.0f);
+  StoreCodes(dtype, codes, out);
+}
+
+// One row with error feedback (ColumnStats::factor): w holds the row and
+// is updated as its columns are rounded in order; each group's scale is
+// searched on the values as updated when the group starts.
+void EncodeRowWithFeedback(int32_t dtype, float* w, size_t cols, const ColumnStats& stats, uint8_t* out) {
+  const Grid& g = GridOf(dtype);
+  for (size_t first = 0; first < cols; first += kGroup) {
+    const size_t n = cols - first < kGroup ? cols - first : kGroup;
+    uint8_t* group = out + (first / kGroup) * GroupBytes(dtype);
+    const float d = StoreScale(g, w + first, stats.importance ? stats.importance + first : nullptr, n, group);
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t codes[kGroup] = {};
+    for (size_t j = 0; j < n; ++j) {
+      const size_t c = first + j;
+      codes[j] = NearestIndex(g, w[c] * inverse);
+      const float* u = stats.factor + c * cols;
+      const float e = (w[c] - d * static_cast<float>(ValueAt(g, codes[j]))) / u[c];
+      for (size_t k = c + 1; k < cols; ++k) w[k] -= e * u[k];
+    }
+    if (n < kGroup) {
+      for (size_t j = n; j < kGroup; ++j) codes[j] = NearestIndex(g, 0.0f);
+    }
+    StoreCodes(dtype, codes, group);
   }
 }
 
@@ -148,7 +188,7 @@ size_t EncodedRowBytes(int32_t dtype, size_t cols) {
 }
 
 TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err,
-                        const float* importance) {
+                        ColumnStats stats) {
   const size_t row_bytes = EncodedRowBytes(dtype, cols);
   if (row_bytes == 0 && cols > 0) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "cannot encode values as dtype %d (%s)", dtype,
@@ -156,6 +196,9 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
   }
   const kernels::WeightKernels* decode = kernels::WeightKernelsFor(kernels::Ref(), dtype);
   float decoded[kGroup];
+  const bool feedback = stats.factor != nullptr && dtype != TINYAI_DTYPE_F32 && dtype != TINYAI_DTYPE_F16;
+  Array<float> work;
+  if (feedback) TINYAI_RETURN_IF_ERROR(work.Allocate(cols, "the row being encoded"));
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     uint8_t* dst = out + r * row_bytes;
@@ -176,10 +219,13 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
         const uint16_t h = FloatToHalf(row[c]);
         std::memcpy(dst + 2 * c, &h, sizeof h);
       }
+    } else if (feedback) {
+      std::memcpy(work.data(), row, cols * sizeof(float));
+      EncodeRowWithFeedback(dtype, work.data(), cols, stats, dst);
     } else {
       for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
         const size_t first = g * kGroup;
-        EncodeGroup(dtype, row + first, importance ? importance + first : nullptr,
+        EncodeGroup(dtype, row + first, stats.importance ? stats.importance + first : nullptr,
                     cols - first < kGroup ? cols - first : kGroup, dst + g * GroupBytes(dtype));
       }
     }

@@ -29,18 +29,30 @@ struct EncodeError {
 // dtype); 0 for any other dtype.
 size_t EncodedRowBytes(int32_t dtype, size_t cols);
 
+// What calibration measured of the inputs a matrix's columns meet
+// (capi's calibration; quant/hessian.h), for the grouped dtypes.
+struct ColumnStats {
+  // cols values: how much each column's squared error counts in a group's
+  // scale search (the mean square of its inputs); null for all alike.
+  const float* importance = nullptr;
+  // cols x cols, row-major: the upper Cholesky factor U of H^-1, H the
+  // damped second moment of the inputs (quant::InverseFactor). With it a
+  // row is encoded column by column and each column's rounding error is
+  // passed on to the columns after it (GPTQ's error feedback), so that
+  // the error of the row's products with those inputs is what is
+  // minimised rather than the error of each weight. null for none.
+  const float* factor = nullptr;
+};
+
 // Encodes rows x cols values (row r at x + r * cols) as dtype into out,
 // EncodedRowBytes(dtype, cols) bytes per row: f32 copied, f16 rounded to
-// nearest even, grouped dtypes by the scale search. err (may be null)
-// accumulates the error. importance (cols values, may be null for all 1)
-// weights each column's squared error in the grouped dtypes' scale search:
-// calibration passes the mean square of the input each column meets, so
-// the error that reaches the products is what is minimised. A non-finite
-// value is TINYAI_ERR_INVALID_ARGUMENT naming its row and column, an
-// unknown dtype TINYAI_ERR_UNSUPPORTED; nothing is written past out's rows
-// either way.
+// nearest even, grouped dtypes by the scale search (with stats, if given,
+// as ColumnStats says). err (may be null) accumulates the error against x.
+// A non-finite value is TINYAI_ERR_INVALID_ARGUMENT naming its row and
+// column, an unknown dtype TINYAI_ERR_UNSUPPORTED; nothing is written
+// past out's rows either way.
 TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out, EncodeError* err,
-                        const float* importance = nullptr);
+                        ColumnStats stats = ColumnStats());
 
 }  // namespace quant
 }  // namespace tinyai

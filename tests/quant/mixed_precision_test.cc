@@ -456,8 +456,9 @@ TEST(MixedPrecision, SaveRefusalsWriteNothing) {
   EXPECT_FALSE(tt::FileExists(bad_out + ".part"));
 }
 
-// Calibration changes the scales (so the bytes), and what runs is what is
-// saved; from a text, from the model's own stream; refusals.
+// Calibration changes the rounding (so the bytes), and what runs is what is
+// saved; from a text, from the model's own stream; with and without error
+// feedback; refusals.
 TEST(MixedPrecision, Calibration) {
   tt::TempDir dir;
   const std::string f32 = WriteModel(dir, "f32.tmai", OddShape(false));
@@ -483,6 +484,20 @@ TEST(MixedPrecision, Calibration) {
   // Calibrated twice the same way: the same bytes (the stream is seeded).
   tinyai_tools::ModelHandle again = tinyai_tools::OpenModel(f32, nullptr);
   c.calibrationText = nullptr;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK);
+  EXPECT_EQ(TensorBytes(again.get(), q), b);
+  // The scales' weighting alone (no error feedback) rounds otherwise.
+  c.calibrationErrorFeedback = 0;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK) << tt::LastMessage();
+  const std::vector<uint8_t> weighted = TensorBytes(again.get(), q);
+  EXPECT_NE(weighted, b);
+  EXPECT_NE(weighted, a);
+  c.calibrationErrorFeedback = 2;
+  EXPECT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("calibrationErrorFeedback is 2"), std::string::npos)
+      << tt::LastMessage();
+  EXPECT_EQ(TensorBytes(again.get(), q), weighted);  // as it was
+  c.calibrationErrorFeedback = 1;
   ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK);
   EXPECT_EQ(TensorBytes(again.get(), q), b);
 

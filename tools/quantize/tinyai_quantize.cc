@@ -23,7 +23,7 @@ namespace {
 const char kUsage[] =
     "usage: tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]\n"
     "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--calibrate N] [--calibration-text FILE]\n"
-    "                       [--eval N] [-t THREADS] [--quiet] IN.tmai OUT.tmai\n"
+    "                       [--no-error-feedback] [--eval N] [-t THREADS] [--quiet] IN.tmai OUT.tmai\n"
     "       tinyai-quantize -h | --help | --version\n"
     "  Writes IN again as OUT with its weight matrices at precision P, one of fp32 fp16 int8 int4\n"
     "  (int4: the non-uniform 4-bit grid, GGUF IQ4_NL) int4-sym (GGUF Q4_0) keep (as IN stores it).\n"
@@ -36,9 +36,13 @@ const char kUsage[] =
     "  --layer N=P     every matrix of transformer block N (repeatable)\n"
     "  --tensor NAME=P one tensor by name (repeatable; wins over --layer)\n"
     "  --group G       values per scale for int8/int4 (32, the only size with kernels)\n"
-    "  --calibrate N   weight each int8/int4 scale search by the inputs its columns meet over N positions\n"
-    "                  the model runs first (0..1000000; default 0 = none; language models only)\n"
-    "  --calibration-text FILE  run those on FILE's text (default: a stream the model samples itself)\n"
+    "  --calibrate N   round each int8/int4 matrix for the inputs it meets over N positions the model\n"
+    "                  runs first: error feedback (GPTQ) and scale searches weighted by the inputs\n"
+    "                  (0..1000000; default 0 = none; 2048 pays; language models only). Holds 4 x cols^2\n"
+    "                  bytes per distinct matrix input (110M: 275 MiB)\n"
+    "  --calibration-text FILE  run those on FILE's text (default: a stream the model samples itself;\n"
+    "                  N defaults to 2048)\n"
+    "  --no-error-feedback  calibrate the scale searches' weights only (4 x cols bytes per input)\n"
     "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
     "  -t THREADS      threads encoding (and comparing), 0..256 (default 0 = one per core)\n"
@@ -131,6 +135,8 @@ int Run(int argc, char** argv) {
       cfg.groupSize = tinyai_tools::ParseInt32(a, value(), 0, 1 << 20);
     } else if (a == "--calibrate") {
       cfg.calibrationTokens = tinyai_tools::ParseInt32(a, value(), 0, 1000000);
+    } else if (a == "--no-error-feedback") {
+      cfg.calibrationErrorFeedback = 0;
     } else if (a == "--calibration-text") {
       calibration_file = value();
     } else if (a == "--eval") {
@@ -158,7 +164,7 @@ int Run(int argc, char** argv) {
     size_t got;
     while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) calibration_text.append(buf, got);
     std::fclose(f);
-    if (cfg.calibrationTokens == 0) cfg.calibrationTokens = 512;
+    if (cfg.calibrationTokens == 0) cfg.calibrationTokens = 2048;
     cfg.calibrationText = calibration_text.c_str();
   }
   cfg.overrides = overrides.data();

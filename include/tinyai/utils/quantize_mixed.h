@@ -84,15 +84,22 @@ typedef struct TinyAIMixedPrecisionConfig {
     const TinyAIPrecisionOverride* overrides;  /* may be NULL when overrideCount is 0; read
                                                   during the call only */
     size_t overrideCount;
-    /* Calibration: weight each INT8/INT4 matrix's scale search by the mean square of the input
-     * each of its columns meets, measured by running the model (at the precisions its file
-     * stores) over calibrationTokens positions: the tokens of calibrationText when it is set,
-     * else a stream the model samples itself (temperature 1, seed calibrationSeed, sequences of
-     * up to 256 tokens after BOS). 0 = none (default). Language models only
+    /* Calibration: measure the inputs each INT8/INT4 matrix meets by running the model (at the
+     * precisions its file stores) over calibrationTokens positions: the tokens of
+     * calibrationText when it is set, else a stream the model samples itself (temperature 1,
+     * seed calibrationSeed, sequences of up to 256 tokens after BOS). 0 = none (default); 2048
+     * or more pays (fewer over-fit the inputs' second moment). Language models only
      * (TINYAI_ERR_UNSUPPORTED for others); docs/quantization.md gives what it gains. */
     int32_t calibrationTokens;
     const char* calibrationText;
     uint64_t calibrationSeed;            /* default 7 */
+    /* 1 (default): error feedback - each row is rounded column by column and each column's
+     * rounding error passed on to the columns not yet rounded, through the inverse of the
+     * inputs' second moment (GPTQ), besides weighting each group's scale search by the mean
+     * square of its inputs. The model holds 4 x cols^2 bytes per distinct matrix input while
+     * the precisions apply (stories260K 0.8 MiB, a 110M model 275 MiB), and 8 x cols^2 more for
+     * the widest while measuring. 0: the weighting alone (4 x cols bytes). */
+    int32_t calibrationErrorFeedback;
 } TinyAIMixedPrecisionConfig;
 
 /* The defaults above (a "medium" mix: docs/quantization.md says what each
