@@ -70,7 +70,7 @@ struct Observed {
 
 void Observe(void* user, const int32_t* tensors, int count, const float* x, size_t ldx, int32_t cols, int32_t n) {
   Observed* o = static_cast<Observed*>(user);
-  if (o->status != TINYAI_OK || count == 0) return;
+  if (o->status != TINYAI_OK || count == 0 || n <= 0) return;
   int32_t slot = o->c->slot_of[static_cast<size_t>(tensors[0])];
   if (slot < 0) {
     slot = o->slots++;
