@@ -10,7 +10,8 @@ cmake_minimum_required(VERSION 3.25)
 # allowed folder. The scheduler runs programs and knows no model (issue 14).
 # The loader converts matrices to the precisions applied to a model as it
 # loads them (issue 15): it uses the encoder (quant/) and the reference
-# kernels' dequantizers.
+# kernels' dequantizers. The C API's calibration measures the inputs'
+# second moments and factors them (quant/hessian.h).
 set(ALLOWED_common    common/ port/ tinyai/)
 set(ALLOWED_port      common/ port/ tinyai/)
 set(ALLOWED_format    common/ format/ port/ tinyai/)
@@ -23,7 +24,7 @@ set(ALLOWED_scheduler common/ loader/ planner/ port/ scheduler/ tinyai/)
 set(FORBIDDEN_scheduler tinyai/llm.h)
 set(ALLOWED_model     common/ format/ kernels/ loader/ model/ port/ scheduler/ text/ tinyai/)
 set(ALLOWED_import    common/ format/ import/ kernels/ loader/ port/ quant/ tinyai/)
-set(ALLOWED_capi      capi/ common/ format/ loader/ model/ port/ scheduler/ text/ tinyai/)
+set(ALLOWED_capi      capi/ common/ format/ loader/ model/ port/ quant/ scheduler/ text/ tinyai/)
 # Folders whose code is the core: no call of a tinyaiCreate*/Open*/Close*/
 # Destroy* function of the C API (a default or a handle of its own).
 set(CORE_DIRS common port format kernels quant planner text loader scheduler model)
