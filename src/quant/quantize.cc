@@ -125,8 +125,10 @@ float StoreScale(const Grid& g, const float* x, const float* importance, size_t 
   return HalfToFloat(half);
 }
 
-// The group's codes (grid indices; kGroup of them, 0 past n) after its scale.
-void StoreCodes(int32_t dtype, const int32_t* codes, uint8_t* out) {
+// The group's codes after its scale: codes[0..n) (grid indices), and past
+// them, to kGroup, the code of 0 (the padding docs/format.md pins).
+void StoreCodes(int32_t dtype, const Grid& g, int32_t* codes, size_t n, uint8_t* out) {
+  for (size_t j = n; j < kGroup; ++j) codes[j] = NearestIndex(g, 0.0f);
   if (dtype == TINYAI_DTYPE_Q8_G32) {
     for (size_t j = 0; j < kGroup; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(codes[j] - 127));
   } else {
@@ -139,8 +141,8 @@ void EncodeGroup(int32_t dtype, const float* x, const float* importance, size_t 
   // The codes for the scale as stored.
   const float d = StoreScale(g, x, importance, n, out), inverse = d != 0.0f ? 1.0f / d : 0.0f;
   int32_t codes[kGroup];
-  for (size_t j = 0; j < kGroup; ++j) codes[j] = NearestIndex(g, j < n ? x[j] * inverse : 0.0f);
-  StoreCodes(dtype, codes, out);
+  for (size_t j = 0; j < n; ++j) codes[j] = NearestIndex(g, x[j] * inverse);
+  StoreCodes(dtype, g, codes, n, out);
 }
 
 // One row with error feedback (ColumnStats::factor): w holds the row and
@@ -153,7 +155,7 @@ void EncodeRowWithFeedback(int32_t dtype, float* w, size_t cols, const ColumnSta
     uint8_t* group = out + (first / kGroup) * GroupBytes(dtype);
     const float d = StoreScale(g, w + first, stats.importance ? stats.importance + first : nullptr, n, group);
     const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-    int32_t codes[kGroup] = {};
+    int32_t codes[kGroup];
     for (size_t j = 0; j < n; ++j) {
       const size_t c = first + j;
       codes[j] = NearestIndex(g, w[c] * inverse);
@@ -161,10 +163,7 @@ void EncodeRowWithFeedback(int32_t dtype, float* w, size_t cols, const ColumnSta
       const float e = (w[c] - d * static_cast<float>(ValueAt(g, codes[j]))) / u[c];
       for (size_t k = c + 1; k < cols; ++k) w[k] -= e * u[k];
     }
-    if (n < kGroup) {
-      for (size_t j = n; j < kGroup; ++j) codes[j] = NearestIndex(g, 0.0f);
-    }
-    StoreCodes(dtype, codes, group);
+    StoreCodes(dtype, g, codes, n, group);
   }
 }
 
