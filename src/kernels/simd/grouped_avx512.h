@@ -17,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -53,24 +54,17 @@ inline __m512i DotS16(__m512i a, __m512i b) {
   }
 }
 
-// [a x8, b x8] as floats.
-inline __m512 PairOf(float a, float b) {
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
-}
-
 // The 64 codes of groups g and g+1 (at p and p + 18) as unsigned bytes in
-// the input's order: g's 0..31, then g+1's 0..31.
-template <int32_t DType>
+// their stored order, one 128-bit lane each: g's 0..15, g+1's 0..15, g's
+// 16..31, g+1's 16..31 (a Q4_0 byte holds j low, j + 16 high); MakePair
+// puts the input in the same order.
 inline __m512i Codes4(const uint8_t* p) {
   const __m256i packed = _mm256_inserti128_si256(
       _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))),
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + kQ4GroupBytes)), 1);
   const __m256i mask = _mm256_set1_epi8(15);
   const __m256i low = _mm256_and_si256(packed, mask), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
-  // [g low, g+1 low, g high, g+1 high] -> [g low, g high, g+1 low, g+1 high]
-  __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-  codes = _mm512_shuffle_i64x2(codes, codes, _MM_SHUFFLE(3, 1, 2, 0));
-  return codes;
+  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
 }
 
 // q4nl's grid values + 128 (VNNI), or the grid values themselves.
@@ -81,23 +75,45 @@ inline __m512i Grid(__m512i codes) {
   return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(table))), codes);
 }
 
-// What the 4-bit products need of one pair of input groups (g, g+1).
+// What the 4-bit products need of one pair of input groups (a, b), in
+// Codes4's order.
 struct Pair {
-  __m512i q;       // the 64 int8 codes
-  __m512i offset;  // the product of q with the code of zero, per int32 lane
-  __m512 d;        // [d_g x8, d_g+1 x8]
+  __m512i q;       // the 64 int8 codes: a 0..15, b 0..15, a 16..31, b 16..31
+  __m512i offset;  // minus the product of q with the code of zero, per int32 lane
+  __m128 d;        // [d_a, d_b, 0, 0]
 };
+
+// [s[0] x4, s[1] x4, s[0] x4, s[1] x4]: a pair's two scales over its lanes.
+inline __m512 SpreadPair(__m128 s) {
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1), _mm512_castps128_ps512(s));
+}
 
 template <int32_t DType, bool kVnni>
 inline Pair MakePair(const InputGroup& a, const InputGroup& b) {
   Pair p;
-  p.q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q))),
-                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.q)), 1);
+  const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q)),
+                a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q + 16)),
+                b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q)),
+                b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q + 16));
+  const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(a0), b0, 1),
+                hi = _mm256_inserti128_si256(_mm256_castsi128_si256(a1), b1, 1);
+  p.q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   const bool signed_grid = DType == TINYAI_DTYPE_Q4NL_G32 && !kVnni;
   p.offset = signed_grid ? _mm512_setzero_si512()
-                         : DotU8S8<kVnni>(_mm512_set1_epi8(static_cast<char>(DType == TINYAI_DTYPE_Q4_G32 ? 8 : 128)), p.q);
-  p.d = PairOf(a.d, b.d);
+                         : _mm512_sub_epi32(_mm512_setzero_si512(),
+                                            DotU8S8<kVnni>(_mm512_set1_epi8(static_cast<char>(DType == TINYAI_DTYPE_Q4_G32 ? 8 : 128)), p.q));
+  p.d = _mm_setr_ps(a.d, b.d, 0.0f, 0.0f);
   return p;
+}
+
+// u8 x s8 products summed in fours and added to acc.
+template <bool kVnni>
+inline __m512i DotU8S8Add(__m512i acc, __m512i u, __m512i s) {
+  if constexpr (kVnni) {
+    return _mm512_dpbusd_epi32(acc, u, s);
+  } else {
+    return _mm512_add_epi32(acc, DotU8S8<false>(u, s));
+  }
 }
 
 // The pair's float contribution to a row: (codes . q - offset) * d_w * d_x.
@@ -105,17 +121,17 @@ template <int32_t DType, bool kVnni>
 inline __m512 PairProduct(const uint8_t* g, const Pair& x, __m512 acc) {
   __m512i dot;
   if constexpr (DType == TINYAI_DTYPE_Q4_G32) {
-    dot = _mm512_sub_epi32(DotU8S8<kVnni>(Codes4<DType>(g), x.q), x.offset);
+    dot = DotU8S8Add<kVnni>(x.offset, Codes4(g), x.q);
   } else if constexpr (kVnni) {
-    dot = _mm512_sub_epi32(DotU8S8<kVnni>(Grid<kVnni>(Codes4<DType>(g)), x.q), x.offset);
+    dot = DotU8S8Add<kVnni>(x.offset, Grid<kVnni>(Codes4(g)), x.q);
   } else {
-    const __m512i v = Grid<kVnni>(Codes4<DType>(g));
+    const __m512i v = Grid<kVnni>(Codes4(g));
     const __m512i negated = _mm512_mask_sub_epi8(x.q, _mm512_movepi8_mask(v), _mm512_setzero_si512(), x.q);
     dot = DotU8S8<kVnni>(_mm512_abs_epi8(v), negated);
   }
-  const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(HalfBits(g)))),
-                                                           _mm_set1_epi16(static_cast<short>(HalfBits(g + kQ4GroupBytes))), 1));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, x.d), acc);
+  const uint32_t bits = static_cast<uint32_t>(HalfBits(g)) | static_cast<uint32_t>(HalfBits(g + kQ4GroupBytes)) << 16;
+  const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), SpreadPair(_mm_mul_ps(dw, x.d)), acc);
 }
 
 // A last, unpaired group of a 4-bit row: the pair's arithmetic with a zero
@@ -129,19 +145,41 @@ inline float LastGroup(const uint8_t* g, const InputGroup& x) {
   return _mm512_reduce_add_ps(PairProduct<DType, kVnni>(two, p, _mm512_setzero_ps()));
 }
 
-// Rows of a 4-bit dtype against one input, one row after the other; the
-// input's pairs are prepared once (kMaxPairs at a time: rows up to 8,192
-// values in one pass).
+// The sums of four accumulators' lanes: [sum a, sum b, sum c, sum d].
+inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  auto half = [](__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); };
+  auto quarter = [](__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); };
+  const __m128 qa = quarter(half(a)), qb = quarter(half(b)), qc = quarter(half(c)), qd = quarter(half(d));
+  return _mm_hadd_ps(_mm_hadd_ps(qa, qb), _mm_hadd_ps(qc, qd));
+}
+
+// Rows of a 4-bit dtype against one input, four rows side by side (four
+// independent accumulators, one reduction for the four); the input's pairs
+// are prepared once (kMaxPairs at a time: rows up to 8,192 values in one
+// pass).
 template <int32_t DType, bool kVnni>
 void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
-  constexpr size_t kMaxPairs = 128;  // 24 KiB of prepared pairs on the stack
+  constexpr size_t kMaxPairs = 128;  // 20 KiB of prepared pairs on the stack
   const size_t groups = GroupsPerRow(cols), pairs = groups / 2;
   Pair prepared[kMaxPairs];
   for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
   for (size_t p0 = 0; p0 < pairs;) {
     const size_t p1 = pairs - p0 < kMaxPairs ? pairs : p0 + kMaxPairs;
     for (size_t p = p0; p < p1; ++p) prepared[p - p0] = MakePair<DType, kVnni>(x[2 * p], x[2 * p + 1]);
-    for (size_t r = 0; r < rows; ++r) {
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const uint8_t* row = w + r * row_bytes + 2 * p0 * kQ4GroupBytes;
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      for (size_t p = p0; p < p1; ++p, row += 2 * kQ4GroupBytes) {
+        const Pair& in = prepared[p - p0];
+        a0 = PairProduct<DType, kVnni>(row, in, a0);
+        a1 = PairProduct<DType, kVnni>(row + row_bytes, in, a1);
+        a2 = PairProduct<DType, kVnni>(row + 2 * row_bytes, in, a2);
+        a3 = PairProduct<DType, kVnni>(row + 3 * row_bytes, in, a3);
+      }
+      _mm_storeu_ps(y + r, _mm_add_ps(_mm_loadu_ps(y + r), Sum4(a0, a1, a2, a3)));
+    }
+    for (; r < rows; ++r) {
       const uint8_t* row = w + r * row_bytes;
       __m512 acc = _mm512_setzero_ps();
       for (size_t p = p0; p < p1; ++p) acc = PairProduct<DType, kVnni>(row + 2 * p * kQ4GroupBytes, prepared[p - p0], acc);
@@ -201,10 +239,57 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, floa
   }
 }
 
+// One input group quantized as the reference does (the same max, the same
+// top / max, the product rounded to nearest even, so the conversion is
+// exact): 32 values, masked past n. Returns false for a group holding an
+// infinity or NaN (the reference's NaN scale and zero codes then).
+inline bool QuantizeGroup(const float* src, size_t n, float top, __m512i q[2], float* d) {
+  const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (n - 16)) - 1);
+  const __m512 v0 = _mm512_maskz_loadu_ps(m0, src), v1 = _mm512_maskz_loadu_ps(m1, src + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  if (!std::isfinite(amax) || _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) != 0 || _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q) != 0) {
+    return false;
+  }
+  const __m512 inverse = _mm512_set1_ps(amax > 0.0f ? top / amax : 0.0f);
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  q[0] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, inverse), kNearest);
+  q[1] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, inverse), kNearest);
+  *d = amax / top;
+  return true;
+}
+
+inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
+    __m512i q[2];
+    if (!QuantizeGroup(x + first, n, 127.0f, q, &out[g].d)) {
+      ref::QuantizeInput(x + first, n, out + g);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[g].q), _mm512_cvtepi32_epi8(q[0]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[g].q + 16), _mm512_cvtepi32_epi8(q[1]));
+    out[g].sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+  }
+}
+
+inline void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
+  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+    const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
+    __m512i q[2];
+    if (!QuantizeGroup(x + first, n, 32767.0f, q, &out[g].d)) {
+      ref::QuantizeInput16(x + first, n, out + g);
+      continue;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q), _mm512_cvtepi32_epi16(q[0]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q + 16), _mm512_cvtepi32_epi16(q[1]));
+  }
+}
+
 template <bool kVnni>
 struct Grouped {
-  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &ref::QuantizeInput;
-  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &ref::QuantizeInput16;
+  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
+  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &QuantizeInput16;
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
     return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType, kVnni>, &MatmulQ<DType, kVnni>,
