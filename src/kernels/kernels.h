@@ -48,6 +48,12 @@ struct WeightKernels {
   void (*matmul_q)(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy,
                    size_t rows, size_t cols, size_t n);
   InputForm input;  // kInputF32 for matvec/matmul
+  // As matvec_q for rows held in panels (common/panels.h): `panels` panels
+  // from w, kPanelRows * row_bytes bytes each, give y[0, panels * kPanelRows).
+  // Null where the table has no faster product for panels than for rows
+  // (the weight cache then keeps the row layout). Sums in another order
+  // than matvec_q: equal to it within fp32 rounding, not bit for bit.
+  void (*matvec_panels)(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols);
 
   bool quantized_input() const { return input != kInputF32; }
 };

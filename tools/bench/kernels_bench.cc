@@ -158,7 +158,10 @@ struct GroupedInput {
   AlignedArray<uint8_t> data;
 };
 
-void BM_MatvecQ(benchmark::State& state, const KernelTable* t, int32_t dtype, size_t rows, size_t cols, bool cold) {
+// panels: the rows as the weight cache holds them for a table with a panel
+// product (common/panels.h; random bytes either way, rows a multiple of 8).
+void BM_MatvecQ(benchmark::State& state, const KernelTable* t, int32_t dtype, size_t rows, size_t cols, bool cold,
+                bool panels) {
   const tinyai::kernels::WeightKernels& k = t->weights[dtype];
   const size_t bytes = rows * tinyai::GroupedRowBytes(dtype, cols);
   const size_t copies = cold ? (kProbeBytes + bytes - 1) / bytes : 1;
@@ -172,7 +175,8 @@ void BM_MatvecQ(benchmark::State& state, const KernelTable* t, int32_t dtype, si
     // The input is quantized in every call, as a product does.
     if (k.input == tinyai::kInputInt8) t->quantize_input(values.data(), cols, reinterpret_cast<tinyai::InputGroup*>(x.data.data));
     else t->quantize_input16(values.data(), cols, reinterpret_cast<tinyai::InputGroup16*>(x.data.data));
-    k.matvec_q(w.data.data + c * w.bytes, w.row_bytes, x.data.data, y.data, rows, cols);
+    if (panels) k.matvec_panels(w.data.data + c * w.bytes, w.row_bytes, x.data.data, y.data, rows / 8, cols);
+    else k.matvec_q(w.data.data + c * w.bytes, w.row_bytes, x.data.data, y.data, rows, cols);
     benchmark::DoNotOptimize(y.data);
     benchmark::ClobberMemory();
     if (++c == copies) c = 0;
@@ -366,12 +370,14 @@ void RegisterAll() {
       for (const Shape& s : shapes) {
         if (cold && s.rows == 32000) continue;
         for (const KernelTable* t : tables) {
-          if (!t->weights[dtype].matvec_q) continue;
-          std::string name = std::string(cold ? "matvec_q_cold/" : "matvec_q/") + t->name + "/" + d + "/" +
-                             std::to_string(s.rows) + "x" + std::to_string(s.cols);
-          benchmark::RegisterBenchmark(name.c_str(), BM_MatvecQ, t, dtype, s.rows, s.cols, cold)
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
+          for (bool panels : {false, true}) {
+            if (panels ? !t->weights[dtype].matvec_panels : !t->weights[dtype].matvec_q) continue;
+            std::string name = std::string(panels ? "matvec_panels" : "matvec_q") + (cold ? "_cold/" : "/") + t->name +
+                               "/" + d + "/" + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+            benchmark::RegisterBenchmark(name.c_str(), BM_MatvecQ, t, dtype, s.rows, s.cols, cold, panels)
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
+          }
         }
       }
     }
