@@ -105,17 +105,20 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
   }
   TINYAI_RETURN_IF_ERROR(w.Open(outPath));
   std::vector<float> values;
+  std::vector<uint8_t> rows_out;
   for (const tmai::LayerEntry& l : r.layers()) {
     for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
       const tmai::TensorEntry& e = tensors[t];
       const int32_t tensor = static_cast<int32_t>(t);
       const uint64_t rows = model->slices().rows(tensor), row_bytes = model->slices().row_bytes(tensor);
       const bool same = dtype_of(e) == e.dtype;
+      // Copied out in the row layout (the cache may hold rows in panels).
+      const uint64_t most = (1u << 20) / row_bytes > 0 ? (1u << 20) / row_bytes : 1;
+      rows_out.resize(static_cast<size_t>(most * row_bytes));
       for (uint64_t row = 0; row < rows;) {
-        const uint8_t* p = nullptr;
+        const uint8_t* p = rows_out.data();
         uint64_t got = 0;
-        int32_t slice = -1;
-        TINYAI_RETURN_IF_ERROR(model->AcquireRows(tensor, row, &p, &got, &slice));
+        TINYAI_RETURN_IF_ERROR(model->CopyRows(tensor, row, most, rows_out.data(), &got));
         const size_t bytes = static_cast<size_t>(got * row_bytes);
         TinyAIStatus s;
         if (same) {
@@ -127,9 +130,7 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
           for (uint64_t i = 0; i < got; ++i) decode->dequantize_row(p + i * row_bytes, values.data() + i * cols, cols);
           s = w.WriteValues(values.data(), values.size());
         }
-        const TinyAIStatus released = model->ReleaseSlice(slice);
         TINYAI_RETURN_IF_ERROR(s);
-        TINYAI_RETURN_IF_ERROR(released);
         row += got;
       }
     }

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "common/memory.h"
+#include "common/panels.h"
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "common/sync.h"
@@ -210,7 +211,7 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
     TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
   }
   TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize));
+  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize, tinyai::PanelDTypes(source_)));
   return cache_.Init(&reader_, &source_, &table_, config_);
 }
 
@@ -296,7 +297,7 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
     reader_.UseDirectory(tinyai::Span<const tinyai::tmai::LayerEntry>(l.data(), l.size()),
                          tinyai::Span<const tinyai::tmai::TensorEntry>(t.data(), t.size()));
     TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-    TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize));
+    TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize, tinyai::PanelDTypes(source_)));
     cache_.UseColumnStats(this, &ColumnStatsFor);
     return cache_.Init(&reader_, &source_, &table_, config_);
   };
@@ -370,8 +371,7 @@ TinyAIStatus TinyAIMappedModel::SetPriority(int32_t layer, float priority) {
   return TINYAI_OK;
 }
 
-TinyAIStatus TinyAIMappedModel::AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows,
-                                            int32_t* slice) {
+TinyAIStatus TinyAIMappedModel::AcquireRun(int32_t tensor, uint64_t row, RowRun* run) {
   const tinyai::TensorSpan* span = table_.Find(tensor, row);
   if (!span) {
     const tinyai::tmai::TensorEntry& e = reader_.tensors()[static_cast<size_t>(tensor)];
@@ -384,9 +384,46 @@ TinyAIStatus TinyAIMappedModel::AcquireRows(int32_t tensor, uint64_t row, const 
   }
   const uint8_t* base = nullptr;
   TINYAI_RETURN_IF_ERROR(cache_.Acquire(span->slice, &base));
-  *data = base + span->offset + (row - span->row_begin) * table_.row_bytes(tensor);
-  *rows = span->row_end - row;
-  *slice = span->slice;
+  run->data = base + span->offset;
+  run->first = span->row_begin;
+  run->end = span->row_end;
+  table_.SpanPanels(tensor, *span, &run->panels_first, &run->panels_end);
+  run->slice = span->slice;
+  return TINYAI_OK;
+}
+
+TinyAIStatus TinyAIMappedModel::CopyRows(int32_t tensor, uint64_t row, uint64_t max_rows, uint8_t* out,
+                                         uint64_t* rows) {
+  RowRun run;
+  TINYAI_RETURN_IF_ERROR(AcquireRun(tensor, row, &run));
+  const uint64_t end = run.end - row < max_rows ? run.end : row + max_rows;
+  const size_t rb = static_cast<size_t>(table_.row_bytes(tensor));
+  for (uint64_t r = row; r < end; ++r) {
+    uint8_t* to = out + (r - row) * rb;
+    if (r >= run.panels_first && r < run.panels_end) {
+      tinyai::UnpackPanelRow(run.data + (r - r % tinyai::kPanelRows - run.first) * rb, rb,
+                             static_cast<size_t>(r % tinyai::kPanelRows), to);
+    } else {
+      std::memcpy(to, run.data + (r - run.first) * rb, rb);
+    }
+  }
+  *rows = end - row;
+  return cache_.Release(run.slice);
+}
+
+TinyAIStatus TinyAIMappedModel::AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows,
+                                            int32_t* slice) {
+  RowRun run;
+  TINYAI_RETURN_IF_ERROR(AcquireRun(tensor, row, &run));
+  if (row >= run.panels_first && row < run.panels_end) {
+    (void)cache_.Release(run.slice);
+    return SetError(TINYAI_ERR_INTERNAL, "'%s': row %llu of tensor '%s' is held in a panel, not as a row",
+                    source_name_.data(), static_cast<unsigned long long>(row),
+                    reader_.tensors()[static_cast<size_t>(tensor)].name);
+  }
+  *data = run.data + (row - run.first) * table_.row_bytes(tensor);
+  *rows = (row < run.panels_first ? run.panels_first : run.end) - row;
+  *slice = run.slice;
   return TINYAI_OK;
 }
 

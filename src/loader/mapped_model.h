@@ -75,7 +75,26 @@ struct TinyAIMappedModel {
   // Row slices: pins the slice holding `row` of tensor; *data points at that
   // row and *rows says how many rows of the tensor follow it in the slice.
   // Release with ReleaseSlice(*slice).
+  // Rows held in panels (common/panels.h; RowSliceTable::panels) are not
+  // rows: for them TINYAI_ERR_INTERNAL; a run of plain rows ends before them.
   TinyAIStatus AcquireRows(int32_t tensor, uint64_t row, const uint8_t** data, uint64_t* rows, int32_t* slice);
+  // The rows of tensor in the slice holding `row`, as the cache holds them:
+  // pins the slice (release with ReleaseSlice(run->slice)).
+  struct RowRun {
+    const uint8_t* data = nullptr;  // the bytes of row `first`
+    uint64_t first = 0, end = 0;    // tensor rows [first, end)
+    // Of those, [panels_first, panels_end) lie in panels of kPanelRows rows
+    // (both multiples of it; equal when none): the panel holding row r
+    // starts at data + (r - r % kPanelRows - first) * row_bytes. A plain
+    // row r is at data + (r - first) * row_bytes.
+    uint64_t panels_first = 0, panels_end = 0;
+    int32_t slice = -1;
+  };
+  TinyAIStatus AcquireRun(int32_t tensor, uint64_t row, RowRun* run);
+  // Copies rows of tensor from `row` in the row layout (panels unpacked)
+  // into out: *rows of them, at least one and at most max_rows (> 0), up to
+  // the end of row's slice. out holds max_rows rows.
+  TinyAIStatus CopyRows(int32_t tensor, uint64_t row, uint64_t max_rows, uint8_t* out, uint64_t* rows);
   TinyAIStatus ReleaseSlice(int32_t slice) { return cache_.Release(slice); }
   void PrefetchSlice(int32_t slice) { cache_.Prefetch(slice); }
   const tinyai::RowSliceTable& slices() const { return table_; }

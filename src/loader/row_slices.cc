@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/panels.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
 #include "tinyai/types.h"
@@ -14,10 +15,17 @@ constexpr uint64_t kNoFrames = UINT64_MAX;
 // Walks every layer's tensors and reports slices and spans to emit (called
 // twice: once to count, once to fill). frames(t) gives a zstd tensor's frame
 // offsets.
+// A slice's rows of a tensor held in panels: a multiple of kPanelRows (at
+// least one panel), unless they are the tensor's last.
+uint64_t PanelTake(uint64_t fit, uint64_t left) {
+  fit = fit < kPanelRows ? kPanelRows : fit / kPanelRows * kPanelRows;
+  return left < fit ? left : fit;
+}
+
 template <class EmitSlice, class EmitSpan, class Frames>
 void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const uint64_t* row_bytes,
-          const uint64_t* stored_row_bytes, const uint8_t* transformed, Frames&& frames, EmitSlice&& emit_slice,
-          EmitSpan&& emit_span) {
+          const uint64_t* stored_row_bytes, const uint8_t* transformed, const uint8_t* panels, Frames&& frames,
+          EmitSlice&& emit_slice, EmitSpan&& emit_span) {
   const auto layers = reader.layers();
   const auto tensors = reader.tensors();
   int32_t next_slice = 0;
@@ -62,7 +70,7 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
         uint64_t fit = target / rb;
         if (fit == 0) fit = 1;
         for (uint64_t r = 0; r < rows[t];) {
-          const uint64_t take = rows[t] - r < fit ? rows[t] - r : fit;
+          const uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : rows[t] - r < fit ? rows[t] - r : fit;
           RowSlice b;
           b.stored_offset = e.offset + r * srb;
           b.stored_size = take * srb;
@@ -94,8 +102,12 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
         const uint64_t end = target > UINT64_MAX - cur.stored_offset ? UINT64_MAX : cur.stored_offset + target;
         uint64_t room = end > row_start ? end - row_start : 0;
         uint64_t fit = room / rb;
+        if (panels[t] && fit < kPanelRows && row_start > cur.stored_offset && rows[t] - r > fit) {
+          close();  // not a panel's room left: the panel starts the next slice
+          continue;
+        }
         if (fit == 0) fit = 1;
-        uint64_t take = rows[t] - r < fit ? rows[t] - r : fit;
+        uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : rows[t] - r < fit ? rows[t] - r : fit;
         emit_span(ti, TensorSpan{next_slice, r, r + take, row_start - cur.stored_offset});
         r += take;
         cur.stored_size = row_start + take * rb - cur.stored_offset;
@@ -108,18 +120,25 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
 
 }  // namespace
 
-TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& source, uint64_t target) {
+TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& source, uint64_t target,
+                                  uint32_t panel_dtypes) {
   const auto tensors = reader.tensors();
   const size_t n = tensors.size();
   TINYAI_RETURN_IF_ERROR(rows_.Allocate(n, "row counts"));
   TINYAI_RETURN_IF_ERROR(row_bytes_.Allocate(n, "row sizes"));
   TINYAI_RETURN_IF_ERROR(stored_row_bytes_.Allocate(n, "stored row sizes"));
   TINYAI_RETURN_IF_ERROR(transformed_.Allocate(n, "converted tensors"));
+  TINYAI_RETURN_IF_ERROR(panels_.Allocate(n, "tensors in panels"));
   TINYAI_RETURN_IF_ERROR(first_frame_.Allocate(n, "frame table index"));
   uint64_t frame_entries = 0;
   any_transformed_ = false;
+  any_panels_ = false;
   for (size_t t = 0; t < n; ++t) {
     TINYAI_RETURN_IF_ERROR(TensorRowLayout(tensors[t], &rows_[t], &row_bytes_[t]));
+    const int32_t dtype = tensors[t].dtype;
+    panels_[t] = PanelDType(dtype) && (panel_dtypes >> dtype & 1u) != 0 && row_bytes_[t] % kQ4GroupBytes == 0 &&
+                 rows_[t] >= kPanelRows;
+    any_panels_ = any_panels_ || panels_[t] != 0;
     stored_row_bytes_[t] = row_bytes_[t];
     transformed_[t] = tensors[t].dtype != reader.file_tensors()[t].dtype;
     if (transformed_[t]) {
@@ -151,7 +170,7 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
 
   // Count, then fill.
   size_t slices = 0, spans = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), frames,
+  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), panels_.data(), frames,
        [&](const RowSlice&) { ++slices; },
        [&](int32_t, const TensorSpan&) { ++spans; });
   TINYAI_RETURN_IF_ERROR(slices_.Allocate(slices, "row slices"));
@@ -164,7 +183,7 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
   span_count_ = 0;
   int32_t last_tensor = -1;
   for (size_t t = 0; t <= n; ++t) first_span_[t] = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), frames,
+  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), panels_.data(), frames,
        [&](const RowSlice& b) {
          slices_[slice_count_++] = b;
        },
@@ -198,6 +217,14 @@ Span<const TensorSpan> RowSliceTable::spans(int32_t tensor) const {
   return Span<const TensorSpan>(spans_.data() + a, b - a);
 }
 
+void RowSliceTable::SpanPanels(int32_t tensor, const TensorSpan& s, uint64_t* first, uint64_t* end) const {
+  if (!panels(tensor)) {
+    *first = *end = s.row_begin;
+    return;
+  }
+  PanelRange(s.row_begin, s.row_end, first, end);
+}
+
 const TensorSpan* RowSliceTable::Find(int32_t tensor, uint64_t row) const {
   Span<const TensorSpan> s = spans(tensor);
   size_t lo = 0, hi = s.size();
@@ -221,7 +248,7 @@ const uint64_t* RowSliceTable::frame_offsets(int32_t tensor) const {
 uint64_t RowSliceTable::bytes() const {
   return slices_.size() * sizeof(RowSlice) + spans_.size() * sizeof(TensorSpan) + first_span_.size() * 4 +
          (rows_.size() + row_bytes_.size() + stored_row_bytes_.size() + frames_.size() + first_frame_.size()) * 8 +
-         transformed_.size() +
+         transformed_.size() + panels_.size() +
          layer_first_slice_.size() * 4;
 }
 

@@ -12,6 +12,11 @@
 // about the target once encoded, each converted from the stored rows as it
 // loads. Slices never span layers.
 //
+// Tensors whose rows the weight cache holds in panels (common/panels.h; the
+// dtypes Build is given) are cut only at multiples of kPanelRows rows, so a
+// row is in a panel or not whatever the target, and products give the same
+// values however a model streams.
+//
 // The smallest cache that can run a model holds its largest slice, so the
 // target, not the largest layer or tensor, sets the floor of a memory limit.
 #ifndef TINYAI_LOADER_ROW_BLOCKS_H_
@@ -50,7 +55,10 @@ class RowSliceTable {
  public:
   // Splits every layer of reader's model into slices of about target_bytes.
   // Frame tables of zstd tensors are read from source and validated.
-  TinyAIStatus Build(const TmaiReader& reader, const WeightSource& source, uint64_t target_bytes);
+  // Tensors of the dtypes in panel_dtypes (bit 1 << dtype; PanelDType()
+  // ones only) are held in panels.
+  TinyAIStatus Build(const TmaiReader& reader, const WeightSource& source, uint64_t target_bytes,
+                     uint32_t panel_dtypes = 0);
 
   Span<const RowSlice> slices() const { return Span<const RowSlice>(slices_.data(), slice_count_); }
   const RowSlice& slice(int32_t b) const { return slices_[static_cast<size_t>(b)]; }
@@ -67,6 +75,12 @@ class RowSliceTable {
   // The tensor's runtime dtype differs from the file's.
   bool transformed(int32_t tensor) const { return transformed_[static_cast<size_t>(tensor)] != 0; }
   bool any_transformed() const { return any_transformed_; }
+  // The tensor's rows are held in panels where whole panels fit a span.
+  bool panels(int32_t tensor) const { return panels_[static_cast<size_t>(tensor)] != 0; }
+  bool any_panels() const { return any_panels_; }
+  // The rows of span s (of tensor) that lie in panels: [*first, *end), empty
+  // (both s.row_begin) when none do.
+  void SpanPanels(int32_t tensor, const TensorSpan& s, uint64_t* first, uint64_t* end) const;
   // Offsets of a zstd tensor's frames from its stored start (F+1 entries).
   const uint64_t* frame_offsets(int32_t tensor) const;
   // The first slice of a layer and the one past its last.
@@ -89,8 +103,8 @@ class RowSliceTable {
   size_t span_count_ = 0;
   Array<uint32_t> first_span_;  // per tensor, +1 sentinel
   Array<uint64_t> rows_, row_bytes_, stored_row_bytes_;
-  Array<uint8_t> transformed_;
-  bool any_transformed_ = false;
+  Array<uint8_t> transformed_, panels_;
+  bool any_transformed_ = false, any_panels_ = false;
   Array<uint64_t> frames_;          // zstd frame tables, concatenated
   Array<uint64_t> first_frame_;     // per tensor: index into frames_ (UINT64_MAX when raw)
   Array<int32_t> layer_first_slice_;  // per layer, +1 sentinel

@@ -127,17 +127,15 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, cons
   const uint64_t rows = table.rows(t), rb = table.row_bytes(t), srb = table.stored_row_bytes(t);
   uint32_t crc = 0, stored_crc = 0;
   if (stored.codec != TINYAI_CODEC_NONE) {  // decoded (and checked) by the weight cache
+    // Copied out in the row layout (the cache may hold rows in panels).
+    const uint64_t most = kChunkBytes / rb > 0 ? kChunkBytes / rb : 1;
+    TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->stored, most * rb, "a save buffer"));
     for (uint64_t row = 0; row < rows;) {
-      const uint8_t* p = nullptr;
       uint64_t got = 0;
-      int32_t slice = -1;
-      TINYAI_RETURN_IF_ERROR(m->AcquireRows(t, row, &p, &got, &slice));
+      TINYAI_RETURN_IF_ERROR(m->CopyRows(t, row, most, b->stored.data(), &got));
       const size_t bytes = static_cast<size_t>(got * rb);
-      TinyAIStatus s = sink->Write(out.offset + row * rb, p, bytes);
-      crc = Crc32c(crc, p, bytes);
-      const TinyAIStatus released = m->ReleaseSlice(slice);
-      TINYAI_RETURN_IF_ERROR(s);
-      TINYAI_RETURN_IF_ERROR(released);
+      TINYAI_RETURN_IF_ERROR(sink->Write(out.offset + row * rb, b->stored.data(), bytes));
+      crc = Crc32c(crc, b->stored.data(), bytes);
       row += got;
     }
     *crc_out = crc;

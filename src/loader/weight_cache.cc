@@ -7,6 +7,7 @@
 #include "common/checked_math.h"
 #include "common/crc32c.h"
 #include "common/memory.h"
+#include "common/panels.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
 #include "kernels/kernels.h"
@@ -72,7 +73,7 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
     if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
   }
   const bool converts = table->any_transformed();
-  if (has_zstd_ || converts) {
+  if (has_zstd_ || converts || table->any_panels()) {
     // What zstd costs: a decoding context (96 KiB) and a buffer of one
     // compressed slice (a frame is read and decoded a slice at a time; 16
     // KiB for the frames TinyAI writes) per thread that can decode at once:
@@ -109,6 +110,12 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
         const uint64_t row = kDataAlignmentSlack + table->stored_row_bytes(ti) + 4 * e.shape[e.ndims - 1];
         if (row > bytes) bytes = row;
       }
+    }
+    // Packing rows into panels copies one panel's rows aside first.
+    for (size_t t = 0; t < tensor_count; ++t) {
+      if (!table->panels(static_cast<int32_t>(t))) continue;
+      const uint64_t panel = PanelBytes(static_cast<size_t>(table->row_bytes(static_cast<int32_t>(t))));
+      if (panel > bytes) bytes = panel;
     }
     staging_bytes_ = static_cast<size_t>(PageRound(bytes));
     for (Staging& s : staging_) {
@@ -713,6 +720,46 @@ TinyAIStatus WeightCache::Load(int32_t entry, uint8_t* dst, const uint8_t** data
 }
 
 TinyAIStatus WeightCache::LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
+  TINYAI_RETURN_IF_ERROR(LoadSliceRows(slice, dst, data, bytes_read));
+  if (!table_->any_panels() || *data != dst) return TINYAI_OK;  // bytes used in place stay as they are
+  return PackPanels(slice, dst);
+}
+
+TinyAIStatus WeightCache::PackPanels(int32_t slice, uint8_t* dst) {
+  const RowSlice& b = table_->slice(slice);
+  const tmai::LayerEntry& layer = reader_->layers()[static_cast<size_t>(b.layer)];
+  Staging* st = nullptr;
+  for (uint32_t t = static_cast<uint32_t>(b.tensor); t < layer.first_tensor + layer.tensor_count; ++t) {
+    const int32_t ti = static_cast<int32_t>(t);
+    const Span<const TensorSpan> spans = table_->spans(ti);
+    if (spans.size() > 0 && spans[0].slice > slice) break;  // this tensor and the rest start after the slice
+    if (!table_->panels(ti)) continue;
+    const size_t rb = static_cast<size_t>(table_->row_bytes(ti)), panel = PanelBytes(rb);
+    for (const TensorSpan& span : spans) {
+      if (span.slice != slice) continue;
+      uint64_t first = 0, end = 0;
+      table_->SpanPanels(ti, span, &first, &end);
+      if (first == end) continue;
+      if (!st) {
+        UniqueLock lock(mutex_);
+        TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
+      }
+      uint8_t* at = dst + span.offset + (first - span.row_begin) * rb;
+      for (uint64_t r = first; r < end; r += kPanelRows, at += panel) {
+        std::memcpy(st->buffer, at, panel);
+        PackPanel(st->buffer, rb, at);
+      }
+    }
+  }
+  if (st) {
+    UniqueLock lock(mutex_);
+    st->busy = false;
+    changed_.notify_all();
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus WeightCache::LoadSliceRows(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
   const RowSlice& b = table_->slice(slice);
   if (b.transform) {
     const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(b.tensor)];
@@ -853,6 +900,23 @@ TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64
   st->busy = false;
   changed_.notify_all();
   return s;
+}
+
+namespace {
+std::atomic<bool> g_panels{true};
+}  // namespace
+
+void SetPanelsForTesting(bool on) { g_panels.store(on, std::memory_order_relaxed); }
+
+uint32_t PanelDTypes(const WeightSource& source) {
+  if (source.InPlace(0) || !g_panels.load(std::memory_order_relaxed)) return 0;
+  uint32_t mask = 0;
+  for (int32_t d = 0; d < kernels::kWeightDtypes; ++d) {
+    if (!PanelDType(d)) continue;
+    const kernels::WeightKernels* k = kernels::WeightKernelsFor(kernels::Best(), d);
+    if (k && k->matvec_panels) mask |= 1u << d;
+  }
+  return mask;
 }
 
 }  // namespace tinyai

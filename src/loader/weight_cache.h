@@ -182,6 +182,10 @@ class WeightCache {
   // --- outside mutex_, entry marked kLoading ---
   TinyAIStatus Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   TinyAIStatus LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  TinyAIStatus LoadSliceRows(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
+  // Puts the rows of dst (slice's bytes, loaded) that lie in panels into
+  // the panel layout (common/panels.h), in place.
+  TinyAIStatus PackPanels(int32_t slice, uint8_t* dst);
   TinyAIStatus LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
   // Reads a source's bytes (ZstdReadFn).
   static TinyAIStatus ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst);
@@ -236,6 +240,14 @@ class WeightCache {
   Array<port::Thread> workers_;
   std::atomic<bool> stopping_{false};
 };
+
+// The dtypes whose row slices a weight cache over source holds in panels
+// (common/panels.h; bit 1 << dtype): those kernels::Best() has a panel
+// product for, when the cache owns the bytes (a source used in place, an
+// image in flash, is never rewritten). RowSliceTable::Build takes it.
+uint32_t PanelDTypes(const WeightSource& source);
+// Tests: off, models opened from now on keep every row in the row layout.
+void SetPanelsForTesting(bool on);
 
 }  // namespace tinyai
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/groups.h"
+#include "common/panels.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -174,12 +175,23 @@ TinyAIStatus WeightStream::OpsFor(int32_t tensor, const kernels::WeightKernels**
 TinyAIStatus WeightStream::ReadRow(int32_t tensor, uint64_t row, float* out, size_t cols) {
   const kernels::WeightKernels* ops = nullptr;
   TINYAI_RETURN_IF_ERROR(OpsFor(tensor, &ops));
-  const uint8_t* p = nullptr;
-  uint64_t rows = 0;
-  int32_t slice = -1;
-  TINYAI_RETURN_IF_ERROR(model_->AcquireRows(tensor, row, &p, &rows, &slice));
-  ops->dequantize_row(p, out, cols);
-  return model_->ReleaseSlice(slice);
+  TinyAIMappedModel::RowRun run;
+  TINYAI_RETURN_IF_ERROR(model_->AcquireRun(tensor, row, &run));
+  const size_t rb = static_cast<size_t>(model_->slices().row_bytes(tensor));
+  if (row >= run.panels_first && row < run.panels_end) {
+    // One group at a time out of its panel (a row of 8,192 values in 4.6 KB
+    // would not belong on a stack).
+    const uint8_t* panel = run.data + (row - row % kPanelRows - run.first) * rb;
+    const size_t r = static_cast<size_t>(row % kPanelRows);
+    uint8_t group[kQ4GroupBytes];
+    for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+      UnpackPanelRow(panel + g * kPanelGroupBytes, kQ4GroupBytes, r, group);
+      ops->dequantize_row(group, out + g * kGroup, cols - g * kGroup < kGroup ? cols - g * kGroup : kGroup);
+    }
+  } else {
+    ops->dequantize_row(run.data + (row - run.first) * rb, out, cols);
+  }
+  return model_->ReleaseSlice(run.slice);
 }
 
 // The input forms (bit 1 << InputForm) the products with these tensors take.
@@ -250,18 +262,24 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
     size_t segs = 0;
     uint64_t bytes = 0;
     while (k < count && (segs == 0 || window_bytes_ == 0 || bytes < window_bytes_)) {
-      const uint8_t* p = nullptr;
-      uint64_t avail = 0;
-      int32_t slice = -1;
-      TinyAIStatus s = model_->AcquireRows(tensors[k], row, &p, &avail, &slice);
+      TinyAIMappedModel::RowRun run;
+      TinyAIStatus s = model_->AcquireRun(tensors[k], row, &run);
+      if (s == TINYAI_OK && run.first != row) {  // windows start at a slice's first row of a tensor
+        model_->ReleaseSlice(run.slice);
+        s = SetError(TINYAI_ERR_INTERNAL, "a product's window starts at row %llu inside a slice",
+                     static_cast<unsigned long long>(row));
+      }
       if (s != TINYAI_OK) {
         ReleasePinned(segs);
         return s;
       }
+      const int32_t slice = run.slice;
+      const uint64_t avail = run.end - row;
       PrefetchAfter(slice);
       pinned_[segs] = slice;
-      segments_[segs] = Segment{p, static_cast<size_t>(table.row_bytes(tensors[k])), ops, out_row,
-                                static_cast<size_t>(avail)};
+      segments_[segs] = Segment{run.data, static_cast<size_t>(table.row_bytes(tensors[k])), ops, out_row,
+                                static_cast<size_t>(avail), static_cast<size_t>(run.panels_first - row),
+                                static_cast<size_t>(run.panels_end - row)};
       ++segs;
       // What the cache holds for it: on a static arena every slice takes a
       // whole slot, however small (a 2 KB int4 slice a 34 KB slot).
@@ -285,8 +303,6 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
 
 void WeightStream::MultiplyWindow(size_t segs, const void* const* inputs, size_t ldx, float* y, size_t ldy,
                                   size_t cols, int32_t n) {
-  const float* x = static_cast<const float*>(inputs[kInputF32]);
-  const size_t groups = GroupsPerRow(cols);
   const Segment* seg = segments_.data();
   const size_t first = seg[0].first;
   const size_t total = seg[segs - 1].first + seg[segs - 1].rows - first;
@@ -298,23 +314,74 @@ void WeightStream::MultiplyWindow(size_t segs, const void* const* inputs, size_t
       const size_t in_seg = r - seg[i].first;
       size_t count = seg[i].first + seg[i].rows - r;
       if (count > first + end - r) count = first + end - r;
-      const Segment& sg = seg[i];
-      const uint8_t* w = sg.w + in_seg * sg.row_bytes;
-      if (sg.ops->quantized_input()) {
-        const void* xq = inputs[sg.ops->input];
-        if (n == 1) {
-          sg.ops->matvec_q(w, sg.row_bytes, xq, y + r, count, cols);
-        } else {
-          sg.ops->matmul_q(w, sg.row_bytes, xq, groups, y + r, ldy, count, cols, static_cast<size_t>(n));
-        }
-      } else if (n == 1) {
-        sg.ops->matvec(w, sg.row_bytes, x, y + r, count, cols);
-      } else {
-        sg.ops->matmul(w, sg.row_bytes, x, ldx, y + r, ldy, count, cols, static_cast<size_t>(n));
-      }
+      MultiplyRows(seg[i], in_seg, in_seg + count, inputs, ldx, y + r, ldy, cols, n);
       r += count;
     }
   });
+}
+
+void WeightStream::MultiplyRows(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx, float* y,
+                                size_t ldy, size_t cols, int32_t n) {
+  auto plain = [&](size_t from, size_t to) {
+    if (from >= to) return;
+    const uint8_t* w = sg.w + from * sg.row_bytes;
+    float* out = y + (from - a);
+    const size_t count = to - from;
+    if (sg.ops->quantized_input()) {
+      const void* xq = inputs[sg.ops->input];
+      if (n == 1) {
+        sg.ops->matvec_q(w, sg.row_bytes, xq, out, count, cols);
+      } else {
+        sg.ops->matmul_q(w, sg.row_bytes, xq, GroupsPerRow(cols), out, ldy, count, cols, static_cast<size_t>(n));
+      }
+    } else if (n == 1) {
+      sg.ops->matvec(w, sg.row_bytes, static_cast<const float*>(inputs[kInputF32]), out, count, cols);
+    } else {
+      sg.ops->matmul(w, sg.row_bytes, static_cast<const float*>(inputs[kInputF32]), ldx, out, ldy, count, cols,
+                     static_cast<size_t>(n));
+    }
+  };
+  if (sg.panels_first == sg.panels_end) {
+    plain(a, b);
+    return;
+  }
+  const size_t lo = a > sg.panels_first ? a : sg.panels_first, hi = b < sg.panels_end ? b : sg.panels_end;
+  plain(a, b < sg.panels_first ? b : sg.panels_first);
+  if (lo < hi) MultiplyPanels(sg, lo, hi, inputs[sg.ops->input], y + (lo - a), ldy, cols, n);
+  plain(a > sg.panels_end ? a : sg.panels_end, b);
+}
+
+// Rows [a, b) of the segment's panels, y at row a's output. Whole panels go
+// straight to y, a few at a time (16 KiB of them, kept in cache for all n
+// inputs); a panel the range cuts (two threads' ranges meeting inside it)
+// is computed whole aside and the range's rows copied.
+void WeightStream::MultiplyPanels(const Segment& sg, size_t a, size_t b, const void* x, float* y, size_t ldy,
+                                  size_t cols, int32_t n) {
+  const size_t panel_bytes = PanelBytes(sg.row_bytes), input_bytes = QuantizedInputBytes(kInputInt8, cols);
+  size_t block = (16u << 10) / (panel_bytes == 0 ? 1 : panel_bytes);
+  if (block == 0) block = 1;
+  const size_t p0 = (a - sg.panels_first) / kPanelRows, p1 = (b - sg.panels_first + kPanelRows - 1) / kPanelRows;
+  for (size_t p = p0; p < p1;) {
+    const size_t row0 = sg.panels_first + p * kPanelRows;  // the panel's first row
+    const bool cut = row0 < a || row0 + kPanelRows > b;
+    size_t count = 1;  // panels in this step
+    if (!cut) {
+      while (p + count < p1 && count < block && row0 + (count + 1) * kPanelRows <= b) ++count;
+    }
+    const uint8_t* w = sg.w + row0 * sg.row_bytes;
+    for (int32_t j = 0; j < n; ++j) {
+      const void* xj = static_cast<const uint8_t*>(x) + static_cast<size_t>(j) * input_bytes;
+      float* yj = y + static_cast<size_t>(j) * ldy;
+      if (!cut) {
+        sg.ops->matvec_panels(w, sg.row_bytes, xj, yj + (row0 - a), count, cols);
+        continue;
+      }
+      float whole[kPanelRows];
+      sg.ops->matvec_panels(w, sg.row_bytes, xj, whole, 1, cols);
+      for (size_t r = row0 < a ? a : row0; r < row0 + kPanelRows && r < b; ++r) yj[r - a] = whole[r - row0];
+    }
+    p += count;
+  }
 }
 
 }  // namespace tinyai

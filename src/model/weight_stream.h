@@ -96,7 +96,16 @@ class WeightStream final : public ProgramWeights {
     const kernels::WeightKernels* ops;  // for the tensor's dtype
     size_t first;
     size_t rows;
+    // Its rows [panels_first, panels_end) (from the segment's first) are
+    // held in panels (common/panels.h); equal when none are.
+    size_t panels_first, panels_end;
   };
+  // Rows [a, b) of a segment (from its first) against the inputs; y points
+  // at row a's output.
+  static void MultiplyRows(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx, float* y,
+                           size_t ldy, size_t cols, int32_t n);
+  static void MultiplyPanels(const Segment& sg, size_t a, size_t b, const void* x, float* y, size_t ldy, size_t cols,
+                             int32_t n);
   // The products for tensor's dtype, or an error naming it.
   TinyAIStatus OpsFor(int32_t tensor, const kernels::WeightKernels** ops) const;
   void Count(int32_t slice) { counted_[static_cast<size_t>(slice)] = 1; }
