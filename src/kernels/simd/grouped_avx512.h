@@ -194,12 +194,18 @@ void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, 
 }
 
 // q8_g32 rows against one int16 input.
-// q8_g32 rows are read one after the other, each group also prefetching
-// (into L2) the same group kAhead rows on: rows of 1-4 KB are streams too
-// short for the hardware prefetcher. From DRAM, one thread, 2,048 x 768:
-// 7.2 G weights/s without, 8.5 one row ahead, 10.3 two, 11.5 four, 11.2
-// eight (tinyai-bench-kernels matvec_q_cold).
-constexpr size_t kAhead = 4;
+// The products prefetch into L2 what they will read soon: rows of 1-6 KB
+// are streams too short for the hardware prefetcher. q8_g32 (rows one
+// after the other) prefetches each group's bytes kAheadRows rows on: from
+// DRAM, one thread, 2,048 x 768 (tinyai-bench-kernels matvec_q_cold), 7.2 G
+// weights/s without, 8.5 one row (816 B) ahead, 10.3 two, 11.5 four, 11.2
+// eight; on the ~1B shape (2,176-byte rows; tinyai-bench decode tokens/s,
+// 1 / 2 threads) four rows 11.1 / 19.0, one 10.7 / 18.5. Panels prefetch
+// kPanelPrefetchBytes on: q4nl_g32 on the ~1B shape, the next panel
+// (3-25 KB) 16.7 / 29.0, 2 KiB 18.4 / 32.4, 4 KiB 19.6 / 36.0, 8 KiB
+// 15.9 / 29.0.
+constexpr size_t kAheadRows = 4;
+constexpr size_t kPanelPrefetchBytes = 4096;
 template <bool kVnni>
 void Matvec8(const uint8_t* w, size_t row_bytes, const InputGroup16* x, float* y, size_t rows, size_t cols) {
   const size_t groups = GroupsPerRow(cols);
@@ -207,7 +213,7 @@ void Matvec8(const uint8_t* w, size_t row_bytes, const InputGroup16* x, float* y
     const uint8_t* row = w + r * row_bytes;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     size_t g = 0;
-    const uint8_t* next = r + kAhead < rows ? row + kAhead * row_bytes : nullptr;
+    const uint8_t* next = r + kAheadRows < rows ? row + kAheadRows * row_bytes : nullptr;
     auto one = [&](size_t k, __m512 acc) {
       const uint8_t* grp = row + k * kQ8GroupBytes;
       if (next) __builtin_prefetch(next + k * kQ8GroupBytes, 0, 1);
@@ -314,13 +320,13 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, 
     std::memcpy(&v, q, sizeof v);
     return _mm512_set1_epi64(v);
   };
+  const uint8_t* end = w + panels * PanelBytes(row_bytes);
   for (size_t p = 0; p < panels; ++p) {
     const uint8_t* b = w + p * PanelBytes(row_bytes);
     __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-    const bool ahead = p + 1 < panels;
     for (size_t g = 0; g < groups; ++g, b += kPanelGroupBytes) {
-      if (ahead) {  // the next panel's group into L2: 17.7 -> 24 G weights/s from DRAM, one thread
-        const uint8_t* next = b + PanelBytes(row_bytes);
+      if (b + kPanelPrefetchBytes + kPanelGroupBytes <= end) {  // into L2 (see kAheadRows)
+        const uint8_t* next = b + kPanelPrefetchBytes;
         __builtin_prefetch(next, 0, 1);
         __builtin_prefetch(next + 64, 0, 1);
         __builtin_prefetch(next + 128, 0, 1);
