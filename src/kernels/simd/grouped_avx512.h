@@ -375,31 +375,40 @@ inline bool QuantizeGroup(const float* src, size_t n, float top, __m512i q[2], f
   return true;
 }
 
-inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+// A group's codes stored as int8 with their sum, or as int16.
+inline void StoreCodes(const __m512i q[2], InputGroup* out) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out->q), _mm512_cvtepi32_epi8(q[0]));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out->q + 16), _mm512_cvtepi32_epi8(q[1]));
+  out->sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+}
+
+inline void StoreCodes(const __m512i q[2], InputGroup16* out) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q), _mm512_cvtepi32_epi16(q[0]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q + 16), _mm512_cvtepi32_epi16(q[1]));
+}
+
+// The groups of x in Group's form; a group holding an infinity or NaN goes
+// to the reference (NaN scale, zero codes).
+template <class Group>
+inline void QuantizeGroups(const float* x, size_t cols, float top, Group* out,
+                           void (*reference)(const float*, size_t, Group*)) {
   for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
     const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
     __m512i q[2];
-    if (!QuantizeGroup(x + first, n, 127.0f, q, &out[g].d)) {
-      ref::QuantizeInput(x + first, n, out + g);
-      continue;
+    if (QuantizeGroup(x + first, n, top, q, &out[g].d)) {
+      StoreCodes(q, out + g);
+    } else {
+      reference(x + first, n, out + g);
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[g].q), _mm512_cvtepi32_epi8(q[0]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[g].q + 16), _mm512_cvtepi32_epi8(q[1]));
-    out[g].sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
   }
 }
 
+inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  QuantizeGroups(x, cols, 127.0f, out, &ref::QuantizeInput);
+}
+
 inline void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
-  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
-    const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
-    __m512i q[2];
-    if (!QuantizeGroup(x + first, n, 32767.0f, q, &out[g].d)) {
-      ref::QuantizeInput16(x + first, n, out + g);
-      continue;
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q), _mm512_cvtepi32_epi16(q[0]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[g].q + 16), _mm512_cvtepi32_epi16(q[1]));
-  }
+  QuantizeGroups(x, cols, 32767.0f, out, &ref::QuantizeInput16);
 }
 
 template <bool kVnni>
