@@ -219,7 +219,7 @@ void ThreadPool::Run(ChunkFn fn, void* ctx, size_t chunks) {
   const uint64_t waited = t2 - t1;
   if (waited > kStallNanos && waited > t1 - t0) {
     ++stats_.stalls;
-    backoff_ = backoff_ == 0 ? kMinBackoffNanos : (backoff_ * 2 > kMaxBackoffNanos ? kMaxBackoffNanos : backoff_ * 2);
+    backoff_ = backoff_ == 0 ? min_backoff_ : (backoff_ * 2 > kMaxBackoffNanos ? kMaxBackoffNanos : backoff_ * 2);
     serial_until_ = t2 + backoff_;
     calm_runs_ = 0;
   } else if (backoff_ != 0 && ++calm_runs_ >= kCalmRuns) {

@@ -166,6 +166,9 @@ class ThreadPool {
 
   // Tests: split every loop above kMinParallelWork, whatever it costs.
   void set_always_split_for_testing(bool on) { always_split_ = on; }
+  // Tests: the first backoff after a stall (kMinBackoffNanos by default), so
+  // that a slow host (an emulator) still reaches the next loop inside it.
+  void set_min_backoff_for_testing(uint64_t nanos) { min_backoff_ = nanos; }
 
   // Runs fn on chunks [0, chunks) across the threads (every chunk exactly
   // once, in no particular order or thread).
@@ -184,6 +187,7 @@ class ThreadPool {
   Stats stats_;
   SplitPolicy policy_;
   bool always_split_ = false;
+  uint64_t min_backoff_ = kMinBackoffNanos;
 #if TINYAI_WITH_THREADS
   // Runs chunks of the current loop until none is left; returns how many.
   size_t Drain(int thread);

@@ -110,6 +110,9 @@ TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
   ThreadPool pool;
   ASSERT_EQ(pool.Start(2), TINYAI_OK);
   pool.set_always_split_for_testing(true);
+  // 1 ms passes between two loops under an emulator: back off long enough
+  // that the next loop surely falls inside.
+  pool.set_min_backoff_for_testing(100 * 1000 * 1000);
   // A worker that holds a chunk for 20 ms while the caller's own work takes
   // microseconds: a stall.
   bool stalled = false;
