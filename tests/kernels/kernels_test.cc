@@ -196,6 +196,40 @@ TEST_P(KernelParity, MatmulLarge) {
   CheckMatmul(T(), 31, 2048, 11, 1, 1, true, 203);
 }
 
+// A prompt pass multiplies 16 inputs at once; the AVX-512 table puts 12 or
+// more in the lanes of its registers (matmul_avx512.h): odd shapes around
+// its tiles of 16 rows, 16 inputs and 256 columns.
+TEST_P(KernelParity, MatmulManyInputs) {
+  uint32_t seed = 300;
+  for (size_t rows : {1u, 15u, 16u, 17u, 33u})
+    for (size_t cols : {1u, 15u, 17u, 255u, 256u, 257u, 600u})
+      for (size_t n : {12u, 16u, 17u, 33u}) {
+        CheckMatmul(T(), rows, cols, n, 3, 1, seed % 2 == 0, seed);
+        ++seed;
+        if (HasFatalFailure()) return;
+      }
+}
+
+// The weight stream multiplies a tensor's rows in pieces of any size (slices
+// under a cap, ranges per thread): a row's product must not depend on the
+// piece it falls in, so that capped and uncapped runs agree bit for bit.
+TEST_P(KernelParity, MatmulOfARowDoesNotDependOnItsPiece) {
+  Filler f(310);
+  for (size_t n : {3u, 16u}) {
+    const size_t rows = 53, cols = 300;
+    Buf w = MakeMatrix(f, rows, cols, cols, 0, false);
+    Buf x = MakeMatrix(f, n, cols, cols, 0, false);
+    Buf whole(rows * n, 0), piece(rows * n, 0);
+    T().matmul(w.data(), cols, x.data(), cols, whole.data(), rows, rows, cols, n);
+    for (size_t a = 0; a < rows;) {
+      const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;  // pieces of 1 to 19 rows
+      T().matmul(w.data() + a * cols, cols, x.data(), cols, piece.data() + a, rows, b - a, cols, n);
+      a = b;
+    }
+    ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float))) << T().name << " n=" << n;
+  }
+}
+
 // ---- vecmat ---------------------------------------------------------------------
 
 void CheckVecmat(const KernelTable& t, size_t n, size_t cols, size_t pad, size_t off, bool exact,
@@ -409,13 +443,13 @@ std::vector<uint16_t> HalfMatrix(Filler& f, size_t rows, size_t ld, bool exact) 
 // products bit for bit, and the table's are close to them. off: rows start
 // at an odd half (2-byte aligned only).
 void CheckF16Weights(const KernelTable& t, size_t rows, size_t cols, size_t ld_pad, size_t off, bool exact,
-                     uint32_t seed) {
+                     uint32_t seed, size_t n = 5) {
   const WeightKernels* wk = WeightKernelsFor(t, TINYAI_DTYPE_F16);
   const WeightKernels* ref = WeightKernelsFor(Ref(), TINYAI_DTYPE_F16);
   ASSERT_NE(wk, nullptr) << t.name;
   ASSERT_NE(ref, nullptr);
   Filler f(seed);
-  const size_t ld = cols + ld_pad, n = 5;
+  const size_t ld = cols + ld_pad;
   std::vector<uint16_t> h = HalfMatrix(f, rows + 1, ld, exact);
   const uint8_t* w = reinterpret_cast<const uint8_t*>(h.data() + off);
   Buf x = MakeMatrix(f, n, cols, cols, 0, exact);
@@ -453,6 +487,17 @@ TEST_P(KernelParity, F16WeightsMatchTheReference) {
       for (size_t cols : {1u, 7u, 8u, 16u, 33u, 64u, 288u, 1100u})
         for (size_t ld_pad : {0u, 5u})
           for (size_t off : {0u, 1u}) ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, ld_pad, off, exact, seed++));
+}
+
+// A prompt pass's 16 inputs (the AVX-512 table's lanes, matmul_avx512.h).
+TEST_P(KernelParity, F16WeightsMatchTheReferenceManyInputs) {
+  uint32_t seed = 950;
+  for (size_t rows : {1u, 16u, 21u})
+    for (size_t cols : {7u, 256u, 300u})
+      for (size_t n : {12u, 16u, 19u}) {
+        ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, 3, 1, seed % 2 == 0, seed, n));
+        ++seed;
+      }
 }
 
 // From kMatvecStreamBytes of rows up, matvec may read them another way (the

@@ -5,7 +5,7 @@
 //   matvec_cold/<table>/<rows>x<cols>   rotates through copies totalling
 //                                       >= 256 MiB, so every read comes from
 //                                       DRAM, as in decoding a real model
-//   matmul/<table>/<rows>x<cols>/n:8    8 vectors against the same rows
+//   matmul/<table>/<rows>x<cols>/n:N    N (8, 16) vectors against the same rows
 //   matvec_f16/..., matvec_f16_cold/..., matmul_f16/...
 //                                       the same over IEEE half weights (the
 //                                       table's f16 weight kernels)
@@ -333,12 +333,14 @@ void RegisterAll() {
     }
   }
   for (const Shape& s : shapes) {
-    for (const KernelTable* t : tables) {
-      std::string name = std::string("matmul/") + t->name + "/" + std::to_string(s.rows) + "x" +
-                         std::to_string(s.cols) + "/n:8";
-      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s.rows, s.cols, size_t{8})
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
+    for (size_t n : {size_t{8}, size_t{16}}) {  // 16: a prompt pass (LlamaModel::kMaxChunk)
+      for (const KernelTable* t : tables) {
+        std::string name = std::string("matmul/") + t->name + "/" + std::to_string(s.rows) + "x" +
+                           std::to_string(s.cols) + "/n:" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s.rows, s.cols, n)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
     }
   }
   for (bool cold : {false, true}) {

@@ -5,6 +5,7 @@
 // -mfma; dispatch.cc calls it only when the CPU and the OS support them.
 #include "kernels/simd/grouped_avx512.h"
 #include "kernels/simd/kernels_simd.h"
+#include "kernels/simd/matmul_avx512.h"
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__) || !defined(__AVX512VL__) || \
     !defined(__F16C__) || !defined(__FMA__)
@@ -16,8 +17,42 @@ TINYAI_KERNELS_INSTANTIATE(xsimd::avx512bw);
 namespace tinyai {
 namespace kernels {
 
+namespace {
+
+using Fns = simd::TableFns<xsimd::avx512bw>;
+
+// Fewer inputs than this leave too many lanes of MatmulLanes idle: the
+// xsimd tiles (dot products along the rows) take them.
+constexpr size_t kMinLaneInputs = 12;
+
+void Matmul(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows, size_t cols,
+            size_t n) {
+  if (n < kMinLaneInputs) return Fns::Matmul(w, ldw, x, ldx, y, ldy, rows, cols, n);
+  avx512::MatmulLanes(w, ldw, x, ldx, y, ldy, rows, cols, n);
+}
+
+void MatmulF32(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy, size_t rows,
+               size_t cols, size_t n) {
+  Matmul(reinterpret_cast<const float*>(w), row_bytes / sizeof(float), x, ldx, y, ldy, rows, cols, n);
+}
+
+void MatmulF16(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy, size_t rows,
+               size_t cols, size_t n) {
+  if (n < kMinLaneInputs) return Fns::MatmulF16(w, row_bytes, x, ldx, y, ldy, rows, cols, n);
+  avx512::MatmulLanes(reinterpret_cast<const uint16_t*>(w), row_bytes / sizeof(uint16_t), x, ldx, y, ldy, rows,
+                      cols, n);
+}
+
+}  // namespace
+
 const KernelTable& X86Avx512Table() {
-  static constexpr KernelTable kTable = simd::MakeTable<xsimd::avx512bw, avx512::Grouped<false>>("avx512");
+  static const KernelTable kTable = [] {
+    KernelTable t = simd::MakeTable<xsimd::avx512bw, avx512::Grouped<false>>("avx512");
+    t.matmul = &Matmul;
+    t.weights[TINYAI_DTYPE_F32].matmul = &MatmulF32;
+    t.weights[TINYAI_DTYPE_F16].matmul = &MatmulF16;
+    return t;
+  }();
   return kTable;
 }
 
