@@ -88,6 +88,7 @@ TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* m, const int32_t* t
     pass.shape.rows = n;
     pass.shape.context = pos + n;
     pass.position = pos;
+    pass.output = done + n == count;  // only the last token's logits are returned
     TinyAIStatus s = sched->RunPass(pass, tokens + done);
     if (s != TINYAI_OK) {
       m->set_position(start);
@@ -188,6 +189,7 @@ TinyAIStatus TextSession::NextPass() {
       pass.shape.rows = n;
       pass.shape.context = at + n;
       pass.position = at;
+      pass.output = fed_ + n == prompt_tokens_;  // the first token is sampled from the last pass's logits
       TINYAI_RETURN_IF_ERROR(sched_->BeginPass(pass, tokens_.data() + fed_));
       fed_ += n;
       return TINYAI_OK;

@@ -413,8 +413,10 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
     case kDown:
       return stream_.MatMul(&bt->ffn_down, 1, in, hidden, out, dim, hp_.hidden_dim, n, io.scratch, io.scratch_bytes);
     case kFinalNorm:
+      if (!pass.output) return TINYAI_OK;
       return Norm(output_norm_, in + static_cast<size_t>(n - 1) * dim, out, 1);
     case kClassify:
+      if (!pass.output) return TINYAI_OK;  // a prompt's pass before its last: no logits are read
       return stream_.MatMul(&classifier_, 1, in, dim, out, static_cast<size_t>(hp_.vocab_size), hp_.dim, 1, io.scratch,
                             io.scratch_bytes);
   }

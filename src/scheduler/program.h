@@ -36,6 +36,10 @@ struct PassContext {
   PassShape shape;        // rows in this pass (and, for attention, position + rows as context)
   int32_t position = 0;   // first position of this pass's rows (language models)
   int32_t row_offset = 0; // first row of the scheduler's input this pass covers (sub-batches)
+  // False when nothing reads this pass's output: a prompt's passes before
+  // its last. A language model then skips its final norm and classifier
+  // (the output buffer keeps what it held).
+  bool output = true;
 };
 
 

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "capi/llm_internal.h"
 #include "format/test_models.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
@@ -161,6 +162,35 @@ TEST_F(ModelTest, EvalInOneCallMatchesTokenByToken) {
     ASSERT_EQ(tinyaiLLMEval(r2.llm, ids.data(), static_cast<int32_t>(n), logits2.data()), TINYAI_OK);
     EXPECT_TRUE(LogitsClose(step[n - 1], logits2));
   }
+}
+
+// A prompt's passes before its last compute no logits: the classifier, the
+// largest product of a pass on a small model, is read once per call.
+TEST_F(ModelTest, APromptComputesLogitsOnlyAtItsEnd) {
+  Runner r;
+  ASSERT_TRUE(r.Open(stories_));
+  const std::vector<int32_t> ids = Sequence(r.info.vocabSize, 40);  // passes of 16, 16 and 8 tokens
+  struct Count {
+    int single = 0;  // products of one input: the classifier (every pass here has 8 or more rows)
+    int all = 0;
+  } count;
+  tinyai::LLMWeightStream(r.llm)->SetInputObserver(
+      [](void* user, const int32_t*, int, const float*, size_t, int32_t, int32_t n) {
+        Count* c = static_cast<Count*>(user);
+        c->single += n == 1;
+        ++c->all;
+      },
+      &count);
+  std::vector<float> logits(static_cast<size_t>(r.info.vocabSize));
+  ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 40, logits.data()), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(count.single, 1) << "a 40-token prompt in 3 passes";
+  EXPECT_GT(count.all, 3);
+  // A call's logits are its last token's however its passes ran (the
+  // test above checks them against token-by-token evaluation).
+  count = Count();
+  ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 1, logits.data()), TINYAI_OK);
+  EXPECT_EQ(count.single, count.all) << "a token's pass computes every product for one input";
+  tinyai::LLMWeightStream(r.llm)->SetInputObserver(nullptr, nullptr);
 }
 
 // ---- (b) threads -----------------------------------------------------------------
