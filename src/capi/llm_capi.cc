@@ -84,7 +84,7 @@ TinyAIStatus CopyGenerateParams(const TinyAIGenerateParams* in, TinyAIGeneratePa
 }
 
 // A language model's schedule: the whole chain, one row per token, up to
-// 16 tokens per pass.
+// LlamaModel::kMaxChunk (32) tokens per pass.
 TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* model, const TinyAILLMConfig& cfg,
                               tinyai::LlamaRuntime** llama) {
   TinyAISchedulerConfig sc = tinyaiCreateDefaultSchedulerConfig();

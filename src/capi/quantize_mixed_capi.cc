@@ -10,7 +10,6 @@
 #include "common/struct_size.h"
 #include "loader/mapped_model.h"
 #include "loader/save_model.h"
-#include "model/llama.h"
 #include "loader/precision_plan.h"
 #include "port/port.h"
 #include "quant/hessian.h"
@@ -158,9 +157,10 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfi
         if (next >= static_cast<size_t>(count)) next = 1;
         int32_t n = static_cast<int32_t>(static_cast<size_t>(count) - next);
         if (n > room) n = room;
-        // One pass per call: a prompt computes logits only at its end, and
-        // the classifier's statistics take the last token of every pass.
-        if (n > tinyai::LlamaModel::kMaxChunk) n = tinyai::LlamaModel::kMaxChunk;
+        // 16 tokens per call: a call computes logits only at its end, and the
+        // classifier's statistics take one token of every 16, as when every
+        // pass of a longer call computed them.
+        if (n > 16) n = 16;
         TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, ids.data() + next, n, nullptr));
         next += static_cast<size_t>(n);
         room -= n;

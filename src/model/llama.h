@@ -36,8 +36,12 @@ namespace tinyai {
 
 class LlamaModel final : public LayerProgram {
  public:
-  // Largest number of tokens a pass takes by default (a prompt chunk).
-  static constexpr int32_t kMaxChunk = 16;
+  // Largest number of tokens a pass takes by default (a prompt chunk): every
+  // pass reads all the weights once, so more tokens per pass read fewer
+  // bytes per token (the 110M f32 prompt on an AVX-512 host: 16 tokens 560
+  // tokens/s, 32 tokens 710), for a larger arena (0.34 -> 0.69 MiB there).
+  // Under a limit STREAMING takes fewer.
+  static constexpr int32_t kMaxChunk = 32;
 
   LlamaModel() = default;
   LlamaModel(const LlamaModel&) = delete;

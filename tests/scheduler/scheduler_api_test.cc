@@ -1881,7 +1881,7 @@ TEST_F(ModesTest, LimitsPickTheModesAndTheTextIsTheSame) {
     EXPECT_EQ(r.requestedMode, c.requested);
     EXPECT_EQ(r.mode, c.expect);
     EXPECT_TRUE(StartsWith(r.reason, tinyaiExecutionModeName(c.expect))) << r.reason;
-    EXPECT_EQ(r.rowsPerPass, c.expect == TINYAI_EXEC_STREAMING ? 1 : 16);
+    EXPECT_EQ(r.rowsPerPass, c.expect == TINYAI_EXEC_STREAMING ? 1 : 32);  // a prompt pass: 32 tokens
     const std::string t = Generate(s.get());
     if (text.empty()) text = t;
     EXPECT_EQ(t, text) << "the text differs from NORMAL's";

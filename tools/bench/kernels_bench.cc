@@ -333,7 +333,7 @@ void RegisterAll() {
     }
   }
   for (const Shape& s : shapes) {
-    for (size_t n : {size_t{8}, size_t{16}}) {  // 16: a prompt pass (LlamaModel::kMaxChunk)
+    for (size_t n : {size_t{8}, size_t{16}}) {  // 16: one AVX-512 block of inputs (a prompt pass takes 32)
       for (const KernelTable* t : tables) {
         std::string name = std::string("matmul/") + t->name + "/" + std::to_string(s.rows) + "x" +
                            std::to_string(s.cols) + "/n:" + std::to_string(n);
