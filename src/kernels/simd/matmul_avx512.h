@@ -92,8 +92,8 @@ inline void PackInputs(const float* x, size_t ldx, size_t nt, size_t kc, float* 
 // With next (the following tile's rows, same stride), one 64-byte line of
 // each of its rows is prefetched into L2 per 16 columns. (GCC keeps about
 // half of the 16 row pointers on the stack; copying the rows to a buffer of
-// constant stride, which frees them, measured slower: 93 against 121 G
-// multiply-adds/s in cache, 44 against 88 from DRAM.)
+// constant stride, which frees them, measured slower: 93 against 121 GFLOP/s
+// in cache, 44 against 88 from DRAM.)
 template <size_t... I>
 inline void LaneTile(const float* w, size_t ldw, const float* xt, size_t kc, const float* next, __m512* acc,
                      std::index_sequence<I...>) {
