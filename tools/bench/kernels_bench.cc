@@ -6,7 +6,7 @@
 //                                       >= 256 MiB, so every read comes from
 //                                       DRAM, as in decoding a real model
 //   matmul/<table>/<rows>x<cols>/n:N    N (8, 16) vectors against the same rows
-//   matvec_f16/..., matvec_f16_cold/..., matmul_f16/...
+//   matvec_f16/..., matvec_f16_cold/..., matmul_f16/.../n:N
 //                                       the same over IEEE half weights (the
 //                                       table's f16 weight kernels)
 //   matvec_q/<table>/<dtype>/..., matvec_q_cold/..., matmul_q/.../n:8
@@ -357,13 +357,15 @@ void RegisterAll() {
     }
   }
   for (const Shape& s : shapes) {
-    for (const KernelTable* t : tables) {
-      if (!t->weights[TINYAI_DTYPE_F16].matmul) continue;
-      std::string name = std::string("matmul_f16/") + t->name + "/" + std::to_string(s.rows) + "x" +
-                         std::to_string(s.cols) + "/n:8";
-      benchmark::RegisterBenchmark(name.c_str(), BM_MatmulF16, t, s.rows, s.cols, size_t{8})
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
+    for (size_t n : {size_t{8}, size_t{16}}) {
+      for (const KernelTable* t : tables) {
+        if (!t->weights[TINYAI_DTYPE_F16].matmul) continue;
+        std::string name = std::string("matmul_f16/") + t->name + "/" + std::to_string(s.rows) + "x" +
+                           std::to_string(s.cols) + "/n:" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), BM_MatmulF16, t, s.rows, s.cols, n)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
     }
   }
   for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
