@@ -127,7 +127,7 @@ TEST_F(ModelTest, EvalInOneCallMatchesTokenByToken) {
                                    ? r.Tokenize("Once upon a time, there was a little girl named Lily. She loved to "
                                                 "play outside in the park with her friends.")
                                    : Sequence(vocab, 40);
-    ASSERT_GT(ids.size(), 33u) << "want more than two 16-token chunks";
+    ASSERT_GT(ids.size(), 33u) << "want a prompt across a pass boundary (32 tokens a pass)";
     const size_t n = ids.size();
     // Token by token, keeping the logits after every prefix.
     std::vector<std::vector<float>> step(n, std::vector<float>(static_cast<size_t>(vocab)));
@@ -169,9 +169,9 @@ TEST_F(ModelTest, EvalInOneCallMatchesTokenByToken) {
 TEST_F(ModelTest, APromptComputesLogitsOnlyAtItsEnd) {
   Runner r;
   ASSERT_TRUE(r.Open(stories_));
-  const std::vector<int32_t> ids = Sequence(r.info.vocabSize, 40);  // passes of 16, 16 and 8 tokens
+  const std::vector<int32_t> ids = Sequence(r.info.vocabSize, 80);  // passes of 32, 32 and 16 tokens
   struct Count {
-    int single = 0;  // products of one input: the classifier (every pass here has 8 or more rows)
+    int single = 0;  // products of one input: the classifier (every pass here has 16 or more rows)
     int all = 0;
   } count;
   tinyai::LLMWeightStream(r.llm)->SetInputObserver(
@@ -182,8 +182,8 @@ TEST_F(ModelTest, APromptComputesLogitsOnlyAtItsEnd) {
       },
       &count);
   std::vector<float> logits(static_cast<size_t>(r.info.vocabSize));
-  ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 40, logits.data()), TINYAI_OK) << LastMessage();
-  EXPECT_EQ(count.single, 1) << "a 40-token prompt in 3 passes";
+  ASSERT_EQ(tinyaiLLMEval(r.llm, ids.data(), 80, logits.data()), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(count.single, 1) << "an 80-token prompt in 3 passes";
   EXPECT_GT(count.all, 3);
   // A call's logits are its last token's however its passes ran (the
   // test above checks them against token-by-token evaluation).
