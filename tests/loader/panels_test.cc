@@ -209,8 +209,14 @@ TEST(Panels, ProductsAcrossThreadsCuttingPanels) {
     EXPECT_EQ(std::memcmp(out[i].data(), out[i % 2].data(), out[i].size() * sizeof(float)), 0) << i;
     ExpectClose(out[i], out[4 + i]);
   }
-  // One input of a batch equals that input alone.
-  EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), static_cast<size_t>(rows) * sizeof(float)), 0);
+  // One input of a batch equals that input alone, in the tables that promise
+  // it (GroupedParity.BatchEqualsEachInputAlone: the reference and AVX-512;
+  // AVX2 sums a token's groups in two chains and a prompt's in one, the
+  // faster order for each, measured in tinyai-bench-kernels).
+  const std::string best = tinyai::kernels::Best().name;
+  if (best == "ref" || best.rfind("avx512", 0) == 0) {
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), static_cast<size_t>(rows) * sizeof(float)), 0) << best;
+  }
 }
 
 // A model written again through the loader (tinyai-convert --from tmai
