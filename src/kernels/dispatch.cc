@@ -13,6 +13,10 @@
 #endif
 #if defined(TINYAI_KERNELS_X86)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 namespace tinyai {
@@ -47,6 +51,25 @@ bool CpuHasAvx512Vnni() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 11)) != 0;
 }
+
+// AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), the OS saving
+// the tile state (XCR0 bits 17 and 18), and, on Linux, this process granted
+// the tile data (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA,
+// Linux 5.16 and later; the grant is the whole process's, asked once here).
+// Elsewhere: false.
+bool CpuHasAmxInt8() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (d & (3u << 24)) != (3u << 24)) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXFeatureXTileData = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) == 0;
+#else
+  return false;
+#endif
+}
 #endif
 
 struct TableList {
@@ -61,7 +84,9 @@ TableList Detect() {
   const auto cpu = xsimd::available_architectures();
 #if defined(TINYAI_KERNELS_X86)
   const bool avx512 = cpu.avx512bw && cpu.fma3_avx2 && CpuHasF16C() && CpuHasAvx512Table();
-  if (avx512 && CpuHasAvx512Vnni()) list.tables[list.count++] = &X86Avx512VnniTable();
+  const bool vnni = avx512 && CpuHasAvx512Vnni();
+  if (vnni && CpuHasAmxInt8()) list.tables[list.count++] = &X86Avx512AmxTable();
+  if (vnni) list.tables[list.count++] = &X86Avx512VnniTable();
   if (avx512) list.tables[list.count++] = &X86Avx512Table();
   if (cpu.avx2 && cpu.fma3_avx2 && CpuHasF16C()) list.tables[list.count++] = &X86Avx2FmaTable();
   if (cpu.sse2) list.tables[list.count++] = &X86Sse2Table();

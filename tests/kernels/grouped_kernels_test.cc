@@ -276,31 +276,50 @@ TEST_P(GroupedParity, ProductsMatchTheReferenceLarge) {
     }
 }
 
+// The indices where two float arrays differ in their bits, for a message.
+std::string Differing(const float* a, const float* b, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::memcmp(a + i, b + i, sizeof(float)) != 0) out += std::to_string(i) + " ";
+  }
+  return out;
+}
+
 // A batch's products equal each input's alone bit for bit (a prompt's
 // logits are a token's), in the tables that promise it: the reference and
-// AVX-512 (whose q8 product takes four inputs at a time).
+// AVX-512 (whose q8 product takes four inputs at a time, or, with AMX, 16
+// rows by up to 16 inputs, 32 inputs a pass and 32 groups at a time:
+// shapes past each).
 TEST_P(GroupedParity, BatchEqualsEachInputAlone) {
   const KernelTable& t = *GetParam();
   if (std::string(t.name).rfind("avx512", 0) != 0 && std::string(t.name) != "ref") GTEST_SKIP() << t.name;
   uint32_t seed = 700;
   for (int32_t dtype : kGroupedDTypes)
-    for (size_t cols : {17u, 64u, 100u, 768u}) {
-      std::mt19937 rng(seed++);
-      const WeightKernels* wk = WeightKernelsFor(t, dtype);
-      const size_t rows = 13, n = 6, rb = GroupedRowBytes(dtype, cols), groups = GroupsPerRow(cols);
-      std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
-      std::vector<float> values(n * cols);
-      for (float& v : values) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
-      const Input x(t, wk->input, values.data(), cols, n);
-      std::vector<float> batch(n * rows), one(rows);
-      wk->matmul_q(w.data(), rb, x.data(), groups, batch.data(), rows, rows, cols, n);
-      for (size_t j = 0; j < n; ++j) {
-        const void* xj = static_cast<const uint8_t*>(x.data()) + j * QuantizedInputBytes(wk->input, cols);
-        wk->matvec_q(w.data(), rb, xj, one.data(), rows, cols);
-        ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + j * rows, rows * sizeof(float)))
-            << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " cols " << cols << " input " << j;
+    for (size_t cols : {17u, 64u, 100u, 768u, 1100u})
+      for (size_t shape : {0u, 1u, 2u}) {
+        std::mt19937 rng(seed++);
+        const WeightKernels* wk = WeightKernelsFor(t, dtype);
+        const size_t rows = shape == 0 ? 13 : shape == 1 ? 37 : 19, n = shape == 0 ? 6 : shape == 1 ? 21 : 40,
+                     rb = GroupedRowBytes(dtype, cols), groups = GroupsPerRow(cols);
+        std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
+        std::vector<float> values(n * cols);
+        for (float& v : values) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+        const Input x(t, wk->input, values.data(), cols, n);
+        std::vector<float> batch(n * rows), one(rows);
+        wk->matmul_q(w.data(), rb, x.data(), groups, batch.data(), rows, rows, cols, n);
+        for (size_t j = 0; j < n; ++j) {
+          const void* xj = static_cast<const uint8_t*>(x.data()) + j * QuantizedInputBytes(wk->input, cols);
+          wk->matvec_q(w.data(), rb, xj, one.data(), rows, cols);
+          ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + j * rows, rows * sizeof(float)))
+              << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " cols " << cols << " input " << j
+              << " rows " << Differing(one.data(), batch.data() + j * rows, rows);
+          // A slice of the rows (a thread's share) gives its rows' values.
+          std::vector<float> part(rows - 5);
+          wk->matvec_q(w.data() + 5 * rb, rb, xj, part.data(), rows - 5, cols);
+          ASSERT_EQ(0, std::memcmp(one.data() + 5, part.data(), part.size() * sizeof(float)))
+              << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " cols " << cols << " slice";
+        }
       }
-    }
 }
 
 // Rows packed into panels and unpacked give the rows back; a table's panel

@@ -22,6 +22,10 @@
 #include <random>
 #include <string>
 #include <vector>
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "common/half.h"
 #include "kernels/kernels.h"
@@ -814,7 +818,7 @@ TEST(Dispatch, ByName) {
 
 // The kernel set this build targets, which Best() must report: NEON on AArch64
 // and on 32-bit ARM built for NEON (-mfpu=neon), the reference kernels alone
-// on 32-bit ARM without NEON, AVX-512 (with VNNI or not), AVX2+FMA and SSE2
+// on 32-bit ARM without NEON, AVX-512 (with VNNI and AMX, VNNI, or neither), AVX2+FMA and SSE2
 // on x86-64 by what the CPU offers. Asked of the compiler (the test's own predefined macros), not of the
 // build's choice of sources: a build that lost its SIMD kernels would still
 // pass every parity test, which would then compare Ref() with itself.
@@ -831,7 +835,16 @@ std::vector<std::string> ExpectedTables() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd")) {
-    if (__builtin_cpu_supports("avx512vnni")) tables.push_back("avx512vnni");
+    if (__builtin_cpu_supports("avx512vnni")) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+      // AMX also needs the kernel to grant this process the tile data.
+      if (__builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+          syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0) {
+        tables.push_back("avx512amx");
+      }
+#endif
+      tables.push_back("avx512vnni");
+    }
     tables.push_back("avx512");
   }
   if (avx2) tables.push_back("avx2+fma");

@@ -9,7 +9,7 @@
 //   matvec_f16/..., matvec_f16_cold/..., matmul_f16/.../n:N
 //                                       the same over IEEE half weights (the
 //                                       table's f16 weight kernels)
-//   matvec_q/<table>/<dtype>/..., matvec_q_cold/..., matmul_q/.../n:8
+//   matvec_q/<table>/<dtype>/..., matvec_q_cold/..., matmul_q/.../n:N (8, 32)
 //                                       the grouped dtypes (q8_g32, q4_g32,
 //                                       q4nl_g32): the input quantized once
 //                                       per call, then the integer products
@@ -386,13 +386,15 @@ void RegisterAll() {
       }
     }
     for (const Shape& s : shapes) {
-      for (const KernelTable* t : tables) {
-        if (!t->weights[dtype].matmul_q) continue;
-        std::string name = std::string("matmul_q/") + t->name + "/" + d + "/" + std::to_string(s.rows) + "x" +
-                           std::to_string(s.cols) + "/n:8";
-        benchmark::RegisterBenchmark(name.c_str(), BM_MatmulQ, t, dtype, s.rows, s.cols, size_t{8})
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
+      for (size_t n : {size_t{8}, size_t{32}}) {  // 32: a prompt pass
+        for (const KernelTable* t : tables) {
+          if (!t->weights[dtype].matmul_q) continue;
+          std::string name = std::string("matmul_q/") + t->name + "/" + d + "/" + std::to_string(s.rows) + "x" +
+                             std::to_string(s.cols) + "/n:" + std::to_string(n);
+          benchmark::RegisterBenchmark(name.c_str(), BM_MatmulQ, t, dtype, s.rows, s.cols, n)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
       }
     }
   }

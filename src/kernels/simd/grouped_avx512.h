@@ -155,7 +155,9 @@ inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 // Rows of a 4-bit dtype against one input, four rows side by side (four
-// independent accumulators, one reduction for the four); the input's pairs
+// independent accumulators, one reduction for the four; the last rows % 4
+// reduced the same way, so a row's value does not depend on where a slice of
+// the rows starts); the input's pairs
 // are prepared once (kMaxPairs at a time: rows up to 8,192 values in one
 // pass).
 template <int32_t DType, bool kVnni>
@@ -184,7 +186,7 @@ void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, 
       const uint8_t* row = w + r * row_bytes;
       __m512 acc = _mm512_setzero_ps();
       for (size_t p = p0; p < p1; ++p) acc = PairProduct<DType, kVnni>(row + 2 * p * kQ4GroupBytes, prepared[p - p0], acc);
-      y[r] += _mm512_reduce_add_ps(acc);
+      y[r] += _mm_cvtss_f32(Sum4(acc, acc, acc, acc));  // reduced as in a block of four: a row's value is its own
     }
     p0 = p1;
   }

@@ -43,6 +43,7 @@ const KernelTable& X86Sse2Table();     // kernels_x86_sse2.cc, "sse2"
 const KernelTable& X86Avx2FmaTable();  // kernels_x86_avx2.cc, "avx2+fma"
 const KernelTable& X86Avx512Table();      // kernels_x86_avx512.cc, "avx512"
 const KernelTable& X86Avx512VnniTable();  // kernels_x86_avx512vnni.cc, "avx512vnni"
+const KernelTable& X86Avx512AmxTable();   // kernels_x86_avx512amx.cc, "avx512amx"
 const KernelTable& ArmNeon64Table();   // kernels_arm_neon.cc on aarch64, "neon64"
 const KernelTable& ArmNeonTable();     // kernels_arm_neon.cc on 32-bit ARM, "neon"
 
