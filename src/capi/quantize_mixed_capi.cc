@@ -285,7 +285,8 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
     return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: calibration runs language models only; "
                     "'%s' is not one (set calibrationTokens to 0)", model->reader().source());
   }
-  // Calibrated on the model as its file stores it; on failure it is put back as it was.
+  // Calibrated on the model as its file stores it; on failure it is put back as it was, with the
+  // calibration it had (without it, the slices the cache reads again would round otherwise).
   const auto now = model->reader().tensors();
   const auto file = model->reader().file_tensors();
   tinyai::Array<uint8_t> current, stored;
@@ -295,14 +296,15 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
     current[t] = now[t].dtype;
     stored[t] = file[t].dtype;
   }
-  TINYAI_RETURN_IF_ERROR(model->ApplyDTypes(stored.data()));
+  TinyAIMappedModel::Calibration previous;
+  TINYAI_RETURN_IF_ERROR(model->ApplyDTypes(stored.data(), nullptr, &previous));
   TinyAIMappedModel::Calibration calibration;
   TinyAIStatus s = Calibrate(model, cfg, &calibration);
   if (s == TINYAI_OK) s = model->ApplyDTypes(dtypes.data(), &calibration);
   if (s != TINYAI_OK) {
     char message[512];
     std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
-    model->ApplyDTypes(current.data());
+    model->ApplyDTypes(current.data(), &previous);
     return SetError(s, "%s", message);
   }
   return TINYAI_OK;

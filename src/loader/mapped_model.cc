@@ -274,7 +274,7 @@ uint64_t TinyAIMappedModel::Calibration::bytes() const {
   return n;
 }
 
-TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* calibration) {
+TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* calibration, Calibration* replaced) {
   {
     LockGuard lock(runners_mutex_);
     if (runners_ != nullptr) {
@@ -308,6 +308,7 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
   if (s == TINYAI_OK) {
     dir_layers_ = static_cast<tinyai::Array<tinyai::tmai::LayerEntry>&&>(layers);
     dir_tensors_ = static_cast<tinyai::Array<tinyai::tmai::TensorEntry>&&>(tensors);
+    if (replaced) *replaced = static_cast<Calibration&&>(old);
     return TINYAI_OK;
   }
   // Back to what it was (which built before).

@@ -123,8 +123,10 @@ struct TinyAIMappedModel {
     uint64_t bytes() const;
   };
   // calibration (may be null) is moved into the model, which holds it
-  // until the next ApplyDTypes (dropped if this one fails).
-  TinyAIStatus ApplyDTypes(const uint8_t* dtypes, Calibration* calibration = nullptr);
+  // until the next ApplyDTypes (dropped if this one fails: the model keeps
+  // the one it had). The one it replaces is moved to *replaced when given
+  // (so a caller can put it back), else dropped.
+  TinyAIStatus ApplyDTypes(const uint8_t* dtypes, Calibration* calibration = nullptr, Calibration* replaced = nullptr);
   // What ApplyDTypes' calibration gave tensor (nulls for none).
   tinyai::quant::ColumnStats ColumnStatsOf(int32_t tensor) const;
 

@@ -510,6 +510,7 @@ TEST(MixedPrecision, Calibration) {
   EXPECT_NE(std::string(tt::LastMessage()).find("calibrationText has no tokens"), std::string::npos)
       << tt::LastMessage();
   EXPECT_EQ(PrecisionOf(again.get(), "blk.1.ffn_down"), TINYAI_PREC_INT4);  // put back
+  EXPECT_EQ(TensorBytes(again.get(), q), b);  // with its calibration, not rounded without it
 }
 
 // A quantized model through every execution mode, 1 and 2 threads, and the
