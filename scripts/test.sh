@@ -2,7 +2,7 @@
 # The test command: installs dependencies, builds TinyAI four times and
 # runs the tests: the whole suite in a release build and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests (label
-# "threads") under ThreadSanitizer, and the six libFuzzer targets (clang,
+# "threads") under ThreadSanitizer, and the libFuzzer targets (clang,
 # ASan+UBSan; scripts/fuzz.sh) for TINYAI_FUZZ_SECONDS each (default 20)
 # from seed corpora; then the whole suite again cross-built for ARM Linux
 # and run under qemu-user (scripts/cross-test.sh: aarch64, armhf with NEON,

@@ -1,6 +1,7 @@
 #include "import/builder.h"
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +55,15 @@ bool SameFile(const char* a, const char* b) {
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* path) {
+  w->AddMetaString("general.source", "tinyai-convert --" + std::string(format == "synthetic" || format == "dense" ? "" : "from ") + format);
+  w->AddMetaString("general.source_format", format);
+  if (path != nullptr) {
+    const char* slash = std::strrchr(path, '/');
+    w->AddMetaString("general.source_file", slash ? slash + 1 : path);
+  }
+}
+
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -62,24 +72,25 @@ uint64_t SplitMix64(uint64_t* state) {
 }
 
 void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
-                      const std::string& source) {
+                      const std::string& source_format, const char* source_path) {
   w->AddMetaString("general.architecture", architecture);
   w->AddMetaString("general.name", name);
-  w->AddMetaString("general.source", source);
+  AddSourceMetadata(w, source_format, source_path);
   for (const LlamaDimField& f : kLlamaDims) w->AddMetaInt(f.key, s.*f.field);
   w->AddMetaInt(llama_key::kSharedClassifier, s.shared_classifier ? 1 : 0);
   w->AddMetaFloat(llama_key::kNormEps, s.norm_eps);
   w->AddMetaFloat(llama_key::kRopeTheta, s.rope_theta);
 }
 
-void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores) {
+void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores,
+                          int64_t bos, int64_t eos) {
   size_t max_len = 0;
   for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
   w->AddMetaString("tokenizer.model", "llama2c-bpe");
   w->AddMetaStringArray("tokenizer.tokens", pieces);
   w->AddMetaFloatArray("tokenizer.scores", scores);
-  w->AddMetaInt("tokenizer.bos_id", 1);
-  w->AddMetaInt("tokenizer.eos_id", 2);
+  w->AddMetaInt("tokenizer.bos_id", bos);
+  w->AddMetaInt("tokenizer.eos_id", eos);
   w->AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
 }
 
@@ -109,13 +120,14 @@ void UseRowEncoder(TmaiWriter* w, const WriteOptions& options) {
   });
 }
 
-void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorReshape& reshape, TinyAIDType matrix_dtype) {
+void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorReshape& reshape, TinyAIDType matrix_dtype,
+                         const TensorDType& dtype_of) {
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
   const uint64_t kv_dim = dim * static_cast<uint64_t>(s.kv_heads) / static_cast<uint64_t>(s.heads);
   const uint64_t vocab = static_cast<uint64_t>(s.vocab_size);
   auto add = [&](const std::string& name, TinyAITensorRole role, std::vector<uint64_t> shape) {
     if (reshape) reshape(name, &shape);
-    w->AddTensor(name, role, shape.size() == 2 ? matrix_dtype : TINYAI_DTYPE_F32, shape);
+    w->AddTensor(name, role, dtype_of ? dtype_of(name) : shape.size() == 2 ? matrix_dtype : TINYAI_DTYPE_F32, shape);
   };
   w->AddLayer(TINYAI_LAYER_EMBEDDING, -1);
   add("token_embd", TINYAI_ROLE_TOKEN_EMBEDDING, {vocab, dim});

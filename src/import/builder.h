@@ -70,18 +70,26 @@ TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uin
 
 // The pieces of a llama .tmai description, shared by every builder (and the
 // tests' deliberately malformed models):
-// the general.* and llama.* metadata, with the given architecture name;
+// where a model came from: general.source_format ("llama2c", "gguf",
+// "safetensors", "synthetic", "dense"), general.source_file (the input's file
+// name, when path is given) and general.source (the command that wrote it);
+void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* path);
+// the general.* (AddSourceMetadata's among them) and llama.* metadata, with
+// the given architecture name;
 void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
-                      const std::string& source);
-// the tokenizer.* metadata (llama2c-bpe, BOS 1, EOS 2);
-void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores);
+                      const std::string& source_format, const char* source_path);
+// the tokenizer.* metadata (llama2c-bpe, BOS 1 and EOS 2 unless given);
+void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores,
+                          int64_t bos = 1, int64_t eos = 2);
 // the layers and tensors, in the order their data is written: embedding; per
 // block attn_norm, q, k, v, o, ffn_norm, gate, up, down; output. q, k, v and
 // gate, up are adjacent so the runner reads each group as one matrix. reshape,
-// when set, may change a tensor's shape (tests).
+// when set, may change a tensor's shape (tests); dtype_of, when set, gives
+// each tensor's dtype (matrix_dtype and f32 for the norms otherwise).
 using TensorReshape = std::function<void(const std::string& name, std::vector<uint64_t>* shape)>;
+using TensorDType = std::function<TinyAIDType(const std::string& name)>;
 void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorReshape& reshape = nullptr,
-                         TinyAIDType matrix_dtype = TINYAI_DTYPE_F32);
+                         TinyAIDType matrix_dtype = TINYAI_DTYPE_F32, const TensorDType& dtype_of = nullptr);
 
 // Parses v as a decimal number of at most max: digits only, no sign, no
 // spaces; false otherwise.

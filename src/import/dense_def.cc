@@ -304,7 +304,7 @@ TinyAIStatus WriteDenseModel(const DenseNetDef& def, const char* outPath, const 
   w.SetCompression(options.codec, options.level);
   w.AddMetaString("general.architecture", "dense");
   if (!def.name.empty()) w.AddMetaString("general.name", def.name);
-  w.AddMetaString("general.source", "tinyai-convert --dense");
+  AddSourceMetadata(&w, "dense", nullptr);
   w.AddMetaInt("general.seed", static_cast<int64_t>(def.seed));
   w.AddMetaInt("dense.input_dim", def.input_dim);
   w.AddMetaInt("dense.layers", static_cast<int64_t>(def.layers.size()));

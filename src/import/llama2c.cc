@@ -97,7 +97,7 @@ TinyAIStatus ConvertLlama2c(const char* checkpointPath, const char* tokenizerPat
   UseRowEncoder(&w, options);
   w.SetCompression(options.codec, options.level);
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, options.name.empty() ? "llama2.c checkpoint" : options.name,
-                   "tinyai-convert --from llama2c");
+                   "llama2c", checkpointPath);
   std::vector<std::string> pieces;
   std::vector<float> scores;
   for (int32_t i = 0; i < s.vocab_size; ++i) {

@@ -112,7 +112,7 @@ TinyAIStatus WriteSyntheticModel(const LlamaShape& s, const char* outPath, const
   TmaiWriter w;
   UseRowEncoder(&w, options);
   w.SetCompression(options.codec, options.level);
-  AddLlamaMetadata(&w, s, llama_key::kArchitecture, "synthetic", "tinyai-convert --synthetic");
+  AddLlamaMetadata(&w, s, llama_key::kArchitecture, "synthetic", "synthetic", nullptr);
   w.AddMetaInt("general.seed", static_cast<int64_t>(s.seed));
   std::vector<std::string> pieces;
   std::vector<float> scores;

@@ -70,7 +70,7 @@ TinyAIStatus WriteWithPieces(const std::string& path, const std::vector<std::str
   LlamaShape s = tt::TinyShape();
   s.vocab_size = static_cast<int32_t>(pieces.size());
   tinyai::TmaiWriter w;
-  tinyai::AddLlamaMetadata(&w, s, "llama", "pieces", "tests");
+  tinyai::AddLlamaMetadata(&w, s, "llama", "pieces", "tests", nullptr);
   tinyai::AddTokenizerMetadata(&w, pieces, std::vector<float>(pieces.size(), 0.0f));
   tinyai::DeclareLlamaTensors(&w, s);
   TINYAI_RETURN_IF_ERROR(w.Open(path.c_str()));

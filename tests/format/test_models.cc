@@ -94,7 +94,7 @@ TinyAIStatus WriteModel(const std::string& path, const ModelOptions& o) {
   const LlamaShape& s = o.shape;
   TmaiWriter w;
   w.set_version_for_testing(o.version_major, o.version_minor);
-  AddLlamaMetadata(&w, s, o.architecture, "test model", "tests");
+  AddLlamaMetadata(&w, s, o.architecture, "test model", "tests", nullptr);
   std::vector<std::string> pieces = {"<unk>", "\n<s>\n", "\n</s>\n"};
   for (int b = 0; b < 256; ++b) {
     char buf[8];

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "format/llama_params.h"
 #include "loader/mapped_model.h"
 #include "tinyai/tinyai.h"
 
@@ -345,6 +346,71 @@ class ReferenceTokenizer {
   std::vector<float> scores_;
   std::map<std::string, int32_t> ids_;  // emplace keeps the lowest id
 };
+
+// The converted model opens, every layer loads, and a runner evaluates a
+// prompt and samples inside the vocabulary.
+inline void RunConverted(const std::string& path, const tinyai::LlamaHyperParams& shape) {
+  TinyAIMmapConfig config = tinyaiCreateDefaultMmapConfig();
+  config.prefetchThreads = 0;
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), &config);
+  FUZZ_CHECK(model != nullptr, "the converted model does not open");
+  for (int l = 0; l < tinyaiGetMappedLayerCount(model); ++l) {
+    FUZZ_CHECK(tinyaiGetLayerWeights(model, l) != nullptr, "layer %d of the converted model does not load", l);
+    tinyaiReleaseLayerWeights(model, l);
+  }
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.contextLength = shape.seq_len < 8 ? shape.seq_len : 8;
+  TinyAILLM* llm = nullptr;
+  TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
+  // The converter keeps the runtime's limits (format/limits.h): whatever it
+  // writes, a runner takes.
+  FUZZ_CHECK(s == TINYAI_OK, "a converted model's runner fails: %s", tinyaiStatusString(s));
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  FUZZ_CHECK(tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK, "tinyaiGetLLMModelInfo");
+  FUZZ_CHECK(info.dim == shape.dim && info.hiddenDim == shape.hidden_dim && info.layers == shape.layers &&
+                 info.heads == shape.heads && info.kvHeads == shape.kv_heads && info.vocabSize == shape.vocab_size &&
+                 info.seqLen == shape.seq_len && info.sharedClassifier == (shape.shared_classifier ? 1 : 0),
+             "the runner sees another shape than the converter wrote");
+  int32_t tokens[8];
+  int32_t count = 0;
+  s = tinyaiLLMTokenize(llm, "ab", 1, tokens, 8, &count);
+  if (s == TINYAI_OK) {
+    if (count > cfg.contextLength) count = cfg.contextLength;
+    std::vector<float> logits(static_cast<size_t>(shape.vocab_size));
+    s = tinyaiLLMEval(llm, tokens, count, logits.data());
+    // Weights that are NaN or infinite (or overflow) give logits that are:
+    // TINYAI_ERR_NOT_FINITE, and nothing to sample.
+    FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_NOT_FINITE, "evaluating %d tokens fails: %s", count,
+               tinyaiStatusString(s));
+    if (s != TINYAI_OK) CheckFailure(s, "tinyaiLLMEval");
+    for (float temperature : {0.0f, 0.8f}) {
+      if (s != TINYAI_OK) break;
+      TinyAISamplerConfig sampler = tinyaiCreateDefaultSamplerConfig();
+      sampler.temperature = temperature;
+      uint64_t rng = 7;
+      int32_t token = -1;
+      std::vector<float> copy = logits;
+      FUZZ_CHECK(tinyaiLLMSample(llm, copy.data(), &sampler, &rng, &token) == TINYAI_OK, "tinyaiLLMSample");
+      FUZZ_CHECK(token >= 0 && token < shape.vocab_size, "sampled token %d outside the vocabulary of %d", token,
+                 shape.vocab_size);
+    }
+  } else {
+    // Only a vocabulary without the byte-fallback piece of 'b' (id 101).
+    CheckFailure(s, "tinyaiLLMTokenize");
+    FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER && shape.vocab_size <= 101, "tokenizing fails: %s", tinyaiStatusString(s));
+  }
+  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+  params.steps = 6;
+  params.sampler.temperature = 0.9f;
+  char text[256];
+  size_t len = 0;
+  s = tinyaiLLMGenerate(llm, "a", &params, text, sizeof text, &len, nullptr);
+  if (s != TINYAI_OK) CheckFailure(s, "tinyaiLLMGenerate");
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+}
 
 }  // namespace tinyai_fuzz
 

@@ -39,71 +39,6 @@ const std::string& TokenizerFor(int32_t vocab) {
   return written->emplace(vocab, path).first->second;
 }
 
-// The converted model opens, every layer loads, and a runner evaluates a
-// prompt and samples inside the vocabulary.
-void RunConverted(const std::string& path, const tinyai::LlamaShape& shape) {
-  TinyAIMmapConfig config = tinyaiCreateDefaultMmapConfig();
-  config.prefetchThreads = 0;
-  TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), &config);
-  FUZZ_CHECK(model != nullptr, "the converted model does not open");
-  for (int l = 0; l < tinyaiGetMappedLayerCount(model); ++l) {
-    FUZZ_CHECK(tinyaiGetLayerWeights(model, l) != nullptr, "layer %d of the converted model does not load", l);
-    tinyaiReleaseLayerWeights(model, l);
-  }
-  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-  cfg.contextLength = shape.seq_len < 8 ? shape.seq_len : 8;
-  TinyAILLM* llm = nullptr;
-  TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
-  // The converter keeps the runtime's limits (format/limits.h): whatever it
-  // writes, a runner takes.
-  FUZZ_CHECK(s == TINYAI_OK, "a converted model's runner fails: %s", tinyaiStatusString(s));
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
-  FUZZ_CHECK(tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK, "tinyaiGetLLMModelInfo");
-  FUZZ_CHECK(info.dim == shape.dim && info.hiddenDim == shape.hidden_dim && info.layers == shape.layers &&
-                 info.heads == shape.heads && info.kvHeads == shape.kv_heads && info.vocabSize == shape.vocab_size &&
-                 info.seqLen == shape.seq_len && info.sharedClassifier == (shape.shared_classifier ? 1 : 0),
-             "the runner sees another shape than the checkpoint's header");
-  int32_t tokens[8];
-  int32_t count = 0;
-  s = tinyaiLLMTokenize(llm, "ab", 1, tokens, 8, &count);
-  if (s == TINYAI_OK) {
-    if (count > cfg.contextLength) count = cfg.contextLength;
-    std::vector<float> logits(static_cast<size_t>(shape.vocab_size));
-    s = tinyaiLLMEval(llm, tokens, count, logits.data());
-    // Weights that are NaN or infinite (or overflow) give logits that are:
-    // TINYAI_ERR_NOT_FINITE, and nothing to sample.
-    FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_NOT_FINITE, "evaluating %d tokens fails: %s", count,
-               tinyaiStatusString(s));
-    if (s != TINYAI_OK) CheckFailure(s, "tinyaiLLMEval");
-    for (float temperature : {0.0f, 0.8f}) {
-      if (s != TINYAI_OK) break;
-      TinyAISamplerConfig sampler = tinyaiCreateDefaultSamplerConfig();
-      sampler.temperature = temperature;
-      uint64_t rng = 7;
-      int32_t token = -1;
-      std::vector<float> copy = logits;
-      FUZZ_CHECK(tinyaiLLMSample(llm, copy.data(), &sampler, &rng, &token) == TINYAI_OK, "tinyaiLLMSample");
-      FUZZ_CHECK(token >= 0 && token < shape.vocab_size, "sampled token %d outside the vocabulary of %d", token,
-                 shape.vocab_size);
-    }
-  } else {
-    // Only a vocabulary without the byte-fallback piece of 'b' (id 101).
-    CheckFailure(s, "tinyaiLLMTokenize");
-    FUZZ_CHECK(s == TINYAI_ERR_BAD_TOKENIZER && shape.vocab_size <= 101, "tokenizing fails: %s", tinyaiStatusString(s));
-  }
-  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
-  params.steps = 6;
-  params.sampler.temperature = 0.9f;
-  char text[256];
-  size_t len = 0;
-  s = tinyaiLLMGenerate(llm, "a", &params, text, sizeof text, &len, nullptr);
-  if (s != TINYAI_OK) CheckFailure(s, "tinyaiLLMGenerate");
-  tinyaiDestroyLLM(llm);
-  tinyaiCloseMappedModel(model);
-}
-
 // A synthetic model (tinyai::WriteSyntheticModel) exported as a llama2.c
 // checkpoint: the version-0 header, then the tensors in llama2.c's order
 // (read back through the loader), with the legacy RoPE tables.
@@ -211,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    shape.kv_heads == h[4] && shape.vocab_size == (h[5] < 0 ? -h[5] : h[5]) &&
                    shape.shared_classifier == (h[5] > 0) && shape.seq_len == h[6],
                "the converted shape differs from the header");
-    RunConverted(out, shape);
+    tinyai_fuzz::RunConverted(out, shape);
   }
   std::remove(out.c_str());
   return 0;

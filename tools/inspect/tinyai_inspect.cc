@@ -1,4 +1,5 @@
-// tinyai-inspect: what a .tmai file holds, and with --plan what running it
+// tinyai-inspect: what a .tmai file holds (and where it came from: the
+// format and file it was converted from), and with --plan what running it
 // takes: the forward scheduler's activation arena against its lower bound and
 // the naive total, the weights, KV cache and tables, the least memory limit,
 // and the mode ADAPTIVE would choose under --mem-limit.
@@ -27,7 +28,8 @@ const char kUsage[] =
     "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
     "       tinyai-inspect -h | --help | --version\n"
-    "  the model's hyper-parameters, layers and tensors, and the least --mem-limit a llama model runs under\n"
+    "  the model's name and source (the format and file it was converted from), hyper-parameters, layers and\n"
+    "  tensors, and the least --mem-limit a llama model runs under\n"
     "  --json        one JSON object on stdout\n"
     "  --context N   tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
     "  -t THREADS    compute threads, 0..256 (default 1; 0 = one per core)\n"
@@ -104,6 +106,14 @@ int Run(int argc, char** argv) {
     weights += info.decodedSize;
   }
   const int layers = tinyaiGetMappedLayerCount(model);
+  // Where the model came from (the converters' general.* keys; "" when absent).
+  auto meta = [&](const char* key) {
+    const char* v = nullptr;
+    size_t n = 0;
+    return tinyaiGetMetadataString(model, key, &v, &n) == TINYAI_OK ? std::string(v, n) : std::string();
+  };
+  const std::string name = meta("general.name"), source_format = meta("general.source_format"),
+                    source_file = meta("general.source_file");
   // The least memory limit, for models the LLM runner serves.
   TinyAIMemoryReport mem;
   mem.structSize = sizeof mem;
@@ -151,6 +161,8 @@ int Run(int argc, char** argv) {
     std::printf(",\"file_bytes\":%" PRIu64 ",\"format_version\":%u,\"architecture\":", tinyaiGetMappedModelFileSize(model),
                 tinyaiFormatVersion());
     PrintJsonString(arch, arch_len);
+    std::printf(",\"name\":%s,\"source_format\":%s,\"source_file\":%s", tt::JsonString(name).c_str(),
+                tt::JsonString(source_format).c_str(), tt::JsonString(source_file).c_str());
     if (plan) {
       std::printf(",\"weights_bytes\":%" PRIu64 ",\"weights_resident_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64 ",\"lower_bound_bytes\":%" PRIu64
                   ",\"naive_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"table_bytes\":%" PRIu64
@@ -205,6 +217,11 @@ int Run(int argc, char** argv) {
     std::printf("%s: .tmai v%u, %" PRIu64 " bytes, architecture %.*s, %.1f MiB of weights\n", path.c_str(),
                 tinyaiFormatVersion(), tinyaiGetMappedModelFileSize(model), static_cast<int>(arch_len), arch,
                 tinyai_tools::Mib(weights));
+    if (!name.empty()) std::printf("  %-24s %s\n", "name", name.c_str());
+    if (!source_format.empty()) {
+      std::printf("  %-24s %s%s%s\n", "source", source_format.c_str(), source_file.empty() ? "" : " file ",
+                  source_file.c_str());
+    }
     for (const char* key : kIntKeys) {
       int64_t v;
       if (tinyaiGetMetadataInt(model, key, &v) == TINYAI_OK) std::printf("  %-24s %" PRId64 "\n", key, v);

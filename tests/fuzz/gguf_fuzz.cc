@@ -1,0 +1,114 @@
+// libFuzzer target: the bytes of a GGUF file, parsed by tinyai::gguf::Parse
+// and converted by tinyai::ConvertGguf (tinyai-convert --from gguf). Any
+// input must give TINYAI_OK or a specific status with a message, never a
+// crash, a hang or a sanitizer report. A file that parses has every key and
+// tensor inside it, in order and without overlap; a file that converts must
+// open, load every layer and build a runner that evaluates a prompt and
+// samples inside the vocabulary (or says TINYAI_ERR_NOT_FINITE).
+//
+// Seeds (TINYAI_FUZZ_WRITE_SEEDS): small synthetic models written as GGUF by
+// the tests' writer (tests/import/gguf_writer.h) in F32, F16, Q8_0 and Q4_0,
+// with a separate classifier, version 2, another alignment.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "fuzz_util.h"
+#include "import/gguf.h"
+#include "import/gguf_writer.h"
+#include "import/llama_source.h"
+#include "import/model_builder.h"
+#include "tinyai/tinyai.h"
+
+namespace {
+
+using tinyai_fuzz::CheckFailure;
+
+void WriteSeeds(const char* dir) {
+  struct Seed {
+    const char* spec;
+    uint32_t type;
+    uint32_t version;
+    uint64_t alignment;
+  };
+  const Seed seeds[] = {
+      {"dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=260,seq_len=8,seed=1", tinyai::testing::kGgmlF32, 3, 32},
+      {"dim=16,hidden=24,layers=2,heads=4,kv_heads=2,vocab=262,seq_len=8,seed=2,shared=0", tinyai::testing::kGgmlF16, 2, 32},
+      {"dim=32,hidden=32,layers=1,heads=2,kv_heads=2,vocab=260,seq_len=4,seed=3", tinyai::testing::kGgmlQ8_0, 3, 64},
+      {"dim=32,hidden=64,layers=1,heads=4,kv_heads=1,vocab=261,seq_len=4,seed=4", tinyai::testing::kGgmlQ4_0, 3, 32},
+  };
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; ++i) {
+    tinyai::LlamaShape shape;
+    FUZZ_CHECK(tinyai::ParseSyntheticSpec(seeds[i].spec, &shape) == TINYAI_OK, "spec %s", seeds[i].spec);
+    const std::string model = tinyai_fuzz::ScratchDir::Get().File("seed.tmai");
+    FUZZ_CHECK(tinyai::WriteSyntheticModel(shape, model.c_str()) == TINYAI_OK, "synthetic %s", seeds[i].spec);
+    tinyai::testing::LlamaSource source;
+    std::string error;
+    FUZZ_CHECK(tinyai::testing::LoadTmai(model, &source, &error), "%s", error.c_str());
+    tinyai::testing::GgufModelOptions options;
+    options.matrix_type = seeds[i].type;
+    tinyai::testing::GgufWriter w;
+    FUZZ_CHECK(tinyai::testing::GgufFromSource(source, options, &w, &error), "%s", error.c_str());
+    const std::vector<uint8_t> bytes = w.Finish(seeds[i].version, seeds[i].alignment);
+    tinyai_fuzz::WriteSeed(dir, "model-" + std::to_string(i) + ".gguf", bytes.data(), bytes.size());
+    std::remove(model.c_str());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  tinyai_fuzz::WriteSeedsIfAsked(WriteSeeds);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The parser on the bytes themselves (ASan sees a read past them).
+  tinyaiClearLastError();
+  tinyai::gguf::File parsed;
+  const TinyAIStatus ps = tinyai::gguf::Parse(data, size, "input", &parsed);
+  if (ps != TINYAI_OK) {
+    CheckFailure(ps, "gguf::Parse");
+  } else {
+    uint64_t end = parsed.data_offset;
+    for (const tinyai::gguf::TensorInfo& t : parsed.tensors) {
+      FUZZ_CHECK(t.offset >= parsed.data_offset && t.offset <= size && t.bytes <= size - t.offset,
+                 "tensor '%s' outside the file", t.name.c_str());
+      end = t.offset + t.bytes > end ? t.offset + t.bytes : end;
+    }
+    FUZZ_CHECK(end <= size, "data past the end");
+    std::string s;
+    std::vector<std::string> strings;
+    std::vector<float> floats;
+    std::vector<int64_t> ints;
+    for (const tinyai::gguf::KeyValue& kv : parsed.kvs) {  // every typed read says OK or a status
+      uint64_t u = 0;
+      float f = 0;
+      parsed.GetUint(kv.key, UINT64_MAX, &u);
+      parsed.GetFloat(kv.key, &f);
+      parsed.GetString(kv.key, &s);
+      parsed.GetStrings(kv.key, &strings);
+      parsed.GetFloats(kv.key, &floats);
+      parsed.GetInts(kv.key, &ints);
+    }
+  }
+
+  const tinyai_fuzz::ScratchDir& dir = tinyai_fuzz::ScratchDir::Get();
+  const std::string in = dir.File("in.gguf"), out = dir.File("out.tmai");
+  FUZZ_CHECK(tinyai_fuzz::WriteFile(in, data, size), "cannot write %s", in.c_str());
+  tinyai::LlamaHyperParams shape;
+  tinyaiClearLastError();
+  const TinyAIStatus s = tinyai::ConvertGguf(in.c_str(), out.c_str(), &shape);
+  if (s != TINYAI_OK) {
+    CheckFailure(s, "ConvertGguf");
+    FUZZ_CHECK(std::strstr(tinyaiGetLastErrorMessage(), in.c_str()) != nullptr ||
+                   std::strstr(tinyaiGetLastErrorMessage(), out.c_str()) != nullptr,
+               "the message names none of the files");
+  } else {
+    FUZZ_CHECK(ps == TINYAI_OK, "a file the parser refuses converts");
+    tinyai_fuzz::RunConverted(out, shape);
+  }
+  std::remove(out.c_str());
+  return 0;
+}

@@ -1,0 +1,347 @@
+#include "import/gguf_writer.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "common/half.h"
+#include "tinyai/types.h"
+
+namespace tinyai {
+namespace testing {
+
+namespace {
+
+// GGUF value types (docs/gguf.md).
+constexpr uint32_t kUint32 = 4, kInt32 = 5, kFloat32 = 6, kString = 8, kArray = 9;
+
+template <class T>
+void Put(std::vector<uint8_t>* out, T v) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(&v);
+  out->insert(out->end(), p, p + sizeof v);
+}
+
+void PutString(std::vector<uint8_t>* out, const std::string& s) {
+  Put<uint64_t>(out, s.size());
+  out->insert(out->end(), s.begin(), s.end());
+}
+
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+void GgufWriter::AddUint32(const std::string& key, uint32_t v) {
+  std::vector<uint8_t> b;
+  Put(&b, kUint32);
+  Put(&b, v);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddInt32(const std::string& key, int32_t v) {
+  std::vector<uint8_t> b;
+  Put(&b, kInt32);
+  Put(&b, v);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddFloat32(const std::string& key, float v) {
+  std::vector<uint8_t> b;
+  Put(&b, kFloat32);
+  Put(&b, v);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddString(const std::string& key, const std::string& v) {
+  std::vector<uint8_t> b;
+  Put(&b, kString);
+  PutString(&b, v);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddStrings(const std::string& key, const std::vector<std::string>& v) {
+  std::vector<uint8_t> b;
+  Put(&b, kArray);
+  Put(&b, kString);
+  Put<uint64_t>(&b, v.size());
+  for (const std::string& s : v) PutString(&b, s);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddFloats(const std::string& key, const std::vector<float>& v) {
+  std::vector<uint8_t> b;
+  Put(&b, kArray);
+  Put(&b, kFloat32);
+  Put<uint64_t>(&b, v.size());
+  for (float f : v) Put(&b, f);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddInt32s(const std::string& key, const std::vector<int32_t>& v) {
+  std::vector<uint8_t> b;
+  Put(&b, kArray);
+  Put(&b, kInt32);
+  Put<uint64_t>(&b, v.size());
+  for (int32_t i : v) Put(&b, i);
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddRaw(const std::string& key, uint32_t type, const std::vector<uint8_t>& value) {
+  std::vector<uint8_t> b;
+  Put(&b, type);
+  b.insert(b.end(), value.begin(), value.end());
+  kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::AddTensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type,
+                           const std::vector<uint8_t>& data) {
+  tensors_.push_back(Tensor{name, dims, type, data.size(), [data] { return data; }});
+}
+
+void GgufWriter::AddTensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type, uint64_t bytes,
+                           std::function<std::vector<uint8_t>()> data) {
+  tensors_.push_back(Tensor{name, dims, type, bytes, std::move(data)});
+}
+
+bool GgufWriter::ReplaceTensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type,
+                               const std::vector<uint8_t>& data) {
+  for (Tensor& t : tensors_) {
+    if (t.name == name) {
+      t = Tensor{name, dims, type, data.size(), [data] { return data; }};
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<uint8_t> GgufWriter::Header(uint32_t version, uint64_t alignment, std::vector<uint64_t>* offsets) const {
+  std::vector<uint8_t> out = {'G', 'G', 'U', 'F'};
+  Put(&out, version);
+  Put<uint64_t>(&out, tensors_.size());
+  const bool write_alignment = alignment != 32;
+  Put<uint64_t>(&out, kvs_.size() + (write_alignment ? 1 : 0));
+  for (const auto& kv : kvs_) {
+    PutString(&out, kv.first);
+    out.insert(out.end(), kv.second.begin(), kv.second.end());
+  }
+  if (write_alignment) {
+    PutString(&out, "general.alignment");
+    Put(&out, kUint32);
+    Put(&out, static_cast<uint32_t>(alignment));
+  }
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors_) {
+    PutString(&out, t.name);
+    Put<uint32_t>(&out, static_cast<uint32_t>(t.dims.size()));
+    for (uint64_t d : t.dims) Put(&out, d);
+    Put(&out, t.type);
+    uint64_t at = offset;
+    for (const auto& o : overrides_) {
+      if (o.first == offsets->size()) at = o.second;
+    }
+    Put(&out, at);
+    offsets->push_back(offset);  // where the data goes, whatever the file says
+    offset = AlignUp(offset + t.bytes, alignment);
+  }
+  out.resize(AlignUp(out.size(), alignment), 0);
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::Finish(uint32_t version, uint64_t alignment) const {
+  std::vector<uint64_t> offsets;
+  std::vector<uint8_t> out = Header(version, alignment, &offsets);
+  const size_t data = out.size();
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    out.resize(data + offsets[i], 0);
+    const std::vector<uint8_t> bytes = tensors_[i].data();
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  }
+  return out;
+}
+
+bool GgufWriter::WriteFile(const std::string& path, uint32_t version, uint64_t alignment) const {
+  std::vector<uint64_t> offsets;
+  const std::vector<uint8_t> header = Header(version, alignment, &offsets);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+  uint64_t at = 0;
+  for (size_t i = 0; i < tensors_.size() && out; ++i) {
+    const std::vector<char> pad(offsets[i] - at, 0);
+    out.write(pad.data(), static_cast<std::streamsize>(pad.size()));
+    const std::vector<uint8_t> bytes = tensors_[i].data();
+    if (bytes.size() != tensors_[i].bytes) return false;
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    at = offsets[i] + bytes.size();
+  }
+  return static_cast<bool>(out);
+}
+
+std::vector<uint8_t> EncodeQ8_0(const float* x, size_t rows, size_t cols) {
+  std::vector<uint8_t> out;
+  for (size_t b = 0; b < rows * cols / 32; ++b) {
+    const float* v = x + b * 32;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    Put<uint16_t>(&out, FloatToHalf(d));
+    for (int j = 0; j < 32; ++j) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::round(v[j] * id))));
+  }
+  return out;
+}
+
+std::vector<uint8_t> EncodeQ4_0(const float* x, size_t rows, size_t cols) {
+  std::vector<uint8_t> out;
+  for (size_t b = 0; b < rows * cols / 32; ++b) {
+    const float* v = x + b * 32;
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (amax < std::fabs(v[j])) {
+        amax = std::fabs(v[j]);
+        max = v[j];
+      }
+    }
+    const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    Put<uint16_t>(&out, FloatToHalf(d));
+    for (int j = 0; j < 16; ++j) {
+      const int lo = static_cast<int8_t>(v[j] * id + 8.5f), hi = static_cast<int8_t>(v[16 + j] * id + 8.5f);
+      out.push_back(static_cast<uint8_t>((lo < 15 ? lo : 15) | (hi < 15 ? hi : 15) << 4));
+    }
+  }
+  return out;
+}
+
+float DecodeQ8_0(const uint8_t* block, int j) {
+  uint16_t d;
+  std::memcpy(&d, block, 2);
+  return HalfToFloat(d) * static_cast<float>(static_cast<int8_t>(block[2 + j]));
+}
+
+float DecodeQ4_0(const uint8_t* block, int j) {
+  uint16_t d;
+  std::memcpy(&d, block, 2);
+  const uint8_t byte = block[2 + (j % 16)];
+  const int code = j < 16 ? (byte & 15) : (byte >> 4);
+  return HalfToFloat(d) * static_cast<float>(code - 8);
+}
+
+std::vector<uint8_t> EncodeF16(const float* x, size_t n) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < n; ++i) Put<uint16_t>(&out, FloatToHalf(x[i]));
+  return out;
+}
+
+std::vector<uint8_t> EncodeF32(const float* x, size_t n) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(x);
+  return std::vector<uint8_t>(p, p + n * sizeof(float));
+}
+
+std::vector<uint8_t> EncodeBF16(const float* x, size_t n) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+      bits |= 0x00400000u;  // a NaN stays a (quiet) NaN
+    } else {
+      bits += 0x7fffu + ((bits >> 16) & 1u);  // to nearest, ties to even
+    }
+    Put<uint16_t>(&out, static_cast<uint16_t>(bits >> 16));
+  }
+  return out;
+}
+
+bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufWriter* out, std::string* error) {
+  const LlamaHyperParams& p = s.params;
+  GgufWriter& w = *out;
+  w.AddString("general.architecture", "llama");
+  w.AddString("general.name", s.name);
+  w.AddUint32("llama.context_length", static_cast<uint32_t>(p.seq_len));
+  w.AddUint32("llama.embedding_length", static_cast<uint32_t>(p.dim));
+  w.AddUint32("llama.block_count", static_cast<uint32_t>(p.layers));
+  w.AddUint32("llama.feed_forward_length", static_cast<uint32_t>(p.hidden_dim));
+  w.AddUint32("llama.rope.dimension_count", static_cast<uint32_t>(p.head_size()));
+  w.AddUint32("llama.attention.head_count", static_cast<uint32_t>(p.heads));
+  w.AddUint32("llama.attention.head_count_kv", static_cast<uint32_t>(p.kv_heads));
+  w.AddFloat32("llama.attention.layer_norm_rms_epsilon", p.norm_eps);
+  w.AddFloat32("llama.rope.freq_base", p.rope_theta);
+  w.AddString("tokenizer.ggml.model", "llama");
+  w.AddStrings("tokenizer.ggml.tokens", SentencePiecePieces(s));
+  w.AddFloats("tokenizer.ggml.scores", s.scores);
+  if (options.token_types) {
+    std::vector<int32_t> types;
+    for (size_t i = 0; i < s.pieces.size(); ++i) types.push_back(TokenType(s, i));
+    w.AddInt32s("tokenizer.ggml.token_type", types);
+  }
+  w.AddUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(s.bos));
+  w.AddUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(s.eos));
+  w.AddUint32("tokenizer.ggml.unknown_token_id", 0);
+
+  // GGUF's names and order: the embedding, each block's tensors, the final norm, the classifier.
+  std::vector<std::pair<std::string, TensorName>> order;
+  const std::vector<TensorName> tensors = LlamaTensors(p);
+  auto find = [&](const std::string& name) {
+    for (const TensorName& t : tensors) {
+      if (t.name == name) return t;
+    }
+    return TensorName{name, 0, 0, false};
+  };
+  order.emplace_back("token_embd.weight", find("token_embd"));
+  const char* const kinds[][2] = {{"attn_norm", "attn_norm"}, {"attn_q", "attn_q"},     {"attn_k", "attn_k"},
+                                  {"attn_v", "attn_v"},       {"attn_out", "attn_output"}, {"ffn_norm", "ffn_norm"},
+                                  {"ffn_gate", "ffn_gate"},   {"ffn_up", "ffn_up"},     {"ffn_down", "ffn_down"}};
+  for (int32_t l = 0; l < p.layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    for (const auto& k : kinds) order.emplace_back(b + k[1] + ".weight", find(b + k[0]));
+  }
+  order.emplace_back("output_norm.weight", find("output_norm"));
+  if (!p.shared_classifier) order.emplace_back("output.weight", find("output"));
+
+  for (const auto& entry : order) {
+    const TensorName t = entry.second;
+    if (t.rows == 0) return *error = "no tensor " + t.name, false;
+    const std::vector<uint64_t> dims = t.matrix ? std::vector<uint64_t>{t.cols, t.rows} : std::vector<uint64_t>{t.cols};
+    uint32_t type = t.matrix ? options.matrix_type : kGgmlF32;
+    if (type == GgufModelOptions::kStored) {
+      int32_t dtype = TINYAI_DTYPE_F32;
+      std::vector<uint8_t> bytes;
+      if (!s.stored(t.name, &dtype, &bytes)) dtype = TINYAI_DTYPE_F32;
+      switch (dtype) {
+        case TINYAI_DTYPE_F32: type = kGgmlF32; break;
+        case TINYAI_DTYPE_F16: type = kGgmlF16; break;
+        case TINYAI_DTYPE_Q8_G32: type = kGgmlQ8_0; break;
+        case TINYAI_DTYPE_Q4_G32: type = kGgmlQ4_0; break;
+        case TINYAI_DTYPE_Q4NL_G32: type = kGgmlIQ4_NL; break;
+        default: return *error = "tensor " + t.name + " has a dtype GGUF does not store", false;
+      }
+      if (type != kGgmlF32 && type != kGgmlF16 && t.cols % 32 != 0) {
+        return *error = "tensor " + t.name + ": rows of " + std::to_string(t.cols) + " values in blocks of 32", false;
+      }
+      if (type != kGgmlF32) {  // read again when written: one tensor in memory at a time
+        const LlamaSource* source = &s;
+        const std::string name = t.name;
+        w.AddTensor(entry.first, dims, type, bytes.size(), [source, name] {
+          int32_t dtype = 0;
+          std::vector<uint8_t> again;
+          source->stored(name, &dtype, &again);
+          return again;
+        });
+        continue;
+      }
+    }
+    if ((type == kGgmlQ8_0 || type == kGgmlQ4_0) && t.cols % 32 != 0) type = kGgmlF32;
+    const uint64_t n = t.rows * t.cols;
+    const uint64_t bytes = type == kGgmlQ8_0 ? n / 32 * 34 : type == kGgmlQ4_0 ? n / 32 * 18 : type == kGgmlF16 ? 2 * n : 4 * n;
+    const LlamaSource* source = &s;
+    w.AddTensor(entry.first, dims, type, bytes, [source, t, type] {
+      const std::vector<float> v = source->tensor(t.name);
+      if (v.size() != t.rows * t.cols) return std::vector<uint8_t>();
+      return type == kGgmlQ8_0   ? EncodeQ8_0(v.data(), t.rows, t.cols)
+             : type == kGgmlQ4_0 ? EncodeQ4_0(v.data(), t.rows, t.cols)
+             : type == kGgmlF16  ? EncodeF16(v.data(), v.size())
+                                 : EncodeF32(v.data(), v.size());
+    });
+  }
+  return true;
+}
+
+}  // namespace testing
+}  // namespace tinyai
