@@ -312,6 +312,45 @@ TEST(GgufSynthetic, SeparateClassifierVersion2AndAlignment) {
   }
 }
 
+// BF16 matrices are widened to f32 exactly: the imported values are the
+// file's bfloat16 values, and the model runs.
+TEST(GgufSynthetic, Bf16IsWidenedExactly) {
+  tt::TempDir dir;
+  tinyai::LlamaShape shape;
+  ASSERT_EQ(tinyai::ParseSyntheticSpec("dim=32,hidden=48,layers=2,heads=2,kv_heads=1,vocab=270,seq_len=16,seed=9", &shape),
+            TINYAI_OK);
+  const std::string model = dir.File("m.tmai");
+  ASSERT_EQ(tinyai::WriteSyntheticModel(shape, model.c_str()), TINYAI_OK) << tt::LastMessage();
+  tt::LlamaSource source, back;
+  std::string error;
+  ASSERT_TRUE(tt::LoadTmai(model, &source, &error)) << error;
+  tt::GgufModelOptions o;
+  o.matrix_type = tt::kGgmlBF16;
+  const std::string gguf = dir.File("b.gguf"), out = dir.File("b.tmai");
+  WriteGguf(source, o, gguf);
+  ASSERT_EQ(Convert(gguf, out), TINYAI_OK) << tt::LastMessage();
+  ASSERT_TRUE(tt::LoadTmai(out, &back, &error)) << error;
+  for (const tt::TensorName& t : tt::LlamaTensors(source.params)) {
+    const std::vector<float> original = source.tensor(t.name), imported = back.tensor(t.name);
+    ASSERT_EQ(original.size(), imported.size()) << t.name;
+    TinyAIDType dtype;
+    StoredBytes(out, t.name.c_str(), &dtype);
+    EXPECT_EQ(dtype, TINYAI_DTYPE_F32) << t.name;
+    const std::vector<uint8_t> bf16 = t.matrix ? tt::EncodeBF16(original.data(), original.size()) : std::vector<uint8_t>();
+    for (size_t i = 0; i < original.size(); ++i) {
+      float want = original[i];
+      if (t.matrix) {
+        const uint32_t bits = static_cast<uint32_t>(bf16[2 * i] | bf16[2 * i + 1] << 8) << 16;
+        std::memcpy(&want, &bits, 4);
+      }
+      ASSERT_EQ(imported[i], want) << t.name << " " << i;
+    }
+  }
+  const std::vector<float> logits = LogitsOf(out, "ab");
+  ASSERT_FALSE(logits.empty());
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
 // ---- Bad files -------------------------------------------------------------
 
 // A small valid model as a GGUF writer, to break one rule at a time.

@@ -329,7 +329,10 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
     }
     if ((type == kGgmlQ8_0 || type == kGgmlQ4_0) && t.cols % 32 != 0) type = kGgmlF32;
     const uint64_t n = t.rows * t.cols;
-    const uint64_t bytes = type == kGgmlQ8_0 ? n / 32 * 34 : type == kGgmlQ4_0 ? n / 32 * 18 : type == kGgmlF16 ? 2 * n : 4 * n;
+    const uint64_t bytes = type == kGgmlQ8_0   ? n / 32 * 34
+                           : type == kGgmlQ4_0 ? n / 32 * 18
+                           : type == kGgmlF16 || type == kGgmlBF16 ? 2 * n
+                                                                    : 4 * n;
     const LlamaSource* source = &s;
     w.AddTensor(entry.first, dims, type, bytes, [source, t, type] {
       const std::vector<float> v = source->tensor(t.name);
@@ -337,6 +340,7 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
       return type == kGgmlQ8_0   ? EncodeQ8_0(v.data(), t.rows, t.cols)
              : type == kGgmlQ4_0 ? EncodeQ4_0(v.data(), t.rows, t.cols)
              : type == kGgmlF16  ? EncodeF16(v.data(), v.size())
+             : type == kGgmlBF16 ? EncodeBF16(v.data(), v.size())
                                  : EncodeF32(v.data(), v.size());
     });
   }

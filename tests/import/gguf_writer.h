@@ -78,7 +78,7 @@ float DecodeQ8_0(const uint8_t* block, int j);
 float DecodeQ4_0(const uint8_t* block, int j);
 
 struct GgufModelOptions {
-  // Each matrix's type: kGgmlF32, kGgmlF16, kGgmlQ8_0 or kGgmlQ4_0 (a matrix
+  // Each matrix's type: kGgmlF32, kGgmlF16, kGgmlBF16, kGgmlQ8_0 or kGgmlQ4_0 (a matrix
   // whose rows are not a multiple of 32 stays F32 under a block type, as
   // llama.cpp falls back); kStored copies what the source stores (f16, q8_g32
   // as Q8_0, q4_g32 as Q4_0, q4nl_g32 as IQ4_NL; f32 as F32). Norms are F32.
