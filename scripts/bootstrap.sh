@@ -6,7 +6,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libzstd-dev libxsimd-dev libconcurrentqueue-dev
           libgtest-dev libgmock-dev libbenchmark-dev python3-numpy python3-yaml clang-14 libclang-rt-14-dev
-          gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi)
+          gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi
+          nlohmann-json3-dev libsentencepiece-dev)
 # The default model's corpus: its test checks generated words against it.
 packages+=(fortunes)
 if [ "${1:-}" = "--recipe" ]; then

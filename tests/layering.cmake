@@ -11,7 +11,9 @@ cmake_minimum_required(VERSION 3.25)
 # The loader converts matrices to the precisions applied to a model as it
 # loads them (issue 15): it uses the encoder (quant/) and the reference
 # kernels' dequantizers. The C API's calibration measures the inputs'
-# second moments and factors them (quant/hessian.h).
+# second moments and factors them (quant/hessian.h). The safetensors import
+# checks its vocabulary encodes with TinyAI's tokenizer (text/) as with
+# SentencePiece.
 set(ALLOWED_common    common/ port/ tinyai/)
 set(ALLOWED_port      common/ port/ tinyai/)
 set(ALLOWED_format    common/ format/ port/ tinyai/)
@@ -23,7 +25,7 @@ set(ALLOWED_loader    common/ format/ kernels/ loader/ port/ quant/ tinyai/)
 set(ALLOWED_scheduler common/ loader/ planner/ port/ scheduler/ tinyai/)
 set(FORBIDDEN_scheduler tinyai/llm.h)
 set(ALLOWED_model     common/ format/ kernels/ loader/ model/ port/ scheduler/ text/ tinyai/)
-set(ALLOWED_import    common/ format/ import/ kernels/ loader/ port/ quant/ tinyai/)
+set(ALLOWED_import    common/ format/ import/ kernels/ loader/ port/ quant/ text/ tinyai/)
 set(ALLOWED_capi      capi/ common/ format/ loader/ model/ port/ quant/ scheduler/ text/ tinyai/)
 # Folders whose code is the core: no call of a tinyaiCreate*/Open*/Close*/
 # Destroy* function of the C API (a default or a handle of its own).

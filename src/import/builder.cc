@@ -64,6 +64,26 @@ void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* pat
   }
 }
 
+void SpacesFromSentencePiece(std::string* piece) {
+  for (size_t at = piece->find("\xE2\x96\x81"); at != std::string::npos; at = piece->find("\xE2\x96\x81", at + 1)) {
+    piece->replace(at, 3, " ");
+  }
+}
+
+TinyAIStatus CheckBytePieces(const char* source, const std::vector<std::string>& pieces) {
+  static const char kHex[] = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) {
+    const size_t id = static_cast<size_t>(b) + 3;
+    const std::string want = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
+    if (id >= pieces.size() || pieces[id] != want) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': token %zu is '%s', not the byte piece '%s': TinyAI's tokenizer "
+                      "needs the 256 byte pieces <0x00>..<0xFF> at ids 3..258 (LLaMA's SentencePiece layout)",
+                      source, id, id < pieces.size() ? pieces[id].c_str() : "(none)", want.c_str());
+    }
+  }
+  return TINYAI_OK;
+}
+
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -61,6 +61,17 @@ TinyAIStatus CheckShape(const LlamaHyperParams& shape, bool synthetic);
 // TINYAI_ERR_BAD_TOKENIZER names the token.
 TinyAIStatus CheckTokenizerPieces(const std::vector<std::string>& pieces, const std::vector<float>& scores);
 
+// SentencePiece marks a word's start with U+2581; llama2.c's files, and
+// TinyAI's tokenizer, with a space: every U+2581 of piece becomes ' '.
+void SpacesFromSentencePiece(std::string* piece);
+
+// Checks an imported vocabulary has the 256 byte pieces "<0x00>".."<0xFF>"
+// at ids 3..258, where TinyAI's tokenizer (as llama2.c's) falls back to a
+// byte missing from the vocabulary: TINYAI_ERR_UNSUPPORTED naming source and
+// the first token that is not (any other vocabulary would tokenize such
+// text into the wrong tokens).
+TinyAIStatus CheckBytePieces(const char* source, const std::vector<std::string>& pieces);
+
 // The seeded generator of synthetic weights (splitmix64): next value of *state.
 uint64_t SplitMix64(uint64_t* state);
 

@@ -86,22 +86,11 @@ TinyAIStatus WidenHalves(TmaiWriter* w, const uint8_t* p, uint64_t count, bool b
   return TINYAI_OK;
 }
 
-// TinyAI's tokenizer (llama2.c's) spells a byte missing from the
-// vocabulary as token byte + 3: the pieces "<0x00>".."<0xFF>" must be ids
-// 3..258, as in LLaMA's SentencePiece vocabularies; any other vocabulary
-// would tokenize such text into the wrong tokens. The token types, when
-// given, must agree: one per token, type 6 (byte) exactly for those pieces.
+// The byte pieces where TinyAI's tokenizer looks for them (CheckBytePieces);
+// the token types, when given, must agree: one per token, type 6 (byte)
+// exactly for those pieces.
 TinyAIStatus CheckByteFallback(const gguf::File& f, const std::vector<std::string>& pieces) {
-  static const char kHex[] = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) {
-    const size_t id = static_cast<size_t>(b) + 3;
-    const std::string want = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
-    if (id >= pieces.size() || pieces[id] != want) {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': token %zu is '%s', not the byte piece '%s': TinyAI's tokenizer "
-                      "needs the 256 byte pieces <0x00>..<0xFF> at ids 3..258 (LLaMA's SentencePiece layout)",
-                      f.source.c_str(), id, id < pieces.size() ? pieces[id].c_str() : "(none)", want.c_str());
-    }
-  }
+  TINYAI_RETURN_IF_ERROR(CheckBytePieces(f.source.c_str(), pieces));
   std::vector<int64_t> types;
   bool found = false;
   TINYAI_RETURN_IF_ERROR(f.GetInts("tokenizer.ggml.token_type", &types, &found));
@@ -210,13 +199,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': BOS %d or EOS %d is not a token (%d tokens)", ggufPath, bos, eos,
                     s.vocab_size);
   }
-  // SentencePiece marks a word's start with U+2581; llama2.c's files, and
-  // TinyAI's tokenizer, with a space.
-  for (std::string& p : pieces) {
-    for (size_t at = p.find("\xE2\x96\x81"); at != std::string::npos; at = p.find("\xE2\x96\x81", at + 1)) {
-      p.replace(at, 3, " ");
-    }
-  }
+  for (std::string& p : pieces) SpacesFromSentencePiece(&p);
   TinyAIStatus ts = CheckTokenizerPieces(pieces, scores);
   if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", ggufPath);
   TINYAI_RETURN_IF_ERROR(CheckByteFallback(f, pieces));

@@ -5,6 +5,7 @@
 #include "import/builder.h"
 #include "import/dense_def.h"
 #include "import/gguf_import.h"
+#include "import/hf_import.h"
 #include "import/llama2c.h"
 #include "import/reencode.h"
 #include "import/synthetic.h"

@@ -72,13 +72,20 @@ class ScratchDir {
     static std::string* p = new std::string();
     return *p;
   }
-  // The folder holds only files the targets wrote (no subfolders).
-  static void RemoveAll() {
-    const std::string& dir = Path();
+  // The folder holds files the targets wrote and folders of such files
+  // (one level: a checkpoint's folder).
+  static void RemoveAll() { RemoveFolder(Path(), 1); }
+  static void RemoveFolder(const std::string& dir, int depth) {
     if (DIR* d = ::opendir(dir.c_str())) {
       while (const struct dirent* e = ::readdir(d)) {
         if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-          std::remove((dir + "/" + e->d_name).c_str());
+          const std::string path = dir + "/" + e->d_name;
+          struct stat st;
+          if (depth > 0 && ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            RemoveFolder(path, depth - 1);
+          } else {
+            std::remove(path.c_str());
+          }
         }
       }
       ::closedir(d);

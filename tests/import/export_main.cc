@@ -5,6 +5,7 @@
 // users get.
 //
 //   tinyai_test_export gguf IN.tmai OUT.gguf [--type f32|f16|q8_0|q4_0|stored] [--version 2|3]
+//   tinyai_test_export safetensors IN.tmai OUT_DIR [--dtype F32|F16|BF16] [--shards N]
 //   tinyai_test_export llama2c IN.tmai OUT.bin OUT_TOKENIZER.bin
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "import/gguf_writer.h"
+#include "import/hf_writer.h"
 #include "import/llama_source.h"
 
 namespace {
@@ -20,6 +22,7 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: tinyai_test_export gguf IN.tmai OUT.gguf [--type f32|f16|q8_0|q4_0|stored] [--version 2|3]\n"
+               "       tinyai_test_export safetensors IN.tmai OUT_DIR [--dtype F32|F16|BF16] [--shards N]\n"
                "       tinyai_test_export llama2c IN.tmai OUT.bin OUT_TOKENIZER.bin\n");
   return 2;
 }
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   const std::string format = argv[1];
   std::vector<std::string> positional;
   tinyai::testing::GgufModelOptions gguf;
+  tinyai::testing::HfOptions hf;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--type" && i + 1 < argc) {
@@ -46,6 +50,10 @@ int main(int argc, char** argv) {
       else if (t == "q4_0") gguf.matrix_type = tinyai::testing::kGgmlQ4_0;
       else if (t == "stored") gguf.matrix_type = tinyai::testing::GgufModelOptions::kStored;
       else return Usage();
+    } else if (a == "--dtype" && i + 1 < argc) {
+      hf.dtype = argv[++i];
+    } else if (a == "--shards" && i + 1 < argc) {
+      hf.shards = std::atoi(argv[++i]);
     } else if (a == "--version" && i + 1 < argc) {
       gguf.version = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else if (!a.empty() && a[0] == '-') {
@@ -61,6 +69,10 @@ int main(int argc, char** argv) {
     tinyai::testing::GgufWriter w;
     if (!tinyai::testing::GgufFromSource(source, gguf, &w, &error)) return Fail(error);
     if (!w.WriteFile(positional[1], gguf.version, gguf.alignment)) return Fail("cannot write " + positional[1]);
+    return 0;
+  }
+  if (format == "safetensors" && positional.size() == 2) {
+    if (!tinyai::testing::WriteHfCheckpoint(source, hf, positional[1], &error)) return Fail(error);
     return 0;
   }
   if (format == "llama2c" && positional.size() == 3) {

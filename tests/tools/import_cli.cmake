@@ -1,11 +1,13 @@
-# tinyai-convert's importers on the command line: a GGUF file (written by the
-# tests' writer, tinyai_test_export, from the default model) converts, and
+# tinyai-convert's importers on the command line: a GGUF file and a Hugging
+# Face checkpoint (written by the tests' writers, tinyai_test_export, from the
+# default model) convert, and
 # the result generates the original's text and tells where it came from
 # (tinyai-inspect: text and JSON); options an import does not take are usage
 # errors; a bad file is a runtime error naming the file and the field, and
 # writes nothing; an output that is the input is refused.
 # Run by ctest as tools_import_cli with CONVERT, GENERATE, INSPECT, EXPORT,
-# MODEL (the default model), OUT_DIR and EMULATOR.
+# MODEL (the default model), SENTENCEPIECE (the build reads tokenizer.model),
+# OUT_DIR and EMULATOR.
 include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 
 set(gguf ${OUT_DIR}/fortunes.gguf)
@@ -29,6 +31,26 @@ expect_run(RC 0 COMMAND ${EXPORT} gguf ${MODEL} ${OUT_DIR}/q8.gguf --type q8_0)
 expect_run(RC 0 EXPECT "wrote" COMMAND ${CONVERT} --from gguf ${OUT_DIR}/q8.gguf ${OUT_DIR}/q8.tmai)
 expect_run(RC 0 STDOUT_HAS "blk.0.attn_q           attn_q           q8_g32" COMMAND ${INSPECT} ${OUT_DIR}/q8.tmai)
 expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/q8.tmai -p "A man" -n 8 --quiet)
+
+# ---- A Hugging Face checkpoint (safetensors, config.json, tokenizer.model), in two shards --------
+if(SENTENCEPIECE)
+  file(MAKE_DIRECTORY ${OUT_DIR}/hf)
+  expect_run(RC 0 COMMAND ${EXPORT} safetensors ${MODEL} ${OUT_DIR}/hf --dtype F16 --shards 2)
+  expect_run(RC 0 EXPECT "wrote ${OUT_DIR}/hf.tmai" "matrices as in the input"
+             COMMAND ${CONVERT} --from safetensors ${OUT_DIR}/hf ${OUT_DIR}/hf.tmai)
+  expect_run(RC 0 STDOUT_HAS "source                   safetensors file hf" "blk.0.attn_q           attn_q           f16"
+             COMMAND ${INSPECT} ${OUT_DIR}/hf.tmai)
+  expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/hf.tmai -p "A man" -n 8 --quiet)
+  expect_usage_error("--dtype does not go with --from safetensors"
+                     ${CONVERT} --dtype q8_g32 --from safetensors ${OUT_DIR}/hf ${OUT_DIR}/n.tmai)
+  expect_usage_error("the checkpoint's folder holds tokenizer.model"
+                     ${CONVERT} --tokenizer t.bin --from safetensors ${OUT_DIR}/hf ${OUT_DIR}/n.tmai)
+  file(REMOVE ${OUT_DIR}/hf/tokenizer.model)
+  expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "${OUT_DIR}/hf/tokenizer.model"
+                       ${CONVERT} --from safetensors ${OUT_DIR}/hf ${OUT_DIR}/n.tmai)
+else()
+  message(STATUS "this build reads no tokenizer.model: the safetensors import's command-line checks are skipped")
+endif()
 
 # ---- Options an import does not take ---------------------------------------------------------
 expect_usage_error("--dtype does not go with --from gguf" ${CONVERT} --dtype f16 --from gguf ${gguf} ${OUT_DIR}/n.tmai)

@@ -4,6 +4,7 @@
 //   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
 //   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from gguf [--name NAME] IN.gguf OUT.tmai
+//   tinyai-convert [--compress zstd[:LEVEL]] --from safetensors [--name NAME] DIR_OR_FILE OUT.tmai
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,7 @@ const char kUsage[] =
     "       tinyai-convert [--dtype D] [--compress C] --dense DEF.txt OUT.tmai\n"
     "       tinyai-convert [--dtype D] [--compress C] --from tmai [--name NAME] IN.tmai OUT.tmai\n"
     "       tinyai-convert [--compress C] --from gguf [--name NAME] IN.gguf OUT.tmai\n"
+    "       tinyai-convert [--compress C] --from safetensors [--name NAME] DIR_OR_FILE OUT.tmai\n"
     "       tinyai-convert -h | --help | --version\n"
     "  --from llama2c     convert a llama2.c checkpoint IN.bin (with --tokenizer TOK.bin, its tokenizer)\n"
     "  --from tmai        write an existing model IN.tmai again: its matrices in --dtype (default: as they\n"
@@ -34,9 +36,13 @@ const char kUsage[] =
     "  --from gguf        convert a LLaMA GGUF file (version 2 or 3) with its vocabulary; each tensor keeps\n"
     "                     its type: F32, F16, Q8_0 (q8_g32), Q4_0 (q4_g32), IQ4_NL (q4nl_g32), BF16 (to f32);\n"
     "                     other types (Q4_K, Q6_K, ...) are refused by name (no --dtype: tinyai-quantize after)\n"
+    "  --from safetensors convert a Hugging Face LLaMA checkpoint: its folder (model.safetensors, or shards and\n"
+    "                     model.safetensors.index.json), a .safetensors file or the index; config.json and the\n"
+    "                     SentencePiece tokenizer.model from the same folder. F32 and F16 tensors keep their type,\n"
+    "                     BF16 becomes f32; q_proj and k_proj rows are permuted back to the interleaved rotary layout\n"
     "  --tokenizer TOK.bin  the llama2.c tokenizer file\n"
     "  --name NAME        the model's name (general.name) with --from llama2c (default 'llama2.c checkpoint'),\n"
-    "                     --from tmai or --from gguf (default: the input's)\n"
+    "                     --from tmai, --from gguf or --from safetensors (default: the input's)\n"
     "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
     "  --dense DEF.txt    a random-weight dense network from a definition file\n"
     "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights):\n"
@@ -192,18 +198,31 @@ int Run(int argc, char** argv) {
     PrintStats(options, stats);
     return 0;
   }
-  if (!name.empty() && from != "llama2c" && from != "tmai" && from != "gguf") {
-    throw tinyai_tools::UsageError("--name goes with --from llama2c, --from tmai or --from gguf");
+  if (!name.empty() && from != "llama2c" && from != "tmai" && from != "gguf" && from != "safetensors") {
+    throw tinyai_tools::UsageError("--name goes with --from llama2c, --from tmai, --from gguf or --from safetensors");
   }
   options.name = name;
-  if (from == "gguf") {
-    if (!tokenizer.empty()) throw tinyai_tools::UsageError("--tokenizer goes with --from llama2c (a GGUF file holds its vocabulary)");
-    if (dtype_given) throw tinyai_tools::UsageError("--dtype does not go with --from gguf: each tensor keeps its type (tinyai-quantize converts them after)");
-    if (positional.size() != 2) throw tinyai_tools::UsageError("--from gguf takes IN.gguf and OUT.tmai");
+  if (from == "gguf" || from == "safetensors") {
+    if (!tokenizer.empty()) {
+      throw tinyai_tools::UsageError("--tokenizer goes with --from llama2c (" +
+                                     std::string(from == "gguf" ? "a GGUF file holds its vocabulary"
+                                                                : "the checkpoint's folder holds tokenizer.model") + ")");
+    }
+    if (dtype_given) {
+      throw tinyai_tools::UsageError("--dtype does not go with --from " + from +
+                                     ": each tensor keeps its type (tinyai-quantize converts them after)");
+    }
+    if (positional.size() != 2) {
+      throw tinyai_tools::UsageError(from == "gguf" ? "--from gguf takes IN.gguf and OUT.tmai"
+                                                    : "--from safetensors takes DIR_OR_FILE and OUT.tmai");
+    }
     CheckOutputIsNoInput(positional[1], {{"input", positional[0]}});
     tinyai::LlamaShape shape;
     tinyai::TmaiWriteStats stats;
-    TinyAIStatus s = tinyai::ConvertGguf(positional[0].c_str(), positional[1].c_str(), &shape, options, &stats);
+    TinyAIStatus s = from == "gguf"
+                         ? tinyai::ConvertGguf(positional[0].c_str(), positional[1].c_str(), &shape, options, &stats)
+                         : tinyai::ConvertSafetensors(positional[0].c_str(), positional[1].c_str(), &shape, options,
+                                                      &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
     PrintShape(shape, positional[1].c_str());
     PrintStats(options, stats, "as in the input");
@@ -221,7 +240,8 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (from != "llama2c") {
-    throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --from tmai, --from gguf, --synthetic or --dense"
+    throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --from tmai, --from gguf, --from safetensors, "
+                                                  "--synthetic or --dense"
                                                 : "unknown --from " + from);
   }
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");

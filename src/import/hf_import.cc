@@ -1,0 +1,538 @@
+#include "import/hf_import.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if TINYAI_WITH_SENTENCEPIECE
+#include <sentencepiece_processor.h>
+#endif
+
+#include "common/half.h"
+#include "common/status.h"
+#include "format/tmai_writer.h"
+#include "import/json.h"
+#include "import/safetensors.h"
+#include "port/port.h"
+#include "text/tokenizer.h"
+
+namespace tinyai {
+
+bool SentencePieceAvailable() { return TINYAI_WITH_SENTENCEPIECE != 0; }
+
+namespace {
+
+constexpr size_t kMaxConfigBytes = 16u << 20;  // config.json and the index: small files
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string Folder(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool EndsWith(const std::string& s, const char* tail) {
+  const size_t n = std::strlen(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+// One weights file, mapped and parsed.
+struct Shard {
+  std::string name;  // as the index names it (the file's name)
+  std::string path;
+  port::MappedFile map;
+  safetensors::File file;
+  ~Shard() { port::UnmapFile(&map); }
+};
+
+// Where the weights are: the shards and each tensor's.
+struct Weights {
+  std::vector<std::unique_ptr<Shard>> shards;
+  std::map<std::string, std::pair<const Shard*, const safetensors::Tensor*>> tensors;
+};
+
+TinyAIStatus OpenShard(const std::string& path, const std::string& name, Weights* w) {
+  std::unique_ptr<Shard> shard(new Shard());
+  shard->name = name;
+  shard->path = path;
+  TINYAI_RETURN_IF_ERROR(port::MapFile(path.c_str(), &shard->map));
+  TINYAI_RETURN_IF_ERROR(safetensors::Parse(shard->map.data, shard->map.size, shard->map.size, path, &shard->file));
+  // The header's pages were read once; the data is read tensor by tensor.
+  port::AdviseRange(shard->map.data, static_cast<size_t>(shard->file.data_offset), port::Advice::kDontNeed);
+  w->shards.push_back(std::move(shard));
+  return TINYAI_OK;
+}
+
+// The weights of inPath: a folder, a .safetensors file or an index .json.
+TinyAIStatus OpenWeights(const std::string& in, std::string* folder, Weights* w) {
+  std::string index;
+  if (IsDirectory(in)) {
+    *folder = in;
+    if (Exists(in + "/model.safetensors.index.json")) {
+      index = in + "/model.safetensors.index.json";
+    } else if (Exists(in + "/model.safetensors")) {
+      TINYAI_RETURN_IF_ERROR(OpenShard(in + "/model.safetensors", "model.safetensors", w));
+    } else {
+      return SetError(TINYAI_ERR_FILE_NOT_FOUND, "'%s' holds neither model.safetensors nor "
+                      "model.safetensors.index.json", in.c_str());
+    }
+  } else if (EndsWith(in, ".json")) {
+    *folder = Folder(in);
+    index = in;
+  } else {
+    *folder = Folder(in);
+    TINYAI_RETURN_IF_ERROR(OpenShard(in, BaseName(in), w));
+  }
+  if (!index.empty()) {
+    nlohmann::json j;
+    TINYAI_RETURN_IF_ERROR(ReadJsonFile(index, kMaxConfigBytes, &j));
+    if (!j.is_object()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' is %s, not a JSON object", index.c_str(), JsonKind(j));
+    auto map = j.find("weight_map");
+    if (map == j.end() || !map->is_object()) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no weight_map object", index.c_str());
+    }
+    std::map<std::string, std::string> wanted;  // tensor -> shard
+    std::map<std::string, bool> files;
+    for (auto it = map->begin(); it != map->end(); ++it) {
+      if (!it.value().is_string()) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': weight_map '%s' is %s, not a file name", index.c_str(),
+                        it.key().c_str(), JsonKind(it.value()));
+      }
+      const std::string& file = it.value().get_ref<const std::string&>();
+      if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos ||
+          file.find('\0') != std::string::npos) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': weight_map '%s' names '%s', not a file in the checkpoint's folder",
+                        index.c_str(), it.key().c_str(), file.c_str());
+      }
+      wanted[it.key()] = file;
+      files[file] = true;
+    }
+    for (const auto& f : files) TINYAI_RETURN_IF_ERROR(OpenShard(*folder + "/" + f.first, f.first, w));
+    for (const auto& shard : w->shards) {
+      for (const safetensors::Tensor& t : shard->file.tensors) {
+        auto it = wanted.find(t.name);
+        if (it == wanted.end() || it->second != shard->name) {
+          return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is in %s, which the index '%s' %s", shard->path.c_str(),
+                          t.name.c_str(), shard->name.c_str(), index.c_str(),
+                          it == wanted.end() ? "does not name" : ("places in " + it->second).c_str());
+        }
+      }
+    }
+    for (const auto& t : wanted) {
+      bool found = false;
+      for (const auto& shard : w->shards) found |= shard->name == t.second && shard->file.Find(t.first) != nullptr;
+      if (!found) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is not in %s", index.c_str(), t.first.c_str(),
+                        t.second.c_str());
+      }
+    }
+  }
+  for (const auto& shard : w->shards) {
+    for (const safetensors::Tensor& t : shard->file.tensors) {
+      auto inserted = w->tensors.emplace(t.name, std::make_pair(shard.get(), &t));
+      if (!inserted.second) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%s' is in both '%s' and '%s'", t.name.c_str(),
+                        inserted.first->second.first->path.c_str(), shard->path.c_str());
+      }
+    }
+  }
+  return TINYAI_OK;
+}
+
+// The hyper-parameters from config.json.
+struct Config {
+  LlamaHyperParams params;
+  bool tied = false;
+  bool has_bos = false, has_eos = false;
+  uint64_t bos = 0, eos = 0;
+  std::string name;
+};
+
+TinyAIStatus ReadConfig(const std::string& path, Config* c) {
+  nlohmann::json j;
+  TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxConfigBytes, &j));
+  if (!j.is_object()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' is %s, not a JSON object", path.c_str(), JsonKind(j));
+  std::string model_type;
+  bool found = false;
+  TINYAI_RETURN_IF_ERROR(JsonString(j, "model_type", path, &model_type, &found));
+  bool llama = found && model_type == "llama";
+  auto arch = j.find("architectures");
+  if (!found && arch != j.end() && arch->is_array()) {
+    for (const nlohmann::json& a : *arch) llama |= a.is_string() && a.get_ref<const std::string&>() == "LlamaForCausalLM";
+  }
+  if (!llama) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': model_type '%s'; TinyAI imports LLaMA checkpoints (model_type "
+                    "\"llama\", LlamaForCausalLM)", path.c_str(), found ? model_type.c_str() : "(none)");
+  }
+  LlamaHyperParams& s = c->params;
+  struct Field {
+    const char* key;
+    int32_t* out;
+    bool required;
+  };
+  uint64_t v = 0;
+  const Field fields[] = {{"hidden_size", &s.dim, true},
+                          {"intermediate_size", &s.hidden_dim, true},
+                          {"num_hidden_layers", &s.layers, true},
+                          {"num_attention_heads", &s.heads, true},
+                          {"num_key_value_heads", &s.kv_heads, false},
+                          {"max_position_embeddings", &s.seq_len, true},
+                          {"vocab_size", &s.vocab_size, true}};
+  for (const Field& f : fields) {
+    TINYAI_RETURN_IF_ERROR(JsonUint(j, f.key, INT32_MAX, path, &v, f.required ? nullptr : &found));
+    if (f.required || found) *f.out = static_cast<int32_t>(v);
+  }
+  if (j.find("num_key_value_heads") == j.end() || j["num_key_value_heads"].is_null()) s.kv_heads = s.heads;
+  s.norm_eps = 1e-6f;
+  TINYAI_RETURN_IF_ERROR(JsonFloat(j, "rms_norm_eps", path, &s.norm_eps, &found));
+  s.rope_theta = 10000.0f;
+  TINYAI_RETURN_IF_ERROR(JsonFloat(j, "rope_theta", path, &s.rope_theta, &found));
+  if (!(s.norm_eps > 0.0f) || !(s.rope_theta > 0.0f)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rms_norm_eps %g and rope_theta %g must be positive", path.c_str(),
+                    static_cast<double>(s.norm_eps), static_cast<double>(s.rope_theta));
+  }
+  TINYAI_RETURN_IF_ERROR(JsonBool(j, "tie_word_embeddings", path, &c->tied, &found));
+  std::string act = "silu";
+  TINYAI_RETURN_IF_ERROR(JsonString(j, "hidden_act", path, &act, &found));
+  if (act != "silu") {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': hidden_act '%s'; TinyAI's LLaMA runs SwiGLU (silu)", path.c_str(),
+                    act.c_str());
+  }
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    bool bias = false;
+    TINYAI_RETURN_IF_ERROR(JsonBool(j, key, path, &bias, &found));
+    if (bias) return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is true; TinyAI's LLaMA has no biases", path.c_str(), key);
+  }
+  auto scaling = j.find("rope_scaling");
+  if (scaling != j.end() && !scaling->is_null()) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope_scaling is set; TinyAI runs unscaled rotary embeddings",
+                    path.c_str());
+  }
+  if (s.heads > 0 && s.dim % s.heads == 0) {
+    TINYAI_RETURN_IF_ERROR(JsonUint(j, "head_dim", INT32_MAX, path, &v, &found));
+    if (found && v != static_cast<uint64_t>(s.dim / s.heads)) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': head_dim %llu is not hidden_size / num_attention_heads (%d)",
+                      path.c_str(), static_cast<unsigned long long>(v), s.dim / s.heads);
+    }
+  }
+  TINYAI_RETURN_IF_ERROR(JsonUint(j, "bos_token_id", INT32_MAX, path, &c->bos, &c->has_bos));
+  TINYAI_RETURN_IF_ERROR(JsonUint(j, "eos_token_id", INT32_MAX, path, &c->eos, &c->has_eos));
+  TINYAI_RETURN_IF_ERROR(JsonString(j, "_name_or_path", path, &c->name, &found));
+  return TINYAI_OK;
+}
+
+// Texts whose encoding by TinyAI's tokenizer must equal SentencePiece's:
+// words, spaces (a model that collapses or strips them normalizes), digits,
+// punctuation, a line break, accents, CJK and an emoji (byte fallback).
+const char* const kProbeTexts[] = {
+    "Hello world",
+    "Once upon a time, there was a little girl named Lily.",
+    "  two  spaces,\tand a tab",
+    "12345 + 678 = 7023",
+    "line one\nline two",
+    "caf\xC3\xA9 na\xC3\xAFve \xC3\xBC" "ber",
+    "\xE4\xB8\x96\xE7\x95\x8C \xF0\x9F\x98\x80 <s> </s>",
+};
+
+// The vocabulary from tokenizer.model.
+struct Vocabulary {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  int32_t bos = 1, eos = 2;
+};
+
+TinyAIStatus ReadTokenizer(const std::string& path, Vocabulary* v) {
+#if TINYAI_WITH_SENTENCEPIECE
+  port::File f;
+  TINYAI_RETURN_IF_ERROR(port::OpenFile(path.c_str(), &f));
+  std::string bytes(static_cast<size_t>(f.size), '\0');
+  TinyAIStatus rs = bytes.empty() ? TINYAI_OK : port::ReadAt(f, 0, &bytes[0], bytes.size(), path.c_str());
+  port::CloseFile(&f);
+  TINYAI_RETURN_IF_ERROR(rs);
+  sentencepiece::SentencePieceProcessor sp;
+  const auto loaded = sp.LoadFromSerializedProto(bytes);
+  if (!loaded.ok()) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': SentencePiece cannot load it: %s", path.c_str(),
+                    loaded.ToString().c_str());
+  }
+  const int n = sp.GetPieceSize();
+  for (int id = 0; id < n; ++id) {
+    std::string piece = sp.IdToPiece(id);
+    SpacesFromSentencePiece(&piece);
+    v->pieces.push_back(piece);
+    v->scores.push_back(sp.GetScore(id));
+  }
+  v->bos = sp.bos_id();
+  v->eos = sp.eos_id();
+  if (v->bos < 0 || v->eos < 0 || v->bos >= n || v->eos >= n) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': BOS %d or EOS %d is not a token (%d tokens)", path.c_str(), v->bos,
+                    v->eos, n);
+  }
+  TinyAIStatus ts = CheckTokenizerPieces(v->pieces, v->scores);
+  if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", path.c_str());
+  TINYAI_RETURN_IF_ERROR(CheckBytePieces(path.c_str(), v->pieces));
+  // TinyAI's tokenizer over these pieces must encode as SentencePiece does.
+  std::vector<StringView> views;
+  size_t longest = 0;
+  for (const std::string& p : v->pieces) {
+    views.push_back(StringView{p.data(), p.size()});
+    longest = p.size() > longest ? p.size() : longest;
+  }
+  Tokenizer tok;
+  TINYAI_RETURN_IF_ERROR(tok.Init(Span<const StringView>(views.data(), views.size()),
+                                  Span<const float>(v->scores.data(), v->scores.size()), v->bos, v->eos,
+                                  static_cast<uint32_t>(longest)));
+  for (const char* text : kProbeTexts) {
+    std::vector<int> want;
+    const auto encoded = sp.Encode(text, &want);
+    std::vector<int32_t> got(std::strlen(text) * 4 + 8);
+    size_t count = 0;
+    TinyAIStatus es = encoded.ok() ? tok.Encode(text, false, false, got.data(), got.size(), &count) : TINYAI_ERR_INTERNAL;
+    got.resize(es == TINYAI_OK ? count : 0);
+    bool same = es == TINYAI_OK && got.size() == want.size();
+    for (size_t i = 0; same && i < got.size(); ++i) same = got[i] == want[i];
+    if (!same) {
+      // Both lists from a few tokens before the first difference.
+      size_t first = 0;
+      while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
+      const size_t from = first > 3 ? first - 3 : 0;
+      auto list = [from](const auto& ids) {
+        std::string s = from > 0 ? "... " : "";
+        for (size_t i = from; i < ids.size() && i < from + 10; ++i) s += (i > from ? " " : "") + std::to_string(ids[i]);
+        return ids.size() > from + 10 ? s + " ..." : s;
+      };
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': SentencePiece encodes \"%s\" as [%s], TinyAI's tokenizer (BPE by "
+                      "piece scores, as llama2.c's) as [%s]: a unigram model, or one that normalizes its text, is not "
+                      "one TinyAI reproduces", path.c_str(), text, list(want).c_str(), list(got).c_str());
+    }
+  }
+  return TINYAI_OK;
+#else
+  (void)v;
+  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': this build reads no SentencePiece tokenizer.model (built without "
+                  "libsentencepiece; convert on a machine whose build has it)", path.c_str());
+#endif
+}
+
+// A tensor TinyAI reads, where it is and what it becomes.
+struct Planned {
+  std::string tmai;
+  std::string hf;
+  const Shard* shard = nullptr;
+  const safetensors::Tensor* t = nullptr;
+  TinyAIDType dtype = TINYAI_DTYPE_F32;
+  int32_t rotary_heads = 0;  // q_proj, k_proj: the heads whose rows are permuted back
+};
+
+// Writes p's rows in the .tmai's order and dtype, a chunk of rows at a time,
+// releasing the source pages a chunk read.
+TinyAIStatus WriteTensor(TmaiWriter* w, const Planned& p) {
+  const safetensors::Tensor& t = *p.t;
+  const uint64_t cols = t.shape.back(), rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const uint64_t in_each = safetensors::DTypeBytes(t.dtype), in_row = cols * in_each;
+  const uint64_t out_each = p.dtype == TINYAI_DTYPE_F16 ? 2 : 4, out_row = cols * out_each;
+  const uint8_t* base = p.shard->map.data + t.offset;
+  const uint64_t head = p.rotary_heads > 0 ? rows / static_cast<uint64_t>(p.rotary_heads) : 0;
+  // Row r of the output (the interleaved rotary layout: pairs 2i, 2i + 1) is
+  // Hugging Face's row i (first halves) or head / 2 + i (second halves) of
+  // the same head.
+  auto source = [&](uint64_t r) {
+    if (head == 0) return r;
+    const uint64_t h = r / head, k = r % head;
+    return h * head + (k % 2) * (head / 2) + k / 2;
+  };
+  const uint64_t per = out_row >= (4u << 20) ? 1 : (4u << 20) / out_row;
+  std::vector<uint8_t> buffer(static_cast<size_t>((per < rows ? per : rows) * out_row));
+  uint64_t released = 0;  // source rows before this are no longer needed
+  for (uint64_t r0 = 0; r0 < rows; r0 += per) {
+    const uint64_t n = rows - r0 < per ? rows - r0 : per;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint8_t* in = base + source(r0 + i) * in_row;
+      uint8_t* out = buffer.data() + i * out_row;
+      if (t.dtype == "BF16") {
+        for (uint64_t c = 0; c < cols; ++c) {
+          uint16_t b;
+          std::memcpy(&b, in + 2 * c, 2);
+          const uint32_t bits = static_cast<uint32_t>(b) << 16;
+          std::memcpy(out + 4 * c, &bits, 4);
+        }
+      } else if (t.dtype == "F16" && p.dtype == TINYAI_DTYPE_F32) {
+        for (uint64_t c = 0; c < cols; ++c) {
+          uint16_t h;
+          std::memcpy(&h, in + 2 * c, 2);
+          const float f = HalfToFloat(h);
+          std::memcpy(out + 4 * c, &f, 4);
+        }
+      } else {
+        std::memcpy(out, in, static_cast<size_t>(in_row));
+      }
+    }
+    TINYAI_RETURN_IF_ERROR(w->Write(buffer.data(), static_cast<size_t>(n * out_row)));
+    // Rows [released, r0 + n) of the source are done once the chunk ends on
+    // a head's end (the rows of whole heads are the same in both orders):
+    // their pages need not stay resident.
+    if (head == 0 || (r0 + n) % head == 0 || r0 + n == rows) {
+      port::AdviseRange(base + released * in_row, static_cast<size_t>((r0 + n - released) * in_row),
+                        port::Advice::kDontNeed);
+      released = r0 + n;
+    }
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace
+
+TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHyperParams* paramsOut,
+                                const WriteOptions& options, TmaiWriteStats* stats) {
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
+  if (options.matrix_dtype != TINYAI_DTYPE_F32) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a safetensors import keeps each tensor's own dtype (asked for %s): "
+                    "convert the result with tinyai-quantize", tinyaiDTypeName(options.matrix_dtype));
+  }
+  std::string folder;
+  Weights weights;
+  TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &weights));
+  for (const auto& shard : weights.shards) {
+    if (SameFile(outPath, shard->path.c_str())) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
+                      "overwrite an input", outPath, shard->path.c_str());
+    }
+  }
+  const std::string config_path = folder + "/config.json", tokenizer_path = folder + "/tokenizer.model";
+  for (const std::string& p : {config_path, tokenizer_path}) {
+    if (SameFile(outPath, p.c_str())) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
+                      "overwrite an input", outPath, p.c_str());
+    }
+  }
+  Config config;
+  TINYAI_RETURN_IF_ERROR(ReadConfig(config_path, &config));
+  LlamaHyperParams& s = config.params;
+  s.shared_classifier = config.tied;
+  const TinyAIStatus shape_status = CheckShape(s, false);
+  if (shape_status != TINYAI_OK) return AddErrorContext(shape_status, "'%s': ", config_path.c_str());
+
+  Vocabulary vocab;
+  TINYAI_RETURN_IF_ERROR(ReadTokenizer(tokenizer_path, &vocab));
+  if (vocab.pieces.size() != static_cast<size_t>(s.vocab_size)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' has %zu tokens but '%s' says vocab_size %d", tokenizer_path.c_str(),
+                    vocab.pieces.size(), config_path.c_str(), s.vocab_size);
+  }
+  if ((config.has_bos && config.bos != static_cast<uint64_t>(vocab.bos)) ||
+      (config.has_eos && config.eos != static_cast<uint64_t>(vocab.eos))) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s' has BOS %d and EOS %d but '%s' says %llu and %llu",
+                    tokenizer_path.c_str(), vocab.bos, vocab.eos, config_path.c_str(),
+                    static_cast<unsigned long long>(config.has_bos ? config.bos : vocab.bos),
+                    static_cast<unsigned long long>(config.has_eos ? config.eos : vocab.eos));
+  }
+
+  // The tensors, checked against the shape.
+  const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
+  const uint64_t kv_dim = static_cast<uint64_t>(s.kv_dim()), vocab_rows = static_cast<uint64_t>(s.vocab_size);
+  std::vector<Planned> plan;
+  auto want = [&](const std::string& hf, const std::string& tmai, uint64_t rows, uint64_t cols, bool matrix,
+                  int32_t rotary_heads) -> TinyAIStatus {
+    auto it = weights.tensors.find(hf);
+    if (it == weights.tensors.end()) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no tensor '%s'", inPath, hf.c_str());
+    }
+    const safetensors::Tensor& t = *it->second.second;
+    const bool shape_ok = matrix ? t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols
+                                 : t.shape.size() == 1 && t.shape[0] == cols;
+    if (!shape_ok) {
+      std::string got;
+      for (uint64_t d : t.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is [%s]; this model's is [%s%s]",
+                      it->second.first->path.c_str(), hf.c_str(), got.c_str(),
+                      matrix ? (std::to_string(rows) + ", ").c_str() : "", std::to_string(cols).c_str());
+    }
+    if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; TinyAI imports F32, F16 and BF16 tensors",
+                      it->second.first->path.c_str(), hf.c_str(), t.dtype.c_str());
+    }
+    Planned p;
+    p.tmai = tmai;
+    p.hf = hf;
+    p.shard = it->second.first;
+    p.t = &t;
+    p.dtype = t.dtype == "F16" && matrix ? TINYAI_DTYPE_F16 : TINYAI_DTYPE_F32;
+    p.rotary_heads = rotary_heads;
+    plan.push_back(p);
+    return TINYAI_OK;
+  };
+  if (weights.tensors.count("model.embed_tokens.weight") != 0) {
+    const safetensors::Tensor& e = *weights.tensors["model.embed_tokens.weight"].second;
+    if (e.shape.size() == 2 && e.shape[0] != vocab_rows) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': the vocabulary has %d tokens but 'model.embed_tokens.weight' has "
+                      "%llu rows", inPath, s.vocab_size, static_cast<unsigned long long>(e.shape[0]));
+    }
+  }
+  TINYAI_RETURN_IF_ERROR(want("model.embed_tokens.weight", "token_embd", vocab_rows, dim, true, 0));
+  for (int32_t l = 0; l < s.layers; ++l) {
+    const std::string g = "model.layers." + std::to_string(l) + ".", t = "blk." + std::to_string(l) + ".";
+    TINYAI_RETURN_IF_ERROR(want(g + "input_layernorm.weight", t + "attn_norm", 1, dim, false, 0));
+    TINYAI_RETURN_IF_ERROR(want(g + "self_attn.q_proj.weight", t + "attn_q", dim, dim, true, s.heads));
+    TINYAI_RETURN_IF_ERROR(want(g + "self_attn.k_proj.weight", t + "attn_k", kv_dim, dim, true, s.kv_heads));
+    TINYAI_RETURN_IF_ERROR(want(g + "self_attn.v_proj.weight", t + "attn_v", kv_dim, dim, true, 0));
+    TINYAI_RETURN_IF_ERROR(want(g + "self_attn.o_proj.weight", t + "attn_out", dim, dim, true, 0));
+    TINYAI_RETURN_IF_ERROR(want(g + "post_attention_layernorm.weight", t + "ffn_norm", 1, dim, false, 0));
+    TINYAI_RETURN_IF_ERROR(want(g + "mlp.gate_proj.weight", t + "ffn_gate", hidden, dim, true, 0));
+    TINYAI_RETURN_IF_ERROR(want(g + "mlp.up_proj.weight", t + "ffn_up", hidden, dim, true, 0));
+    TINYAI_RETURN_IF_ERROR(want(g + "mlp.down_proj.weight", t + "ffn_down", dim, hidden, true, 0));
+  }
+  TINYAI_RETURN_IF_ERROR(want("model.norm.weight", "output_norm", 1, dim, false, 0));
+  if (!s.shared_classifier) TINYAI_RETURN_IF_ERROR(want("lm_head.weight", "output", vocab_rows, dim, true, 0));
+  for (const auto& t : weights.tensors) {
+    bool used = false;
+    for (const Planned& p : plan) used |= p.hf == t.first;
+    // Tied embeddings: a saved lm_head is the embedding again. Older
+    // checkpoints save the rotary frequencies, which TinyAI computes.
+    const bool ignored = (s.shared_classifier && t.first == "lm_head.weight") ||
+                         EndsWith(t.first, ".self_attn.rotary_emb.inv_freq");
+    if (!used && !ignored) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is not part of a LLaMA model TinyAI runs",
+                      t.second.first->path.c_str(), t.first.c_str());
+    }
+  }
+
+  TmaiWriter w;
+  w.SetCompression(options.codec, options.level);
+  std::string name = options.name;
+  if (name.empty()) name = config.name.empty() ? BaseName(folder == "." ? std::string(inPath) : folder) : config.name;
+  AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "safetensors", BaseName(inPath).c_str());
+  AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos);
+  DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
+    for (const Planned& p : plan) {
+      if (p.tmai == n) return p.dtype;
+    }
+    return TINYAI_DTYPE_F32;
+  });
+  TINYAI_RETURN_IF_ERROR(w.Open(outPath));
+  for (const Planned& p : plan) TINYAI_RETURN_IF_ERROR(WriteTensor(&w, p));
+  TINYAI_RETURN_IF_ERROR(w.Finish());
+  if (paramsOut) *paramsOut = s;
+  if (stats) *stats = w.stats();
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai
