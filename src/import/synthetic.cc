@@ -29,6 +29,15 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
   for (size_t i = 0; i < pieces->size(); ++i) scores->push_back(0.0f);
   pieces->push_back(" ");  // the dummy prefix, as SentencePiece vocabularies have it
   scores->push_back(0.0f);
+  // The letters the syllables are made of, as single pieces (a trained
+  // vocabulary has every character of its pieces as one): without them a
+  // letter would be a byte-fallback token, which never merges, and
+  // SentencePiece (which merges characters before falling back to bytes)
+  // would encode the vocabulary's text differently.
+  for (char c = 'a'; c <= 'z' && static_cast<int32_t>(pieces->size()) < vocab; ++c) {
+    pieces->push_back(std::string(1, c));
+    scores->push_back(0.0f);
+  }
   static const char* kOnsets[] = {"b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "w", "th", "st"};
   static const char* kVowels[] = {"a", "e", "i", "o", "u", "ay", "ee", "oo"};
   static const char* kCodas[] = {"", "n", "t", "s", "r", "ng", "ll", "d"};

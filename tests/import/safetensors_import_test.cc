@@ -303,7 +303,7 @@ TEST(HfSynthetic, ClassifierAndIgnoredTensors) {
   for (bool shared : {false, true}) {
     SCOPED_TRACE(shared ? "tied" : "lm_head");
     tinyai::LlamaShape shape;
-    ASSERT_EQ(tinyai::ParseSyntheticSpec(std::string("dim=64,hidden=96,layers=2,heads=4,kv_heads=1,vocab=260,seq_len=32,"
+    ASSERT_EQ(tinyai::ParseSyntheticSpec(std::string("dim=64,hidden=96,layers=2,heads=4,kv_heads=1,vocab=300,seq_len=32,"
                                                      "seed=5,shared=") + (shared ? "1" : "0"),
                                          &shape),
               TINYAI_OK);
