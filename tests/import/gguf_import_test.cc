@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/half.h"
 #include "format/test_models.h"
 #include "import/gguf.h"
 #include "import/gguf_writer.h"
@@ -312,9 +313,9 @@ TEST(GgufSynthetic, SeparateClassifierVersion2AndAlignment) {
   }
 }
 
-// BF16 matrices are widened to f32 exactly: the imported values are the
-// file's bfloat16 values, and the model runs.
-TEST(GgufSynthetic, Bf16IsWidenedExactly) {
+// BF16 matrices and F16 norms are widened to f32 exactly: the imported
+// values are the file's, and the model runs.
+TEST(GgufSynthetic, Bf16AndF16NormsAreWidenedExactly) {
   tt::TempDir dir;
   tinyai::LlamaShape shape;
   ASSERT_EQ(tinyai::ParseSyntheticSpec("dim=32,hidden=48,layers=2,heads=2,kv_heads=1,vocab=270,seq_len=16,seed=9", &shape),
@@ -326,6 +327,7 @@ TEST(GgufSynthetic, Bf16IsWidenedExactly) {
   ASSERT_TRUE(tt::LoadTmai(model, &source, &error)) << error;
   tt::GgufModelOptions o;
   o.matrix_type = tt::kGgmlBF16;
+  o.norm_type = tt::kGgmlF16;  // norms in half: widened to f32 (the runtime reads norms as f32)
   const std::string gguf = dir.File("b.gguf"), out = dir.File("b.tmai");
   WriteGguf(source, o, gguf);
   ASSERT_EQ(Convert(gguf, out), TINYAI_OK) << tt::LastMessage();
@@ -338,7 +340,7 @@ TEST(GgufSynthetic, Bf16IsWidenedExactly) {
     EXPECT_EQ(dtype, TINYAI_DTYPE_F32) << t.name;
     const std::vector<uint8_t> bf16 = t.matrix ? tt::EncodeBF16(original.data(), original.size()) : std::vector<uint8_t>();
     for (size_t i = 0; i < original.size(); ++i) {
-      float want = original[i];
+      float want = tinyai::HalfToFloat(tinyai::FloatToHalf(original[i]));
       if (t.matrix) {
         const uint32_t bits = static_cast<uint32_t>(bf16[2 * i] | bf16[2 * i + 1] << 8) << 16;
         std::memcpy(&want, &bits, 4);

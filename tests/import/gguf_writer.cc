@@ -299,7 +299,7 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
     const TensorName t = entry.second;
     if (t.rows == 0) return *error = "no tensor " + t.name, false;
     const std::vector<uint64_t> dims = t.matrix ? std::vector<uint64_t>{t.cols, t.rows} : std::vector<uint64_t>{t.cols};
-    uint32_t type = t.matrix ? options.matrix_type : kGgmlF32;
+    uint32_t type = t.matrix ? options.matrix_type : options.norm_type;
     if (type == GgufModelOptions::kStored) {
       int32_t dtype = TINYAI_DTYPE_F32;
       std::vector<uint8_t> bytes;

@@ -84,6 +84,7 @@ struct GgufModelOptions {
   // as Q8_0, q4_g32 as Q4_0, q4nl_g32 as IQ4_NL; f32 as F32). Norms are F32.
   uint32_t matrix_type = kGgmlF32;
   static constexpr uint32_t kStored = 0xffffffffu;
+  uint32_t norm_type = kGgmlF32;  // the norms': kGgmlF32, kGgmlF16 or kGgmlBF16
   bool token_types = true;  // tokenizer.ggml.token_type
   uint32_t version = 3;
   uint64_t alignment = 32;
