@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,7 +41,10 @@ bool Seek(FILE* f, uint64_t pos) {
 }  // namespace
 
 TmaiWriter::~TmaiWriter() {
-  if (file_) std::fclose(file_);
+  if (file_) {  // never finished: the partial file goes
+    std::fclose(file_);
+    if (temp_path_ != path_) std::remove(temp_path_.c_str());
+  }
   ZSTD_freeCCtx(cctx_);
 }
 
@@ -239,10 +243,16 @@ TinyAIStatus TmaiWriter::Open(const char* path) {
       return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot set up a zstd compression context (level %d)", level_);
     }
   }
+  if (file_) return SetError(TINYAI_ERR_MISUSE, "'%s': TmaiWriter::Open twice", path_.c_str());
   path_ = path;
+  // A regular file (or none yet) is replaced whole by Finish; anything else
+  // (a device, a pipe) is written in place.
+  struct stat st;
+  const bool special = ::stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  temp_path_ = special ? path_ : path_ + ".partial-" + std::to_string(static_cast<long>(getpid()));
   // Read back too: a compressing writer moves frames within the file.
-  file_ = std::fopen(path, codec_ == TINYAI_CODEC_NONE ? "wb" : "w+b");
-  if (!file_) return SetError(TINYAI_ERR_IO, "'%s': cannot create: %s", path, std::strerror(errno));
+  file_ = std::fopen(temp_path_.c_str(), codec_ == TINYAI_CODEC_NONE ? "wb" : "w+b");
+  if (!file_) return SetError(TINYAI_ERR_IO, "'%s': cannot create: %s", path_.c_str(), std::strerror(errno));
   file_pos_ = high_water_ = 0;
   uint64_t meta_size = SerializeMetadata().size();
   uint64_t layers_offset = AlignUp(tmai::kHeaderSize + meta_size, 8);
@@ -574,7 +584,16 @@ TinyAIStatus TmaiWriter::Finish() {
   }
   int rc = std::fclose(file_);
   file_ = nullptr;
-  if (rc != 0) return SetError(TINYAI_ERR_IO, "'%s': close failed: %s", path_.c_str(), std::strerror(errno));
+  if (rc != 0) {
+    if (temp_path_ != path_) std::remove(temp_path_.c_str());
+    return SetError(TINYAI_ERR_IO, "'%s': close failed: %s", path_.c_str(), std::strerror(errno));
+  }
+  if (temp_path_ != path_ && std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    const int e = errno;
+    if (temp_path_ != path_) std::remove(temp_path_.c_str());
+    return SetError(TINYAI_ERR_IO, "'%s': cannot rename '%s' to it: %s", path_.c_str(), temp_path_.c_str(),
+                    std::strerror(e));
+  }
   for (const tmai::TensorEntry& t : tensors_) {
     stats_.tensors++;
     stats_.compressed_tensors += t.codec != TINYAI_CODEC_NONE ? 1 : 0;

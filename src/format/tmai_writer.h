@@ -82,7 +82,10 @@ class TmaiWriter {
   // tensor as loaded. A bad codec or level is recorded and reported by Open.
   void SetCompression(TinyAICodec codec, int level = kDefaultZstdLevel);
 
-  // Creates path and writes a zero-filled index; data follows with Write().
+  // Creates the file and writes a zero-filled index; data follows with
+  // Write(). The data goes to a temporary file beside path ("PATH.partial-PID"),
+  // renamed over path by a successful Finish: a write that fails, or a writer
+  // destroyed before Finish, removes it and leaves whatever path held.
   TinyAIStatus Open(const char* path);
   // Appends tensor data (decoded bytes) in directory order; a chunk may span
   // tensors.
@@ -108,8 +111,8 @@ class TmaiWriter {
   TinyAIStatus WriteValues(const float* values, size_t count);
   // Decoded bytes the tensor still expects (the current one when index < 0).
   uint64_t TensorBytes(int32_t index) const;
-  // Writes the index with every checksum and closes the file. Fails if any
-  // tensor is incomplete.
+  // Writes the index with every checksum, closes the file and renames it
+  // to the path Open was given. Fails if any tensor is incomplete.
   TinyAIStatus Finish();
   // Totals of the finished file (zero before Finish succeeds).
   const TmaiWriteStats& stats() const { return stats_; }
@@ -156,7 +159,8 @@ class TmaiWriter {
   std::string first_error_;
   TinyAIStatus first_status_ = TINYAI_OK;
 
-  std::string path_;
+  std::string path_;       // where the file goes (and what messages name)
+  std::string temp_path_;  // where it is written until Finish
   FILE* file_ = nullptr;
   uint64_t cursor_ = 0;        // bytes written so far
   uint64_t data_offset_ = 0;

@@ -64,6 +64,15 @@ void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* pat
   }
 }
 
+TinyAIStatus CheckImportedShape(const LlamaHyperParams& shape, const char* source) {
+  const TinyAIStatus s = CheckShape(shape, false);
+  if (s == TINYAI_OK) return TINYAI_OK;
+  // A shape the runtime refuses is the file's fault, not the caller's.
+  const TinyAIStatus code = s == TINYAI_ERR_INVALID_ARGUMENT ? TINYAI_ERR_BAD_FORMAT : s;
+  const std::string message = tinyaiGetLastErrorMessage();
+  return SetError(code, "'%s': %s", source, message.c_str());
+}
+
 void SpacesFromSentencePiece(std::string* piece) {
   for (size_t at = piece->find("\xE2\x96\x81"); at != std::string::npos; at = piece->find("\xE2\x96\x81", at + 1)) {
     piece->replace(at, 3, " ");

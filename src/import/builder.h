@@ -56,6 +56,12 @@ constexpr int32_t kMinSyntheticVocab = 260;
 // tokenizer needs byte fallback (TINYAI_ERR_INVALID_ARGUMENT).
 TinyAIStatus CheckShape(const LlamaHyperParams& shape, bool synthetic);
 
+// CheckShape for an imported file's shape: what it refuses as an invalid
+// argument (a dimension of 0, heads that do not divide dim) is the file's
+// TINYAI_ERR_BAD_FORMAT; the limits stay TINYAI_ERR_UNSUPPORTED. The message
+// starts with 'source': .
+TinyAIStatus CheckImportedShape(const LlamaHyperParams& shape, const char* source);
+
 // Checks a tokenizer the runtime accepts: as many scores as pieces, every
 // piece 1..limits::kMaxPieceBytes bytes, every score finite.
 // TINYAI_ERR_BAD_TOKENIZER names the token.

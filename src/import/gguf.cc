@@ -1,6 +1,7 @@
 #include "import/gguf.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <unordered_set>
 
@@ -224,7 +225,26 @@ TinyAIStatus Lookup(const File& f, const std::string& key, bool* found, const Va
   return TINYAI_OK;
 }
 
+// An array of more than max elements is refused before it is read.
+TinyAIStatus CheckCount(const File& f, const std::string& key, const Value& v, uint64_t max) {
+  if (v.count <= max) return TINYAI_OK;
+  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': key '%s' holds %llu values; TinyAI reads at most %llu",
+                  f.source.c_str(), key.c_str(), static_cast<unsigned long long>(v.count),
+                  static_cast<unsigned long long>(max));
+}
+
 }  // namespace
+
+TinyAIStatus File::GetInt(const std::string& key, int64_t* out, bool* found) const {
+  const Value* v = nullptr;
+  TINYAI_RETURN_IF_ERROR(Lookup(*this, key, found, &v));
+  if (v == nullptr) return TINYAI_OK;
+  if (!IsInteger(v->type)) return WrongType(*this, key, *v, "an integer");
+  if (!ReadInteger(data + v->offset, v->type, out)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is out of range", source.c_str(), key.c_str());
+  }
+  return TINYAI_OK;
+}
 
 TinyAIStatus File::GetUint(const std::string& key, uint64_t max, uint64_t* out, bool* found) const {
   const Value* v = nullptr;
@@ -247,7 +267,11 @@ TinyAIStatus File::GetFloat(const std::string& key, float* out, bool* found) con
   if (v->type == kFloat32) {
     *out = Read<float>(data + v->offset);
   } else if (v->type == kFloat64) {
-    *out = static_cast<float>(Read<double>(data + v->offset));
+    const double d = Read<double>(data + v->offset);
+    if (!(std::fabs(d) <= 3.4028234663852886e38)) {  // NaN, infinite or beyond float: the cast is undefined
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' (%g) is not a finite float", source.c_str(), key.c_str(), d);
+    }
+    *out = static_cast<float>(d);
   } else {
     return WrongType(*this, key, *v, "a float");
   }
@@ -264,11 +288,13 @@ TinyAIStatus File::GetString(const std::string& key, std::string* out, bool* fou
   return TINYAI_OK;
 }
 
-TinyAIStatus File::GetStrings(const std::string& key, std::vector<std::string>* out, bool* found) const {
+TinyAIStatus File::GetStrings(const std::string& key, uint64_t max_count, std::vector<std::string>* out,
+                              bool* found) const {
   const Value* v = nullptr;
   TINYAI_RETURN_IF_ERROR(Lookup(*this, key, found, &v));
   if (v == nullptr) return TINYAI_OK;
   if (v->type != kArray || v->elem_type != kString) return WrongType(*this, key, *v, "an array of strings");
+  TINYAI_RETURN_IF_ERROR(CheckCount(*this, key, *v, max_count));
   out->clear();
   out->reserve(static_cast<size_t>(v->count));
   uint64_t at = v->offset;
@@ -280,21 +306,23 @@ TinyAIStatus File::GetStrings(const std::string& key, std::vector<std::string>* 
   return TINYAI_OK;
 }
 
-TinyAIStatus File::GetFloats(const std::string& key, std::vector<float>* out, bool* found) const {
+TinyAIStatus File::GetFloats(const std::string& key, uint64_t max_count, std::vector<float>* out, bool* found) const {
   const Value* v = nullptr;
   TINYAI_RETURN_IF_ERROR(Lookup(*this, key, found, &v));
   if (v == nullptr) return TINYAI_OK;
   if (v->type != kArray || v->elem_type != kFloat32) return WrongType(*this, key, *v, "an array of float32");
+  TINYAI_RETURN_IF_ERROR(CheckCount(*this, key, *v, max_count));
   out->resize(static_cast<size_t>(v->count));
   if (v->count > 0) std::memcpy(out->data(), data + v->offset, static_cast<size_t>(v->count) * sizeof(float));
   return TINYAI_OK;
 }
 
-TinyAIStatus File::GetInts(const std::string& key, std::vector<int64_t>* out, bool* found) const {
+TinyAIStatus File::GetInts(const std::string& key, uint64_t max_count, std::vector<int64_t>* out, bool* found) const {
   const Value* v = nullptr;
   TINYAI_RETURN_IF_ERROR(Lookup(*this, key, found, &v));
   if (v == nullptr) return TINYAI_OK;
   if (v->type != kArray || !IsInteger(v->elem_type)) return WrongType(*this, key, *v, "an array of integers");
+  TINYAI_RETURN_IF_ERROR(CheckCount(*this, key, *v, max_count));
   out->resize(static_cast<size_t>(v->count));
   const uint64_t each = ScalarBytes(v->elem_type);
   for (uint64_t i = 0; i < v->count; ++i) {
@@ -339,7 +367,7 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
                     static_cast<unsigned long long>(left));
   }
   std::unordered_set<std::string> keys;
-  f.kvs.reserve(static_cast<size_t>(kv_count));
+  f.kvs.reserve(static_cast<size_t>(kv_count < 4096 ? kv_count : 4096));  // the counts are the file's: grow as read
   for (uint64_t i = 0; i < kv_count; ++i) {
     const std::string where = " of key " + std::to_string(i);
     uint64_t offset = 0, length = 0;
@@ -364,7 +392,7 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
   }
   f.alignment = alignment;
   std::unordered_set<std::string> names;
-  f.tensors.reserve(static_cast<size_t>(tensor_count));
+  f.tensors.reserve(static_cast<size_t>(tensor_count < 4096 ? tensor_count : 4096));
   for (uint64_t i = 0; i < tensor_count; ++i) {
     const std::string where = " of tensor " + std::to_string(i);
     uint64_t offset = 0, length = 0;

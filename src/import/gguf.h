@@ -101,14 +101,18 @@ struct File {
   // Typed reads of a key. *found (when given) says whether the key exists;
   // without `found` a missing key is TINYAI_ERR_NOT_FOUND. A value of another
   // type is TINYAI_ERR_BAD_FORMAT naming the key and both types. Integers
-  // accept every integer type whose value fits.
+  // accept every integer type whose value fits; GetInt any integer as int64.
   TinyAIStatus GetUint(const std::string& key, uint64_t max, uint64_t* out, bool* found = nullptr) const;
+  TinyAIStatus GetInt(const std::string& key, int64_t* out, bool* found = nullptr) const;
   TinyAIStatus GetFloat(const std::string& key, float* out, bool* found = nullptr) const;
   TinyAIStatus GetString(const std::string& key, std::string* out, bool* found = nullptr) const;
-  // An array of strings, of floats (float32) or of integers (any integer type, as int64).
-  TinyAIStatus GetStrings(const std::string& key, std::vector<std::string>* out, bool* found = nullptr) const;
-  TinyAIStatus GetFloats(const std::string& key, std::vector<float>* out, bool* found = nullptr) const;
-  TinyAIStatus GetInts(const std::string& key, std::vector<int64_t>* out, bool* found = nullptr) const;
+  // An array of strings, of floats (float32) or of integers (any integer
+  // type, as int64), of at most max_count elements (more:
+  // TINYAI_ERR_UNSUPPORTED before anything is allocated for them).
+  TinyAIStatus GetStrings(const std::string& key, uint64_t max_count, std::vector<std::string>* out,
+                          bool* found = nullptr) const;
+  TinyAIStatus GetFloats(const std::string& key, uint64_t max_count, std::vector<float>* out, bool* found = nullptr) const;
+  TinyAIStatus GetInts(const std::string& key, uint64_t max_count, std::vector<int64_t>* out, bool* found = nullptr) const;
 };
 
 // Parses size bytes at data (a mapped file; source names it in messages).

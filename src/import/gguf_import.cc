@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "common/status.h"
+#include "format/limits.h"
 #include "format/tmai_writer.h"
 #include "import/gguf.h"
 #include "port/port.h"
@@ -93,7 +94,7 @@ TinyAIStatus CheckByteFallback(const gguf::File& f, const std::vector<std::strin
   TINYAI_RETURN_IF_ERROR(CheckBytePieces(f.source.c_str(), pieces));
   std::vector<int64_t> types;
   bool found = false;
-  TINYAI_RETURN_IF_ERROR(f.GetInts("tokenizer.ggml.token_type", &types, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetInts("tokenizer.ggml.token_type", limits::kMaxVocab, &types, &found));
   if (!found) return TINYAI_OK;
   if (types.size() != pieces.size()) {
     return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': %zu token types for %zu tokens", f.source.c_str(), types.size(),
@@ -173,11 +174,25 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer '%s'; TinyAI imports SentencePiece vocabularies "
                     "(tokenizer.ggml.model 'llama')", ggufPath, tokenizer_model.c_str());
   }
+  // TinyAI's tokenizer always adds SentencePiece's dummy prefix (a space
+  // before the text); a vocabulary that does not would encode otherwise.
+  bool add_space = true;
+  const gguf::KeyValue* space_key = f.Find("tokenizer.ggml.add_space_prefix");
+  if (space_key != nullptr) {
+    if (space_key->value.type != gguf::kBool) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key 'tokenizer.ggml.add_space_prefix' is not a bool", ggufPath);
+    }
+    add_space = mapped.data[space_key->value.offset] != 0;
+  }
+  if (!add_space) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer.ggml.add_space_prefix is false; TinyAI's tokenizer "
+                    "always adds the dummy-prefix space (as LLaMA's SentencePiece model does)", ggufPath);
+  }
   std::vector<std::string> pieces;
   std::vector<float> scores;
-  TINYAI_RETURN_IF_ERROR(f.GetStrings("tokenizer.ggml.tokens", &pieces, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetStrings("tokenizer.ggml.tokens", limits::kMaxVocab, &pieces, &found));
   if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.tokens'", ggufPath);
-  TINYAI_RETURN_IF_ERROR(f.GetFloats("tokenizer.ggml.scores", &scores, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetFloats("tokenizer.ggml.scores", limits::kMaxVocab, &scores, &found));
   if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.scores'", ggufPath);
   if (scores.size() != pieces.size()) {
     return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': %zu tokens but %zu scores", ggufPath, pieces.size(), scores.size());
@@ -192,12 +207,12 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': llama.vocab_size is %d but tokenizer.ggml.tokens has %d", ggufPath,
                     vocab_key, s.vocab_size);
   }
-  int32_t bos = 0, eos = 0;
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "tokenizer.ggml.bos_token_id", 1, &bos));
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "tokenizer.ggml.eos_token_id", 2, &eos));
-  if (bos >= s.vocab_size || eos >= s.vocab_size) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': BOS %d or EOS %d is not a token (%d tokens)", ggufPath, bos, eos,
-                    s.vocab_size);
+  int64_t bos = 1, eos = 2;
+  TINYAI_RETURN_IF_ERROR(f.GetInt("tokenizer.ggml.bos_token_id", &bos, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetInt("tokenizer.ggml.eos_token_id", &eos, &found));
+  if (bos < 0 || eos < 0 || bos >= s.vocab_size || eos >= s.vocab_size) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': BOS %lld or EOS %lld is not a token (%d tokens)", ggufPath,
+                    static_cast<long long>(bos), static_cast<long long>(eos), s.vocab_size);
   }
   for (std::string& p : pieces) SpacesFromSentencePiece(&p);
   TinyAIStatus ts = CheckTokenizerPieces(pieces, scores);
@@ -211,8 +226,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
                     ggufPath, pieces.size(), static_cast<unsigned long long>(embedding->dims[1]));
   }
   s.shared_classifier = f.FindTensor("output.weight") == nullptr;
-  const TinyAIStatus shape_status = CheckShape(s, false);
-  if (shape_status != TINYAI_OK) return AddErrorContext(shape_status, "'%s': ", ggufPath);
+  TINYAI_RETURN_IF_ERROR(CheckImportedShape(s, ggufPath));
   bool has_rope_dims = false;
   uint64_t rope_dims = 0;
   TINYAI_RETURN_IF_ERROR(f.GetUint("llama.rope.dimension_count", UINT32_MAX, &rope_dims, &has_rope_dims));

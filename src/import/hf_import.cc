@@ -27,7 +27,11 @@ bool SentencePieceAvailable() { return TINYAI_WITH_SENTENCEPIECE != 0; }
 
 namespace {
 
-constexpr size_t kMaxConfigBytes = 16u << 20;  // config.json and the index: small files
+constexpr size_t kMaxConfigBytes = 1u << 20;  // config.json: about 1 KB in practice
+constexpr size_t kMaxConfigValues = 1u << 14;
+constexpr size_t kMaxIndexBytes = 16u << 20;  // the index: about 1 KB per 10 tensors
+constexpr size_t kMaxIndexValues = 1u << 18;  // two a tensor: a 4,096-layer LLaMA has about 37,000
+constexpr uint64_t kMaxTokenizerBytes = 64u << 20;  // LLaMA's tokenizer.model: 0.5 MB
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -84,8 +88,8 @@ TinyAIStatus OpenShard(const std::string& path, const std::string& name, Weights
 }
 
 // The weights of inPath: a folder, a .safetensors file or an index .json.
-TinyAIStatus OpenWeights(const std::string& in, std::string* folder, Weights* w) {
-  std::string index;
+TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string* index_path, Weights* w) {
+  std::string& index = *index_path;
   if (IsDirectory(in)) {
     *folder = in;
     if (Exists(in + "/model.safetensors.index.json")) {
@@ -105,7 +109,7 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, Weights* w)
   }
   if (!index.empty()) {
     nlohmann::json j;
-    TINYAI_RETURN_IF_ERROR(ReadJsonFile(index, kMaxConfigBytes, &j));
+    TINYAI_RETURN_IF_ERROR(ReadJsonFile(index, kMaxIndexBytes, kMaxIndexValues, &j));
     if (!j.is_object()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' is %s, not a JSON object", index.c_str(), JsonKind(j));
     auto map = j.find("weight_map");
     if (map == j.end() || !map->is_object()) {
@@ -170,7 +174,7 @@ struct Config {
 
 TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   nlohmann::json j;
-  TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxConfigBytes, &j));
+  TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxConfigBytes, kMaxConfigValues, &j));
   if (!j.is_object()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' is %s, not a JSON object", path.c_str(), JsonKind(j));
   std::string model_type;
   bool found = false;
@@ -198,11 +202,14 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
                           {"num_key_value_heads", &s.kv_heads, false},
                           {"max_position_embeddings", &s.seq_len, true},
                           {"vocab_size", &s.vocab_size, true}};
+  s.kv_heads = -1;
   for (const Field& f : fields) {
-    TINYAI_RETURN_IF_ERROR(JsonUint(j, f.key, INT32_MAX, path, &v, f.required ? nullptr : &found));
-    if (f.required || found) *f.out = static_cast<int32_t>(v);
+    auto it = j.find(f.key);
+    if (!f.required && (it == j.end() || it->is_null())) continue;  // num_key_value_heads: null or absent is heads
+    TINYAI_RETURN_IF_ERROR(JsonUint(j, f.key, INT32_MAX, path, &v));
+    *f.out = static_cast<int32_t>(v);
   }
-  if (j.find("num_key_value_heads") == j.end() || j["num_key_value_heads"].is_null()) s.kv_heads = s.heads;
+  if (s.kv_heads < 0) s.kv_heads = s.heads;
   s.norm_eps = 1e-6f;
   TINYAI_RETURN_IF_ERROR(JsonFloat(j, "rms_norm_eps", path, &s.norm_eps, &found));
   s.rope_theta = 10000.0f;
@@ -265,6 +272,12 @@ TinyAIStatus ReadTokenizer(const std::string& path, Vocabulary* v) {
 #if TINYAI_WITH_SENTENCEPIECE
   port::File f;
   TINYAI_RETURN_IF_ERROR(port::OpenFile(path.c_str(), &f));
+  if (f.size > kMaxTokenizerBytes) {
+    port::CloseFile(&f);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %llu bytes; TinyAI reads tokenizer models up to %llu bytes",
+                    path.c_str(), static_cast<unsigned long long>(f.size),
+                    static_cast<unsigned long long>(kMaxTokenizerBytes));
+  }
   std::string bytes(static_cast<size_t>(f.size), '\0');
   TinyAIStatus rs = bytes.empty() ? TINYAI_OK : port::ReadAt(f, 0, &bytes[0], bytes.size(), path.c_str());
   port::CloseFile(&f);
@@ -299,9 +312,10 @@ TinyAIStatus ReadTokenizer(const std::string& path, Vocabulary* v) {
     longest = p.size() > longest ? p.size() : longest;
   }
   Tokenizer tok;
-  TINYAI_RETURN_IF_ERROR(tok.Init(Span<const StringView>(views.data(), views.size()),
-                                  Span<const float>(v->scores.data(), v->scores.size()), v->bos, v->eos,
-                                  static_cast<uint32_t>(longest)));
+  TinyAIStatus is = tok.Init(Span<const StringView>(views.data(), views.size()),
+                             Span<const float>(v->scores.data(), v->scores.size()), v->bos, v->eos,
+                             static_cast<uint32_t>(longest));
+  if (is != TINYAI_OK) return AddErrorContext(is, "'%s': ", path.c_str());
   for (const char* text : kProbeTexts) {
     std::vector<int> want;
     const auto encoded = sp.Encode(text, &want);
@@ -409,9 +423,9 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a safetensors import keeps each tensor's own dtype (asked for %s): "
                     "convert the result with tinyai-quantize", tinyaiDTypeName(options.matrix_dtype));
   }
-  std::string folder;
+  std::string folder, index;
   Weights weights;
-  TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &weights));
+  TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &index, &weights));
   for (const auto& shard : weights.shards) {
     if (SameFile(outPath, shard->path.c_str())) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
@@ -419,7 +433,8 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
     }
   }
   const std::string config_path = folder + "/config.json", tokenizer_path = folder + "/tokenizer.model";
-  for (const std::string& p : {config_path, tokenizer_path}) {
+  for (const std::string& p : {config_path, tokenizer_path, index}) {
+    if (p.empty()) continue;
     if (SameFile(outPath, p.c_str())) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
                       "overwrite an input", outPath, p.c_str());
@@ -429,8 +444,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   TINYAI_RETURN_IF_ERROR(ReadConfig(config_path, &config));
   LlamaHyperParams& s = config.params;
   s.shared_classifier = config.tied;
-  const TinyAIStatus shape_status = CheckShape(s, false);
-  if (shape_status != TINYAI_OK) return AddErrorContext(shape_status, "'%s': ", config_path.c_str());
+  TINYAI_RETURN_IF_ERROR(CheckImportedShape(s, config_path.c_str()));
 
   Vocabulary vocab;
   TINYAI_RETURN_IF_ERROR(ReadTokenizer(tokenizer_path, &vocab));

@@ -9,84 +9,115 @@
 
 namespace tinyai {
 
-TinyAIStatus ParseJson(const char* data, size_t size, size_t max_bytes, const std::string& source, nlohmann::json* out) {
+namespace {
+
+// The first pass: counts, depth and repeated keys from nlohmann's SAX
+// events; stops (returns false) at the first problem, which it records.
+class Checker : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit Checker(size_t max_values) : max_values_(max_values) {}
+
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool string(string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool start_object(std::size_t) override { return Open(true); }
+  bool key(string_t& k) override {
+    if (!Value()) return false;
+    if (!levels_.empty() && !levels_.back().insert(k).second) {
+      problem_ = kRepeated;
+      detail_ = k;
+      return false;
+    }
+    return true;
+  }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t) override { return Open(false); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    problem_ = kSyntax;
+    at_ = position;
+    detail_ = e.what();
+    return false;
+  }
+
+  enum Problem { kNone, kSyntax, kRepeated, kDepth, kValues };
+  Problem problem() const { return problem_; }
+  const std::string& detail() const { return detail_; }
+  size_t at() const { return at_; }
+
+ private:
+  bool Value() {
+    if (++values_ > max_values_) {
+      problem_ = kValues;
+      return false;
+    }
+    return true;
+  }
+  bool Open(bool object) {
+    if (!Value()) return false;
+    if (levels_.size() >= kMaxJsonDepth) {
+      problem_ = kDepth;
+      return false;
+    }
+    levels_.emplace_back();
+    if (!object) levels_.back().insert(std::string());  // arrays hold no keys; the set stays unused
+    return true;
+  }
+  bool Close() {
+    if (!levels_.empty()) levels_.pop_back();
+    return true;
+  }
+
+  size_t max_values_;
+  size_t values_ = 0;
+  std::vector<std::unordered_set<std::string>> levels_;  // the keys of each open object
+  Problem problem_ = kNone;
+  std::string detail_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+TinyAIStatus CheckJson(const char* data, size_t size, size_t max_values, const std::string& source) {
+  Checker checker(max_values);
+  const bool ok = nlohmann::json::sax_parse(data, data + size, &checker, nlohmann::json::input_format_t::json,
+                                            /*strict=*/true);
+  if (ok && checker.problem() == Checker::kNone) return TINYAI_OK;
+  switch (checker.problem()) {
+    case Checker::kRepeated:
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice in one object", source.c_str(),
+                      checker.detail().c_str());
+    case Checker::kDepth:
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': JSON nested more than %zu deep", source.c_str(), kMaxJsonDepth);
+    case Checker::kValues:
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': more than %zu JSON values; TinyAI reads at most that many",
+                      source.c_str(), max_values);
+    default:
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': not valid JSON (at byte %zu: %s)", source.c_str(), checker.at(),
+                      checker.detail().c_str());
+  }
+}
+
+TinyAIStatus ParseJson(const char* data, size_t size, size_t max_bytes, size_t max_values, const std::string& source,
+                       nlohmann::json* out) {
   if (size > max_bytes) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %zu bytes of JSON; TinyAI reads at most %zu", source.c_str(), size,
                     max_bytes);
   }
-  // The keys of each object being parsed, innermost last.
-  std::vector<std::unordered_set<std::string>> objects;
-  std::string repeated;
-  size_t deepest = 0;
-  auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-        objects.emplace_back();
-        deepest = objects.size() > deepest ? objects.size() : deepest;
-        break;
-      case E::object_end:
-        if (!objects.empty()) objects.pop_back();
-        break;
-      case E::array_start:
-        objects.emplace_back();  // counts toward the depth; holds no keys
-        deepest = objects.size() > deepest ? objects.size() : deepest;
-        break;
-      case E::array_end:
-        if (!objects.empty()) objects.pop_back();
-        break;
-      case E::key:
-        if (!objects.empty() && parsed.is_string() && !objects.back().insert(parsed.get_ref<const std::string&>()).second &&
-            repeated.empty()) {
-          repeated = parsed.get_ref<const std::string&>();
-        }
-        break;
-      case E::value:
-        break;
-    }
-    return true;
-  };
-  nlohmann::json j = nlohmann::json::parse(data, data + size, callback, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Where the syntax breaks: parse again with a SAX handler that records it.
-    struct Where : nlohmann::json_sax<nlohmann::json> {
-      size_t at = 0;
-      std::string what;
-      bool null() override { return true; }
-      bool boolean(bool) override { return true; }
-      bool number_integer(number_integer_t) override { return true; }
-      bool number_unsigned(number_unsigned_t) override { return true; }
-      bool number_float(number_float_t, const string_t&) override { return true; }
-      bool string(string_t&) override { return true; }
-      bool binary(binary_t&) override { return true; }
-      bool start_object(std::size_t) override { return true; }
-      bool key(string_t&) override { return true; }
-      bool end_object() override { return true; }
-      bool start_array(std::size_t) override { return true; }
-      bool end_array() override { return true; }
-      bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) override {
-        at = position;
-        what = e.what();
-        (void)token;
-        return false;
-      }
-    } where;
-    nlohmann::json::sax_parse(data, data + size, &where, nlohmann::json::input_format_t::json, /*strict=*/true);
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': not valid JSON (at byte %zu: %s)", source.c_str(), where.at,
-                    where.what.c_str());
-  }
-  if (!repeated.empty()) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice in one object", source.c_str(), repeated.c_str());
-  }
-  if (deepest > kMaxJsonDepth) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': JSON nested %zu deep; at most %zu", source.c_str(), deepest,
-                    kMaxJsonDepth);
+  TINYAI_RETURN_IF_ERROR(CheckJson(data, size, max_values, source));
+  nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {  // CheckJson accepted it: not expected
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': not valid JSON", source.c_str());
   }
   *out = std::move(j);
   return TINYAI_OK;
 }
 
-TinyAIStatus ReadJsonFile(const std::string& path, size_t max_bytes, nlohmann::json* out) {
+TinyAIStatus ReadJsonFile(const std::string& path, size_t max_bytes, size_t max_values, nlohmann::json* out) {
   port::File f;
   TINYAI_RETURN_IF_ERROR(port::OpenFile(path.c_str(), &f));
   struct Close {
@@ -99,7 +130,7 @@ TinyAIStatus ReadJsonFile(const std::string& path, size_t max_bytes, nlohmann::j
   }
   std::string text(static_cast<size_t>(f.size), '\0');
   if (!text.empty()) TINYAI_RETURN_IF_ERROR(port::ReadAt(f, 0, &text[0], text.size(), path.c_str()));
-  return ParseJson(text.data(), text.size(), max_bytes, path, out);
+  return ParseJson(text.data(), text.size(), max_bytes, max_values, path, out);
 }
 
 const char* JsonKind(const nlohmann::json& v) {
@@ -156,7 +187,7 @@ TinyAIStatus JsonFloat(const nlohmann::json& object, const char* key, const std:
   if (v == nullptr) return TINYAI_OK;
   if (!v->is_number()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': '%s' is %s, not a number", source.c_str(), key, JsonKind(*v));
   const double d = v->get<double>();
-  if (!std::isfinite(d) || std::fabs(d) > 3.0e38) {
+  if (!(std::fabs(d) <= 3.4028234663852886e38)) {  // NaN, infinite or beyond float: the cast is undefined
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': '%s' (%g) is not a finite float", source.c_str(), key, d);
   }
   *out = static_cast<float>(d);

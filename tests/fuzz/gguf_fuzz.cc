@@ -88,9 +88,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       parsed.GetUint(kv.key, UINT64_MAX, &u);
       parsed.GetFloat(kv.key, &f);
       parsed.GetString(kv.key, &s);
-      parsed.GetStrings(kv.key, &strings);
-      parsed.GetFloats(kv.key, &floats);
-      parsed.GetInts(kv.key, &ints);
+      parsed.GetStrings(kv.key, 1u << 16, &strings);
+      parsed.GetFloats(kv.key, 1u << 16, &floats);
+      parsed.GetInts(kv.key, 1u << 16, &ints);
+      int64_t i64 = 0;
+      parsed.GetInt(kv.key, &i64);
     }
   }
 

@@ -96,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } else {
     nlohmann::json j;
-    const TinyAIStatus s = tinyai::ParseJson(reinterpret_cast<const char*>(body), n, 1u << 20, "input", &j);
+    const TinyAIStatus s = tinyai::ParseJson(reinterpret_cast<const char*>(body), n, 1u << 20, 1u << 14, "input", &j);
     if (s != TINYAI_OK) CheckFailure(s, "ParseJson");
   }
 

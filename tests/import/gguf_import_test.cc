@@ -621,6 +621,45 @@ TEST_F(GgufBad, Vocabulary) {
   Expect(f, TINYAI_ERR_UNSUPPORTED, "tokenizer 'gpt2!'");
 }
 
+// What the review of the importer found: a file's shape the runtime
+// refuses is BAD_FORMAT (not an invalid argument); a negative BOS is the
+// tokenizer's error; a vocabulary without the dummy-prefix space is
+// refused; an array longer than the caller reads is refused before it is
+// read.
+TEST_F(GgufBad, ShapesTokenIdsAndCounts) {
+  std::vector<uint8_t> f = Build();
+  const std::string dim = "llama.embedding_length";
+  auto at = std::search(f.begin(), f.end(), dim.begin(), dim.end());
+  const uint32_t zero = 0;
+  std::memcpy(&*at + dim.size() + 4, &zero, 4);
+  Expect(f, TINYAI_ERR_BAD_FORMAT, "bad.gguf': ");
+  f = Build();
+  const std::string bos = "tokenizer.ggml.bos_token_id";
+  at = std::search(f.begin(), f.end(), bos.begin(), bos.end());
+  const uint32_t int32_type = 5;
+  const int32_t minus_one = -1;
+  std::memcpy(&*at + bos.size(), &int32_type, 4);
+  std::memcpy(&*at + bos.size() + 4, &minus_one, 4);
+  Expect(f, TINYAI_ERR_BAD_TOKENIZER, "BOS -1 or EOS 2 is not a token");
+  Expect(Build([](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_space_prefix", 7, {0}); }), TINYAI_ERR_UNSUPPORTED,
+         "add_space_prefix is false");
+  ASSERT_TRUE(tt::WriteFileBytes(dir_.File("ok.gguf"), Build([](tt::GgufWriter* w) {
+                w->AddRaw("tokenizer.ggml.add_space_prefix", 7, {1});
+              })));
+  EXPECT_EQ(Convert(dir_.File("ok.gguf"), dir_.File("ok.tmai")), TINYAI_OK) << tt::LastMessage();
+  const std::vector<uint8_t> file = Build();
+  tinyai::gguf::File parsed;
+  ASSERT_EQ(tinyai::gguf::Parse(file.data(), file.size(), "f", &parsed), TINYAI_OK);
+  std::vector<std::string> tokens;
+  tinyaiClearLastError();
+  EXPECT_EQ(parsed.GetStrings("tokenizer.ggml.tokens", 100, &tokens), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(tt::LastMessage()).find("holds 260 values; TinyAI reads at most 100"), std::string::npos)
+      << tt::LastMessage();
+  EXPECT_TRUE(tokens.empty());
+  EXPECT_EQ(parsed.GetStrings("tokenizer.ggml.tokens", 260, &tokens), TINYAI_OK);
+  EXPECT_EQ(tokens.size(), 260u);
+}
+
 TEST_F(GgufBad, OutputIsTheInput) {
   const std::string in = dir_.File("same.gguf");
   ASSERT_TRUE(tt::WriteFileBytes(in, Build()));

@@ -26,6 +26,7 @@
 #include "format/test_models.h"
 #include "import/gguf_writer.h"
 #include "import/hf_writer.h"
+#include "import/json.h"
 #include "import/llama_source.h"
 #include "import/model_builder.h"
 #include "import/safetensors.h"
@@ -409,8 +410,40 @@ TEST(SafetensorsParser, HeaderLengthAndJson) {
   for (int i = 0; i < 100; ++i) deep += "{\"x\":";
   deep += "1";
   for (int i = 0; i < 100; ++i) deep += "}";
-  ExpectParse(FileOf(deep, 0), TINYAI_ERR_BAD_FORMAT, "nested 100 deep");
+  ExpectParse(FileOf(deep, 0), TINYAI_ERR_BAD_FORMAT, "tensor 'x' has an unknown field 'x'");
+  std::string arrays(1000000, '[');  // a million levels stop at the first one out of place, having built nothing
+  arrays += std::string(1000000, ']');
+  ExpectParse(FileOf(arrays, 0), TINYAI_ERR_BAD_FORMAT, "the header is an array, not a JSON object");
+  ExpectParse(FileOf("{\"a\": [[[[1]]]]}", 0), TINYAI_ERR_BAD_FORMAT, "tensor 'a' is an array, not an object");
   ExpectParse(FileOf("{\"__metadata__\": {\"k\": 1}}", 0), TINYAI_ERR_BAD_FORMAT, "__metadata__ 'k' is an integer");
+}
+
+// The JSON of config.json and the index: checked before a document is
+// built (depth, values, repeated keys), so nesting or a flood of values
+// costs no memory.
+TEST(Json, BoundedBeforeTheDocumentIsBuilt) {
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += "{\"x\":";
+  deep += "1";
+  for (int i = 0; i < 100; ++i) deep += "}";
+  nlohmann::json j;
+  tinyaiClearLastError();
+  EXPECT_EQ(tinyai::ParseJson(deep.data(), deep.size(), 1u << 20, 1000, "deep.json", &j), TINYAI_ERR_BAD_FORMAT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("'deep.json': JSON nested more than 64 deep"), std::string::npos)
+      << tt::LastMessage();
+  std::string arrays(2000000, '[');
+  EXPECT_EQ(tinyai::ParseJson(arrays.data(), arrays.size(), 1u << 22, 1u << 20, "arrays.json", &j), TINYAI_ERR_BAD_FORMAT);
+  std::string flat = "{";
+  for (int i = 0; i < 5000; ++i) flat += (i ? ",\"" : "\"") + std::to_string(i) + "\":[]";
+  flat += "}";
+  EXPECT_EQ(tinyai::ParseJson(flat.data(), flat.size(), 1u << 20, 1000, "flat.json", &j), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(tt::LastMessage()).find("more than 1000 JSON values"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(tinyai::ParseJson(flat.data(), flat.size(), 1000, 1u << 20, "flat.json", &j), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_EQ(tinyai::ParseJson("{\"a\":1,\"b\":{\"a\":2,\"a\":3}}", 25, 1000, 1000, "rep.json", &j),
+            TINYAI_ERR_BAD_FORMAT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("key 'a' appears twice"), std::string::npos) << tt::LastMessage();
+  ASSERT_EQ(tinyai::ParseJson(flat.data(), flat.size(), 1u << 20, 1u << 20, "flat.json", &j), TINYAI_OK);
+  EXPECT_EQ(j.size(), 5000u);
 }
 
 TEST(SafetensorsParser, Entries) {
@@ -519,7 +552,13 @@ TEST_F(HfBad, Config) {
   Expect(WithConfig("\"bos_token_id\": 1", "\"bos_token_id\": 5"), TINYAI_ERR_BAD_TOKENIZER, "BOS 1 and EOS 2");
   Expect(WithConfig("\"model_type\"", "\"model_type\": 1, \"model_type\""), TINYAI_ERR_BAD_FORMAT, "appears twice");
   Expect(WithConfig("{", "["), TINYAI_ERR_BAD_FORMAT, "not valid JSON");
-  Expect(WithConfig("\"num_attention_heads\": 2", "\"num_attention_heads\": 3"), TINYAI_ERR_INVALID_ARGUMENT, "");
+  // A shape the runtime refuses is the file's fault: TINYAI_ERR_BAD_FORMAT (not an invalid argument).
+  Expect(WithConfig("\"num_attention_heads\": 2", "\"num_attention_heads\": 3"), TINYAI_ERR_BAD_FORMAT,
+         "config.json': ");
+  Expect(WithConfig("\"num_key_value_heads\": 1", "\"num_key_value_heads\": null"), TINYAI_ERR_BAD_FORMAT,
+         "k_proj.weight' is [16, 32]; this model's is [32, 32]");  // null: as many KV heads as heads
+  Expect(WithConfig("\"num_key_value_heads\": 1", "\"num_key_value_heads\": 0"), TINYAI_ERR_BAD_FORMAT,
+         "config.json': ");
 }
 
 TEST_F(HfBad, Tensors) {
@@ -585,10 +624,22 @@ TEST_F(HfBad, FilesAndShards) {
   Expect(edit_index("\"model.embed_tokens.weight\": \"model-00001-of-00002.safetensors\",", ""), TINYAI_ERR_BAD_FORMAT,
          "does not name");
   Expect(edit_index("\"weight_map\"", "\"weights\""), TINYAI_ERR_BAD_FORMAT, "no weight_map object");
-  // The output is an input.
+  // The output is an input (the index too).
   folder = Checkpoint();
   EXPECT_EQ(Convert(folder, folder + "/model.safetensors"), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(Convert(folder, folder + "/config.json"), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Convert(folder, folder + "/tokenizer.model"), TINYAI_ERR_INVALID_ARGUMENT);
+  folder = Checkpoint(sharded);
+  const std::string index = folder + "/model.safetensors.index.json", kept = ReadText(index);
+  EXPECT_EQ(Convert(folder, index), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Convert(index, index), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ReadText(index), kept);
+  // A tokenizer.model larger than any real one is refused before it is read.
+  folder = Checkpoint();
+  { std::ofstream big(folder + "/tokenizer.model", std::ios::binary | std::ios::trunc);
+    big.seekp((65 << 20) - 1);
+    big.put('\0'); }
+  Expect(folder, TINYAI_ERR_UNSUPPORTED, "TinyAI reads tokenizer models up to 67108864 bytes");
 }
 
 }  // namespace
