@@ -21,6 +21,10 @@ constexpr int32_t kMaxLlamaHiddenDim = 1 << 20;  // llama.hidden_dim: 1 .. this
 constexpr int32_t kMaxLlamaLayers = 4096;        // llama.layers (transformer blocks): 1 .. this
 constexpr int32_t kMaxLlamaHeads = 4096;         // llama.heads and llama.kv_heads: 1 .. this
 constexpr int32_t kMaxSeqLen = 1 << 20;          // llama.seq_len: 1 .. this; the most context a tool takes
+// llama.norm_eps: strictly between 0 and 1; llama.rope_theta: finite and
+// above 1 (a base of 1 or less turns the rotary embedding off or inverts it).
+inline bool NormEpsInRange(float v) { return v > 0.0f && v < 1.0f; }
+inline bool RopeThetaInRange(float v) { return v > 1.0f && v <= 3.4028234663852886e38f; }
 // llama.vocab_size: kMinVocab .. kMaxVocab. Ids 0, 1 (BOS) and 2 (EOS) must
 // exist: the converters write tokenizer.bos_id 1 and tokenizer.eos_id 2.
 constexpr int32_t kMinVocab = 3;

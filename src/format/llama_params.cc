@@ -48,7 +48,7 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
   shared_classifier = shared != 0;
   if (r.FindMeta(llama_key::kNormEps)) TINYAI_RETURN_IF_ERROR(r.GetFloat(llama_key::kNormEps, &norm_eps));
   if (r.FindMeta(llama_key::kRopeTheta)) TINYAI_RETURN_IF_ERROR(r.GetFloat(llama_key::kRopeTheta, &rope_theta));
-  if (!(norm_eps > 0.0f && norm_eps < 1.0f) || !(rope_theta > 1.0f && std::isfinite(rope_theta))) {
+  if (!limits::NormEpsInRange(norm_eps) || !limits::RopeThetaInRange(rope_theta)) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': norm_eps %g or rope_theta %g is out of range", r.source(),
                     static_cast<double>(norm_eps), static_cast<double>(rope_theta));
   }

@@ -194,6 +194,11 @@ TinyAIStatus CheckShape(const LlamaHyperParams& s, bool synthetic) {
                       f.max);
     }
   }
+  if (!limits::NormEpsInRange(s.norm_eps) || !limits::RopeThetaInRange(s.rope_theta)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "norm_eps %g or rope_theta %g is outside what the runtime runs "
+                    "(0 < norm_eps < 1, rope_theta > 1 and finite)", static_cast<double>(s.norm_eps),
+                    static_cast<double>(s.rope_theta));
+  }
   if (s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 || s.heads % s.kv_heads != 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                     "dim %d must split into %d even-sized heads, and kv_heads %d must divide heads", s.dim, s.heads,

@@ -641,6 +641,18 @@ TEST_F(GgufBad, ShapesTokenIdsAndCounts) {
   std::memcpy(&*at + bos.size(), &int32_type, 4);
   std::memcpy(&*at + bos.size() + 4, &minus_one, 4);
   Expect(f, TINYAI_ERR_BAD_TOKENIZER, "BOS -1 or EOS 2 is not a token");
+  // A rope base or RMS epsilon the runtime refuses (found by the fuzz target: 2.9e-35 was converted).
+  f = Build();
+  const std::string base = "llama.rope.freq_base";
+  at = std::search(f.begin(), f.end(), base.begin(), base.end());
+  const float tiny = 2.9e-35f, one = 1.0f;
+  std::memcpy(&*at + base.size() + 4, &tiny, 4);
+  Expect(f, TINYAI_ERR_BAD_FORMAT, "rope_theta 2.9e-35 is outside what the runtime runs");
+  f = Build();
+  const std::string eps = "llama.attention.layer_norm_rms_epsilon";
+  at = std::search(f.begin(), f.end(), eps.begin(), eps.end());
+  std::memcpy(&*at + eps.size() + 4, &one, 4);
+  Expect(f, TINYAI_ERR_BAD_FORMAT, "norm_eps 1 or rope_theta 10000 is outside what the runtime runs");
   Expect(Build([](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_space_prefix", 7, {0}); }), TINYAI_ERR_UNSUPPORTED,
          "add_space_prefix is false");
   ASSERT_TRUE(tt::WriteFileBytes(dir_.File("ok.gguf"), Build([](tt::GgufWriter* w) {

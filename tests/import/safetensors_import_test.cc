@@ -545,6 +545,8 @@ TEST_F(HfBad, Config) {
   Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}"),
          TINYAI_ERR_UNSUPPORTED, "rope_scaling is set");
   Expect(WithConfig("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\""), TINYAI_ERR_UNSUPPORTED, "hidden_act 'gelu'");
+  Expect(WithConfig("\"rope_theta\": 10000", "\"rope_theta\": 0.5"), TINYAI_ERR_BAD_FORMAT,
+         "rope_theta 0.5 is outside what the runtime runs");
   Expect(WithConfig("\"rope_scaling\": null", "\"attention_bias\": true"), TINYAI_ERR_UNSUPPORTED, "attention_bias is true");
   Expect(WithConfig("\"rope_scaling\": null", "\"head_dim\": 8"), TINYAI_ERR_UNSUPPORTED, "head_dim 8");
   Expect(WithConfig("\"vocab_size\": 260", "\"vocab_size\": 300"), TINYAI_ERR_BAD_FORMAT,
