@@ -228,9 +228,11 @@ TEST_F(HfStories, TheRotaryPermutationIsWhatMakesThemEqual) {
   ASSERT_EQ(Convert(Write(o, "unpermuted"), out), TINYAI_OK) << tt::LastMessage();
   const std::vector<float> got = LogitsOf(out, kStoriesText), want = LogitsOf(Llama2c(TINYAI_DTYPE_F32), kStoriesText);
   ASSERT_EQ(got.size(), want.size());
-  double diff = 0;
-  for (size_t i = 0; i < got.size(); ++i) diff = std::fmax(diff, std::fabs(got[i] - want[i]));
-  EXPECT_GT(diff, 0.01);
+  // Counted, not a running maximum: aarch64 GCC 12's vectorizer crashes on
+  // an fmax reduction here (an internal compiler error).
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += std::fabs(got[i] - want[i]) > 0.01f ? 1 : 0;
+  EXPECT_GT(differ, got.size() / 10);
 }
 
 // BF16 tensors (norms included) are widened to f32 exactly: the imported
