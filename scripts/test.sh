@@ -43,12 +43,13 @@ done
 bash scripts/fuzz.sh
 
 # ARM Linux: the whole suite cross-built and run under qemu-user. The
-# quantized models' quality (tinyai_quant_quality_test: ~70 s per target
-# under qemu) runs on aarch64 only: the products it goes through are checked
-# against the reference on every target by the kernel parity tests.
+# quantized models' and KV cache's quality (tinyai_quant_quality_test: ~70 s
+# per target under qemu; KvQuality) runs on aarch64 only: the products they
+# go through are checked against the reference on every target by the kernel
+# and KV cache parity tests.
 bash scripts/cross-test.sh aarch64
 for target in armhf armhf-nofpu-neon; do
-  bash scripts/cross-test.sh "$target" -E GroupedQuality
+  bash scripts/cross-test.sh "$target" -E "GroupedQuality|KvQuality"
 done
 
 echo "=== cortex-m7: the core for a microcontroller, its code size"

@@ -24,12 +24,13 @@ set(ALLOWED_text      common/ text/ port/ tinyai/)
 set(ALLOWED_loader    common/ format/ kernels/ loader/ port/ quant/ tinyai/)
 set(ALLOWED_scheduler common/ loader/ planner/ port/ scheduler/ tinyai/)
 set(FORBIDDEN_scheduler tinyai/llm.h)
-set(ALLOWED_model     common/ format/ kernels/ loader/ model/ port/ scheduler/ text/ tinyai/)
+set(ALLOWED_kv        common/ kernels/ kv/ port/ tinyai/)
+set(ALLOWED_model     common/ format/ kernels/ kv/ loader/ model/ port/ scheduler/ text/ tinyai/)
 set(ALLOWED_import    common/ format/ import/ kernels/ loader/ port/ quant/ text/ tinyai/)
-set(ALLOWED_capi      capi/ common/ format/ loader/ model/ port/ quant/ scheduler/ text/ tinyai/)
+set(ALLOWED_capi      capi/ common/ format/ kv/ loader/ model/ port/ quant/ scheduler/ text/ tinyai/)
 # Folders whose code is the core: no call of a tinyaiCreate*/Open*/Close*/
 # Destroy* function of the C API (a default or a handle of its own).
-set(CORE_DIRS common port format kernels quant planner text loader scheduler model)
+set(CORE_DIRS common port format kernels kv quant planner text loader scheduler model)
 
 if(NOT SRC OR NOT IS_DIRECTORY "${SRC}")
   message(FATAL_ERROR "layering.cmake: SRC (the src/ folder) is not set or not a folder: '${SRC}'")

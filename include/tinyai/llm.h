@@ -48,6 +48,14 @@ extern "C" {
 
 typedef struct TinyAILLM TinyAILLM;
 
+/* How the KV cache stores keys and values (TinyAILLMConfig.kvType). */
+typedef enum TinyAIKVType TINYAI_ENUM_BASE {
+    TINYAI_KV_F32 = 0,  /* 4 bytes a value (default) */
+    TINYAI_KV_F16 = 1,  /* IEEE half, rounded to nearest even: 2 bytes a value */
+    TINYAI_KV_INT8 = 2  /* int8 codes with an f16 scale (max|x| / 127) per 32 values of a head
+                           (per head when its size is not a multiple of 32): 1.06 bytes a value */
+} TinyAIKVType;
+
 typedef struct TinyAILLMConfig {
     uint32_t structSize;    /* sizeof(TinyAILLMConfig); set by tinyaiCreateDefaultLLMConfig() */
     int32_t contextLength;  /* tokens the KV cache holds; 0 = the model's seq_len */
@@ -61,6 +69,14 @@ typedef struct TinyAILLMConfig {
                                (<tinyai/utils/forward_scheduler.h>); default TINYAI_EXEC_ADAPTIVE */
     bool debugExecution;    /* no in-place reuse of activations (every tensor its own buffer);
                                the output is identical; default false */
+    TinyAIKVType kvType;    /* how the KV cache stores keys and values; default TINYAI_KV_F32 */
+    int32_t kvWindow;       /* 0 (default): the cache holds contextLength positions and a text
+                               ends there. N > 0: a rolling window - the cache holds the kvSinks
+                               first positions and the N most recent, each token attends to
+                               those, and a text runs on past contextLength in constant memory
+                               (its passes are still at most contextLength positions long) */
+    int32_t kvSinks;        /* with kvWindow: the first positions kept for good ("attention
+                               sinks"; 4 is the usual choice); default 0 */
 } TinyAILLMConfig;
 
 typedef struct TinyAIModelInfo {
@@ -154,6 +170,8 @@ typedef struct TinyAIMemoryReport {
 /* Static names: "max_new", "steps", "context", "bos", "callback", "output_full",
  * "none"; "?" otherwise. */
 TINYAI_API const char* tinyaiStopReasonName(TinyAIStopReason reason);
+/* Static names: "f32", "f16", "int8"; "?" otherwise. */
+TINYAI_API const char* tinyaiKVTypeName(TinyAIKVType type);
 
 TINYAI_API TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
 TINYAI_API TinyAISamplerConfig tinyaiCreateDefaultSamplerConfig(void);

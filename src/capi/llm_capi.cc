@@ -9,6 +9,7 @@
 #include "common/memory.h"
 #include "common/status.h"
 #include "common/struct_size.h"
+#include "kv/kv_cache.h"
 #include "capi/handles.h"
 #include "capi/llm_internal.h"
 #include "model/generate.h"
@@ -91,6 +92,9 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
   sc.threads = cfg.threads;
   sc.contextLength = cfg.contextLength;
   sc.debugExecution = cfg.debugExecution;
+  sc.kvType = cfg.kvType;
+  sc.kvWindow = cfg.kvWindow;
+  sc.kvSinks = cfg.kvSinks;
   TINYAI_RETURN_IF_ERROR(tinyai::InitScheduler(s, model, cfg.mode, cfg.memoryLimit, sc, llama));
   if (!*llama) {
     StringView arch;
@@ -130,6 +134,8 @@ const char* tinyaiStopReasonName(TinyAIStopReason reason) {
   return "?";
 }
 
+const char* tinyaiKVTypeName(TinyAIKVType type) { return tinyai::KvCache::TypeName(type); }
+
 TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void) {
   TinyAILLMConfig c;
   std::memset(&c, 0, sizeof c);
@@ -138,6 +144,9 @@ TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void) {
   c.threads = 1;
   c.mode = TINYAI_EXEC_ADAPTIVE;
   c.debugExecution = false;
+  c.kvType = TINYAI_KV_F32;
+  c.kvWindow = 0;
+  c.kvSinks = 0;
   return c;
 }
 

@@ -61,10 +61,10 @@ TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* m, const int32_t* t
   if (count < 0 || (count > 0 && !tokens)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "eval: %d tokens at %p", count, static_cast<const void*>(tokens));
   }
-  const int32_t context = m->context_length();
-  if (count > context - m->position()) {
+  const int32_t most = m->max_positions();
+  if (count > most - m->position()) {
     return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "%d tokens do not fit: %d of the context's %d positions are used",
-                    count, m->position(), context);
+                    count, m->position(), most);
   }
   const int32_t vocab = m->params().vocab_size;
   for (int32_t i = 0; i < count; ++i) {
@@ -78,7 +78,7 @@ TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* m, const int32_t* t
   const int32_t start = m->position();
   for (int32_t done = 0; done < count;) {
     const int32_t pos = m->position();
-    int32_t n = sched->MaxRows(pos);
+    int32_t n = m->PassRows(sched->MaxRows(m->PlanPosition(pos)));
     if (n <= 0) {
       m->set_position(start);
       return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "position %d is beyond every planned max shape's context", pos);
@@ -86,7 +86,7 @@ TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* m, const int32_t* t
     if (n > count - done) n = count - done;
     PassContext pass;
     pass.shape.rows = n;
-    pass.shape.context = pos + n;
+    pass.shape.context = m->PassSpan(pos, n);
     pass.position = pos;
     pass.output = done + n == count;  // only the last token's logits are returned
     TinyAIStatus s = sched->RunPass(pass, tokens + done);
@@ -112,14 +112,14 @@ void TextSession::Cancel() {
 }
 
 uint64_t TextSession::ReserveBytes(const LlamaModel& llama) {
-  const size_t context = static_cast<size_t>(llama.context_length());
+  const size_t context = static_cast<size_t>(llama.prompt_capacity());
   return context * sizeof(int32_t) +
          EncodeScratch::BytesFor(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
 }
 
 TinyAIStatus TextSession::Reserve() {
   const LlamaModel& llama = *llama_;
-  const size_t context = static_cast<size_t>(llama.context_length());
+  const size_t context = static_cast<size_t>(llama.prompt_capacity());
   if (tokens_.size() < context) TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
   return scratch_.Reserve(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
 }
@@ -133,7 +133,9 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   sink_ = sink;
   params_ = params;
   const Tokenizer& tok = llama_->tokenizer();
-  const int32_t context = llama_->context_length();
+  // The prompt fits the context (with a window, contextLength still); the
+  // text runs to the context's end, or with a window on and on.
+  const int32_t context = llama_->prompt_capacity(), positions = llama_->max_positions();
 
   // A prompt that fits the context has at most max_piece_length bytes per
   // token after BOS; a longer one is refused before it is encoded.
@@ -152,8 +154,8 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   }
   TINYAI_RETURN_IF_ERROR(encoded);
   prompt_tokens_ = static_cast<int32_t>(count);
-  steps_ = params.steps == 0 || params.steps > context ? context : params.steps;
-  steps_reason_ = steps_ == context ? TINYAI_STOP_CONTEXT : TINYAI_STOP_STEPS;
+  steps_ = params.steps == 0 || params.steps > positions ? positions : params.steps;
+  steps_reason_ = steps_ == positions ? TINYAI_STOP_CONTEXT : TINYAI_STOP_STEPS;
   stats_.structSize = sizeof stats_;
   stats_.promptTokens = prompt_tokens_;
   llama_->Reset();
@@ -181,13 +183,13 @@ TinyAIStatus TextSession::NextPass() {
     if (fed_ == 0) tp_ = port::MonotonicNanos();
     if (fed_ < prompt_tokens_) {
       const int32_t at = llama_->position();
-      int32_t n = sched_->MaxRows(at);
+      int32_t n = llama_->PassRows(sched_->MaxRows(llama_->PlanPosition(at)));
       if (n <= 0) {
         return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "position %d is beyond every planned max shape's context", at);
       }
       if (n > prompt_tokens_ - fed_) n = prompt_tokens_ - fed_;
       pass.shape.rows = n;
-      pass.shape.context = at + n;
+      pass.shape.context = llama_->PassSpan(at, n);
       pass.position = at;
       pass.output = fed_ + n == prompt_tokens_;  // the first token is sampled from the last pass's logits
       TINYAI_RETURN_IF_ERROR(sched_->BeginPass(pass, tokens_.data() + fed_));
@@ -227,7 +229,7 @@ TinyAIStatus TextSession::NextPass() {
   }
   token_ = next;
   pass.shape.rows = 1;
-  pass.shape.context = pos_ + 1;
+  pass.shape.context = llama_->PassSpan(pos_, 1);
   pass.position = pos_;
   TINYAI_RETURN_IF_ERROR(sched_->BeginPass(pass, &token_));
   ++pos_;

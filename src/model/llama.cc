@@ -10,23 +10,38 @@
 #include "model/generate.h"
 
 namespace tinyai {
-TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool) {
+TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool,
+                              const KvOptions& kv) {
   model_ = model;
   pool_ = pool;
   threads_ = threads < 1 ? 1 : threads;
   k_ = &kernels::Best();
   TINYAI_RETURN_IF_ERROR(hp_.Load(model->reader()));
   if (context < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", context);
-  context_ = context == 0 ? hp_.seq_len : context;
-  if (context_ > hp_.seq_len) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d exceeds the model's seq_len %d", context_,
-                    hp_.seq_len);
+  prompt_capacity_ = context == 0 ? hp_.seq_len : context;
+  if (prompt_capacity_ > hp_.seq_len) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d exceeds the model's seq_len %d",
+                    static_cast<int>(prompt_capacity_), static_cast<int>(hp_.seq_len));
   }
-  if (!CheckedMul(static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(context_),
-                  static_cast<uint64_t>(hp_.kv_dim()) * sizeof(float), &kv_bytes_) ||
-      kv_bytes_ > SIZE_MAX) {
-    return SetError(TINYAI_ERR_OVERFLOW, "KV cache for %d layers x %d positions overflows", hp_.layers, context_);
+  if (kv.window < 0 || kv.sinks < 0 || (kv.window == 0 && kv.sinks != 0) ||
+      (kv.window > 0 && static_cast<int64_t>(kv.window) + kv.sinks > limits::kMaxSeqLen)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvWindow %d and kvSinks %d: a window of 1..%d positions with its "
+                    "sinks, sinks only with a window", static_cast<int>(kv.window), static_cast<int>(kv.sinks),
+                    static_cast<int>(limits::kMaxSeqLen));
   }
+  // With a window the cache holds the sinks and the window, and a query
+  // attends to at most that many positions; a text runs on past them.
+  context_ = kv.window > 0 ? kv.sinks + kv.window : prompt_capacity_;
+  KvShape shape;
+  shape.layers = hp_.layers;
+  shape.kv_heads = hp_.kv_heads;
+  shape.head_size = hp_.head_size();
+  shape.context = context_;
+  shape.window = kv.window;
+  shape.sinks = kv.sinks;
+  shape.type = kv.type;
+  shape.pass_rows = kMaxChunk;  // EvalTokens and TextSession split a windowed text's passes to this
+  TINYAI_RETURN_IF_ERROR(kv_.Init(shape));
   TINYAI_RETURN_IF_ERROR(BindTensors());
   TINYAI_RETURN_IF_ERROR(BindTokenizer());
   // The order a token reads its weights: the blocks' in turn, then the
@@ -173,7 +188,7 @@ TinyAIStatus LlamaModel::BindTokenizer() {
 ProgramMemory LlamaModel::Memory() const {
   const uint64_t vocab = static_cast<uint64_t>(hp_.vocab_size);
   ProgramMemory m;
-  m.persistent = kv_bytes_;
+  m.persistent = kv_.bytes();
   // Tokenizer pieces, scores and lookup index; sampler scratch; block and
   // streaming tables.
   m.tables = vocab * (sizeof(StringView) + sizeof(float) + sizeof(int32_t)) + vocab * sizeof(ProbIndex) +
@@ -185,18 +200,16 @@ ProgramMemory LlamaModel::Memory() const {
 TinyAIStatus LlamaModel::AllocateState() {
   // Not zero-filled: attention reads only positions already written, and
   // untouched pages of a large cache stay uncommitted until used.
-  size_t kv_size = 0;
-  if (!CheckedSize(kv_bytes_, &kv_size)) {
-    return SetError(TINYAI_ERR_OVERFLOW, "the KV cache of %llu bytes exceeds this target's address space",
-                    static_cast<unsigned long long>(kv_bytes_));
-  }
-  TINYAI_RETURN_IF_ERROR(kv_.Allocate(kv_size, "KV cache", AlignedBuffer::kUninitialized));
+  TINYAI_RETURN_IF_ERROR(kv_.Allocate());
   return sampler_.Init(static_cast<size_t>(hp_.vocab_size));
 }
 
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
-  uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * static_cast<uint64_t>(position) *
-                static_cast<uint64_t>(hp_.kv_dim()) * sizeof(float);
+  // The keys and values attended to: every position so far, or the sinks and the window.
+  const uint64_t attended = kv_.windowed() && position > context_ ? static_cast<uint64_t>(context_)
+                                                                   : static_cast<uint64_t>(position);
+  uint64_t kv = static_cast<uint64_t>(hp_.layers) * 2u * attended * static_cast<uint64_t>(hp_.kv_heads) *
+                kv_.row_bytes();
   // The embedding table's bytes and one row of it, as the file stores them.
   const uint64_t row = model_->slices().row_bytes(embedding_);
   const uint64_t table = static_cast<uint64_t>(hp_.vocab_size) * row;
@@ -318,9 +331,10 @@ TinyAIStatus LlamaModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
   int32_t attn_normed = -1, qkv = -1, qkv_rotated = -1, attended = -1, attn_projected = -1, stream_mid = -1;
   int32_t ffn_normed = -1, gate_up = -1, gated = -1, ffn_projected = -1;
   SizeRule rope_scratch = SizeRule::Fixed(static_cast<uint64_t>(hp_.head_size()) * f);  // cos, sin per pair
-  SizeRule scores;  // one context-long row per thread
+  SizeRule scores;  // one context-long row per thread, and each thread's scratch (AttentionThreadBytes)
   scores.per_context = static_cast<uint64_t>(threads_) * f;
   scores.context_round = 16;
+  scores.fixed = static_cast<uint64_t>(threads_) * AttentionThreadBytes();
   TINYAI_RETURN_IF_ERROR(add(kAttnNorm, stream_in, false, none, SizeRule::Rows(dim), &attn_normed));
   // A product with grouped weights quantizes its input into scratch.
   const BlockTensors& bt = blocks_[static_cast<size_t>(b)];
@@ -454,61 +468,89 @@ void LlamaModel::Rotate(float* vec, int32_t width, const float* cs) const {
 
 TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContext& pass) {
   const size_t d = static_cast<size_t>(hp_.dim), kvd = static_cast<size_t>(hp_.kv_dim());
-  const size_t hs = static_cast<size_t>(hp_.head_size()), ctx = static_cast<size_t>(context_);
-  float* kcache = kv_.floats() + static_cast<size_t>(b) * ctx * kvd;
-  float* vcache = kcache + static_cast<size_t>(hp_.layers) * ctx * kvd;
   for (int32_t i = 0; i < pass.shape.rows; ++i) {
-    const int32_t pos = pass.position + i;
-    for (int32_t pair = 0; pair < hp_.head_size() / 2; ++pair) {
-      float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
-      float val = static_cast<float>(pos) * freq;
-      cs[2 * pair] = cosf(val);
-      cs[2 * pair + 1] = sinf(val);
-    }
+    RopeTable(pass.position + i, cs);
     float* row = qkv + static_cast<size_t>(i) * qkv_width();
     Rotate(row, hp_.dim, cs);
     Rotate(row + d, hp_.kv_dim(), cs);
-    // Cache layout per layer: [kv_head][position][head_size], so attention
-    // streams each head's keys and values contiguously.
-    for (size_t kh = 0; kh < static_cast<size_t>(hp_.kv_heads); ++kh) {
-      const size_t at = (kh * ctx + static_cast<size_t>(pos)) * hs;
-      std::memcpy(kcache + at, row + d + kh * hs, hs * sizeof(float));
-      std::memcpy(vcache + at, row + d + kvd + kh * hs, hs * sizeof(float));
-    }
+    // Every key and value of the pass is stored before any of its queries
+    // attends (kv/kv_cache.h: a window's ring has room for a whole pass).
+    kv_.Store(b, pass.position + i, row + d, row + d + kvd);
   }
   return TINYAI_OK;
+}
+
+void LlamaModel::RopeTable(int32_t position, float* cs) const {
+  for (int32_t pair = 0; pair < hp_.head_size() / 2; ++pair) {
+    float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
+    float val = static_cast<float>(position) * freq;
+    cs[2 * pair] = cosf(val);
+    cs[2 * pair + 1] = sinf(val);
+  }
+}
+
+size_t LlamaModel::AttentionThreadBytes() const {
+  // Beside each thread's row of scores: with a window, a query rotated for
+  // the sinks and its table; the cache's scratch for a quantized type.
+  const size_t sink = kv_.windowed() ? AlignUp(static_cast<size_t>(hp_.head_size()) * 2 * sizeof(float), 64) : 0;
+  return sink + AlignUp(kv_.ScratchBytes(), 64);
 }
 
 void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* scores, size_t scores_bytes,
                            const PassContext& pass) {
   const kernels::KernelTable& k = *k_;
-  const size_t kv_dim = static_cast<size_t>(hp_.kv_dim()), d = static_cast<size_t>(hp_.dim);
-  const size_t hs = static_cast<size_t>(hp_.head_size());
+  const size_t d = static_cast<size_t>(hp_.dim), hs = static_cast<size_t>(hp_.head_size());
   const int32_t heads = hp_.heads, kv_mul = hp_.heads / hp_.kv_heads;
-  const float* kcache = kv_.floats() + static_cast<size_t>(b) * static_cast<size_t>(context_) * kv_dim;
-  const float* vcache = kcache + static_cast<size_t>(hp_.layers) * static_cast<size_t>(context_) * kv_dim;
   const float scale = 1.0f / sqrtf(static_cast<float>(hs));
-  // Each thread's row of scores: the plan sized the scratch for its
-  // largest context, so a row holds at least position + rows scores.
-  const size_t stride = scores_bytes / sizeof(float) / static_cast<size_t>(pool_->size());
-  const int32_t base_pos = pass.position;
-  const size_t qkv_w = qkv_width();
-  // Each (row, head) item reads its keys and values: about 2 * context * head_size multiply-adds.
+  // Each thread's row of scores (the plan sized them for its largest
+  // context: a row holds every key a query attends to), then its scratch.
+  const size_t threads = static_cast<size_t>(pool_->size()), extra = AttentionThreadBytes();
+  const size_t stride = (scores_bytes - threads * extra) / sizeof(float) / threads;
+  uint8_t* extras = reinterpret_cast<uint8_t*>(scores + stride * threads);
+  const size_t qkv_w = qkv_width(), row_bytes = kv_.row_bytes();
+  // Each (row, head) item reads its keys and values: about 2 * keys * head_size multiply-adds.
   const uint64_t work = static_cast<uint64_t>(pass.shape.rows) * static_cast<uint64_t>(heads) * 2u *
-                        static_cast<uint64_t>(base_pos + pass.shape.rows) * hs;
+                        static_cast<uint64_t>(pass.shape.context) * hs;
   pool_->ParallelFor(static_cast<size_t>(pass.shape.rows) * static_cast<size_t>(heads), 1, work,
                      [&](size_t begin, size_t end, int t) {
     float* att = scores + static_cast<size_t>(t) * stride;
+    uint8_t* mine = extras + static_cast<size_t>(t) * extra;
+    float* q_sink = reinterpret_cast<float*>(mine);  // used with a window only
+    float* cs = q_sink + hs;
+    uint8_t* kv_scratch = mine + (kv_.windowed() ? AlignUp(hs * 2 * sizeof(float), 64) : 0);
     for (size_t item = begin; item < end; ++item) {
       const int32_t i = static_cast<int32_t>(item / static_cast<size_t>(heads));
       const int32_t h = static_cast<int32_t>(item % static_cast<size_t>(heads));
-      const size_t len = static_cast<size_t>(base_pos + i + 1);
+      const int32_t kh = h / kv_mul, position = pass.position + i;
       const float* qh = qkv + static_cast<size_t>(i) * qkv_w + static_cast<size_t>(h) * hs;
-      const size_t head_base = static_cast<size_t>(h / kv_mul) * static_cast<size_t>(context_) * hs;
-      k.matvec(kcache + head_base, hs, qh, att, len, hs);
+      // The keys this query sees, in position order: every one so far, or
+      // the sinks and the window (which depend on the position alone, not
+      // on how positions were split into passes).
+      KvSpan spans[3];
+      const int32_t count = kv_.Visible(position, spans);
+      const uint8_t* keys = kv_.Keys(b, kh);
+      size_t len = 0;
+      for (int32_t s = 0; s < count; ++s) {
+        const float* q = qh;
+        if (spans[s].sink) {  // the sinks, as seen from the cache position (kv/kv_cache.h)
+          std::memcpy(q_sink, qh, hs * sizeof(float));
+          RopeTable(kv_.SinkQueryPosition() - position, cs);
+          Rotate(q_sink, static_cast<int32_t>(hs), cs);
+          q = q_sink;
+        }
+        kv_.Scores(keys + static_cast<size_t>(spans[s].slot) * row_bytes, spans[s].count, q, att + len, kv_scratch);
+        len += static_cast<size_t>(spans[s].count);
+      }
       for (size_t j = 0; j < len; ++j) att[j] *= scale;
       k.softmax(att, len);
-      k.vecmat(att, vcache + head_base, hs, out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs, len, hs);
+      float* o = out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs;
+      const uint8_t* values = kv_.Values(b, kh);
+      size_t at = 0;
+      for (int32_t s = 0; s < count; ++s) {
+        kv_.Accumulate(values + static_cast<size_t>(spans[s].slot) * row_bytes, spans[s].count, att + at, o, s == 0,
+                       kv_scratch);
+        at += static_cast<size_t>(spans[s].count);
+      }
     }
   });
 }

@@ -24,6 +24,7 @@
 #include "common/thread_pool.h"
 #include "kernels/kernels.h"
 #include "format/llama_params.h"
+#include "kv/kv_cache.h"
 #include "loader/mapped_model.h"
 #include "model/weight_stream.h"
 #include "scheduler/program.h"
@@ -33,6 +34,13 @@
 
 namespace tinyai {
 
+
+// How a model's KV cache stores and keeps positions (kv/kv_cache.h).
+struct KvOptions {
+  int32_t type = TINYAI_KV_F32;  // a TinyAIKVType
+  int32_t window = 0;            // 0: the cache holds the context
+  int32_t sinks = 0;
+};
 
 class LlamaModel final : public LayerProgram {
  public:
@@ -49,10 +57,13 @@ class LlamaModel final : public LayerProgram {
   ~LlamaModel() = default;
 
   // Binds the model's tensors and tokenizer for a KV cache of `context`
-  // positions (0 = the model's seq_len); allocates only tables. Products run
-  // on pool, which will have `threads` threads when operators run (the
-  // attention scores are sized by it), with the best kernels this CPU has.
-  TinyAIStatus Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool);
+  // positions (0 = the model's seq_len; with a window in `kv`, the longest
+  // prompt, while the cache holds the sinks and the window); allocates only
+  // tables. Products run on pool, which will have `threads` threads when
+  // operators run (the attention scores are sized by it), with the best
+  // kernels this CPU has.
+  TinyAIStatus Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool,
+                    const KvOptions& kv = KvOptions());
 
   // ---- LayerProgram ----
   TinyAIStatus OutputRowBytes(int32_t layer, uint64_t* bytes) const override;
@@ -66,7 +77,26 @@ class LlamaModel final : public LayerProgram {
   WeightStream* weights() override { return &stream_; }
   ProgramMemory Memory() const override;
   TinyAIStatus AllocateState() override;
+  // Positions a query attends to at most (the cache's slots): the context,
+  // or with a window the sinks and the window.
   int32_t context_length() const override { return context_; }
+  // Positions a text may reach: the context, or without end with a window.
+  int32_t max_positions() const { return kv_.max_positions(); }
+  // The longest prompt: the context (with a window, contextLength still).
+  int32_t prompt_capacity() const { return prompt_capacity_; }
+  // The attention context of a pass of n rows from position pos (its
+  // PassShape::context): the positions its last row attends to.
+  int32_t PassSpan(int32_t pos, int32_t n) const {
+    const int64_t span = static_cast<int64_t>(pos) + n;
+    return span > context_ ? context_ : static_cast<int32_t>(span);
+  }
+  // The rows of the next pass from position pos (at most `most`, what
+  // the scheduler's plans allow there: MaxRows): with a window, at most the
+  // kMaxChunk positions its ring has room for, and the plans are asked at
+  // position 0 (a pass attends to at most the cache's slots anywhere).
+  int32_t PlanPosition(int32_t pos) const { return kv_.windowed() ? 0 : pos; }
+  int32_t PassRows(int32_t most) const { return kv_.windowed() && most > kMaxChunk ? kMaxChunk : most; }
+  const KvCache& kv_cache() const { return kv_; }
 
   // The model's chain of layers.
   TinyAIStatus AddModelLayers(LayerGraph* graph) const override;
@@ -82,7 +112,7 @@ class LlamaModel final : public LayerProgram {
   const kernels::KernelTable& kernel_table() const { return *k_; }
 
   uint64_t weight_bytes() const { return weight_bytes_; }
-  uint64_t kv_bytes() const { return kv_bytes_; }
+  uint64_t kv_bytes() const { return kv_.bytes(); }
   // Weight bytes read from memory to evaluate one token at the end of a
   // context of `position` tokens (weights and the KV cache it attends to).
   uint64_t BytesPerToken(int32_t position) const;
@@ -111,6 +141,11 @@ class LlamaModel final : public LayerProgram {
   TinyAIStatus Rope(int32_t block, float* qkv, float* cs, const PassContext& pass);
   void Attention(int32_t block, const float* qkv, float* out, float* scores, size_t scores_bytes,
                  const PassContext& pass);
+  // cos and sin of each rotary pair's angle at a position (negative: the
+  // inverse rotation).
+  void RopeTable(int32_t position, float* cs) const;
+  // Scratch each attention thread has besides its row of scores.
+  size_t AttentionThreadBytes() const;
   void Rotate(float* vec, int32_t width, const float* cs) const;
   size_t qkv_width() const { return static_cast<size_t>(hp_.dim + 2 * hp_.kv_dim()); }
 
@@ -119,7 +154,8 @@ class LlamaModel final : public LayerProgram {
   int threads_ = 1;
   const kernels::KernelTable* k_ = nullptr;
   LlamaHyperParams hp_;
-  int32_t context_ = 0;
+  int32_t context_ = 0;          // slots of the KV cache: positions attended at most
+  int32_t prompt_capacity_ = 0;  // contextLength
   int32_t position_ = 0;
 
   int32_t embedding_ = -1;  // tensor indices
@@ -128,14 +164,13 @@ class LlamaModel final : public LayerProgram {
   int32_t embedding_layer_ = -1, output_layer_ = -1;
   Array<BlockTensors> blocks_;
   uint64_t weight_bytes_ = 0;
-  uint64_t kv_bytes_ = 0;
   WeightStream stream_;
 
   Array<StringView> pieces_;
   Array<float> scores_;
   Tokenizer tokenizer_;
   Sampler sampler_;
-  AlignedBuffer kv_;  // key cache then value cache: [layers][kv_heads][context][head_size] each
+  KvCache kv_;
 };
 
 }  // namespace tinyai

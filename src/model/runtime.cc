@@ -80,7 +80,11 @@ TinyAIStatus InitScheduler(ForwardScheduler* sched, TinyAIMappedModel* model, Ti
     LlamaRuntime* rt = New<LlamaRuntime>(sched);
     if (!rt) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the llama runtime");
     sched->Adopt(rt);
-    TINYAI_RETURN_IF_ERROR(rt->model().Bind(model, config.contextLength, threads, sched->pool()));
+    KvOptions kv;
+    kv.type = config.kvType;
+    kv.window = config.kvWindow;
+    kv.sinks = config.kvSinks;
+    TINYAI_RETURN_IF_ERROR(rt->model().Bind(model, config.contextLength, threads, sched->pool(), kv));
     if (llama) *llama = rt;
     return TINYAI_OK;
   }

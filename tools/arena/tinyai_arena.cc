@@ -4,7 +4,8 @@
 // into memory, asks tinyaiEstimateStaticArena, then checks the answer: an
 // arena of exactly N bytes runs a short generation without allocating, one
 // of N - 1 fails before running.
-//   tinyai-arena MODEL.tmai [--context N] [--mem-limit SIZE] [--reader] [--json]
+//   tinyai-arena MODEL.tmai [--context N] [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE]
+//                [--reader] [--json]
 // The figure holds for the build that measured it: this host build's
 // pointers are 8 bytes; a 32-bit build (e.g. scripts/cross-test.sh armhf,
 // run under qemu) gives the figure for a 32-bit device.
@@ -25,12 +26,16 @@ namespace {
 const char kTool[] = "tinyai-arena";
 
 const char kUsage[] =
-    "usage: tinyai-arena MODEL.tmai [--context N] [--mem-limit SIZE] [--reader] [--json]\n"
+    "usage: tinyai-arena MODEL.tmai [--context N] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
+    "                    [--mem-limit SIZE] [--reader] [--json]\n"
     "       tinyai-arena -h | --help | --version\n"
     "  the bytes of static arena (tinyaiSetStaticArena) the model and an LLM over it need on the\n"
     "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
     "  a callback into the weight cache (give --mem-limit to cap it)\n"
     "  --context N       tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  --kv-type T       KV cache storage: f32 (default), f16 or int8\n"
+    "  --kv-window N     a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
+    "  --kv-sink K       with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
     "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M or 1.5M (default: none)\n"
     "  --reader          weights read through a callback into the weight cache, not used in place\n"
     "  --json            one JSON object on stdout (\"context\" is the context used, \"requested_context\"\n"
@@ -102,6 +107,9 @@ int Run(int argc, char** argv) {
     };
     if (a == "--context") cfg.contextLength = tt::ParseContext(a, value());
     else if (a == "--mem-limit") cfg.memoryLimit = tt::ParseByteLimit(a, value());
+    else if (a == "--kv-type") cfg.kvType = tt::ParseKvType(a, value());
+    else if (a == "--kv-window") cfg.kvWindow = tt::ParseKvWindow(a, value());
+    else if (a == "--kv-sink") cfg.kvSinks = tt::ParseKvSinks(a, value());
     else if (a == "--reader") reader = true;
     else if (a == "--json") json = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
@@ -111,6 +119,7 @@ int Run(int argc, char** argv) {
     else throw tt::UsageError("one model only");
   }
   if (path.empty()) throw tt::UsageError("a model is required");
+  if (cfg.kvSinks > 0 && cfg.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
 
   errno = 0;
   std::ifstream in(path, std::ios::binary);

@@ -240,6 +240,21 @@ inline size_t ParseByteLimit(const std::string& flag, const char* v) {
   return static_cast<size_t>(ParseSize(flag, v, 1, SIZE_MAX));
 }
 
+// --kv-type T: f32, f16 or int8.
+inline TinyAIKVType ParseKvType(const std::string& flag, const std::string& v) {
+  if (v == "f32") return TINYAI_KV_F32;
+  if (v == "f16") return TINYAI_KV_F16;
+  if (v == "int8") return TINYAI_KV_INT8;
+  throw UsageError(flag + " takes f32, f16 or int8, got '" + v + "'");
+}
+// --kv-window N: 1..limits::kMaxSeqLen positions; --kv-sink K: 0..the same.
+inline int32_t ParseKvWindow(const std::string& flag, const char* v) {
+  return ParseInt32(flag, v, 1, tinyai::limits::kMaxSeqLen);
+}
+inline int32_t ParseKvSinks(const std::string& flag, const char* v) {
+  return ParseInt32(flag, v, 0, tinyai::limits::kMaxSeqLen);
+}
+
 // "normal", "memory_opt", "streaming" or "adaptive".
 inline TinyAIExecutionMode ParseMode(const std::string& flag, const std::string& v) {
   if (v == "normal") return TINYAI_EXEC_NORMAL;

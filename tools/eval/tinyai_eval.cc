@@ -1,7 +1,8 @@
 // tinyai-eval: how close a model's next-token distributions are to a
 // reference's (e.g. a quantized model against its f32 original).
 //
-//   tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS] [--json]
+//   tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]
+//               [--kv-type T] [--kv-window N] [--kv-sink K] [--json]
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,7 +15,8 @@
 namespace {
 
 const char kUsage[] =
-    "usage: tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS] [--json]\n"
+    "usage: tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]\n"
+    "                   [--kv-type T] [--kv-window N] [--kv-sink K] [--json]\n"
     "       tinyai-eval -h | --help | --version\n"
     "  Both models read one token stream sampled from REF (temperature 1, BOS first, sequences of L tokens);\n"
     "  at each position: KL(REF || MODEL) of the next-token distributions and whether the top-1 tokens agree.\n"
@@ -23,6 +25,10 @@ const char kUsage[] =
     "  --seed S        seed of the sampled stream, 0..18446744073709551615 (default 1)\n"
     "  --sequence L    positions per sequence, 1..1048576 (default 256; at most the models' context)\n"
     "  -t THREADS      compute threads per model, 0..256 (default 0 = one per core)\n"
+    "  --kv-type T     MODEL's KV cache storage: f32 (default), f16 or int8 (REF's stays f32; MODEL may be\n"
+    "                  REF's file, to measure the KV storage alone)\n"
+    "  --kv-window N   MODEL's KV cache as a rolling window of N positions, 1..1048576\n"
+    "  --kv-sink K     with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
     "  --json          print one JSON object: positions, mean_kld, p99_kld, max_kld, top1, ref, model\n"
     "  -h, --help      this help; --version: the library's version\n";
 
@@ -32,6 +38,7 @@ int Run(int argc, char** argv) {
   tinyai_tools::CompareOptions options;
   int32_t threads = 0;
   bool json = false;
+  TinyAILLMConfig kv = tinyaiCreateDefaultLLMConfig();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -53,6 +60,12 @@ int Run(int argc, char** argv) {
       options.sequence = tinyai_tools::ParseInt32(a, value(), 1, 1048576);
     } else if (a == "-t") {
       threads = tinyai_tools::ParseThreads(a, value());
+    } else if (a == "--kv-type") {
+      kv.kvType = tinyai_tools::ParseKvType(a, value());
+    } else if (a == "--kv-window") {
+      kv.kvWindow = tinyai_tools::ParseKvWindow(a, value());
+    } else if (a == "--kv-sink") {
+      kv.kvSinks = tinyai_tools::ParseKvSinks(a, value());
     } else if (a == "--json") {
       json = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -63,13 +76,18 @@ int Run(int argc, char** argv) {
   }
   if (ref_path.empty()) throw tinyai_tools::UsageError("--ref REF.tmai is required");
   if (positional.size() != 1) throw tinyai_tools::UsageError("give one MODEL.tmai to compare with the reference");
+  if (kv.kvSinks > 0 && kv.kvWindow == 0) throw tinyai_tools::UsageError("--kv-sink goes with --kv-window");
   const std::string& model_path = positional[0];
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   cfg.threads = threads;
   tinyai_tools::ModelHandle ref_model = tinyai_tools::OpenModel(ref_path, nullptr);
   tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(model_path, nullptr);
   tinyai_tools::LLMHandle ref = tinyai_tools::CreateLLM(ref_model.get(), cfg);
-  tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(model.get(), cfg);
+  TinyAILLMConfig model_cfg = cfg;
+  model_cfg.kvType = kv.kvType;
+  model_cfg.kvWindow = kv.kvWindow;
+  model_cfg.kvSinks = kv.kvSinks;
+  tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(model.get(), model_cfg);
   const bool bar = isatty(STDERR_FILENO) != 0;
   int last = -1;
   const tinyai_tools::CompareResult r =
@@ -88,9 +106,13 @@ int Run(int argc, char** argv) {
                 static_cast<long long>(r.positions), r.mean_kld, r.p99_kld, r.max_kld, r.top1,
                 tinyai_tools::JsonString(ref_path).c_str(), tinyai_tools::JsonString(model_path).c_str());
   } else {
-    std::printf("%s against %s, %lld positions (seed %llu):\n  mean KL %.6g  p99 KL %.6g  max KL %.6g  top-1 "
-                "agreement %.4f\n",
-                model_path.c_str(), ref_path.c_str(), static_cast<long long>(r.positions),
+    std::printf("%s (KV %s%s) against %s, %lld positions (seed %llu):\n  mean KL %.6g  p99 KL %.6g  max KL %.6g  "
+                "top-1 agreement %.4f\n",
+                model_path.c_str(), tinyaiKVTypeName(kv.kvType),
+                kv.kvWindow > 0 ? (", window " + std::to_string(kv.kvWindow) + " + " + std::to_string(kv.kvSinks) +
+                                   " sinks").c_str()
+                                : "",
+                ref_path.c_str(), static_cast<long long>(r.positions),
                 static_cast<unsigned long long>(options.seed), r.mean_kld, r.p99_kld, r.max_kld, r.top1);
   }
   return 0;

@@ -2,6 +2,7 @@
 // golden files show it; figures go to stderr.
 //   tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T] [--top-p P]
 //                   [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
+//                   [--kv-type T] [--kv-window N] [--kv-sink K]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE]
 #include <cfloat>
@@ -19,6 +20,7 @@ const char kTool[] = "tinyai-generate";
 const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
     "                       [--top-p P] [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
+    "                       [--kv-type T] [--kv-window N] [--kv-sink K]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE]\n"
     "       tinyai-generate -h | --help | --version\n"
@@ -33,7 +35,14 @@ const char kUsage[] =
     "  --top-p P        nucleus mass, in (0, 1] (default 0.9)\n"
     "  --seed S         sampler seed, 0..18446744073709551615 (default 42)\n"
     "  -t THREADS       compute threads, 0..256 (default 0 = one per core)\n"
-    "  --context N      tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  --context N      tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len); with\n"
+    "                   --kv-window, the longest prompt\n"
+    "  --kv-type T      how the KV cache stores keys and values: f32 (default), f16 or int8 (an f16 scale\n"
+    "                   per 32 values of a head)\n"
+    "  --kv-window N    a rolling window: the cache holds the --kv-sink first positions and the N most\n"
+    "                   recent, 1..1048576, and the text runs on past the context in constant memory\n"
+    "  --kv-sink K      with --kv-window: the first positions kept (attention sinks), 0..1048576 (default 0;\n"
+    "                   4 is the usual choice)\n"
     "  --mem-limit SIZE bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M or 1.5G\n"
     "                   (default: no limit)\n"
     "  --cache SIZE     cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
@@ -133,6 +142,9 @@ int Run(int argc, char** argv) {
     else if (a == "-t") config.threads = tt::ParseThreads(a, value());
     else if (a == "--context") config.contextLength = tt::ParseContext(a, value());
     else if (a == "--mem-limit") config.memoryLimit = tt::ParseByteLimit(a, value());
+    else if (a == "--kv-type") config.kvType = tt::ParseKvType(a, value());
+    else if (a == "--kv-window") config.kvWindow = tt::ParseKvWindow(a, value());
+    else if (a == "--kv-sink") config.kvSinks = tt::ParseKvSinks(a, value());
     else if (a == "--cache") mmap_config.maxCacheSize = tt::ParseByteLimit(a, value());
     else if (a == "--prefetch-threads") mmap_config.prefetchThreads = tt::ParsePrefetchThreads(a, value());
     else if (a == "--no-prefetch") mmap_config.prefetchEnabled = false;
@@ -149,6 +161,7 @@ int Run(int argc, char** argv) {
   if (model_path.empty()) throw tt::UsageError("-m MODEL is required");
   if (have_prompt && !prompt_file.empty()) throw tt::UsageError("give the prompt once: -p PROMPT, -p - or -f FILE");
   if (!have_prompt && prompt_file.empty()) throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE");
+  if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (!prompt_file.empty()) prompt = ReadPrompt(prompt_file);
   else if (prompt == "-") prompt = ReadPrompt("-");
 
@@ -184,9 +197,13 @@ int Run(int argc, char** argv) {
   tinyaiGetLLMMemoryReport(llm.get(), &mem);
   std::fprintf(stderr,
                "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
-               "KV cache %.1f MiB, activations %.2f MiB, tables %.2f MiB\n",
+               "KV cache %.3f MiB (%s, %s), activations %.2f MiB, tables %.2f MiB\n",
                tt::Mib(tinyaiGetProcessPeakRss()), tt::Mib(mem.peakTotalBytes), tt::Mib(mem.weightPeakBytes),
                mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvCacheBytes),
+               tinyaiKVTypeName(config.kvType),
+               config.kvWindow > 0 ? ("window " + std::to_string(config.kvWindow) + " + " +
+                                      std::to_string(config.kvSinks) + " sinks").c_str()
+                                   : (std::to_string(info.contextLength) + " positions").c_str(),
                tt::Mib(mem.activationBytes), tt::Mib(mem.otherBytes));
   TinyAISchedulerReport rep;
   rep.structSize = sizeof rep;

@@ -123,6 +123,11 @@ typedef struct TinyAISchedulerConfig {
     size_t outputCapacity;   /* language models: bytes tinyaiExecuteNextLayer() may write at output,
                                 NUL included (>= 1); generation ends when the next piece would not
                                 fit; default 1024 (tinyaiSetSchedulerOutputCapacity() changes it) */
+    int32_t kvType;          /* language models: how the KV cache stores keys and values, a
+                                TinyAIKVType of <tinyai/llm.h>; default 0 (TINYAI_KV_F32) */
+    int32_t kvWindow;        /* language models: 0 (default) or a rolling window of this many
+                                positions (TinyAILLMConfig.kvWindow) */
+    int32_t kvSinks;         /* language models: with kvWindow, the first positions kept */
 } TinyAISchedulerConfig;
 
 /* What a prepared schedule plans and uses. */

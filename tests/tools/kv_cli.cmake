@@ -1,0 +1,46 @@
+# The KV cache options on the command line (tinyai-generate): a rolling
+# window runs stories260K for 2,048 positions (four times its context) in
+# the memory a 256-position run takes (peak RSS within 5%, as the OS
+# measures it), in every storage type; bad values are usage errors.
+# Run by ctest as tools_kv_cli with GENERATE, MODEL (stories260K.tmai),
+# OUT_DIR and EMULATOR (the RSS comparison is skipped under an emulator,
+# whose RSS is its own).
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
+
+if(NOT EXISTS ${MODEL})
+  message("tinyai-test-skip: ${MODEL} not found (the convert_stories260K fixture)")
+  return()
+endif()
+
+# Peak RSS in MiB from tinyai-generate's report.
+function(peak_rss out)
+  string(REGEX MATCH "peak RSS ([0-9.]+) MiB" m "${RUN_ERR}")
+  set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
+
+expect_run(RC 0 EXPECT "stopped: max_new" COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 251 --temp 0.8 -t 1)
+peak_rss(short)
+foreach(type f32 f16 int8)
+  expect_run(RC 0 EXPECT "stopped: max_new" "(${type}, window 64 + 4 sinks)"
+             COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 2043 --temp 0.8 -t 1
+                     --kv-window 64 --kv-sink 4 --kv-type ${type})
+  peak_rss(long)
+  string(LENGTH "${RUN_OUT}" chars)
+  if(chars LESS 4000)
+    cli_fail("a 2,048-position text in a window (${type}) is only ${chars} characters")
+  endif()
+  if(EMULATOR STREQUAL "" AND NOT short STREQUAL "" AND NOT long STREQUAL "")
+    # RSS is printed with one decimal: compare long <= short * 1.05 + 0.1 (the rounding).
+    execute_process(COMMAND awk "BEGIN { exit !(${long} <= ${short} * 1.05 + 0.1) }" RESULT_VARIABLE over)
+    if(NOT over EQUAL 0)
+      cli_fail("2,048 positions in a window (${type}) peaked at ${long} MiB, a 256-position run at ${short} MiB")
+    endif()
+  endif()
+endforeach()
+
+# ---- Bad values --------------------------------------------------------------------------------
+expect_usage_error("--kv-type takes f32, f16 or int8, got 'q4'" ${GENERATE} -m ${MODEL} -p a --kv-type q4)
+expect_usage_error("--kv-window" ${GENERATE} -m ${MODEL} -p a --kv-window 0)
+expect_usage_error("--kv-sink goes with --kv-window" ${GENERATE} -m ${MODEL} -p a --kv-sink 4)
+expect_usage_error("--kv-sink" ${GENERATE} -m ${MODEL} -p a --kv-window 8 --kv-sink -1)
+cli_finish()
