@@ -55,6 +55,19 @@ bool SameFile(const char* a, const char* b) {
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+TinyAIStatus RefuseOutputIsInput(const char* out, const char* in) {
+  if (!SameFile(out, in)) return TINYAI_OK;
+  return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
+                  "overwrite an input", out, in);
+}
+
+TinyAIStatus CheckImportOptions(const WriteOptions& options, const char* format) {
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
+  if (options.matrix_dtype == TINYAI_DTYPE_F32) return TINYAI_OK;
+  return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a %s import keeps each tensor's own dtype (asked for %s): convert the "
+                  "result with tinyai-quantize", format, tinyaiDTypeName(options.matrix_dtype));
+}
+
 void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* path) {
   w->AddMetaString("general.source", "tinyai-convert --" + std::string(format == "synthetic" || format == "dense" ? "" : "from ") + format);
   w->AddMetaString("general.source_format", format);

@@ -116,6 +116,12 @@ bool ParseDecimal(const std::string& v, uint64_t max, uint64_t* out);
 // hard links, symbolic links and different spellings of one path are caught.
 // False when either does not exist.
 bool SameFile(const char* a, const char* b);
+// TINYAI_ERR_INVALID_ARGUMENT, naming both, when `out` is the input `in`
+// (SameFile): an importer never writes over what it reads.
+TinyAIStatus RefuseOutputIsInput(const char* out, const char* in);
+// An importer's options: CheckWriteOptions, and matrix_dtype f32 (the file's
+// own dtypes are kept; `format` names it in the message).
+TinyAIStatus CheckImportOptions(const WriteOptions& options, const char* format);
 
 }  // namespace tinyai
 

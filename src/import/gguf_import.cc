@@ -116,15 +116,8 @@ TinyAIStatus CheckByteFallback(const gguf::File& f, const std::vector<std::strin
 
 TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperParams* paramsOut,
                          const WriteOptions& options, TmaiWriteStats* stats) {
-  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
-  if (options.matrix_dtype != TINYAI_DTYPE_F32) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a GGUF import keeps each tensor's own dtype (asked for %s): convert "
-                    "the result with tinyai-quantize", tinyaiDTypeName(options.matrix_dtype));
-  }
-  if (SameFile(outPath, ggufPath)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
-                    "overwrite an input", outPath, ggufPath);
-  }
+  TINYAI_RETURN_IF_ERROR(CheckImportOptions(options, "GGUF"));
+  TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, ggufPath));
   port::MappedFile mapped;
   TINYAI_RETURN_IF_ERROR(port::MapFile(ggufPath, &mapped));
   struct Unmap {

@@ -418,27 +418,14 @@ TinyAIStatus WriteTensor(TmaiWriter* w, const Planned& p) {
 
 TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHyperParams* paramsOut,
                                 const WriteOptions& options, TmaiWriteStats* stats) {
-  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
-  if (options.matrix_dtype != TINYAI_DTYPE_F32) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a safetensors import keeps each tensor's own dtype (asked for %s): "
-                    "convert the result with tinyai-quantize", tinyaiDTypeName(options.matrix_dtype));
-  }
+  TINYAI_RETURN_IF_ERROR(CheckImportOptions(options, "safetensors"));
   std::string folder, index;
   Weights weights;
   TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &index, &weights));
-  for (const auto& shard : weights.shards) {
-    if (SameFile(outPath, shard->path.c_str())) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
-                      "overwrite an input", outPath, shard->path.c_str());
-    }
-  }
+  for (const auto& shard : weights.shards) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, shard->path.c_str()));
   const std::string config_path = folder + "/config.json", tokenizer_path = folder + "/tokenizer.model";
   for (const std::string& p : {config_path, tokenizer_path, index}) {
-    if (p.empty()) continue;
-    if (SameFile(outPath, p.c_str())) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the output '%s' is the input '%s' (the same file); refusing to "
-                      "overwrite an input", outPath, p.c_str());
-    }
+    if (!p.empty()) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, p.c_str()));
   }
   Config config;
   TINYAI_RETURN_IF_ERROR(ReadConfig(config_path, &config));

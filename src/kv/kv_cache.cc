@@ -120,6 +120,7 @@ TinyAIStatus KvCache::Init(const KvShape& s) {
   if (s.type == TINYAI_KV_INT8) {
     while (hadamard_ < 128 && hs % (hadamard_ * 2) == 0) hadamard_ *= 2;
   }
+  if (hadamard_ > 1) bytes_ += hs * sizeof(float);  // the key being rotated (Store)
   k_ = &kernels::Best();
   wk_ = s.type == TINYAI_KV_F16 ? kernels::WeightKernelsFor(*k_, TINYAI_DTYPE_F16)
         : s.type == TINYAI_KV_INT8 && group_ == kGroup ? kernels::WeightKernelsFor(*k_, TINYAI_DTYPE_Q8_G32)
@@ -135,7 +136,8 @@ TinyAIStatus KvCache::Allocate() {
     TINYAI_RETURN_IF_ERROR(
         key_.Allocate(static_cast<size_t>(shape_.head_size) * sizeof(float), "KV cache key rotation"));
   }
-  return data_.Allocate(static_cast<size_t>(bytes_), "KV cache", AlignedBuffer::kUninitialized);
+  return data_.Allocate(static_cast<size_t>(bytes_ - (hadamard_ > 1 ? static_cast<uint64_t>(shape_.head_size) * 4 : 0)),
+                        "KV cache", AlignedBuffer::kUninitialized);
 }
 
 int32_t KvCache::Slot(int32_t p) const {

@@ -95,6 +95,7 @@ class KvCache {
   bool allocated() const { return data_.data() != nullptr; }
 
   const KvShape& shape() const { return shape_; }
+  // What the cache holds: its rows, and for int8 the key being rotated.
   uint64_t bytes() const { return bytes_; }
   size_t row_bytes() const { return row_bytes_; }
   int32_t slots() const { return slots_; }

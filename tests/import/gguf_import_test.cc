@@ -23,6 +23,7 @@
 #include "import/gguf.h"
 #include "import/gguf_writer.h"
 #include "import/llama_source.h"
+#include "import/run_model.h"
 #include "import/model_builder.h"
 #include "kernels/kernels.h"
 #include "require_shared.h"
@@ -34,62 +35,9 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-struct Opened {
-  TinyAIMappedModel* model = nullptr;
-  TinyAILLM* llm = nullptr;
-  ~Opened() {
-    tinyaiDestroyLLM(llm);
-    tinyaiCloseMappedModel(model);
-  }
-  bool Open(const std::string& path) {
-    model = tinyaiOpenMappedModel(path.c_str(), nullptr);
-    return model != nullptr && tinyaiCreateLLM(model, nullptr, &llm) == TINYAI_OK;
-  }
-  int32_t vocab() const {
-    TinyAIModelInfo info;
-    std::memset(&info, 0, sizeof info);
-    info.structSize = sizeof info;
-    tinyaiGetLLMModelInfo(llm, &info);
-    return info.vocabSize;
-  }
-};
-
-// The logits after each token of text (BOS first), one token per call,
-// concatenated.
-std::vector<float> LogitsOf(const std::string& path, const char* text) {
-  Opened m;
-  EXPECT_TRUE(m.Open(path)) << path << ": " << tt::LastMessage();
-  if (m.llm == nullptr) return {};
-  int32_t tokens[256];
-  int32_t count = 0;
-  EXPECT_EQ(tinyaiLLMTokenize(m.llm, text, 1, tokens, 256, &count), TINYAI_OK) << tt::LastMessage();
-  const size_t vocab = static_cast<size_t>(m.vocab());
-  std::vector<float> out(vocab * static_cast<size_t>(count));
-  for (int32_t i = 0; i < count; ++i) {
-    EXPECT_EQ(tinyaiLLMEval(m.llm, tokens + i, 1, out.data() + vocab * static_cast<size_t>(i)), TINYAI_OK)
-        << tt::LastMessage();
-  }
-  return out;
-}
-
-// Greedy text after a prompt.
-std::string Greedy(const std::string& path, const char* prompt, int32_t steps) {
-  Opened m;
-  EXPECT_TRUE(m.Open(path)) << path << ": " << tt::LastMessage();
-  if (m.llm == nullptr) return "";
-  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
-  params.steps = steps;
-  params.sampler.temperature = 0.0f;
-  std::vector<char> text(16384);
-  size_t len = 0;
-  EXPECT_EQ(tinyaiLLMGenerate(m.llm, prompt, &params, text.data(), text.size(), &len, nullptr), TINYAI_OK)
-      << tt::LastMessage();
-  return std::string(text.data(), len);
-}
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using tt::Greedy;
+using tt::LogitsOf;
+using tt::SameBits;
 
 // Writes source as GGUF to path.
 void WriteGguf(const tt::LlamaSource& source, const tt::GgufModelOptions& options, const std::string& path) {

@@ -28,6 +28,7 @@
 #include "import/hf_writer.h"
 #include "import/json.h"
 #include "import/llama_source.h"
+#include "import/run_model.h"
 #include "import/model_builder.h"
 #include "import/safetensors.h"
 #include "require_shared.h"
@@ -39,55 +40,9 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-struct Opened {
-  TinyAIMappedModel* model = nullptr;
-  TinyAILLM* llm = nullptr;
-  ~Opened() {
-    tinyaiDestroyLLM(llm);
-    tinyaiCloseMappedModel(model);
-  }
-  bool Open(const std::string& path) {
-    model = tinyaiOpenMappedModel(path.c_str(), nullptr);
-    return model != nullptr && tinyaiCreateLLM(model, nullptr, &llm) == TINYAI_OK;
-  }
-};
-
-// The logits after each token of text (BOS first), concatenated.
-std::vector<float> LogitsOf(const std::string& path, const char* text) {
-  Opened m;
-  EXPECT_TRUE(m.Open(path)) << path << ": " << tt::LastMessage();
-  if (m.llm == nullptr) return {};
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
-  tinyaiGetLLMModelInfo(m.llm, &info);
-  int32_t tokens[256];
-  int32_t count = 0;
-  EXPECT_EQ(tinyaiLLMTokenize(m.llm, text, 1, tokens, 256, &count), TINYAI_OK) << tt::LastMessage();
-  const size_t vocab = static_cast<size_t>(info.vocabSize);
-  std::vector<float> out(vocab * static_cast<size_t>(count));
-  for (int32_t i = 0; i < count; ++i) {
-    EXPECT_EQ(tinyaiLLMEval(m.llm, tokens + i, 1, out.data() + vocab * static_cast<size_t>(i)), TINYAI_OK);
-  }
-  return out;
-}
-
-std::string Greedy(const std::string& path, const char* prompt, int32_t steps) {
-  Opened m;
-  EXPECT_TRUE(m.Open(path)) << path << ": " << tt::LastMessage();
-  if (m.llm == nullptr) return "";
-  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
-  params.steps = steps;
-  params.sampler.temperature = 0.0f;
-  std::vector<char> text(16384);
-  size_t len = 0;
-  EXPECT_EQ(tinyaiLLMGenerate(m.llm, prompt, &params, text.data(), text.size(), &len, nullptr), TINYAI_OK);
-  return std::string(text.data(), len);
-}
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using tt::Greedy;
+using tt::LogitsOf;
+using tt::SameBits;
 
 TinyAIStatus Convert(const std::string& in, const std::string& out) {
   tinyaiClearLastError();

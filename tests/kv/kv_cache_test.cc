@@ -62,7 +62,7 @@ TEST(KvCache, BytesPerTypeAndPolicy) {
     KvCache kv;
     ASSERT_EQ(kv.Init(Shape(c.hs, c.type)), TINYAI_OK) << tt::LastMessage();
     EXPECT_EQ(kv.row_bytes(), c.row) << c.hs << " " << KvCache::TypeName(c.type);
-    EXPECT_EQ(kv.bytes(), 2u * 2u * 3u * 64u * c.row);
+    EXPECT_EQ(kv.bytes(), 2u * 2u * 3u * 64u * c.row + (kv.hadamard() > 1 ? c.hs * 4u : 0u));
     EXPECT_EQ(kv.slots(), 64);
     EXPECT_EQ(kv.max_positions(), 64);
   }

@@ -1,0 +1,41 @@
+// Running a converted model in the importers' tests: an LLM over a .tmai,
+// its logits after each token of a text, its greedy text, and bit-for-bit
+// comparison of logits.
+#ifndef TINYAI_TESTS_IMPORT_RUN_MODEL_H_
+#define TINYAI_TESTS_IMPORT_RUN_MODEL_H_
+
+#include <string>
+#include <vector>
+
+#include "tinyai/llm.h"
+#include "tinyai/utils/mmap_loader.h"
+
+namespace tinyai {
+namespace testing {
+
+// A model and an LLM over it (default configs), closed and destroyed at the end.
+struct OpenedModel {
+  TinyAIMappedModel* model = nullptr;
+  TinyAILLM* llm = nullptr;
+  OpenedModel() = default;
+  OpenedModel(const OpenedModel&) = delete;
+  OpenedModel& operator=(const OpenedModel&) = delete;
+  ~OpenedModel();
+  bool Open(const std::string& path);
+  int32_t vocab() const;
+};
+
+// The logits after each token of text (BOS first), one token per call,
+// concatenated; empty (with a test failure) when the model does not run.
+std::vector<float> LogitsOf(const std::string& path, const char* text);
+
+// The greedy text after a prompt.
+std::string Greedy(const std::string& path, const char* prompt, int32_t steps);
+
+// True when a and b are the same non-empty arrays, bit for bit.
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace testing
+}  // namespace tinyai
+
+#endif  // TINYAI_TESTS_IMPORT_RUN_MODEL_H_
