@@ -28,7 +28,7 @@ if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
 fi
-all=(reader llama2c tokenizer dense prompt capi gguf safetensors)
+all=(reader llama2c tokenizer dense prompt capi gguf safetensors store)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
@@ -50,7 +50,7 @@ fi
 # for texts and call sequences.
 max_len() {
   case $1 in
-    dense|capi) echo 4096 ;;
+    dense|capi|store) echo 4096 ;;
     prompt) echo 2048 ;;
     *) echo 65536 ;;
   esac

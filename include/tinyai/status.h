@@ -58,6 +58,8 @@ typedef enum TinyAIStatus TINYAI_ENUM_BASE {
     TINYAI_ERR_NOT_FINITE = -21,         /* a computation produced NaN or infinity (bad weights or inputs) */
     TINYAI_ERR_BUFFER_TOO_SMALL = -22,   /* the caller's buffer is too small; the call's size argument
                                             (count, len, needed, outLen) says how much it needs */
+    TINYAI_ERR_MISMATCH = -23,           /* saved state belongs to another model or declaration
+                                            (a session of another model, KV type or layout) */
     TINYAI_STOPPED = 1                   /* not an error: the caller's callback asked to stop; what was
                                             produced so far is complete and valid */
 } TinyAIStatus;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "llm.h"
+#include "persistent.h"
 #include "platform.h"
 #include "status.h"
 #include "types.h"

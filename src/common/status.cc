@@ -77,6 +77,7 @@ const char* tinyaiStatusString(TinyAIStatus status) {
     case TINYAI_ERR_MISSING_DEPENDENCY: return "TINYAI_ERR_MISSING_DEPENDENCY";
     case TINYAI_ERR_NOT_FINITE: return "TINYAI_ERR_NOT_FINITE";
     case TINYAI_ERR_BUFFER_TOO_SMALL: return "TINYAI_ERR_BUFFER_TOO_SMALL";
+    case TINYAI_ERR_MISMATCH: return "TINYAI_ERR_MISMATCH";
     case TINYAI_STOPPED: return "TINYAI_STOPPED";
   }
   return "TINYAI_ERR_UNKNOWN";

@@ -42,6 +42,9 @@ class Vector {
   }
 
   void Clear() { size_ = 0; }
+  void PopBack() {
+    if (size_) --size_;
+  }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t capacity() const { return data_.size(); }

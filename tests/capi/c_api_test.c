@@ -141,17 +141,17 @@ static void test_status_and_types(void) {
         TINYAI_ERR_TRUNCATED, TINYAI_ERR_OUT_OF_BOUNDS, TINYAI_ERR_OVERFLOW, TINYAI_ERR_CHECKSUM,
         TINYAI_ERR_BAD_FORMAT, TINYAI_ERR_BAD_TOKENIZER, TINYAI_ERR_CONTEXT_OVERFLOW, TINYAI_ERR_UNSUPPORTED,
         TINYAI_ERR_MISUSE, TINYAI_ERR_NOT_FOUND, TINYAI_ERR_INTERNAL, TINYAI_ERR_GRAPH_CYCLE,
-        TINYAI_ERR_MISSING_DEPENDENCY, TINYAI_ERR_NOT_FINITE, TINYAI_ERR_BUFFER_TOO_SMALL};
+        TINYAI_ERR_MISSING_DEPENDENCY, TINYAI_ERR_NOT_FINITE, TINYAI_ERR_BUFFER_TOO_SMALL, TINYAI_ERR_MISMATCH};
     static const char* names[] = {
         "TINYAI_OK", "TINYAI_ERR_INVALID_ARGUMENT", "TINYAI_ERR_OUT_OF_MEMORY", "TINYAI_ERR_RESOURCE_EXHAUSTED",
         "TINYAI_ERR_FILE_NOT_FOUND", "TINYAI_ERR_IO", "TINYAI_ERR_BAD_MAGIC", "TINYAI_ERR_UNSUPPORTED_VERSION",
         "TINYAI_ERR_TRUNCATED", "TINYAI_ERR_OUT_OF_BOUNDS", "TINYAI_ERR_OVERFLOW", "TINYAI_ERR_CHECKSUM",
         "TINYAI_ERR_BAD_FORMAT", "TINYAI_ERR_BAD_TOKENIZER", "TINYAI_ERR_CONTEXT_OVERFLOW", "TINYAI_ERR_UNSUPPORTED",
         "TINYAI_ERR_MISUSE", "TINYAI_ERR_NOT_FOUND", "TINYAI_ERR_INTERNAL", "TINYAI_ERR_GRAPH_CYCLE",
-        "TINYAI_ERR_MISSING_DEPENDENCY", "TINYAI_ERR_NOT_FINITE", "TINYAI_ERR_BUFFER_TOO_SMALL"};
+        "TINYAI_ERR_MISSING_DEPENDENCY", "TINYAI_ERR_NOT_FINITE", "TINYAI_ERR_BUFFER_TOO_SMALL", "TINYAI_ERR_MISMATCH"};
     size_t i;
     int role;
-    /* Values are pinned: 0, then -1 .. -22 in order. */
+    /* Values are pinned: 0, then -1 .. -23 in order. */
     for (i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
         const char* s = tinyaiStatusString(codes[i]);
         CHECK((int)codes[i] == -(int)i);
@@ -931,6 +931,63 @@ static void test_mixed_precision(const char* model_path, const char* tmp) {
     tinyaiCloseMappedModel(model);
 }
 
+/* The persistent store from C, as <tinyai/persistent.h>'s example uses it. */
+static void test_persistent_store(const char* tmp) {
+    TinyAIPersistentStore* store = NULL;
+    TinyAIPersistentConfig cfg = tinyaiCreateDefaultPersistentConfig();
+    TinyAIPersistentStore* back = NULL;
+    TinyAIPersistentEntry entry;
+    float row[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    float rows[12];
+    size_t bytes = 0;
+    int32_t step = -1;
+    char path[1024];
+    cfg.memoryLimit = 1 << 20;
+    CHECK_STATUS(tinyaiCreatePersistentStore(&cfg, &store), TINYAI_OK);
+    if (!store) return;
+    CHECK_STATUS(tinyaiSetPersistentDim(store, "D", 4), TINYAI_OK);
+    CHECK_STATUS(tinyaiDeclarePersistent(store,
+                                         "persistent {\n"
+                                         "    step: i32 @init(0);\n"
+                                         "    A(i): f32[D] @table;\n"
+                                         "    K(l, t): f16[4, 16] @table @fixed(l=2, t=128);\n"
+                                         "}\n"),
+                 TINYAI_OK);
+    CHECK_STATUS(tinyaiDeclarePersistent(store, "bad: f32 @init(5)"), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiPersistentWrite(store, "A[step]", TINYAI_PTYPE_F32, row, sizeof row), TINYAI_OK);
+    CHECK_STATUS(tinyaiPersistentIncrement(store, "step", 1), TINYAI_OK);
+    row[0] = 5.0f;
+    CHECK_STATUS(tinyaiPersistentWrite(store, "A[step]", TINYAI_PTYPE_F32, row, sizeof row), TINYAI_OK);
+    CHECK_STATUS(tinyaiPersistentRead(store, "A[0..-1]", TINYAI_PTYPE_F32, rows, sizeof rows, &bytes), TINYAI_OK);
+    CHECK(bytes == 4 * sizeof(float) && rows[0] == 1.0f);
+    CHECK_STATUS(tinyaiPersistentRead(store, "A[]", TINYAI_PTYPE_F32, rows, 4, &bytes), TINYAI_ERR_BUFFER_TOO_SMALL);
+    CHECK(bytes == 8 * sizeof(float));
+    CHECK_STATUS(tinyaiPersistentWrite(store, "K[2, 0]", TINYAI_PTYPE_F16, rows, 128), TINYAI_ERR_OUT_OF_BOUNDS);
+    memset(&entry, 0, sizeof entry);
+    entry.structSize = sizeof entry;
+    CHECK_STATUS(tinyaiGetPersistentEntry(store, "A", &entry), TINYAI_OK);
+    CHECK(entry.extent[0] == 2 && entry.indexCount == 1 && strcmp(entry.indexNames[0], "i") == 0);
+    CHECK(tinyaiGetPersistentMemoryUsage(store) > 2 * 128 * 64 * 2);
+    snprintf(path, sizeof path, "%s/c_api_state.tps", tmp);
+    CHECK_STATUS(tinyaiSavePersistentStore(store, path), TINYAI_OK);
+    CHECK_STATUS(tinyaiCreatePersistentStore(&cfg, &back), TINYAI_OK);
+    if (back) {
+        CHECK_STATUS(tinyaiSetPersistentDim(back, "D", 4), TINYAI_OK);
+        CHECK_STATUS(tinyaiDeclarePersistent(back, "step: i32 @init(0)"), TINYAI_OK);
+        CHECK_STATUS(tinyaiLoadPersistentStore(back, path), TINYAI_ERR_MISMATCH);
+        CHECK_STATUS(tinyaiDeclarePersistent(back, "A(i): f32[D] @table; K(l, t): f16[4, 16] @table @fixed(l=2, t=128)"),
+                     TINYAI_OK);
+        CHECK_STATUS(tinyaiLoadPersistentStore(back, path), TINYAI_OK);
+        CHECK_STATUS(tinyaiPersistentRead(back, "step", TINYAI_PTYPE_I32, &step, sizeof step, &bytes), TINYAI_OK);
+        CHECK(step == 1);
+        CHECK_STATUS(tinyaiPersistentRead(back, "A[1]", TINYAI_PTYPE_F32, rows, sizeof rows, &bytes), TINYAI_OK);
+        CHECK(rows[0] == 5.0f && rows[3] == 4.0f);
+        tinyaiDestroyPersistentStore(back);
+    }
+    remove(path);
+    tinyaiDestroyPersistentStore(store);
+}
+
 int main(int argc, char** argv) {
     const char* model_path;
     const char* tmp;
@@ -961,6 +1018,7 @@ int main(int argc, char** argv) {
 
     test_status_and_types();
     test_null_arguments();
+    test_persistent_store(tmp);
 
     raw = read_file(model_path, &size, &image);
     CHECK(raw != NULL);

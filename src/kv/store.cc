@@ -1,0 +1,1036 @@
+#include "kv/store.h"
+
+#include "kv/store_internal.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "common/checked_math.h"
+#include "common/crc32c.h"
+#include "common/half.h"
+#include "common/memory.h"
+#include "common/status.h"
+#include "port/port.h"
+
+namespace tinyai {
+
+size_t PTypeBytes(int32_t t) {
+  switch (t) {
+    case TINYAI_PTYPE_F64: case TINYAI_PTYPE_I64: case TINYAI_PTYPE_U64: return 8;
+    case TINYAI_PTYPE_F32: case TINYAI_PTYPE_I32: case TINYAI_PTYPE_U32: return 4;
+    case TINYAI_PTYPE_F16: case TINYAI_PTYPE_I16: case TINYAI_PTYPE_U16: return 2;
+    case TINYAI_PTYPE_I8: case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+const char* PTypeName(int32_t t) {
+  static const char* const kNames[] = {"f32", "f16", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"};
+  return t >= 0 && t < 12 ? kNames[t] : "?";
+}
+
+bool PTypeIsFloat(int32_t t) { return t == TINYAI_PTYPE_F32 || t == TINYAI_PTYPE_F16 || t == TINYAI_PTYPE_F64; }
+
+bool PTypeIsUnsigned(int32_t t) {
+  return t == TINYAI_PTYPE_U8 || t == TINYAI_PTYPE_U16 || t == TINYAI_PTYPE_U32 || t == TINYAI_PTYPE_U64 ||
+         t == TINYAI_PTYPE_BOOL;
+}
+
+namespace {
+
+// The range of an integer type, as doubles (exact for the bounds used).
+void IntRange(int32_t t, double* lo, double* hi) {
+  switch (t) {
+    case TINYAI_PTYPE_I8: *lo = -128; *hi = 127; return;
+    case TINYAI_PTYPE_I16: *lo = -32768; *hi = 32767; return;
+    case TINYAI_PTYPE_I32: *lo = -2147483648.0; *hi = 2147483647.0; return;
+    case TINYAI_PTYPE_I64: *lo = -9223372036854775808.0; *hi = 9223372036854775807.0; return;
+    case TINYAI_PTYPE_U8: *lo = 0; *hi = 255; return;
+    case TINYAI_PTYPE_U16: *lo = 0; *hi = 65535; return;
+    case TINYAI_PTYPE_U32: *lo = 0; *hi = 4294967295.0; return;
+    case TINYAI_PTYPE_U64: *lo = 0; *hi = 18446744073709551615.0; return;
+    case TINYAI_PTYPE_BOOL: *lo = 0; *hi = 1; return;
+    default: *lo = *hi = 0;
+  }
+}
+
+// Stores a value (already checked to fit) as type t at p.
+void StoreValue(int32_t t, double v, uint8_t* p) {
+  switch (t) {
+    case TINYAI_PTYPE_F32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
+    case TINYAI_PTYPE_F64: std::memcpy(p, &v, 8); return;
+    case TINYAI_PTYPE_F16: { const uint16_t h = FloatToHalf(static_cast<float>(v)); std::memcpy(p, &h, 2); return; }
+    case TINYAI_PTYPE_I8: { const int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); return; }
+    case TINYAI_PTYPE_I16: { const int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); return; }
+    case TINYAI_PTYPE_I32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); return; }
+    case TINYAI_PTYPE_I64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); return; }
+    case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: { const uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); return; }
+    case TINYAI_PTYPE_U16: { const uint16_t x = static_cast<uint16_t>(v); std::memcpy(p, &x, 2); return; }
+    case TINYAI_PTYPE_U32: { const uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); return; }
+    case TINYAI_PTYPE_U64: { const uint64_t x = static_cast<uint64_t>(v); std::memcpy(p, &x, 8); return; }
+    default: return;
+  }
+}
+
+// Integers are read exactly as int64 (u64 above INT64_MAX saturates: the
+// increment then refuses to pass the range).
+bool LoadInt(int32_t t, const uint8_t* p, int64_t* out) {
+  switch (t) {
+    case TINYAI_PTYPE_I8: { int8_t x; std::memcpy(&x, p, 1); *out = x; return true; }
+    case TINYAI_PTYPE_I16: { int16_t x; std::memcpy(&x, p, 2); *out = x; return true; }
+    case TINYAI_PTYPE_I32: { int32_t x; std::memcpy(&x, p, 4); *out = x; return true; }
+    case TINYAI_PTYPE_I64: { int64_t x; std::memcpy(&x, p, 8); *out = x; return true; }
+    case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: { uint8_t x; std::memcpy(&x, p, 1); *out = x; return true; }
+    case TINYAI_PTYPE_U16: { uint16_t x; std::memcpy(&x, p, 2); *out = x; return true; }
+    case TINYAI_PTYPE_U32: { uint32_t x; std::memcpy(&x, p, 4); *out = x; return true; }
+    case TINYAI_PTYPE_U64: { uint64_t x; std::memcpy(&x, p, 8); *out = x > INT64_MAX ? INT64_MAX : static_cast<int64_t>(x); return true; }
+    default: return false;
+  }
+}
+
+double LoadFloat(int32_t t, const uint8_t* p) {
+  if (t == TINYAI_PTYPE_F32) { float f; std::memcpy(&f, p, 4); return f; }
+  if (t == TINYAI_PTYPE_F64) { double d; std::memcpy(&d, p, 8); return d; }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return HalfToFloat(h);
+}
+
+bool ValidName(const char* s) {
+  if (s == nullptr || s[0] == '\0') return false;
+  const size_t n = std::strlen(s);
+  if (n > kMaxPName || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+uint8_t* AllocZeroed(uint64_t bytes) {
+  if (bytes > SIZE_MAX) return nullptr;
+  void* p = port::AlignedAlloc(64, static_cast<size_t>(bytes == 0 ? 1 : bytes));
+  if (p) std::memset(p, 0, static_cast<size_t>(bytes == 0 ? 1 : bytes));
+  return static_cast<uint8_t*>(p);
+}
+
+}  // namespace
+
+PersistentStore::~PersistentStore() { Truncate(0); }
+
+TinyAIStatus PersistentStore::Init(uint64_t memory_limit, int32_t chunk_rows) {
+  if (chunk_rows < 1 || chunk_rows > 65536) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: chunkRows %d is outside 1..65536",
+                    static_cast<int>(chunk_rows));
+  }
+  Truncate(0);
+  limit_ = memory_limit;
+  chunk_rows_ = chunk_rows;
+  used_ = 0;
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::Charge(uint64_t bytes, const char* what) {
+  if (limit_ != 0 && (bytes > limit_ || used_ > limit_ - bytes)) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "persistent store: %s needs %llu bytes more; %llu of its memoryLimit "
+                    "%llu are in use", what, static_cast<unsigned long long>(bytes),
+                    static_cast<unsigned long long>(used_), static_cast<unsigned long long>(limit_));
+  }
+  used_ += bytes;
+  return TINYAI_OK;
+}
+
+void PersistentStore::Refund(uint64_t bytes) { used_ = bytes > used_ ? 0 : used_ - bytes; }
+
+TinyAIStatus PersistentStore::SetDim(const char* name, int64_t value) {
+  if (!ValidName(name)) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s' is not a dimension name", name ? name : "(null)");
+  if (value < 0 || value > (int64_t{1} << 40)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: dimension %s = %lld is outside 0..2^40", name,
+                    static_cast<long long>(value));
+  }
+  for (NamedDim& d : dims_) {
+    if (std::strcmp(d.name, name) == 0) {
+      d.value = value;
+      return TINYAI_OK;
+    }
+  }
+  NamedDim d;
+  std::memset(&d, 0, sizeof d);
+  std::memcpy(d.name, name, std::strlen(name));
+  d.value = value;
+  return dims_.Push(d, "persistent store dimensions");
+}
+
+bool PersistentStore::Dim(const char* name, int64_t* value) const {
+  for (const NamedDim& d : dims_) {
+    if (std::strcmp(d.name, name) == 0) {
+      *value = d.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+int32_t PersistentStore::Find(const char* name) const {
+  if (name == nullptr) return -1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (std::strcmp(entries_[i]->d.name, name) == 0) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+const PDecl& PersistentStore::decl(int32_t e) const { return entries_[static_cast<size_t>(e)]->d; }
+
+void PersistentStore::Truncate(int32_t count) {
+  while (static_cast<int32_t>(entries_.size()) > count) {
+    Entry* x = entries_.back();
+    ResetEntry(static_cast<int32_t>(entries_.size()) - 1);  // frees chunks and matrices' blocks
+    if (x->single) { port::AlignedFree(x->single); Refund(x->elem_bytes); }
+    if (x->block) {
+      port::AlignedFree(x->block);
+      uint64_t n = x->elem_bytes;
+      for (int32_t i = 0; i < x->d.index_count; ++i) n *= static_cast<uint64_t>(x->d.fixed[i]);
+      Refund(n);
+    }
+    if (x->dir) { port::AlignedFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
+    if (x->mats) { port::AlignedFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
+    Refund(sizeof(Entry));
+    Delete(x);
+    entries_.PopBack();
+  }
+}
+
+TinyAIStatus PersistentStore::Declare(const PDecl& d) {
+  const char* n = d.name;
+  if (!ValidName(n)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a name (letters, digits and _, not a digit first, at most "
+                    "%zu bytes)", n, kMaxPName);
+  }
+  if (Find(n) >= 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is declared twice", n);
+  const size_t each = PTypeBytes(d.dtype);
+  if (each == 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': type %d is not a persistent type", n, static_cast<int>(d.dtype));
+  if (d.rank < 0 || d.rank > kMaxPRank) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': %d dimensions (0..%d)", n, static_cast<int>(d.rank), kMaxPRank);
+  }
+  if (d.index_count < 0 || d.index_count > kMaxPIndices || d.auto_count < 0 || d.auto_count > d.index_count) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': %d indices, %d of them auto dims (at most %d indices)", n,
+                    static_cast<int>(d.index_count), static_cast<int>(d.auto_count), kMaxPIndices);
+  }
+  if (d.auto_count > 0 && (d.auto_count != d.rank || d.rank > 2)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @auto_dim grows a vector or a matrix, one index a dimension: "
+                    "%d auto indices for %d dimensions", n, static_cast<int>(d.auto_count), static_cast<int>(d.rank));
+  }
+  uint64_t elem = each;
+  for (int32_t i = 0; i < d.rank; ++i) {
+    const bool grows = d.auto_count > 0;
+    if (d.shape[i] < (grows ? 0 : 1) || d.shape[i] > (int64_t{1} << 40) || !CheckedMul(elem, static_cast<uint64_t>(d.shape[i] < 1 ? 1 : d.shape[i]), &elem)) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': dimension %d is %lld", n, static_cast<int>(i),
+                      static_cast<long long>(d.shape[i]));
+    }
+  }
+  for (int32_t i = 0; i < d.index_count; ++i) {
+    if (!ValidName(d.index_names[i])) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': index %d has no name", n, static_cast<int>(i));
+    for (int32_t j = 0; j < i; ++j) {
+      if (std::strcmp(d.index_names[i], d.index_names[j]) == 0) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': index '%s' is named twice", n, d.index_names[i]);
+      }
+    }
+    if (d.fixed[i] < 0 || d.fixed[i] > (int64_t{1} << 40)) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @fixed(%s=%lld) is outside 0..2^40", n, d.index_names[i],
+                      static_cast<long long>(d.fixed[i]));
+    }
+  }
+  if (d.has_init) {
+    if (d.rank != 0 || d.index_count != 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init goes with a scalar", n);
+    if (!std::isfinite(d.init)) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init(%g) is not finite", n, d.init);
+    if (!PTypeIsFloat(d.dtype)) {
+      double lo, hi;
+      IntRange(d.dtype, &lo, &hi);
+      if (d.init != std::floor(d.init) || d.init < lo || d.init > hi) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init(%g) is not a %s value", n, d.init,
+                        PTypeName(d.dtype));
+      }
+    }
+  }
+  Entry* x = New<Entry>();
+  if (!x) return OutOfMemory("persistent store entry", sizeof(Entry));
+  x->d = d;
+  x->elem_bytes = elem;
+  x->chunk = chunk_rows_;
+  TinyAIStatus s = Charge(sizeof(Entry), n);
+  if (s != TINYAI_OK) { Delete(x); return s; }
+  auto fail = [&](TinyAIStatus status) {
+    if (x->single) { port::AlignedFree(x->single); Refund(x->elem_bytes); }
+    if (x->dir) { port::AlignedFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
+    if (x->block) port::AlignedFree(x->block);
+    if (x->mats) { port::AlignedFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
+    Refund(sizeof(Entry));
+    Delete(x);
+    return status;
+  };
+  if (d.index_count == 0) {  // a scalar or a tensor
+    if ((s = Charge(elem, n)) != TINYAI_OK) return fail(s);
+    x->single = AllocZeroed(elem);
+    if (!x->single) { Refund(elem); return fail(OutOfMemory(n, static_cast<size_t>(elem))); }
+    if (d.has_init) StoreValue(d.dtype, d.init, x->single);
+  } else if (d.auto_count == 0) {
+    bool all_fixed = true;
+    for (int32_t i = 0; i < d.index_count; ++i) all_fixed &= d.fixed[i] > 0;
+    for (int32_t i = 0; i < d.index_count; ++i) x->extent[i] = d.fixed[i];
+    if (all_fixed) {  // one block, [prefix][last][row]; the directory points into it
+      uint64_t rows = 1, bytes = 0;
+      for (int32_t i = 0; i < d.index_count; ++i) {
+        if (!CheckedMul(rows, static_cast<uint64_t>(d.fixed[i]), &rows)) return fail(SetError(TINYAI_ERR_OVERFLOW, "'%s' overflows", n));
+      }
+      if (!CheckedMul(rows, elem, &bytes) || bytes > SIZE_MAX) return fail(SetError(TINYAI_ERR_OVERFLOW, "'%s' overflows", n));
+      if ((s = Charge(bytes, n)) != TINYAI_OK) return fail(s);
+      x->block = AllocZeroed(bytes);
+      if (!x->block) { Refund(bytes); return fail(OutOfMemory(n, static_cast<size_t>(bytes))); }
+      const int64_t last = d.fixed[d.index_count - 1];
+      x->chunk = last;
+      uint64_t prefixes = rows / static_cast<uint64_t>(last);
+      for (int32_t i = 0; i + 1 < d.index_count; ++i) x->cap[i] = d.fixed[i];
+      x->cap[d.index_count - 1] = 1;
+      if ((s = Charge(prefixes * sizeof(uint8_t*), n)) != TINYAI_OK) { Refund(bytes); return fail(s); }
+      x->dir = static_cast<uint8_t**>(static_cast<void*>(AllocZeroed(prefixes * sizeof(uint8_t*))));
+      if (!x->dir) { Refund(bytes + prefixes * sizeof(uint8_t*)); return fail(OutOfMemory(n, static_cast<size_t>(prefixes * sizeof(uint8_t*)))); }
+      x->dir_entries = prefixes;
+      for (uint64_t p = 0; p < prefixes; ++p) x->dir[p] = x->block + p * static_cast<uint64_t>(last) * elem;
+    }
+  }
+  s = entries_.Push(x, "persistent store entries");
+  if (s != TINYAI_OK) return fail(s);
+  return TINYAI_OK;
+}
+
+// ---- tables -------------------------------------------------------------------------------------
+
+namespace {
+
+// The dense number of a tuple's first k indices over capacities cap.
+uint64_t DenseIndex(const int64_t* tuple, const int64_t* cap, int32_t k) {
+  uint64_t p = 0;
+  for (int32_t i = 0; i < k; ++i) p = p * static_cast<uint64_t>(cap[i]) + static_cast<uint64_t>(tuple[i]);
+  return p;
+}
+
+// The next capacity for an index that must hold `at`.
+int64_t Grown(int64_t cap, int64_t at) {
+  int64_t c = cap < 1 ? 1 : cap;
+  while (c <= at) c *= 2;
+  return c;
+}
+
+}  // namespace
+
+// The directory's capacities to hold `where` (prefix indices, then the
+// chunk), and its entries then.
+bool PersistentStore::DirFor(const Entry* x, const int64_t* where, int64_t* cap, uint64_t* entries) const {
+  const int32_t k = x->d.table_indices();
+  *entries = 1;
+  for (int32_t i = 0; i < k; ++i) {
+    cap[i] = where[i] < x->cap[i] ? x->cap[i] : Grown(x->cap[i], where[i]);
+    if (!CheckedMul(*entries, static_cast<uint64_t>(cap[i]), entries) || *entries > (uint64_t{1} << 40)) return false;
+  }
+  return true;
+}
+
+TinyAIStatus PersistentStore::GrowDir(Entry* x, const int64_t* where) {
+  const int32_t k = x->d.table_indices();
+  bool fits = x->dir != nullptr;
+  for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
+  if (fits) return TINYAI_OK;
+  int64_t cap[kMaxPIndices];
+  uint64_t entries = 1;
+  if (!DirFor(x, where, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", x->d.name);
+  TINYAI_RETURN_IF_ERROR(Charge(entries * sizeof(uint8_t*), x->d.name));
+  uint8_t** dir = static_cast<uint8_t**>(static_cast<void*>(AllocZeroed(entries * sizeof(uint8_t*))));
+  if (!dir) {
+    Refund(entries * sizeof(uint8_t*));
+    return OutOfMemory(x->d.name, static_cast<size_t>(entries * sizeof(uint8_t*)));
+  }
+  // The old pointers to their places in the new directory: no row moves.
+  if (x->dir) {
+    int64_t at[kMaxPIndices] = {0, 0, 0, 0};
+    for (uint64_t old = 0; old < x->dir_entries; ++old) {
+      uint64_t rest = old;
+      for (int32_t i = k - 1; i >= 0; --i) {
+        at[i] = static_cast<int64_t>(rest % static_cast<uint64_t>(x->cap[i]));
+        rest /= static_cast<uint64_t>(x->cap[i]);
+      }
+      dir[DenseIndex(at, cap, k)] = x->dir[old];
+    }
+    port::AlignedFree(x->dir);
+    Refund(x->dir_entries * sizeof(uint8_t*));
+  }
+  x->dir = dir;
+  x->dir_entries = entries;
+  for (int32_t i = 0; i < k; ++i) x->cap[i] = cap[i];
+  return TINYAI_OK;
+}
+
+uint8_t* PersistentStore::Row(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status) {
+  const int32_t k = x->d.index_count;
+  int64_t where[kMaxPIndices];
+  for (int32_t i = 0; i + 1 < k; ++i) where[i] = tuple[i];
+  where[k - 1] = tuple[k - 1] / x->chunk;
+  bool fits = x->dir != nullptr;
+  for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
+  if (!fits) {
+    if (!create) return nullptr;
+    if ((*status = GrowDir(x, where)) != TINYAI_OK) return nullptr;
+  }
+  uint8_t*& slot = x->dir[DenseIndex(where, x->cap, k)];
+  if (!slot) {
+    if (!create) return nullptr;
+    const uint64_t bytes = static_cast<uint64_t>(x->chunk) * x->elem_bytes;
+    if ((*status = Charge(bytes, x->d.name)) != TINYAI_OK) return nullptr;
+    slot = AllocZeroed(bytes);
+    if (!slot) {
+      Refund(bytes);
+      *status = OutOfMemory(x->d.name, static_cast<size_t>(bytes));
+      return nullptr;
+    }
+  }
+  return slot + static_cast<uint64_t>(tuple[k - 1] % x->chunk) * x->elem_bytes;
+}
+
+const uint8_t* PersistentStore::Row(const Entry* x, const int64_t* tuple) const {
+  TinyAIStatus unused = TINYAI_OK;
+  return const_cast<PersistentStore*>(this)->Row(const_cast<Entry*>(x), tuple, false, &unused);
+}
+
+// ---- auto-dim matrices --------------------------------------------------------------------------
+
+TinyAIStatus PersistentStore::GrowMats(Entry* x, const int64_t* tuple) {
+  const int32_t k = x->d.table_indices();
+  bool fits = x->mats != nullptr;
+  for (int32_t i = 0; i < k && fits; ++i) fits = tuple[i] < x->cap[i];
+  if (fits) return TINYAI_OK;
+  int64_t cap[kMaxPIndices];
+  uint64_t entries = 1;
+  if (!DirFor(x, tuple, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", x->d.name);
+  TINYAI_RETURN_IF_ERROR(Charge(entries * sizeof(Matrix), x->d.name));
+  Matrix* mats = static_cast<Matrix*>(static_cast<void*>(AllocZeroed(entries * sizeof(Matrix))));
+  if (!mats) {
+    Refund(entries * sizeof(Matrix));
+    return OutOfMemory(x->d.name, static_cast<size_t>(entries * sizeof(Matrix)));
+  }
+  for (uint64_t i = 0; i < entries; ++i) {  // each starts at the declared shape
+    mats[i].rows = x->d.shape[0];
+    mats[i].cols = x->d.rank == 2 ? x->d.shape[1] : 1;
+  }
+  if (x->mats) {
+    int64_t at[kMaxPIndices] = {0, 0, 0, 0};
+    for (uint64_t old = 0; old < x->mat_entries; ++old) {
+      uint64_t rest = old;
+      for (int32_t i = k - 1; i >= 0; --i) {
+        at[i] = static_cast<int64_t>(rest % static_cast<uint64_t>(x->cap[i]));
+        rest /= static_cast<uint64_t>(x->cap[i]);
+      }
+      mats[DenseIndex(at, cap, k)] = x->mats[old];
+    }
+    port::AlignedFree(x->mats);
+    Refund(x->mat_entries * sizeof(Matrix));
+  }
+  x->mats = mats;
+  x->mat_entries = entries;
+  for (int32_t i = 0; i < k; ++i) x->cap[i] = cap[i];
+  return TINYAI_OK;
+}
+
+PersistentStore::Matrix* PersistentStore::MatrixAt(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status) {
+  const int32_t k = x->d.table_indices();
+  bool fits = x->mats != nullptr;
+  for (int32_t i = 0; i < k && fits; ++i) fits = tuple[i] < x->cap[i];
+  if (!fits) {
+    if (!create) return nullptr;
+    if ((*status = GrowMats(x, tuple)) != TINYAI_OK) return nullptr;
+  }
+  return &x->mats[DenseIndex(tuple, x->cap, k)];
+}
+
+const PersistentStore::Matrix* PersistentStore::MatrixAt(const Entry* x, const int64_t* tuple) const {
+  TinyAIStatus unused = TINYAI_OK;
+  return const_cast<PersistentStore*>(this)->MatrixAt(const_cast<Entry*>(x), tuple, false, &unused);
+}
+
+TinyAIStatus PersistentStore::GrowGrid(const Entry* x, Matrix* m, int64_t rows, int64_t cols) {
+  const int64_t br = (rows + kAutoBlock - 1) / kAutoBlock, bc = (cols + kAutoBlock - 1) / kAutoBlock;
+  if (br <= m->grid_rows && bc <= m->grid_cols) return TINYAI_OK;
+  const int64_t gr = br <= m->grid_rows ? m->grid_rows : Grown(m->grid_rows, br - 1);
+  const int64_t gc = bc <= m->grid_cols ? m->grid_cols : Grown(m->grid_cols, bc - 1);
+  const uint64_t entries = static_cast<uint64_t>(gr) * static_cast<uint64_t>(gc);
+  TINYAI_RETURN_IF_ERROR(Charge(entries * sizeof(uint8_t*), x->d.name));
+  uint8_t** grid = static_cast<uint8_t**>(static_cast<void*>(AllocZeroed(entries * sizeof(uint8_t*))));
+  if (!grid) {
+    Refund(entries * sizeof(uint8_t*));
+    return OutOfMemory(x->d.name, static_cast<size_t>(entries * sizeof(uint8_t*)));
+  }
+  for (int64_t r = 0; r < m->grid_rows; ++r) {
+    for (int64_t c = 0; c < m->grid_cols; ++c) grid[r * gc + c] = m->grid[r * m->grid_cols + c];
+  }
+  if (m->grid) {
+    port::AlignedFree(m->grid);
+    Refund(static_cast<uint64_t>(m->grid_rows) * static_cast<uint64_t>(m->grid_cols) * sizeof(uint8_t*));
+  }
+  m->grid = grid;
+  m->grid_rows = gr;
+  m->grid_cols = gc;
+  return TINYAI_OK;
+}
+
+uint8_t* PersistentStore::Cell(const Entry* x, Matrix* m, int64_t r, int64_t c, bool create, TinyAIStatus* status) {
+  const uint64_t each = PTypeBytes(x->d.dtype);
+  const int64_t br = r / kAutoBlock, bc = c / kAutoBlock;
+  if (br >= m->grid_rows || bc >= m->grid_cols) {
+    if (!create) return nullptr;
+    if ((*status = GrowGrid(x, m, r + 1, c + 1)) != TINYAI_OK) return nullptr;
+  }
+  uint8_t*& block = m->grid[br * m->grid_cols + bc];
+  if (!block) {
+    if (!create) return nullptr;
+    const uint64_t bytes = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * each;
+    if ((*status = Charge(bytes, x->d.name)) != TINYAI_OK) return nullptr;
+    block = AllocZeroed(bytes);
+    if (!block) {
+      Refund(bytes);
+      *status = OutOfMemory(x->d.name, static_cast<size_t>(bytes));
+      return nullptr;
+    }
+  }
+  return block + static_cast<uint64_t>((r % kAutoBlock) * kAutoBlock + c % kAutoBlock) * each;
+}
+
+void PersistentStore::FreeMatrix(const Entry* x, Matrix* m) {
+  const uint64_t block = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * PTypeBytes(x->d.dtype);
+  for (int64_t i = 0; i < m->grid_rows * m->grid_cols; ++i) {
+    if (m->grid[i]) {
+      port::AlignedFree(m->grid[i]);
+      Refund(block);
+    }
+  }
+  if (m->grid) {
+    port::AlignedFree(m->grid);
+    Refund(static_cast<uint64_t>(m->grid_rows) * static_cast<uint64_t>(m->grid_cols) * sizeof(uint8_t*));
+  }
+  m->grid = nullptr;
+  m->grid_rows = m->grid_cols = 0;
+  m->rows = x->d.shape[0];
+  m->cols = x->d.rank == 2 ? x->d.shape[1] : 1;
+}
+
+// Whether writing [from, to) fits the memory limit, every transient peak
+// included, when the directories and grids are grown to their final size
+// first (PrepareWrite) and then the chunks or blocks allocated: a write
+// past the limit is refused before anything changes.
+TinyAIStatus PersistentStore::CheckWriteFits(const Entry* x, const int64_t* from, const int64_t* to) const {
+  if (limit_ == 0 || x->block) return TINYAI_OK;
+  const PDecl& d = x->d;
+  const int32_t k = d.table_indices();
+  uint64_t running = used_;
+  bool over = false;
+  auto hold = [&](uint64_t bytes) {
+    running += bytes;
+    over |= running > limit_;
+  };
+  auto drop = [&](uint64_t bytes) { running -= bytes < running ? bytes : running; };
+  int64_t at[kMaxPIndices] = {0, 0, 0, 0}, where[kMaxPIndices] = {0, 0, 0, 0}, cap[kMaxPIndices];
+  uint64_t entries = 0;
+  if (d.auto_count == 0) {
+    for (int32_t i = 0; i < k; ++i) where[i] = i + 1 < k ? to[i] - 1 : (to[i] - 1) / x->chunk;
+    bool fits = x->dir != nullptr;
+    for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
+    if (!fits) {
+      if (!DirFor(x, where, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", d.name);
+      hold(entries * sizeof(uint8_t*));
+      drop(x->dir_entries * sizeof(uint8_t*));
+    }
+    uint64_t prefixes = 1;
+    for (int32_t i = 0; i + 1 < k; ++i) {
+      at[i] = from[i];
+      prefixes *= static_cast<uint64_t>(to[i] - from[i]);
+    }
+    const uint64_t chunk_bytes = static_cast<uint64_t>(x->chunk) * x->elem_bytes;
+    for (uint64_t p = 0; p < prefixes && !over; ++p) {
+      for (int64_t c = from[k - 1] / x->chunk; c <= (to[k - 1] - 1) / x->chunk && !over; ++c) {
+        at[k - 1] = c;
+        bool exists = x->dir != nullptr;
+        for (int32_t i = 0; i < k && exists; ++i) exists = at[i] < x->cap[i];
+        if (!exists || !x->dir[DenseIndex(at, x->cap, k)]) hold(chunk_bytes);
+      }
+      for (int32_t i = k - 2; i >= 0; --i) {
+        if (++at[i] < to[i]) break;
+        at[i] = from[i];
+      }
+    }
+  } else {
+    for (int32_t i = 0; i < k; ++i) where[i] = to[i] - 1;
+    bool fits = x->mats != nullptr;
+    for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
+    if (!fits) {
+      if (!DirFor(x, where, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", d.name);
+      hold(entries * sizeof(Matrix));
+      drop(x->mat_entries * sizeof(Matrix));
+    }
+    uint64_t tuples = 1;
+    for (int32_t i = 0; i < k; ++i) {
+      at[i] = from[i];
+      tuples *= static_cast<uint64_t>(to[i] - from[i]);
+    }
+    const int32_t r_at = k, c_at = d.rank == 2 ? k + 1 : -1;
+    const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
+    const uint64_t block_bytes = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * PTypeBytes(d.dtype);
+    for (uint64_t t = 0; t < tuples && !over; ++t) {
+      const Matrix* m = MatrixAt(x, at);
+      const int64_t gr = m ? m->grid_rows : 0, gc = m ? m->grid_cols : 0;
+      const int64_t br = (r1 + kAutoBlock - 1) / kAutoBlock, bc = (c1 + kAutoBlock - 1) / kAutoBlock;
+      if (br > gr || bc > gc) {
+        const int64_t ngr = br <= gr ? gr : Grown(gr, br - 1), ngc = bc <= gc ? gc : Grown(gc, bc - 1);
+        hold(static_cast<uint64_t>(ngr) * static_cast<uint64_t>(ngc) * sizeof(uint8_t*));
+        drop(static_cast<uint64_t>(gr) * static_cast<uint64_t>(gc) * sizeof(uint8_t*));
+      }
+      for (int64_t r = r0 / kAutoBlock; r <= (r1 - 1) / kAutoBlock && !over; ++r) {
+        for (int64_t c = c0 / kAutoBlock; c <= (c1 - 1) / kAutoBlock && !over; ++c) {
+          if (!m || r >= gr || c >= gc || !m->grid[r * gc + c]) hold(block_bytes);
+        }
+      }
+      for (int32_t i = k - 1; i >= 0; --i) {
+        if (++at[i] < to[i]) break;
+        at[i] = from[i];
+      }
+    }
+  }
+  if (over) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "persistent store: writing '%s' needs more memory than its "
+                    "memoryLimit %llu leaves (%llu bytes in use); nothing was written", d.name,
+                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(used_));
+  }
+  return TINYAI_OK;
+}
+
+void PersistentStore::AutoShape(int32_t e, const int64_t* tuple, int64_t* shape) const {
+  const Entry* x = entries_[static_cast<size_t>(e)];
+  int64_t zero[kMaxPIndices] = {0, 0, 0, 0};
+  const Matrix* m = x->d.auto_count > 0 ? MatrixAt(x, tuple ? tuple : zero) : nullptr;
+  for (int32_t i = 0; i < kMaxPRank; ++i) shape[i] = i < x->d.rank ? x->d.shape[i] : 0;
+  if (m) {
+    shape[0] = m->rows;
+    if (x->d.rank == 2) shape[1] = m->cols;
+  }
+}
+
+uint64_t PersistentStore::EntryBytes(int32_t e) const {
+  const Entry* x = entries_[static_cast<size_t>(e)];
+  uint64_t n = sizeof(Entry) + (x->single ? x->elem_bytes : 0) + x->dir_entries * sizeof(uint8_t*) +
+               x->mat_entries * sizeof(Matrix);
+  if (x->block) {
+    uint64_t rows = 1;
+    for (int32_t i = 0; i < x->d.index_count; ++i) rows *= static_cast<uint64_t>(x->d.fixed[i]);
+    n += rows * x->elem_bytes;
+  } else if (x->dir) {
+    for (uint64_t i = 0; i < x->dir_entries; ++i) n += x->dir[i] ? static_cast<uint64_t>(x->chunk) * x->elem_bytes : 0;
+  }
+  const uint64_t block = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * PTypeBytes(x->d.dtype);
+  for (uint64_t i = 0; i < x->mat_entries; ++i) {
+    const Matrix& m = x->mats[i];
+    n += static_cast<uint64_t>(m.grid_rows) * static_cast<uint64_t>(m.grid_cols) * sizeof(uint8_t*);
+    for (int64_t j = 0; j < m.grid_rows * m.grid_cols; ++j) n += m.grid[j] ? block : 0;
+  }
+  return n;
+}
+
+// ---- references ---------------------------------------------------------------------------------
+
+// Every index of ref as a half-open range [from, to) over what it names;
+// `count` ranges. A table's indices come first; an auto-dim entry's last
+// (up to) two are its matrix's rows and columns.
+TinyAIStatus PersistentStore::Resolve(const PRef& ref, int32_t* e, int64_t from[], int64_t to[], int32_t* count,
+                                      bool writing) const {
+  *e = Find(ref.name);
+  if (*e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "persistent store: no entry '%s'", ref.name);
+  const Entry* x = entries_[static_cast<size_t>(*e)];
+  const PDecl& d = x->d;
+  const int32_t table = d.table_indices(), autos = d.auto_count;
+  if (d.index_count == 0) {
+    if (ref.has_brackets && ref.count > 0) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is a %s: it takes no indices", d.name,
+                      d.rank == 0 ? "scalar" : "tensor");
+    }
+    *count = 0;
+    return TINYAI_OK;
+  }
+  // `A` or `A[]`: all of it.
+  const bool all = !ref.has_brackets || ref.count == 0;
+  const int32_t want = table + autos;
+  // Fewer indices than it has: the ones left out are whole (`K[l]`).
+  if (!all && ref.count > want) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' takes at most %d indices (%s); the reference gives %d", d.name,
+                    static_cast<int>(want), autos > 0 ? "its table's, then its matrix's rows and columns" : "one per index",
+                    static_cast<int>(ref.count));
+  }
+  int64_t shape[kMaxPRank];
+  int64_t first_tuple[kMaxPIndices] = {0, 0, 0, 0};
+  *count = want;
+  for (int32_t i = 0; i < want; ++i) {
+    // The extent of this index: a table index's rows (or its fixed extent),
+    // or the matrix's rows / columns (of the table tuple named, when one is).
+    int64_t extent = 0, cap = -1;  // cap: the most a write may reach (-1: no cap)
+    if (i < table) {
+      extent = d.fixed[i] > 0 ? d.fixed[i] : x->extent[i];
+      cap = d.fixed[i] > 0 ? d.fixed[i] : -1;
+    } else {
+      AutoShape(*e, first_tuple, shape);
+      extent = shape[i - table];
+      const int64_t base = d.shape[i - table];
+      cap = d.fixed[i] > 0 ? base + d.fixed[i] : -1;
+    }
+    const PIndex& ix = all || i >= ref.count ? PIndex{PIndex::kAll} : ref.index[i];
+    PIndex::Kind kind = ix.kind;
+    if (kind == PIndex::kNone) kind = PIndex::kAll;
+    if (kind == PIndex::kAll) {
+      from[i] = 0;
+      to[i] = extent;
+    } else if (kind == PIndex::kAt) {
+      from[i] = ix.at;
+      to[i] = ix.at + 1;
+    } else {
+      from[i] = ix.from;
+      to[i] = ix.to_from_end ? extent + ix.to : ix.to;
+    }
+    if (from[i] < 0 || to[i] < from[i]) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': index %d is %lld..%lld, not a range of 0..%lld", d.name,
+                      static_cast<int>(i), static_cast<long long>(from[i]), static_cast<long long>(to[i]),
+                      static_cast<long long>(extent));
+    }
+    // Reading stays inside what exists; writing may grow a growable index
+    // (a matrix by one row or column at its edge), never past a fixed one.
+    const int64_t limit = writing ? (i < table ? (cap < 0 ? INT64_MAX : cap) : (cap < 0 ? extent + 1 : (extent + 1 < cap ? extent + 1 : cap)))
+                                  : extent;
+    if (to[i] > limit) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': index %d (%s) reaches %lld; it %s %lld", d.name,
+                      static_cast<int>(i), d.index_names[i], static_cast<long long>(to[i] - 1),
+                      writing ? (cap >= 0 && to[i] > cap ? "is fixed at" : "has") : "has", static_cast<long long>(writing ? (cap >= 0 ? cap : extent) : extent));
+    }
+    if (i < table) first_tuple[i] = from[i];
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t dtype, uint8_t* out,
+                                     const uint8_t* in, size_t size, size_t* bytes) {
+  PRef ref;
+  TINYAI_RETURN_IF_ERROR(ParseRef(ref_text, &ref));
+  TINYAI_RETURN_IF_ERROR(BindSymbols(&ref));
+  int32_t e = -1, count = 0;
+  int64_t from[kMaxPIndices + kMaxPRank], to[kMaxPIndices + kMaxPRank];
+  TINYAI_RETURN_IF_ERROR(Resolve(ref, &e, from, to, &count, writing));
+  Entry* x = entries_[static_cast<size_t>(e)];
+  const PDecl& d = x->d;
+  if (dtype != d.dtype) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' holds %s values; the call passes %s", d.name,
+                    PTypeName(d.dtype),
+                    PTypeName(dtype));
+  }
+  const int32_t table = d.table_indices(), autos = d.auto_count;
+  const uint64_t each = PTypeBytes(d.dtype);
+  // Bytes the slice holds.
+  uint64_t units = 1, need = 0;
+  bool fits = true;
+  for (int32_t i = 0; i < count; ++i) fits &= CheckedMul(units, static_cast<uint64_t>(to[i] - from[i]), &units);
+  fits &= CheckedMul(units, autos > 0 ? each : x->elem_bytes, &need) && need <= SIZE_MAX;
+  if (!fits) return SetError(TINYAI_ERR_OVERFLOW, "'%s': the slice's size overflows", d.name);
+  if (count == 0) need = x->elem_bytes;
+  if (bytes) *bytes = static_cast<size_t>(need);
+  if (writing && size != need) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': the slice holds %llu bytes (%llu %s values); the write gives "
+                    "%zu", d.name, static_cast<unsigned long long>(need), static_cast<unsigned long long>(need / each),
+                    PTypeName(d.dtype), size);
+  }
+  if (!writing && size < need) {
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "'%s': the slice holds %llu bytes; the buffer has %zu", d.name,
+                    static_cast<unsigned long long>(need), size);
+  }
+  if (count == 0 && d.index_count == 0) {  // a scalar or a tensor
+    if (writing) std::memcpy(x->single, in, static_cast<size_t>(x->elem_bytes));
+    else std::memcpy(out, x->single, static_cast<size_t>(x->elem_bytes));
+    return TINYAI_OK;
+  }
+  // Walk the tuples in index order (the last index fastest).
+  int64_t at[kMaxPIndices + kMaxPRank];
+  for (int32_t i = 0; i < count; ++i) at[i] = from[i];
+  if (units == 0) return TINYAI_OK;
+  uint64_t done = 0;
+  TinyAIStatus status = TINYAI_OK;
+  if (writing && !x->block) {
+    // Refused before anything changes when it does not fit; the directory
+    // then grows once to its final size.
+    TINYAI_RETURN_IF_ERROR(CheckWriteFits(x, from, to));
+    int64_t last[kMaxPIndices];
+    for (int32_t i = 0; i < table; ++i) last[i] = to[i] - 1;
+    if (autos == 0) {
+      last[table - 1] /= x->chunk;
+      TINYAI_RETURN_IF_ERROR(GrowDir(x, last));
+    } else {
+      TINYAI_RETURN_IF_ERROR(GrowMats(x, last));
+    }
+  }
+  if (autos == 0) {
+    // Writing: every chunk first (a failure then leaves the values), then the rows.
+    for (int pass = writing ? 0 : 1; pass < 2; ++pass) {
+      for (int32_t i = 0; i < count; ++i) at[i] = from[i];
+      for (uint64_t n = 0; n < units; ++n) {
+        if (pass == 0) {
+          if (!Row(x, at, true, &status)) return status;
+        } else if (writing) {
+          std::memcpy(Row(x, at, true, &status), in + done, static_cast<size_t>(x->elem_bytes));
+          done += x->elem_bytes;
+        } else {
+          const uint8_t* row = Row(x, at);
+          if (row) std::memcpy(out + done, row, static_cast<size_t>(x->elem_bytes));
+          else std::memset(out + done, 0, static_cast<size_t>(x->elem_bytes));
+          done += x->elem_bytes;
+        }
+        for (int32_t i = count - 1; i >= 0; --i) {
+          if (++at[i] < to[i]) break;
+          at[i] = from[i];
+        }
+      }
+    }
+    if (writing) {
+      for (int32_t i = 0; i < table; ++i) x->extent[i] = to[i] > x->extent[i] ? to[i] : x->extent[i];
+    }
+    return TINYAI_OK;
+  }
+  // Auto-dim: per table tuple, the matrix's cells [r0, r1) x [c0, c1).
+  const int32_t r_at = table, c_at = d.rank == 2 ? table + 1 : -1;
+  uint64_t tuples = 1;
+  for (int32_t i = 0; i < table; ++i) tuples *= static_cast<uint64_t>(to[i] - from[i]);
+  for (int pass = writing ? 0 : 1; pass < 2; ++pass) {
+    for (int32_t i = 0; i < table; ++i) at[i] = from[i];
+    for (uint64_t t = 0; t < tuples; ++t) {
+      Matrix* m = writing ? MatrixAt(x, at, true, &status) : const_cast<Matrix*>(MatrixAt(x, at));
+      if (writing && !m) return status;
+      const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
+      const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
+      if (writing && pass == 0) {
+        // At the edge the matrix gains a row (all its columns) or a column (all its rows).
+        const bool new_row = r1 > rows, new_col = c1 > cols;
+        if ((new_row && (c0 != 0 || c1 != cols || new_col)) || (new_col && (r0 != 0 || r1 != rows))) {
+          return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': a matrix of %lld x %lld grows by a whole row at row %lld or "
+                          "a whole column at column %lld", d.name, static_cast<long long>(rows),
+                          static_cast<long long>(cols), static_cast<long long>(rows), static_cast<long long>(cols));
+        }
+        TINYAI_RETURN_IF_ERROR(GrowGrid(x, m, r1, c1));
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t c = c0; c < c1; ++c) {
+            if (!Cell(x, m, r, c, true, &status)) return status;
+          }
+        }
+      } else {
+        if (!writing && (r1 > rows || c1 > cols)) {
+          return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': the matrix is %lld x %lld", d.name,
+                          static_cast<long long>(rows), static_cast<long long>(cols));
+        }
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t c = c0; c < c1; ++c) {
+            if (writing) {
+              std::memcpy(Cell(x, m, r, c, true, &status), in + done, static_cast<size_t>(each));
+            } else {
+              const uint8_t* cell = m ? Cell(x, m, r, c, false, &status) : nullptr;
+              if (cell) std::memcpy(out + done, cell, static_cast<size_t>(each));
+              else std::memset(out + done, 0, static_cast<size_t>(each));
+            }
+            done += each;
+          }
+        }
+        if (writing) {
+          if (r1 > m->rows) m->rows = r1;
+          if (c1 > m->cols) m->cols = c1;
+        }
+      }
+      for (int32_t i = table - 1; i >= 0; --i) {
+        if (++at[i] < to[i]) break;
+        at[i] = from[i];
+      }
+    }
+  }
+  if (writing) {
+    for (int32_t i = 0; i < table; ++i) x->extent[i] = to[i] > x->extent[i] ? to[i] : x->extent[i];
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::ScalarValue(int32_t e, double* value) const {
+  const Entry* x = entries_[static_cast<size_t>(e)];
+  if (x->d.index_count != 0 || x->d.rank != 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a scalar", x->d.name);
+  }
+  if (PTypeIsFloat(x->d.dtype)) {
+    *value = LoadFloat(x->d.dtype, x->single);
+  } else {
+    int64_t v = 0;
+    LoadInt(x->d.dtype, x->single, &v);
+    *value = static_cast<double>(v);
+  }
+  return TINYAI_OK;
+}
+
+void PersistentStore::Extents(int32_t e, int64_t* extent) const {
+  const Entry* x = entries_[static_cast<size_t>(e)];
+  for (int32_t i = 0; i < kMaxPIndices; ++i) {
+    if (i >= x->d.index_count) {
+      extent[i] = 0;
+    } else if (i < x->d.table_indices()) {
+      extent[i] = x->d.fixed[i] > 0 ? x->d.fixed[i] : x->extent[i];
+    } else {
+      int64_t shape[kMaxPRank];
+      AutoShape(e, nullptr, shape);
+      extent[i] = shape[i - x->d.table_indices()];
+    }
+  }
+}
+
+uint8_t* PersistentStore::FixedRow(int32_t e, const int64_t* tuple) {
+  Entry* x = entries_[static_cast<size_t>(e)];
+  if (!x->block) return nullptr;
+  uint64_t p = 0;
+  for (int32_t i = 0; i < x->d.index_count; ++i) {
+    if (tuple[i] < 0 || tuple[i] >= x->d.fixed[i]) return nullptr;
+    p = p * static_cast<uint64_t>(x->d.fixed[i]) + static_cast<uint64_t>(tuple[i]);
+  }
+  return x->block + p * x->elem_bytes;
+}
+
+TinyAIStatus PersistentStore::Read(const char* ref, int32_t dtype, void* out, size_t capacity, size_t* bytes) const {
+  if (out == nullptr && capacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiPersistentRead: out is NULL");
+  return const_cast<PersistentStore*>(this)->Access(ref, false, dtype, static_cast<uint8_t*>(out), nullptr, capacity,
+                                                    bytes);
+}
+
+TinyAIStatus PersistentStore::Write(const char* ref, int32_t dtype, const void* data, size_t bytes) {
+  if (data == nullptr && bytes > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiPersistentWrite: data is NULL");
+  return Access(ref, true, dtype, nullptr, static_cast<const uint8_t*>(data), bytes, nullptr);
+}
+
+TinyAIStatus PersistentStore::Add(const char* name, int64_t delta) {
+  const int32_t e = Find(name);
+  if (e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "persistent store: no entry '%s'", name ? name : "(null)");
+  Entry* x = entries_[static_cast<size_t>(e)];
+  if (x->d.index_count != 0 || x->d.rank != 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a scalar: only scalars are incremented", x->d.name);
+  }
+  if (PTypeIsFloat(x->d.dtype)) {
+    StoreValue(x->d.dtype, LoadFloat(x->d.dtype, x->single) + static_cast<double>(delta), x->single);
+    return TINYAI_OK;
+  }
+  int64_t v = 0;
+  LoadInt(x->d.dtype, x->single, &v);
+  double lo, hi;
+  IntRange(x->d.dtype, &lo, &hi);
+  const double next = static_cast<double>(v) + static_cast<double>(delta);
+  int64_t exact = 0;
+  const bool overflow = __builtin_add_overflow(v, delta, &exact);
+  if (overflow || next < lo || next > hi) {
+    return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s' (%s) is %lld: %s %lld would take it %s", x->d.name,
+                    PTypeName(x->d.dtype), static_cast<long long>(v),
+                    delta < 0 ? "decrementing by" : "incrementing by",
+                    static_cast<long long>(delta < 0 ? -delta : delta),
+                    next < lo ? (lo == 0 ? "below 0, which the type forbids" : "below its range") : "past its range");
+  }
+  StoreValue(x->d.dtype, static_cast<double>(exact), x->single);
+  if (x->d.dtype == TINYAI_PTYPE_I64 || x->d.dtype == TINYAI_PTYPE_U64) {  // doubles lose bits past 2^53: exact
+    std::memcpy(x->single, &exact, 8);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::ResetEntry(int32_t e) {
+  Entry* x = entries_[static_cast<size_t>(e)];
+  const PDecl& d = x->d;
+  if (x->single) {
+    std::memset(x->single, 0, static_cast<size_t>(x->elem_bytes));
+    if (d.has_init) StoreValue(d.dtype, d.init, x->single);
+    return TINYAI_OK;
+  }
+  if (x->block) {  // fixed: zeros, the same extents
+    uint64_t rows = 1;
+    for (int32_t i = 0; i < d.index_count; ++i) rows *= static_cast<uint64_t>(d.fixed[i]);
+    std::memset(x->block, 0, static_cast<size_t>(rows * x->elem_bytes));
+    return TINYAI_OK;
+  }
+  if (x->dir) {
+    for (uint64_t i = 0; i < x->dir_entries; ++i) {
+      if (x->dir[i]) {
+        port::AlignedFree(x->dir[i]);
+        Refund(static_cast<uint64_t>(x->chunk) * x->elem_bytes);
+        x->dir[i] = nullptr;
+      }
+    }
+  }
+  for (uint64_t i = 0; i < x->mat_entries; ++i) FreeMatrix(x, &x->mats[i]);
+  for (int32_t i = 0; i < d.index_count; ++i) x->extent[i] = d.fixed[i] > 0 && i < d.table_indices() ? d.fixed[i] : 0;
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::Reset(const char* ref_text) {
+  if (ref_text == nullptr || ref_text[0] == '\0') {
+    for (int32_t e = 0; e < count(); ++e) ResetEntry(e);
+    return TINYAI_OK;
+  }
+  PRef ref;
+  TINYAI_RETURN_IF_ERROR(ParseRef(ref_text, &ref));
+  TINYAI_RETURN_IF_ERROR(BindSymbols(&ref));
+  const int32_t e = Find(ref.name);
+  if (e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "persistent store: no entry '%s'", ref.name);
+  if (!ref.has_brackets) return ResetEntry(e);
+  // A row or a slice: zeros over what is there (nothing grows, nothing is
+  // allocated: a row never written already reads as zeros).
+  int32_t found = -1, n = 0;
+  int64_t from[kMaxPIndices + kMaxPRank], to[kMaxPIndices + kMaxPRank];
+  TINYAI_RETURN_IF_ERROR(Resolve(ref, &found, from, to, &n, false));
+  Entry* x = entries_[static_cast<size_t>(e)];
+  if (x->d.index_count == 0) return ResetEntry(e);
+  if (x->d.auto_count > 0) {
+    const int32_t table = x->d.table_indices();
+    const int32_t r_at = table, c_at = x->d.rank == 2 ? table + 1 : -1;
+    int64_t at[kMaxPIndices] = {0, 0, 0, 0};
+    uint64_t tuples = 1;
+    for (int32_t i = 0; i < table; ++i) {
+      at[i] = from[i];
+      tuples *= static_cast<uint64_t>(to[i] - from[i]);
+    }
+    const uint64_t each = PTypeBytes(x->d.dtype);
+    TinyAIStatus unused = TINYAI_OK;
+    for (uint64_t t = 0; t < tuples; ++t) {
+      Matrix* m = MatrixAt(x, at, false, &unused);
+      for (int64_t r = from[r_at]; m && r < to[r_at]; ++r) {
+        for (int64_t c = c_at >= 0 ? from[c_at] : 0; c < (c_at >= 0 ? to[c_at] : 1); ++c) {
+          uint8_t* cell = Cell(x, m, r, c, false, &unused);
+          if (cell) std::memset(cell, 0, static_cast<size_t>(each));
+        }
+      }
+      for (int32_t i = table - 1; i >= 0; --i) {
+        if (++at[i] < to[i]) break;
+        at[i] = from[i];
+      }
+    }
+    return TINYAI_OK;
+  }
+  int64_t at[kMaxPIndices];
+  for (int32_t i = 0; i < n; ++i) at[i] = from[i];
+  uint64_t units = 1;
+  for (int32_t i = 0; i < n; ++i) units *= static_cast<uint64_t>(to[i] - from[i]);
+  for (uint64_t u = 0; u < units; ++u) {
+    uint8_t* row = const_cast<uint8_t*>(Row(x, at));
+    if (row) std::memset(row, 0, static_cast<size_t>(x->elem_bytes));
+    for (int32_t i = n - 1; i >= 0; --i) {
+      if (++at[i] < to[i]) break;
+      at[i] = from[i];
+    }
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace tinyai

@@ -1,0 +1,199 @@
+// The persistent store behind <tinyai/persistent.h>: entries that keep
+// their values across inference steps (scalars, tensors, tables indexed by
+// one or more indices, auto-dim matrices), their storage, the memory they
+// hold against a limit, references with the document's slice forms, and
+// saving / loading. Core code: no exceptions, every allocation a status.
+//
+// Storage:
+//   scalar, tensor   one element's bytes.
+//   table            rows of one element each. The indices but the last
+//                    are the row's "prefix", laid out densely over their
+//                    capacities; the last index is cut into chunks of
+//                    chunk_rows rows, each allocated when first written.
+//                    A directory (prefix x chunk -> chunk memory) grows by
+//                    doubling when an index grows past it, copying only its
+//                    pointers: stored rows never move. A table whose every
+//                    index is fixed is one block [prefix][last][row], laid
+//                    out at declaration (the KV cache's layout: a head's
+//                    rows contiguous).
+//   auto-dim         per table row, a matrix of the element's shape that
+//                    gains rows and columns: blocks of kAutoBlock x
+//                    kAutoBlock elements allocated as the matrix grows into
+//                    them, under a grid directory that doubles likewise.
+#ifndef TINYAI_KV_STORE_H_
+#define TINYAI_KV_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/array.h"
+#include "common/vector.h"
+#include "tinyai/persistent.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+constexpr int kMaxPRank = TINYAI_PERSISTENT_MAX_RANK;
+constexpr int kMaxPIndices = TINYAI_PERSISTENT_MAX_INDICES;
+constexpr size_t kMaxPName = TINYAI_PERSISTENT_MAX_NAME;
+constexpr int64_t kAutoBlock = 16;
+
+// Bytes of one value of a type (0 for an unknown type).
+size_t PTypeBytes(int32_t type);
+const char* PTypeName(int32_t type);  // "f32" .. "bool", "?"
+bool PTypeIsFloat(int32_t type);
+bool PTypeIsUnsigned(int32_t type);  // u8..u64 and bool
+
+// What a declaration says.
+struct PDecl {
+  char name[kMaxPName + 1] = {};
+  int32_t dtype = TINYAI_PTYPE_F32;
+  int32_t rank = 0;
+  int64_t shape[kMaxPRank] = {1, 1, 1, 1};
+  int32_t index_count = 0;
+  char index_names[kMaxPIndices][kMaxPName + 1] = {};
+  int64_t fixed[kMaxPIndices] = {0, 0, 0, 0};  // 0: grows
+  int32_t auto_count = 0;                      // the last auto_count indices grow element dims 0..
+  bool has_init = false;
+  double init = 0.0;
+
+  bool table() const { return index_count > auto_count; }
+  int32_t table_indices() const { return index_count - auto_count; }
+};
+
+// One index of a reference: a position, a range a..b (half-open; b may
+// count back from the extent), all of it, or absent (an auto-dim matrix's
+// `A[r, ]`).
+// A bound may name a scalar entry (`K[l, step]`): its offset in the
+// reference's text, bound to the scalar's value before use (-1: a number).
+struct PIndex {
+  enum Kind { kAt, kRange, kAll, kNone } kind = kAt;
+  int64_t at = 0, from = 0, to = 0;
+  bool to_from_end = false;  // `to` counts back from the extent (a negative end or `a..`)
+  int32_t at_sym = -1, from_sym = -1, to_sym = -1;
+};
+
+struct PRef {
+  const char* text = nullptr;  // what was parsed (symbols point into it)
+  char name[kMaxPName + 1] = {};
+  bool has_brackets = false;
+  int32_t count = 0;
+  PIndex index[kMaxPIndices + kMaxPRank];
+};
+
+struct StoreReader;  // store_io.cc
+
+class PersistentStore {
+ public:
+  PersistentStore() = default;
+  PersistentStore(const PersistentStore&) = delete;
+  PersistentStore& operator=(const PersistentStore&) = delete;
+  ~PersistentStore();
+
+  // memory_limit 0: none; chunk_rows 1..65536.
+  TinyAIStatus Init(uint64_t memory_limit, int32_t chunk_rows);
+
+  TinyAIStatus SetDim(const char* name, int64_t value);
+  // Looks a dimension name up (false when there is none).
+  bool Dim(const char* name, int64_t* value) const;
+  // Declares one entry (checked: TINYAI_ERR_INVALID_ARGUMENT naming what is
+  // wrong); a fixed table is laid out now (TINYAI_ERR_RESOURCE_EXHAUSTED
+  // past the limit).
+  TinyAIStatus Declare(const PDecl& decl);
+  // The document's declaration text (store_text.cc): all or nothing.
+  TinyAIStatus DeclareText(const char* text);
+  // Forgets the entries declared after the first `count` (undoes a failed
+  // DeclareText).
+  void Truncate(int32_t count);
+
+  int32_t count() const { return static_cast<int32_t>(entries_.size()); }
+  int32_t Find(const char* name) const;
+  const PDecl& decl(int32_t e) const;
+  uint64_t used() const { return used_; }
+  uint64_t limit() const { return limit_; }
+
+  // `ref` as text (store_text.cc): TINYAI_ERR_INVALID_ARGUMENT for bad syntax.
+  static TinyAIStatus ParseRef(const char* text, PRef* out);
+
+  TinyAIStatus Read(const char* ref, int32_t dtype, void* out, size_t capacity, size_t* bytes) const;
+  TinyAIStatus Write(const char* ref, int32_t dtype, const void* data, size_t bytes);
+  TinyAIStatus Add(const char* name, int64_t delta);  // increment (> 0) or decrement (< 0)
+  TinyAIStatus Reset(const char* ref);                // nullptr / "": everything
+  // A scalar's value (integer or float), for indices that name one.
+  TinyAIStatus ScalarValue(int32_t e, double* value) const;
+
+  // Each index's extent now, and an auto-dim matrix's shape (the first
+  // table row's, or `tuple`'s).
+  void Extents(int32_t e, int64_t* extent) const;
+  void AutoShape(int32_t e, const int64_t* tuple, int64_t* shape) const;
+  uint64_t EntryBytes(int32_t e) const;
+
+  // Direct rows (the KV cache): the row `tuple` of a table whose indices
+  // are all fixed, or nullptr.
+  uint8_t* FixedRow(int32_t e, const int64_t* tuple);
+
+  // Saved form (store_io.cc): declarations and contents, CRC-32C at the
+  // end. Save writes path.part and renames it over path; Load reads into a
+  // store of the same declarations and swaps contents only when all is
+  // well. Sessions embed a store in their own files: Serialize streams to a
+  // sink, Deserialize reads from a source at an offset.
+  TinyAIStatus Save(const char* path) const;
+  TinyAIStatus Load(const char* path);
+  using Sink = TinyAIStatus (*)(void* user, const void* data, size_t size);
+  TinyAIStatus Serialize(Sink sink, void* user) const;
+  uint64_t SerializedSize() const;
+  // Reads size bytes at offset into dst (TINYAI_ERR_TRUNCATED past the end).
+  using Source = TinyAIStatus (*)(void* user, uint64_t offset, void* dst, size_t size);
+  TinyAIStatus Deserialize(Source source, void* user, uint64_t offset, uint64_t size, const char* what);
+  // Takes other's contents (same declarations), giving it this store's.
+  void SwapContents(PersistentStore* other);
+
+ private:
+  struct Matrix;  // an auto-dim matrix
+  struct Entry;
+
+  TinyAIStatus WriteBody(Sink sink, void* user) const;
+  TinyAIStatus ReadDecls(StoreReader* in);
+  TinyAIStatus ReadContents(StoreReader* in);
+  TinyAIStatus Charge(uint64_t bytes, const char* what);
+  void Refund(uint64_t bytes);
+  // Replaces the symbols of ref by their scalars' values.
+  TinyAIStatus BindSymbols(PRef* ref) const;
+  TinyAIStatus Resolve(const PRef& ref, int32_t* e, int64_t from[], int64_t to[], int32_t* count,
+                       bool writing) const;
+  TinyAIStatus Access(const char* ref_text, bool writing, int32_t dtype, uint8_t* out, const uint8_t* in,
+                      size_t size, size_t* bytes);
+  TinyAIStatus ResetEntry(int32_t e);
+  // A table's row at `tuple` (in range), its chunk allocated (and the
+  // directory grown) when `create`; nullptr when never written (or on a
+  // failed allocation, with *status).
+  uint8_t* Row(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status);
+  // A table's (or an auto-dim entry's matrix) directory grown to hold
+  // `where` (its table indices; a plain table's last one in chunks).
+  bool DirFor(const Entry* x, const int64_t* where, int64_t* cap, uint64_t* entries) const;
+  TinyAIStatus GrowDir(Entry* x, const int64_t* where);
+  TinyAIStatus GrowMats(Entry* x, const int64_t* tuple);
+  TinyAIStatus CheckWriteFits(const Entry* x, const int64_t* from, const int64_t* to) const;
+  const uint8_t* Row(const Entry* x, const int64_t* tuple) const;
+  // The auto-dim matrix of a table tuple (created when `create`).
+  Matrix* MatrixAt(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status);
+  const Matrix* MatrixAt(const Entry* x, const int64_t* tuple) const;
+  // A matrix element's bytes, its block allocated when `create`.
+  uint8_t* Cell(const Entry* x, Matrix* m, int64_t r, int64_t c, bool create, TinyAIStatus* status);
+  TinyAIStatus GrowGrid(const Entry* x, Matrix* m, int64_t rows, int64_t cols);
+  void FreeMatrix(const Entry* x, Matrix* m);
+
+  uint64_t limit_ = 0;
+  uint64_t used_ = 0;
+  int32_t chunk_rows_ = 64;
+  Vector<Entry*> entries_;
+  struct NamedDim {
+    char name[kMaxPName + 1];
+    int64_t value;
+  };
+  Vector<NamedDim> dims_;
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_KV_STORE_H_
