@@ -227,6 +227,32 @@ TINYAI_API int32_t tinyaiGetLLMPosition(const TinyAILLM* llm);
 /* Empties the KV cache. */
 TINYAI_API TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
 
+/* Sessions that survive a restart. tinyaiSaveLLMSession writes the KV
+ * cache (its rows, the token at each position it holds), the position, and
+ * what they belong to - a fingerprint of the model's weights, shapes and
+ * applied precisions, and the KV type and layout - to path, CRC-32C
+ * checksummed, written beside it and renamed (a failed save leaves what
+ * path held). tinyaiLoadLLMSession puts a saved session into an LLM of
+ * the same model and KV configuration, which then continues exactly as the
+ * saved one would have (the sampler's rngState is the caller's to keep).
+ * Refused, leaving the LLM as it was: TINYAI_ERR_BAD_MAGIC (not a session),
+ * TINYAI_ERR_TRUNCATED, TINYAI_ERR_CHECKSUM (corrupt), TINYAI_ERR_MISMATCH
+ * (another model, KV type, window, sinks or context: the message names
+ * it), TINYAI_ERR_UNSUPPORTED_VERSION. A session file holds what the
+ * cache has written: the keys and values of every position evaluated (with
+ * a window, at most the sinks, the window and a pass's room), so a session
+ * a few tokens into a long context is small. Loading reads the rows into
+ * the LLM's own cache: no second copy is held. */
+TINYAI_API TinyAIStatus tinyaiSaveLLMSession(const TinyAILLM* llm, const char* path);
+TINYAI_API TinyAIStatus tinyaiLoadLLMSession(TinyAILLM* llm, const char* path);
+
+/* The tokens the KV cache holds, in position order: every one evaluated,
+ * or with a window the sinks and the window's most recent (the positions
+ * the next token attends to). *count gets how many there are; at most
+ * capacity are copied (TINYAI_ERR_BUFFER_TOO_SMALL when capacity is
+ * short, the first capacity copied). */
+TINYAI_API TinyAIStatus tinyaiGetLLMTokens(const TinyAILLM* llm, int32_t* tokens, int32_t capacity, int32_t* count);
+
 /* Picks the next token from logits (vocabSize floats, modified in place) with
  * the sampler settings; *rngState carries the random state between calls and
  * should start as the seed. A -inf logit rules its token out; a NaN or +inf

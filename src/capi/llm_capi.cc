@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "kv/kv_cache.h"
+#include "model/session.h"
 #include "capi/handles.h"
 #include "capi/llm_internal.h"
 #include "model/generate.h"
@@ -331,6 +332,39 @@ int32_t tinyaiGetLLMPosition(const TinyAILLM* llm) {
 TinyAIStatus tinyaiResetLLM(TinyAILLM* llm) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiResetLLM"));
   llm->model().Reset();
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiSaveLLMSession(const TinyAILLM* llm, const char* path) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiSaveLLMSession"));
+  return tinyai::SaveSession(llm->model(), path);
+}
+
+TinyAIStatus tinyaiLoadLLMSession(TinyAILLM* llm, const char* path) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLoadLLMSession"));
+  return tinyai::LoadSession(&llm->model(), path);
+}
+
+TinyAIStatus tinyaiGetLLMTokens(const TinyAILLM* llm, int32_t* tokens, int32_t capacity, int32_t* count) {
+  if (count) *count = 0;
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMTokens"));
+  if (!count || capacity < 0 || (capacity > 0 && !tokens)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMTokens: %s", !count ? "count is NULL"
+                    : capacity < 0 ? "capacity is negative" : "tokens is NULL");
+  }
+  const tinyai::LlamaModel& m = llm->model();
+  const tinyai::KvCache& kv = m.kv_cache();
+  const int32_t pos = m.position();
+  // Positions held: all, or the sinks and the window's most recent.
+  const int32_t sinks = kv.windowed() ? (kv.shape().sinks < pos ? kv.shape().sinks : pos) : pos;
+  const int32_t from = kv.windowed() && pos - kv.shape().window > sinks ? pos - kv.shape().window : sinks;
+  const int32_t n = sinks + (pos - from);
+  *count = n;
+  for (int32_t i = 0; i < n && i < capacity; ++i) tokens[i] = kv.Token(i < sinks ? i : from + (i - sinks));
+  if (capacity < n) {
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tinyaiGetLLMTokens: the cache holds %d tokens; capacity is %d",
+                    static_cast<int>(n), static_cast<int>(capacity));
+  }
   return TINYAI_OK;
 }
 

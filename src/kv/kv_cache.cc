@@ -59,6 +59,34 @@ void Hadamard(float* x, size_t count, size_t n) {
 
 }  // namespace
 
+namespace {
+
+constexpr int kStoreEntries = 3;
+
+// The store's declarations for a cache of `slots` slots of `row` bytes.
+void StoreDecls(const KvShape& s, uint64_t row, uint64_t slots, PDecl d[kStoreEntries]) {
+  for (int i = 0; i < 2; ++i) {
+    std::memcpy(d[i].name, i == 0 ? "K" : "V", 2);
+    d[i].dtype = TINYAI_PTYPE_U8;
+    d[i].rank = 1;
+    d[i].shape[0] = static_cast<int64_t>(row);
+    d[i].index_count = 3;
+    std::memcpy(d[i].index_names[0], "l", 2);
+    std::memcpy(d[i].index_names[1], "h", 2);
+    std::memcpy(d[i].index_names[2], "s", 2);
+    d[i].fixed[0] = s.layers;
+    d[i].fixed[1] = s.kv_heads;
+    d[i].fixed[2] = static_cast<int64_t>(slots);
+  }
+  std::memcpy(d[2].name, "tokens", 7);
+  d[2].dtype = TINYAI_PTYPE_I32;
+  d[2].index_count = 1;
+  std::memcpy(d[2].index_names[0], "s", 2);
+  d[2].fixed[0] = static_cast<int64_t>(slots);
+}
+
+}  // namespace
+
 const char* KvCache::TypeName(int32_t type) {
   switch (type) {
     case TINYAI_KV_F32: return "f32";
@@ -102,6 +130,11 @@ TinyAIStatus KvCache::Bytes(const KvShape& s, uint64_t* bytes) {
                     static_cast<int>(s.layers), static_cast<int>(s.kv_heads), static_cast<unsigned long long>(slots),
                     static_cast<unsigned long long>(row));
   }
+  // The store's entries (the rows again, their tokens, its records).
+  PDecl decls[kStoreEntries];
+  StoreDecls(s, row, slots, decls);
+  n = 0;
+  for (const PDecl& d : decls) n += PersistentStore::DeclaredBytes(d);
   *bytes = n;
   return TINYAI_OK;
 }
@@ -125,7 +158,9 @@ TinyAIStatus KvCache::Init(const KvShape& s) {
   wk_ = s.type == TINYAI_KV_F16 ? kernels::WeightKernelsFor(*k_, TINYAI_DTYPE_F16)
         : s.type == TINYAI_KV_INT8 && group_ == kGroup ? kernels::WeightKernelsFor(*k_, TINYAI_DTYPE_Q8_G32)
                                                        : nullptr;
-  data_.Free();
+  store_.Truncate(0);
+  keys_ = values_ = nullptr;
+  tokens_ = nullptr;
   key_.Free();
   return TINYAI_OK;
 }
@@ -136,8 +171,29 @@ TinyAIStatus KvCache::Allocate() {
     TINYAI_RETURN_IF_ERROR(
         key_.Allocate(static_cast<size_t>(shape_.head_size) * sizeof(float), "KV cache key rotation"));
   }
-  return data_.Allocate(static_cast<size_t>(bytes_ - (hadamard_ > 1 ? static_cast<uint64_t>(shape_.head_size) * 4 : 0)),
-                        "KV cache", AlignedBuffer::kUninitialized);
+  TINYAI_RETURN_IF_ERROR(store_.Init(0, 64, false));  // rows written before they are read
+  PDecl decls[kStoreEntries];
+  StoreDecls(shape_, row_bytes_, static_cast<uint64_t>(slots_), decls);
+  for (const PDecl& d : decls) {
+    const TinyAIStatus s = store_.Declare(d);
+    if (s != TINYAI_OK) {
+      store_.Truncate(0);
+      return AddErrorContext(s, "KV cache: ");
+    }
+  }
+  const int64_t origin[3] = {0, 0, 0};
+  keys_ = store_.FixedRow(0, origin);
+  values_ = store_.FixedRow(1, origin);
+  tokens_ = reinterpret_cast<int32_t*>(store_.FixedRow(2, origin));
+  return TINYAI_OK;
+}
+
+void KvCache::SetToken(int32_t position, int32_t token) { tokens_[Slot(position)] = token; }
+
+int32_t KvCache::Token(int32_t position) const {
+  if (!tokens_ || position < 0) return 0;
+  if (!windowed()) return position < slots_ ? tokens_[position] : 0;
+  return tokens_[Slot(position)];
 }
 
 int32_t KvCache::Slot(int32_t p) const {
@@ -227,9 +283,8 @@ void KvCache::ReadRow(const uint8_t* row, float* out, bool key) const {
 uint8_t* KvCache::Row(bool values, int32_t layer, int32_t head, int32_t slot) {
   const size_t per_head = static_cast<size_t>(slots_) * row_bytes_;
   const size_t per_layer = per_head * static_cast<size_t>(shape_.kv_heads);
-  const size_t half = per_layer * static_cast<size_t>(shape_.layers);
-  return static_cast<uint8_t*>(data_.data()) + (values ? half : 0) + static_cast<size_t>(layer) * per_layer +
-         static_cast<size_t>(head) * per_head + static_cast<size_t>(slot) * row_bytes_;
+  return (values ? values_ : keys_) + static_cast<size_t>(layer) * per_layer + static_cast<size_t>(head) * per_head +
+         static_cast<size_t>(slot) * row_bytes_;
 }
 
 const uint8_t* KvCache::Keys(int32_t layer, int32_t head) const {

@@ -2,9 +2,17 @@
 // (layer, position) a model has evaluated, in a storage type and a
 // position policy chosen when it is made, read and written by position.
 //
-// Layout: keys then values, each [layer][kv_head][slot][row]: a head's rows
-// are contiguous, so attention streams them. A row is one head's head_size
-// values at one slot:
+// Storage: a persistent store (kv/store.h) of three entries, all fixed at
+// their size when the cache is allocated (rows never move, and the store
+// counts every byte against the budget):
+//   K(l, h, s): u8[row_bytes] @table @fixed(l=layers, h=kv_heads, s=slots)
+//   V(l, h, s): the same, for values
+//   tokens(s): i32 @table @fixed(s=slots)   the token at each slot
+// A session (model/session.h) saves the slots in use of each, and loads
+// them back in place.
+// A fixed table is one block [l][h][s][row]: a head's rows are contiguous,
+// so attention streams them. A row is one head's head_size values at one
+// slot:
 //   TINYAI_KV_F32   head_size floats
 //   TINYAI_KV_F16   head_size IEEE halves (rounded to nearest even)
 //   TINYAI_KV_INT8  groups of 32 values (one group of head_size values when
@@ -58,6 +66,7 @@
 
 #include "common/array.h"
 #include "kernels/kernels.h"
+#include "kv/store.h"
 #include "tinyai/llm.h"
 #include "tinyai/status.h"
 
@@ -90,12 +99,20 @@ class KvCache {
 
   // Sizes the cache (allocates nothing).
   TinyAIStatus Init(const KvShape& shape);
-  // Allocates it (once; again after Init).
+  // Allocates it (once; again after Init): declares the store's entries.
   TinyAIStatus Allocate();
-  bool allocated() const { return data_.data() != nullptr; }
+  bool allocated() const { return keys_ != nullptr; }
+  // The store the cache lives in.
+  PersistentStore& store() { return store_; }
+  const PersistentStore& store() const { return store_; }
+  // The token at a position (recorded as a pass stores it), and back
+  // (0 for a position the cache no longer holds).
+  void SetToken(int32_t position, int32_t token);
+  int32_t Token(int32_t position) const;
 
   const KvShape& shape() const { return shape_; }
-  // What the cache holds: its rows, and for int8 the key being rotated.
+  // What the cache holds: its store (rows, tokens, the store's records),
+  // and for int8 the key being rotated.
   uint64_t bytes() const { return bytes_; }
   size_t row_bytes() const { return row_bytes_; }
   int32_t slots() const { return slots_; }
@@ -122,6 +139,15 @@ class KvCache {
   // follow every row_bytes().
   const uint8_t* Keys(int32_t layer, int32_t head) const;
   const uint8_t* Values(int32_t layer, int32_t head) const;
+  // The same, writable (a session's load), and the token at each slot.
+  uint8_t* MutableRows(bool values, int32_t layer, int32_t head) { return Row(values, layer, head, 0); }
+  int32_t* mutable_tokens() { return tokens_; }
+  const int32_t* tokens() const { return tokens_; }
+  // Slots written once `positions` positions have been evaluated: a
+  // position's slot is never past its own number, so slots 0 .. that - 1.
+  int32_t SlotsUsed(int64_t positions) const {
+    return positions < slots_ ? static_cast<int32_t>(positions < 0 ? 0 : positions) : slots_;
+  }
 
   // Scratch one attention thread needs besides its scores (bytes): the
   // quantized query and a block of dequantized values.
@@ -155,7 +181,10 @@ class KvCache {
   uint64_t bytes_ = 0;
   const kernels::KernelTable* k_ = nullptr;
   const kernels::WeightKernels* wk_ = nullptr;  // f16, or q8_g32 when the int8 rows are its blocks
-  AlignedBuffer data_;
+  PersistentStore store_;
+  uint8_t* keys_ = nullptr;
+  uint8_t* values_ = nullptr;
+  int32_t* tokens_ = nullptr;
 };
 
 }  // namespace tinyai

@@ -119,7 +119,7 @@ uint8_t* AllocZeroed(uint64_t bytes) {
 
 PersistentStore::~PersistentStore() { Truncate(0); }
 
-TinyAIStatus PersistentStore::Init(uint64_t memory_limit, int32_t chunk_rows) {
+TinyAIStatus PersistentStore::Init(uint64_t memory_limit, int32_t chunk_rows, bool zero_fixed) {
   if (chunk_rows < 1 || chunk_rows > 65536) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: chunkRows %d is outside 1..65536",
                     static_cast<int>(chunk_rows));
@@ -127,6 +127,7 @@ TinyAIStatus PersistentStore::Init(uint64_t memory_limit, int32_t chunk_rows) {
   Truncate(0);
   limit_ = memory_limit;
   chunk_rows_ = chunk_rows;
+  zero_fixed_ = zero_fixed;
   used_ = 0;
   return TINYAI_OK;
 }
@@ -199,6 +200,19 @@ void PersistentStore::Truncate(int32_t count) {
     Delete(x);
     entries_.PopBack();
   }
+}
+
+uint64_t PersistentStore::DeclaredBytes(const PDecl& d) {
+  uint64_t elem = PTypeBytes(d.dtype);
+  for (int32_t i = 0; i < d.rank; ++i) elem *= static_cast<uint64_t>(d.shape[i] < 1 ? 1 : d.shape[i]);
+  if (d.index_count == 0) return sizeof(Entry) + elem;
+  uint64_t rows = 1;
+  for (int32_t i = 0; i < d.index_count; ++i) {
+    if (d.fixed[i] <= 0 || d.auto_count > 0) return sizeof(Entry);
+    rows *= static_cast<uint64_t>(d.fixed[i]);
+  }
+  const uint64_t prefixes = rows / static_cast<uint64_t>(d.fixed[d.index_count - 1]);
+  return sizeof(Entry) + rows * elem + prefixes * sizeof(uint8_t*);
 }
 
 TinyAIStatus PersistentStore::Declare(const PDecl& d) {
@@ -285,7 +299,8 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
       }
       if (!CheckedMul(rows, elem, &bytes) || bytes > SIZE_MAX) return fail(SetError(TINYAI_ERR_OVERFLOW, "'%s' overflows", n));
       if ((s = Charge(bytes, n)) != TINYAI_OK) return fail(s);
-      x->block = AllocZeroed(bytes);
+      x->block = zero_fixed_ ? AllocZeroed(bytes)
+                             : static_cast<uint8_t*>(port::AlignedAlloc(64, static_cast<size_t>(bytes == 0 ? 1 : bytes)));
       if (!x->block) { Refund(bytes); return fail(OutOfMemory(n, static_cast<size_t>(bytes))); }
       const int64_t last = d.fixed[d.index_count - 1];
       x->chunk = last;

@@ -28,6 +28,7 @@
 
 #include "common/array.h"
 #include "common/vector.h"
+#include "port/port.h"
 #include "tinyai/persistent.h"
 #include "tinyai/status.h"
 
@@ -90,8 +91,11 @@ class PersistentStore {
   PersistentStore& operator=(const PersistentStore&) = delete;
   ~PersistentStore();
 
-  // memory_limit 0: none; chunk_rows 1..65536.
-  TinyAIStatus Init(uint64_t memory_limit, int32_t chunk_rows);
+  // memory_limit 0: none; chunk_rows 1..65536. zero_fixed false leaves a
+  // fixed table's block as the allocator gives it (the KV cache writes a
+  // row before it reads one, and a large cache's untouched pages then stay
+  // uncommitted); everything else starts at zeros.
+  TinyAIStatus Init(uint64_t memory_limit, int32_t chunk_rows, bool zero_fixed = true);
 
   TinyAIStatus SetDim(const char* name, int64_t value);
   // Looks a dimension name up (false when there is none).
@@ -100,6 +104,9 @@ class PersistentStore {
   // wrong); a fixed table is laid out now (TINYAI_ERR_RESOURCE_EXHAUSTED
   // past the limit).
   TinyAIStatus Declare(const PDecl& decl);
+  // What Declare(decl) takes from the limit (a valid declaration): all of a
+  // scalar, tensor or fixed table; a growable entry's record alone.
+  static uint64_t DeclaredBytes(const PDecl& decl);
   // The document's declaration text (store_text.cc): all or nothing.
   TinyAIStatus DeclareText(const char* text);
   // Forgets the entries declared after the first `count` (undoes a failed
@@ -133,10 +140,13 @@ class PersistentStore {
   uint8_t* FixedRow(int32_t e, const int64_t* tuple);
 
   // Saved form (store_io.cc): declarations and contents, CRC-32C at the
-  // end. Save writes path.part and renames it over path; Load reads into a
-  // store of the same declarations and swaps contents only when all is
-  // well. Sessions embed a store in their own files: Serialize streams to a
-  // sink, Deserialize reads from a source at an offset.
+  // end. Save writes path.part and renames it over path. Load checks the
+  // checksum, the declarations and the structure before it changes
+  // anything; a store of fixed entries only (the KV cache's) is then read
+  // in place, any other is built beside this one and swapped in (holding
+  // both for a moment). Sessions embed a store in their own files:
+  // Serialize streams to a sink, Deserialize reads from a source at an
+  // offset.
   TinyAIStatus Save(const char* path) const;
   TinyAIStatus Load(const char* path);
   using Sink = TinyAIStatus (*)(void* user, const void* data, size_t size);
@@ -153,8 +163,11 @@ class PersistentStore {
   struct Entry;
 
   TinyAIStatus WriteBody(Sink sink, void* user) const;
-  TinyAIStatus ReadDecls(StoreReader* in);
-  TinyAIStatus ReadContents(StoreReader* in);
+  static TinyAIStatus ReadDecls(StoreReader* in, Vector<PDecl>* decls);
+  // TINYAI_ERR_MISMATCH naming the first difference from this store's.
+  TinyAIStatus CheckSavedDecls(StoreReader* in) const;
+  // apply false: a dry run that only checks the structure.
+  TinyAIStatus ReadContents(StoreReader* in, bool apply);
   TinyAIStatus Charge(uint64_t bytes, const char* what);
   void Refund(uint64_t bytes);
   // Replaces the symbols of ref by their scalars' values.
@@ -186,6 +199,7 @@ class PersistentStore {
   uint64_t limit_ = 0;
   uint64_t used_ = 0;
   int32_t chunk_rows_ = 64;
+  bool zero_fixed_ = true;
   Vector<Entry*> entries_;
   struct NamedDim {
     char name[kMaxPName + 1];
@@ -193,6 +207,19 @@ class PersistentStore {
   };
   Vector<NamedDim> dims_;
 };
+
+// Files the store and sessions write and read (store_io.cc). fill writes
+// the contents through the sink; the file is written as path.part and
+// renamed over path only when all went well (call names the caller in
+// messages).
+using FillFile = TinyAIStatus (*)(PersistentStore::Sink sink, void* sink_user, const void* what);
+TinyAIStatus WriteFileAtomically(const char* path, FillFile fill, const void* what, const char* call);
+// A PersistentStore::Source over an open file.
+struct FileSource {
+  port::File file;
+  const char* name = "";
+};
+TinyAIStatus ReadFileSource(void* user, uint64_t offset, void* dst, size_t size);
 
 }  // namespace tinyai
 

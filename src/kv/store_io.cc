@@ -82,6 +82,16 @@ struct StoreReader {
     at += size;
     return TINYAI_OK;
   }
+  TinyAIStatus Skip(uint64_t size) {
+    if (size > end - at) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "%s: the store's body ends %llu bytes early", what,
+                      static_cast<unsigned long long>(size - (end - at)));
+    }
+    at += size;
+    return TINYAI_OK;
+  }
+  // Reads into dst, or (a dry run: dst null) only checks the bytes are there.
+  TinyAIStatus ReadOrSkip(void* dst, uint64_t size) { return dst ? Read(dst, size) : Skip(size); }
   template <typename T>
   TinyAIStatus Get(T* value) {
     return Read(value, sizeof *value);
@@ -189,7 +199,7 @@ TinyAIStatus PersistentStore::Serialize(Sink sink, void* user) const {
   return Put(sink, user, crc.crc);
 }
 
-TinyAIStatus PersistentStore::ReadDecls(StoreReader* in) {
+TinyAIStatus PersistentStore::ReadDecls(StoreReader* in, Vector<PDecl>* decls) {
   uint32_t n = 0;
   TINYAI_RETURN_IF_ERROR(in->Get(&n));
   if (n > 4096) return SetError(TINYAI_ERR_BAD_FORMAT, "%s: %u entries (at most 4096)", in->what, static_cast<unsigned>(n));
@@ -211,18 +221,16 @@ TinyAIStatus PersistentStore::ReadDecls(StoreReader* in) {
     TINYAI_RETURN_IF_ERROR(in->Get(&init));
     TINYAI_RETURN_IF_ERROR(in->Get(&d.init));
     d.has_init = init != 0;
-    const TinyAIStatus s = Declare(d);
-    if (s == TINYAI_ERR_RESOURCE_EXHAUSTED) return s;
-    if (s != TINYAI_OK) return AddErrorContext(TINYAI_ERR_BAD_FORMAT, "%s: entry %u: ", in->what, static_cast<unsigned>(e));
+    TINYAI_RETURN_IF_ERROR(decls->Push(d, "persistent store declarations"));
   }
   return TINYAI_OK;
 }
 
-TinyAIStatus PersistentStore::ReadContents(StoreReader* in) {
+TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
   for (Entry* x : entries_) {
     const PDecl& d = x->d;
     if (d.index_count == 0) {
-      TINYAI_RETURN_IF_ERROR(in->Read(x->single, x->elem_bytes));
+      TINYAI_RETURN_IF_ERROR(in->ReadOrSkip(apply ? x->single : nullptr, x->elem_bytes));
       continue;
     }
     const int32_t table = d.table_indices();
@@ -254,6 +262,10 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in) {
           if (present > 1) return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': a run marked %u", in->what, d.name, present);
           if (!present) continue;
           const int64_t rows = last - r0 < run ? last - r0 : run;
+          if (!apply) {
+            TINYAI_RETURN_IF_ERROR(in->Skip(static_cast<uint64_t>(rows) * x->elem_bytes));
+            continue;
+          }
           for (int64_t r = r0; r < r0 + rows; ++r) {
             at[table - 1] = r;
             uint8_t* row = Row(x, at, true, &status);
@@ -266,7 +278,9 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in) {
           at[i] = 0;
         }
       }
-      for (int32_t i = 0; i < table; ++i) x->extent[i] = extent[i];
+      if (apply) {
+        for (int32_t i = 0; i < table; ++i) x->extent[i] = extent[i];
+      }
       continue;
     }
     for (int32_t i = 0; i < table; ++i) tuples *= static_cast<uint64_t>(extent[i]);
@@ -281,6 +295,14 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in) {
       if (rows < base_r || rows > max_r || cols < base_c || cols > max_c) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': a matrix of %lld x %lld", in->what, d.name,
                         static_cast<long long>(rows), static_cast<long long>(cols));
+      }
+      if (!apply) {
+        TINYAI_RETURN_IF_ERROR(in->Skip(static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * each));
+        for (int32_t i = table - 1; i >= 0; --i) {
+          if (++at[i] < extent[i]) break;
+          at[i] = 0;
+        }
+        continue;
       }
       Matrix* m = MatrixAt(x, at, true, &status);
       if (!m) return status;
@@ -303,7 +325,9 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in) {
         at[i] = 0;
       }
     }
-    for (int32_t i = 0; i < table; ++i) x->extent[i] = extent[i];
+    if (apply) {
+      for (int32_t i = 0; i < table; ++i) x->extent[i] = extent[i];
+    }
   }
   return TINYAI_OK;
 }
@@ -330,7 +354,9 @@ const char* Differs(const PDecl& a, const PDecl& b) {
 
 }  // namespace
 
-TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t offset, uint64_t size, const char* what) {
+// The header and the checksum of a saved store at offset: its body's bytes.
+static TinyAIStatus VerifySaved(PersistentStore::Source source, void* user, uint64_t offset, uint64_t size,
+                                const char* what, uint64_t* body_bytes) {
   if (size < kHeader + 4) {
     uint8_t head[4] = {0, 0, 0, 0};
     if (size >= 4 && source(user, offset, head, 4) == TINYAI_OK && std::memcmp(head, kMagic, 4) != 0) {
@@ -357,13 +383,12 @@ TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t of
                     static_cast<unsigned long long>(body), static_cast<unsigned long long>(size - kHeader - 4));
   }
   // The checksum first, in blocks.
-  Array<uint8_t> buffer;
-  TINYAI_RETURN_IF_ERROR(buffer.Allocate(16384, "persistent store load buffer"));
+  uint8_t buffer[1024];
   uint32_t crc = Crc32c(0, header, kHeader);
   for (uint64_t at = 0; at < body;) {
-    const size_t n = static_cast<size_t>(body - at < buffer.size() ? body - at : buffer.size());
-    TINYAI_RETURN_IF_ERROR(source(user, offset + kHeader + at, buffer.data(), n));
-    crc = Crc32c(crc, buffer.data(), n);
+    const size_t n = static_cast<size_t>(body - at < sizeof buffer ? body - at : sizeof buffer);
+    TINYAI_RETURN_IF_ERROR(source(user, offset + kHeader + at, buffer, n));
+    crc = Crc32c(crc, buffer, n);
     at += n;
   }
   uint32_t stored = 0;
@@ -372,33 +397,55 @@ TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t of
     return SetError(TINYAI_ERR_CHECKSUM, "%s: the store's checksum is %08x; its contents hash to %08x", what,
                     static_cast<unsigned>(stored), static_cast<unsigned>(crc));
   }
-  buffer = Array<uint8_t>();
-  // The file's declarations, in a store beside this one.
-  PersistentStore loaded;
-  TINYAI_RETURN_IF_ERROR(loaded.Init(limit_, chunk_rows_));
+  *body_bytes = body;
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::CheckSavedDecls(StoreReader* in) const {
+  Vector<PDecl> decls;
+  TINYAI_RETURN_IF_ERROR(ReadDecls(in, &decls));
+  if (static_cast<int32_t>(decls.size()) != count()) {
+    return SetError(TINYAI_ERR_MISMATCH, "%s holds %d entries; this store declares %d", in->what,
+                    static_cast<int>(decls.size()), static_cast<int>(count()));
+  }
+  for (int32_t e = 0; e < count(); ++e) {
+    const char* diff = Differs(decls[static_cast<size_t>(e)], decl(e));
+    if (diff) {
+      return SetError(TINYAI_ERR_MISMATCH, "%s: entry %d ('%s' in the file, '%s' here) differs in its %s", in->what,
+                      static_cast<int>(e), decls[static_cast<size_t>(e)].name, decl(e).name, diff);
+    }
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t offset, uint64_t size, const char* what) {
+  uint64_t body = 0;
+  TINYAI_RETURN_IF_ERROR(VerifySaved(source, user, offset, size, what, &body));
   StoreReader in;
   in.source = source;
   in.user = user;
   in.at = offset + kHeader;
   in.end = offset + kHeader + body;
   in.what = what;
-  TINYAI_RETURN_IF_ERROR(loaded.ReadDecls(&in));
-  if (loaded.count() != count()) {
-    return SetError(TINYAI_ERR_MISMATCH, "%s holds %d entries; this store declares %d", what,
-                    static_cast<int>(loaded.count()), static_cast<int>(count()));
-  }
-  for (int32_t e = 0; e < count(); ++e) {
-    const char* diff = Differs(loaded.decl(e), decl(e));
-    if (diff) {
-      return SetError(TINYAI_ERR_MISMATCH, "%s: entry %d ('%s' in the file, '%s' here) differs in its %s", what,
-                      static_cast<int>(e), loaded.decl(e).name, decl(e).name, diff);
-    }
-  }
-  TINYAI_RETURN_IF_ERROR(loaded.ReadContents(&in));
-  if (in.at != in.end) {
+  TINYAI_RETURN_IF_ERROR(CheckSavedDecls(&in));
+  // The structure, read through without keeping anything.
+  StoreReader dry = in;
+  TINYAI_RETURN_IF_ERROR(const_cast<PersistentStore*>(this)->ReadContents(&dry, false));
+  if (dry.at != dry.end) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "%s: %llu bytes after the store's contents", what,
-                    static_cast<unsigned long long>(in.end - in.at));
+                    static_cast<unsigned long long>(dry.end - dry.at));
   }
+  bool fixed = true;  // nothing to allocate: read straight into place
+  for (const Entry* x : entries_) fixed &= x->d.index_count == 0 || x->block != nullptr;
+  if (fixed) return ReadContents(&in, true);
+  // Otherwise the contents are built beside this store's and swapped in.
+  PersistentStore loaded;
+  TINYAI_RETURN_IF_ERROR(loaded.Init(limit_, chunk_rows_));
+  for (const Entry* x : entries_) {
+    const TinyAIStatus s = loaded.Declare(x->d);
+    if (s != TINYAI_OK) return s;
+  }
+  TINYAI_RETURN_IF_ERROR(loaded.ReadContents(&in, true));
   SwapContents(&loaded);
   return TINYAI_OK;
 }
@@ -427,21 +474,15 @@ TinyAIStatus FileWrite(void* user, const void* data, size_t size) {
   return TINYAI_OK;
 }
 
-struct FileSource {
-  port::File file;
-  const char* name = "";
-};
-
-TinyAIStatus FileRead(void* user, uint64_t offset, void* dst, size_t size) {
-  const FileSource* f = static_cast<const FileSource*>(user);
-  return port::ReadAt(f->file, offset, dst, size, f->name);
+TinyAIStatus SerializeStore(PersistentStore::Sink sink, void* sink_user, const void* store) {
+  return static_cast<const PersistentStore*>(store)->Serialize(sink, sink_user);
 }
 
 }  // namespace
 
-TinyAIStatus PersistentStore::Save(const char* path) const {
+TinyAIStatus WriteFileAtomically(const char* path, FillFile fill, const void* what, const char* call) {
   if (path == nullptr || path[0] == '\0') {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSavePersistentStore: path is %s", path ? "empty" : "NULL");
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: path is %s", call, path ? "empty" : "NULL");
   }
   const size_t n = std::strlen(path);
   Array<char> part;
@@ -451,12 +492,21 @@ TinyAIStatus PersistentStore::Save(const char* path) const {
   FileSink sink;
   sink.name = part.data();
   TINYAI_RETURN_IF_ERROR(port::CreateOutputFile(part.data(), &sink.file));
-  const TinyAIStatus s = Serialize(&FileWrite, &sink);
+  const TinyAIStatus s = fill(&FileWrite, &sink, what);
   if (s != TINYAI_OK) {
     port::AbortOutputFile(&sink.file, part.data());
     return s;
   }
   return port::CommitOutputFile(&sink.file, part.data(), path);
+}
+
+TinyAIStatus ReadFileSource(void* user, uint64_t offset, void* dst, size_t size) {
+  const FileSource* f = static_cast<const FileSource*>(user);
+  return port::ReadAt(f->file, offset, dst, size, f->name);
+}
+
+TinyAIStatus PersistentStore::Save(const char* path) const {
+  return WriteFileAtomically(path, &SerializeStore, this, "tinyaiSavePersistentStore");
 }
 
 TinyAIStatus PersistentStore::Load(const char* path) {
@@ -466,7 +516,7 @@ TinyAIStatus PersistentStore::Load(const char* path) {
   FileSource source;
   source.name = path;
   TINYAI_RETURN_IF_ERROR(port::OpenFile(path, &source.file));
-  const TinyAIStatus s = Deserialize(&FileRead, &source, 0, source.file.size, path);
+  const TinyAIStatus s = Deserialize(&ReadFileSource, &source, 0, source.file.size, path);
   port::CloseFile(&source.file);
   return s;
 }

@@ -385,8 +385,12 @@ TinyAIStatus LlamaModel::RunOp(const GraphOp& op, const OpIo& io, const PassCont
   float* out = static_cast<float*>(io.output);
   const BlockTensors* bt = op.arg >= 0 && static_cast<size_t>(op.arg) < blocks_.size() ? &blocks_[static_cast<size_t>(op.arg)] : nullptr;
   switch (op.kind) {
-    case kEmbed:
-      return Embed(static_cast<const int32_t*>(io.inputs[0]), out, n);
+    case kEmbed: {
+      const int32_t* tokens = static_cast<const int32_t*>(io.inputs[0]);
+      TINYAI_RETURN_IF_ERROR(Embed(tokens, out, n));
+      for (int32_t i = 0; i < n; ++i) kv_.SetToken(pass.position + i, tokens[i]);  // what a session saves
+      return TINYAI_OK;
+    }
     case kAttnNorm:
       return Norm(bt->attn_norm, in, out, n);
     case kFfnNorm:

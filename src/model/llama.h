@@ -97,6 +97,7 @@ class LlamaModel final : public LayerProgram {
   int32_t PlanPosition(int32_t pos) const { return kv_.windowed() ? 0 : pos; }
   int32_t PassRows(int32_t most) const { return kv_.windowed() && most > kMaxChunk ? kMaxChunk : most; }
   const KvCache& kv_cache() const { return kv_; }
+  KvCache* mutable_kv_cache() { return &kv_; }
 
   // The model's chain of layers.
   TinyAIStatus AddModelLayers(LayerGraph* graph) const override;

@@ -988,6 +988,55 @@ static void test_persistent_store(const char* tmp) {
     tinyaiDestroyPersistentStore(store);
 }
 
+/* A session saved after a prompt and loaded into a second LLM: the same
+ * next logits and the same tokens; a file that is not a session is refused
+ * and leaves the LLM where it was. */
+static void test_session(TinyAIMappedModel* model, const char* tmp) {
+    TinyAILLM* a = NULL;
+    TinyAILLM* b = NULL;
+    TinyAIModelInfo info;
+    int32_t prompt[5] = {1, 2, 3, 4, 5};
+    int32_t held[8];
+    int32_t count = 0, next = 6;
+    float *la, *lb;
+    char path[1024];
+    FILE* f;
+    CHECK_STATUS(tinyaiCreateLLM(model, NULL, &a), TINYAI_OK);
+    CHECK_STATUS(tinyaiCreateLLM(model, NULL, &b), TINYAI_OK);
+    if (!a || !b) goto out;
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
+    CHECK_STATUS(tinyaiGetLLMModelInfo(a, &info), TINYAI_OK);
+    la = (float*)malloc((size_t)info.vocabSize * sizeof(float));
+    lb = (float*)malloc((size_t)info.vocabSize * sizeof(float));
+    if (!la || !lb) goto free_logits;
+    CHECK_STATUS(tinyaiLLMEval(a, prompt, 5, la), TINYAI_OK);
+    snprintf(path, sizeof path, "%s/c_api_session.tsn", tmp);
+    CHECK_STATUS(tinyaiSaveLLMSession(a, path), TINYAI_OK);
+    CHECK_STATUS(tinyaiLoadLLMSession(b, path), TINYAI_OK);
+    CHECK(tinyaiGetLLMPosition(b) == 5);
+    CHECK_STATUS(tinyaiGetLLMTokens(b, held, 8, &count), TINYAI_OK);
+    CHECK(count == 5 && held[0] == 1 && held[4] == 5);
+    CHECK_STATUS(tinyaiGetLLMTokens(b, held, 2, &count), TINYAI_ERR_BUFFER_TOO_SMALL);
+    CHECK_STATUS(tinyaiLLMEval(a, &next, 1, la), TINYAI_OK);
+    CHECK_STATUS(tinyaiLLMEval(b, &next, 1, lb), TINYAI_OK);
+    CHECK(memcmp(la, lb, (size_t)info.vocabSize * sizeof(float)) == 0);
+    f = fopen(path, "r+b");
+    if (f) {
+        fputc('X', f);
+        fclose(f);
+    }
+    CHECK_STATUS(tinyaiLoadLLMSession(b, path), TINYAI_ERR_BAD_MAGIC);
+    CHECK(tinyaiGetLLMPosition(b) == 6);
+    remove(path);
+free_logits:
+    free(la);
+    free(lb);
+out:
+    tinyaiDestroyLLM(a);
+    tinyaiDestroyLLM(b);
+}
+
 int main(int argc, char** argv) {
     const char* model_path;
     const char* tmp;
@@ -1055,6 +1104,7 @@ int main(int argc, char** argv) {
         }
     }
     test_llm(model, argc > 3 ? argv[3] : NULL);
+    test_session(model, tmp);
     test_scheduler(model);
     tinyaiCloseMappedModel(model);
 

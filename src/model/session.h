@@ -1,0 +1,42 @@
+// Sessions that survive a restart: a LLaMA runner's KV cache (its
+// persistent store: keys, values, the token at each slot), its position,
+// and what they belong to, saved to a file and loaded back into a runner
+// of the same model and KV layout (tinyaiSaveLLMSession /
+// tinyaiLoadLLMSession).
+//
+// The file (little-endian):
+//   "TSN1"  u32 version (1)
+//   u64     the model's fingerprint: CRC-32C over its index checksum (which
+//           covers every tensor's name, shape, dtype and the CRC of its
+//           stored bytes), its size, and the dtype each tensor runs at
+//           (precisions applied to the open model count)
+//   i32 x 8 the KV cache: type, window, sinks, slots, layers, KV heads,
+//           head size, row bytes
+//   i64     the position (tokens evaluated)
+//   u64     the store's bytes, then the store (kv/store.h's saved form)
+//   u32     CRC-32C of everything before it
+// A load checks, before it changes anything: the magic (TINYAI_ERR_BAD_MAGIC),
+// the length (TINYAI_ERR_TRUNCATED), the checksum (TINYAI_ERR_CHECKSUM),
+// then the model and the KV layout (TINYAI_ERR_MISMATCH naming what
+// differs), and reads the cache's rows in place (no second copy of the
+// cache is ever held).
+#ifndef TINYAI_MODEL_SESSION_H_
+#define TINYAI_MODEL_SESSION_H_
+
+#include <cstdint>
+
+#include "model/llama.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+// The model's fingerprint (above).
+uint64_t ModelFingerprint(const TinyAIMappedModel& model);
+
+TinyAIStatus SaveSession(const LlamaModel& model, const char* path);
+// On any error the runner is as it was.
+TinyAIStatus LoadSession(LlamaModel* model, const char* path);
+
+}  // namespace tinyai
+
+#endif  // TINYAI_MODEL_SESSION_H_

@@ -1,0 +1,307 @@
+// Sessions (tinyaiSaveLLMSession / tinyaiLoadLLMSession, issue 17): a
+// session saved mid-generation and loaded into a fresh LLM continues with
+// the same logits, bit for bit, for every KV type and with a window that has
+// slid; the tokens the cache holds come back with it; and a file that is not
+// this LLM's session (another model, KV type, window or context, corrupt,
+// cut short, not a session, a later version) is refused with its own status
+// and leaves the LLM exactly as it was.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/test_models.h"
+#include "require_shared.h"
+#include "tinyai/llm.h"
+#include "tinyai/tinyai.h"
+
+namespace tt = tinyai::testing;
+
+namespace {
+
+struct Model {
+  TinyAIMappedModel* model = nullptr;
+  ~Model() { tinyaiCloseMappedModel(model); }
+};
+
+struct LLM {
+  TinyAILLM* llm = nullptr;
+  ~LLM() { tinyaiDestroyLLM(llm); }
+};
+
+TinyAILLMConfig Config(int32_t type, int32_t window = 0, int32_t sinks = 0, int32_t context = 0) {
+  TinyAILLMConfig c = tinyaiCreateDefaultLLMConfig();
+  c.kvType = static_cast<TinyAIKVType>(type);
+  c.kvWindow = window;
+  c.kvSinks = sinks;
+  c.contextLength = context;
+  return c;
+}
+
+size_t Vocab(TinyAILLM* llm) {
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  tinyaiGetLLMModelInfo(llm, &info);
+  return static_cast<size_t>(info.vocabSize);
+}
+
+int32_t Argmax(const std::vector<float>& v) {
+  size_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i) best = v[i] > v[best] ? i : best;
+  return static_cast<int32_t>(best);
+}
+
+// Greedy decoding from token `next` for n steps: every step's logits.
+std::vector<float> Continue(TinyAILLM* llm, int32_t next, int n) {
+  const size_t vocab = Vocab(llm);
+  std::vector<float> all, logits(vocab);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(tinyaiLLMEval(llm, &next, 1, logits.data()), TINYAI_OK) << tt::LastMessage();
+    all.insert(all.end(), logits.begin(), logits.end());
+    next = Argmax(logits);
+  }
+  return all;
+}
+
+std::vector<int32_t> Tokens(TinyAILLM* llm) {
+  int32_t n = -1;
+  const TinyAIStatus s = tinyaiGetLLMTokens(llm, nullptr, 0, &n);
+  EXPECT_EQ(s, n > 0 ? TINYAI_ERR_BUFFER_TOO_SMALL : TINYAI_OK);
+  std::vector<int32_t> out(static_cast<size_t>(n > 0 ? n : 0));
+  int32_t m = -1;
+  EXPECT_EQ(tinyaiGetLLMTokens(llm, out.data(), n, &m), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(m, n);
+  return out;
+}
+
+class Session : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = tt::StoriesTmai();
+    if (path.empty()) TINYAI_SKIP_WITHOUT_SHARED("stories260K.tmai not found (the convert_stories260K fixture)");
+    model_.model = tinyaiOpenMappedModel(path.c_str(), nullptr);
+    ASSERT_NE(model_.model, nullptr) << tt::LastMessage();
+  }
+  // Evaluates a prompt of `count` tokens the model writes itself (greedy
+  // from BOS, in passes of 8) and returns the token it would take next.
+  int32_t Prompt(TinyAILLM* llm, int count, std::vector<int32_t>* ids) {
+    const size_t vocab = Vocab(llm);
+    std::vector<float> logits(vocab);
+    ids->assign(1, 1);
+    while (static_cast<int>(ids->size()) < count) {
+      EXPECT_EQ(tinyaiLLMEval(llm, &ids->back(), 1, logits.data()), TINYAI_OK) << tt::LastMessage();
+      const int32_t t = Argmax(logits);
+      ids->push_back(t == 1 ? 2 : t);
+    }
+    tinyaiResetLLM(llm);
+    for (int at = 0; at < count; at += 8) {
+      const int n = count - at < 8 ? count - at : 8;
+      EXPECT_EQ(tinyaiLLMEval(llm, ids->data() + at, n, logits.data()), TINYAI_OK) << tt::LastMessage();
+    }
+    return Argmax(logits);
+  }
+  Model model_;
+  tt::TempDir dir_;
+};
+
+TEST_F(Session, AFreshLLMContinuesBitForBit) {
+  struct Case {
+    int32_t type, window, sinks;
+  };
+  const Case cases[] = {{TINYAI_KV_F32, 0, 0},  {TINYAI_KV_F16, 0, 0},  {TINYAI_KV_INT8, 0, 0},
+                        {TINYAI_KV_F32, 16, 2}, {TINYAI_KV_INT8, 24, 4}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(tinyaiKVTypeName(static_cast<TinyAIKVType>(c.type))) + " window " +
+                 std::to_string(c.window) + " sinks " + std::to_string(c.sinks));
+    const TinyAILLMConfig cfg = Config(c.type, c.window, c.sinks);
+    LLM a, b;
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &a.llm), TINYAI_OK) << tt::LastMessage();
+    std::vector<int32_t> ids;
+    const int32_t next = Prompt(a.llm, 45, &ids);  // a window of 16 or 24 has slid
+    const std::string file = dir_.File("session.tsn");
+    ASSERT_EQ(tinyaiSaveLLMSession(a.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &b.llm), TINYAI_OK) << tt::LastMessage();
+    ASSERT_EQ(tinyaiLoadLLMSession(b.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLLMPosition(b.llm), 45);
+    // The tokens held: all 45, or the sinks and the window's most recent.
+    std::vector<int32_t> held = ids;
+    if (c.window > 0) {
+      held.assign(ids.begin(), ids.begin() + c.sinks);
+      held.insert(held.end(), ids.end() - c.window, ids.end());
+    }
+    EXPECT_EQ(Tokens(b.llm), held);
+    EXPECT_EQ(Tokens(a.llm), held);
+
+    const std::vector<float> want = Continue(a.llm, next, 12);
+    const std::vector<float> got = Continue(b.llm, next, 12);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+
+    // Loaded again over a runner that has gone on: back to the saved point.
+    ASSERT_EQ(tinyaiLoadLLMSession(b.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+    const std::vector<float> again = Continue(b.llm, next, 12);
+    EXPECT_EQ(std::memcmp(again.data(), want.data(), want.size() * sizeof(float)), 0);
+  }
+}
+
+// A short session (a few tokens into the context) and its tokens; a save
+// overwrites the file whole.
+TEST_F(Session, ASaveReplacesTheFile) {
+  const TinyAILLMConfig cfg = Config(TINYAI_KV_F16);
+  LLM a, b;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &a.llm), TINYAI_OK);
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &b.llm), TINYAI_OK);
+  const std::string file = dir_.File("s.tsn");
+  std::vector<int32_t> ids;
+  Prompt(a.llm, 30, &ids);
+  ASSERT_EQ(tinyaiSaveLLMSession(a.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+  const int32_t next = Prompt(a.llm, 3, &ids);
+  ASSERT_EQ(tinyaiSaveLLMSession(a.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+  ASSERT_EQ(tinyaiLoadLLMSession(b.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(tinyaiGetLLMPosition(b.llm), 3);
+  EXPECT_EQ(Tokens(b.llm), ids);
+  const std::vector<float> want = Continue(a.llm, next, 5), got = Continue(b.llm, next, 5);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+}
+
+// Every refusal has its own status and message, and leaves the LLM where it
+// was: the same position, and the next token's logits unchanged.
+TEST_F(Session, WhatIsNotThisLLMsSessionIsRefused) {
+  const TinyAILLMConfig cfg = Config(TINYAI_KV_F32);
+  LLM saver;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &saver.llm), TINYAI_OK);
+  std::vector<int32_t> ids;
+  Prompt(saver.llm, 20, &ids);
+  const std::string good = dir_.File("good.tsn");
+  ASSERT_EQ(tinyaiSaveLLMSession(saver.llm, good.c_str()), TINYAI_OK) << tt::LastMessage();
+  tt::Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(good, &image));
+  ASSERT_GT(image.size(), 100u);
+
+  // The runner the refusals are tried on, 7 tokens in, and what it would
+  // compute next.
+  LLM target, reference;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &target.llm), TINYAI_OK);
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &reference.llm), TINYAI_OK);
+  std::vector<int32_t> mine;
+  const int32_t next = Prompt(target.llm, 7, &mine);
+  Prompt(reference.llm, 7, &mine);
+  const std::vector<float> want = Continue(reference.llm, next, 2);
+
+  struct Bad {
+    const char* name;
+    tt::Bytes bytes;
+    TinyAIStatus status;
+    const char* message;
+  };
+  std::vector<Bad> bad;
+  tt::Bytes b = image;
+  b[0] = 'X';
+  bad.push_back({"magic", b, TINYAI_ERR_BAD_MAGIC, "not a TinyAI session"});
+  bad.push_back({"empty", tt::Bytes(), TINYAI_ERR_TRUNCATED, "empty"});
+  bad.push_back({"header", tt::Bytes(image.begin(), image.begin() + 40), TINYAI_ERR_TRUNCATED, "header"});
+  bad.push_back({"cut", tt::Bytes(image.begin(), image.end() - 9), TINYAI_ERR_TRUNCATED, "bytes of KV cache"});
+  b = image;
+  b.push_back(0);
+  bad.push_back({"trailing", b, TINYAI_ERR_BAD_FORMAT, "after the session's end"});
+  b = image;
+  b[b.size() / 2] ^= 0x10;
+  bad.push_back({"flipped bit", b, TINYAI_ERR_CHECKSUM, "checksum"});
+  b = image;
+  b[4] = 2;
+  bad.push_back({"version", b, TINYAI_ERR_UNSUPPORTED_VERSION, "session version 2"});
+  for (const Bad& x : bad) {
+    SCOPED_TRACE(x.name);
+    const std::string f = dir_.File(std::string(x.name) + ".tsn");
+    ASSERT_TRUE(tt::WriteFileBytes(f, x.bytes));
+    EXPECT_EQ(tinyaiLoadLLMSession(target.llm, f.c_str()), x.status);
+    EXPECT_NE(std::string(tt::LastMessage()).find(x.message), std::string::npos) << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLLMPosition(target.llm), 7);
+  }
+  EXPECT_EQ(tinyaiLoadLLMSession(target.llm, dir_.File("missing.tsn").c_str()), TINYAI_ERR_FILE_NOT_FOUND);
+  EXPECT_EQ(tinyaiLoadLLMSession(target.llm, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLoadLLMSession(target.llm, ""), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiLoadLLMSession(nullptr, good.c_str()), TINYAI_ERR_INVALID_ARGUMENT);
+
+  // Another KV type, window, sinks or context: the message names it.
+  struct Other {
+    TinyAILLMConfig cfg;
+    const char* message;
+  };
+  const Other others[] = {{Config(TINYAI_KV_F16), "holds a f32 KV cache; this LLM's is f16"},
+                          {Config(TINYAI_KV_F32, 16, 0), "KV window is 0; this LLM's is 16"},
+                          {Config(TINYAI_KV_F32, 0, 0, 256), "KV slots"}};
+  for (const Other& o : others) {
+    SCOPED_TRACE(o.message);
+    LLM l;
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &o.cfg, &l.llm), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(tinyaiLoadLLMSession(l.llm, good.c_str()), TINYAI_ERR_MISMATCH);
+    EXPECT_NE(std::string(tt::LastMessage()).find(o.message), std::string::npos) << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLLMPosition(l.llm), 0);
+  }
+
+  // Another model: same shapes and sizes but other weights.
+  const std::string other_path = dir_.File("other.tmai");
+  ASSERT_EQ(tt::WriteTinyModel(other_path), TINYAI_OK);
+  const std::string other_path2 = dir_.File("other2.tmai");
+  tinyai::LlamaShape shape = tt::TinyShape();
+  shape.seed += 1;
+  ASSERT_EQ(tt::WriteTinyModel(other_path2, shape), TINYAI_OK);
+  Model m1, m2;
+  m1.model = tinyaiOpenMappedModel(other_path.c_str(), nullptr);
+  m2.model = tinyaiOpenMappedModel(other_path2.c_str(), nullptr);
+  ASSERT_NE(m1.model, nullptr);
+  ASSERT_NE(m2.model, nullptr);
+  LLM l1, l2;
+  ASSERT_EQ(tinyaiCreateLLM(m1.model, &cfg, &l1.llm), TINYAI_OK);
+  ASSERT_EQ(tinyaiCreateLLM(m2.model, &cfg, &l2.llm), TINYAI_OK);
+  const int32_t bos = 1;
+  std::vector<float> logits(Vocab(l1.llm));
+  ASSERT_EQ(tinyaiLLMEval(l1.llm, &bos, 1, logits.data()), TINYAI_OK);
+  const std::string s1 = dir_.File("m1.tsn");
+  ASSERT_EQ(tinyaiSaveLLMSession(l1.llm, s1.c_str()), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(tinyaiLoadLLMSession(l2.llm, s1.c_str()), TINYAI_ERR_MISMATCH);
+  EXPECT_NE(std::string(tt::LastMessage()).find("belongs to another model"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(tinyaiLoadLLMSession(target.llm, s1.c_str()), TINYAI_ERR_MISMATCH);
+  EXPECT_EQ(tinyaiLoadLLMSession(l2.llm, good.c_str()), TINYAI_ERR_MISMATCH);
+
+  // After all that, the target goes on as if nothing had been tried.
+  EXPECT_EQ(tinyaiGetLLMPosition(target.llm), 7);
+  const std::vector<float> got = Continue(target.llm, next, 2);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+}
+
+TEST_F(Session, MisuseIsRefused) {
+  const TinyAILLMConfig cfg = Config(TINYAI_KV_F32);
+  LLM l;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &l.llm), TINYAI_OK);
+  // Nothing evaluated yet: an empty session, which loads as a reset.
+  const std::string file = dir_.File("early.tsn");
+  ASSERT_EQ(tinyaiSaveLLMSession(l.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(tinyaiSaveLLMSession(nullptr, file.c_str()), TINYAI_ERR_INVALID_ARGUMENT);
+  const int32_t bos = 1;
+  std::vector<float> logits(Vocab(l.llm));
+  ASSERT_EQ(tinyaiLLMEval(l.llm, &bos, 1, logits.data()), TINYAI_OK);
+  EXPECT_EQ(tinyaiSaveLLMSession(l.llm, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  const TinyAIStatus nodir = tinyaiSaveLLMSession(l.llm, dir_.File("no/such/dir/x.tsn").c_str());
+  EXPECT_TRUE(nodir == TINYAI_ERR_FILE_NOT_FOUND || nodir == TINYAI_ERR_IO) << nodir;
+  int32_t count = 0, tok[2];
+  EXPECT_EQ(tinyaiGetLLMTokens(l.llm, tok, 2, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiGetLLMTokens(l.llm, nullptr, 2, &count), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiGetLLMTokens(l.llm, tok, -1, &count), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tinyaiGetLLMTokens(l.llm, tok, 2, &count), TINYAI_OK);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(tok[0], 1);
+  ASSERT_EQ(tinyaiLoadLLMSession(l.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(tinyaiGetLLMPosition(l.llm), 0);
+  EXPECT_EQ(tinyaiGetLLMTokens(l.llm, tok, 2, &count), TINYAI_OK);
+  EXPECT_EQ(count, 0);
+  tt::Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(file, &image));
+  EXPECT_LT(image.size(), 100u);  // a header and a checksum
+}
+
+}  // namespace
