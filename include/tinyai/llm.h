@@ -77,6 +77,12 @@ typedef struct TinyAILLMConfig {
                                (its passes are still at most contextLength positions long) */
     int32_t kvSinks;        /* with kvWindow: the first positions kept for good ("attention
                                sinks"; 4 is the usual choice); default 0 */
+    int32_t kvGrowable;     /* 0 (default): the cache takes its contextLength positions when the
+                               LLM is created. 1: it takes them 64 positions at a time as a text
+                               reaches them (and gives them back on tinyaiResetLLM): a short
+                               conversation holds little, and under memoryLimit the weight cache
+                               has the room the KV cache has not taken yet (the limit still
+                               plans for the whole context). Not with kvWindow. */
 } TinyAILLMConfig;
 
 typedef struct TinyAIModelInfo {
@@ -158,7 +164,8 @@ typedef struct TinyAIMemoryReport {
     uint64_t weightBytes;     /* memory the weight cache holds now */
     uint64_t weightPeakBytes; /* the most it has held since this LLM was created (the shared
                                  cache's, when several runners share the model) */
-    uint64_t kvCacheBytes;    /* KV cache reserved */
+    uint64_t kvCacheBytes;    /* KV cache held (kvGrowable: what it has taken so far; the
+                                 estimate gives what it takes at the whole context) */
     uint64_t activationBytes; /* activations and scratch */
     uint64_t otherBytes;      /* tokenizer, sampler, slice tables, model index, cache bookkeeping */
     uint64_t totalBytes;      /* weightBytes + kvCacheBytes + activationBytes + otherBytes */

@@ -96,6 +96,7 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
   sc.kvType = cfg.kvType;
   sc.kvWindow = cfg.kvWindow;
   sc.kvSinks = cfg.kvSinks;
+  sc.kvGrowable = cfg.kvGrowable;
   TINYAI_RETURN_IF_ERROR(tinyai::InitScheduler(s, model, cfg.mode, cfg.memoryLimit, sc, llama));
   if (!*llama) {
     StringView arch;
@@ -148,6 +149,7 @@ TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void) {
   c.kvType = TINYAI_KV_F32;
   c.kvWindow = 0;
   c.kvSinks = 0;
+  c.kvGrowable = 0;
   return c;
 }
 
@@ -237,8 +239,10 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
   report.weightCacheCap = cs.capacity;
   report.weightBytes = cs.held_bytes;
   report.weightPeakBytes = llm->impl().weight_peak();
+  report.kvCacheBytes = llm->impl().persistent_held();  // a growable cache: what it has taken
   report.totalBytes = report.weightBytes + report.kvCacheBytes + report.activationBytes + report.otherBytes;
-  report.peakTotalBytes = report.weightPeakBytes + report.kvCacheBytes + report.activationBytes + report.otherBytes;
+  // Weights and KV cache at once (a growable cache grows as the weights' cap shrinks).
+  report.peakTotalBytes = llm->impl().joint_peak() + report.activationBytes + report.otherBytes;
   tinyai::WriteVersioned(report, out);
   return TINYAI_OK;
 }
@@ -332,7 +336,7 @@ int32_t tinyaiGetLLMPosition(const TinyAILLM* llm) {
 TinyAIStatus tinyaiResetLLM(TinyAILLM* llm) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiResetLLM"));
   llm->model().Reset();
-  return TINYAI_OK;
+  return llm->impl().ClaimWeightCache(llm->impl().persistent_held());  // a growable cache's room back
 }
 
 TinyAIStatus tinyaiSaveLLMSession(const TinyAILLM* llm, const char* path) {
@@ -342,7 +346,14 @@ TinyAIStatus tinyaiSaveLLMSession(const TinyAILLM* llm, const char* path) {
 
 TinyAIStatus tinyaiLoadLLMSession(TinyAILLM* llm, const char* path) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLoadLLMSession"));
-  return tinyai::LoadSession(&llm->model(), path);
+  tinyai::ForwardScheduler& sched = llm->impl();
+  const TinyAIStatus s = tinyai::LoadSession(
+      &llm->model(), path,
+      [](void* user, uint64_t kv_bytes) { return static_cast<tinyai::ForwardScheduler*>(user)->ClaimWeightCache(kv_bytes); },
+      &sched);
+  // The weight cache's room as the KV cache now stands (whether or not the load went through).
+  const TinyAIStatus claimed = sched.ClaimWeightCache(sched.persistent_held());
+  return s != TINYAI_OK ? s : claimed;
 }
 
 TinyAIStatus tinyaiGetLLMTokens(const TinyAILLM* llm, int32_t* tokens, int32_t capacity, int32_t* count) {

@@ -63,11 +63,22 @@ namespace {
 
 constexpr int kStoreEntries = 3;
 
-// The store's declarations for a cache of `slots` slots of `row` bytes.
+// The store's declarations for a cache of `slots` slots of `row` bytes:
+// fixed tables, or (growable) tables of chunks.
 void StoreDecls(const KvShape& s, uint64_t row, uint64_t slots, PDecl d[kStoreEntries]) {
   for (int i = 0; i < 2; ++i) {
     std::memcpy(d[i].name, i == 0 ? "K" : "V", 2);
     d[i].dtype = TINYAI_PTYPE_U8;
+    if (s.growable) {
+      d[i].rank = 4;
+      d[i].shape[0] = s.layers;
+      d[i].shape[1] = s.kv_heads;
+      d[i].shape[2] = kKvChunk;
+      d[i].shape[3] = static_cast<int64_t>(row);
+      d[i].index_count = 1;
+      std::memcpy(d[i].index_names[0], "c", 2);
+      continue;
+    }
     d[i].rank = 1;
     d[i].shape[0] = static_cast<int64_t>(row);
     d[i].index_count = 3;
@@ -81,8 +92,23 @@ void StoreDecls(const KvShape& s, uint64_t row, uint64_t slots, PDecl d[kStoreEn
   std::memcpy(d[2].name, "tokens", 7);
   d[2].dtype = TINYAI_PTYPE_I32;
   d[2].index_count = 1;
-  std::memcpy(d[2].index_names[0], "s", 2);
-  d[2].fixed[0] = static_cast<int64_t>(slots);
+  if (s.growable) {
+    d[2].rank = 1;
+    d[2].shape[0] = kKvChunk;
+    std::memcpy(d[2].index_names[0], "c", 2);
+  } else {
+    std::memcpy(d[2].index_names[0], "s", 2);
+    d[2].fixed[0] = static_cast<int64_t>(slots);
+  }
+}
+
+// The most a growable table of `chunks` chunks of `bytes` each holds: the
+// chunks, and its directory (one pointer a chunk, doubling as it grows: at
+// the last doubling the old and the new one are held together).
+uint64_t GrowableBytes(uint64_t chunks, uint64_t bytes) {
+  uint64_t cap = 1;
+  while (cap < chunks) cap *= 2;
+  return chunks * bytes + (cap + cap / 2) * sizeof(uint8_t*);
 }
 
 }  // namespace
@@ -105,6 +131,10 @@ TinyAIStatus KvCache::Bytes(const KvShape& s, uint64_t* bytes) {
   if (s.type != TINYAI_KV_F32 && s.type != TINYAI_KV_F16 && s.type != TINYAI_KV_INT8) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvType %d is not a KV type (TINYAI_KV_F32, _F16, _INT8)",
                     static_cast<int>(s.type));
+  }
+  if (s.growable && s.window > 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvGrowable with kvWindow %d: a window's cache is constant already; "
+                    "a growable cache is for a fixed capacity", static_cast<int>(s.window));
   }
   if (s.window < 0 || s.sinks < 0 || (s.window == 0 && s.sinks > 0) || s.pass_rows < 1) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvWindow %d and kvSinks %d: a window is 1 or more positions, and "
@@ -135,6 +165,13 @@ TinyAIStatus KvCache::Bytes(const KvShape& s, uint64_t* bytes) {
   StoreDecls(s, row, slots, decls);
   n = 0;
   for (const PDecl& d : decls) n += PersistentStore::DeclaredBytes(d);
+  if (s.growable) {
+    // Every chunk reached, and the cache's own table of them.
+    const uint64_t chunks = (slots + kKvChunk - 1) / kKvChunk;
+    const uint64_t rows = static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.kv_heads) * kKvChunk * row;
+    n += 2 * GrowableBytes(chunks, rows) + GrowableBytes(chunks, kKvChunk * sizeof(int32_t)) +
+         3 * chunks * sizeof(uint8_t*);
+  }
   *bytes = n;
   return TINYAI_OK;
 }
@@ -159,8 +196,12 @@ TinyAIStatus KvCache::Init(const KvShape& s) {
         : s.type == TINYAI_KV_INT8 && group_ == kGroup ? kernels::WeightKernelsFor(*k_, TINYAI_DTYPE_Q8_G32)
                                                        : nullptr;
   store_.Truncate(0);
+  allocated_ = false;
   keys_ = values_ = nullptr;
   tokens_ = nullptr;
+  (void)chunks_.Allocate(0, "KV cache chunk table");  // frees it
+  reserved_ = 0;
+  extra_ = peak_ = 0;
   key_.Free();
   return TINYAI_OK;
 }
@@ -171,7 +212,9 @@ TinyAIStatus KvCache::Allocate() {
     TINYAI_RETURN_IF_ERROR(
         key_.Allocate(static_cast<size_t>(shape_.head_size) * sizeof(float), "KV cache key rotation"));
   }
-  TINYAI_RETURN_IF_ERROR(store_.Init(0, 64, false));  // rows written before they are read
+  // Fixed rows are written before they are read (not zeroed); a growable
+  // table's chunk is one row of the store's.
+  TINYAI_RETURN_IF_ERROR(store_.Init(0, shape_.growable ? 1 : 64, false));
   PDecl decls[kStoreEntries];
   StoreDecls(shape_, row_bytes_, static_cast<uint64_t>(slots_), decls);
   for (const PDecl& d : decls) {
@@ -181,19 +224,103 @@ TinyAIStatus KvCache::Allocate() {
       return AddErrorContext(s, "KV cache: ");
     }
   }
-  const int64_t origin[3] = {0, 0, 0};
-  keys_ = store_.FixedRow(0, origin);
-  values_ = store_.FixedRow(1, origin);
-  tokens_ = reinterpret_cast<int32_t*>(store_.FixedRow(2, origin));
+  if (shape_.growable) {
+    const TinyAIStatus s = chunks_.Allocate(3 * static_cast<size_t>(max_chunks()), "KV cache chunk table");
+    if (s != TINYAI_OK) {
+      store_.Truncate(0);
+      return s;
+    }
+    extra_ = (hadamard_ > 1 ? static_cast<uint64_t>(shape_.head_size) * sizeof(float) : 0) +
+             chunks_.size() * sizeof(uint8_t*);
+    reserved_ = 0;
+    peak_ = held();
+  } else {
+    const int64_t origin[3] = {0, 0, 0};
+    keys_ = store_.FixedRow(0, origin);
+    values_ = store_.FixedRow(1, origin);
+    tokens_ = reinterpret_cast<int32_t*>(store_.FixedRow(2, origin));
+  }
+  allocated_ = true;
   return TINYAI_OK;
 }
 
-void KvCache::SetToken(int32_t position, int32_t token) { tokens_[Slot(position)] = token; }
+TinyAIStatus KvCache::Reserve(int32_t end) {
+  if (!shape_.growable) return TINYAI_OK;
+  if (!allocated()) TINYAI_RETURN_IF_ERROR(Allocate());  // a Release that could not allocate again
+  const int32_t want = end <= 0 ? 0 : (end > slots_ ? slots_ : end);
+  const int32_t need = (want + kKvChunk - 1) / kKvChunk;
+  while (reserved_ < need) {
+    const int64_t c = reserved_;
+    for (int32_t e = 0; e < kStoreEntries; ++e) {
+      TinyAIStatus s = TINYAI_OK;
+      uint8_t*& slot = chunks_[static_cast<size_t>(c) * kStoreEntries + static_cast<size_t>(e)];
+      if (!slot) slot = store_.TableRow(e, &c, &s);
+      if (!slot) {
+        return AddErrorContext(s, "KV cache: positions %lld..%lld (%llu bytes held): ",
+                               static_cast<long long>(c * kKvChunk), static_cast<long long>(c * kKvChunk + kKvChunk - 1),
+                               static_cast<unsigned long long>(held()));
+      }
+    }
+    ++reserved_;
+    if (held() > peak_) peak_ = held();
+  }
+  return TINYAI_OK;
+}
+
+uint64_t KvCache::HeldAfter(int32_t end) const {
+  if (!shape_.growable) return held();
+  const int32_t want = end <= 0 ? 0 : (end > slots_ ? slots_ : end);
+  const int32_t need = (want + kKvChunk - 1) / kKvChunk;
+  if (need <= reserved_) return held();
+  auto pow2 = [](int32_t n) {
+    int64_t c = 1;
+    while (c < n) c *= 2;
+    return n == 0 ? int64_t{0} : c;
+  };
+  const uint64_t per_chunk = 2u * static_cast<uint64_t>(shape_.layers) * static_cast<uint64_t>(shape_.kv_heads) *
+                                 kKvChunk * row_bytes_ + kKvChunk * sizeof(int32_t);
+  uint64_t after = held() + static_cast<uint64_t>(need - reserved_) * per_chunk;
+  const int64_t cap = pow2(need);
+  if (cap > pow2(reserved_)) after += kStoreEntries * static_cast<uint64_t>(cap) * sizeof(uint8_t*);
+  return after;
+}
+
+void KvCache::Release() {
+  if (!shape_.growable || !allocated()) return;
+  allocated_ = false;
+  store_.Truncate(0);
+  (void)chunks_.Allocate(0, "KV cache chunk table");  // frees it
+  reserved_ = 0;
+  key_.Free();
+  const uint64_t peak = peak_;
+  if (Allocate() != TINYAI_OK) return;  // not allocated: the next Allocate tries again
+  peak_ = peak;
+}
+
+void KvCache::SetToken(int32_t position, int32_t token) {
+  int32_t run = 0;
+  int32_t* t = MutableTokens(Slot(position), &run);
+  if (t) *t = token;
+}
 
 int32_t KvCache::Token(int32_t position) const {
-  if (!tokens_ || position < 0) return 0;
-  if (!windowed()) return position < slots_ ? tokens_[position] : 0;
-  return tokens_[Slot(position)];
+  if (position < 0 || (!windowed() && position >= slots_)) return 0;
+  int32_t run = 0;
+  const int32_t* t = Tokens(Slot(position), &run);
+  return t ? *t : 0;
+}
+
+const int32_t* KvCache::Tokens(int32_t slot, int32_t* run) const {
+  *run = 0;
+  if (!allocated() || slot < 0 || slot >= slots_) return nullptr;
+  if (!shape_.growable) {
+    *run = slots_ - slot;
+    return tokens_ + slot;
+  }
+  const int32_t c = slot / kKvChunk;
+  if (c >= reserved_) return nullptr;
+  *run = kKvChunk - slot % kKvChunk;
+  return reinterpret_cast<const int32_t*>(chunks_[static_cast<size_t>(c) * kStoreEntries + 2]) + slot % kKvChunk;
 }
 
 int32_t KvCache::Slot(int32_t p) const {
@@ -280,19 +407,19 @@ void KvCache::ReadRow(const uint8_t* row, float* out, bool key) const {
   }
 }
 
-uint8_t* KvCache::Row(bool values, int32_t layer, int32_t head, int32_t slot) {
-  const size_t per_head = static_cast<size_t>(slots_) * row_bytes_;
-  const size_t per_layer = per_head * static_cast<size_t>(shape_.kv_heads);
-  return (values ? values_ : keys_) + static_cast<size_t>(layer) * per_layer + static_cast<size_t>(head) * per_head +
-         static_cast<size_t>(slot) * row_bytes_;
-}
-
-const uint8_t* KvCache::Keys(int32_t layer, int32_t head) const {
-  return const_cast<KvCache*>(this)->Row(false, layer, head, 0);
-}
-
-const uint8_t* KvCache::Values(int32_t layer, int32_t head) const {
-  return const_cast<KvCache*>(this)->Row(true, layer, head, 0);
+const uint8_t* KvCache::Rows(bool values, int32_t layer, int32_t head, int32_t slot, int32_t* run) const {
+  *run = 0;
+  if (!allocated() || slot < 0 || slot >= slots_) return nullptr;
+  const size_t lh = static_cast<size_t>(layer) * static_cast<size_t>(shape_.kv_heads) + static_cast<size_t>(head);
+  if (!shape_.growable) {
+    *run = slots_ - slot;
+    return (values ? values_ : keys_) + (lh * static_cast<size_t>(slots_) + static_cast<size_t>(slot)) * row_bytes_;
+  }
+  const int32_t c = slot / kKvChunk;
+  if (c >= reserved_) return nullptr;
+  *run = kKvChunk - slot % kKvChunk;
+  const uint8_t* chunk = chunks_[static_cast<size_t>(c) * kStoreEntries + (values ? 1 : 0)];
+  return chunk + (lh * kKvChunk + static_cast<size_t>(slot % kKvChunk)) * row_bytes_;
 }
 
 void KvCache::Store(int32_t layer, int32_t position, const float* k, const float* v) {

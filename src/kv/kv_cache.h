@@ -10,6 +10,16 @@
 //   tokens(s): i32 @table @fixed(s=slots)   the token at each slot
 // A session (model/session.h) saves the slots in use of each, and loads
 // them back in place.
+//
+// Growable (fixed capacity only): the same three entries as tables of
+// chunks of kKvChunk positions, taken from the store as positions reach
+// them (Reserve, before a pass) and given back by Release:
+//   K(c): u8[layers, kv_heads, kKvChunk, row_bytes] @table   (V the same)
+//   tokens(c): i32[kKvChunk] @table
+// A chunk holds every layer's and head's rows of its positions, a head's
+// rows contiguous within it, so attention reads a span in runs of at most
+// kKvChunk rows (Rows). bytes() is the most the cache can hold (what a
+// memory limit reserves); held() what it holds now.
 // A fixed table is one block [l][h][s][row]: a head's rows are contiguous,
 // so attention streams them. A row is one head's head_size values at one
 // slot:
@@ -81,6 +91,7 @@ struct KvShape {
   int32_t sinks = 0;      // with a window: the first positions kept for good
   int32_t pass_rows = 1;  // with a window: the most positions one pass stores
   int32_t type = TINYAI_KV_F32;  // a TinyAIKVType
+  bool growable = false;  // without a window: memory taken a chunk of positions at a time
 };
 
 // A span of slots a query attends to, in position order.
@@ -89,6 +100,9 @@ struct KvSpan {
   int32_t count = 0;
   bool sink = false;  // attended with the query rotated to SinkQueryPosition()
 };
+
+// Positions a growable cache takes at a time.
+constexpr int32_t kKvChunk = 64;
 
 class KvCache {
  public:
@@ -99,9 +113,20 @@ class KvCache {
 
   // Sizes the cache (allocates nothing).
   TinyAIStatus Init(const KvShape& shape);
-  // Allocates it (once; again after Init): declares the store's entries.
+  // Allocates it (once; again after Init): declares the store's entries
+  // (a growable cache's first chunk comes with its first Reserve).
   TinyAIStatus Allocate();
-  bool allocated() const { return keys_ != nullptr; }
+  bool allocated() const { return allocated_; }
+  // Makes positions 0 .. end - 1 storable (a growable cache takes the
+  // chunks it lacks; a failure names the position and the bytes, and what
+  // was taken stays). Nothing to do for a fixed cache or a window.
+  TinyAIStatus Reserve(int32_t end);
+  // The most held() reaches while Reserve(end) runs (its directories'
+  // old and new copies together): held() when nothing is to be taken.
+  uint64_t HeldAfter(int32_t end) const;
+  // A growable cache gives back every chunk (the cache is then empty).
+  void Release();
+  bool growable() const { return shape_.growable; }
   // The store the cache lives in.
   PersistentStore& store() { return store_; }
   const PersistentStore& store() const { return store_; }
@@ -112,8 +137,11 @@ class KvCache {
 
   const KvShape& shape() const { return shape_; }
   // What the cache holds: its store (rows, tokens, the store's records),
-  // and for int8 the key being rotated.
+  // and for int8 the key being rotated: at most (growable: when every
+  // position is reached) and now, and the most it has held.
   uint64_t bytes() const { return bytes_; }
+  uint64_t held() const { return growable() ? store_.used() + extra_ : bytes_; }
+  uint64_t peak() const { return growable() ? peak_ : bytes_; }
   size_t row_bytes() const { return row_bytes_; }
   int32_t slots() const { return slots_; }
   bool windowed() const { return shape_.window > 0; }
@@ -135,14 +163,30 @@ class KvCache {
   // Stores one position's keys and values (kv_dim floats each) for a layer.
   void Store(int32_t layer, int32_t position, const float* k, const float* v);
 
-  // The first row (slot 0) of a head's keys or values in a layer; rows
-  // follow every row_bytes().
-  const uint8_t* Keys(int32_t layer, int32_t head) const;
-  const uint8_t* Values(int32_t layer, int32_t head) const;
-  // The same, writable (a session's load), and the token at each slot.
-  uint8_t* MutableRows(bool values, int32_t layer, int32_t head) { return Row(values, layer, head, 0); }
-  int32_t* mutable_tokens() { return tokens_; }
-  const int32_t* tokens() const { return tokens_; }
+  // The first row (slot 0) of a head's keys or values in a layer, rows
+  // following every row_bytes() (a fixed cache's, or a growable one's first
+  // chunk's).
+  const uint8_t* Keys(int32_t layer, int32_t head) const {
+    int32_t run = 0;
+    return Rows(false, layer, head, 0, &run);
+  }
+  const uint8_t* Values(int32_t layer, int32_t head) const {
+    int32_t run = 0;
+    return Rows(true, layer, head, 0, &run);
+  }
+  // The row of a head's keys (or values) in a layer at a slot, and in *run
+  // how many rows follow it contiguously (every row_bytes()): to the last
+  // slot, or a growable cache's chunk's end. nullptr for a slot not
+  // reserved.
+  const uint8_t* Rows(bool values, int32_t layer, int32_t head, int32_t slot, int32_t* run) const;
+  uint8_t* MutableRows(bool values, int32_t layer, int32_t head, int32_t slot, int32_t* run) {
+    return const_cast<uint8_t*>(static_cast<const KvCache*>(this)->Rows(values, layer, head, slot, run));
+  }
+  // The tokens at slots from `slot` on, likewise.
+  const int32_t* Tokens(int32_t slot, int32_t* run) const;
+  int32_t* MutableTokens(int32_t slot, int32_t* run) {
+    return const_cast<int32_t*>(static_cast<const KvCache*>(this)->Tokens(slot, run));
+  }
   // Slots written once `positions` positions have been evaluated: a
   // position's slot is never past its own number, so slots 0 .. that - 1.
   int32_t SlotsUsed(int64_t positions) const {
@@ -165,7 +209,12 @@ class KvCache {
   size_t hadamard() const { return hadamard_; }
 
  private:
-  uint8_t* Row(bool values, int32_t layer, int32_t head, int32_t slot);
+  uint8_t* Row(bool values, int32_t layer, int32_t head, int32_t slot) {
+    int32_t run = 0;
+    return MutableRows(values, layer, head, slot, &run);
+  }
+  // A growable cache's most chunks.
+  int32_t max_chunks() const { return (slots_ + kKvChunk - 1) / kKvChunk; }
   size_t RotatedQueryBytes() const;
   size_t QueryBytes() const;
   void EncodeRow(const float* x, uint8_t* out) const;
@@ -182,9 +231,17 @@ class KvCache {
   const kernels::KernelTable* k_ = nullptr;
   const kernels::WeightKernels* wk_ = nullptr;  // f16, or q8_g32 when the int8 rows are its blocks
   PersistentStore store_;
+  bool allocated_ = false;
+  // Fixed: the K and V blocks and the tokens. Growable: each chunk's K, V
+  // and tokens (3 per chunk, nullptr until reserved), and the extra bytes
+  // besides the store (the key rotation).
   uint8_t* keys_ = nullptr;
   uint8_t* values_ = nullptr;
   int32_t* tokens_ = nullptr;
+  Array<uint8_t*> chunks_;
+  int32_t reserved_ = 0;  // chunks reserved
+  uint64_t extra_ = 0;
+  uint64_t peak_ = 0;
 };
 
 }  // namespace tinyai

@@ -918,6 +918,29 @@ uint8_t* PersistentStore::FixedRow(int32_t e, const int64_t* tuple) {
   return x->block + p * x->elem_bytes;
 }
 
+uint8_t* PersistentStore::TableRow(int32_t e, const int64_t* tuple, TinyAIStatus* status) {
+  Entry* x = entries_[static_cast<size_t>(e)];
+  const PDecl& d = x->d;
+  if (!d.table() || d.auto_count != 0) {
+    *status = SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a plain table", d.name);
+    return nullptr;
+  }
+  for (int32_t i = 0; i < d.index_count; ++i) {
+    if (tuple[i] < 0 || (d.fixed[i] > 0 && tuple[i] >= d.fixed[i])) {
+      *status = SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': index %s = %lld is outside 0..%lld", d.name,
+                         d.index_names[i], static_cast<long long>(tuple[i]),
+                         static_cast<long long>(d.fixed[i] > 0 ? d.fixed[i] - 1 : INT64_MAX));
+      return nullptr;
+    }
+  }
+  if (x->block) return FixedRow(e, tuple);
+  uint8_t* row = Row(x, tuple, true, status);
+  if (row) {
+    for (int32_t i = 0; i < d.index_count; ++i) x->extent[i] = tuple[i] + 1 > x->extent[i] ? tuple[i] + 1 : x->extent[i];
+  }
+  return row;
+}
+
 TinyAIStatus PersistentStore::Read(const char* ref, int32_t dtype, void* out, size_t capacity, size_t* bytes) const {
   if (out == nullptr && capacity > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiPersistentRead: out is NULL");
   return const_cast<PersistentStore*>(this)->Access(ref, false, dtype, static_cast<uint8_t*>(out), nullptr, capacity,

@@ -138,6 +138,14 @@ class PersistentStore {
   // Direct rows (the KV cache): the row `tuple` of a table whose indices
   // are all fixed, or nullptr.
   uint8_t* FixedRow(int32_t e, const int64_t* tuple);
+  // The row `tuple` of a plain table (no auto-dim indices), its chunk
+  // allocated and charged when first reached (and the extents grown to hold
+  // it, as a write would); the chunk's rows follow it in memory up to the
+  // next multiple of chunk_rows() in the last index. nullptr with *status
+  // set: an index out of its fixed range (TINYAI_ERR_OUT_OF_BOUNDS), the
+  // limit (TINYAI_ERR_RESOURCE_EXHAUSTED) or the allocator.
+  uint8_t* TableRow(int32_t e, const int64_t* tuple, TinyAIStatus* status);
+  int32_t chunk_rows() const { return chunk_rows_; }
 
   // Saved form (store_io.cc): declarations and contents, CRC-32C at the
   // end. Save writes path.part and renames it over path. Load checks the

@@ -287,6 +287,13 @@ void WeightCache::RemovePeakWatch(PeakWatch* watch) {
   }
 }
 
+uint64_t WeightCache::RestartPeakWatch(PeakWatch* watch) {
+  LockGuard lock(mutex_);
+  const uint64_t peak = watch->peak;
+  watch->peak = held_;
+  return peak;
+}
+
 uint64_t WeightCache::WatchedPeak(const PeakWatch& watch) const {
   LockGuard lock(mutex_);
   return watch.peak;

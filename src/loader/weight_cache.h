@@ -113,6 +113,8 @@ class WeightCache {
   void AddPeakWatch(PeakWatch* watch);
   void RemovePeakWatch(PeakWatch* watch);
   uint64_t WatchedPeak(const PeakWatch& watch) const;
+  // Returns a watch's peak and starts it again at what is held now.
+  uint64_t RestartPeakWatch(PeakWatch* watch);
   // Changes each time the cap is set (users sized on it re-read it).
   uint32_t capacity_epoch() const { return cap_epoch_.load(std::memory_order_acquire); }
 

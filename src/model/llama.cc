@@ -29,6 +29,10 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
                     "sinks, sinks only with a window", static_cast<int>(kv.window), static_cast<int>(kv.sinks),
                     static_cast<int>(limits::kMaxSeqLen));
   }
+  if (kv.growable != 0 && kv.growable != 1) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvGrowable %d: 0 (the cache taken whole) or 1 (taken as positions "
+                    "are reached)", static_cast<int>(kv.growable));
+  }
   // With a window the cache holds the sinks and the window, and a query
   // attends to at most that many positions; a text runs on past them.
   context_ = kv.window > 0 ? kv.sinks + kv.window : prompt_capacity_;
@@ -40,6 +44,7 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   shape.window = kv.window;
   shape.sinks = kv.sinks;
   shape.type = kv.type;
+  shape.growable = kv.growable == 1;
   shape.pass_rows = kMaxChunk;  // EvalTokens and TextSession split a windowed text's passes to this
   TINYAI_RETURN_IF_ERROR(kv_.Init(shape));
   TINYAI_RETURN_IF_ERROR(BindTensors());
@@ -371,6 +376,11 @@ void LlamaModel::NameOp(const GraphOp& op, char* out, size_t capacity) const {
   std::snprintf(out, capacity, "%s/%s", model_->descriptor(op.layer).name, name);
 }
 
+TinyAIStatus LlamaModel::BeginPass(const PassContext& pass) {
+  if (!kv_.growable()) return TINYAI_OK;
+  return kv_.Reserve(pass.position + pass.shape.rows);
+}
+
 void LlamaModel::EndPass(const PassContext& pass) {
   position_ = pass.position + pass.shape.rows;
   stream_.NextPass();
@@ -532,7 +542,6 @@ void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* score
       // on how positions were split into passes).
       KvSpan spans[3];
       const int32_t count = kv_.Visible(position, spans);
-      const uint8_t* keys = kv_.Keys(b, kh);
       size_t len = 0;
       for (int32_t s = 0; s < count; ++s) {
         const float* q = qh;
@@ -542,18 +551,27 @@ void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* score
           Rotate(q_sink, static_cast<int32_t>(hs), cs);
           q = q_sink;
         }
-        kv_.Scores(keys + static_cast<size_t>(spans[s].slot) * row_bytes, spans[s].count, q, att + len, kv_scratch);
-        len += static_cast<size_t>(spans[s].count);
+        // In runs of contiguous rows (a growable cache's chunks).
+        for (int32_t slot = spans[s].slot, end = spans[s].slot + spans[s].count, run = 0; slot < end; slot += run) {
+          const uint8_t* keys = kv_.Rows(false, b, kh, slot, &run);
+          run = run < end - slot ? run : end - slot;
+          kv_.Scores(keys, run, q, att + len, kv_scratch);
+          len += static_cast<size_t>(run);
+        }
       }
       for (size_t j = 0; j < len; ++j) att[j] *= scale;
       k.softmax(att, len);
       float* o = out + static_cast<size_t>(i) * d + static_cast<size_t>(h) * hs;
-      const uint8_t* values = kv_.Values(b, kh);
       size_t at = 0;
+      bool first = true;
       for (int32_t s = 0; s < count; ++s) {
-        kv_.Accumulate(values + static_cast<size_t>(spans[s].slot) * row_bytes, spans[s].count, att + at, o, s == 0,
-                       kv_scratch);
-        at += static_cast<size_t>(spans[s].count);
+        for (int32_t slot = spans[s].slot, end = spans[s].slot + spans[s].count, run = 0; slot < end; slot += run) {
+          const uint8_t* values = kv_.Rows(true, b, kh, slot, &run);
+          run = run < end - slot ? run : end - slot;
+          kv_.Accumulate(values, run, att + at, o, first, kv_scratch);
+          first = false;
+          at += static_cast<size_t>(run);
+        }
       }
     }
   });

@@ -40,6 +40,7 @@ struct KvOptions {
   int32_t type = TINYAI_KV_F32;  // a TinyAIKVType
   int32_t window = 0;            // 0: the cache holds the context
   int32_t sinks = 0;
+  int32_t growable = 0;          // 1: chunks taken as positions are reached
 };
 
 class LlamaModel final : public LayerProgram {
@@ -73,9 +74,15 @@ class LlamaModel final : public LayerProgram {
                          ActivationGraph* g, int32_t* output) override;
   void NameOp(const GraphOp& op, char* out, size_t capacity) const override;
   TinyAIStatus RunOp(const GraphOp& op, const OpIo& io, const PassContext& pass) override;
+  TinyAIStatus BeginPass(const PassContext& pass) override;
   void EndPass(const PassContext& pass) override;
   WeightStream* weights() override { return &stream_; }
   ProgramMemory Memory() const override;
+  uint64_t PersistentHeld() const override { return kv_.held(); }
+  uint64_t PersistentFor(const PassContext& pass) const override {
+    return kv_.HeldAfter(pass.position + pass.shape.rows);
+  }
+  uint64_t PersistentPeak() const override { return kv_.peak(); }
   TinyAIStatus AllocateState() override;
   // Positions a query attends to at most (the cache's slots): the context,
   // or with a window the sinks and the window.
@@ -103,7 +110,11 @@ class LlamaModel final : public LayerProgram {
   TinyAIStatus AddModelLayers(LayerGraph* graph) const override;
   // A prompt chunk: up to kMaxChunk tokens per pass.
   int32_t DefaultRows(int32_t) const override { return context_ < kMaxChunk ? context_ : kMaxChunk; }
-  void Reset() override { position_ = 0; }
+  // Empties the cache (a growable one gives its chunks back).
+  void Reset() override {
+    position_ = 0;
+    kv_.Release();
+  }
   int32_t position() const { return position_; }
   void set_position(int32_t p) { position_ = p; }
   const LlamaHyperParams& params() const { return hp_; }

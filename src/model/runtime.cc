@@ -84,6 +84,7 @@ TinyAIStatus InitScheduler(ForwardScheduler* sched, TinyAIMappedModel* model, Ti
     kv.type = config.kvType;
     kv.window = config.kvWindow;
     kv.sinks = config.kvSinks;
+    kv.growable = config.kvGrowable;
     TINYAI_RETURN_IF_ERROR(rt->model().Bind(model, config.contextLength, threads, sched->pool(), kv));
     if (llama) *llama = rt;
     return TINYAI_OK;

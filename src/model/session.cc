@@ -80,16 +80,26 @@ TinyAIStatus FillSession(PersistentStore::Sink sink, void* user, const void* wha
   crc.next = sink;
   crc.user = user;
   TINYAI_RETURN_IF_ERROR(CrcWrite(&crc, h.bytes, kHeader));
-  const size_t used = static_cast<size_t>(kv.SlotsUsed(m.position()));
+  const int32_t used = kv.SlotsUsed(m.position());
+  int32_t run = 0;
   for (int values = 0; values < 2; ++values) {
     for (int32_t l = 0; l < kv.shape().layers; ++l) {
       for (int32_t hd = 0; hd < kv.shape().kv_heads; ++hd) {
-        const uint8_t* rows = values ? kv.Values(l, hd) : kv.Keys(l, hd);
-        TINYAI_RETURN_IF_ERROR(CrcWrite(&crc, rows, used * kv.row_bytes()));
+        for (int32_t slot = 0; slot < used; slot += run) {  // in runs: a growable cache's chunks
+          const uint8_t* rows = kv.Rows(values != 0, l, hd, slot, &run);
+          if (!rows) return SetError(TINYAI_ERR_INTERNAL, "KV cache: slot %d of %d is not held", slot, used);
+          run = run < used - slot ? run : used - slot;
+          TINYAI_RETURN_IF_ERROR(CrcWrite(&crc, rows, static_cast<size_t>(run) * kv.row_bytes()));
+        }
       }
     }
   }
-  TINYAI_RETURN_IF_ERROR(CrcWrite(&crc, kv.tokens(), used * sizeof(int32_t)));
+  for (int32_t slot = 0; slot < used; slot += run) {
+    const int32_t* tokens = kv.Tokens(slot, &run);
+    if (!tokens) return SetError(TINYAI_ERR_INTERNAL, "KV cache: slot %d of %d is not held", slot, used);
+    run = run < used - slot ? run : used - slot;
+    TINYAI_RETURN_IF_ERROR(CrcWrite(&crc, tokens, static_cast<size_t>(run) * sizeof(int32_t)));
+  }
   const uint32_t sum = crc.crc;
   return sink(user, &sum, 4);
 }
@@ -116,7 +126,7 @@ TinyAIStatus SaveSession(const LlamaModel& model, const char* path) {
   return WriteFileAtomically(path, &FillSession, &model, "tinyaiSaveLLMSession");
 }
 
-TinyAIStatus LoadSession(LlamaModel* model, const char* path) {
+TinyAIStatus LoadSession(LlamaModel* model, const char* path, MakeRoom make_room, void* user) {
   if (path == nullptr || path[0] == '\0') {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLoadLLMSession: path is %s", path ? "empty" : "NULL");
   }
@@ -207,19 +217,37 @@ TinyAIStatus LoadSession(LlamaModel* model, const char* path) {
                     static_cast<unsigned long long>(payload), static_cast<long long>(position),
                     static_cast<unsigned long long>(PayloadBytes(kv, position)));
   }
+  // A growable cache takes the chunks the positions need (the runner is
+  // still as it was if that fails: its cache only holds more room).
+  const int32_t used = kv.SlotsUsed(position);
+  if (make_room) TINYAI_RETURN_IF_ERROR(make_room(user, kv.HeldAfter(used)));
+  TINYAI_RETURN_IF_ERROR(kv.Reserve(used));
   // Checked whole: read in place (only a failing disk fails now).
-  const size_t used = static_cast<size_t>(kv.SlotsUsed(position));
   uint64_t at = kHeader;
   TinyAIStatus status = TINYAI_OK;
-  for (int values = 0; values < 2 && status == TINYAI_OK; ++values) {
-    for (int32_t l = 0; l < kv.shape().layers && status == TINYAI_OK; ++l) {
-      for (int32_t hd = 0; hd < kv.shape().kv_heads && status == TINYAI_OK; ++hd) {
-        status = ReadFileSource(&file, at, kv.MutableRows(values != 0, l, hd), used * kv.row_bytes());
-        at += used * kv.row_bytes();
+  int32_t run = 0;
+  auto read = [&](void* dst, size_t bytes) {
+    if (status != TINYAI_OK) return;
+    status = dst ? ReadFileSource(&file, at, dst, bytes)
+                 : SetError(TINYAI_ERR_INTERNAL, "KV cache: a slot below %d is not held", used);
+    at += bytes;
+  };
+  for (int values = 0; values < 2; ++values) {
+    for (int32_t l = 0; l < kv.shape().layers; ++l) {
+      for (int32_t hd = 0; hd < kv.shape().kv_heads; ++hd) {
+        for (int32_t slot = 0; slot < used && status == TINYAI_OK; slot += run) {
+          uint8_t* rows = kv.MutableRows(values != 0, l, hd, slot, &run);
+          run = run < used - slot ? run : used - slot;
+          read(rows, static_cast<size_t>(run) * kv.row_bytes());
+        }
       }
     }
   }
-  if (status == TINYAI_OK) status = ReadFileSource(&file, at, kv.mutable_tokens(), used * sizeof(int32_t));
+  for (int32_t slot = 0; slot < used && status == TINYAI_OK; slot += run) {
+    int32_t* tokens = kv.MutableTokens(slot, &run);
+    run = run < used - slot ? run : used - slot;
+    read(tokens, static_cast<size_t>(run) * sizeof(int32_t));
+  }
   if (status != TINYAI_OK) {
     model->set_position(0);  // part read: the cache is emptied rather than left half one session's
     return AddErrorContext(status, "tinyaiLoadLLMSession: ");

@@ -34,8 +34,12 @@ namespace tinyai {
 uint64_t ModelFingerprint(const TinyAIMappedModel& model);
 
 TinyAIStatus SaveSession(const LlamaModel& model, const char* path);
-// On any error the runner is as it was.
-TinyAIStatus LoadSession(LlamaModel* model, const char* path);
+// On any error the runner is as it was. A growable cache takes the chunks
+// the session's positions need; before it does, make_room (when given) is
+// told the most the cache will hold (the scheduler shrinks the weight
+// cache first), and a failure there refuses the load.
+using MakeRoom = TinyAIStatus (*)(void* user, uint64_t kv_bytes);
+TinyAIStatus LoadSession(LlamaModel* model, const char* path, MakeRoom make_room = nullptr, void* user = nullptr);
 
 }  // namespace tinyai
 

@@ -104,6 +104,9 @@ class LayerProgram {
   // Runs one operator; may fail with a status (a weight that fails its
   // checksum as it loads).
   virtual TinyAIStatus RunOp(const GraphOp& op, const OpIo& io, const PassContext& pass) = 0;
+  // Called before the first operator of a pass (a growable KV cache takes
+  // the room the pass's positions need); a failure refuses the pass.
+  virtual TinyAIStatus BeginPass(const PassContext&) { return TINYAI_OK; }
   // Called after the last operator of a pass.
   virtual void EndPass(const PassContext& pass) = 0;
 
@@ -112,6 +115,13 @@ class LayerProgram {
   // What it holds besides weights, once AllocateState() has run (and what it
   // will hold, before).
   virtual ProgramMemory Memory() const = 0;
+  // Of Memory().persistent, what is held now (less while a growable KV
+  // cache has not reached its size), and the most held so far.
+  virtual uint64_t PersistentHeld() const { return Memory().persistent; }
+  // The most it holds while BeginPass(pass) runs (the scheduler gives the
+  // weights less room first).
+  virtual uint64_t PersistentFor(const PassContext&) const { return PersistentHeld(); }
+  virtual uint64_t PersistentPeak() const { return Memory().persistent; }
   // Allocates persistent state (after the budget check).
   virtual TinyAIStatus AllocateState() = 0;
   // Positions attended to (0 for programs without attention).

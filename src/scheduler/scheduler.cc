@@ -534,16 +534,41 @@ TinyAIStatus ForwardScheduler::Prepare() {
   if (loop_) TINYAI_RETURN_IF_ERROR(loop_->Reserve());
   ProgramWeights* stream = program_->weights();
   if (model_) {
-    // The cache is shared: its cap becomes the least any runner allows.
-    const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
-    TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, limit_allows_, needs,
-                                              tinyaiExecutionModeName(mode_)));
+    claimed_allows_ = 0;
+    TINYAI_RETURN_IF_ERROR(ClaimWeightCache(program_->PersistentHeld()));
   }
   if (stream) {
     stream->UpdateStreaming();
     if (mode_ == TINYAI_EXEC_NORMAL) TINYAI_RETURN_IF_ERROR(stream->Preload(scheduled_layers_.data()));
   }
   prepared_ = true;
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::ClaimWeightCache(uint64_t persistent) {
+  if (!model_) return TINYAI_OK;
+  if (link_.claimed && persistent == state_bytes_) return TINYAI_OK;
+  if (link_.claimed) {
+    // The interval that ends: the weights' peak in it beside the state it had.
+    const uint64_t w = model_->cache().WatchedPeak(link_.peak);
+    if (w > earlier_weight_peak_) earlier_weight_peak_ = w;
+    if (w + state_bytes_ > earlier_joint_peak_) earlier_joint_peak_ = w + state_bytes_;
+  }
+  const bool was_claimed = link_.claimed;
+  state_bytes_ = persistent;
+  // The cache is shared: its cap becomes the least any runner allows. A
+  // growable KV cache lends the weights what it has not taken yet, and
+  // takes it back as it grows (never below what the plan left them).
+  uint64_t allows = limit_allows_;
+  if (limit_ != 0 && memory_.persistent > persistent) allows += memory_.persistent - persistent;
+  if (!link_.claimed || allows != claimed_allows_) {
+    const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
+    TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, allows, needs, tinyaiExecutionModeName(mode_)));
+    claimed_allows_ = allows;
+    if (ProgramWeights* stream = program_->weights()) stream->UpdateStreaming();
+  }
+  // The next interval starts at what the weights hold now (evicted to the new cap).
+  if (was_claimed) model_->cache().RestartPeakWatch(&link_.peak);
   return TINYAI_OK;
 }
 
@@ -574,6 +599,11 @@ TinyAIStatus ForwardScheduler::BeginPass(const PassContext& pass, const void* in
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "a pass of %d rows over %d positions fits no planned max shape",
                     pass.shape.rows, pass.shape.context);
   }
+  // Room for the state the pass takes (a growable KV cache's chunks) comes
+  // out of the weight cache first, so the two never sum past the limit.
+  TINYAI_RETURN_IF_ERROR(ClaimWeightCache(program_->PersistentFor(pass)));
+  TINYAI_RETURN_IF_ERROR(program_->BeginPass(pass));
+  TINYAI_RETURN_IF_ERROR(ClaimWeightCache(program_->PersistentHeld()));
   pass_ = pass;
   pass_input_ = input;
   pass_plan_ = best;
@@ -654,18 +684,27 @@ bool ForwardScheduler::ExecuteNext(const void* input, void* output, int32_t* lay
 
 uint64_t ForwardScheduler::memory_usage() const {
   const uint64_t weights = model_ ? model_->cache().held_bytes() : 0;
-  return prepared_ ? weights + fixed_bytes() : weights;
+  return prepared_ ? weights + arena_bytes_ + program_->PersistentHeld() + tables_bytes_ : weights;
 }
 
 uint64_t ForwardScheduler::weight_peak() const {
   if (!model_) return 0;
   // Since this runner claimed the cache: what others held before is theirs.
-  return link_.claimed ? model_->cache().WatchedPeak(link_.peak) : model_->cache().stats().peak_held_bytes;
+  if (!link_.claimed) return model_->cache().stats().peak_held_bytes;
+  const uint64_t now = model_->cache().WatchedPeak(link_.peak);
+  return now > earlier_weight_peak_ ? now : earlier_weight_peak_;
+}
+
+uint64_t ForwardScheduler::joint_peak() const {
+  const uint64_t weights = !model_ ? 0
+                           : link_.claimed ? model_->cache().WatchedPeak(link_.peak)
+                                           : model_->cache().stats().peak_held_bytes;
+  const uint64_t state = prepared_ ? program_->PersistentHeld() : 0;
+  return weights + state > earlier_joint_peak_ ? weights + state : earlier_joint_peak_;
 }
 
 uint64_t ForwardScheduler::peak_memory_usage() const {
-  const uint64_t weights = weight_peak();
-  return prepared_ ? weights + fixed_bytes() : weights;
+  return prepared_ ? joint_peak() + arena_bytes_ + tables_bytes_ : weight_peak();
 }
 
 TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output_size, int32_t max_batch,

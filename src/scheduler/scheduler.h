@@ -130,6 +130,20 @@ class ForwardScheduler : private OpNamer {
   uint64_t minimum_limit() const { return minimum_limit_; }
   uint64_t tables_bytes() const { return tables_bytes_; }
   const ProgramMemory& program_memory() const { return memory_; }
+  // The persistent state held now and at most so far (a growable KV cache
+  // holds less than program_memory().persistent until it is full).
+  uint64_t persistent_held() const { return program_->PersistentHeld(); }
+  // Claims the model's weight cache for this runner (once prepared): what
+  // the limit leaves beside the plan, plus the room the persistent state
+  // (a growable KV cache) does not take while it holds `persistent` bytes.
+  // Called with what it is about to hold before it takes more, and with
+  // what it holds after it gave some back.
+  TinyAIStatus ClaimWeightCache(uint64_t persistent);
+  uint64_t persistent_peak() const { return program_->PersistentPeak(); }
+  // The most the weight cache and the persistent state have held at once
+  // since this runner claimed the cache (a growable KV cache grows as the
+  // weight cache's cap shrinks: their peaks are not at the same time).
+  uint64_t joint_peak() const;
   LayerProgram* program() const { return program_; }
   TinyAIMappedModel* model() const { return model_; }
   const ActivationGraph& graph() const { return act_; }
@@ -179,6 +193,13 @@ class ForwardScheduler : private OpNamer {
   uint64_t minimum_limit_ = 0;
   uint64_t cache_cap_ = 0;     // the cache's cap when prepared (this runner's allowance and the others')
   uint64_t limit_allows_ = 0;  // what this runner's own limit leaves the cache (0 = no limit)
+  uint64_t claimed_allows_ = 0;  // what it last claimed: that and the KV cache's room not yet taken
+  // The persistent state's bytes as of the last claim (the most it holds
+  // until the next), the weights' peak in earlier intervals between claims,
+  // and the most weights and state held together in them.
+  uint64_t state_bytes_ = 0;
+  uint64_t earlier_weight_peak_ = 0;
+  uint64_t earlier_joint_peak_ = 0;
   int32_t rows_per_pass_ = 1;
   char reason_[320] = {0};
   char plan_note_[256] = {0};

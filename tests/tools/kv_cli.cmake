@@ -38,9 +38,28 @@ foreach(type f32 f16 int8)
   endif()
 endforeach()
 
+# A growable cache: the same greedy text as a cache taken whole, and the
+# cache held after 40 positions is one chunk of 64 (5 layers x 4 KV heads x
+# 64 x 32 bytes, keys and values, 64 tokens: 0.078 MiB) and its records,
+# not 512 positions (0.629 MiB).
+expect_run(RC 0 EXPECT "stopped: max_new" COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 35 -t 1)
+set(whole "${RUN_OUT}")
+expect_run(RC 0 EXPECT "stopped: max_new" "(f32, 512 positions, growable: held now)"
+           COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 35 -t 1 --kv-growable)
+string(REGEX MATCH "KV cache ([0-9.]+) MiB" m "${RUN_ERR}")
+execute_process(COMMAND awk "BEGIN { exit !(${CMAKE_MATCH_1} >= 0.078 && ${CMAKE_MATCH_1} < 0.09) }" RESULT_VARIABLE off)
+if(NOT off EQUAL 0)
+  cli_fail("a growable cache held ${CMAKE_MATCH_1} MiB after 40 positions; one chunk is 0.078 MiB")
+endif()
+if(NOT RUN_OUT STREQUAL whole)
+  cli_fail("--kv-growable changed the greedy text:\n${RUN_OUT}\nagainst\n${whole}")
+endif()
+
 # ---- Bad values --------------------------------------------------------------------------------
 expect_usage_error("--kv-type takes f32, f16 or int8, got 'q4'" ${GENERATE} -m ${MODEL} -p a --kv-type q4)
 expect_usage_error("--kv-window" ${GENERATE} -m ${MODEL} -p a --kv-window 0)
 expect_usage_error("--kv-sink goes with --kv-window" ${GENERATE} -m ${MODEL} -p a --kv-sink 4)
 expect_usage_error("--kv-sink" ${GENERATE} -m ${MODEL} -p a --kv-window 8 --kv-sink -1)
+expect_usage_error("--kv-growable does not go with --kv-window" ${GENERATE} -m ${MODEL} -p a --kv-growable
+                   --kv-window 8)
 cli_finish()

@@ -2,7 +2,7 @@
 // golden files show it; figures go to stderr.
 //   tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T] [--top-p P]
 //                   [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
-//                   [--kv-type T] [--kv-window N] [--kv-sink K]
+//                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE]
 #include <cfloat>
@@ -20,7 +20,7 @@ const char kTool[] = "tinyai-generate";
 const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
     "                       [--top-p P] [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
-    "                       [--kv-type T] [--kv-window N] [--kv-sink K]\n"
+    "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE]\n"
     "       tinyai-generate -h | --help | --version\n"
@@ -41,6 +41,8 @@ const char kUsage[] =
     "                   per 32 values of a head)\n"
     "  --kv-window N    a rolling window: the cache holds the --kv-sink first positions and the N most\n"
     "                   recent, 1..1048576, and the text runs on past the context in constant memory\n"
+    "  --kv-growable    the KV cache takes memory 64 positions at a time as the text reaches them (under\n"
+    "                   --mem-limit the weight cache has the rest until then); not with --kv-window\n"
     "  --kv-sink K      with --kv-window: the first positions kept (attention sinks), 0..1048576 (default 0;\n"
     "                   4 is the usual choice)\n"
     "  --mem-limit SIZE bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M or 1.5G\n"
@@ -145,6 +147,7 @@ int Run(int argc, char** argv) {
     else if (a == "--kv-type") config.kvType = tt::ParseKvType(a, value());
     else if (a == "--kv-window") config.kvWindow = tt::ParseKvWindow(a, value());
     else if (a == "--kv-sink") config.kvSinks = tt::ParseKvSinks(a, value());
+    else if (a == "--kv-growable") config.kvGrowable = 1;
     else if (a == "--cache") mmap_config.maxCacheSize = tt::ParseByteLimit(a, value());
     else if (a == "--prefetch-threads") mmap_config.prefetchThreads = tt::ParsePrefetchThreads(a, value());
     else if (a == "--no-prefetch") mmap_config.prefetchEnabled = false;
@@ -162,6 +165,7 @@ int Run(int argc, char** argv) {
   if (have_prompt && !prompt_file.empty()) throw tt::UsageError("give the prompt once: -p PROMPT, -p - or -f FILE");
   if (!have_prompt && prompt_file.empty()) throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE");
   if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
+  if (config.kvGrowable && config.kvWindow > 0) throw tt::UsageError("--kv-growable does not go with --kv-window");
   if (!prompt_file.empty()) prompt = ReadPrompt(prompt_file);
   else if (prompt == "-") prompt = ReadPrompt("-");
 
@@ -203,7 +207,8 @@ int Run(int argc, char** argv) {
                tinyaiKVTypeName(config.kvType),
                config.kvWindow > 0 ? ("window " + std::to_string(config.kvWindow) + " + " +
                                       std::to_string(config.kvSinks) + " sinks").c_str()
-                                   : (std::to_string(info.contextLength) + " positions").c_str(),
+                                   : (std::to_string(info.contextLength) + " positions" +
+                                      (config.kvGrowable ? ", growable: held now" : "")).c_str(),
                tt::Mib(mem.activationBytes), tt::Mib(mem.otherBytes));
   TinyAISchedulerReport rep;
   rep.structSize = sizeof rep;

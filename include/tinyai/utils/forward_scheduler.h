@@ -128,6 +128,8 @@ typedef struct TinyAISchedulerConfig {
     int32_t kvWindow;        /* language models: 0 (default) or a rolling window of this many
                                 positions (TinyAILLMConfig.kvWindow) */
     int32_t kvSinks;         /* language models: with kvWindow, the first positions kept */
+    int32_t kvGrowable;      /* language models: 1 = the KV cache takes memory as positions are
+                                reached (TinyAILLMConfig.kvGrowable); default 0 */
 } TinyAISchedulerConfig;
 
 /* What a prepared schedule plans and uses. */
