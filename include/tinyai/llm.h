@@ -254,8 +254,8 @@ TINYAI_API TinyAIStatus tinyaiSaveLLMSession(const TinyAILLM* llm, const char* p
 TINYAI_API TinyAIStatus tinyaiLoadLLMSession(TinyAILLM* llm, const char* path);
 
 /* The tokens the KV cache holds, in position order: every one evaluated,
- * or with a window the sinks and the window's most recent (the positions
- * the next token attends to). *count gets how many there are; at most
+ * or with a window the sinks and the kvWindow - 1 most recent (the
+ * positions the next token attends to besides itself). *count gets how many there are; at most
  * capacity are copied (TINYAI_ERR_BUFFER_TOO_SMALL when capacity is
  * short, the first capacity copied). */
 TINYAI_API TinyAIStatus tinyaiGetLLMTokens(const TinyAILLM* llm, int32_t* tokens, int32_t capacity, int32_t* count);

@@ -179,8 +179,11 @@ TINYAI_API uint64_t tinyaiGetPersistentMemoryUsage(const TinyAIPersistentStore* 
  * another store's file (naming the first difference), TINYAI_ERR_BAD_MAGIC
  * for no store file, TINYAI_ERR_CHECKSUM for a corrupt one,
  * TINYAI_ERR_TRUNCATED, TINYAI_ERR_BAD_FORMAT; TINYAI_ERR_RESOURCE_EXHAUSTED
- * when its contents pass memoryLimit. On any error the store is left as
- * it was. */
+ * when its contents pass memoryLimit. Every check runs before anything
+ * changes, and on those errors the store is left as it was. A store of
+ * fixed tables and scalars only is then read in place (no second copy);
+ * if the file cannot be read part way through (a failing disk, a file
+ * changed meanwhile), the error says the store is partly loaded. */
 TINYAI_API TinyAIStatus tinyaiSavePersistentStore(const TinyAIPersistentStore* store, const char* path);
 TINYAI_API TinyAIStatus tinyaiLoadPersistentStore(TinyAIPersistentStore* store, const char* path);
 

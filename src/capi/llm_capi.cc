@@ -366,9 +366,12 @@ TinyAIStatus tinyaiGetLLMTokens(const TinyAILLM* llm, int32_t* tokens, int32_t c
   const tinyai::LlamaModel& m = llm->model();
   const tinyai::KvCache& kv = m.kv_cache();
   const int32_t pos = m.position();
-  // Positions held: all, or the sinks and the window's most recent.
+  // Positions the next token attends to besides itself: all, or the sinks
+  // and the window's window - 1 most recent (the slot of the one before
+  // them may hold a failed pass's token: the ring has room for a pass).
   const int32_t sinks = kv.windowed() ? (kv.shape().sinks < pos ? kv.shape().sinks : pos) : pos;
-  const int32_t from = kv.windowed() && pos - kv.shape().window > sinks ? pos - kv.shape().window : sinks;
+  const int32_t keep = kv.shape().window - 1;
+  const int32_t from = kv.windowed() && pos - keep > sinks ? pos - keep : sinks;
   const int32_t n = sinks + (pos - from);
   *count = n;
   for (int32_t i = 0; i < n && i < capacity; ++i) tokens[i] = kv.Token(i < sinks ? i : from + (i - sinks));

@@ -281,7 +281,9 @@ uint64_t KvCache::HeldAfter(int32_t end) const {
                                  kKvChunk * row_bytes_ + kKvChunk * sizeof(int32_t);
   uint64_t after = held() + static_cast<uint64_t>(need - reserved_) * per_chunk;
   const int64_t cap = pow2(need);
-  if (cap > pow2(reserved_)) after += kStoreEntries * static_cast<uint64_t>(cap) * sizeof(uint8_t*);
+  // A directory that doubles holds its old and new copies for a moment (at
+  // most cap / 2 and cap pointers, however many doublings it takes).
+  if (cap > pow2(reserved_)) after += kStoreEntries * static_cast<uint64_t>(cap + cap / 2) * sizeof(uint8_t*);
   return after;
 }
 

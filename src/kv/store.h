@@ -150,11 +150,11 @@ class PersistentStore {
   // Saved form (store_io.cc): declarations and contents, CRC-32C at the
   // end. Save writes path.part and renames it over path. Load checks the
   // checksum, the declarations and the structure before it changes
-  // anything; a store of fixed entries only (the KV cache's) is then read
-  // in place, any other is built beside this one and swapped in (holding
-  // both for a moment). Sessions embed a store in their own files:
-  // Serialize streams to a sink, Deserialize reads from a source at an
-  // offset.
+  // anything; a store of fixed entries only is then read in place (a read
+  // that fails after the checks leaves it partly loaded, and says so), any
+  // other is built beside this one and swapped in (holding both for a
+  // moment). Serialize streams to a sink, Deserialize reads from a source
+  // at an offset (a store embedded in another file).
   TinyAIStatus Save(const char* path) const;
   TinyAIStatus Load(const char* path);
   using Sink = TinyAIStatus (*)(void* user, const void* data, size_t size);

@@ -260,8 +260,17 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
           uint8_t present = 0;
           TINYAI_RETURN_IF_ERROR(in->Get(&present));
           if (present > 1) return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': a run marked %u", in->what, d.name, present);
-          if (!present) continue;
           const int64_t rows = last - r0 < run ? last - r0 : run;
+          if (!present) {
+            // Never written when saved: zeros here too (a store loaded in
+            // place may hold rows there).
+            for (int64_t r = r0; r < r0 + rows && apply; ++r) {
+              at[table - 1] = r;
+              uint8_t* row = Row(x, at, false, &status);
+              if (row) std::memset(row, 0, static_cast<size_t>(x->elem_bytes));
+            }
+            continue;
+          }
           if (!apply) {
             TINYAI_RETURN_IF_ERROR(in->Skip(static_cast<uint64_t>(rows) * x->elem_bytes));
             continue;
@@ -437,7 +446,12 @@ TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t of
   }
   bool fixed = true;  // nothing to allocate: read straight into place
   for (const Entry* x : entries_) fixed &= x->d.index_count == 0 || x->block != nullptr;
-  if (fixed) return ReadContents(&in, true);
+  if (fixed) {
+    // Checked whole: only a read that fails now (a failing disk, a file
+    // changed since) can stop it part way.
+    const TinyAIStatus s = ReadContents(&in, true);
+    return s == TINYAI_OK ? s : AddErrorContext(s, "%s: the store is partly loaded: ", what);
+  }
   // Otherwise the contents are built beside this store's and swapped in.
   PersistentStore loaded;
   TINYAI_RETURN_IF_ERROR(loaded.Init(limit_, chunk_rows_));

@@ -146,37 +146,43 @@ uint64_t TinyAIMappedModel::SharedCacheCap(const tinyai::RunnerLink* runner, con
   uint64_t cap = config_.maxCacheSize;
   const char* from = "maxCacheSize";
   for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed || Tighter(cap, r->allows) == cap) continue;
-    cap = r->allows;
+    if (r == runner || !r->claimed || Tighter(cap, r->floor) == cap) continue;
+    cap = r->floor;
     from = "another runner's memory limit";
   }
   if (source) *source = from;
   return cap;
 }
 
-TinyAIStatus TinyAIMappedModel::ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t needs,
+TinyAIStatus TinyAIMappedModel::ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t floor, uint64_t needs,
                                            const char* mode) {
   LockGuard lock(runners_mutex_);
+  if (floor == 0 || (allows != 0 && floor > allows)) floor = allows;
+  // What the runners need is checked against the least the cap will ever be.
+  uint64_t least = Tighter(config_.maxCacheSize, floor);
   uint64_t cap = Tighter(config_.maxCacheSize, allows);
   for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r != runner && r->claimed) cap = Tighter(cap, r->allows);
+    if (r == runner || !r->claimed) continue;
+    cap = Tighter(cap, r->allows);
+    least = Tighter(least, r->floor);
   }
-  if (cap != 0 && needs > cap) {
+  if (least != 0 && needs > least) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                     "'%s': this runner (%s) needs %llu bytes of weights in the model's weight cache, which the other "
                     "runners on the model and maxCacheSize cap at %llu", reader_.source(), mode,
-                    static_cast<unsigned long long>(needs), static_cast<unsigned long long>(cap));
+                    static_cast<unsigned long long>(needs), static_cast<unsigned long long>(least));
   }
   for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed || cap == 0 || r->needs <= cap) continue;
+    if (r == runner || !r->claimed || least == 0 || r->needs <= least) continue;
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                     "'%s': the runners on a model share its weight cache, whose cap is the least any of their memory "
                     "limits allows: this runner's limit leaves it %llu bytes, but another runner on the model (%s) "
                     "needs %llu; create this one first, or give the other a memory limit or a streaming mode",
-                    reader_.source(), static_cast<unsigned long long>(cap), r->mode,
+                    reader_.source(), static_cast<unsigned long long>(least), r->mode,
                     static_cast<unsigned long long>(r->needs));
   }
   runner->allows = allows;
+  runner->floor = floor;
   runner->needs = needs;
   runner->mode = mode;
   const TinyAIStatus s = cache_.SetCapacity(cap);

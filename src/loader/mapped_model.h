@@ -36,6 +36,8 @@ TinyAIMmapConfig DefaultMmapConfig();
 // them is TINYAI_ERR_MISUSE, and destroying them is still safe.
 struct RunnerLink {
   uint64_t allows = 0;        // the cap its memory limit leaves the cache (0 = no limit)
+  uint64_t floor = 0;         // the least it will ever allow (below allows while a growable KV
+                              // cache lends the weights its room); others are planned against it
   uint64_t needs = 0;         // the least cap it runs under
   const char* mode = "";      // its mode's name, for messages
   bool claimed = false;       // allows/needs are set (the runner is prepared)
@@ -146,9 +148,12 @@ struct TinyAIMappedModel {
   uint64_t SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const;
   // Claims the cache for a prepared runner and sets the cap to the least
   // any runner allows (its peak is watched from then on);
-  // TINYAI_ERR_RESOURCE_EXHAUSTED (nothing changed) when that cap is below
-  // what this or another runner needs.
-  TinyAIStatus ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t needs, const char* mode);
+  // TINYAI_ERR_RESOURCE_EXHAUSTED (nothing changed) when the least any
+  // runner will ever allow (their floors) is below what this or another
+  // runner needs. floor <= allows: the least this runner will allow (a
+  // growable KV cache's runner claims again as it grows, down to it).
+  TinyAIStatus ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t floor, uint64_t needs,
+                          const char* mode);
 
  private:
   template <class T, class... Args>

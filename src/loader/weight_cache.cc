@@ -552,7 +552,7 @@ void WeightCache::SetLayerPriority(int32_t layer, float priority) {
 }
 
 TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
-  LockGuard lock(mutex_);
+  UniqueLock lock(mutex_);
   capacity_ = bytes;
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
@@ -574,6 +574,12 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
       continue;
     }
     int32_t victim = PickVictim(-1.0, true);
+#if TINYAI_WITH_THREADS
+    if (victim < 0 && loading_ > 0) {  // a load in flight (a prefetch) will end and become evictable
+      changed_.wait(lock);
+      continue;
+    }
+#endif
     if (victim < 0) {
       return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "'%s': cannot shrink the weight cache to %llu bytes: %llu bytes are in use", reader_->source(),

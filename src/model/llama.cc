@@ -482,6 +482,14 @@ void LlamaModel::Rotate(float* vec, int32_t width, const float* cs) const {
 
 TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContext& pass) {
   const size_t d = static_cast<size_t>(hp_.dim), kvd = static_cast<size_t>(hp_.kv_dim());
+  // The pass's positions have room (BeginPass reserved a growable cache's
+  // chunks; slots are taken from 0 up, so the last one tells).
+  int32_t run = 0;
+  const int32_t last = pass.position + pass.shape.rows - 1;
+  if (kv_.Rows(false, b, 0, kv_.Slot(last), &run) == nullptr) {
+    return SetError(TINYAI_ERR_INTERNAL, "KV cache: position %d has no room (its pass was not reserved)",
+                    static_cast<int>(last));
+  }
   for (int32_t i = 0; i < pass.shape.rows; ++i) {
     RopeTable(pass.position + i, cs);
     float* row = qkv + static_cast<size_t>(i) * qkv_width();
@@ -521,7 +529,7 @@ void LlamaModel::Attention(int32_t b, const float* qkv, float* out, float* score
   const size_t threads = static_cast<size_t>(pool_->size()), extra = AttentionThreadBytes();
   const size_t stride = (scores_bytes - threads * extra) / sizeof(float) / threads;
   uint8_t* extras = reinterpret_cast<uint8_t*>(scores + stride * threads);
-  const size_t qkv_w = qkv_width(), row_bytes = kv_.row_bytes();
+  const size_t qkv_w = qkv_width();
   // Each (row, head) item reads its keys and values: about 2 * keys * head_size multiply-adds.
   const uint64_t work = static_cast<uint64_t>(pass.shape.rows) * static_cast<uint64_t>(heads) * 2u *
                         static_cast<uint64_t>(pass.shape.context) * hs;

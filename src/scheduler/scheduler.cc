@@ -548,27 +548,30 @@ TinyAIStatus ForwardScheduler::Prepare() {
 TinyAIStatus ForwardScheduler::ClaimWeightCache(uint64_t persistent) {
   if (!model_) return TINYAI_OK;
   if (link_.claimed && persistent == state_bytes_) return TINYAI_OK;
-  if (link_.claimed) {
-    // The interval that ends: the weights' peak in it beside the state it had.
-    const uint64_t w = model_->cache().WatchedPeak(link_.peak);
+  // The interval that ends: the weights' peak in it beside the state it had.
+  auto fold = [&]() {
+    const uint64_t w = model_->cache().RestartPeakWatch(&link_.peak);
     if (w > earlier_weight_peak_) earlier_weight_peak_ = w;
     if (w + state_bytes_ > earlier_joint_peak_) earlier_joint_peak_ = w + state_bytes_;
-  }
+  };
   const bool was_claimed = link_.claimed;
-  state_bytes_ = persistent;
+  if (was_claimed) fold();
   // The cache is shared: its cap becomes the least any runner allows. A
   // growable KV cache lends the weights what it has not taken yet, and
-  // takes it back as it grows (never below what the plan left them).
+  // takes it back as it grows: never below what the plan leaves them (the
+  // floor other runners are checked against).
   uint64_t allows = limit_allows_;
   if (limit_ != 0 && memory_.persistent > persistent) allows += memory_.persistent - persistent;
   if (!link_.claimed || allows != claimed_allows_) {
     const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
-    TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, allows, needs, tinyaiExecutionModeName(mode_)));
+    TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, allows, limit_allows_, needs, tinyaiExecutionModeName(mode_)));
     claimed_allows_ = allows;
     if (ProgramWeights* stream = program_->weights()) stream->UpdateStreaming();
   }
-  // The next interval starts at what the weights hold now (evicted to the new cap).
-  if (was_claimed) model_->cache().RestartPeakWatch(&link_.peak);
+  // While the cap came down the state was still the old one; from here on
+  // (the weights evicted to the new cap) it may be the new one.
+  if (was_claimed) fold();
+  state_bytes_ = persistent;
   return TINYAI_OK;
 }
 
@@ -602,8 +605,10 @@ TinyAIStatus ForwardScheduler::BeginPass(const PassContext& pass, const void* in
   // Room for the state the pass takes (a growable KV cache's chunks) comes
   // out of the weight cache first, so the two never sum past the limit.
   TINYAI_RETURN_IF_ERROR(ClaimWeightCache(program_->PersistentFor(pass)));
-  TINYAI_RETURN_IF_ERROR(program_->BeginPass(pass));
-  TINYAI_RETURN_IF_ERROR(ClaimWeightCache(program_->PersistentHeld()));
+  const TinyAIStatus began = program_->BeginPass(pass);
+  const TinyAIStatus claimed = ClaimWeightCache(program_->PersistentHeld());  // what it holds now, taken or not
+  TINYAI_RETURN_IF_ERROR(began);
+  TINYAI_RETURN_IF_ERROR(claimed);
   pass_ = pass;
   pass_input_ = input;
   pass_plan_ = best;
@@ -699,7 +704,10 @@ uint64_t ForwardScheduler::joint_peak() const {
   const uint64_t weights = !model_ ? 0
                            : link_.claimed ? model_->cache().WatchedPeak(link_.peak)
                                            : model_->cache().stats().peak_held_bytes;
-  const uint64_t state = prepared_ ? program_->PersistentHeld() : 0;
+  // The state this interval may have had: what the last claim allowed for, or
+  // more if it has grown since without one (it has not: every growth claims).
+  uint64_t state = prepared_ ? program_->PersistentHeld() : 0;
+  if (state_bytes_ > state) state = state_bytes_;
   return weights + state > earlier_joint_peak_ ? weights + state : earlier_joint_peak_;
 }
 

@@ -129,7 +129,8 @@ TEST_F(Growable, MemoryGrowsAChunkAtATime) {
   // Planned: at least the whole cache's rows, and a little more for the chunks' directories.
   EXPECT_GE(planned.kvCacheBytes, whole_plan.kvCacheBytes - 4096u);
   EXPECT_LE(planned.kvCacheBytes, whole_plan.kvCacheBytes + 4096u);
-  EXPECT_EQ(planned.minimumMemoryLimit, planned.minimumMemoryLimit);
+  EXPECT_GE(planned.minimumMemoryLimit, whole_plan.minimumMemoryLimit);  // the limit plans the whole cache
+  EXPECT_LE(planned.minimumMemoryLimit, whole_plan.minimumMemoryLimit + 4096u);
 
   LLM l;
   ASSERT_EQ(tinyaiCreateLLM(model_.model, &gc, &l.llm), TINYAI_OK) << tt::LastMessage();
@@ -210,6 +211,49 @@ TEST_F(Growable, TheWeightCacheHasTheRoomTheKvCacheHasNotTaken) {
   EXPECT_EQ(Report(grow.llm).weightCacheCap, start.weightCacheCap);
   ASSERT_EQ(tinyaiLLMEval(grow.llm, &token, 1, logits.data()), TINYAI_OK);
   EXPECT_EQ(Report(grow.llm).weightCacheCap, first);
+}
+
+// Runners share a model's weight cache, its cap the least any allows. A
+// growable runner lends its room only while its cache is small, so another
+// runner is checked against the least it will ever allow: a runner that
+// needs every weight resident and a growable one whose limit leaves less
+// than that (though its lent room is more) are refused together, in
+// either order, when the second is created (not later, as the cache
+// grows).
+TEST_F(Growable, OtherRunnersAreCheckedAgainstTheLeastItWillAllow) {
+  TinyAILLMConfig normal = Config(TINYAI_KV_F32, 0);
+  normal.mode = TINYAI_EXEC_NORMAL;
+  uint64_t resident = 0;
+  {
+    LLM l;
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &normal, &l.llm), TINYAI_OK) << tt::LastMessage();
+    resident = Report(l.llm).weightBytes;  // NORMAL: all of them, loaded at creation
+  }
+  ASSERT_GT(resident, 500u * 1024u);
+  TinyAILLMConfig grow = Config(TINYAI_KV_F32, 1);
+  TinyAIMemoryReport plan;
+  plan.structSize = sizeof plan;
+  ASSERT_EQ(tinyaiEstimateLLMMemory(model_.model, &grow, &plan), TINYAI_OK) << tt::LastMessage();
+  // The weights get 100 KB less than they need from the limit, and the cache's 659 KB until it grows.
+  grow.memoryLimit = static_cast<size_t>(resident + plan.kvCacheBytes + plan.activationBytes + plan.otherBytes -
+                                         100u * 1024u);
+  for (int order = 0; order < 2; ++order) {
+    SCOPED_TRACE(order == 0 ? "the NORMAL runner first" : "the growable runner first");
+    LLM first, second;
+    const TinyAILLMConfig& a = order == 0 ? normal : grow;
+    const TinyAILLMConfig& b = order == 0 ? grow : normal;
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &a, &first.llm), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(tinyaiCreateLLM(model_.model, &b, &second.llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    EXPECT_EQ(second.llm, nullptr);
+  }
+  // Alone, the growable runner runs under that limit (the weights streamed).
+  LLM alone;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &grow, &alone.llm), TINYAI_OK) << tt::LastMessage();
+  const int32_t token = 3;
+  std::vector<float> logits(Vocab(alone.llm));
+  for (int i = 0; i < 130; ++i) ASSERT_EQ(tinyaiLLMEval(alone.llm, &token, 1, logits.data()), TINYAI_OK);
+  const TinyAIMemoryReport r = Report(alone.llm);
+  EXPECT_LE(r.peakTotalBytes, r.memoryLimit);
 }
 
 // A session saved from a growable cache loads into another and continues

@@ -126,11 +126,12 @@ TEST_F(Session, AFreshLLMContinuesBitForBit) {
     ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &b.llm), TINYAI_OK) << tt::LastMessage();
     ASSERT_EQ(tinyaiLoadLLMSession(b.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();
     EXPECT_EQ(tinyaiGetLLMPosition(b.llm), 45);
-    // The tokens held: all 45, or the sinks and the window's most recent.
+    // The tokens held: all 45, or the sinks and the window - 1 most recent
+    // (what the next token attends to besides itself).
     std::vector<int32_t> held = ids;
     if (c.window > 0) {
       held.assign(ids.begin(), ids.begin() + c.sinks);
-      held.insert(held.end(), ids.end() - c.window, ids.end());
+      held.insert(held.end(), ids.end() - (c.window - 1), ids.end());
     }
     EXPECT_EQ(Tokens(b.llm), held);
     EXPECT_EQ(Tokens(a.llm), held);
@@ -201,8 +202,9 @@ TEST_F(Session, WhatIsNotThisLLMsSessionIsRefused) {
   tt::Bytes b = image;
   b[0] = 'X';
   bad.push_back({"magic", b, TINYAI_ERR_BAD_MAGIC, "not a TinyAI session"});
-  bad.push_back({"empty", tt::Bytes(), TINYAI_ERR_TRUNCATED, "empty"});
-  bad.push_back({"header", tt::Bytes(image.begin(), image.begin() + 40), TINYAI_ERR_TRUNCATED, "header"});
+  bad.push_back({"zero", tt::Bytes(), TINYAI_ERR_TRUNCATED, "file is empty (0 bytes)"});
+  bad.push_back({"short", tt::Bytes(image.begin(), image.begin() + 40), TINYAI_ERR_TRUNCATED,
+                 "40 bytes, fewer than a session's header"});
   bad.push_back({"cut", tt::Bytes(image.begin(), image.end() - 9), TINYAI_ERR_TRUNCATED, "bytes of KV cache"});
   b = image;
   b.push_back(0);
