@@ -87,7 +87,9 @@ class Growable : public ::testing::Test {
 };
 
 // 150 positions (three chunks): a growable cache's logits are a whole
-// cache's (within 1e-5: its attention sums values in runs of a chunk), and
+// cache's (within 1e-4: its attention sums values in runs of a chunk, and
+// the reference kernels round each run's sum; 1.1e-5 seen on armhf without
+// NEON, below 1e-5 with SIMD kernels), and
 // token by token equal the whole prefix in one evaluation bit for bit.
 TEST_F(Growable, TheSameLogitsAsACacheTakenWhole) {
   for (int32_t type : {TINYAI_KV_F32, TINYAI_KV_F16, TINYAI_KV_INT8}) {
@@ -102,7 +104,7 @@ TEST_F(Growable, TheSameLogitsAsACacheTakenWhole) {
     EXPECT_EQ(ids, ids2);
     const size_t vocab = Vocab(grow.llm);
     for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_LE(std::fabs(got[i] - want[i]), 1e-5f * std::max(1.0f, std::fabs(want[i])))
+      ASSERT_LE(std::fabs(got[i] - want[i]), 1e-4f * std::max(1.0f, std::fabs(want[i])))
           << "position " << i / vocab << " token " << i % vocab;
     }
     for (size_t t : {0u, 63u, 64u, 100u, 149u}) {
@@ -281,7 +283,7 @@ TEST_F(Growable, SessionsSaveAndLoadThroughIt) {
     ASSERT_EQ(tinyaiLLMEval(b.llm, &next, 1, lb.data()), TINYAI_OK);
     ASSERT_EQ(tinyaiLLMEval(c.llm, &next, 1, lc.data()), TINYAI_OK);
     ASSERT_EQ(std::memcmp(la.data(), lb.data(), vocab * sizeof(float)), 0) << "step " << i;
-    for (size_t j = 0; j < vocab; ++j) ASSERT_NEAR(lc[j], la[j], 1e-5f * std::max(1.0f, std::fabs(la[j])));
+    for (size_t j = 0; j < vocab; ++j) ASSERT_NEAR(lc[j], la[j], 1e-4f * std::max(1.0f, std::fabs(la[j])));
     next = Argmax(la.data(), vocab);
   }
 }
