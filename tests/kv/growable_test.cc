@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "format/test_models.h"
+#include "kv/llm_handles.h"
 #include "require_shared.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
@@ -22,15 +23,8 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-struct Model {
-  TinyAIMappedModel* model = nullptr;
-  ~Model() { tinyaiCloseMappedModel(model); }
-};
-
-struct LLM {
-  TinyAILLM* llm = nullptr;
-  ~LLM() { tinyaiDestroyLLM(llm); }
-};
+using Model = tt::ModelHandle;
+using LLM = tt::LLMHandle;
 
 TinyAILLMConfig Config(int32_t type, int32_t growable) {
   TinyAILLMConfig c = tinyaiCreateDefaultLLMConfig();
@@ -39,13 +33,7 @@ TinyAILLMConfig Config(int32_t type, int32_t growable) {
   return c;
 }
 
-size_t Vocab(TinyAILLM* llm) {
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
-  tinyaiGetLLMModelInfo(llm, &info);
-  return static_cast<size_t>(info.vocabSize);
-}
+size_t Vocab(TinyAILLM* llm) { return tt::VocabSize(llm); }
 
 TinyAIMemoryReport Report(TinyAILLM* llm) {
   TinyAIMemoryReport r;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "format/test_models.h"
+#include "kv/llm_handles.h"
 #include "require_shared.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
@@ -26,15 +27,8 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-struct Model {
-  TinyAIMappedModel* model = nullptr;
-  ~Model() { tinyaiCloseMappedModel(model); }
-};
-
-struct LLM {
-  TinyAILLM* llm = nullptr;
-  ~LLM() { tinyaiDestroyLLM(llm); }
-};
+using Model = tt::ModelHandle;
+using LLM = tt::LLMHandle;
 
 TinyAILLMConfig Config(int32_t type, int32_t window = 0, int32_t sinks = 0) {
   TinyAILLMConfig c = tinyaiCreateDefaultLLMConfig();
@@ -44,13 +38,7 @@ TinyAILLMConfig Config(int32_t type, int32_t window = 0, int32_t sinks = 0) {
   return c;
 }
 
-int32_t Vocab(TinyAILLM* llm) {
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
-  tinyaiGetLLMModelInfo(llm, &info);
-  return info.vocabSize;
-}
+int32_t Vocab(TinyAILLM* llm) { return static_cast<int32_t>(tt::VocabSize(llm)); }
 
 // A token stream the model itself writes (greedy from BOS), so attention
 // sees text rather than noise.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "format/test_models.h"
+#include "kv/llm_handles.h"
 #include "require_shared.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
@@ -20,15 +21,8 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-struct Model {
-  TinyAIMappedModel* model = nullptr;
-  ~Model() { tinyaiCloseMappedModel(model); }
-};
-
-struct LLM {
-  TinyAILLM* llm = nullptr;
-  ~LLM() { tinyaiDestroyLLM(llm); }
-};
+using Model = tt::ModelHandle;
+using LLM = tt::LLMHandle;
 
 TinyAILLMConfig Config(int32_t type, int32_t window = 0, int32_t sinks = 0, int32_t context = 0) {
   TinyAILLMConfig c = tinyaiCreateDefaultLLMConfig();
@@ -39,13 +33,7 @@ TinyAILLMConfig Config(int32_t type, int32_t window = 0, int32_t sinks = 0, int3
   return c;
 }
 
-size_t Vocab(TinyAILLM* llm) {
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
-  tinyaiGetLLMModelInfo(llm, &info);
-  return static_cast<size_t>(info.vocabSize);
-}
+size_t Vocab(TinyAILLM* llm) { return tt::VocabSize(llm); }
 
 int32_t Argmax(const std::vector<float>& v) {
   size_t best = 0;
