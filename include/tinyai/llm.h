@@ -52,8 +52,13 @@ typedef struct TinyAILLM TinyAILLM;
 typedef enum TinyAIKVType TINYAI_ENUM_BASE {
     TINYAI_KV_F32 = 0,  /* 4 bytes a value (default) */
     TINYAI_KV_F16 = 1,  /* IEEE half, rounded to nearest even: 2 bytes a value */
-    TINYAI_KV_INT8 = 2  /* int8 codes with an f16 scale (max|x| / 127) per 32 values of a head
+    TINYAI_KV_INT8 = 2, /* int8 codes with an f16 scale (max|x| / 127) per 32 values of a head
                            (per head when its size is not a multiple of 32): 1.06 bytes a value */
+    TINYAI_KV_AUTO = 3  /* the scheduler chooses inside memoryLimit, as it chooses a mode: the most
+                           precise of f32, f16 and int8 with which the best mode the limit allows
+                           fits (NORMAL, then MEMORY_OPT, then STREAMING): a smaller cache only
+                           when it buys a better mode, or any; f32 with no limit.
+                           tinyaiGetLLMModelInfo() says which, the scheduler's reason why. */
 } TinyAIKVType;
 
 typedef struct TinyAILLMConfig {
@@ -103,6 +108,7 @@ typedef struct TinyAIModelInfo {
     uint64_t weightBytes;   /* bytes of weights in memory */
     uint64_t kvCacheBytes;  /* bytes of the KV cache */
     uint64_t activationBytes; /* bytes of activation and scratch buffers */
+    TinyAIKVType kvType;    /* how the KV cache stores keys and values (TINYAI_KV_AUTO's choice) */
 } TinyAIModelInfo;
 
 typedef struct TinyAISamplerConfig {
@@ -177,7 +183,7 @@ typedef struct TinyAIMemoryReport {
 /* Static names: "max_new", "steps", "context", "bos", "callback", "output_full",
  * "none"; "?" otherwise. */
 TINYAI_API const char* tinyaiStopReasonName(TinyAIStopReason reason);
-/* Static names: "f32", "f16", "int8"; "?" otherwise. */
+/* Static names: "f32", "f16", "int8", "auto"; "?" otherwise. */
 TINYAI_API const char* tinyaiKVTypeName(TinyAIKVType type);
 
 TINYAI_API TinyAILLMConfig tinyaiCreateDefaultLLMConfig(void);
@@ -202,7 +208,8 @@ TINYAI_API TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMem
 
 /* What an LLM for model with config (may be NULL) would need, without
  * creating it: minimumMemoryLimit, kvCacheBytes, activationBytes, otherBytes and the
- * largest row slice (the weight fields are 0). */
+ * largest row slice (the weight fields are 0). With TINYAI_KV_AUTO, for the type
+ * config's memoryLimit and mode choose (int8, the least, when none fits). */
 TINYAI_API TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                                 TinyAIMemoryReport* out);
 

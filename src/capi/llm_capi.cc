@@ -221,6 +221,7 @@ TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {
   info.weightBytes = m.weight_bytes();
   info.kvCacheBytes = m.kv_bytes();
   info.activationBytes = llm->impl().arena_bytes();
+  info.kvType = static_cast<TinyAIKVType>(m.kv_cache().shape().type);
   tinyai::WriteVersioned(info, out);
   return TINYAI_OK;
 }
@@ -260,6 +261,15 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
                               "tinyaiEstimateLLMMemory: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiEstimateLLMMemory: config"));
+  // TINYAI_KV_AUTO: the type the limit chooses, planned as tinyaiCreateLLM
+  // plans it; int8, the least, when none fits.
+  if (cfg.kvType == TINYAI_KV_AUTO) {
+    tinyai::ForwardScheduler chooser;
+    tinyai::LlamaRuntime* llama = nullptr;
+    const TinyAIStatus s = InitLLMScheduler(&chooser, const_cast<TinyAIMappedModel*>(model), cfg, &llama);
+    if (s != TINYAI_OK && s != TINYAI_ERR_RESOURCE_EXHAUSTED) return s;
+    cfg.kvType = s == TINYAI_OK ? static_cast<TinyAIKVType>(llama->model().kv_cache().shape().type) : TINYAI_KV_INT8;
+  }
   // Planned as tinyaiCreateLLM plans it, without a limit and without
   // allocating anything but tables.
   cfg.memoryLimit = 0;

@@ -118,6 +118,7 @@ const char* KvCache::TypeName(int32_t type) {
     case TINYAI_KV_F32: return "f32";
     case TINYAI_KV_F16: return "f16";
     case TINYAI_KV_INT8: return "int8";
+    case TINYAI_KV_AUTO: return "auto";
     default: return "?";
   }
 }
@@ -129,7 +130,7 @@ TinyAIStatus KvCache::Bytes(const KvShape& s, uint64_t* bytes) {
                     static_cast<int>(s.context));
   }
   if (s.type != TINYAI_KV_F32 && s.type != TINYAI_KV_F16 && s.type != TINYAI_KV_INT8) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvType %d is not a KV type (TINYAI_KV_F32, _F16, _INT8)",
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "kvType %d is not a KV type (TINYAI_KV_F32, _F16, _INT8, _AUTO)",
                     static_cast<int>(s.type));
   }
   if (s.growable && s.window > 0) {

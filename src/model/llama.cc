@@ -43,7 +43,9 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   shape.context = context_;
   shape.window = kv.window;
   shape.sinks = kv.sinks;
-  shape.type = kv.type;
+  // TINYAI_KV_AUTO: the scheduler chooses among kKvAutoTypes (f32 until it does).
+  kv_auto_ = kv.type == TINYAI_KV_AUTO;
+  shape.type = kv_auto_ ? kKvAutoTypes[0] : kv.type;
   shape.growable = kv.growable == 1;
   shape.pass_rows = kMaxChunk;  // EvalTokens and TextSession split a windowed text's passes to this
   TINYAI_RETURN_IF_ERROR(kv_.Init(shape));
@@ -188,6 +190,26 @@ TinyAIStatus LlamaModel::BindTokenizer() {
                                    static_cast<int32_t>(eos), piece_limit);
   if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", r.source());
   return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::UsePersistentOption(int32_t option) {
+  if (option < 0 || option >= PersistentOptions()) {
+    return SetError(TINYAI_ERR_INTERNAL, "KV option %d of %d", static_cast<int>(option),
+                    static_cast<int>(PersistentOptions()));
+  }
+  if (!kv_auto_) return TINYAI_OK;
+  KvShape shape = kv_.shape();
+  shape.type = kKvAutoTypes[option];
+  return kv_.Init(shape);
+}
+
+void LlamaModel::NamePersistentOption(int32_t option, char* out, size_t capacity) const {
+  KvShape shape = kv_.shape();
+  if (kv_auto_ && option >= 0 && option < PersistentOptions()) shape.type = kKvAutoTypes[option];
+  uint64_t bytes = 0;
+  (void)KvCache::Bytes(shape, &bytes);  // a shape Init took
+  std::snprintf(out, capacity, "%s KV cache (%.2f MiB)", KvCache::TypeName(shape.type),
+                static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
 ProgramMemory LlamaModel::Memory() const {

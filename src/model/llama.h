@@ -43,6 +43,10 @@ struct KvOptions {
   int32_t growable = 0;          // 1: chunks taken as positions are reached
 };
 
+// What TINYAI_KV_AUTO chooses among, most precise first.
+constexpr int32_t kKvAutoTypes[] = {TINYAI_KV_F32, TINYAI_KV_F16, TINYAI_KV_INT8};
+constexpr int32_t kKvAutoTypeCount = 3;
+
 class LlamaModel final : public LayerProgram {
  public:
   // Largest number of tokens a pass takes by default (a prompt chunk): every
@@ -84,6 +88,11 @@ class LlamaModel final : public LayerProgram {
   }
   uint64_t PersistentPeak() const override { return kv_.peak(); }
   TinyAIStatus AllocateState() override;
+  // With TINYAI_KV_AUTO the KV cache's types, most precise first, for the
+  // scheduler to choose among; otherwise the one asked for.
+  int32_t PersistentOptions() const override { return kv_auto_ ? kKvAutoTypeCount : 1; }
+  TinyAIStatus UsePersistentOption(int32_t option) override;
+  void NamePersistentOption(int32_t option, char* out, size_t capacity) const override;
   // Positions a query attends to at most (the cache's slots): the context,
   // or with a window the sinks and the window.
   int32_t context_length() const override { return context_; }
@@ -183,6 +192,7 @@ class LlamaModel final : public LayerProgram {
   Tokenizer tokenizer_;
   Sampler sampler_;
   KvCache kv_;
+  bool kv_auto_ = false;  // TINYAI_KV_AUTO: the scheduler chooses the type
 };
 
 }  // namespace tinyai

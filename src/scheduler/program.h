@@ -122,6 +122,17 @@ class LayerProgram {
   // weights less room first).
   virtual uint64_t PersistentFor(const PassContext&) const { return PersistentHeld(); }
   virtual uint64_t PersistentPeak() const { return Memory().persistent; }
+  // Alternative forms of the persistent state the scheduler may choose
+  // among inside the memory limit, most faithful first (a KV cache in f32,
+  // f16, int8 when the caller asked the scheduler to choose): 1 = none to
+  // choose. UsePersistentOption(i) switches to option i before
+  // AllocateState(); Memory() and the operators' sizes then follow it.
+  virtual int32_t PersistentOptions() const { return 1; }
+  virtual TinyAIStatus UsePersistentOption(int32_t) { return TINYAI_OK; }
+  // What option i is called in a plan's reason ("f16 KV cache").
+  virtual void NamePersistentOption(int32_t, char* out, size_t capacity) const {
+    if (capacity > 0) out[0] = '\0';
+  }
   // Allocates persistent state (after the budget check).
   virtual TinyAIStatus AllocateState() = 0;
   // Positions attended to (0 for programs without attention).

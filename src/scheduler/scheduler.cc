@@ -502,10 +502,69 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   return TINYAI_OK;
 }
 
+int64_t ForwardScheduler::ModeRank() const {
+  // NORMAL keeps every weight resident; MEMORY_OPT streams them in whole
+  // passes; STREAMING in fewer rows per pass. Within a mode precision wins.
+  return mode_ == TINYAI_EXEC_NORMAL ? 3 : mode_ == TINYAI_EXEC_MEMORY_OPT ? 2 : 1;
+}
+
+TinyAIStatus ForwardScheduler::PlanOption(int32_t option) {
+  TINYAI_RETURN_IF_ERROR(program_->UsePersistentOption(option));
+  graph_ready_ = false;  // the operators' scratch follows the option
+  TINYAI_RETURN_IF_ERROR(BuildGraph());
+  return ChooseMode();
+}
+
 TinyAIStatus ForwardScheduler::Plan() {
   if (planned_) return TINYAI_OK;
-  TINYAI_RETURN_IF_ERROR(BuildGraph());
-  TINYAI_RETURN_IF_ERROR(ChooseMode());
+  const int32_t options = program_->PersistentOptions();
+  if (options <= 1) {
+    TINYAI_RETURN_IF_ERROR(BuildGraph());
+    TINYAI_RETURN_IF_ERROR(ChooseMode());
+    planned_ = true;
+    return TINYAI_OK;
+  }
+  // The persistent state is the program's to offer in several forms (the
+  // KV cache's types): the most faithful one that reaches the best mode
+  // the limit allows - a smaller state is taken only when it buys a better
+  // mode, or any mode at all.
+  int32_t best = -1;
+  int64_t best_rank = -1;
+  Array<int64_t> ranks;
+  TINYAI_RETURN_IF_ERROR(ranks.Allocate(static_cast<size_t>(options), "persistent option ranks"));
+  TinyAIStatus refused = TINYAI_OK;
+  for (int32_t i = 0; i < options; ++i) {
+    const TinyAIStatus s = PlanOption(i);
+    ranks[static_cast<size_t>(i)] = -1;
+    if (s == TINYAI_ERR_RESOURCE_EXHAUSTED) {
+      refused = s;
+      continue;
+    }
+    TINYAI_RETURN_IF_ERROR(s);
+    ranks[static_cast<size_t>(i)] = ModeRank();
+    if (ModeRank() > best_rank) {
+      best = i;
+      best_rank = ModeRank();
+    }
+  }
+  char name[64];
+  if (best < 0) {
+    program_->NamePersistentOption(options - 1, name, sizeof name);
+    return AddErrorContext(refused, "even with the smallest state the scheduler may choose (%s): ", name);
+  }
+  TINYAI_RETURN_IF_ERROR(PlanOption(best));
+  // The reason says which state and why.
+  const size_t used = std::strlen(reason_);
+  program_->NamePersistentOption(best, name, sizeof name);
+  if (best == 0) {
+    std::snprintf(reason_ + used, sizeof reason_ - used, "; %s, the most precise choice", name);
+  } else {
+    char better[64];
+    program_->NamePersistentOption(best - 1, better, sizeof better);
+    const int64_t r = ranks[static_cast<size_t>(best - 1)];
+    std::snprintf(reason_ + used, sizeof reason_ - used, "; %s chosen: with %s %s", name, better,
+                  r < 0 ? "it does not fit the limit" : r == 2 ? "only MEMORY_OPT fits" : "only STREAMING fits");
+  }
   planned_ = true;
   return TINYAI_OK;
 }

@@ -156,6 +156,10 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const;
   TinyAIStatus PlanShapes(const Array<PassShape>& shapes, Array<ShapePlan>* plans, uint64_t* arena) const;
   TinyAIStatus ChooseMode();
+  // Switches the program to persistent option `option`, builds and plans.
+  TinyAIStatus PlanOption(int32_t option);
+  // How good the chosen mode is: NORMAL 3 > MEMORY_OPT 2 > STREAMING 1.
+  int64_t ModeRank() const;
   // Bytes of tables held with `plans` plans (see TinyAISchedulerReport.tableBytes).
   uint64_t TablesBytes(size_t plans) const;
   // TINYAI_ERR_RESOURCE_EXHAUSTED: the limit is below `needed`, the least.
@@ -201,7 +205,7 @@ class ForwardScheduler : private OpNamer {
   uint64_t earlier_weight_peak_ = 0;
   uint64_t earlier_joint_peak_ = 0;
   int32_t rows_per_pass_ = 1;
-  char reason_[320] = {0};
+  char reason_[448] = {0};
   char plan_note_[256] = {0};
   bool graph_ready_ = false;  // BuildGraph() has succeeded
   bool planned_ = false;

@@ -55,8 +55,23 @@ if(NOT RUN_OUT STREQUAL whole)
   cli_fail("--kv-growable changed the greedy text:\n${RUN_OUT}\nagainst\n${whole}")
 endif()
 
+# --kv-type auto: at int8's least limit only int8 fits (f16 and f32 are
+# refused by name there); with no limit it is f32.
+execute_process(COMMAND ${TOOL_EMULATOR} ${GENERATE} -m ${MODEL} -p a -n 1 -t 1 --kv-type int8 --mem-limit 1
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT err MATCHES "minimum of ([0-9]+)")
+  cli_fail("no minimum in the refusal of a 1-byte limit (status ${rc}):\n${err}")
+endif()
+set(least_int8 ${CMAKE_MATCH_1})
+expect_run(RC 0 EXPECT "stopped: max_new" "(int8 (auto), 512 positions)" "int8 KV cache" "chosen: with f16"
+           COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 8 -t 1 --kv-type auto --mem-limit ${least_int8})
+expect_run(RC 1 EXPECT "below this model's minimum"
+           COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 8 -t 1 --kv-type f16 --mem-limit ${least_int8})
+expect_run(RC 0 EXPECT "(f32 (auto), 512 positions)" "f32 KV cache" "the most precise choice"
+           COMMAND ${GENERATE} -m ${MODEL} -p "Once upon a time" -n 8 -t 1 --kv-type auto)
+
 # ---- Bad values --------------------------------------------------------------------------------
-expect_usage_error("--kv-type takes f32, f16 or int8, got 'q4'" ${GENERATE} -m ${MODEL} -p a --kv-type q4)
+expect_usage_error("--kv-type takes f32, f16, int8 or auto, got 'q4'" ${GENERATE} -m ${MODEL} -p a --kv-type q4)
 expect_usage_error("--kv-window" ${GENERATE} -m ${MODEL} -p a --kv-window 0)
 expect_usage_error("--kv-sink goes with --kv-window" ${GENERATE} -m ${MODEL} -p a --kv-sink 4)
 expect_usage_error("--kv-sink" ${GENERATE} -m ${MODEL} -p a --kv-window 8 --kv-sink -1)

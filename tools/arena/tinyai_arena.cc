@@ -33,7 +33,7 @@ const char kUsage[] =
     "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
     "  a callback into the weight cache (give --mem-limit to cap it)\n"
     "  --context N       tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
-    "  --kv-type T       KV cache storage: f32 (default), f16 or int8\n"
+    "  --kv-type T       KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N     a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
     "  --kv-sink K       with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
     "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M or 1.5M (default: none)\n"

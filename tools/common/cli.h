@@ -240,12 +240,14 @@ inline size_t ParseByteLimit(const std::string& flag, const char* v) {
   return static_cast<size_t>(ParseSize(flag, v, 1, SIZE_MAX));
 }
 
-// --kv-type T: f32, f16 or int8.
-inline TinyAIKVType ParseKvType(const std::string& flag, const std::string& v) {
+// --kv-type T: f32, f16 or int8, and where a memory limit chooses, auto.
+inline TinyAIKVType ParseKvType(const std::string& flag, const std::string& v, bool with_auto = true) {
   if (v == "f32") return TINYAI_KV_F32;
   if (v == "f16") return TINYAI_KV_F16;
   if (v == "int8") return TINYAI_KV_INT8;
-  throw UsageError(flag + " takes f32, f16 or int8, got '" + v + "'");
+  if (with_auto && v == "auto") return TINYAI_KV_AUTO;
+  throw UsageError(flag + (with_auto ? " takes f32, f16, int8 or auto, got '" : " takes f32, f16 or int8, got '") +
+                   v + "'");
 }
 // --kv-window N: 1..limits::kMaxSeqLen positions; --kv-sink K: 0..the same.
 inline int32_t ParseKvWindow(const std::string& flag, const char* v) {

@@ -61,7 +61,7 @@ int Run(int argc, char** argv) {
     } else if (a == "-t") {
       threads = tinyai_tools::ParseThreads(a, value());
     } else if (a == "--kv-type") {
-      kv.kvType = tinyai_tools::ParseKvType(a, value());
+      kv.kvType = tinyai_tools::ParseKvType(a, value(), false);
     } else if (a == "--kv-window") {
       kv.kvWindow = tinyai_tools::ParseKvWindow(a, value());
     } else if (a == "--kv-sink") {

@@ -37,8 +37,9 @@ const char kUsage[] =
     "  -t THREADS       compute threads, 0..256 (default 0 = one per core)\n"
     "  --context N      tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len); with\n"
     "                   --kv-window, the longest prompt\n"
-    "  --kv-type T      how the KV cache stores keys and values: f32 (default), f16 or int8 (an f16 scale\n"
-    "                   per 32 values of a head)\n"
+    "  --kv-type T      how the KV cache stores keys and values: f32 (default), f16, int8 (an f16 scale\n"
+    "                   per 32 values of a head) or auto (the most precise with which the best mode fits\n"
+    "                   --mem-limit)\n"
     "  --kv-window N    a rolling window: the cache holds the --kv-sink first positions and the N most\n"
     "                   recent, 1..1048576, and the text runs on past the context in constant memory\n"
     "  --kv-growable    the KV cache takes memory 64 positions at a time as the text reaches them (under\n"
@@ -204,7 +205,8 @@ int Run(int argc, char** argv) {
                "KV cache %.3f MiB (%s, %s), activations %.2f MiB, tables %.2f MiB\n",
                tt::Mib(tinyaiGetProcessPeakRss()), tt::Mib(mem.peakTotalBytes), tt::Mib(mem.weightPeakBytes),
                mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvCacheBytes),
-               tinyaiKVTypeName(config.kvType),
+               (std::string(tinyaiKVTypeName(info.kvType)) + (config.kvType == TINYAI_KV_AUTO ? " (auto)" : ""))
+                   .c_str(),
                config.kvWindow > 0 ? ("window " + std::to_string(config.kvWindow) + " + " +
                                       std::to_string(config.kvSinks) + " sinks").c_str()
                                    : (std::to_string(info.contextLength) + " positions" +
