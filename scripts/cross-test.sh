@@ -5,6 +5,8 @@
 #   scripts/cross-test.sh aarch64            64-bit ARM (NEON kernels)
 #   scripts/cross-test.sh armhf              32-bit ARMv7 hard-float, -mfpu=neon (NEON kernels)
 #   scripts/cross-test.sh armhf-nofpu-neon   32-bit ARMv7 hard-float, -mfpu=vfpv3-d16 (reference kernels)
+#   scripts/cross-test.sh TARGET --portable  only the tests labelled "portable"
+#                                            (built and run: ctest -L portable)
 # Extra arguments go to ctest (e.g. -R golden, -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,13 @@ cd "$(dirname "$0")/.."
 export TINYAI_REQUIRE_SHARED=1
 target=${1:-}
 [ $# -gt 0 ] && shift
+build_targets=()
+select=()
+if [ "${1:-}" = --portable ]; then
+  shift
+  build_targets=(--target tinyai_portable_tests)
+  select=(-L portable)
+fi
 case $target in
   aarch64) triplet=aarch64-linux-gnu qemu=qemu-aarch64 flags=() ;;
   armhf) triplet=arm-linux-gnueabihf qemu=qemu-arm flags=(-DTINYAI_ARM_FPU=neon) ;;
@@ -28,6 +37,6 @@ mkdir -p build
 echo "=== $target: configure and build"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTINYAI_BUILD_BENCH=OFF "${flags[@]}" \
   > "$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-cmake --build "$dir" -j "$jobs"
+cmake --build "$dir" -j "$jobs" "${build_targets[@]}"
 echo "=== $target: tests (under qemu)"
-(cd "$dir" && ctest --output-on-failure -j "$jobs" "$@")
+(cd "$dir" && ctest --output-on-failure -j "$jobs" "${select[@]}" "$@")

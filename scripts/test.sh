@@ -2,12 +2,12 @@
 # The test command: installs dependencies, builds TinyAI four times and
 # runs the tests: the whole suite in a release build and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests (label
-# "threads") under ThreadSanitizer, and the libFuzzer targets (clang,
+# "threads", only what they need built) under ThreadSanitizer, and the libFuzzer targets (clang,
 # ASan+UBSan; scripts/fuzz.sh) for TINYAI_FUZZ_SECONDS each (default 20)
 # from seed corpora; then cross-built for ARM Linux and run under qemu-user
 # (scripts/cross-test.sh): the whole suite on aarch64, the tests labelled
-# "portable" (kernels, KV cache, file format, C API, golden texts) on armhf
-# with NEON and without;
+# "portable" (kernels, KV cache, file format, C API, golden texts; only
+# what they need built) on armhf with NEON and without;
 # then builds the core for a Cortex-M7 (scripts/cortex-m.sh: its code size
 # against README.md's table); and a shared libtinyai (-DBUILD_SHARED_LIBS=ON)
 # that the pure-C API test links, whose exported symbols must be exactly the
@@ -29,15 +29,18 @@ stage_done bootstrap
 for variant in release asan tsan; do
   dir=build/$variant
   select=()
+  targets=()
   case $variant in
     release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
     asan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINYAI_SANITIZE=address,undefined -DTINYAI_BUILD_BENCH=OFF) ;;
+    # Only what the threaded tests need (their programs, the tools their
+    # fixtures call).
     tsan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINYAI_SANITIZE=thread -DTINYAI_BUILD_BENCH=OFF)
-          select=(-L threads) ;;
+          select=(-L threads) targets=(--target tinyai_threads_tests) ;;
   esac
   echo "=== $variant: configure and build"
   cmake -S . -B "$dir" -G Ninja "${flags[@]}" > "$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" "${targets[@]}"
   echo "=== $variant: tests"
   (cd "$dir" && ctest --output-on-failure -j "$jobs" "${select[@]}")
   stage_done "$variant"
@@ -58,7 +61,7 @@ stage_done fuzz
 bash scripts/cross-test.sh aarch64
 stage_done aarch64
 for target in armhf armhf-nofpu-neon; do
-  bash scripts/cross-test.sh "$target" -L portable -E "GroupedQuality|KvQuality"
+  bash scripts/cross-test.sh "$target" --portable -E "GroupedQuality|KvQuality"
   stage_done "$target"
 done
 
