@@ -124,7 +124,8 @@ typedef struct TinyAISchedulerConfig {
                                 NUL included (>= 1); generation ends when the next piece would not
                                 fit; default 1024 (tinyaiSetSchedulerOutputCapacity() changes it) */
     int32_t kvType;          /* language models: how the KV cache stores keys and values, a
-                                TinyAIKVType of <tinyai/llm.h>; default 0 (TINYAI_KV_F32) */
+                                TinyAIKVType of <tinyai/llm.h>; default 0 (TINYAI_KV_F32);
+                                TINYAI_KV_AUTO: chosen inside the memory limit with the mode */
     int32_t kvWindow;        /* language models: 0 (default) or a rolling window of this many
                                 positions (TinyAILLMConfig.kvWindow) */
     int32_t kvSinks;         /* language models: with kvWindow, the first positions kept */
