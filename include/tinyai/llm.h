@@ -56,9 +56,11 @@ typedef enum TinyAIKVType TINYAI_ENUM_BASE {
                            (per head when its size is not a multiple of 32): 1.06 bytes a value */
     TINYAI_KV_AUTO = 3  /* the scheduler chooses inside memoryLimit, as it chooses a mode: the most
                            precise of f32, f16 and int8 with which the best mode the limit allows
-                           fits (NORMAL, then MEMORY_OPT, then STREAMING): a smaller cache only
-                           when it buys a better mode, or any; f32 with no limit.
-                           tinyaiGetLLMModelInfo() says which, the scheduler's reason why. */
+                           fits (NORMAL, then MEMORY_OPT, then STREAMING with the most rows per
+                           pass): a smaller cache only when it buys a better mode or more rows
+                           per pass, or any; f32 with no limit. tinyaiGetLLMModelInfo() says
+                           which, the scheduler's reason why; the memory report's
+                           minimumMemoryLimit is the least of any type's. */
 } TinyAIKVType;
 
 typedef struct TinyAILLMConfig {

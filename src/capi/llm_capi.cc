@@ -261,14 +261,20 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
                               "tinyaiEstimateLLMMemory: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiEstimateLLMMemory: config"));
-  // TINYAI_KV_AUTO: the type the limit chooses, planned as tinyaiCreateLLM
-  // plans it; int8, the least, when none fits.
+  // TINYAI_KV_AUTO: the type the limit and mode choose, planned as
+  // tinyaiCreateLLM plans it (int8, the least, when none fits); its least
+  // limit is the least of any type's.
+  uint64_t auto_minimum = 0;
   if (cfg.kvType == TINYAI_KV_AUTO) {
+    tinyai::SavedError before;
+    tinyai::SaveLastError(&before);
     tinyai::ForwardScheduler chooser;
     tinyai::LlamaRuntime* llama = nullptr;
     const TinyAIStatus s = InitLLMScheduler(&chooser, const_cast<TinyAIMappedModel*>(model), cfg, &llama);
     if (s != TINYAI_OK && s != TINYAI_ERR_RESOURCE_EXHAUSTED) return s;
     cfg.kvType = s == TINYAI_OK ? static_cast<TinyAIKVType>(llama->model().kv_cache().shape().type) : TINYAI_KV_INT8;
+    auto_minimum = chooser.minimum_limit();
+    tinyai::RestoreLastError(before);
   }
   // Planned as tinyaiCreateLLM plans it, without a limit and without
   // allocating anything but tables.
@@ -281,6 +287,7 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   std::memset(&report, 0, sizeof report);
   report.structSize = sizeof report;
   FillPlan(s, &report);
+  if (auto_minimum != 0) report.minimumMemoryLimit = auto_minimum;
   report.memoryLimit = config ? config->memoryLimit : 0;
   report.totalBytes = report.kvCacheBytes + report.activationBytes + report.otherBytes;
   report.peakTotalBytes = report.totalBytes;

@@ -23,6 +23,20 @@ LastError& ThreadLastError() {
 
 }  // namespace
 
+static_assert(sizeof(SavedError::message) == kMessageCapacity, "a saved error holds a whole message");
+
+void SaveLastError(SavedError* out) {
+  const LastError& last = ThreadLastError();
+  out->code = last.code;
+  std::memcpy(out->message, last.message, kMessageCapacity);
+}
+
+void RestoreLastError(const SavedError& saved) {
+  LastError& last = ThreadLastError();
+  last.code = saved.code;
+  std::memcpy(last.message, saved.message, kMessageCapacity);
+}
+
 TinyAIStatus SetError(TinyAIStatus code, const char* format, ...) {
   LastError& last = ThreadLastError();
   last.code = code;

@@ -25,6 +25,15 @@ TinyAIStatus AddErrorContext(TinyAIStatus code, const char* format, ...)
 #endif
     ;
 
+// The thread's last error, kept while work whose failures are expected
+// and handled runs (a scheduler's trial plans), and put back after it.
+struct SavedError {
+  TinyAIStatus code = TINYAI_OK;
+  char message[512] = {0};
+};
+void SaveLastError(SavedError* out);
+void RestoreLastError(const SavedError& saved);
+
 }  // namespace tinyai
 
 #define TINYAI_RETURN_IF_ERROR(expr)               \

@@ -43,12 +43,21 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   shape.context = context_;
   shape.window = kv.window;
   shape.sinks = kv.sinks;
-  // TINYAI_KV_AUTO: the scheduler chooses among kKvAutoTypes (f32 until it does).
-  kv_auto_ = kv.type == TINYAI_KV_AUTO;
-  shape.type = kv_auto_ ? kKvAutoTypes[0] : kv.type;
   shape.growable = kv.growable == 1;
   shape.pass_rows = kMaxChunk;  // EvalTokens and TextSession split a windowed text's passes to this
-  TINYAI_RETURN_IF_ERROR(kv_.Init(shape));
+  // TINYAI_KV_AUTO: the scheduler chooses among kKvAutoTypes; until it
+  // does, the most precise one this target can size.
+  kv_auto_ = kv.type == TINYAI_KV_AUTO;
+  shape.type = kv_auto_ ? kKvAutoTypes[0] : kv.type;
+  SavedError before;
+  SaveLastError(&before);
+  TinyAIStatus sized = kv_.Init(shape);
+  for (int32_t i = 1; kv_auto_ && sized == TINYAI_ERR_OVERFLOW && i < kKvAutoTypeCount; ++i) {
+    shape.type = kKvAutoTypes[i];
+    sized = kv_.Init(shape);
+  }
+  TINYAI_RETURN_IF_ERROR(sized);
+  RestoreLastError(before);
   TINYAI_RETURN_IF_ERROR(BindTensors());
   TINYAI_RETURN_IF_ERROR(BindTokenizer());
   // The order a token reads its weights: the blocks' in turn, then the

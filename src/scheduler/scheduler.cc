@@ -504,11 +504,15 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
 
 int64_t ForwardScheduler::ModeRank() const {
   // NORMAL keeps every weight resident; MEMORY_OPT streams them in whole
-  // passes; STREAMING in fewer rows per pass. Within a mode precision wins.
-  return mode_ == TINYAI_EXEC_NORMAL ? 3 : mode_ == TINYAI_EXEC_MEMORY_OPT ? 2 : 1;
+  // passes; STREAMING in fewer rows per pass, each pass reading every
+  // weight once (a prompt's cost). Equal ranks go to precision.
+  if (mode_ == TINYAI_EXEC_NORMAL) return kNormalRank;
+  if (mode_ == TINYAI_EXEC_MEMORY_OPT) return kMemoryOptRank;
+  return rows_per_pass_;
 }
 
 TinyAIStatus ForwardScheduler::PlanOption(int32_t option) {
+  minimum_limit_ = 0;
   TINYAI_RETURN_IF_ERROR(program_->UsePersistentOption(option));
   graph_ready_ = false;  // the operators' scratch follows the option
   TINYAI_RETURN_IF_ERROR(BuildGraph());
@@ -527,16 +531,21 @@ TinyAIStatus ForwardScheduler::Plan() {
   // The persistent state is the program's to offer in several forms (the
   // KV cache's types): the most faithful one that reaches the best mode
   // the limit allows - a smaller state is taken only when it buys a better
-  // mode, or any mode at all.
+  // mode (or more rows per pass streaming), or any mode at all. One too
+  // large for this target's address space does not fit.
+  SavedError before;
+  SaveLastError(&before);
   int32_t best = -1;
   int64_t best_rank = -1;
+  uint64_t least = 0;  // the least limit any option runs under
   Array<int64_t> ranks;
   TINYAI_RETURN_IF_ERROR(ranks.Allocate(static_cast<size_t>(options), "persistent option ranks"));
   TinyAIStatus refused = TINYAI_OK;
   for (int32_t i = 0; i < options; ++i) {
     const TinyAIStatus s = PlanOption(i);
     ranks[static_cast<size_t>(i)] = -1;
-    if (s == TINYAI_ERR_RESOURCE_EXHAUSTED) {
+    if (minimum_limit_ != 0 && (least == 0 || minimum_limit_ < least)) least = minimum_limit_;
+    if (s == TINYAI_ERR_RESOURCE_EXHAUSTED || s == TINYAI_ERR_OVERFLOW) {
       refused = s;
       continue;
     }
@@ -549,10 +558,13 @@ TinyAIStatus ForwardScheduler::Plan() {
   }
   char name[64];
   if (best < 0) {
+    minimum_limit_ = least;
     program_->NamePersistentOption(options - 1, name, sizeof name);
     return AddErrorContext(refused, "even with the smallest state the scheduler may choose (%s): ", name);
   }
   TINYAI_RETURN_IF_ERROR(PlanOption(best));
+  RestoreLastError(before);  // the trials' refusals were answered
+  minimum_limit_ = least;
   // The reason says which state and why.
   const size_t used = std::strlen(reason_);
   program_->NamePersistentOption(best, name, sizeof name);
@@ -562,8 +574,11 @@ TinyAIStatus ForwardScheduler::Plan() {
     char better[64];
     program_->NamePersistentOption(best - 1, better, sizeof better);
     const int64_t r = ranks[static_cast<size_t>(best - 1)];
-    std::snprintf(reason_ + used, sizeof reason_ - used, "; %s chosen: with %s %s", name, better,
-                  r < 0 ? "it does not fit the limit" : r == 2 ? "only MEMORY_OPT fits" : "only STREAMING fits");
+    char what[64];
+    if (r < 0) std::snprintf(what, sizeof what, "it does not fit the limit");
+    else if (r == kMemoryOptRank) std::snprintf(what, sizeof what, "only MEMORY_OPT fits");
+    else std::snprintf(what, sizeof what, "only STREAMING with %lld rows per pass fits", static_cast<long long>(r));
+    std::snprintf(reason_ + used, sizeof reason_ - used, "; %s chosen: with %s %s", name, better, what);
   }
   planned_ = true;
   return TINYAI_OK;

@@ -158,7 +158,10 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus ChooseMode();
   // Switches the program to persistent option `option`, builds and plans.
   TinyAIStatus PlanOption(int32_t option);
-  // How good the chosen mode is: NORMAL 3 > MEMORY_OPT 2 > STREAMING 1.
+  // How good the chosen mode is: NORMAL > MEMORY_OPT > STREAMING by its
+  // rows per pass.
+  static constexpr int64_t kNormalRank = int64_t{3} << 32;
+  static constexpr int64_t kMemoryOptRank = int64_t{2} << 32;
   int64_t ModeRank() const;
   // Bytes of tables held with `plans` plans (see TinyAISchedulerReport.tableBytes).
   uint64_t TablesBytes(size_t plans) const;

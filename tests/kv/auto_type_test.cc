@@ -1,12 +1,14 @@
 // TINYAI_KV_AUTO (issue 17): the scheduler chooses the KV cache's type
 // inside the memory limit as it chooses a mode - the most precise of f32,
 // f16 and int8 with which the best mode the limit allows fits. On
-// stories260K: f32 with no limit or room to spare; at each type's least
-// limit that type (the more precise ones do not fit); a smaller cache taken
-// when it buys NORMAL, and the text then equals that type's asked for by
-// name; a requested mode is met with the most precise type that fits it;
-// below int8's least limit a specific status; the estimate plans the same
-// choice; the model info and the scheduler's reason say which and why.
+// stories260K: f32 with no limit or room to spare; around every limit
+// where a type reaches a mode, the choice an oracle makes from each type
+// asked for by name; a smaller cache taken when it buys NORMAL, and the
+// text then equals that type's asked for by name; a requested mode met
+// with the most precise type that fits it; below every type's least limit
+// a specific status; the estimate plans the same choice; windows and
+// growable caches choose too; the model info and the scheduler's reason
+// say which and why.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -48,12 +50,31 @@ std::string Reason(TinyAILLM* llm) {
   return rep.reason ? rep.reason : "";
 }
 
-TinyAIExecutionMode Mode(TinyAILLM* llm) {
+TinyAISchedulerReport SchedulerReport(TinyAILLM* llm) {
   TinyAISchedulerReport rep;
   std::memset(&rep, 0, sizeof rep);
   rep.structSize = sizeof rep;
   EXPECT_EQ(tinyaiGetSchedulerReport(tinyaiGetLLMScheduler(llm), &rep), TINYAI_OK) << tt::LastMessage();
-  return rep.mode;
+  return rep;
+}
+
+TinyAIExecutionMode Mode(TinyAILLM* llm) { return SchedulerReport(llm).mode; }
+
+// The rule's order of outcomes: NORMAL, MEMORY_OPT, then STREAMING by its
+// rows per pass.
+int64_t Rank(TinyAILLM* llm) {
+  const TinyAISchedulerReport rep = SchedulerReport(llm);
+  if (rep.mode == TINYAI_EXEC_NORMAL) return int64_t{3} << 32;
+  if (rep.mode == TINYAI_EXEC_MEMORY_OPT) return int64_t{2} << 32;
+  return rep.rowsPerPass;
+}
+
+uint64_t PeakAfter(TinyAILLM* llm) {
+  TinyAIMemoryReport rep;
+  std::memset(&rep, 0, sizeof rep);
+  rep.structSize = sizeof rep;
+  EXPECT_EQ(tinyaiGetLLMMemoryReport(llm, &rep), TINYAI_OK) << tt::LastMessage();
+  return rep.peakTotalBytes;
 }
 
 class KvAuto : public ::testing::Test {
@@ -123,42 +144,48 @@ TEST_F(KvAuto, WithoutALimitOrWithRoomToSpareItIsF32) {
 
 // Around every limit where a type reaches a mode (each type's least limit
 // per mode, one byte either side), AUTO takes what the rule says: the best
-// mode any type reaches there, with the most precise type that reaches it
-// - worked out from each type asked for by name. Every type is chosen
-// somewhere; the estimate plans the same choice the runner makes.
-TEST_F(KvAuto, EveryLimitGetsTheMostPreciseTypeOfTheBestMode) {
+// outcome any type reaches there (NORMAL, MEMORY_OPT, STREAMING with the
+// most rows per pass), with the most precise type that reaches it - worked
+// out from each type asked for by name. Every type is chosen somewhere; the
+// estimate plans the same choice, and its least limit is the least type's.
+TEST_F(KvAuto, EveryLimitGetsTheMostPreciseTypeOfTheBestOutcome) {
   const TinyAIKVType types[] = {TINYAI_KV_F32, TINYAI_KV_F16, TINYAI_KV_INT8};
   const TinyAIExecutionMode modes[] = {TINYAI_EXEC_NORMAL, TINYAI_EXEC_MEMORY_OPT, TINYAI_EXEC_STREAMING};
   uint64_t kv[3];
+  uint64_t least = 0;
   std::vector<uint64_t> limits;
   for (int t = 0; t < 3; ++t) {
     TinyAIMemoryReport r;
     ASSERT_TRUE(Estimate(Config(types[t], 0), &r)) << tt::LastMessage();
     kv[t] = r.kvCacheBytes;
+    least = t == 0 || r.minimumMemoryLimit < least ? r.minimumMemoryLimit : least;
     for (TinyAIExecutionMode m : modes) {
-      const uint64_t least = LeastLimit(types[t], m);
-      for (uint64_t l : {least - 1, least, least + 1}) limits.push_back(l);
+      const uint64_t l = LeastLimit(types[t], m);
+      for (uint64_t x : {l - 1, l, l + 1, l + 4096}) limits.push_back(x);
     }
   }
   ASSERT_GT(kv[0], kv[1]);
   ASSERT_GT(kv[1], kv[2]);
+  TinyAIMemoryReport est;
+  ASSERT_TRUE(Estimate(Config(TINYAI_KV_AUTO, 0), &est)) << tt::LastMessage();
+  EXPECT_EQ(est.minimumMemoryLimit, least);
+  EXPECT_EQ(est.kvCacheBytes, kv[0]);
   bool chosen[3] = {false, false, false};
   for (uint64_t limit : limits) {
     SCOPED_TRACE("limit " + std::to_string(limit));
-    int want = -1, want_rank = 0;
+    int want = -1;
+    int64_t want_rank = -1;
     for (int t = 0; t < 3; ++t) {
-      for (int m = 0; m < 3; ++m) {
-        if (!Fits(Config(types[t], limit, modes[m]))) continue;
-        if (3 - m > want_rank) {
-          want = t;
-          want_rank = 3 - m;
-        }
-        break;
+      tt::LLMHandle named;
+      const TinyAILLMConfig c = Config(types[t], limit);
+      if (tinyaiCreateLLM(model_.model, &c, &named.llm) != TINYAI_OK) continue;
+      if (Rank(named.llm) > want_rank) {
+        want = t;
+        want_rank = Rank(named.llm);
       }
     }
     tt::LLMHandle llm;
     const TinyAILLMConfig c = Config(TINYAI_KV_AUTO, limit);
-    TinyAIMemoryReport est;
     if (want < 0) {
       EXPECT_TRUE(Estimate(c, &est));  // int8's needs
       EXPECT_EQ(est.kvCacheBytes, kv[2]);
@@ -169,19 +196,24 @@ TEST_F(KvAuto, EveryLimitGetsTheMostPreciseTypeOfTheBestMode) {
     chosen[want] = true;
     ASSERT_TRUE(Estimate(c, &est)) << tt::LastMessage();
     EXPECT_EQ(est.kvCacheBytes, kv[want]);
+    EXPECT_EQ(est.minimumMemoryLimit, least);
+    tinyaiClearLastError();
     ASSERT_EQ(tinyaiCreateLLM(model_.model, &c, &llm.llm), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLastError(), TINYAI_OK) << "a trial's refusal left behind: " << tt::LastMessage();
     const TinyAIModelInfo info = Info(llm.llm);
     EXPECT_EQ(info.kvType, types[want]);
     EXPECT_EQ(info.kvCacheBytes, kv[want]);
-    EXPECT_EQ(Mode(llm.llm), modes[3 - want_rank]);
+    EXPECT_EQ(Rank(llm.llm), want_rank);
     const std::string why = Reason(llm.llm);
     EXPECT_TRUE(tt::Contains(why, std::string(tinyaiKVTypeName(types[want])) + " KV cache")) << why;
     if (want > 0) EXPECT_TRUE(tt::Contains(why, "chosen: with f")) << why;
-    TinyAIMemoryReport rep;
-    std::memset(&rep, 0, sizeof rep);
-    rep.structSize = sizeof rep;
-    ASSERT_EQ(tinyaiGetLLMMemoryReport(llm.llm, &rep), TINYAI_OK);
-    EXPECT_LE(rep.peakTotalBytes, limit);
+    // A prompt and a few tokens within the limit by TinyAI's accounting.
+    TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+    params.maxNewTokens = 4;
+    char text[512];
+    ASSERT_EQ(tinyaiLLMGenerate(llm.llm, "Once upon a time", &params, text, sizeof text, nullptr, nullptr), TINYAI_OK)
+        << tt::LastMessage();
+    EXPECT_LE(PeakAfter(llm.llm), limit);
   }
   EXPECT_TRUE(chosen[0] && chosen[1] && chosen[2]);
 }
@@ -246,7 +278,8 @@ TEST_F(KvAuto, ARequestedModeIsMetWithTheMostPreciseTypeThatFitsIt) {
 
 // The choice is the persistent state's alone: a window and a growable
 // cache choose too (where NORMAL fits with the type and not with the more
-// precise one), and the name of the choice is never "auto".
+// precise one), run with it - the logits of the type asked for by name, bit
+// for bit, within the limit - and the name of the choice is never "auto".
 TEST_F(KvAuto, WindowsAndGrowableCachesChooseToo) {
   struct Case {
     const char* what;
@@ -263,11 +296,22 @@ TEST_F(KvAuto, WindowsAndGrowableCachesChooseToo) {
     TinyAILLMConfig better = c;
     better.kvType = static_cast<TinyAIKVType>(k.type - 1);
     EXPECT_FALSE(Fits(better));
-    c.kvType = TINYAI_KV_AUTO;
+    std::vector<float> named_logits;
+    {
+      tt::LLMHandle named;
+      ASSERT_EQ(tinyaiCreateLLM(model_.model, &c, &named.llm), TINYAI_OK) << tt::LastMessage();
+      named_logits = Run(named.llm, 100);  // past the window, across a growable chunk
+    }
+    TinyAILLMConfig a = c;
+    a.kvType = TINYAI_KV_AUTO;
+    a.mode = TINYAI_EXEC_ADAPTIVE;
     tt::LLMHandle llm;
-    ASSERT_EQ(tinyaiCreateLLM(model_.model, &c, &llm.llm), TINYAI_OK) << tt::LastMessage();
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &a, &llm.llm), TINYAI_OK) << tt::LastMessage();
     EXPECT_EQ(Info(llm.llm).kvType, k.type);
     EXPECT_EQ(Mode(llm.llm), TINYAI_EXEC_NORMAL);
+    const std::vector<float> logits = Run(llm.llm, 100);
+    EXPECT_EQ(std::memcmp(logits.data(), named_logits.data(), logits.size() * sizeof(float)), 0);
+    EXPECT_LE(PeakAfter(llm.llm), a.memoryLimit);
   }
   EXPECT_STREQ(tinyaiKVTypeName(TINYAI_KV_AUTO), "auto");
 }
