@@ -77,14 +77,8 @@ uint64_t PeakAfter(TinyAILLM* llm) {
   return rep.peakTotalBytes;
 }
 
-class KvAuto : public ::testing::Test {
+class KvAuto : public tt::StoriesTest {
  protected:
-  void SetUp() override {
-    const std::string path = tt::StoriesTmai();
-    if (path.empty()) TINYAI_SKIP_WITHOUT_SHARED("stories260K.tmai not found (the convert_stories260K fixture)");
-    model_.model = tinyaiOpenMappedModel(path.c_str(), nullptr);
-    ASSERT_NE(model_.model, nullptr) << tt::LastMessage();
-  }
   bool Estimate(const TinyAILLMConfig& c, TinyAIMemoryReport* r) {
     std::memset(r, 0, sizeof *r);
     r->structSize = sizeof *r;
@@ -110,21 +104,6 @@ class KvAuto : public ::testing::Test {
     return hi;
   }
   uint64_t LeastLimit(TinyAIKVType type, TinyAIExecutionMode mode) { return LeastLimit(Config(type, 0, mode)); }
-  // Greedy text from BOS, n positions: every position's logits.
-  std::vector<float> Run(TinyAILLM* llm, int32_t n) {
-    const size_t vocab = tt::VocabSize(llm);
-    std::vector<float> all(vocab * static_cast<size_t>(n));
-    int32_t token = 1;
-    for (int32_t t = 0; t < n; ++t) {
-      float* logits = all.data() + static_cast<size_t>(t) * vocab;
-      EXPECT_EQ(tinyaiLLMEval(llm, &token, 1, logits), TINYAI_OK) << tt::LastMessage();
-      size_t best = 0;
-      for (size_t i = 1; i < vocab; ++i) best = logits[i] > logits[best] ? i : best;
-      token = best == 1 ? 2 : static_cast<int32_t>(best);
-    }
-    return all;
-  }
-  tt::ModelHandle model_;
 };
 
 TEST_F(KvAuto, WithoutALimitOrWithRoomToSpareItIsF32) {
@@ -235,7 +214,7 @@ TEST_F(KvAuto, ASmallerCacheIsTakenWhenItBuysABetterMode) {
     const std::string why = Reason(chosen.llm);
     EXPECT_TRUE(tt::Contains(why, "f16 KV cache")) << why;
     EXPECT_TRUE(tt::Contains(why, "only MEMORY_OPT fits")) << why;
-    chosen_logits = Run(chosen.llm, 40);
+    chosen_logits = tt::GreedyLogits(chosen.llm, 40);
   }
   {
     // f32 asked for by name runs here too, its weights streamed.
@@ -249,7 +228,7 @@ TEST_F(KvAuto, ASmallerCacheIsTakenWhenItBuysABetterMode) {
     tt::LLMHandle f16;
     const TinyAILLMConfig named = Config(TINYAI_KV_F16, normal_f16);
     ASSERT_EQ(tinyaiCreateLLM(model_.model, &named, &f16.llm), TINYAI_OK) << tt::LastMessage();
-    const std::vector<float> named_logits = Run(f16.llm, 40);
+    const std::vector<float> named_logits = tt::GreedyLogits(f16.llm, 40);
     EXPECT_EQ(std::memcmp(chosen_logits.data(), named_logits.data(), named_logits.size() * sizeof(float)), 0);
   }
   // With room for f32 in NORMAL it is f32 again.
@@ -300,7 +279,7 @@ TEST_F(KvAuto, WindowsAndGrowableCachesChooseToo) {
     {
       tt::LLMHandle named;
       ASSERT_EQ(tinyaiCreateLLM(model_.model, &c, &named.llm), TINYAI_OK) << tt::LastMessage();
-      named_logits = Run(named.llm, 100);  // past the window, across a growable chunk
+      named_logits = tt::GreedyLogits(named.llm, 100);  // past the window, across a growable chunk
     }
     TinyAILLMConfig a = c;
     a.kvType = TINYAI_KV_AUTO;
@@ -309,7 +288,7 @@ TEST_F(KvAuto, WindowsAndGrowableCachesChooseToo) {
     ASSERT_EQ(tinyaiCreateLLM(model_.model, &a, &llm.llm), TINYAI_OK) << tt::LastMessage();
     EXPECT_EQ(Info(llm.llm).kvType, k.type);
     EXPECT_EQ(Mode(llm.llm), TINYAI_EXEC_NORMAL);
-    const std::vector<float> logits = Run(llm.llm, 100);
+    const std::vector<float> logits = tt::GreedyLogits(llm.llm, 100);
     EXPECT_EQ(std::memcmp(logits.data(), named_logits.data(), logits.size() * sizeof(float)), 0);
     EXPECT_LE(PeakAfter(llm.llm), a.memoryLimit);
   }

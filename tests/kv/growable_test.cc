@@ -23,7 +23,6 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-using Model = tt::ModelHandle;
 using LLM = tt::LLMHandle;
 
 TinyAILLMConfig Config(int32_t type, int32_t growable) {
@@ -49,30 +48,7 @@ int32_t Argmax(const float* v, size_t n) {
   return static_cast<int32_t>(best);
 }
 
-class Growable : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string path = tt::StoriesTmai();
-    if (path.empty()) TINYAI_SKIP_WITHOUT_SHARED("stories260K.tmai not found (the convert_stories260K fixture)");
-    model_.model = tinyaiOpenMappedModel(path.c_str(), nullptr);
-    ASSERT_NE(model_.model, nullptr) << tt::LastMessage();
-  }
-  // Greedy text from BOS, n positions: every position's logits.
-  std::vector<float> Run(TinyAILLM* llm, int32_t n, std::vector<int32_t>* ids) {
-    const size_t vocab = Vocab(llm);
-    std::vector<float> all(vocab * static_cast<size_t>(n));
-    ids->assign(1, 1);
-    for (int32_t t = 0; t < n; ++t) {
-      float* logits = all.data() + static_cast<size_t>(t) * vocab;
-      EXPECT_EQ(tinyaiLLMEval(llm, &ids->back(), 1, logits), TINYAI_OK) << tt::LastMessage();
-      const int32_t next = Argmax(logits, vocab);
-      ids->push_back(next == 1 ? 2 : next);
-    }
-    ids->pop_back();
-    return all;
-  }
-  Model model_;
-};
+class Growable : public tt::StoriesTest {};
 
 // 150 positions (three chunks): a growable cache's logits are a whole
 // cache's (within 1e-4: its attention sums values in runs of a chunk, and
@@ -87,8 +63,8 @@ TEST_F(Growable, TheSameLogitsAsACacheTakenWhole) {
     ASSERT_EQ(tinyaiCreateLLM(model_.model, &fc, &whole.llm), TINYAI_OK) << tt::LastMessage();
     ASSERT_EQ(tinyaiCreateLLM(model_.model, &gc, &grow.llm), TINYAI_OK) << tt::LastMessage();
     std::vector<int32_t> ids, ids2;
-    const std::vector<float> want = Run(whole.llm, 150, &ids);
-    const std::vector<float> got = Run(grow.llm, 150, &ids2);
+    const std::vector<float> want = tt::GreedyLogits(whole.llm, 150, &ids);
+    const std::vector<float> got = tt::GreedyLogits(grow.llm, 150, &ids2);
     EXPECT_EQ(ids, ids2);
     const size_t vocab = Vocab(grow.llm);
     for (size_t i = 0; i < want.size(); ++i) {
@@ -256,7 +232,7 @@ TEST_F(Growable, SessionsSaveAndLoadThroughIt) {
   ASSERT_EQ(tinyaiCreateLLM(model_.model, &gc, &b.llm), TINYAI_OK);
   ASSERT_EQ(tinyaiCreateLLM(model_.model, &fc, &c.llm), TINYAI_OK);
   std::vector<int32_t> ids;
-  Run(a.llm, 100, &ids);
+  tt::GreedyLogits(a.llm, 100, &ids);
   tt::TempDir dir;
   const std::string file = dir.File("g.tsn");
   ASSERT_EQ(tinyaiSaveLLMSession(a.llm, file.c_str()), TINYAI_OK) << tt::LastMessage();

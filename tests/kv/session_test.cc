@@ -64,14 +64,8 @@ std::vector<int32_t> Tokens(TinyAILLM* llm) {
   return out;
 }
 
-class Session : public ::testing::Test {
+class Session : public tt::StoriesTest {
  protected:
-  void SetUp() override {
-    const std::string path = tt::StoriesTmai();
-    if (path.empty()) TINYAI_SKIP_WITHOUT_SHARED("stories260K.tmai not found (the convert_stories260K fixture)");
-    model_.model = tinyaiOpenMappedModel(path.c_str(), nullptr);
-    ASSERT_NE(model_.model, nullptr) << tt::LastMessage();
-  }
   // Evaluates a prompt of `count` tokens the model writes itself (greedy
   // from BOS, in passes of 8) and returns the token it would take next.
   int32_t Prompt(TinyAILLM* llm, int count, std::vector<int32_t>* ids) {
@@ -90,7 +84,6 @@ class Session : public ::testing::Test {
     }
     return Argmax(logits);
   }
-  Model model_;
   tt::TempDir dir_;
 };
 
