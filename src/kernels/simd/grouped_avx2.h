@@ -131,6 +131,66 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
   }
 }
 
+// q8_g32, one row after the other as MatvecQ, eight groups at a time: the
+// eight groups' int32 lanes are summed across with seven vphaddd (one
+// vector of the eight groups' dot products), converted and scaled by
+// d_w * d_x with one multiply-add, the eight weight scales gathered with
+// vpinsrw and converted together, the input's from a copy made once per
+// call. About 8 instructions a group against 13 for a group at a time;
+// the rows' bytes a few rows ahead are prefetched into L2 (the AVX-512 q8
+// kernel's kAheadRows). The groups past a multiple of eight take MatvecQ's
+// path.
+inline void MatvecQ8(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
+  constexpr int32_t kQ8 = TINYAI_DTYPE_Q8_G32;
+  constexpr size_t kChunk = 256, kAhead = 4;  // groups whose input scales sit on the stack; rows prefetched ahead
+  const InputGroup16* x = static_cast<const InputGroup16*>(input);
+  const size_t groups = GroupsPerRow(cols);
+  alignas(32) float dx[kChunk];
+  for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
+  for (size_t g0 = 0; g0 < groups; g0 += kChunk) {
+    const size_t count = groups - g0 < kChunk ? groups - g0 : kChunk, full = count / 8 * 8;
+    for (size_t g = 0; g < count; ++g) dx[g] = x[g0 + g].d;
+    const InputGroup16* xc = x + g0;
+    for (size_t r = 0; r < rows; ++r) {
+      const uint8_t* row = w + r * row_bytes + g0 * kQ8GroupBytes;
+      const uint8_t* ahead = r + kAhead < rows ? row + kAhead * row_bytes : nullptr;
+      __m256 acc = _mm256_setzero_ps();
+      for (size_t g = 0; g < full; g += 8) {
+        const uint8_t* b = row + g * kQ8GroupBytes;
+        if (ahead != nullptr) {
+          for (size_t line = 0; line < 8 * kQ8GroupBytes; line += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + g * kQ8GroupBytes + line), _MM_HINT_T1);
+          }
+        }
+        __m256i s[8];
+        for (int k = 0; k < 8; ++k) s[k] = WeightGroup<kQ8>(b + k * kQ8GroupBytes).Dot(xc[g + k]);
+        const __m256i p = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+        const __m256i q = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+        const __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(p, q, 0x20), _mm256_permute2x128_si256(p, q, 0x31));
+        __m128i h = _mm_setzero_si128();
+        uint16_t half[8];
+        for (int k = 0; k < 8; ++k) std::memcpy(&half[k], b + k * kQ8GroupBytes, sizeof half[k]);
+        h = _mm_insert_epi16(h, half[0], 0);
+        h = _mm_insert_epi16(h, half[1], 1);
+        h = _mm_insert_epi16(h, half[2], 2);
+        h = _mm_insert_epi16(h, half[3], 3);
+        h = _mm_insert_epi16(h, half[4], 4);
+        h = _mm_insert_epi16(h, half[5], 5);
+        h = _mm_insert_epi16(h, half[6], 6);
+        h = _mm_insert_epi16(h, half[7], 7);
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(dx + g));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), d, acc);
+      }
+      __m256 rest = _mm256_setzero_ps();
+      for (size_t g = full; g < count; ++g) {
+        const WeightGroup<kQ8> wg(row + g * kQ8GroupBytes);
+        rest = _mm256_fmadd_ps(_mm256_cvtepi32_ps(wg.Dot(xc[g])), _mm256_set1_ps(wg.d * xc[g].d), rest);
+      }
+      y[r] += HorizontalSum(_mm256_add_ps(acc, rest));
+    }
+  }
+}
+
 template <int32_t DType>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
@@ -300,6 +360,14 @@ struct Grouped {
   static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
   static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &QuantizeInput16;
   template <int32_t DType>
+  static constexpr void (*Matvec())(const uint8_t*, size_t, const void*, float*, size_t, size_t) {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+      return &MatvecQ8;
+    } else {
+      return &MatvecQ<DType>;
+    }
+  }
+  template <int32_t DType>
   static constexpr void (*Panels())(const uint8_t*, size_t, const void*, float*, size_t, size_t) {
     if constexpr (PanelDType(DType)) {
       return &MatvecPanels<DType>;
@@ -309,7 +377,7 @@ struct Grouped {
   }
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>,
+    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, Matvec<DType>(), &MatmulQ<DType>,
                          InputFormOf(DType), Panels<DType>()};
   }
 };
