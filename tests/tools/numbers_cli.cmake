@@ -87,6 +87,13 @@ foreach(cmd IN LISTS takes_prefetch)
   string(REPLACE "|" ";" cmd "${cmd}")
   expect_usage_error("--prefetch-threads: -1 is out of range 0..64" ${cmd} --prefetch-threads -1)
 endforeach()
+set(takes_kv_type "${g}" "${bench}")
+foreach(cmd IN LISTS takes_kv_type)
+  string(REPLACE "|" ";" cmd "${cmd}")
+  expect_usage_error("--kv-type takes f32, f16, int8 or auto, got 'f8'" ${cmd} --kv-type f8)
+endforeach()
+# tinyai-bench runs the KV cache type asked for and counts its bytes per token.
+expect_run(RC 0 STDOUT_HAS "\"kv_type\":\"f16\"" COMMAND ${BENCH} -m ${model} --prompt 2 --gen 2 --no-probe --json --kv-type f16)
 
 # ---- Sizes -----------------------------------------------------------------------
 # What a size means: tinyai-inspect --json reports the limit in bytes.

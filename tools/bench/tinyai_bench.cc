@@ -4,7 +4,7 @@
 // cap, what the weight cache read from storage per decoded token.
 //   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]
 //                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
-//                [--lru] [--no-probe] [--json]
+//                [--lru] [--kv-type T] [--no-probe] [--json]
 //   tinyai-bench --probe [-t THREADS] [--json]
 #include <chrono>
 #include <cinttypes>
@@ -25,7 +25,7 @@ const char kTool[] = "tinyai-bench";
 const char kUsage[] =
     "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
-    "                    [--lru] [--no-probe] [--probe-mib M] [--json]\n"
+    "                    [--lru] [--kv-type T] [--no-probe] [--probe-mib M] [--json]\n"
     "       tinyai-bench --probe [-t THREADS] [--probe-mib M] [--json]\n"
     "       tinyai-bench -h | --help | --version\n"
     "  -m MODEL.tmai     the model (a llama .tmai)\n"
@@ -39,6 +39,8 @@ const char kUsage[] =
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch     no loading ahead\n"
     "  --lru             plain LRU eviction instead of the adaptive policy\n"
+    "  --kv-type T       how the KV cache stores keys and values: f32 (default), f16, int8, or auto\n"
+    "                    (the most precise that reaches the best mode within --mem-limit)\n"
     "  --no-probe        skip the memory bandwidth probe (its 1 GiB buffer would not fit a memory cgroup)\n"
     "  --probe           measure the machine's memory read bandwidth only (no model)\n"
     "  --probe-mib M     buffer of the bandwidth probe in MiB, 16..65536 (default 1024)\n"
@@ -57,6 +59,7 @@ double Now() {
 struct BenchOptions {
   int threads = 0, prompt_n = 128, gen_n = 128, context = 0;
   uint64_t mem_limit = 0;  // TinyAILLMConfig.memoryLimit; 0 = none
+  TinyAIKVType kv_type = TINYAI_KV_F32;
   TinyAIMmapConfig mmap{};
 };
 
@@ -94,13 +97,14 @@ struct ModelFigures {
 
 // Bytes read from memory to decode one token at position pos: every weight
 // once, except the embedding table (one row) unless it is also the classifier,
-// plus the keys and values attended to.
+// plus the keys and values attended to (the KV cache's bytes per position,
+// whatever its type).
 uint64_t BytesPerToken(const TinyAIModelInfo& m, double pos) {
   uint64_t row = static_cast<uint64_t>(m.dim) * 4;
   uint64_t table = static_cast<uint64_t>(m.vocabSize) * row;
-  uint64_t kv_dim = static_cast<uint64_t>(m.dim) * static_cast<uint64_t>(m.kvHeads) / static_cast<uint64_t>(m.heads);
   uint64_t weights = m.weightBytes - table + row + (m.sharedClassifier ? table : 0);
-  return weights + static_cast<uint64_t>(2.0 * m.layers * pos * static_cast<double>(kv_dim) * 4.0);
+  const double kv_per_position = m.contextLength > 0 ? static_cast<double>(m.kvCacheBytes) / m.contextLength : 0.0;
+  return weights + static_cast<uint64_t>(pos * kv_per_position);
 }
 
 // Runs the benchmark; a failure throws its status (tinyai_tools::RuntimeError)
@@ -113,6 +117,7 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   cfg.threads = o.threads;
   cfg.contextLength = o.context;
   cfg.memoryLimit = static_cast<size_t>(o.mem_limit);
+  cfg.kvType = o.kv_type;
   tinyai_tools::LLMHandle llm_handle = tinyai_tools::CreateLLM(model, cfg);
   TinyAILLM* llm = llm_handle.get();
   TinyAIStatus s = TINYAI_OK;
@@ -211,6 +216,7 @@ int Run(int argc, char** argv) {
     else if (a == "--prefetch-threads") o.mmap.prefetchThreads = tt::ParsePrefetchThreads(a, value());
     else if (a == "--no-prefetch") o.mmap.prefetchEnabled = false;
     else if (a == "--lru") o.mmap.adaptiveCaching = false;
+    else if (a == "--kv-type") o.kv_type = tt::ParseKvType(a, value());
     else if (a == "--probe-mib") probe_mib = tt::ParseInt32(a, value(), 16, kMaxProbeMib);
     else if (a == "--no-probe") probe = false;
     else if (a == "--json") json = true;
@@ -257,6 +263,7 @@ int Run(int argc, char** argv) {
                   tt::JsonString(model).c_str(), threads, f.prompt_n, f.gen_n, f.info.weightBytes, f.pp_tps, f.decode_tps, f.ttft_ms,
                   f.bytes_per_token, f.effective_gbps, Fraction(f.effective_gbps, bw.best_gbps), same.best_gbps,
                   Fraction(f.effective_gbps, same.best_gbps), f.peak_rss, f.weights_resident);
+      std::printf(",\"kv_type\":\"%s\"", tinyaiKVTypeName(f.info.kvType));
       std::printf(",\"context\":%d,\"mem_limit_bytes\":%" PRIu64 ",\"cache_cap_bytes\":%" PRIu64
                   ",\"minimum_limit_bytes\":%" PRIu64 ",\"prefetch\":%s,\"prefetch_threads\":%d,\"adaptive\":%s"
                   ",\"read_bytes_per_token\":%.0f,\"read_gbps\":%.3f,\"accounted_peak_bytes\":%" PRIu64
@@ -280,8 +287,8 @@ int Run(int argc, char** argv) {
       std::printf("memory read bandwidth: not measured (--no-probe)\n");
     }
     if (!probe_only) {
-      std::printf("model %s: %.1f MiB of weights, %d threads, context %d\n", model.c_str(),
-                  tinyai_tools::Mib(f.info.weightBytes), threads, f.info.contextLength);
+      std::printf("model %s: %.1f MiB of weights, %d threads, context %d, %s KV cache\n", model.c_str(),
+                  tinyai_tools::Mib(f.info.weightBytes), threads, f.info.contextLength, tinyaiKVTypeName(f.info.kvType));
       if (capped) {
         std::printf("  memory limit %s, weight cache cap %s (minimum limit %.1f MiB), prefetch %s (%d threads), %s\n",
                     f.mem.memoryLimit ? (std::to_string(f.mem.memoryLimit >> 20) + " MiB").c_str() : "none",
