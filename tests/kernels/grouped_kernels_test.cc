@@ -365,6 +365,50 @@ TEST_P(GroupedParity, PanelsMatchTheReference) {
   }
 }
 
+// The largest integer products each form can meet: every weight at the
+// end of its range whose product with the input is largest (q4: code 15;
+// q4nl: code 0, the grid's -127; q8: -127) against inputs at -127 or +127
+// in every lane, so any partial sum a kernel keeps in int16 is at its
+// largest. Rows and panels give the exact sum: 7, 127 or 127 x 127 / 127
+// per column, times the scales.
+TEST_P(GroupedParity, ExtremeCodesDoNotOverflow) {
+  const KernelTable& t = *GetParam();
+  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
+    const WeightKernels* wk = WeightKernelsFor(t, dtype);
+    ASSERT_NE(wk, nullptr);
+    for (size_t cols : {32u, 256u, 2048u}) {
+      const size_t rows = 2 * kPanelRows, rb = GroupedRowBytes(dtype, cols), gb = GroupBytes(dtype);
+      const uint8_t code = dtype == TINYAI_DTYPE_Q4_G32 ? 0xff : dtype == TINYAI_DTYPE_Q4NL_G32 ? 0x00 : 0x81;
+      const float weight = dtype == TINYAI_DTYPE_Q4_G32 ? 7.0f : -127.0f;  // the value one code stands for, d = 1
+      const float input = dtype == TINYAI_DTYPE_Q4_G32 ? 1.0f : -1.0f;   // codes +-127, d = 1 / 127
+      std::vector<uint8_t> w(rows * rb);
+      const uint16_t one = FloatToHalf(1.0f);
+      for (size_t g = 0; g < rows * rb / gb; ++g) {
+        std::memcpy(w.data() + g * gb, &one, 2);
+        std::memset(w.data() + g * gb + 2, code, gb - 2);
+      }
+      const std::vector<float> x(cols, input);
+      const Input in(t, wk->input, x.data(), cols);
+      const double want = static_cast<double>(weight) * input * static_cast<double>(cols);
+      std::vector<float> y(rows, NAN);
+      wk->matvec_q(w.data(), rb, in.data(), y.data(), rows, cols);
+      for (size_t r = 0; r < rows; ++r) {
+        ASSERT_NEAR(y[r], want, 1e-5 * std::fabs(want))
+            << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " rows, cols " << cols << " row " << r;
+      }
+      if (wk->matvec_panels == nullptr) continue;
+      std::vector<uint8_t> packed(rows * rb);
+      for (size_t p = 0; p < rows / kPanelRows; ++p) PackPanel(w.data() + p * PanelBytes(rb), rb, packed.data() + p * PanelBytes(rb));
+      std::fill(y.begin(), y.end(), NAN);
+      wk->matvec_panels(packed.data(), rb, in.data(), y.data(), rows / kPanelRows, cols);
+      for (size_t r = 0; r < rows; ++r) {
+        ASSERT_NEAR(y[r], want, 1e-5 * std::fabs(want))
+            << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " panels, cols " << cols << " row " << r;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tables, GroupedParity, ::testing::ValuesIn(AllTables()), TableName);
 
 }  // namespace
