@@ -132,11 +132,11 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
 }
 
 // q8_g32, one row after the other as MatvecQ, eight groups at a time: the
-// eight groups' int32 lanes are summed across with seven vphaddd (one
-// vector of the eight groups' dot products), converted and scaled by
-// d_w * d_x with one multiply-add, the eight weight scales gathered with
-// vpinsrw and converted together, the input's from a copy made once per
-// call. About 8 instructions a group against 13 for a group at a time;
+// eight groups' int32 lanes are summed across with six vphaddd and one
+// cross-lane add (one vector of the eight groups' dot products), converted
+// and scaled by d_w * d_x with one multiply-add, the eight weight scales
+// gathered with vpinsrw and converted together, the input's from a copy
+// made once per call. About 9 instructions a group against 13 (GCC 12);
 // the rows' bytes a few rows ahead are prefetched into L2 (the AVX-512 q8
 // kernel's kAheadRows). The groups past a multiple of eight take MatvecQ's
 // path.
@@ -209,6 +209,10 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
   }
 }
 
+// How far on MatvecPanels prefetches into L2: the AVX-512 panels' distance
+// (1 to 8 KiB measured alike on a Zen 3 host, docs/benchmarks.md).
+constexpr size_t kPanelPrefetchBytes = 4096;
+
 // Panels of a 4-bit dtype (common/panels.h) against one input. Per group,
 // the eight rows' code bytes 0..7 and 8..15 are two 32-byte loads each (rows
 // 0..3, rows 4..7); their low and high nibbles meet the input's matching 8
@@ -218,12 +222,9 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
 // whose products need int32 each. One vphaddd leaves the eight rows' sums in
 // the order 0, 1, 4, 5, 2, 3, 6, 7; the scales (one 16-byte load, one
 // conversion) are put in the same order, and the rows back in theirs at the
-// end. About 5 instructions per row and group for q4 against 22 for
-// MatvecQ's rows one after the other.
-// Each panel group prefetches the bytes this far on into L2 (the AVX-512
-// panels' distance; measured here in docs/benchmarks.md).
-constexpr size_t kPanelPrefetchBytes = 4096;
-
+// end. About 60 instructions for the eight rows' group of q4 (7.5 a row)
+// against 22 a row and group for MatvecQ (GCC 12). Each panel group
+// prefetches the bytes kPanelPrefetchBytes on into L2.
 template <int32_t DType>
 void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, size_t panels, size_t cols) {
   const InputGroup* x = static_cast<const InputGroup*>(xv);
