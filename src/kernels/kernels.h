@@ -54,6 +54,12 @@ struct WeightKernels {
   // (the weight cache then keeps the row layout). Sums in another order
   // than matvec_q: equal to it within fp32 rounding, not bit for bit.
   void (*matvec_panels)(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols);
+  // As matvec_panels for n inputs, input j starting j*ldx groups after x:
+  // y[j*ldy + r], each panel read once for several inputs. Null where the
+  // table has none (callers then take one input at a time); equal to
+  // matvec_panels input by input within fp32 rounding.
+  void (*matmul_panels)(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy,
+                        size_t panels, size_t cols, size_t n);
 
   bool quantized_input() const { return input != kInputF32; }
 };

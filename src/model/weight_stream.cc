@@ -353,7 +353,7 @@ void WeightStream::MultiplyRows(const Segment& sg, size_t a, size_t b, const voi
 
 // Rows [a, b) of the segment's panels, y at row a's output. Whole panels go
 // straight to y, a few at a time (16 KiB of them, kept in cache for all n
-// inputs); a panel the range cuts (two threads' ranges meeting inside it)
+// inputs; matmul_panels where the table has it, else input by input); a panel the range cuts (two threads' ranges meeting inside it)
 // is computed whole aside and the range's rows copied.
 void WeightStream::MultiplyPanels(const Segment& sg, size_t a, size_t b, const void* x, float* y, size_t ldy,
                                   size_t cols, int32_t n) {
@@ -369,6 +369,12 @@ void WeightStream::MultiplyPanels(const Segment& sg, size_t a, size_t b, const v
       while (p + count < p1 && count < block && row0 + (count + 1) * kPanelRows <= b) ++count;
     }
     const uint8_t* w = sg.w + row0 * sg.row_bytes;
+    if (!cut && n > 1 && sg.ops->matmul_panels != nullptr) {
+      sg.ops->matmul_panels(w, sg.row_bytes, x, GroupsPerRow(cols), y + (row0 - a), ldy, count, cols,
+                            static_cast<size_t>(n));
+      p += count;
+      continue;
+    }
     for (int32_t j = 0; j < n; ++j) {
       const void* xj = static_cast<const uint8_t*>(x) + static_cast<size_t>(j) * input_bytes;
       float* yj = y + static_cast<size_t>(j) * ldy;

@@ -212,13 +212,14 @@ TEST_P(GroupedParity, QuantizeInputIsTheReferences) {
 
 // One dtype and shape: matvec_q, matmul_q over n inputs and dequantize_row
 // of this table against the reference.
-void CheckGrouped(const KernelTable& t, int32_t dtype, size_t rows, size_t cols, size_t pad, uint32_t seed) {
+void CheckGrouped(const KernelTable& t, int32_t dtype, size_t rows, size_t cols, size_t pad, uint32_t seed,
+                  size_t n = 5) {
   const WeightKernels* wk = WeightKernelsFor(t, dtype);
   const WeightKernels* ref = WeightKernelsFor(Ref(), dtype);
   ASSERT_NE(wk, nullptr) << t.name << " " << dtype;
   ASSERT_TRUE(wk->quantized_input());
   std::mt19937 rng(seed);
-  const size_t rb = GroupedRowBytes(dtype, cols) + pad, n = 5, groups = GroupsPerRow(cols);
+  const size_t rb = GroupedRowBytes(dtype, cols) + pad, groups = GroupsPerRow(cols);
   std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
   std::vector<float> values(n * cols);
   for (size_t j = 0; j < n; ++j) {
@@ -274,6 +275,17 @@ TEST_P(GroupedParity, ProductsMatchTheReferenceLarge) {
       for (size_t rows : {at - 1, at, at + 9})
         ASSERT_NO_FATAL_FAILURE(CheckGrouped(*GetParam(), dtype, rows, cols, 0, seed++));
     }
+}
+
+// Many inputs against long rows: a batch product may take the inputs and
+// the groups in chunks (AVX2: 32 inputs, 64 groups a chunk) and tiles of
+// four inputs and two rows, with tails past each.
+TEST_P(GroupedParity, ProductsMatchTheReferenceManyInputs) {
+  uint32_t seed = 600;
+  for (int32_t dtype : kGroupedDTypes)
+    for (size_t n : {4u, 33u, 38u})
+      for (size_t rows : {2u, 5u})
+        ASSERT_NO_FATAL_FAILURE(CheckGrouped(*GetParam(), dtype, rows, 2100, 0, seed++, n));
 }
 
 // The indices where two float arrays differ in their bits, for a message.
@@ -336,7 +348,8 @@ TEST_P(GroupedParity, PanelsMatchTheReference) {
     for (size_t panels : {1u, 2u, 5u})
       for (size_t cols : {1u, 17u, 31u, 32u, 33u, 64u, 100u, 172u, 768u, 2048u}) {
         std::mt19937 rng(seed++);
-        const size_t rows = panels * kPanelRows, rb = GroupedRowBytes(dtype, cols), groups = GroupsPerRow(cols), n = 3;
+        // 11 inputs: a batch product's tiles of 8, 2 and 1 inputs.
+        const size_t rows = panels * kPanelRows, rb = GroupedRowBytes(dtype, cols), groups = GroupsPerRow(cols), n = 11;
         std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb), packed(rows * rb), back(rows * rb);
         for (size_t p = 0; p < panels; ++p) PackPanel(w.data() + p * PanelBytes(rb), rb, packed.data() + p * PanelBytes(rb));
         for (size_t p = 0; p < panels; ++p) UnpackPanel(packed.data() + p * PanelBytes(rb), rb, back.data() + p * PanelBytes(rb));
@@ -347,7 +360,10 @@ TEST_P(GroupedParity, PanelsMatchTheReference) {
         std::vector<float> values(n * cols);
         for (float& v : values) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
         const Input x(Ref(), wk->input, values.data(), cols, n);
-        std::vector<float> want(rows), got(rows, NAN), row(cols);
+        // The batch's outputs ldy = rows + 3 apart.
+        const size_t ldy = rows + 3;
+        std::vector<float> want(rows), got(rows, NAN), batch(n * ldy, NAN), row(cols);
+        if (wk->matmul_panels != nullptr) wk->matmul_panels(packed.data(), rb, x.data(), groups, batch.data(), ldy, panels, cols, n);
         for (size_t j = 0; j < n; ++j) {
           const void* xj = static_cast<const InputGroup*>(x.data()) + j * groups;
           ref->matvec_q(w.data(), rb, xj, want.data(), rows, cols);
@@ -359,6 +375,10 @@ TEST_P(GroupedParity, PanelsMatchTheReference) {
             ASSERT_NEAR(got[r], want[r], 2e-6 * scale + 1e-12)
                 << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " " << panels << " panels x " << cols
                 << " input " << j << " row " << r;
+            if (wk->matmul_panels == nullptr) continue;
+            ASSERT_NEAR(batch[j * ldy + r], want[r], 2e-6 * scale + 1e-12)
+                << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " matmul_panels " << panels
+                << " panels x " << cols << " input " << j << " row " << r;
           }
         }
       }
@@ -396,6 +416,16 @@ TEST_P(GroupedParity, ExtremeCodesDoNotOverflow) {
         ASSERT_NEAR(y[r], want, 1e-5 * std::fabs(want))
             << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " rows, cols " << cols << " row " << r;
       }
+      // A batch of 9 inputs (tiles of 4 or 8 and their tails), all alike.
+      const size_t n = 9;
+      const std::vector<float> xs(n * cols, input);
+      const Input batch_in(t, wk->input, xs.data(), cols, n);
+      std::vector<float> batch(n * rows, NAN);
+      wk->matmul_q(w.data(), rb, batch_in.data(), GroupsPerRow(cols), batch.data(), rows, rows, cols, n);
+      for (size_t i = 0; i < n * rows; ++i) {
+        ASSERT_NEAR(batch[i], want, 1e-5 * std::fabs(want))
+            << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " matmul, cols " << cols << " output " << i;
+      }
       if (wk->matvec_panels == nullptr) continue;
       std::vector<uint8_t> packed(rows * rb);
       for (size_t p = 0; p < rows / kPanelRows; ++p) PackPanel(w.data() + p * PanelBytes(rb), rb, packed.data() + p * PanelBytes(rb));
@@ -404,6 +434,14 @@ TEST_P(GroupedParity, ExtremeCodesDoNotOverflow) {
       for (size_t r = 0; r < rows; ++r) {
         ASSERT_NEAR(y[r], want, 1e-5 * std::fabs(want))
             << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " panels, cols " << cols << " row " << r;
+      }
+      if (wk->matmul_panels == nullptr) continue;
+      std::fill(batch.begin(), batch.end(), NAN);
+      wk->matmul_panels(packed.data(), rb, batch_in.data(), GroupsPerRow(cols), batch.data(), rows, rows / kPanelRows, cols, n);
+      for (size_t i = 0; i < n * rows; ++i) {
+        ASSERT_NEAR(batch[i], want, 1e-5 * std::fabs(want))
+            << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " matmul_panels, cols " << cols
+            << " output " << i;
       }
     }
   }

@@ -13,6 +13,10 @@
 //                                       the grouped dtypes (q8_g32, q4_g32,
 //                                       q4nl_g32): the input quantized once
 //                                       per call, then the integer products
+//   matvec_panels/..., matmul_panels/.../n:N, matmul_q_cold/..., matmul_panels_cold/...
+//                                       the same over rows packed in panels
+//                                       (common/panels.h), where the table
+//                                       has a panel product
 //   vecmat/<table>/...                  attention-shaped weighted row sum
 //   memory_read_probe/...               streams a 256 MiB buffer with wide
 //                                       loads: the machine's read bandwidth
@@ -185,15 +189,33 @@ void BM_MatvecQ(benchmark::State& state, const KernelTable* t, int32_t dtype, si
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows * cols));
 }
 
-void BM_MatmulQ(benchmark::State& state, const KernelTable* t, int32_t dtype, size_t rows, size_t cols, size_t n) {
+// panels: matmul_panels over the rows as panels (matvec_panels input by
+// input where the table has no matmul_panels). cold: the rows from DRAM,
+// as a prompt pass reads them.
+void BM_MatmulQ(benchmark::State& state, const KernelTable* t, int32_t dtype, size_t rows, size_t cols, size_t n,
+                bool panels, bool cold) {
   const tinyai::kernels::WeightKernels& k = t->weights[dtype];
-  GroupedMatrix w(dtype, rows, cols, 1);
+  const size_t bytes = rows * tinyai::GroupedRowBytes(dtype, cols);
+  const size_t copies = cold ? (kProbeBytes + bytes - 1) / bytes : 1;
+  GroupedMatrix w(dtype, rows, cols, copies);
   GroupedInput x(t, k.input, cols, n);
   AlignedFloats y(n * rows);
+  const size_t groups = tinyai::GroupsPerRow(cols);
+  size_t c = 0;
   for (auto _ : state) {
-    k.matmul_q(w.data.data, w.row_bytes, x.data.data, tinyai::GroupsPerRow(cols), y.data, rows, rows, cols, n);
+    const uint8_t* m = w.data.data + c * w.bytes;
+    if (!panels) {
+      k.matmul_q(m, w.row_bytes, x.data.data, groups, y.data, rows, rows, cols, n);
+    } else if (k.matmul_panels != nullptr) {
+      k.matmul_panels(m, w.row_bytes, x.data.data, groups, y.data, rows, rows / 8, cols, n);
+    } else {
+      for (size_t j = 0; j < n; ++j) {
+        k.matvec_panels(m, w.row_bytes, x.data.data + j * x.bytes, y.data + j * rows, rows / 8, cols);
+      }
+    }
     benchmark::DoNotOptimize(y.data);
     benchmark::ClobberMemory();
+    if (++c == copies) c = 0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.bytes));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows * cols * n));
@@ -385,15 +407,22 @@ void RegisterAll() {
         }
       }
     }
-    for (const Shape& s : shapes) {
-      for (size_t n : {size_t{8}, size_t{32}}) {  // 32: a prompt pass
-        for (const KernelTable* t : tables) {
-          if (!t->weights[dtype].matmul_q) continue;
-          std::string name = std::string("matmul_q/") + t->name + "/" + d + "/" + std::to_string(s.rows) + "x" +
-                             std::to_string(s.cols) + "/n:" + std::to_string(n);
-          benchmark::RegisterBenchmark(name.c_str(), BM_MatmulQ, t, dtype, s.rows, s.cols, n)
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
+    for (bool cold : {false, true}) {
+      for (const Shape& s : shapes) {
+        if (cold && s.rows == 32000) continue;
+        for (size_t n : {size_t{8}, size_t{32}}) {  // 32: a prompt pass
+          if (cold && n != 32) continue;
+          for (const KernelTable* t : tables) {
+            for (bool panels : {false, true}) {
+              if (panels ? !t->weights[dtype].matvec_panels : !t->weights[dtype].matmul_q) continue;
+              std::string name = std::string(panels ? "matmul_panels" : "matmul_q") + (cold ? "_cold/" : "/") + t->name +
+                                 "/" + d + "/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                 "/n:" + std::to_string(n);
+              benchmark::RegisterBenchmark(name.c_str(), BM_MatmulQ, t, dtype, s.rows, s.cols, n, panels, cold)
+                  ->Unit(benchmark::kMicrosecond)
+                  ->UseRealTime();
+            }
+          }
         }
       }
     }

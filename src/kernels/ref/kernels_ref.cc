@@ -238,8 +238,8 @@ constexpr KernelTable kRefTable = {
     &ref::QuantizeInput,
     &ref::QuantizeInput16,
     {
-        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr, kInputF32, nullptr},
-        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr, kInputF32, nullptr},
+        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr},
+        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr, kInputF32, nullptr, nullptr},
         /* TINYAI_DTYPE_Q8_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q8_G32>(),
         /* TINYAI_DTYPE_Q4_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4_G32>(),
         /* TINYAI_DTYPE_Q4NL_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4NL_G32>(),

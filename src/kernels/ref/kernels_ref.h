@@ -23,7 +23,7 @@ void DequantizeRowQ(const uint8_t* row, float* out, size_t cols);
 // The grouped dtypes' entries of the reference, as a WeightKernels.
 template <int32_t DType>
 constexpr WeightKernels GroupedKernels() {
-  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType), nullptr};
+  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType), nullptr, nullptr};
 }
 
 }  // namespace ref

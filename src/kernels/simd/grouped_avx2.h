@@ -64,19 +64,25 @@ struct WeightGroup {
     }
   }
 
-  // The 8 int32 partial sums of the group's integer dot product with x.
-  __m256i Dot(const InputGroupOf<DType>& x) const {
+  // The 8 int32 partial sums of the codes' products with x.q (q4: of the
+  // nibbles, before their offset).
+  __m256i Products(const InputGroupOf<DType>& x) const {
     const __m256i* q = reinterpret_cast<const __m256i*>(x.q);
     if (DType == TINYAI_DTYPE_Q8_G32) {
       return _mm256_add_epi32(_mm256_madd_epi16(a, _mm256_loadu_si256(q)), _mm256_madd_epi16(b, _mm256_loadu_si256(q + 1)));
     }
     const __m256i xq = _mm256_loadu_si256(q);
     const __m256i ones = _mm256_set1_epi16(1);
-    if (DType == TINYAI_DTYPE_Q4_G32) {
-      const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(a, xq), ones);
-      return _mm256_add_epi32(sums, _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * Sum(x))));
-    }
+    if (DType == TINYAI_DTYPE_Q4_G32) return _mm256_madd_epi16(_mm256_maddubs_epi16(a, xq), ones);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xq, b)), ones);
+  }
+
+  // The 8 int32 partial sums of the group's integer dot product with x.
+  __m256i Dot(const InputGroupOf<DType>& x) const {
+    if (DType == TINYAI_DTYPE_Q4_G32) {
+      return _mm256_add_epi32(Products(x), _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * Sum(x))));
+    }
+    return Products(x);
   }
 
  private:
@@ -191,21 +197,107 @@ inline void MatvecQ8(const uint8_t* w, size_t row_bytes, const void* input, floa
   }
 }
 
+// Several inputs against rows, two rows by four inputs a tile (PairTile).
+// Per group and row the codes are decoded once (WeightGroup); each of the
+// tile's 8 (row, input) pairs gives 8 int32 partial sums, and instead of
+// converting and scaling each pair's group on its own (four float
+// instructions a pair and group, as Tile does), three levels of vphaddd and
+// a cross-lane add leave the 8 pairs' group sums in one vector, lanes
+// [row 0: inputs 0..3 | row 1: inputs 0..3]: one conversion, one multiply
+// of the rows' scales by the inputs', one multiply-add a group for all 8.
+// The inputs' scales (and q4's offsets, 8 * the group's sum) are laid out
+// group by group for kTileInputs inputs once per call and kTileGroups groups
+// (a chunk after the first adds to y), where the tiles load four at once.
+constexpr size_t kTileGroups = 64, kTileInputs = 32;
+
+template <int32_t DType>
+struct InputTable {
+  static constexpr bool kOffsets = DType == TINYAI_DTYPE_Q4_G32;
+  alignas(32) float d[kTileGroups * kTileInputs];                             // [group][input]
+  alignas(32) int32_t offset[kOffsets ? kTileGroups * kTileInputs : 1];  // [group][input]
+
+  void Fill(const InputGroupOf<DType>* x, size_t ldx, size_t g0, size_t count, size_t inputs) {
+    for (size_t j = 0; j < inputs; ++j) {
+      for (size_t g = 0; g < count; ++g) {
+        d[g * kTileInputs + j] = x[j * ldx + g0 + g].d;
+        if constexpr (kOffsets) offset[g * kTileInputs + j] = 8 * x[j * ldx + g0 + g].sum;
+      }
+    }
+  }
+};
+
+// Rows w and w + row_bytes against inputs j..j+3 of the table's (x at input
+// 0 of it), groups [g0, g0 + count): y[k*ldy + i] for input k, row i.
+template <int32_t DType, bool Add>
+inline void PairTile(const uint8_t* w, size_t row_bytes, const InputGroupOf<DType>* x, size_t ldx,
+                     const InputTable<DType>& t, size_t j, size_t g0, size_t count, float* y, size_t ldy) {
+  constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
+  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const uint8_t* w0 = w + g0 * kBytes;
+  const uint8_t* w1 = w0 + row_bytes;
+  const InputGroupOf<DType>* xg = x + j * ldx + g0;
+  __m256 acc = _mm256_setzero_ps();
+  for (size_t g = 0; g < count; ++g) {
+    const WeightGroup<DType> a(w0 + g * kBytes), b(w1 + g * kBytes);
+    const InputGroupOf<DType>&x0 = xg[g], &x1 = xg[ldx + g], &x2 = xg[2 * ldx + g], &x3 = xg[3 * ldx + g];
+    const __m256i a01 = _mm256_hadd_epi32(a.Products(x0), a.Products(x1));
+    const __m256i b01 = _mm256_hadd_epi32(b.Products(x0), b.Products(x1));
+    const __m256i a23 = _mm256_hadd_epi32(a.Products(x2), a.Products(x3));
+    const __m256i b23 = _mm256_hadd_epi32(b.Products(x2), b.Products(x3));
+    const __m256i ha = _mm256_hadd_epi32(a01, a23), hb = _mm256_hadd_epi32(b01, b23);  // per 128-bit half
+    __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(ha, hb, 0x20), _mm256_permute2x128_si256(ha, hb, 0x31));
+    const size_t at = g * kTileInputs + j;
+    if constexpr (InputTable<DType>::kOffsets) {
+      s = _mm256_sub_epi32(s, _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.offset + at))));
+    }
+    uint16_t h0, h1;
+    std::memcpy(&h0, w0 + g * kBytes, sizeof h0);
+    std::memcpy(&h1, w1 + g * kBytes, sizeof h1);
+    const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(h0), h1, 1));
+    const __m256 d = _mm256_mul_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(dw), spread),
+                                   _mm256_broadcast_ps(reinterpret_cast<const __m128*>(t.d + at)));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, acc);
+  for (size_t k = 0; k < 4; ++k) {
+    y[k * ldy] = (Add ? y[k * ldy] : 0.0f) + out[k];
+    y[k * ldy + 1] = (Add ? y[k * ldy + 1] : 0.0f) + out[4 + k];
+  }
+}
+
 template <int32_t DType>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
   const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
-  const size_t groups = GroupsPerRow(cols);
-  size_t r = 0;
-  for (; r + 2 <= rows; r += 2) {
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) Tile<DType, 2, 4>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
-    for (; j < n; ++j) Tile<DType, 2, 1>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+  const size_t groups = GroupsPerRow(cols), pairs = rows / 2 * 2, quads = n / 4 * 4;
+  InputTable<DType> table;
+  for (size_t j0 = 0; j0 < quads; j0 += kTileInputs) {
+    const size_t inputs = quads - j0 < kTileInputs ? quads - j0 : kTileInputs;
+    const InputGroupOf<DType>* xb = x + j0 * ldx;
+    for (size_t g0 = 0; g0 < groups; g0 += kTileGroups) {
+      const size_t count = groups - g0 < kTileGroups ? groups - g0 : kTileGroups;
+      table.Fill(xb, ldx, g0, count, inputs);
+      for (size_t r = 0; r < pairs; r += 2) {
+        for (size_t j = 0; j < inputs; j += 4) {
+          float* out = y + (j0 + j) * ldy + r;
+          if (g0 == 0) {
+            PairTile<DType, false>(w + r * row_bytes, row_bytes, xb, ldx, table, j, g0, count, out, ldy);
+          } else {
+            PairTile<DType, true>(w + r * row_bytes, row_bytes, xb, ldx, table, j, g0, count, out, ldy);
+          }
+        }
+      }
+    }
   }
-  for (; r < rows; ++r) {
+  // The inputs past a multiple of four, and an odd last row.
+  for (size_t r = 0; r < pairs; r += 2)
+    for (size_t j = quads; j < n; ++j)
+      Tile<DType, 2, 1>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+  if (pairs < rows) {
     size_t j = 0;
-    for (; j + 4 <= n; j += 4) Tile<DType, 1, 4>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
-    for (; j < n; ++j) Tile<DType, 1, 1>(w + r * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+    for (; j < quads; j += 4) Tile<DType, 1, 4>(w + pairs * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + pairs, ldy, groups);
+    for (; j < n; ++j) Tile<DType, 1, 1>(w + pairs * row_bytes, row_bytes, x + j * ldx, ldx, y + j * ldy + pairs, ldy, groups);
   }
 }
 
@@ -213,21 +305,24 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
 // (1 to 8 KiB measured alike on a Zen 3 host, docs/benchmarks.md).
 constexpr size_t kPanelPrefetchBytes = 4096;
 
-// Panels of a 4-bit dtype (common/panels.h) against one input. Per group,
-// the eight rows' code bytes 0..7 and 8..15 are two 32-byte loads each (rows
-// 0..3, rows 4..7); their low and high nibbles meet the input's matching 8
-// values, broadcast to every row, in vpmaddubsw. q4's products of one row's
-// 32 codes fit int16 (4 x 2 x 15 x 127), so its four are added before one
-// vpmaddwd; q4nl's grid values take the sign trick (|v| and sign(v) * x),
-// whose products need int32 each. One vphaddd leaves the eight rows' sums in
-// the order 0, 1, 4, 5, 2, 3, 6, 7; the scales (one 16-byte load, one
-// conversion) are put in the same order, and the rows back in theirs at the
-// end. About 60 instructions for the eight rows' group of q4 (7.5 a row)
-// against 22 a row and group for MatvecQ (GCC 12). Each panel group
-// prefetches the bytes kPanelPrefetchBytes on into L2.
-template <int32_t DType>
-void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, size_t panels, size_t cols) {
-  const InputGroup* x = static_cast<const InputGroup*>(xv);
+// Panels of a 4-bit dtype (common/panels.h) against J inputs (input j at
+// x + j * ldx groups): y[j*ldy + r]. Per group, the eight rows' code bytes
+// 0..7 and 8..15 are two 32-byte loads each (rows 0..3, rows 4..7), split
+// into nibbles once for all J inputs; each input's matching 8 values,
+// broadcast to every row, meet them in vpmaddubsw. q4's products of one
+// row's 32 codes fit int16 (4 x 2 x 15 x 127), so its four are added before
+// one vpmaddwd; q4nl's grid values take the sign trick (|v| and sign(v) *
+// x), whose products need int32 each. One vphaddd leaves the eight rows'
+// sums in the order 0, 1, 4, 5, 2, 3, 6, 7; the scales (one 16-byte load,
+// one conversion) are put in the same order, and the rows back in theirs at
+// the end. About 60 instructions for the eight rows' group of q4 and one
+// input (7.5 a row) against 22 a row and group for MatvecQ (GCC 12); a
+// further input adds about 28 (its nibbles' decoding, 16 of the first 60,
+// is shared). Each panel group prefetches the bytes kPanelPrefetchBytes on
+// into L2.
+template <int32_t DType, size_t J>
+void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+                size_t panels, size_t cols) {
   const size_t groups = GroupsPerRow(cols);
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
@@ -237,15 +332,30 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, 
     std::memcpy(&v, q, sizeof v);
     return _mm256_set1_epi64x(v);
   };
-  // The products of four rows' 8 code bytes (nibbles low and high) with
-  // the inputs lo and hi, as int16 pairs (q4) or int32 (q4nl).
-  auto products = [&](const uint8_t* c, __m256i lo, __m256i hi) {
+  // Four rows' 8 code bytes as nibbles (q4) or grid values (q4nl), low and high.
+  // q4: the nibbles (low, high); q4nl: their grid values' magnitudes
+  // (low, high) and the values themselves (sign_low, sign_high).
+  struct Codes {
+    __m256i low, high, sign_low, sign_high;
+  };
+  auto decode = [&](const uint8_t* c) {
     const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
-    const __m256i low = _mm256_and_si256(packed, mask), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
-    if (DType == TINYAI_DTYPE_Q4_G32) return _mm256_add_epi16(_mm256_maddubs_epi16(low, lo), _mm256_maddubs_epi16(high, hi));
-    const __m256i vl = _mm256_shuffle_epi8(grid, low), vh = _mm256_shuffle_epi8(grid, high);
-    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(vl), _mm256_sign_epi8(lo, vl)), ones),
-                            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(vh), _mm256_sign_epi8(hi, vh)), ones));
+    Codes k{_mm256_and_si256(packed, mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask), {}, {}};
+    if (DType != TINYAI_DTYPE_Q4_G32) {
+      k.sign_low = _mm256_shuffle_epi8(grid, k.low);
+      k.sign_high = _mm256_shuffle_epi8(grid, k.high);
+      k.low = _mm256_abs_epi8(k.sign_low);
+      k.high = _mm256_abs_epi8(k.sign_high);
+    }
+    return k;
+  };
+  // Their products with the inputs lo and hi, as int16 pairs (q4) or int32 (q4nl).
+  auto products = [&](const Codes& k, __m256i lo, __m256i hi) {
+    if (DType == TINYAI_DTYPE_Q4_G32) {
+      return _mm256_add_epi16(_mm256_maddubs_epi16(k.low, lo), _mm256_maddubs_epi16(k.high, hi));
+    }
+    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(k.low, _mm256_sign_epi8(lo, k.sign_low)), ones),
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(k.high, _mm256_sign_epi8(hi, k.sign_high)), ones));
   };
   auto widen = [&](__m256i v) { return DType == TINYAI_DTYPE_Q4_G32 ? _mm256_madd_epi16(v, ones) : v; };
   auto add = [](__m256i a, __m256i b) {
@@ -256,7 +366,8 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, 
   const uint8_t* end = w + panels * PanelBytes(row_bytes);
   for (size_t p = 0; p < panels; ++p) {
     const uint8_t* b = w + p * PanelBytes(row_bytes);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[J];
+    for (size_t j = 0; j < J; ++j) acc[j] = _mm256_setzero_ps();
     for (size_t g = 0; g < groups; ++g, b += kPanelGroupBytes) {
       if (b + kPanelPrefetchBytes + kPanelGroupBytes <= end) {  // into L2, as the AVX-512 panels
         const uint8_t* next = b + kPanelPrefetchBytes;
@@ -264,18 +375,41 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, 
         _mm_prefetch(reinterpret_cast<const char*>(next + 64), _MM_HINT_T1);
         _mm_prefetch(reinterpret_cast<const char*>(next + 128), _MM_HINT_T1);
       }
-      const int8_t* q = x[g].q;
-      const __m256i x0 = input(q), x8 = input(q + 8), x16 = input(q + 16), x24 = input(q + 24);
-      const __m256i rows03 = widen(add(products(b + kCodes, x0, x16), products(b + kHigh, x8, x24)));
-      const __m256i rows47 = widen(add(products(b + kCodes + kFour, x0, x16), products(b + kHigh + kFour, x8, x24)));
-      __m256i s = _mm256_hadd_epi32(rows03, rows47);  // rows 0, 1, 4, 5, 2, 3, 6, 7
-      if (DType == TINYAI_DTYPE_Q4_G32) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * x[g].sum));
-      const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))),
-                                     _mm256_set1_ps(x[g].d));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(d, order), acc);
+      const Codes c03 = decode(b + kCodes), h03 = decode(b + kHigh);
+      const Codes c47 = decode(b + kCodes + kFour), h47 = decode(b + kHigh + kFour);
+      const __m256 dw = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), order);
+      for (size_t j = 0; j < J; ++j) {
+        const InputGroup& xg = x[j * ldx + g];
+        const __m256i x0 = input(xg.q), x8 = input(xg.q + 8), x16 = input(xg.q + 16), x24 = input(xg.q + 24);
+        const __m256i rows03 = widen(add(products(c03, x0, x16), products(h03, x8, x24)));
+        const __m256i rows47 = widen(add(products(c47, x0, x16), products(h47, x8, x24)));
+        __m256i s = _mm256_hadd_epi32(rows03, rows47);  // rows 0, 1, 4, 5, 2, 3, 6, 7
+        if (DType == TINYAI_DTYPE_Q4_G32) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * xg.sum));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xg.d)), acc[j]);
+      }
     }
-    _mm256_storeu_ps(y + p * kPanelRows, _mm256_permutevar8x32_ps(acc, order));
+    for (size_t j = 0; j < J; ++j) _mm256_storeu_ps(y + j * ldy + p * kPanelRows, _mm256_permutevar8x32_ps(acc[j], order));
   }
+}
+
+template <int32_t DType>
+void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols) {
+  PanelsTile<DType, 1>(w, row_bytes, static_cast<const InputGroup*>(x), 0, y, 0, panels, cols);
+}
+
+// Panels against n inputs, kPanelInputs at a time (each panel read from
+// cache once for them).
+constexpr size_t kPanelInputs = 8;
+
+template <int32_t DType>
+void MatmulPanels(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy,
+                  size_t panels, size_t cols, size_t n) {
+  const InputGroup* x = static_cast<const InputGroup*>(input);
+  size_t j = 0;
+  for (; j + kPanelInputs <= n; j += kPanelInputs)
+    PanelsTile<DType, kPanelInputs>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  for (; j + 2 <= n; j += 2) PanelsTile<DType, 2>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  if (j < n) PanelsTile<DType, 1>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
 }
 
 // The reference's codes exactly: the same max, the same top / max, the same
@@ -377,9 +511,18 @@ struct Grouped {
     }
   }
   template <int32_t DType>
+  static constexpr void (*PanelsMatmul())(const uint8_t*, size_t, const void*, size_t, float*, size_t, size_t, size_t,
+                                          size_t) {
+    if constexpr (PanelDType(DType)) {
+      return &MatmulPanels<DType>;
+    } else {
+      return nullptr;
+    }
+  }
+  template <int32_t DType>
   static constexpr WeightKernels Weights() {
     return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, Matvec<DType>(), &MatmulQ<DType>,
-                         InputFormOf(DType), Panels<DType>()};
+                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
   }
 };
 

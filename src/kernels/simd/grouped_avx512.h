@@ -430,7 +430,7 @@ struct Grouped {
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
     return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType, kVnni>, &MatmulQ<DType, kVnni>,
-                         InputFormOf(DType), Panels<DType>()};
+                         InputFormOf(DType), Panels<DType>(), nullptr};
   }
 };
 

@@ -128,7 +128,7 @@ struct Grouped {
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
     return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>,
-                         InputFormOf(DType), nullptr};
+                         InputFormOf(DType), nullptr, nullptr};
   }
 };
 

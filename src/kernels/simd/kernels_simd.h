@@ -759,9 +759,9 @@ constexpr KernelTable MakeTable(const char* name) {
       Grouped::kQuantizeInput16,
       {
           /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
-                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr, kInputF32, nullptr},
+                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr},
           /* TINYAI_DTYPE_F16 */ {&TableFns<Arch>::MatvecF16, &TableFns<Arch>::MatmulF16,
-                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr, kInputF32, nullptr},
+                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr, kInputF32, nullptr, nullptr},
           /* TINYAI_DTYPE_Q8_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q8_G32>(),
           /* TINYAI_DTYPE_Q4_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4_G32>(),
           /* TINYAI_DTYPE_Q4NL_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4NL_G32>(),
