@@ -21,6 +21,9 @@
 //   memory_read_probe/...               streams a 256 MiB buffer with wide
 //                                       loads: the machine's read bandwidth
 //
+// Shapes: the 110M model's (768 and 2,048 wide, the 32,000-row classifier)
+// and the ~1B model's feed-forward (5,632 x 2,048 and 2,048 x 5,632).
+//
 // bytes_per_second counts weight (matrix) bytes read once per call (4 per
 // f32 weight, 2 per f16, 34/32 and 18/32 for the grouped dtypes), so matvec
 // figures compare directly with the probe; items_per_second counts weights.
@@ -331,7 +334,7 @@ void RegisterAll() {
   struct Shape {
     size_t rows, cols;
   };
-  const Shape shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
+  const Shape shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}, {5632, 2048}, {2048, 5632}};
   const std::vector<const KernelTable*> tables = Tables();
 
   benchmark::RegisterBenchmark("memory_read_probe/xsimd_default_arch", BM_MemoryReadProbe)
