@@ -317,8 +317,8 @@ constexpr size_t kPanelPrefetchBytes = 4096;
 // one conversion) are put in the same order, and the rows back in theirs at
 // the end. About 60 instructions for the eight rows' group of q4 and one
 // input (7.5 a row) against 22 a row and group for MatvecQ (GCC 12); a
-// further input adds about 28 (its nibbles' decoding, 16 of the first 60,
-// is shared). Each panel group prefetches the bytes kPanelPrefetchBytes on
+// further input adds about 28 by count of the source (the decoding of the
+// nibbles and scales is shared). Each panel group prefetches the bytes kPanelPrefetchBytes on
 // into L2.
 template <int32_t DType, size_t J>
 void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
@@ -398,7 +398,8 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* x, float* y, s
 }
 
 // Panels against n inputs, kPanelInputs at a time (each panel read from
-// cache once for them).
+// cache once for them). On a Zen 3 host 4 and 8 ran alike within its noise,
+// 2 slower (tinyai-bench-kernels matmul_panels, docs/benchmarks.md).
 constexpr size_t kPanelInputs = 8;
 
 template <int32_t DType>
