@@ -353,8 +353,9 @@ void WeightStream::MultiplyRows(const Segment& sg, size_t a, size_t b, const voi
 
 // Rows [a, b) of the segment's panels, y at row a's output. Whole panels go
 // straight to y, a few at a time (16 KiB of them, kept in cache for all n
-// inputs; matmul_panels where the table has it, else input by input); a panel the range cuts (two threads' ranges meeting inside it)
-// is computed whole aside and the range's rows copied.
+// inputs; matmul_panels where the table has it, else input by input); a
+// panel the range cuts (two threads' ranges meeting inside it) is computed
+// whole aside and the range's rows copied.
 void WeightStream::MultiplyPanels(const Segment& sg, size_t a, size_t b, const void* x, float* y, size_t ldy,
                                   size_t cols, int32_t n) {
   const size_t panel_bytes = PanelBytes(sg.row_bytes), input_bytes = QuantizedInputBytes(kInputInt8, cols);
