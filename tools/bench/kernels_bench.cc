@@ -18,6 +18,8 @@
 //                                       (common/panels.h), where the table
 //                                       has a panel product
 //   vecmat/<table>/...                  attention-shaped weighted row sum
+//   scores/<table>/...                  attention scores: q against a head's
+//                                       key rows (fp32 matvec, 64 columns)
 //   memory_read_probe/...               streams a 256 MiB buffer with wide
 //                                       loads: the machine's read bandwidth
 //
@@ -273,6 +275,21 @@ void BM_Vecmat(benchmark::State& state, const KernelTable* t, size_t seq, size_t
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * seq * cols * sizeof(float));
 }
 
+// Attention scores: q against seq key rows of cols values (a head's keys
+// one after the other, as the KV cache holds them), with the table's fp32
+// matvec.
+void BM_Scores(benchmark::State& state, const KernelTable* t, size_t seq, size_t cols) {
+  AlignedFloats q(cols), k(seq * cols), att(seq);
+  FillRandom(q.data, cols, 5);
+  FillRandom(k.data, seq * cols, 6);
+  for (auto _ : state) {
+    t->matvec(k.data, cols, q.data, att.data, seq, cols);
+    benchmark::DoNotOptimize(att.data);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * seq * cols * sizeof(float));
+}
+
 // Read bandwidth with the widest loads the default build has (xsimd's default
 // arch: SSE2 on x86-64, NEON on ARM), eight independent accumulators.
 void BM_MemoryReadProbe(benchmark::State& state) {
@@ -433,6 +450,10 @@ void RegisterAll() {
   for (const KernelTable* t : tables) {
     std::string name = std::string("vecmat/") + t->name + "/seq:1024,head:64,ld:768";
     benchmark::RegisterBenchmark(name.c_str(), BM_Vecmat, t, size_t{1024}, size_t{64}, size_t{768})
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    name = std::string("scores/") + t->name + "/seq:256,head:64";
+    benchmark::RegisterBenchmark(name.c_str(), BM_Scores, t, size_t{256}, size_t{64})
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }
