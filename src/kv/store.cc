@@ -778,6 +778,9 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
   if (units == 0) return TINYAI_OK;
   uint64_t done = 0;
   TinyAIStatus status = TINYAI_OK;
+  // An auto-dim matrix grows by whole rows or columns: refused before
+  // anything is created or grown.
+  if (writing && autos > 0) TINYAI_RETURN_IF_ERROR(CheckMatrixGrowth(x, from, to));
   if (writing && !x->block) {
     // Refused before anything changes when it does not fit; the directory
     // then grows once to its final size.
@@ -829,14 +832,7 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
       if (writing && !m) return status;
       const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
       const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
-      if (writing && pass == 0) {
-        // At the edge the matrix gains a row (all its columns) or a column (all its rows).
-        const bool new_row = r1 > rows, new_col = c1 > cols;
-        if ((new_row && (c0 != 0 || c1 != cols || new_col)) || (new_col && (r0 != 0 || r1 != rows))) {
-          return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': a matrix of %lld x %lld grows by a whole row at row %lld or "
-                          "a whole column at column %lld", d.name, static_cast<long long>(rows),
-                          static_cast<long long>(cols), static_cast<long long>(rows), static_cast<long long>(cols));
-        }
+      if (writing && pass == 0) {  // the growth is checked (CheckMatrixGrowth)
         TINYAI_RETURN_IF_ERROR(GrowGrid(x, m, r1, c1));
         for (int64_t r = r0; r < r1; ++r) {
           for (int64_t c = c0; c < c1; ++c) {
@@ -873,6 +869,35 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
   }
   if (writing) {
     for (int32_t i = 0; i < table; ++i) x->extent[i] = to[i] > x->extent[i] ? to[i] : x->extent[i];
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::CheckMatrixGrowth(const Entry* x, const int64_t* from, const int64_t* to) const {
+  const PDecl& d = x->d;
+  const int32_t table = d.table_indices(), r_at = table, c_at = d.rank == 2 ? table + 1 : -1;
+  const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
+  int64_t at[kMaxPIndices];
+  uint64_t tuples = 1;
+  for (int32_t i = 0; i < table; ++i) {
+    at[i] = from[i];
+    tuples *= static_cast<uint64_t>(to[i] - from[i]);
+  }
+  for (uint64_t t = 0; t < tuples; ++t) {
+    // A matrix not yet created starts at the declared shape (GrowMats).
+    const Matrix* m = MatrixAt(x, at);
+    const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
+    // At the edge the matrix gains a row (all its columns) or a column (all its rows).
+    const bool new_row = r1 > rows, new_col = c1 > cols;
+    if ((new_row && (c0 != 0 || c1 != cols || new_col)) || (new_col && (r0 != 0 || r1 != rows))) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': a matrix of %lld x %lld grows by a whole row at row %lld or "
+                      "a whole column at column %lld", d.name, static_cast<long long>(rows),
+                      static_cast<long long>(cols), static_cast<long long>(rows), static_cast<long long>(cols));
+    }
+    for (int32_t i = table - 1; i >= 0; --i) {
+      if (++at[i] < to[i]) break;
+      at[i] = from[i];
+    }
   }
   return TINYAI_OK;
 }

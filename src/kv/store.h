@@ -195,6 +195,9 @@ class PersistentStore {
   TinyAIStatus GrowDir(Entry* x, const int64_t* where);
   TinyAIStatus GrowMats(Entry* x, const int64_t* tuple);
   TinyAIStatus CheckWriteFits(const Entry* x, const int64_t* from, const int64_t* to) const;
+  // An auto-dim write of cells [from, to) grows each matrix it reaches by
+  // whole rows or whole columns only (checked before anything is created).
+  TinyAIStatus CheckMatrixGrowth(const Entry* x, const int64_t* from, const int64_t* to) const;
   const uint8_t* Row(const Entry* x, const int64_t* tuple) const;
   // The auto-dim matrix of a table tuple (created when `create`).
   Matrix* MatrixAt(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status);

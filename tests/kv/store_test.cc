@@ -406,6 +406,35 @@ TEST(PersistentStore, AutoDimMatricesGainRowsAndColumns) {
   EXPECT_EQ(sum, s.Usage());
 }
 
+// A write that grows a matrix by part of a row or column is refused before
+// anything is created: not the matrix it names (never written, or reset),
+// nor its table's directory (found by the store fuzzer: the refused write
+// M[0, 2] on a fresh 2 x 2 matrix left the matrix created and counted).
+TEST(PersistentStore, ARefusedMatrixGrowthCreatesNothing) {
+  Store s;
+  ASSERT_EQ(s.Declare("M(i, j): f32[2, 2] @auto_dim(i, j)\n"
+                      "C(l, i, j): f32[2, 2] @table @auto_dim(i, j)"),
+            TINYAI_OK)
+      << Message();
+  const uint64_t used = s.Usage();
+  EXPECT_EQ(s.Write("M[0, 2]", {1}), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_NE(Message().find("whole column"), std::string::npos) << Message();
+  EXPECT_EQ(s.Usage(), used);
+  EXPECT_EQ(s.Write("C[5, 2, 1]", {1}), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(s.Usage(), used);
+  EXPECT_EQ(s.Entry("C").extent[0], 0);
+  // The same after a reset frees a matrix that was written.
+  ASSERT_EQ(s.Write("M[2, ]", {1, 2}), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "M"), TINYAI_OK);
+  const uint64_t after = s.Usage();
+  EXPECT_EQ(s.Write("M[0, 2]", {1}), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(s.Usage(), after);
+  EXPECT_EQ(s.Read("M[]"), std::vector<float>(4, 0.0f));
+  uint64_t sum = 0;
+  for (int32_t i = 0; i < tinyaiGetPersistentEntryCount(s.get()); ++i) sum += s.Entry(tinyaiGetPersistentEntryName(s.get(), i)).bytes;
+  EXPECT_EQ(sum, s.Usage());
+}
+
 TEST(PersistentStore, TheMemoryLimitHoldsAndARefusedWriteChangesNothing) {
   Store s(4096, 4);
   ASSERT_EQ(s.Declare("A(i): f32[16] @table"), TINYAI_OK) << Message();
