@@ -72,6 +72,11 @@ constexpr int kWeightDtypes = 5;
 // streams them one row after the other); tests cover both sides.
 constexpr size_t kMatvecStreamBytes = 64 * 1024;
 
+// Rows of at most this many bytes that follow each other in memory (ldw ==
+// cols: a head's keys in the KV cache) are read one after the other by the
+// SIMD matvec, as one sequential stream, instead of 8 rows side by side.
+constexpr size_t kMatvecInOrderBytes = 256;
+
 struct KernelTable {
   const char* name;  // "ref", "sse2", "avx2+fma", "neon64", "neon", ...
 

@@ -154,6 +154,24 @@ TEST_P(KernelParity, MatvecLarge) {
   CheckMatvec(T(), 129, 2048, 0, 1, true, 13);
 }
 
+// A prompt's logits are a matmul's, the same tokens one by one a matvec's
+// (and a head's scores are a matvec over its contiguous key rows): each row's
+// sum must be the same bits either way, for short contiguous rows (read one
+// after the other) as for long ones (read side by side).
+TEST_P(KernelParity, MatvecRowIsTheMatmulRowBitForBit) {
+  Filler f(150);
+  for (size_t cols : {1u, 7u, 8u, 17u, 63u, 64u, 65u, 300u, 768u})
+    for (size_t rows : {1u, 7u, 8u, 13u, 16u, 33u, 256u}) {
+      Buf w = MakeMatrix(f, rows, cols, cols, 0, false);
+      Buf x = MakeMatrix(f, 4, cols, cols, 0, false);
+      Buf by_matvec(rows * 4, 0), by_matmul(rows * 4, 0);
+      for (size_t j = 0; j < 4; ++j) T().matvec(w.data(), cols, x.data() + j * cols, by_matvec.data() + j * rows, rows, cols);
+      T().matmul(w.data(), cols, x.data(), cols, by_matmul.data(), rows, rows, cols, 4);
+      ASSERT_EQ(0, std::memcmp(by_matvec.data(), by_matmul.data(), rows * 4 * sizeof(float)))
+          << T().name << " " << rows << "x" << cols;
+    }
+}
+
 // ---- matmul ---------------------------------------------------------------------
 
 void CheckMatmul(const KernelTable& t, size_t rows, size_t cols, size_t n, size_t pad, size_t off,

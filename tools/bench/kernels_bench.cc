@@ -17,9 +17,10 @@
 //                                       the same over rows packed in panels
 //                                       (common/panels.h), where the table
 //                                       has a panel product
-//   vecmat/<table>/...                  attention-shaped weighted row sum
-//   scores/<table>/...                  attention scores: q against a head's
-//                                       key rows (fp32 matvec, 64 columns)
+//   vecmat/<table>/..., vecmat_cold/... attention-shaped weighted row sum
+//   scores/<table>/..., scores_cold/... attention scores: q against a head's
+//                                       key rows (fp32 matvec, 64 columns);
+//                                       _cold: a head's rows from DRAM
 //   memory_read_probe/...               streams a 256 MiB buffer with wide
 //                                       loads: the machine's read bandwidth
 //
@@ -262,13 +263,20 @@ void BM_Matmul(benchmark::State& state, const KernelTable* t, size_t rows, size_
 }
 
 // Attention shape: softmax weights over `seq` positions times V rows of one
-// head (head_size columns, row stride kv_dim).
-void BM_Vecmat(benchmark::State& state, const KernelTable* t, size_t seq, size_t cols, size_t ldv) {
-  AlignedFloats a(seq), v(seq * ldv), out(cols);
+// head (head_size columns, row stride ldv: the KV cache holds a head's rows
+// one after the other, ldv = head_size). cold: rotates through copies
+// totalling kProbeBytes, so every call reads its rows from DRAM, as a decode
+// token's attention does once the weights have passed through the caches.
+void BM_Vecmat(benchmark::State& state, const KernelTable* t, size_t seq, size_t cols, size_t ldv, bool cold) {
+  const size_t mat = seq * ldv;
+  const size_t copies = cold ? (kProbeBytes + mat * sizeof(float) - 1) / (mat * sizeof(float)) : 1;
+  AlignedFloats a(seq), v(copies * mat), out(cols);
   FillRandom(a.data, seq, 5);
-  FillRandom(v.data, seq * ldv, 6);
+  FillRandom(v.data, copies * mat, 6);
+  size_t i = 0;
   for (auto _ : state) {
-    t->vecmat(a.data, v.data, ldv, out.data, seq, cols);
+    t->vecmat(a.data, v.data + i * mat, ldv, out.data, seq, cols);
+    i = i + 1 == copies ? 0 : i + 1;
     benchmark::DoNotOptimize(out.data);
     benchmark::ClobberMemory();
   }
@@ -277,13 +285,17 @@ void BM_Vecmat(benchmark::State& state, const KernelTable* t, size_t seq, size_t
 
 // Attention scores: q against seq key rows of cols values (a head's keys
 // one after the other, as the KV cache holds them), with the table's fp32
-// matvec.
-void BM_Scores(benchmark::State& state, const KernelTable* t, size_t seq, size_t cols) {
-  AlignedFloats q(cols), k(seq * cols), att(seq);
+// matvec. cold: as BM_Vecmat.
+void BM_Scores(benchmark::State& state, const KernelTable* t, size_t seq, size_t cols, bool cold) {
+  const size_t mat = seq * cols;
+  const size_t copies = cold ? (kProbeBytes + mat * sizeof(float) - 1) / (mat * sizeof(float)) : 1;
+  AlignedFloats q(cols), k(copies * mat), att(seq);
   FillRandom(q.data, cols, 5);
-  FillRandom(k.data, seq * cols, 6);
+  FillRandom(k.data, copies * mat, 6);
+  size_t i = 0;
   for (auto _ : state) {
-    t->matvec(k.data, cols, q.data, att.data, seq, cols);
+    t->matvec(k.data + i * mat, cols, q.data, att.data, seq, cols);
+    i = i + 1 == copies ? 0 : i + 1;
     benchmark::DoNotOptimize(att.data);
     benchmark::ClobberMemory();
   }
@@ -449,13 +461,19 @@ void RegisterAll() {
   }
   for (const KernelTable* t : tables) {
     std::string name = std::string("vecmat/") + t->name + "/seq:1024,head:64,ld:768";
-    benchmark::RegisterBenchmark(name.c_str(), BM_Vecmat, t, size_t{1024}, size_t{64}, size_t{768})
+    benchmark::RegisterBenchmark(name.c_str(), BM_Vecmat, t, size_t{1024}, size_t{64}, size_t{768}, false)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
-    name = std::string("scores/") + t->name + "/seq:256,head:64";
-    benchmark::RegisterBenchmark(name.c_str(), BM_Scores, t, size_t{256}, size_t{64})
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+    for (bool cold : {false, true}) {
+      name = std::string(cold ? "vecmat_cold/" : "vecmat/") + t->name + "/seq:256,head:64,ld:64";
+      benchmark::RegisterBenchmark(name.c_str(), BM_Vecmat, t, size_t{256}, size_t{64}, size_t{64}, cold)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+      name = std::string(cold ? "scores_cold/" : "scores/") + t->name + "/seq:256,head:64";
+      benchmark::RegisterBenchmark(name.c_str(), BM_Scores, t, size_t{256}, size_t{64}, cold)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   }
 }
 

@@ -271,6 +271,28 @@ struct Tile {
   }
 };
 
+// y[i] = the sum of acc[i]'s lanes + tail[i], i < 8, on AVX: each sum is
+// added in exactly xsimd::hadd's order, ((x0+x4)+(x1+x5)) + ((x2+x6)+(x3+x7)),
+// so a matvec row equals the same row of a matmul tile bit for bit (a prompt
+// and the same tokens one by one give the same logits), in 11 instructions
+// for eight rows where hadd takes 5 a row: on a head's 64-column key rows
+// those cost about as much as the row's 8 FMAs.
+template <class Arch>
+inline void HAddRows8(const fbatch<Arch>* acc, const float* tail, float* y) {
+#if defined(__AVX__)
+  // [a0+a4 .. a3+a7 | b0+b4 .. b3+b7]
+  const auto fold = [](__m256 a, __m256 b) {
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  };
+  const __m256 ae = fold(acc[0], acc[4]), bf = fold(acc[1], acc[5]);
+  const __m256 cg = fold(acc[2], acc[6]), dh = fold(acc[3], acc[7]);
+  const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(ae, bf), _mm256_hadd_ps(cg, dh));  // [a b c d | e f g h]
+  _mm256_storeu_ps(y, _mm256_add_ps(sums, _mm256_load_ps(tail)));
+#else
+  (void)acc, (void)tail, (void)y;
+#endif
+}
+
 // matvec rows: R rows at once, one accumulator per row (R independent FMA
 // chains, enough to cover FMA latency), each x chunk loaded once for all R
 // rows, one 64-byte line per row per step. With next (the following R rows,
@@ -306,7 +328,48 @@ struct MatvecRows {
       const B xv = Load<Arch>(x + c);
       ((acc[I] = xsimd::fma(Load<Arch>(w + I * ldw + c), xv, acc[I])), ...);
     }
-    ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, c, cols)), ...);
+    if constexpr (R == 8 && S == 8 && std::is_base_of<xsimd::avx, Arch>::value) {
+      alignas(32) float tail[8];
+      ((tail[I] = Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, c, cols)), ...);
+      HAddRows8<Arch>(acc, tail, y);
+    } else {
+      ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, c, cols)), ...);
+    }
+  }
+
+  // The same sums, reading the R rows one after the other (each row's
+  // batches in order, one accumulator a row as above, so the same bits):
+  // for rows of a few lines that follow each other in memory (a head's keys)
+  // this is one sequential stream instead of R interleaved ones.
+  static void RunInOrder(const W* w, size_t ldw, const float* x, float* y, size_t cols) {
+    RunInOrder(w, ldw, x, y, cols, std::make_index_sequence<R>());
+  }
+
+  template <size_t... I>
+  static void RunInOrder(const W* w, size_t ldw, const float* x, float* y, size_t cols, std::index_sequence<I...>) {
+    const size_t vec_end = cols - cols % S;
+    B acc[R] = {(static_cast<void>(I), B(0.0f))...};
+    // Four rows at a time side by side (four FMA chains; one row alone is
+    // bound by the FMA latency), the next four after them.
+    for (size_t h = 0; h < R; h += 4) {
+      const W* wh = w + h * ldw;
+      B a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
+      for (size_t c = 0; c < vec_end; c += S) {
+        const B xv = Load<Arch>(x + c);
+        a0 = xsimd::fma(Load<Arch>(wh + c), xv, a0);
+        a1 = xsimd::fma(Load<Arch>(wh + ldw + c), xv, a1);
+        a2 = xsimd::fma(Load<Arch>(wh + 2 * ldw + c), xv, a2);
+        a3 = xsimd::fma(Load<Arch>(wh + 3 * ldw + c), xv, a3);
+      }
+      acc[h] = a0, acc[h + 1] = a1, acc[h + 2] = a2, acc[h + 3] = a3;
+    }
+    if constexpr (R == 8 && S == 8 && std::is_base_of<xsimd::avx, Arch>::value) {
+      alignas(32) float tail[8];
+      ((tail[I] = Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, vec_end, cols)), ...);
+      HAddRows8<Arch>(acc, tail, y);
+    } else {
+      ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, vec_end, cols)), ...);
+    }
   }
 };
 
@@ -344,6 +407,30 @@ struct MatvecStream {
   }
 };
 
+// vecmat's column panels of P batches from column c on, while whole panels
+// fit in cols; returns the first column left.
+template <class Arch, size_t P, size_t... I>
+size_t VecmatPanels(const float* a, const float* v, size_t ldv, float* out, size_t n, size_t c, size_t cols,
+                    std::index_sequence<I...>) {
+  using B = fbatch<Arch>;
+  constexpr size_t S = B::size;
+  for (; c + P * S <= cols; c += P * S) {
+    B acc[P] = {(static_cast<void>(I), B(0.0f))...};
+    const float* vt = v + c;
+    for (size_t t = 0; t < n; ++t, vt += ldv) {
+      const B at(a[t]);
+      ((acc[I] = xsimd::fma(at, Load<Arch>(vt + I * S), acc[I])), ...);
+    }
+    ((acc[I].store_unaligned(out + c + I * S)), ...);
+  }
+  return c;
+}
+
+template <class Arch, size_t P>
+size_t VecmatPanels(const float* a, const float* v, size_t ldv, float* out, size_t n, size_t c, size_t cols) {
+  return VecmatPanels<Arch, P>(a, v, ldv, out, n, c, cols, std::make_index_sequence<P>());
+}
+
 // Horizontal max via a small store (xsimd 8.1 has no reduce_max).
 template <class Arch>
 inline float HMax(const fbatch<Arch>& b) {
@@ -365,6 +452,9 @@ template <class Arch, class W>
 void Matvec(const W* w, size_t ldw, const float* x, float* y, size_t rows, size_t cols) {
   constexpr size_t R = 8;
   size_t r = 0;
+  if (ldw == cols && cols * sizeof(W) <= kMatvecInOrderBytes) {
+    for (; r + R <= rows; r += R) MatvecRows<Arch, R, W>::RunInOrder(w + r * ldw, ldw, x, y + r, cols);
+  }
   for (; r + R <= rows; r += R) {
     MatvecRows<Arch, R, W>::Run(w + r * ldw, ldw, x, y + r, cols, r + 2 * R <= rows ? w + (r + R) * ldw : nullptr);
   }
@@ -523,32 +613,15 @@ void dequantize_f16_k::operator()(Arch, const uint8_t* row, float* out, size_t c
 template <class Arch>
 void vecmat_k::operator()(Arch, const float* a, const float* v, size_t ldv, float* out, size_t n,
                           size_t cols) const {
-  using B = detail::fbatch<Arch>;
-  constexpr size_t S = B::size;
-  // Column panels of 4 batches held in registers across all n rows, so out is
-  // written once and each t accumulates in the same order as Ref().
+  // Column panels of P batches held in registers across all n rows, so out is
+  // written once and each t accumulates in the same order as Ref(). Eight
+  // batches first: on AVX2 a 64-column head row is one panel, read once in
+  // order (four batches read each row in two strided passes), with eight
+  // independent FMA chains, which cover the FMA latency (four did not).
   size_t c = 0;
-  for (; c + 4 * S <= cols; c += 4 * S) {
-    B acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
-    const float* vt = v + c;
-    for (size_t t = 0; t < n; ++t, vt += ldv) {
-      const B at(a[t]);
-      acc0 = xsimd::fma(at, detail::Load<Arch>(vt), acc0);
-      acc1 = xsimd::fma(at, detail::Load<Arch>(vt + S), acc1);
-      acc2 = xsimd::fma(at, detail::Load<Arch>(vt + 2 * S), acc2);
-      acc3 = xsimd::fma(at, detail::Load<Arch>(vt + 3 * S), acc3);
-    }
-    acc0.store_unaligned(out + c);
-    acc1.store_unaligned(out + c + S);
-    acc2.store_unaligned(out + c + 2 * S);
-    acc3.store_unaligned(out + c + 3 * S);
-  }
-  for (; c + S <= cols; c += S) {
-    B acc(0.0f);
-    const float* vt = v + c;
-    for (size_t t = 0; t < n; ++t, vt += ldv) acc = xsimd::fma(B(a[t]), detail::Load<Arch>(vt), acc);
-    acc.store_unaligned(out + c);
-  }
+  c = detail::VecmatPanels<Arch, 8>(a, v, ldv, out, n, c, cols);
+  c = detail::VecmatPanels<Arch, 4>(a, v, ldv, out, n, c, cols);
+  c = detail::VecmatPanels<Arch, 1>(a, v, ldv, out, n, c, cols);
   if (c < cols) {
     for (size_t k = c; k < cols; ++k) out[k] = 0.0f;
     for (size_t t = 0; t < n; ++t) {
