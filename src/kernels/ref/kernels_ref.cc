@@ -206,9 +206,15 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, floa
 
 template <int32_t DType>
 void DequantizeRowQ(const uint8_t* row, float* out, size_t cols) {
-  for (size_t c = 0; c < cols; ++c) {
-    const uint8_t* group = row + (c / kGroup) * GroupBytes(DType);
-    out[c] = HalfAt(group) * static_cast<float>(Value<DType>(group, c % kGroup));
+  // A group's scale widened once, not once a value: an int8 KV cache
+  // dequantizes every value row it attends to, and the half conversion per
+  // value made that 27% of a 110M q4_g32 decode token.
+  const size_t bytes = GroupBytes(DType);
+  for (size_t c0 = 0; c0 < cols; c0 += kGroup) {
+    const uint8_t* group = row + (c0 / kGroup) * bytes;
+    const float d = HalfAt(group);
+    const size_t n = cols - c0 < kGroup ? cols - c0 : kGroup;
+    for (size_t j = 0; j < n; ++j) out[c0 + j] = d * static_cast<float>(Value<DType>(group, j));
   }
 }
 
