@@ -90,6 +90,23 @@ struct WeightGroup {
   static int32_t Sum(const InputGroup16&) { return 0; }
 };
 
+// A row of q8_g32 groups widened to fp32 (an int8 KV cache's value rows, a
+// q8 embedding row): the reference's d * code, bit for bit, eight at a time.
+inline void DequantizeRowQ8(const uint8_t* row, float* out, size_t cols) {
+  const size_t whole = cols / kGroup;
+  for (size_t g = 0; g < whole; ++g) {
+    const uint8_t* group = row + g * kQ8GroupBytes;
+    const __m256 d = _mm256_set1_ps(HalfAt(group));
+    for (size_t k = 0; k < kGroup; k += 8) {
+      const __m256i codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 2 + k)));
+      _mm256_storeu_ps(out + g * kGroup + k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(codes)));
+    }
+  }
+  if (whole * kGroup < cols) {
+    ref::DequantizeRowQ<TINYAI_DTYPE_Q8_G32>(row + whole * kQ8GroupBytes, out + whole * kGroup, cols - whole * kGroup);
+  }
+}
+
 // R rows against J inputs: y[j*ldy + r] for the tile.
 template <int32_t DType, int R, int J>
 inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroupOf<DType>* x, size_t ldx, float* y, size_t ldy,
@@ -521,8 +538,16 @@ struct Grouped {
     }
   }
   template <int32_t DType>
+  static constexpr void (*Dequantize())(const uint8_t*, float*, size_t) {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+      return &DequantizeRowQ8;
+    } else {
+      return &ref::DequantizeRowQ<DType>;
+    }
+  }
+  template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, Matvec<DType>(), &MatmulQ<DType>,
+    return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<DType>(), &MatmulQ<DType>,
                          InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
   }
 };
