@@ -94,6 +94,14 @@ foreach(cmd IN LISTS takes_kv_type)
 endforeach()
 # tinyai-bench runs the KV cache type asked for and counts its bytes per token.
 expect_run(RC 0 STDOUT_HAS "\"kv_type\":\"f16\"" COMMAND ${BENCH} -m ${model} --prompt 2 --gen 2 --no-probe --json --kv-type f16)
+# Bytes per decoded token of a 4-bit model whose classifier is not its
+# embedding: every weight (57,216) but the table (18,432) except one row (36),
+# plus 3 positions of the KV cache (18,184 bytes for 32). A table counted as
+# vocab x dim floats once made this 2^64 - 5,120,000.
+set(separate ${OUT_DIR}/separate-q4.tmai)
+expect_run(RC 0 COMMAND ${CONVERT} --dtype q4_g32 --synthetic dim=64,hidden=96,layers=1,heads=2,vocab=512,seq_len=32,seed=3,shared=0
+           ${separate})
+expect_run(RC 0 STDOUT_HAS "\"bytes_per_token\":40524," COMMAND ${BENCH} -m ${separate} --prompt 2 --gen 2 --no-probe --json)
 
 # ---- Sizes -----------------------------------------------------------------------
 # What a size means: tinyai-inspect --json reports the limit in bytes.

@@ -95,13 +95,27 @@ struct ModelFigures {
   TinyAIMemoryReport mem{};               // at the end of the run
 };
 
+// The embedding table's bytes in memory (its tensors of that role).
+uint64_t EmbeddingBytes(const TinyAIMappedModel* model) {
+  uint64_t bytes = 0;
+  const int n = tinyaiGetMappedTensorCount(model);
+  for (int i = 0; i < n; ++i) {
+    TinyAITensorInfo t{};
+    t.structSize = sizeof t;
+    tinyai_tools::Check(tinyaiGetMappedTensorInfo(model, i, &t));
+    if (t.role == TINYAI_ROLE_TOKEN_EMBEDDING) bytes += t.decodedSize;
+  }
+  return bytes;
+}
+
 // Bytes read from memory to decode one token at position pos: every weight
 // once, except the embedding table (one row) unless it is also the classifier,
 // plus the keys and values attended to (the KV cache's bytes per position,
 // whatever its type).
-uint64_t BytesPerToken(const TinyAIModelInfo& m, double pos) {
-  uint64_t row = static_cast<uint64_t>(m.dim) * 4;
-  uint64_t table = static_cast<uint64_t>(m.vocabSize) * row;
+// table: the embedding table's bytes in memory, whatever its dtype (a q4
+// table is not vocab x dim floats).
+uint64_t BytesPerToken(const TinyAIModelInfo& m, uint64_t table, double pos) {
+  const uint64_t row = m.vocabSize > 0 ? table / static_cast<uint64_t>(m.vocabSize) : 0;
   uint64_t weights = m.weightBytes - table + row + (m.sharedClassifier ? table : 0);
   const double kv_per_position = m.contextLength > 0 ? static_cast<double>(m.kvCacheBytes) / m.contextLength : 0.0;
   return weights + static_cast<uint64_t>(pos * kv_per_position);
@@ -170,7 +184,7 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   f->pp_tps = prompt_n / (t1 - t0);
   f->ttft_ms = (t2 - t0) * 1e3;
   f->decode_tps = gen_n / (t3 - t2d);
-  f->bytes_per_token = BytesPerToken(f->info, prompt_n + gen_n / 2.0);
+  f->bytes_per_token = BytesPerToken(f->info, EmbeddingBytes(model), prompt_n + gen_n / 2.0);
   f->effective_gbps = static_cast<double>(f->bytes_per_token) * f->decode_tps / 1e9;
   f->prompt_cache = Diff(c0, c1);
   f->decode_cache = Diff(c1, c2);
