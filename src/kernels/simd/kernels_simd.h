@@ -274,9 +274,9 @@ struct Tile {
 // y[i] = the sum of acc[i]'s lanes + tail[i], i < 8, on AVX: each sum is
 // added in exactly xsimd::hadd's order, ((x0+x4)+(x1+x5)) + ((x2+x6)+(x3+x7)),
 // so a matvec row equals the same row of a matmul tile bit for bit (a prompt
-// and the same tokens one by one give the same logits), in 11 instructions
-// for eight rows where hadd takes 5 a row: on a head's 64-column key rows
-// those cost about as much as the row's 8 FMAs.
+// and the same tokens one by one give the same logits), in 17 instructions
+// for eight rows with the store, where hadd takes 5 a row (40): on a head's
+// 64-column key rows those cost about as much as the rows' 64 FMAs.
 template <class Arch>
 inline void HAddRows8(const fbatch<Arch>* acc, const float* tail, float* y) {
 #if defined(__AVX__)
@@ -347,6 +347,7 @@ struct MatvecRows {
 
   template <size_t... I>
   static void RunInOrder(const W* w, size_t ldw, const float* x, float* y, size_t cols, std::index_sequence<I...>) {
+    static_assert(R % 4 == 0, "rows four at a time");
     const size_t vec_end = cols - cols % S;
     B acc[R] = {(static_cast<void>(I), B(0.0f))...};
     // Four rows at a time side by side (four FMA chains; one row alone is
