@@ -328,6 +328,13 @@ struct MatvecRows {
       const B xv = Load<Arch>(x + c);
       ((acc[I] = xsimd::fma(Load<Arch>(w + I * ldw + c), xv, acc[I])), ...);
     }
+    Finish(acc, w, ldw, x, y, c, cols, std::index_sequence<I...>());
+  }
+
+  // y[i] = the sum of acc[i]'s lanes + row i's columns from c on, scalar.
+  template <size_t... I>
+  static void Finish(const B* acc, const W* w, size_t ldw, const float* x, float* y, size_t c, size_t cols,
+                     std::index_sequence<I...>) {
     if constexpr (R == 8 && S == 8 && std::is_base_of<xsimd::avx, Arch>::value) {
       alignas(32) float tail[8];
       ((tail[I] = Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, c, cols)), ...);
@@ -364,13 +371,7 @@ struct MatvecRows {
       }
       acc[h] = a0, acc[h + 1] = a1, acc[h + 2] = a2, acc[h + 3] = a3;
     }
-    if constexpr (R == 8 && S == 8 && std::is_base_of<xsimd::avx, Arch>::value) {
-      alignas(32) float tail[8];
-      ((tail[I] = Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, vec_end, cols)), ...);
-      HAddRows8<Arch>(acc, tail, y);
-    } else {
-      ((y[I] = xsimd::hadd(acc[I]) + Tile<Arch, 1, 1, W>::TailDot(w + I * ldw, x, vec_end, cols)), ...);
-    }
+    Finish(acc, w, ldw, x, y, vec_end, cols, std::index_sequence<I...>());
   }
 };
 
