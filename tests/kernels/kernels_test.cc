@@ -511,12 +511,15 @@ TEST_P(KernelParity, F16WeightsMatchTheReference) {
           for (size_t off : {0u, 1u}) ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, ld_pad, off, exact, seed++));
 }
 
-// A prompt pass's 16 inputs (the AVX-512 table's lanes, matmul_avx512.h).
+// A prompt pass's 16 inputs (the AVX-512 table's lanes, matmul_avx512.h),
+// and the AVX2 outer products' panels (16 rows; 35 ends in a part of one),
+// chunks (128 columns; 1,100 is 8 and a tail past a multiple of 8) and
+// tiles (6 inputs; 8 is one and a part, 32 a prompt pass).
 TEST_P(KernelParity, F16WeightsMatchTheReferenceManyInputs) {
   uint32_t seed = 950;
-  for (size_t rows : {1u, 16u, 21u})
-    for (size_t cols : {7u, 256u, 300u})
-      for (size_t n : {12u, 16u, 19u}) {
+  for (size_t rows : {1u, 16u, 21u, 35u})
+    for (size_t cols : {7u, 256u, 300u, 1100u})
+      for (size_t n : {8u, 12u, 16u, 19u, 32u}) {
         ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, 3, 1, seed % 2 == 0, seed, n));
         ++seed;
       }

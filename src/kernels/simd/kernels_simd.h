@@ -508,6 +508,17 @@ void Matmul(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t
 }
 
 }  // namespace detail
+}  // namespace simd
+}  // namespace kernels
+}  // namespace tinyai
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include "kernels/simd/matmul_f16_avx2.h"
+#endif
+
+namespace tinyai {
+namespace kernels {
+namespace simd {
 
 template <class Arch>
 void matvec_k::operator()(Arch, const float* w, size_t ldw, const float* x, float* y, size_t rows,
@@ -557,6 +568,14 @@ void matmul_f16_k::operator()(Arch, const uint8_t* w, size_t row_bytes, const fl
   constexpr size_t R = 3, V = 4, K = 2048;
   const uint16_t* h = reinterpret_cast<const uint16_t*>(w);
   const size_t ldh = row_bytes / 2;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  if constexpr (std::is_same<Arch, xsimd::fma3<xsimd::avx2>>::value) {
+    if (n >= f16avx2::kMinInputs) {
+      f16avx2::Matmul<Arch>(h, ldh, x, ldx, y, ldy, rows, cols, n);
+      return;
+    }
+  }
+#endif
   if (n < V) {  // too few vectors to repay the copy
     detail::Matmul<Arch, uint16_t>(h, ldh, x, ldx, y, ldy, rows, cols, n);
     return;
