@@ -1,11 +1,13 @@
-// Kernel microbenchmarks (Google Benchmark), single thread.
+// Kernel microbenchmarks (Google Benchmark), single thread; every _cold
+// benchmark and the AVX probe also run on two threads (".../threads:2", each
+// thread its own buffers: both cores reading DRAM, as a 2-thread decode).
 //
 //   matvec/<table>/<rows>x<cols>        one matrix, read again each iteration
 //                                       (stays in cache when it fits)
 //   matvec_cold/<table>/<rows>x<cols>   rotates through copies totalling
 //                                       >= 256 MiB, so every read comes from
 //                                       DRAM, as in decoding a real model
-//   matmul/<table>/<rows>x<cols>/n:N    N (8, 16) vectors against the same rows
+//   matmul/<table>/<rows>x<cols>/n:N    N (8, 16, 32) vectors against the same rows
 //   matvec_f16/..., matvec_f16_cold/..., matmul_f16/.../n:N
 //                                       the same over IEEE half weights (the
 //                                       table's f16 weight kernels)

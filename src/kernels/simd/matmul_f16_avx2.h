@@ -4,7 +4,7 @@
 // the panel's two row vectors by one input value broadcast, for 6 inputs at
 // once: 12 accumulators, 2 vector loads and 6 broadcasts per 12 multiply-adds,
 // no horizontal sums, and each accumulator is 8 rows' outputs for one input,
-// stored as they lie in y. The row-dot tile (MatmulF16 in kernels_simd.h)
+// stored as they lie in y. The row-dot tile (matmul_f16_k in kernels_simd.h)
 // loads 7 vectors per 12 multiply-adds, 4 of them the inputs', which a
 // prompt pass's 32 inputs (96-256 KiB) stream from L2 for every 3 rows.
 //
