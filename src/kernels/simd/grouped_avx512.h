@@ -299,17 +299,39 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, floa
   }
 }
 
-// Panels of a 4-bit dtype (common/panels.h) against one input, with VNNI.
-// Per group, the eight rows' code bytes 0..7 and 8..15 are one 64-byte load
-// each; their low and high nibbles meet the input's matching 8 values,
-// broadcast to every row, in four vpdpbusd: int32 lane 2r + k then holds row
-// r's products of elements {8c + 4k .. 8c + 4k + 3} and their + 16 (c = 0,
-// 1), the zero code's offset (8, or 128 for q4nl's shifted grid) in lane 2r.
-// The eight rows' scales are one 16-byte load and one conversion; the two
-// lanes of a row are added at the end.
-template <int32_t DType>
-void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, size_t panels, size_t cols) {
-  const InputGroup* x = static_cast<const InputGroup*>(xv);
+// A row of q8_g32 groups widened to fp32 (an int8 KV cache's value rows, a
+// q8 embedding row): the reference's d * code, bit for bit, 16 at a time.
+inline void DequantizeRowQ8(const uint8_t* row, float* out, size_t cols) {
+  const size_t whole = cols / kGroup;
+  for (size_t g = 0; g < whole; ++g) {
+    const uint8_t* group = row + g * kQ8GroupBytes;
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(HalfBits(group)));
+    for (size_t k = 0; k < kGroup; k += 16) {
+      const __m512i codes = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 + k)));
+      _mm512_storeu_ps(out + g * kGroup + k, _mm512_mul_ps(d, _mm512_cvtepi32_ps(codes)));
+    }
+  }
+  if (whole * kGroup < cols) {
+    ref::DequantizeRowQ<TINYAI_DTYPE_Q8_G32>(row + whole * kQ8GroupBytes, out + whole * kGroup, cols - whole * kGroup);
+  }
+}
+
+// Panels of a 4-bit dtype (common/panels.h) against J inputs (input j at
+// x + j * ldx groups): y[j*ldy + r], with VNNI. Per group, the eight rows'
+// code bytes 0..7 and 8..15 are one 64-byte load each, split into nibbles
+// (and, for q4nl, grid values) once for all J inputs; each input's matching
+// 8 values, broadcast to every row, meet them in four vpdpbusd: int32 lane
+// 2r + k then holds row r's products of elements {8c + 4k .. 8c + 4k + 3}
+// and their + 16 (c = 0, 1), the zero code's offset (8, or 128 for q4nl's
+// shifted grid) in lane 2r. The eight rows' scales are one 16-byte load and
+// one conversion a group. Groups alternate between two accumulators an
+// input; the two lanes of a row are added at the end. An input's arithmetic
+// and its order do not depend on J, so a batch's outputs are matvec_panels'
+// bit for bit (tested). Each panel group prefetches the bytes
+// kPanelPrefetchBytes on into L2.
+template <int32_t DType, size_t J>
+void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+                size_t panels, size_t cols) {
   const size_t groups = GroupsPerRow(cols);
   const __m512i mask = _mm512_set1_epi8(15);
   const __m512i spread = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
@@ -325,7 +347,8 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, 
   const uint8_t* end = w + panels * PanelBytes(row_bytes);
   for (size_t p = 0; p < panels; ++p) {
     const uint8_t* b = w + p * PanelBytes(row_bytes);
-    __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+    __m512 even[J], odd[J];
+    for (size_t j = 0; j < J; ++j) even[j] = odd[j] = _mm512_setzero_ps();
     for (size_t g = 0; g < groups; ++g, b += kPanelGroupBytes) {
       if (b + kPanelPrefetchBytes + kPanelGroupBytes <= end) {  // into L2 (see kAheadRows)
         const uint8_t* next = b + kPanelPrefetchBytes;
@@ -333,28 +356,57 @@ void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* xv, float* y, 
         __builtin_prefetch(next + 64, 0, 1);
         __builtin_prefetch(next + 128, 0, 1);
       }
-      const int8_t* q = x[g].q;
       const __m512i c0 = _mm512_loadu_si512(b + kPanelScaleBytes);
       const __m512i c1 = _mm512_loadu_si512(b + kPanelScaleBytes + kPanelRows * kPanelHalfCodeBytes);
-      __m512i s = _mm512_maskz_set1_epi32(0x5555, -zero_code * x[g].sum);
-      s = _mm512_dpbusd_epi32(s, codes(_mm512_and_si512(c0, mask)), input(q));
-      s = _mm512_dpbusd_epi32(s, codes(_mm512_and_si512(_mm512_srli_epi16(c0, 4), mask)), input(q + 16));
-      s = _mm512_dpbusd_epi32(s, codes(_mm512_and_si512(c1, mask)), input(q + 8));
-      s = _mm512_dpbusd_epi32(s, codes(_mm512_and_si512(_mm512_srli_epi16(c1, 4), mask)), input(q + 24));
-      const __m256 dw = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))),
-                                      _mm256_set1_ps(x[g].d));
-      const __m512 d = _mm512_permutexvar_ps(spread, _mm512_castps256_ps512(dw));
-      if (g % 2 == 0) {
-        even = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, even);
-      } else {
-        odd = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, odd);
+      const __m512i low0 = codes(_mm512_and_si512(c0, mask)), high0 = codes(_mm512_and_si512(_mm512_srli_epi16(c0, 4), mask));
+      const __m512i low1 = codes(_mm512_and_si512(c1, mask)), high1 = codes(_mm512_and_si512(_mm512_srli_epi16(c1, 4), mask));
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+      for (size_t j = 0; j < J; ++j) {
+        const InputGroup& xg = x[j * ldx + g];
+        const int8_t* q = xg.q;
+        __m512i s = _mm512_maskz_set1_epi32(0x5555, -zero_code * xg.sum);
+        s = _mm512_dpbusd_epi32(s, low0, input(q));
+        s = _mm512_dpbusd_epi32(s, high0, input(q + 16));
+        s = _mm512_dpbusd_epi32(s, low1, input(q + 8));
+        s = _mm512_dpbusd_epi32(s, high1, input(q + 24));
+        const __m512 d = _mm512_permutexvar_ps(spread, _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_set1_ps(xg.d))));
+        if (g % 2 == 0) {
+          even[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, even[j]);
+        } else {
+          odd[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, odd[j]);
+        }
       }
     }
-    const __m512 acc = _mm512_add_ps(even, odd);
-    const __m512 rows = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));  // lane 2r: row r
     const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-    _mm256_storeu_ps(y + p * kPanelRows, _mm512_castps512_ps256(_mm512_permutexvar_ps(pick, rows)));
+    for (size_t j = 0; j < J; ++j) {
+      const __m512 acc = _mm512_add_ps(even[j], odd[j]);
+      const __m512 rows = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));  // lane 2r: row r
+      _mm256_storeu_ps(y + j * ldy + p * kPanelRows, _mm512_castps512_ps256(_mm512_permutexvar_ps(pick, rows)));
+    }
   }
+}
+
+template <int32_t DType>
+void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols) {
+  PanelsTile<DType, 1>(w, row_bytes, static_cast<const InputGroup*>(x), 0, y, 0, panels, cols);
+}
+
+// Panels against n inputs, kPanelInputs at a time (each panel read from
+// cache once for them, its nibbles split once), then 2, then 1. On a Zen 4
+// host 8 inputs a tile multiplied 1.65x faster than matvec_panels input by
+// input, 4 a tile about 5% below 8 (tinyai-bench-kernels matmul_panels,
+// docs/benchmarks.md).
+constexpr size_t kPanelInputs = 8;
+
+template <int32_t DType>
+void MatmulPanels(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy,
+                  size_t panels, size_t cols, size_t n) {
+  const InputGroup* x = static_cast<const InputGroup*>(input);
+  size_t j = 0;
+  for (; j + kPanelInputs <= n; j += kPanelInputs)
+    PanelsTile<DType, kPanelInputs>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  for (; j + 2 <= n; j += 2) PanelsTile<DType, 2>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  if (j < n) PanelsTile<DType, 1>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
 }
 
 // One input group quantized as the reference does (the same max, the same
@@ -417,7 +469,7 @@ template <bool kVnni>
 struct Grouped {
   static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
   static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &QuantizeInput16;
-  // A panel product with VNNI only (none written without it: such a host
+  // Panel products with VNNI only (none written without it: such a host
   // keeps rows in the row layout).
   template <int32_t DType>
   static constexpr void (*Panels())(const uint8_t*, size_t, const void*, float*, size_t, size_t) {
@@ -428,9 +480,20 @@ struct Grouped {
     }
   }
   template <int32_t DType>
+  static constexpr void (*PanelsMatmul())(const uint8_t*, size_t, const void*, size_t, float*, size_t, size_t, size_t,
+                                          size_t) {
+    if constexpr (kVnni && PanelDType(DType)) {
+      return &MatmulPanels<DType>;
+    } else {
+      return nullptr;
+    }
+  }
+  template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType, kVnni>, &MatmulQ<DType, kVnni>,
-                         InputFormOf(DType), Panels<DType>(), nullptr};
+    constexpr void (*dequantize)(const uint8_t*, float*, size_t) =
+        DType == TINYAI_DTYPE_Q8_G32 ? &DequantizeRowQ8 : &ref::DequantizeRowQ<DType>;
+    return WeightKernels{nullptr, nullptr, dequantize, &MatvecQ<DType, kVnni>, &MatmulQ<DType, kVnni>,
+                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
   }
 };
 
