@@ -70,7 +70,9 @@ class KvModel : public ::testing::Test {
 
 // Token by token, and each prefix again from scratch in one evaluation (in
 // passes of up to 32 tokens): the same logits, bit for bit, for f32, f16 and
-// int8 storage, with and without a window (sliding several times).
+// int8 storage, with and without a window (sliding several times); within
+// tt::PromptTolerance where the kernels sum a prompt's products in another
+// order than a token's (the AVX-512 tables).
 TEST_F(KvModel, StepByStepEqualsTheWholePrefix) {
   struct Case {
     int32_t type, window, sinks;
@@ -97,10 +99,14 @@ TEST_F(KvModel, StepByStepEqualsTheWholePrefix) {
       ASSERT_EQ(tinyaiResetLLM(l.llm), TINYAI_OK);
       ASSERT_EQ(tinyaiLLMEval(l.llm, ids.data(), static_cast<int32_t>(t + 1), whole.data()), TINYAI_OK)
           << tt::LastMessage();
-      EXPECT_EQ(std::memcmp(whole.data(), step.data() + t * vocab, vocab * sizeof(float)), 0) << "position " << t;
+      const float tolerance = tt::PromptTolerance(c.type);
+      if (tolerance == 0.0f) {
+        EXPECT_EQ(std::memcmp(whole.data(), step.data() + t * vocab, vocab * sizeof(float)), 0) << "position " << t;
+      }
       for (size_t i = 0; i < vocab; ++i) {
         const float a = whole[i], b = step[t * vocab + i];
-        ASSERT_LE(std::fabs(a - b), 1e-5f * std::max(1.0f, std::fabs(b))) << "position " << t << " token " << i;
+        ASSERT_LE(std::fabs(a - b), std::max(tolerance, 1e-5f) * std::max(1.0f, std::fabs(b)))
+            << "position " << t << " token " << i;
       }
     }
   }
