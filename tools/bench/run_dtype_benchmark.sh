@@ -7,7 +7,8 @@
 # bandwidth probe (docs/benchmarks.md).
 #   tools/bench/run_dtype_benchmark.sh [BUILD_DIR]
 # Environment: RUNS, THREADS (default 2), PROMPT (default 128), GEN (default 64),
-# SPEC (default the 110M shape), DTYPES (default "f16"; e.g. "f16 q8_g32 q4_g32 q4nl_g32").
+# SPEC (default the 110M shape), DTYPES (default "f16"; e.g. "f16 q8_g32 q4_g32 q4nl_g32"),
+# KV (the KV cache's type for every run: f32 by default, or f16, int8).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/release}
@@ -29,10 +30,10 @@ done
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 declare -A decode prompt fraction
-echo "dtype benchmark: $spec, $threads threads, prompt ${PROMPT:-128}, gen ${GEN:-64}, $runs runs each, alternated"
+echo "dtype benchmark: $spec, $threads threads, prompt ${PROMPT:-128}, gen ${GEN:-64}, ${KV:-f32} KV cache, $runs runs each, alternated"
 for _ in $(seq "$runs"); do
   for d in "${dtypes[@]}"; do
-    j=$("$bin/tinyai-bench" -m "${model[$d]}" -t "$threads" --prompt "${PROMPT:-128}" --gen "${GEN:-64}" --json)
+    j=$("$bin/tinyai-bench" -m "${model[$d]}" -t "$threads" --prompt "${PROMPT:-128}" --gen "${GEN:-64}" --kv-type "${KV:-f32}" --json)
     dec=$(field decode_tokens_per_s <<< "$j")
     pp=$(field pp_tokens_per_s <<< "$j")
     fr=$(field bandwidth_fraction <<< "$j")
