@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -82,6 +84,18 @@ inline bool PromptRowsAreTokenRows() {
 inline float PromptTolerance(int32_t kv_type) {
   if (PromptRowsAreTokenRows()) return 0.0f;
   return kv_type == TINYAI_KV_F32 ? 3e-5f : 2e-2f;
+}
+
+// A prompt's logits (got) against the same position evaluated token by
+// token (want), vocab of each: the same bits where PromptTolerance(kv_type)
+// is 0, and within it (at least 1e-5) of max(1, |want|) everywhere.
+inline void ExpectPromptLogits(const float* got, const float* want, size_t vocab, int32_t kv_type, size_t position) {
+  const float tolerance = PromptTolerance(kv_type);
+  if (tolerance == 0.0f) EXPECT_EQ(std::memcmp(got, want, vocab * sizeof(float)), 0) << "position " << position;
+  for (size_t i = 0; i < vocab; ++i) {
+    ASSERT_LE(std::fabs(got[i] - want[i]), std::max(tolerance, 1e-5f) * std::max(1.0f, std::fabs(want[i])))
+        << "position " << position << " token " << i;
+  }
 }
 
 // Greedy text from BOS (BOS sampled is taken as token 2), n positions
