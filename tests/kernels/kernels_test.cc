@@ -230,6 +230,13 @@ TEST_P(KernelParity, MatmulManyInputs) {
         ++seed;
         if (HasFatalFailure()) return;
       }
+  // Rows 4 KiB apart (no padding) crowd the L1: 8 rows a tile, then the rest.
+  for (size_t rows : {7u, 8u, 9u, 16u, 23u, 40u})
+    for (size_t n : {12u, 16u, 32u}) {
+      CheckMatmul(T(), rows, 1024, n, 0, 0, seed % 2 == 0, seed);
+      ++seed;
+      if (HasFatalFailure()) return;
+    }
 }
 
 // The weight stream multiplies a tensor's rows in pieces of any size (slices
@@ -237,19 +244,21 @@ TEST_P(KernelParity, MatmulManyInputs) {
 // piece it falls in, so that capped and uncapped runs agree bit for bit.
 TEST_P(KernelParity, MatmulOfARowDoesNotDependOnItsPiece) {
   Filler f(310);
-  for (size_t n : {3u, 16u}) {
-    const size_t rows = 53, cols = 300;
-    Buf w = MakeMatrix(f, rows, cols, cols, 0, false);
-    Buf x = MakeMatrix(f, n, cols, cols, 0, false);
-    Buf whole(rows * n, 0), piece(rows * n, 0);
-    T().matmul(w.data(), cols, x.data(), cols, whole.data(), rows, rows, cols, n);
-    for (size_t a = 0; a < rows;) {
-      const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;  // pieces of 1 to 19 rows
-      T().matmul(w.data() + a * cols, cols, x.data(), cols, piece.data() + a, rows, b - a, cols, n);
-      a = b;
+  for (size_t n : {3u, 16u, 32u})
+    for (size_t cols : {300u, 1024u}) {  // 1,024 columns: tiles of 8 rows on AVX-512 (RowsCrowdL1)
+      const size_t rows = 53;
+      Buf w = MakeMatrix(f, rows, cols, cols, 0, false);
+      Buf x = MakeMatrix(f, n, cols, cols, 0, false);
+      Buf whole(rows * n, 0), piece(rows * n, 0);
+      T().matmul(w.data(), cols, x.data(), cols, whole.data(), rows, rows, cols, n);
+      for (size_t a = 0; a < rows;) {
+        const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;  // pieces of 1 to 19 rows
+        T().matmul(w.data() + a * cols, cols, x.data(), cols, piece.data() + a, rows, b - a, cols, n);
+        a = b;
+      }
+      ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float)))
+          << T().name << " n=" << n << " cols=" << cols;
     }
-    ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float))) << T().name << " n=" << n;
-  }
 }
 
 // ---- vecmat ---------------------------------------------------------------------

@@ -10,7 +10,8 @@
 // of xt[k] and 16 multiply-adds with one weight of each row broadcast from
 // memory (vfmadd231ps zmm, zmm, m32{1to16}). No reduction across lanes: the
 // 16 accumulators are transposed (16 x 16) and added to y once per block of
-// columns.
+// columns. Rows whose stride puts a tile's 16 lines in a few L1 sets go 8
+// to a tile (RowsCrowdL1).
 //
 // Each output is the fp32 sum over the columns in order, chunk by chunk:
 // for every k of a chunk acc = fma(w[k], x[k], acc) from zero, then y = the
@@ -38,6 +39,7 @@ namespace avx512 {
 
 constexpr size_t kLaneInputs = 16;  // inputs per block, one per lane
 constexpr size_t kLaneRows = 16;    // rows per tile
+constexpr size_t kCrowdedRows = 8;  // rows per tile when 16 rows crowd the L1 (RowsCrowdL1)
 constexpr size_t kLaneCols = 1024;  // columns per block: xt is 64 KiB
 constexpr size_t kCopyCols = 256;   // columns per copied piece of rows: 16 KiB
 
@@ -165,12 +167,33 @@ inline void PrefetchRows(const W* w, size_t ldw, size_t kc) {
 // float or uint16_t (halves, converted to floats 16 rows x kCopyCols
 // columns at a time, as are a float matrix's last rows % 16). Any rows,
 // cols and n. Stack: 80 KiB (xt and one piece of rows).
+// Whether the 16 rows of a tile, at this stride in bytes, fall into so few
+// sets of a 32 KiB 8-way L1 (64 sets of 64-byte lines: addresses 4 KiB
+// apart share a set) that their lines evict each other between the 16
+// columns each line serves. Rows of 1,024 or 2,048 floats put all 16 in one
+// set, 5,632 floats 8 in each of two; 768 floats put 4 in each of four.
+// Such rows go 8 to a tile: on a Zen 4 core (32 KiB, 8-way L1), 768 x
+// 2,048 x 32 inputs went from 40 to 101 GFLOP/s and 5,632 x 2,048 from 45
+// to 87 (tinyai-bench-kernels matmul/avx512vnni; the AVX2 tiles: 73, 72).
+inline bool RowsCrowdL1(size_t row_bytes) {
+  int in_set[64] = {};
+  int most = 0;
+  for (size_t i = 0; i < kLaneRows; ++i) {
+    const int c = ++in_set[(i * row_bytes / 64) % 64];
+    if (c > most) most = c;
+  }
+  return most > 4;
+}
+
 template <class W>
 void MatmulLanes(const W* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows, size_t cols,
                  size_t n) {
   alignas(64) float xt[kLaneCols * kLaneInputs];
   alignas(64) float rows_buf[kLaneRows * kCopyCols];
   constexpr auto kTile = std::make_index_sequence<kLaneRows>();
+  constexpr auto kCrowdedTile = std::make_index_sequence<kCrowdedRows>();
+  // Halves are copied to rows_buf (stride kCopyCols floats: 4 rows a set).
+  const size_t step = std::is_same<W, float>::value && RowsCrowdL1(ldw * sizeof(W)) ? kCrowdedRows : kLaneRows;
   if (cols == 0) {
     for (size_t j = 0; j < n; ++j) std::memset(y + j * ldy, 0, rows * sizeof(float));
     return;
@@ -180,18 +203,23 @@ void MatmulLanes(const W* w, size_t ldw, const float* x, size_t ldx, float* y, s
     for (size_t c0 = 0; c0 < cols; c0 += kLaneCols) {
       const size_t kc = cols - c0 < kLaneCols ? cols - c0 : kLaneCols;
       PackInputs(x + j0 * ldx + c0, ldx, nt, kc, xt);
-      for (size_t r = 0; r < rows; r += kLaneRows) {
-        const size_t nr = rows - r < kLaneRows ? rows - r : kLaneRows;
+      for (size_t r = 0; r < rows; r += step) {
+        const size_t nr = rows - r < step ? rows - r : step;
         __m512 acc[kLaneRows];
         for (__m512& a : acc) a = _mm512_setzero_ps();
-        if (std::is_same<W, float>::value && nr == kLaneRows) {
-          const float* wf = reinterpret_cast<const float*>(w) + r * ldw + c0;
-          LaneTile(wf, ldw, xt, kc, r + 2 * kLaneRows <= rows ? wf + kLaneRows * ldw : nullptr, acc, kTile);
+        if (std::is_same<W, float>::value && nr == step) {
+          const float* wf = reinterpret_cast<const float*>(w + r * ldw + c0);
+          const float* next = r + 2 * step <= rows ? wf + step * ldw : nullptr;  // the next tile's rows
+          if (step == kLaneRows) {
+            LaneTile(wf, ldw, xt, kc, next, acc, kTile);
+          } else {
+            LaneTile(wf, ldw, xt, kc, next, acc, kCrowdedTile);
+          }
         } else {  // halves, or the last rows: as floats, kCopyCols columns at a time
           for (size_t p = 0; p < kc; p += kCopyCols) {
             const size_t pc = kc - p < kCopyCols ? kc - p : kCopyCols;
             CopyRows(w + r * ldw, ldw, nr, c0 + p, pc, rows_buf);
-            if (r + 2 * kLaneRows <= rows) PrefetchRows(w + (r + kLaneRows) * ldw + c0 + p, ldw, pc);
+            if (r + 2 * step <= rows) PrefetchRows(w + (r + step) * ldw + c0 + p, ldw, pc);
             LaneTile(rows_buf, kCopyCols, xt + p * kLaneInputs, pc, nullptr, acc, kTile);
           }
         }
