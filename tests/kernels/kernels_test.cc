@@ -528,10 +528,42 @@ TEST_P(KernelParity, F16WeightsMatchTheReferenceManyInputs) {
   uint32_t seed = 950;
   for (size_t rows : {1u, 16u, 21u, 35u})
     for (size_t cols : {7u, 256u, 300u, 1100u})
-      for (size_t n : {8u, 12u, 16u, 19u, 32u}) {
+      for (size_t n : {8u, 12u, 16u, 19u, 32u, 45u}) {
         ASSERT_NO_FATAL_FAILURE(CheckF16Weights(T(), rows, cols, 3, 1, seed % 2 == 0, seed, n));
         ++seed;
       }
+}
+
+// f16 rows as the fp32 ones (MatmulOfARowDoesNotDependOnItsPiece): a row's
+// products do not depend on the piece of rows it falls in; on the AVX-512
+// tables, which take 12 inputs or more in the lanes (matmul_avx512.h,
+// converted once per 32), nor an input's on the batch around it.
+TEST_P(KernelParity, F16MatmulOfARowDoesNotDependOnItsPieceOrBatch) {
+  const WeightKernels* wk = WeightKernelsFor(T(), TINYAI_DTYPE_F16);
+  ASSERT_NE(wk, nullptr);
+  Filler f(320);
+  for (size_t n : {3u, 16u, 32u, 45u})
+    for (size_t cols : {300u, 1024u}) {
+      const size_t rows = 53;
+      std::vector<uint16_t> h = HalfMatrix(f, rows, cols, false);
+      const uint8_t* w = reinterpret_cast<const uint8_t*>(h.data());
+      Buf x = MakeMatrix(f, n, cols, cols, 0, false);
+      Buf whole(rows * n, 0), piece(rows * n, 0);
+      wk->matmul(w, cols * 2, x.data(), cols, whole.data(), rows, rows, cols, n);
+      for (size_t a = 0; a < rows;) {
+        const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;  // pieces of 1 to 19 rows
+        wk->matmul(w + a * cols * 2, cols * 2, x.data(), cols, piece.data() + a, rows, b - a, cols, n);
+        a = b;
+      }
+      ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float)))
+          << T().name << " n=" << n << " cols=" << cols;
+      if (n < 32 || std::strncmp(T().name, "avx512", 6) != 0) continue;
+      // The last 13 inputs alone (still in the lanes): their rows of the batch.
+      Buf tail(rows * 13, 0);
+      wk->matmul(w, cols * 2, x.data() + (n - 13) * cols, cols, tail.data(), rows, rows, cols, 13);
+      ASSERT_EQ(0, std::memcmp(whole.data() + (n - 13) * rows, tail.data(), rows * 13 * sizeof(float)))
+          << T().name << " n=" << n << " cols=" << cols;
+    }
 }
 
 // From kMatvecStreamBytes of rows up, matvec may read them another way (the

@@ -39,8 +39,8 @@ void MatmulF32(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, f
 void MatmulF16(const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, float* y, size_t ldy, size_t rows,
                size_t cols, size_t n) {
   if (n < kMinLaneInputs) return Fns::MatmulF16(w, row_bytes, x, ldx, y, ldy, rows, cols, n);
-  avx512::MatmulLanes(reinterpret_cast<const uint16_t*>(w), row_bytes / sizeof(uint16_t), x, ldx, y, ldy, rows,
-                      cols, n);
+  avx512::MatmulLanesHalves(reinterpret_cast<const uint16_t*>(w), row_bytes / sizeof(uint16_t), x, ldx, y, ldy, rows,
+                            cols, n);
 }
 
 }  // namespace
