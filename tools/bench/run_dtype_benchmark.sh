@@ -4,7 +4,9 @@
 # BUILD_DIR/bench-models), then runs tinyai-bench on them alternately, RUNS
 # times each (default 3), and prints every run and the medians' ratios: decode
 # and prompt tokens/s of each dtype over f32, and each one's fraction of the
-# bandwidth probe (docs/benchmarks.md).
+# bandwidth probe (docs/benchmarks.md): per run against that run's probe, and
+# the median effective GB/s against the median of every probe of the whole
+# benchmark (steadier on a shared host, where one probe reads 24-33 GB/s).
 #   tools/bench/run_dtype_benchmark.sh [BUILD_DIR]
 # Environment: RUNS, THREADS (default 2), PROMPT (default 128), GEN (default 64),
 # SPEC (default the 110M shape), DTYPES (default "f16"; e.g. "f16 q8_g32 q4_g32 q4nl_g32"),
@@ -29,7 +31,8 @@ done
 
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-declare -A decode prompt fraction
+declare -A decode prompt fraction effective
+probes=
 echo "dtype benchmark: $spec, $threads threads, prompt ${PROMPT:-128}, gen ${GEN:-64}, ${KV:-f32} KV cache, $runs runs each, alternated"
 for _ in $(seq "$runs"); do
   for d in "${dtypes[@]}"; do
@@ -37,7 +40,11 @@ for _ in $(seq "$runs"); do
     dec=$(field decode_tokens_per_s <<< "$j")
     pp=$(field pp_tokens_per_s <<< "$j")
     fr=$(field bandwidth_fraction <<< "$j")
-    echo "$d: decode $dec tokens/s, prompt $pp tokens/s, $fr of the bandwidth probe"
+    eff=$(field effective_gbps <<< "$j")
+    probe=$(field memory_read_gbps <<< "$j")
+    echo "$d: decode $dec tokens/s ($eff GB/s), prompt $pp tokens/s, $fr of the bandwidth probe ($probe GB/s)"
+    effective[$d]+="$eff "
+    probes+="$probe "
     decode[$d]+="$dec "
     prompt[$d]+="$pp "
     fraction[$d]+="$fr "
@@ -47,7 +54,13 @@ for d in "${dtypes[@]}"; do
   decode[$d]=$(tr ' ' '\n' <<< "${decode[$d]}" | grep . | median)
   prompt[$d]=$(tr ' ' '\n' <<< "${prompt[$d]}" | grep . | median)
   fraction[$d]=$(tr ' ' '\n' <<< "${fraction[$d]}" | grep . | median)
+  effective[$d]=$(tr ' ' '\n' <<< "${effective[$d]}" | grep . | median)
   echo "median $d: decode ${decode[$d]} tokens/s (${fraction[$d]} of the probe), prompt ${prompt[$d]} tokens/s"
+done
+probe=$(tr ' ' '\n' <<< "$probes" | grep . | median)
+for d in "${dtypes[@]}"; do
+  awk -v d="$d" -v e="${effective[$d]}" -v p="$probe" \
+    'BEGIN { printf "%s: median %.2f GB/s of weights and KV a decoded token, %.3f of the median probe (%.2f GB/s)\n", d, e, e / p, p }'
 done
 for d in "${dtypes[@]:1}"; do
   awk -v d="$d" -v a="${decode[$d]}" -v b="${decode[f32]}" -v c="${prompt[$d]}" -v e="${prompt[f32]}" \
