@@ -231,9 +231,14 @@ TEST_P(KernelParity, MatmulManyInputs) {
         if (HasFatalFailure()) return;
       }
   // Rows 4 KiB apart (no padding) crowd the L1: 8 rows a tile, then the rest.
+  // 2,045 columns padded to 2,048 crowd it too, in two blocks of columns
+  // (the second adds to y) with a tail of 13, and check y's padding.
   for (size_t rows : {7u, 8u, 9u, 16u, 23u, 40u})
     for (size_t n : {12u, 16u, 32u}) {
       CheckMatmul(T(), rows, 1024, n, 0, 0, seed % 2 == 0, seed);
+      ++seed;
+      if (HasFatalFailure()) return;
+      CheckMatmul(T(), rows, 2045, n, 3, 1, seed % 2 == 0, seed);
       ++seed;
       if (HasFatalFailure()) return;
     }
@@ -558,10 +563,11 @@ TEST_P(KernelParity, F16MatmulOfARowDoesNotDependOnItsPieceOrBatch) {
       ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float)))
           << T().name << " n=" << n << " cols=" << cols;
       if (n < 32 || std::strncmp(T().name, "avx512", 6) != 0) continue;
-      // The last 13 inputs alone (still in the lanes): their rows of the batch.
-      Buf tail(rows * 13, 0);
-      wk->matmul(w, cols * 2, x.data() + (n - 13) * cols, cols, tail.data(), rows, rows, cols, 13);
-      ASSERT_EQ(0, std::memcmp(whole.data() + (n - 13) * rows, tail.data(), rows * 13 * sizeof(float)))
+      // Inputs 10..22 alone (still in the lanes, now lanes 0..12 of one
+      // block; in the batch lanes 10..15 of one and 0..6 of the next).
+      Buf some(rows * 13, 0);
+      wk->matmul(w, cols * 2, x.data() + 10 * cols, cols, some.data(), rows, rows, cols, 13);
+      ASSERT_EQ(0, std::memcmp(whole.data() + 10 * rows, some.data(), rows * 13 * sizeof(float)))
           << T().name << " n=" << n << " cols=" << cols;
     }
 }

@@ -166,10 +166,11 @@ inline void PrefetchRows(const W* w, size_t ldw, size_t kc) {
 // Whether the 16 rows of a tile, at this stride in bytes, fall into so few
 // sets of a 32 KiB 8-way L1 (64 sets of 64-byte lines: addresses 4 KiB
 // apart share a set) that their lines evict each other between the 16
-// columns each line serves. Rows of 1,024 or 2,048 floats put all 16 in one
-// set, 5,632 floats 8 in each of two; 768 floats put 4 in each of four.
-// Such rows go 8 to a tile: on a Zen 4 core (32 KiB, 8-way L1), 768 x
-// 2,048 x 32 inputs went from 40 to 101 GFLOP/s and 5,632 x 2,048 from 45
+// columns each line serves: more than 4 of the 16 in one set. Rows of 1,024
+// or 2,048 floats put all 16 in one set, 5,632 floats 8 in each of two
+// (crowded); 768 floats put 4 in each of four (not crowded). Crowded rows go
+// 8 to a tile: on a Zen 4 core (32 KiB, 8-way L1), 768 rows of 2,048 floats
+// x 32 inputs went from 40 to 101 GFLOP/s and 5,632 rows of 2,048 from 45
 // to 87 (tinyai-bench-kernels matmul/avx512vnni; the AVX2 tiles: 73, 72).
 inline bool RowsCrowdL1(size_t row_bytes) {
   int in_set[64] = {};
