@@ -247,6 +247,21 @@ TEST_P(KernelParity, MatmulManyInputs) {
 // The weight stream multiplies a tensor's rows in pieces of any size (slices
 // under a cap, ranges per thread): a row's product must not depend on the
 // piece it falls in, so that capped and uncapped runs agree bit for bit.
+// mul(a, b, y) multiplies rows [a, b) into y (output stride rows): the
+// rows in pieces of 1 to 19 give the bits of one call over all of them,
+// which *whole (rows x n) receives.
+template <class Mul>
+void ExpectPiecesAsWhole(size_t rows, size_t n, Mul mul, Buf* whole, const std::string& what) {
+  Buf piece(rows * n, 0);
+  mul(size_t{0}, rows, whole->data());
+  for (size_t a = 0; a < rows;) {
+    const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;
+    mul(a, b, piece.data() + a);
+    a = b;
+  }
+  ASSERT_EQ(0, std::memcmp(whole->data(), piece.data(), rows * n * sizeof(float))) << what;
+}
+
 TEST_P(KernelParity, MatmulOfARowDoesNotDependOnItsPiece) {
   Filler f(310);
   for (size_t n : {3u, 16u, 32u})
@@ -254,15 +269,12 @@ TEST_P(KernelParity, MatmulOfARowDoesNotDependOnItsPiece) {
       const size_t rows = 53;
       Buf w = MakeMatrix(f, rows, cols, cols, 0, false);
       Buf x = MakeMatrix(f, n, cols, cols, 0, false);
-      Buf whole(rows * n, 0), piece(rows * n, 0);
-      T().matmul(w.data(), cols, x.data(), cols, whole.data(), rows, rows, cols, n);
-      for (size_t a = 0; a < rows;) {
-        const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;  // pieces of 1 to 19 rows
-        T().matmul(w.data() + a * cols, cols, x.data(), cols, piece.data() + a, rows, b - a, cols, n);
-        a = b;
-      }
-      ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float)))
-          << T().name << " n=" << n << " cols=" << cols;
+      Buf whole(rows * n, 0);
+      auto mul = [&](size_t a, size_t b, float* y) {
+        T().matmul(w.data() + a * cols, cols, x.data(), cols, y, rows, b - a, cols, n);
+      };
+      const std::string what = std::string(T().name) + " n=" + std::to_string(n) + " cols=" + std::to_string(cols);
+      ASSERT_NO_FATAL_FAILURE(ExpectPiecesAsWhole(rows, n, mul, &whole, what));
     }
 }
 
@@ -553,22 +565,18 @@ TEST_P(KernelParity, F16MatmulOfARowDoesNotDependOnItsPieceOrBatch) {
       std::vector<uint16_t> h = HalfMatrix(f, rows, cols, false);
       const uint8_t* w = reinterpret_cast<const uint8_t*>(h.data());
       Buf x = MakeMatrix(f, n, cols, cols, 0, false);
-      Buf whole(rows * n, 0), piece(rows * n, 0);
-      wk->matmul(w, cols * 2, x.data(), cols, whole.data(), rows, rows, cols, n);
-      for (size_t a = 0; a < rows;) {
-        const size_t b = a + 1 + (a * 7) % 19 < rows ? a + 1 + (a * 7) % 19 : rows;  // pieces of 1 to 19 rows
-        wk->matmul(w + a * cols * 2, cols * 2, x.data(), cols, piece.data() + a, rows, b - a, cols, n);
-        a = b;
-      }
-      ASSERT_EQ(0, std::memcmp(whole.data(), piece.data(), rows * n * sizeof(float)))
-          << T().name << " n=" << n << " cols=" << cols;
+      Buf whole(rows * n, 0);
+      auto mul = [&](size_t a, size_t b, float* y) {
+        wk->matmul(w + a * cols * 2, cols * 2, x.data(), cols, y, rows, b - a, cols, n);
+      };
+      const std::string what = std::string(T().name) + " n=" + std::to_string(n) + " cols=" + std::to_string(cols);
+      ASSERT_NO_FATAL_FAILURE(ExpectPiecesAsWhole(rows, n, mul, &whole, what));
       if (n < 32 || std::strncmp(T().name, "avx512", 6) != 0) continue;
       // Inputs 10..22 alone (still in the lanes, now lanes 0..12 of one
       // block; in the batch lanes 10..15 of one and 0..6 of the next).
       Buf some(rows * 13, 0);
       wk->matmul(w, cols * 2, x.data() + 10 * cols, cols, some.data(), rows, rows, cols, 13);
-      ASSERT_EQ(0, std::memcmp(whole.data() + 10 * rows, some.data(), rows * 13 * sizeof(float)))
-          << T().name << " n=" << n << " cols=" << cols;
+      ASSERT_EQ(0, std::memcmp(whole.data() + 10 * rows, some.data(), rows * 13 * sizeof(float))) << what;
     }
 }
 

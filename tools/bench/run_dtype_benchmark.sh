@@ -31,6 +31,8 @@ done
 
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# The median of a space-separated list.
+median_of() { tr ' ' '\n' <<< "$1" | grep . | median; }
 declare -A decode prompt fraction effective
 probes=
 echo "dtype benchmark: $spec, $threads threads, prompt ${PROMPT:-128}, gen ${GEN:-64}, ${KV:-f32} KV cache, $runs runs each, alternated"
@@ -51,13 +53,13 @@ for _ in $(seq "$runs"); do
   done
 done
 for d in "${dtypes[@]}"; do
-  decode[$d]=$(tr ' ' '\n' <<< "${decode[$d]}" | grep . | median)
-  prompt[$d]=$(tr ' ' '\n' <<< "${prompt[$d]}" | grep . | median)
-  fraction[$d]=$(tr ' ' '\n' <<< "${fraction[$d]}" | grep . | median)
-  effective[$d]=$(tr ' ' '\n' <<< "${effective[$d]}" | grep . | median)
+  decode[$d]=$(median_of "${decode[$d]}")
+  prompt[$d]=$(median_of "${prompt[$d]}")
+  fraction[$d]=$(median_of "${fraction[$d]}")
+  effective[$d]=$(median_of "${effective[$d]}")
   echo "median $d: decode ${decode[$d]} tokens/s (${fraction[$d]} of the probe), prompt ${prompt[$d]} tokens/s"
 done
-probe=$(tr ' ' '\n' <<< "$probes" | grep . | median)
+probe=$(median_of "$probes")
 for d in "${dtypes[@]}"; do
   awk -v d="$d" -v e="${effective[$d]}" -v p="$probe" \
     'BEGIN { printf "%s: median %.2f GB/s of weights and KV a decoded token, %.3f of the median probe (%.2f GB/s)\n", d, e, e / p, p }'

@@ -163,6 +163,12 @@ inline void PrefetchRows(const W* w, size_t ldw, size_t kc) {
   }
 }
 
+// No columns: every output is 0 (y may be null when rows is 0).
+inline void ZeroOutputs(float* y, size_t ldy, size_t rows, size_t n) {
+  if (rows == 0) return;
+  for (size_t j = 0; j < n; ++j) std::memset(y + j * ldy, 0, rows * sizeof(float));
+}
+
 // Whether the 16 rows of a tile, at this stride in bytes, fall into so few
 // sets of a 32 KiB 8-way L1 (64 sets of 64-byte lines: addresses 4 KiB
 // apart share a set) that their lines evict each other between the 16
@@ -193,10 +199,7 @@ inline void MatmulLanes(const float* w, size_t ldw, const float* x, size_t ldx, 
   constexpr auto kTile = std::make_index_sequence<kLaneRows>();
   constexpr auto kCrowdedTile = std::make_index_sequence<kCrowdedRows>();
   const size_t step = RowsCrowdL1(ldw * sizeof(float)) ? kCrowdedRows : kLaneRows;
-  if (cols == 0) {
-    for (size_t j = 0; j < n; ++j) std::memset(y + j * ldy, 0, rows * sizeof(float));
-    return;
-  }
+  if (cols == 0) return ZeroOutputs(y, ldy, rows, n);
   for (size_t j0 = 0; j0 < n; j0 += kLaneInputs) {
     const size_t nt = n - j0 < kLaneInputs ? n - j0 : kLaneInputs;
     for (size_t c0 = 0; c0 < cols; c0 += kLaneCols) {
@@ -238,10 +241,7 @@ inline void MatmulLanesHalves(const uint16_t* w, size_t ldw, const float* x, siz
   alignas(64) float xt[kBlocks][kCopyCols * kLaneInputs];
   alignas(64) float rows_buf[kLaneRows * kCopyCols];
   constexpr auto kTile = std::make_index_sequence<kLaneRows>();
-  if (cols == 0) {
-    for (size_t j = 0; j < n; ++j) std::memset(y + j * ldy, 0, rows * sizeof(float));
-    return;
-  }
+  if (cols == 0) return ZeroOutputs(y, ldy, rows, n);
   for (size_t j0 = 0; j0 < n; j0 += kBlocks * kLaneInputs) {
     size_t nt[kBlocks] = {};
     size_t blocks = 0;
