@@ -3,6 +3,7 @@
 // per-arch files (src/kernels/simd/); with none, only Ref() exists.
 // This file is compiled with default flags: it only asks the CPU what it
 // supports (xsimd::available_architectures) and never runs SIMD code itself.
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -77,6 +78,24 @@ struct TableList {
   size_t count;
 };
 
+// TINYAI_KERNELS=NAME in the environment (a table's name, as
+// tinyai-bench's "kernels" reports it) caps the list at that table: it and
+// those after it stay, so Best() is NAME (an AVX2 path measured on an
+// AVX-512 host, the reference kernels run as a model's oracle). A name
+// that is not in the list (unknown, or not runnable on this CPU) changes
+// nothing; the tools report the table they ran.
+TableList CapByEnvironment(const TableList& list) {
+  const char* name = getenv("TINYAI_KERNELS");
+  if (name == nullptr) return list;
+  for (size_t i = 0; i < list.count; ++i) {
+    if (strcmp(list.tables[i]->name, name) != 0) continue;
+    TableList capped = {};
+    for (size_t k = i; k < list.count; ++k) capped.tables[capped.count++] = list.tables[k];
+    return capped;
+  }
+  return list;
+}
+
 // Every built table the running CPU supports, best first, Ref() last.
 TableList Detect() {
   TableList list = {};
@@ -97,7 +116,7 @@ TableList Detect() {
 #endif
 #endif
   list.tables[list.count++] = &Ref();
-  return list;
+  return CapByEnvironment(list);
 }
 
 const TableList& Tables() {

@@ -124,7 +124,8 @@ const WeightKernels* WeightKernelsFor(const KernelTable& table, int32_t dtype);
 
 const KernelTable& Ref();
 
-// The best table for the running CPU (resolved once, thread-safe).
+// The best table for the running CPU (resolved once, thread-safe), or the
+// one TINYAI_KERNELS names in the environment (dispatch.cc).
 const KernelTable& Best();
 
 // A table by name ("ref", "best", or a name above), or nullptr when that

@@ -102,6 +102,18 @@ set(separate ${OUT_DIR}/separate-q4.tmai)
 expect_run(RC 0 COMMAND ${CONVERT} --dtype q4_g32 --synthetic dim=64,hidden=96,layers=1,heads=2,vocab=512,seq_len=32,seed=3,shared=0
            ${separate})
 expect_run(RC 0 STDOUT_HAS "\"bytes_per_token\":40524," COMMAND ${BENCH} -m ${separate} --prompt 2 --gen 2 --no-probe --json)
+# TINYAI_KERNELS names the kernel table to run (src/kernels/dispatch.cc):
+# the reference on request, on every target; a name this CPU has no table
+# for changes nothing, and the report names the table that ran.
+set(ENV{TINYAI_KERNELS} ref)
+expect_run(RC 0 STDOUT_HAS "\"kernels\":\"ref\"" COMMAND ${BENCH} -m ${separate} --prompt 2 --gen 2 --no-probe --json)
+set(ENV{TINYAI_KERNELS} no-such-table)
+expect_run(RC 0 STDOUT_HAS "\"kernels\":\"" COMMAND ${BENCH} -m ${separate} --prompt 2 --gen 2 --no-probe --json)
+string(FIND "${RUN_OUT}" "no-such-table" at)
+if(NOT at EQUAL -1)
+  cli_fail("TINYAI_KERNELS=no-such-table: the report names a table that does not exist:\n${RUN_OUT}")
+endif()
+unset(ENV{TINYAI_KERNELS})
 
 # ---- Sizes -----------------------------------------------------------------------
 # What a size means: tinyai-inspect --json reports the limit in bytes.
