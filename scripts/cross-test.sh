@@ -30,7 +30,9 @@ esac
 for tool in "$triplet-g++" "$qemu"; do
   command -v "$tool" > /dev/null || { echo "$tool not found: run scripts/bootstrap.sh" >&2; exit 1; }
 done
-flags+=("-DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/$triplet.cmake")
+# Absolute: a relative path given again on a second configure would stay
+# relative in the cache (consumer_find_package hands it on).
+flags+=("-DCMAKE_TOOLCHAIN_FILE=$PWD/cmake/toolchains/$triplet.cmake")
 jobs=$(nproc)
 dir=build/$target
 mkdir -p build
