@@ -19,6 +19,9 @@
 #include <unistd.h>
 #endif
 #endif
+#if defined(TINYAI_KERNELS_NEON64) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 namespace tinyai {
 namespace kernels {
@@ -73,6 +76,19 @@ bool CpuHasAmxInt8() {
 }
 #endif
 
+#if defined(TINYAI_KERNELS_NEON64)
+// ARMv8.2's dot product (sdot, udot), as the kernel reports it: AT_HWCAP's
+// HWCAP_ASIMDDP (bit 20) on Linux; elsewhere not asked, so false.
+bool CpuHasDotProd() {
+#if defined(__linux__)
+  constexpr unsigned long kHwcapAsimdDp = 1ul << 20;
+  return (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
+#else
+  return false;
+#endif
+}
+#endif
+
 struct TableList {
   const KernelTable* tables[kMaxTables];
   size_t count;
@@ -110,6 +126,7 @@ TableList Detect() {
   if (cpu.avx2 && cpu.fma3_avx2 && CpuHasF16C()) list.tables[list.count++] = &X86Avx2FmaTable();
   if (cpu.sse2) list.tables[list.count++] = &X86Sse2Table();
 #elif defined(TINYAI_KERNELS_NEON64)
+  if (cpu.neon64 && CpuHasDotProd()) list.tables[list.count++] = &ArmNeon64DotTable();
   if (cpu.neon64) list.tables[list.count++] = &ArmNeon64Table();
 #elif defined(TINYAI_KERNELS_NEON)
   if (cpu.neon) list.tables[list.count++] = &ArmNeonTable();

@@ -24,6 +24,9 @@
 #include <random>
 #include <string>
 #include <vector>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 #if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -895,13 +898,18 @@ TEST(Dispatch, ByName) {
 }
 
 // The kernel set this build targets, which Best() must report: NEON on AArch64
-// and on 32-bit ARM built for NEON (-mfpu=neon), the reference kernels alone
+// (with sdot first where the CPU has it) and on 32-bit ARM built for NEON (-mfpu=neon), the reference kernels alone
 // on 32-bit ARM without NEON, AVX-512 (with VNNI and AMX, VNNI, or neither), AVX2+FMA and SSE2
 // on x86-64 by what the CPU offers. Asked of the compiler (the test's own predefined macros), not of the
 // build's choice of sources: a build that lost its SIMD kernels would still
 // pass every parity test, which would then compare Ref() with itself.
 std::vector<std::string> ExpectedTables() {
-#if defined(__aarch64__)
+#if defined(__aarch64__) && defined(__linux__)
+  // The dot-product table where the kernel reports ARMv8.2's sdot
+  // (HWCAP_ASIMDDP; qemu-user's default CPU has it).
+  if ((getauxval(AT_HWCAP) & (1ul << 20)) != 0) return {"neon64dot", "neon64", "ref"};
+  return {"neon64", "ref"};
+#elif defined(__aarch64__)
   return {"neon64", "ref"};
 #elif defined(__arm__) && (defined(__ARM_NEON) || defined(__ARM_NEON__))
   return {"neon", "ref"};

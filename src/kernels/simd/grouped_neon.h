@@ -7,8 +7,9 @@
 // vmlal_s8; no pair exceeds 2 * 127 * 127 < 32768), then added pairwise
 // into int32 (vpadalq_s16); q8_g32's int16 inputs use vmull_s16 / vmlal_s16
 // straight into int32. One float multiply-add by d_w * d_x per group.
-// (ARMv8.2's sdot would do a group in fewer instructions; it needs a run-time
-// check of the CPU and is not used yet.)
+// On AArch64 CPUs with ARMv8.2's dot product (dispatch.cc asks the kernel's
+// HWCAP_ASIMDDP), the 4-bit groups take sdot instead: four products summed
+// into each int32 lane by one instruction (Grouped<true>, kernels_arm_neon_dot.cc).
 #ifndef TINYAI_KERNELS_SIMD_GROUPED_NEON_H_
 #define TINYAI_KERNELS_SIMD_GROUPED_NEON_H_
 
@@ -24,11 +25,27 @@
 namespace tinyai {
 namespace kernels {
 namespace neon {
+// Compiled with and without dotprod (kernels_arm_neon_dot.cc and
+// kernels_arm_neon.cc): each build's helpers live in their own inline
+// namespace, so the linker never merges a dotprod copy into the plain one.
+#if defined(__ARM_FEATURE_DOTPROD)
+inline namespace dotprod {
+#else
+inline namespace base {
+#endif
 
+// A group's half-precision scale: one conversion instruction on AArch64
+// (ARMv8's FCVT; the software conversion took about 15 instructions a
+// group, more than the group's sdot products); 32-bit NEON without the
+// half-precision extension converts in software. Both are exact.
 inline float HalfAt(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof h);
+#if defined(__aarch64__)
+  return vget_lane_f32(vget_low_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)))), 0);
+#else
   return HalfToFloat(h);
+#endif
 }
 
 inline float HorizontalSum(float32x4_t v) {
@@ -60,78 +77,138 @@ inline int32x4_t DotAdd8(int32x4_t acc, int8x16_t a, int8x16_t b) {
   return vpadalq_s16(acc, p);
 }
 
-// The group's integer dot product with x, as 4 int32 partial sums.
+// One weight group's integer values, decoded once for every input it meets.
 template <int32_t DType>
-inline int32x4_t GroupDot(const uint8_t* g, const InputGroupOf<DType>& x) {
-  if (DType == TINYAI_DTYPE_Q8_G32) {
-    const int16_t* q = reinterpret_cast<const InputGroup16&>(x).q;
-    int32x4_t acc = vdupq_n_s32(0);
-    for (int half = 0; half < 2; ++half) {
-      const int8x16_t w = vld1q_s8(reinterpret_cast<const int8_t*>(g + 2 + 16 * half));
-      const int16x8_t lo = vmovl_s8(vget_low_s8(w)), hi = vmovl_s8(vget_high_s8(w));
-      acc = vmlal_s16(acc, vget_low_s16(lo), vld1_s16(q + 16 * half));
-      acc = vmlal_s16(acc, vget_high_s16(lo), vld1_s16(q + 16 * half + 4));
-      acc = vmlal_s16(acc, vget_low_s16(hi), vld1_s16(q + 16 * half + 8));
-      acc = vmlal_s16(acc, vget_high_s16(hi), vld1_s16(q + 16 * half + 12));
-    }
-    return acc;
-  } else {
-    const int8_t* q = reinterpret_cast<const InputGroup&>(x).q;
-    const uint8x16_t packed = vld1q_u8(g + 2);
-    const uint8x16_t low = vandq_u8(packed, vdupq_n_u8(15)), high = vshrq_n_u8(packed, 4);
-    int8x16_t a, b;
-    if (DType == TINYAI_DTYPE_Q4_G32) {
-      a = vsubq_s8(vreinterpretq_s8_u8(low), vdupq_n_s8(8));
-      b = vsubq_s8(vreinterpretq_s8_u8(high), vdupq_n_s8(8));
+struct WeightGroup {
+  // q8: the codes widened to int16, elements 0..7, 8..15, 16..23, 24..31;
+  // q4 / q4nl: elements 0..15 and 16..31 as int8 (code - 8, or the grid value).
+  int16x8_t w16[4];
+  int8x16_t a, b;
+  float d;
+
+  explicit WeightGroup(const uint8_t* g) : d(HalfAt(g)) {
+    if (DType == TINYAI_DTYPE_Q8_G32) {
+      for (int half = 0; half < 2; ++half) {
+        const int8x16_t w = vld1q_s8(reinterpret_cast<const int8_t*>(g + 2 + 16 * half));
+        w16[2 * half] = vmovl_s8(vget_low_s8(w));
+        w16[2 * half + 1] = vmovl_s8(vget_high_s8(w));
+      }
     } else {
-      const int8x16_t grid = vld1q_s8(kQ4NLGrid);
-      a = Lookup(grid, low);
-      b = Lookup(grid, high);
+      const uint8x16_t packed = vld1q_u8(g + 2);
+      const uint8x16_t low = vandq_u8(packed, vdupq_n_u8(15)), high = vshrq_n_u8(packed, 4);
+      if (DType == TINYAI_DTYPE_Q4_G32) {
+        a = vsubq_s8(vreinterpretq_s8_u8(low), vdupq_n_s8(8));
+        b = vsubq_s8(vreinterpretq_s8_u8(high), vdupq_n_s8(8));
+      } else {
+        const int8x16_t grid = vld1q_s8(kQ4NLGrid);
+        a = Lookup(grid, low);
+        b = Lookup(grid, high);
+      }
     }
-    return DotAdd8(DotAdd8(vdupq_n_s32(0), a, vld1q_s8(q)), b, vld1q_s8(q + 16));
   }
+
+  // The group's integer dot product with x, as 4 int32 partial sums: q8 by
+  // widening int16 multiplies; q4 and q4nl by widening int8 multiplies, or
+  // with Dot (ARMv8.2's dot product, compiled only where the compiler
+  // targets it) by sdot, four products a lane.
+  template <bool Dot>
+  int32x4_t Products(const InputGroupOf<DType>& x) const {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+      const int16_t* q = x.q;
+      int32x4_t acc = vdupq_n_s32(0);
+      for (int k = 0; k < 4; ++k) {
+        acc = vmlal_s16(acc, vget_low_s16(w16[k]), vld1_s16(q + 8 * k));
+        acc = vmlal_s16(acc, vget_high_s16(w16[k]), vld1_s16(q + 8 * k + 4));
+      }
+      return acc;
+    } else if constexpr (Dot) {
+#if defined(__ARM_FEATURE_DOTPROD)
+      return vdotq_s32(vdotq_s32(vdupq_n_s32(0), a, vld1q_s8(x.q)), b, vld1q_s8(x.q + 16));
+#else
+      static_assert(!Dot, "the dot-product kernels need a compiler targeting ARMv8.2 dotprod");
+      return vdupq_n_s32(0);
+#endif
+    } else {
+      return DotAdd8(DotAdd8(vdupq_n_s32(0), a, vld1q_s8(x.q)), b, vld1q_s8(x.q + 16));
+    }
+  }
+};
+
+// acc + the group's products with x, scaled by d_w * d_x.
+template <int32_t DType, bool Dot>
+inline float32x4_t AddGroup(float32x4_t acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
+  return vmlaq_n_f32(acc, vcvtq_f32_s32(w.template Products<Dot>(x)), w.d * x.d);
 }
 
-// One row after the other, two groups at a time (two accumulator chains).
-template <int32_t DType>
+// One row against J inputs (input j at x + j * ldx groups), y[j * ldy]: each
+// group decoded once for the J inputs. Per input the sums are those of a
+// row alone (two accumulator chains, even and odd groups), so a row of a
+// matmul is its matvec bit for bit.
+template <int32_t DType, bool Dot, size_t J>
+inline void RowTile(const uint8_t* row, const InputGroupOf<DType>* x, size_t ldx, float* y, size_t ldy,
+                    size_t groups) {
+  const size_t bytes = GroupBytes(DType);
+  float32x4_t acc0[J], acc1[J];
+  for (size_t j = 0; j < J; ++j) acc0[j] = acc1[j] = vdupq_n_f32(0.0f);
+  size_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    const WeightGroup<DType> w0(row + g * bytes), w1(row + (g + 1) * bytes);
+    for (size_t j = 0; j < J; ++j) {
+      acc0[j] = AddGroup<DType, Dot>(acc0[j], w0, x[j * ldx + g]);
+      acc1[j] = AddGroup<DType, Dot>(acc1[j], w1, x[j * ldx + g + 1]);
+    }
+  }
+  if (g < groups) {
+    const WeightGroup<DType> w0(row + g * bytes);
+    for (size_t j = 0; j < J; ++j) acc0[j] = AddGroup<DType, Dot>(acc0[j], w0, x[j * ldx + g]);
+  }
+  for (size_t j = 0; j < J; ++j) y[j * ldy] = HorizontalSum(vaddq_f32(acc0[j], acc1[j]));
+}
+
+// One row after the other.
+template <int32_t DType, bool Dot>
 void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
   const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
-  const size_t bytes = GroupBytes(DType), groups = GroupsPerRow(cols);
-  for (size_t r = 0; r < rows; ++r) {
-    const uint8_t* row = w + r * row_bytes;
-    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
-    size_t g = 0;
-    for (; g + 2 <= groups; g += 2) {
-      const uint8_t* g0 = row + g * bytes;
-      const uint8_t* g1 = g0 + bytes;
-      acc0 = vmlaq_n_f32(acc0, vcvtq_f32_s32(GroupDot<DType>(g0, x[g])), HalfAt(g0) * x[g].d);
-      acc1 = vmlaq_n_f32(acc1, vcvtq_f32_s32(GroupDot<DType>(g1, x[g + 1])), HalfAt(g1) * x[g + 1].d);
-    }
-    if (g < groups) {
-      const uint8_t* g0 = row + g * bytes;
-      acc0 = vmlaq_n_f32(acc0, vcvtq_f32_s32(GroupDot<DType>(g0, x[g])), HalfAt(g0) * x[g].d);
-    }
-    y[r] = HorizontalSum(vaddq_f32(acc0, acc1));
-  }
+  const size_t groups = GroupsPerRow(cols);
+  for (size_t r = 0; r < rows; ++r) RowTile<DType, Dot, 1>(w + r * row_bytes, x, 0, y + r, 0, groups);
 }
 
-template <int32_t DType>
+// Several inputs: each row's groups decoded once for kRowInputs of them
+// (their groups stay in cache while the row streams), then 2, then 1.
+constexpr size_t kRowInputs = 4;
+
+template <int32_t DType, bool Dot>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
   const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
-  for (size_t j = 0; j < n; ++j) MatvecQ<DType>(w, row_bytes, x + j * ldx, y + j * ldy, rows, cols);
+  const size_t groups = GroupsPerRow(cols);
+  size_t j = 0;
+  for (; j + kRowInputs <= n; j += kRowInputs) {
+    for (size_t r = 0; r < rows; ++r)
+      RowTile<DType, Dot, kRowInputs>(w + r * row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+  }
+  for (; j + 2 <= n; j += 2) {
+    for (size_t r = 0; r < rows; ++r) RowTile<DType, Dot, 2>(w + r * row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
+  }
+  if (j < n) MatvecQ<DType, Dot>(w, row_bytes, x + j * ldx, y + j * ldy, rows, cols);
 }
 
+// Dot: the 4-bit dtypes' products by sdot (kernels_arm_neon_dot.cc, compiled
+// for ARMv8.2 dotprod); q8_g32 keeps its int16 inputs (for its error, as on
+// every table) and so its widening multiplies.
+template <bool Dot>
 struct Grouped {
   static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &ref::QuantizeInput;
   static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &ref::QuantizeInput16;
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>,
+    constexpr bool kDot = Dot && DType != TINYAI_DTYPE_Q8_G32;
+    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType, kDot>, &MatmulQ<DType, kDot>,
                          InputFormOf(DType), nullptr, nullptr};
   }
 };
 
+}  // namespace dotprod / base
 }  // namespace neon
 }  // namespace kernels
 }  // namespace tinyai

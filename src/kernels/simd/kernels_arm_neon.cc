@@ -12,7 +12,7 @@ namespace tinyai {
 namespace kernels {
 
 const KernelTable& ArmNeon64Table() {
-  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon64, neon::Grouped>("neon64");
+  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon64, neon::Grouped<false>>("neon64");
   return kTable;
 }
 
@@ -31,7 +31,7 @@ namespace tinyai {
 namespace kernels {
 
 const KernelTable& ArmNeonTable() {
-  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon, neon::Grouped>("neon");
+  static constexpr KernelTable kTable = simd::MakeTable<xsimd::neon, neon::Grouped<false>>("neon");
   return kTable;
 }
 

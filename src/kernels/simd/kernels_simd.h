@@ -45,6 +45,7 @@ const KernelTable& X86Avx512Table();      // kernels_x86_avx512.cc, "avx512"
 const KernelTable& X86Avx512VnniTable();  // kernels_x86_avx512vnni.cc, "avx512vnni"
 const KernelTable& X86Avx512AmxTable();   // kernels_x86_avx512amx.cc, "avx512amx"
 const KernelTable& ArmNeon64Table();   // kernels_arm_neon.cc on aarch64, "neon64"
+const KernelTable& ArmNeon64DotTable();  // kernels_arm_neon_dot.cc on aarch64, "neon64dot"
 const KernelTable& ArmNeonTable();     // kernels_arm_neon.cc on 32-bit ARM, "neon"
 
 namespace simd {
