@@ -1,5 +1,6 @@
 // NEON products for the grouped integer dtypes (src/common/groups.h), for
-// AArch64 and 32-bit ARM with NEON: include only from kernels_arm_neon.cc.
+// AArch64 and 32-bit ARM with NEON: include only from kernels_arm_neon.cc and
+// (AArch64, with dotprod) kernels_arm_neon_dot.cc.
 //
 // Per group of 32 the weights' integer values (q4: code - 8; q4nl: the grid
 // value, by a table lookup; q8: the codes) meet the input's codes in
