@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds TinyAI four times and
+# The test command: installs dependencies, builds TinyAI in every configuration and
 # runs the tests: the whole suite in a release build and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests (label
-# "threads", only what they need built) under ThreadSanitizer, and the libFuzzer targets (clang,
+# "threads", only what they need built) under ThreadSanitizer, the tests
+# labelled "portable" in a Debug build, and the libFuzzer targets (clang,
 # ASan+UBSan; scripts/fuzz.sh) for TINYAI_FUZZ_SECONDS each (default 20)
 # from seed corpora; then cross-built for ARM Linux and run under qemu-user
-# (scripts/cross-test.sh): the whole suite on aarch64, the tests labelled
-# "portable" (kernels, KV cache, file format, C API, golden texts; only
-# what they need built) on armhf with NEON and without;
+# (scripts/cross-test.sh): the whole suite on aarch64 (qemu's default CPU,
+# with sdot), the tests labelled "portable" (kernels, KV cache, file format,
+# C API, golden texts; only what they need built) on aarch64 without sdot
+# (a Cortex-A53) and on armhf with NEON and without;
 # then builds the core for a Cortex-M7 (scripts/cortex-m.sh: its code size
 # against README.md's table); and a shared libtinyai (-DBUILD_SHARED_LIBS=ON)
 # that the pure-C API test links, whose exported symbols must be exactly the
 # headers' functions (label "shared"). Build trees: build/{release,asan,tsan,
-# fuzz,aarch64,armhf,armhf-nofpu-neon,cortex-m7,shared}.
+# debug,fuzz,aarch64,armhf,armhf-nofpu-neon,cortex-m7,shared}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests that read ../shared (stories260K, the golden outputs) fail instead
@@ -26,7 +28,7 @@ timings=()
 started=$SECONDS
 stage_done() { timings+=("$(printf '%-28s %5d s' "$1" $((SECONDS - started)))"); started=$SECONDS; }
 stage_done bootstrap
-for variant in release asan tsan; do
+for variant in release asan tsan debug; do
   dir=build/$variant
   select=()
   targets=()
@@ -37,6 +39,10 @@ for variant in release asan tsan; do
     # fixtures call).
     tsan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINYAI_SANITIZE=thread -DTINYAI_BUILD_BENCH=OFF)
           select=(-L threads) targets=(--target tinyai_threads_tests) ;;
+    # A Debug build compiles (the SIMD kernels optimised, CMakeLists.txt) and
+    # its portable tests pass.
+    debug) flags=(-DCMAKE_BUILD_TYPE=Debug -DTINYAI_BUILD_BENCH=OFF)
+           select=(-L portable) targets=(--target tinyai_portable_tests) ;;
   esac
   echo "=== $variant: configure and build"
   cmake -S . -B "$dir" -G Ninja "${flags[@]}" > "$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
@@ -60,6 +66,11 @@ stage_done fuzz
 # and KV cache parity tests.
 bash scripts/cross-test.sh aarch64
 stage_done aarch64
+# The same build on a CPU without ARMv8.2's sdot (qemu's Cortex-A53), where
+# dispatch chooses the plain NEON table: its products and the golden texts.
+echo "=== aarch64 on a Cortex-A53 (no sdot): portable tests (under qemu)"
+(cd build/aarch64 && QEMU_CPU=cortex-a53 ctest --output-on-failure -j "$jobs" -L portable -E "GroupedQuality|KvQuality")
+stage_done aarch64-cortex-a53
 for target in armhf armhf-nofpu-neon; do
   bash scripts/cross-test.sh "$target" --portable -E "GroupedQuality|KvQuality"
   stage_done "$target"
