@@ -34,12 +34,12 @@ constexpr size_t kQ4GroupBytes = 18;
 // most weights are).
 constexpr int8_t kQ4NLGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-inline bool IsGroupedDType(int32_t dtype) {
+constexpr bool IsGroupedDType(int32_t dtype) {
   return dtype == TINYAI_DTYPE_Q8_G32 || dtype == TINYAI_DTYPE_Q4_G32 || dtype == TINYAI_DTYPE_Q4NL_G32;
 }
 
 // Bytes of one group of dtype, 0 for a dtype that is not grouped.
-inline size_t GroupBytes(int32_t dtype) {
+constexpr size_t GroupBytes(int32_t dtype) {
   switch (dtype) {
     case TINYAI_DTYPE_Q8_G32: return kQ8GroupBytes;
     case TINYAI_DTYPE_Q4_G32:
@@ -48,10 +48,10 @@ inline size_t GroupBytes(int32_t dtype) {
   }
 }
 
-inline size_t GroupsPerRow(size_t cols) { return (cols + kGroup - 1) / kGroup; }
+constexpr size_t GroupsPerRow(size_t cols) { return (cols + kGroup - 1) / kGroup; }
 
 // Bytes of one row of cols values of a grouped dtype (0 if not grouped).
-inline size_t GroupedRowBytes(int32_t dtype, size_t cols) { return GroupsPerRow(cols) * GroupBytes(dtype); }
+constexpr size_t GroupedRowBytes(int32_t dtype, size_t cols) { return GroupsPerRow(cols) * GroupBytes(dtype); }
 
 // How a product takes its input vector: as fp32 (f32 and f16 weights), or
 // quantized once per product into groups of 32 matching the weights' groups

@@ -148,7 +148,7 @@ inline float32x4_t AddGroup(float32x4_t acc, const WeightGroup<DType>& w, const 
 template <int32_t DType, bool Dot, size_t J>
 inline void RowTile(const uint8_t* row, const InputGroupOf<DType>* x, size_t ldx, float* y, size_t ldy,
                     size_t groups) {
-  const size_t bytes = GroupBytes(DType);
+  constexpr size_t bytes = GroupBytes(DType);
   float32x4_t acc0[J], acc1[J];
   for (size_t j = 0; j < J; ++j) acc0[j] = acc1[j] = vdupq_n_f32(0.0f);
   size_t g = 0;
