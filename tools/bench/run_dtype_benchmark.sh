@@ -24,7 +24,7 @@ spec=${SPEC:-dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_
 work=$build/bench-models
 mkdir -p "$work"
 tag=$(printf '%s' "$spec" | cksum | cut -d' ' -f1)
-dtypes=(f32 ${DTYPES:-f16})
+read -ra dtypes <<< "f32 ${DTYPES:-f16}"
 declare -A model
 for d in "${dtypes[@]}"; do
   model[$d]=$work/dtype-$tag-$d.tmai
@@ -37,7 +37,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 median_of() { tr ' ' '\n' <<< "$1" | grep . | median; }
 declare -A decode prompt fraction effective
 probes=
-tables=(${TABLES:-best})
+read -ra tables <<< "${TABLES:-best}"
 # Each run is keyed by its dtype, and by its table when TABLES names any.
 keys=()
 for t in "${tables[@]}"; do
