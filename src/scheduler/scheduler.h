@@ -209,7 +209,7 @@ class ForwardScheduler : private OpNamer {
   uint64_t earlier_joint_peak_ = 0;
   int32_t rows_per_pass_ = 1;
   char reason_[448] = {0};
-  char plan_note_[320] = {0};  // the longest note, a 95-character op name in it, is 292 bytes (GCC)
+  char plan_note_[384] = {0};  // the longest note (a 95-character op name, the widest numbers): 367 bytes
   bool graph_ready_ = false;  // BuildGraph() has succeeded
   bool planned_ = false;
   bool prepared_ = false;

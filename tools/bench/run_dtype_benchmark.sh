@@ -12,7 +12,8 @@
 # SPEC (default the 110M shape), DTYPES (default "f16"; e.g. "f16 q8_g32 q4_g32 q4nl_g32"),
 # KV (the KV cache's type for every run: f32 by default, or f16, int8),
 # TABLES (kernel tables to alternate, by TINYAI_KERNELS, e.g. "avx2+fma avx512vnni": every
-# dtype runs under each, and each table's ratios are over its own f32; default: the best table).
+# dtype runs under each, and each table's ratios are over its own f32; "best" is the table
+# chosen without the variable, the default).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/release}
@@ -50,11 +51,11 @@ for _ in $(seq "$runs"); do
   for k in "${keys[@]}"; do
     d=${k%@*}
     table=()
-    [ "$k" = "$d" ] || table=(env "TINYAI_KERNELS=${k#*@}")
+    [ "$k" = "$d" ] || [ "${k#*@}" = best ] || table=(env "TINYAI_KERNELS=${k#*@}")
     j=$("${table[@]}" "$bin/tinyai-bench" -m "${model[$d]}" -t "$threads" --prompt "${PROMPT:-128}" --gen "${GEN:-64}" \
         --kv-type "${KV:-f32}" --json)
     ran=$(sed -n 's/.*"kernels":"\([^"]*\)".*/\1/p' <<< "$j")
-    [ "$k" = "$d" ] || [ "$ran" = "${k#*@}" ] || { echo "TINYAI_KERNELS=${k#*@} ran $ran: not a table of this CPU" >&2; exit 1; }
+    [ ${#table[@]} -eq 0 ] || [ "$ran" = "${k#*@}" ] || { echo "TINYAI_KERNELS=${k#*@} ran $ran: not a table of this CPU" >&2; exit 1; }
     d=$k
     dec=$(field decode_tokens_per_s <<< "$j")
     pp=$(field pp_tokens_per_s <<< "$j")
