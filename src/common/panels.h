@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/groups.h"
 
@@ -79,6 +80,17 @@ inline void UnpackPanelRow(const uint8_t* panel, size_t row_bytes, size_t r, uin
 // Every row of a panel, kPanelRows * row_bytes bytes in the row layout.
 inline void UnpackPanel(const uint8_t* panel, size_t row_bytes, uint8_t* rows) {
   for (size_t r = 0; r < kPanelRows; ++r) UnpackPanelRow(panel, row_bytes, r, rows + r * row_bytes);
+}
+
+// A panel product's inputs in tiles: kInputs at a time, then two, then one.
+// tile(J, j) multiplies inputs j..j+J-1 with every panel; J is a
+// std::integral_constant, so a kernel's tile takes it as a template argument.
+template <size_t kInputs, class Tile>
+inline void ForPanelInputs(size_t n, const Tile& tile) {
+  size_t j = 0;
+  for (; j + kInputs <= n; j += kInputs) tile(std::integral_constant<size_t, kInputs>(), j);
+  for (; j + 2 <= n; j += 2) tile(std::integral_constant<size_t, 2>(), j);
+  if (j < n) tile(std::integral_constant<size_t, 1>(), j);
 }
 
 }  // namespace tinyai

@@ -423,11 +423,9 @@ template <int32_t DType>
 void MatmulPanels(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy,
                   size_t panels, size_t cols, size_t n) {
   const InputGroup* x = static_cast<const InputGroup*>(input);
-  size_t j = 0;
-  for (; j + kPanelInputs <= n; j += kPanelInputs)
-    PanelsTile<DType, kPanelInputs>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
-  for (; j + 2 <= n; j += 2) PanelsTile<DType, 2>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
-  if (j < n) PanelsTile<DType, 1>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  ForPanelInputs<kPanelInputs>(n, [&](auto inputs, size_t j) {
+    PanelsTile<DType, decltype(inputs)::value>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  });
 }
 
 // The reference's codes exactly: the same max, the same top / max, the same
