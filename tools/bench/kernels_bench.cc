@@ -19,6 +19,11 @@
 //                                       the same over rows packed in panels
 //                                       (common/panels.h), where the table
 //                                       has a panel product
+//   matvec_q8_apart/avx2+fma/q8_g32/..., matvec_q8_apart_cold/...
+//                                       q8_g32 with each row's scales apart
+//                                       from its codes: a layout the library
+//                                       does not use, against matvec_q's
+//                                       (whether repacking q8 rows would pay)
 //   vecmat/<table>/..., vecmat_cold/... attention-shaped weighted row sum
 //   scores/<table>/..., scores_cold/... attention scores: q against a head's
 //                                       key rows (fp32 matvec, 64 columns);
@@ -37,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -361,6 +367,106 @@ void BM_MemoryReadProbeAvx(benchmark::State& state) {
 }
 #endif
 
+#if defined(__x86_64__)
+// q8_g32 with each row's scales apart from its codes: a layout the library
+// does not use (the weight cache holds q8_g32 rows as stored, 34-byte Q8_0
+// groups), measured to decide whether having the cache repack q8 rows would
+// pay. Row: the G halves (2G bytes), then the G groups' 32 codes (the same
+// bytes in all). The library's AVX2 kernel (grouped_avx2.h, MatvecQ8) gathers
+// eight groups' scales from a 34-byte stride with vpinsrw and sums the eight
+// groups' int32 lanes with vphaddd; here a 16-byte load gives eight scales,
+// multiplied by the input's into a buffer before the row, and each group is
+// one conversion and one multiply-add (four chains). Everything else is
+// MatvecQ8's: the input's codes copied once per call to aligned memory, the
+// rows 4 ahead prefetched into L2. Groups a multiple of 8, at most 256.
+constexpr size_t kApartMaxGroups = 256;
+
+__attribute__((target("avx2,fma,f16c"))) void MatvecQ8ScalesApart(const uint8_t* w, size_t row_bytes,
+                                                                   const tinyai::InputGroup16* x, float* y,
+                                                                   size_t rows, size_t groups) {
+  alignas(32) float dx[kApartMaxGroups], scale[kApartMaxGroups];
+  alignas(32) int16_t xq[kApartMaxGroups][tinyai::kGroup];
+  for (size_t g = 0; g < groups; ++g) {
+    dx[g] = x[g].d;
+    memcpy(xq[g], x[g].q, sizeof xq[g]);
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    const uint8_t* row = w + r * row_bytes;
+    const uint8_t* ahead = r + 4 < rows ? row + 4 * row_bytes : nullptr;
+    for (size_t g = 0; g < groups; g += 8) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * g)));
+      _mm256_store_ps(scale + g, _mm256_mul_ps(dw, _mm256_load_ps(dx + g)));
+    }
+    const uint8_t* codes = row + 2 * groups;
+    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (size_t g = 0; g < groups; g += 8) {
+      if (ahead != nullptr) {
+        for (size_t line = 0; line < 8 * tinyai::kQ8GroupBytes; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + g * tinyai::kQ8GroupBytes + line), _MM_HINT_T1);
+        }
+      }
+      for (size_t k = 0; k < 8; ++k) {
+        const uint8_t* c = codes + (g + k) * tinyai::kGroup;
+        const __m256i* q = reinterpret_cast<const __m256i*>(xq[g + k]);
+        const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+        const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 16)));
+        const __m256i dot = _mm256_add_epi32(_mm256_madd_epi16(w0, _mm256_load_si256(q)), _mm256_madd_epi16(w1, _mm256_load_si256(q + 1)));
+        a[k % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_broadcast_ss(scale + g + k), a[k % 4]);
+      }
+    }
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    y[r] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+  }
+}
+
+// t: the avx2+fma table (its q8_g32 input quantization, as matvec_q's).
+void BM_MatvecQ8ScalesApart(benchmark::State& state, const KernelTable* t, size_t rows, size_t cols, bool cold) {
+  const size_t groups = tinyai::GroupsPerRow(cols);
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || groups % 8 != 0 || groups > kApartMaxGroups) {
+    state.SkipWithError("needs AVX2 and FMA, and a multiple of 256 columns up to 8,192");
+    return;
+  }
+  const size_t bytes = rows * tinyai::GroupedRowBytes(TINYAI_DTYPE_Q8_G32, cols);
+  const size_t copies = cold ? (kProbeBytes + bytes - 1) / bytes : 1;
+  GroupedMatrix w(TINYAI_DTYPE_Q8_G32, rows, cols, copies);
+  AlignedArray<tinyai::InputGroup16> x(groups);
+  AlignedFloats y(rows), expected(rows);
+  std::vector<float> values(cols);
+  FillRandom(values.data(), cols, 7);
+  t->quantize_input16(values.data(), cols, x.data);
+  t->weights[TINYAI_DTYPE_Q8_G32].matvec_q(w.data.data, w.row_bytes, x.data, expected.data, rows, cols);
+  std::vector<uint8_t> row(w.row_bytes);
+  for (size_t r = 0; r < rows * copies; ++r) {  // each row's scales first, then its codes
+    uint8_t* at = w.data.data + r * w.row_bytes;
+    memcpy(row.data(), at, w.row_bytes);
+    for (size_t g = 0; g < groups; ++g) {
+      memcpy(at + 2 * g, row.data() + g * tinyai::kQ8GroupBytes, 2);
+      memcpy(at + 2 * groups + g * tinyai::kGroup, row.data() + g * tinyai::kQ8GroupBytes + 2, tinyai::kGroup);
+    }
+  }
+  // The same products as the library's kernel, within fp32 rounding.
+  MatvecQ8ScalesApart(w.data.data, w.row_bytes, x.data, y.data, rows, groups);
+  for (size_t r = 0; r < rows; ++r) {
+    if (!(std::fabs(y.data[r] - expected.data[r]) <= 1e-4f * (1.0f + std::fabs(expected.data[r])))) {
+      state.SkipWithError("the scales-apart kernel disagrees with matvec_q");
+      return;
+    }
+  }
+  size_t c = 0;
+  for (auto _ : state) {
+    t->quantize_input16(values.data(), cols, x.data);
+    MatvecQ8ScalesApart(w.data.data + c * w.bytes, w.row_bytes, x.data, y.data, rows, groups);
+    benchmark::DoNotOptimize(y.data);
+    benchmark::ClobberMemory();
+    if (++c == copies) c = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rows * cols));
+}
+#endif
+
 // Registers b as it is and, when cold (from DRAM), once more on two threads
 // ("/threads:2": each thread its own copies, bytes_per_second summed), as a
 // 2-thread decode reads DRAM; a kernel that keeps up with one core's share of
@@ -472,6 +578,19 @@ void RegisterAll() {
       }
     }
   }
+#if defined(__x86_64__)
+  for (const KernelTable* t : tables) {
+    if (std::string(t->name) != "avx2+fma") continue;
+    for (bool cold : {false, true}) {
+      for (const Shape& s : shapes) {
+        if (cold && s.rows == 32000) continue;
+        std::string name = std::string(cold ? "matvec_q8_apart_cold/" : "matvec_q8_apart/") + t->name + "/q8_g32/" +
+                           std::to_string(s.rows) + "x" + std::to_string(s.cols);
+        Register(name, cold, BM_MatvecQ8ScalesApart, t, s.rows, s.cols, cold);
+      }
+    }
+  }
+#endif
   for (const KernelTable* t : tables) {
     std::string name = std::string("vecmat/") + t->name + "/seq:1024,head:64,ld:768";
     benchmark::RegisterBenchmark(name.c_str(), BM_Vecmat, t, size_t{1024}, size_t{64}, size_t{768}, false)
