@@ -578,8 +578,7 @@ void RegisterAll() {
     }
   }
 #if defined(__x86_64__)
-  for (const KernelTable* t : tables) {
-    if (std::string(t->name) != "avx2+fma") continue;
+  if (const KernelTable* t = tinyai::kernels::ByName("avx2+fma")) {  // null where the CPU lacks AVX2
     for (bool cold : {false, true}) {
       for (const Shape& s : shapes) {
         if (cold && s.rows == 32000) continue;
