@@ -110,6 +110,73 @@ TinyAIStatus ParseZstdFrameTable(const tmai::TensorEntry& e, const uint8_t* tabl
 
 #if TINYAI_WITH_ZSTD
 
+namespace {
+
+// What one frame of e decodes to: its rows and their bytes (the caller's
+// buffer must hold them).
+struct FrameTarget {
+  uint64_t first_row = 0, row_count = 0, bytes = 0;
+};
+
+TinyAIStatus FrameTargetOf(const tmai::TensorEntry& e, uint32_t frame, const char* file, FrameTarget* t) {
+  uint64_t rows = 0, row_bytes = 0;
+  if (ZstdFrameRows(e, frame, &t->first_row, &t->row_count) != TINYAI_OK) {
+    return AddErrorContext(TINYAI_ERR_INVALID_ARGUMENT, "'%s': ", file);
+  }
+  TINYAI_RETURN_IF_ERROR(TensorRowLayout(e, &rows, &row_bytes));
+  if (!CheckedMul(t->row_count, row_bytes, &t->bytes) || t->bytes > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%.*s' zstd frame %u: %llu rows of %llu bytes overflow",
+                    file, kNameWidth, e.name, frame, static_cast<unsigned long long>(t->row_count),
+                    static_cast<unsigned long long>(row_bytes));
+  }
+  return TINYAI_OK;
+}
+
+// The frame's first bytes (head_bytes of them) start a zstd frame: skippable
+// frames and other magics would otherwise pass as empty content.
+TinyAIStatus CheckMagic(const tmai::TensorEntry& e, uint32_t frame, const char* file, const uint8_t* head,
+                        size_t head_bytes, size_t src_size) {
+  uint32_t magic = 0;
+  if (head != nullptr && head_bytes >= 4) std::memcpy(&magic, head, 4);
+  if (src_size < tmai::kZstdMinFrameBytes || magic != ZSTD_MAGICNUMBER) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u (%zu bytes) is not a zstd frame",
+                    file, kNameWidth, e.name, frame, src_size);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus CheckContentSize(const tmai::TensorEntry& e, uint32_t frame, const char* file,
+                              unsigned long long content, const FrameTarget& t) {
+  if (content != t.bytes) {
+    return SetError(TINYAI_ERR_BAD_FORMAT,
+                    "'%s': tensor '%.*s' zstd frame %u declares %llu bytes, its %llu rows need %llu", file,
+                    kNameWidth, e.name, frame, content, static_cast<unsigned long long>(t.row_count),
+                    static_cast<unsigned long long>(t.bytes));
+  }
+  return TINYAI_OK;
+}
+
+// A zstd error code from decoding the frame: a bad checksum is its own status.
+TinyAIStatus DecodeError(const tmai::TensorEntry& e, uint32_t frame, const char* file, const FrameTarget& t,
+                         size_t code) {
+  const bool checksum = ZSTD_getErrorCode(code) == ZSTD_error_checksum_wrong;
+  return SetError(checksum ? TINYAI_ERR_CHECKSUM : TINYAI_ERR_BAD_FORMAT,
+                  "'%s': tensor '%.*s' zstd frame %u (rows %llu..%llu) does not decode: %s", file, kNameWidth, e.name,
+                  frame, static_cast<unsigned long long>(t.first_row),
+                  static_cast<unsigned long long>(t.first_row + t.row_count - 1), ZSTD_getErrorName(code));
+}
+
+TinyAIStatus CheckDecoded(const tmai::TensorEntry& e, uint32_t frame, const char* file, size_t produced,
+                          const FrameTarget& t) {
+  if (produced != t.bytes) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u decoded to %zu bytes, expected %llu",
+                    file, kNameWidth, e.name, frame, produced, static_cast<unsigned long long>(t.bytes));
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace
+
 ZstdDecoder::~ZstdDecoder() { ZSTD_freeDCtx(dctx_); }
 
 TinyAIStatus ZstdDecoder::Init() {
@@ -125,42 +192,23 @@ TinyAIStatus ZstdDecoder::DecodeFrame(const tmai::TensorEntry& e, uint32_t frame
                                       size_t src_size, uint8_t* dst, size_t dst_capacity, const char* source) {
   const char* file = Src(source);
   if (!dctx_) return SetError(TINYAI_ERR_MISUSE, "'%s': ZstdDecoder::DecodeFrame before Init", file);
-  uint64_t first_row = 0, row_count = 0, rows = 0, row_bytes = 0;
-  if (ZstdFrameRows(e, frame, &first_row, &row_count) != TINYAI_OK) {
-    return AddErrorContext(TINYAI_ERR_INVALID_ARGUMENT, "'%s': ", file);
-  }
-  TINYAI_RETURN_IF_ERROR(TensorRowLayout(e, &rows, &row_bytes));
-  uint64_t expected = 0;
-  if (!CheckedMul(row_count, row_bytes, &expected) || expected > SIZE_MAX) {
-    return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%.*s' zstd frame %u: %llu rows of %llu bytes overflow",
-                    file, kNameWidth, e.name, frame, static_cast<unsigned long long>(row_count),
-                    static_cast<unsigned long long>(row_bytes));
-  }
+  FrameTarget t;
+  TINYAI_RETURN_IF_ERROR(FrameTargetOf(e, frame, file, &t));
+  const uint64_t expected = t.bytes;
   if (dst == nullptr || dst_capacity < expected) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                     "'%s': tensor '%.*s' zstd frame %u decodes to %llu bytes but the destination holds %zu", file,
                     kNameWidth, e.name, frame, static_cast<unsigned long long>(expected),
                     dst ? dst_capacity : size_t{0});
   }
-  // Skippable frames and other magics would otherwise pass as empty content.
-  uint32_t magic = 0;
-  if (src != nullptr && src_size >= 4) std::memcpy(&magic, src, 4);
-  if (src_size < tmai::kZstdMinFrameBytes || magic != ZSTD_MAGICNUMBER) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u (%zu bytes) is not a zstd frame",
-                    file, kNameWidth, e.name, frame, src ? src_size : size_t{0});
-  }
+  TINYAI_RETURN_IF_ERROR(CheckMagic(e, frame, file, src, src_size, src ? src_size : size_t{0}));
   const unsigned long long content = ZSTD_getFrameContentSize(src, src_size);
   if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u %s", file, kNameWidth, e.name, frame,
                     content == ZSTD_CONTENTSIZE_ERROR ? "has a malformed frame header"
                                                       : "does not declare its content size");
   }
-  if (content != expected) {
-    return SetError(TINYAI_ERR_BAD_FORMAT,
-                    "'%s': tensor '%.*s' zstd frame %u declares %llu bytes, its %llu rows need %llu", file,
-                    kNameWidth, e.name, frame, content, static_cast<unsigned long long>(row_count),
-                    static_cast<unsigned long long>(expected));
-  }
+  TINYAI_RETURN_IF_ERROR(CheckContentSize(e, frame, file, content, t));
   // ZSTD_decompressDCtx would also decode frames concatenated after the
   // first: the table says where each frame ends, so the frame must end there.
   const size_t frame_size = ZSTD_findFrameCompressedSize(src, src_size);
@@ -171,18 +219,8 @@ TinyAIStatus ZstdDecoder::DecodeFrame(const tmai::TensorEntry& e, uint32_t frame
                     src_size);
   }
   const size_t got = ZSTD_decompressDCtx(dctx_, dst, static_cast<size_t>(expected), src, src_size);
-  if (ZSTD_isError(got)) {
-    const bool checksum = ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong;
-    return SetError(checksum ? TINYAI_ERR_CHECKSUM : TINYAI_ERR_BAD_FORMAT,
-                    "'%s': tensor '%.*s' zstd frame %u (rows %llu..%llu) does not decode: %s", file, kNameWidth,
-                    e.name, frame, static_cast<unsigned long long>(first_row),
-                    static_cast<unsigned long long>(first_row + row_count - 1), ZSTD_getErrorName(got));
-  }
-  if (got != expected) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u decoded to %zu bytes, expected %llu",
-                    file, kNameWidth, e.name, frame, got, static_cast<unsigned long long>(expected));
-  }
-  return TINYAI_OK;
+  if (ZSTD_isError(got)) return DecodeError(e, frame, file, t, got);
+  return CheckDecoded(e, frame, file, got, t);
 }
 
 size_t ZstdFrameBlockBound(const uint8_t* head, size_t size) {
@@ -198,17 +236,9 @@ TinyAIStatus ZstdDecoder::DecodeFrameStreaming(const tmai::TensorEntry& e, uint3
                                                const char* source) {
   const char* file = Src(source);
   if (!dctx_) return SetError(TINYAI_ERR_MISUSE, "'%s': ZstdDecoder::DecodeFrameStreaming before Init", file);
-  uint64_t first_row = 0, row_count = 0, rows = 0, row_bytes = 0;
-  if (ZstdFrameRows(e, frame, &first_row, &row_count) != TINYAI_OK) {
-    return AddErrorContext(TINYAI_ERR_INVALID_ARGUMENT, "'%s': ", file);
-  }
-  TINYAI_RETURN_IF_ERROR(TensorRowLayout(e, &rows, &row_bytes));
-  uint64_t expected = 0;
-  if (!CheckedMul(row_count, row_bytes, &expected) || expected > SIZE_MAX) {
-    return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%.*s' zstd frame %u: %llu rows of %llu bytes overflow",
-                    file, kNameWidth, e.name, frame, static_cast<unsigned long long>(row_count),
-                    static_cast<unsigned long long>(row_bytes));
-  }
+  FrameTarget t;
+  TINYAI_RETURN_IF_ERROR(FrameTargetOf(e, frame, file, &t));
+  const uint64_t expected = t.bytes;
   if (dst == nullptr || dst_capacity < expected || bounce == nullptr || bounce_size < ZSTD_FRAMEHEADERSIZE_MAX) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                     "'%s': tensor '%.*s' zstd frame %u decodes to %llu bytes through a %zu-byte buffer; the "
@@ -218,12 +248,7 @@ TinyAIStatus ZstdDecoder::DecodeFrameStreaming(const tmai::TensorEntry& e, uint3
   // The header: the magic (no skippable frame), and the content size the rows need.
   const size_t head = src_size < ZSTD_FRAMEHEADERSIZE_MAX ? src_size : ZSTD_FRAMEHEADERSIZE_MAX;
   TINYAI_RETURN_IF_ERROR(read(ctx, src_offset, head, bounce));
-  uint32_t magic = 0;
-  if (head >= 4) std::memcpy(&magic, bounce, 4);
-  if (src_size < tmai::kZstdMinFrameBytes || magic != ZSTD_MAGICNUMBER) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u (%zu bytes) is not a zstd frame",
-                    file, kNameWidth, e.name, frame, src_size);
-  }
+  TINYAI_RETURN_IF_ERROR(CheckMagic(e, frame, file, bounce, head, src_size));
   ZSTD_frameHeader h;
   if (ZSTD_getFrameHeader(&h, bounce, head) != 0) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u has a malformed frame header", file,
@@ -233,12 +258,7 @@ TinyAIStatus ZstdDecoder::DecodeFrameStreaming(const tmai::TensorEntry& e, uint3
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u does not declare its content size", file,
                     kNameWidth, e.name, frame);
   }
-  if (h.frameContentSize != expected) {
-    return SetError(TINYAI_ERR_BAD_FORMAT,
-                    "'%s': tensor '%.*s' zstd frame %u declares %llu bytes, its %llu rows need %llu", file,
-                    kNameWidth, e.name, frame, h.frameContentSize, static_cast<unsigned long long>(row_count),
-                    static_cast<unsigned long long>(expected));
-  }
+  TINYAI_RETURN_IF_ERROR(CheckContentSize(e, frame, file, h.frameContentSize, t));
   // Block by block: each read is exactly what the decoder asks for next.
   size_t r = ZSTD_decompressBegin(dctx_);
   size_t consumed = 0, produced = 0;
@@ -259,22 +279,12 @@ TinyAIStatus ZstdDecoder::DecodeFrameStreaming(const tmai::TensorEntry& e, uint3
     if (!ZSTD_isError(r)) produced += r;
     consumed += need;
   }
-  if (ZSTD_isError(r)) {
-    const bool checksum = ZSTD_getErrorCode(r) == ZSTD_error_checksum_wrong;
-    return SetError(checksum ? TINYAI_ERR_CHECKSUM : TINYAI_ERR_BAD_FORMAT,
-                    "'%s': tensor '%.*s' zstd frame %u (rows %llu..%llu) does not decode: %s", file, kNameWidth,
-                    e.name, frame, static_cast<unsigned long long>(first_row),
-                    static_cast<unsigned long long>(first_row + row_count - 1), ZSTD_getErrorName(r));
-  }
+  if (ZSTD_isError(r)) return DecodeError(e, frame, file, t, r);
   if (consumed != src_size) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u: the frame ends before its table entry "
                     "(%zu of %zu bytes)", file, kNameWidth, e.name, frame, consumed, src_size);
   }
-  if (produced != expected) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%.*s' zstd frame %u decoded to %zu bytes, expected %llu",
-                    file, kNameWidth, e.name, frame, produced, static_cast<unsigned long long>(expected));
-  }
-  return TINYAI_OK;
+  return CheckDecoded(e, frame, file, produced, t);
 }
 
 #else  // !TINYAI_WITH_ZSTD: a build without the codec (e.g. for a microcontroller).
