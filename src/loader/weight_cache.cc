@@ -72,6 +72,8 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
     if (!config.verifyChecksums) verified_[t].store(1, std::memory_order_relaxed);
     if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
   }
+  owned_slices_ = 0;
+  for (int32_t i = 0; i < table->slice_count(); ++i) owned_slices_ += InPlace(i) ? 0 : 1;
   const bool converts = table->any_transformed();
   if (has_zstd_ || converts || table->any_panels()) {
     // What zstd costs: a decoding context (96 KiB) and a buffer of one
@@ -557,8 +559,9 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
   if (fixed_slots_ && slot_bytes_ > 0) {
+    // Slices used in place (an image in flash) never take one.
     uint64_t slots = bytes / slot_bytes_;
-    if (slots > static_cast<uint64_t>(table_->slice_count())) slots = static_cast<uint64_t>(table_->slice_count());
+    if (slots > owned_slices_) slots = owned_slices_;
     while (held_ + slot_bytes_ <= slots * slot_bytes_) {
       void* p = port::PageAlloc(static_cast<size_t>(slot_bytes_));
       if (!p) return OutOfMemory("weight cache slot", static_cast<size_t>(slot_bytes_));

@@ -213,9 +213,12 @@ class WeightCache {
   TinyAIMmapConfig config_{};
   uint64_t slot_bytes_ = 0;
   // On a static arena (ports without a heap) the cap is carved into slots
-  // when it is set, and every row slice takes one: loading a slice then
-  // never allocates.
+  // when it is set (at most one per slice that is not used in place), and
+  // every row slice takes one: loading a slice then never allocates.
   bool fixed_slots_ = false;
+  // Row slices that need memory of their own (not used in place): the most
+  // slots a static arena is carved into.
+  uint64_t owned_slices_ = 0;
   bool has_zstd_ = false;
 
   mutable Mutex mutex_;

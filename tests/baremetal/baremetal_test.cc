@@ -136,6 +136,23 @@ void RunGoldenInExactArena(bool reader, const TinyAILLMConfig* cfg, const std::s
   TinyAILLM* llm = nullptr;
   ASSERT_EQ(Open(image, reader, cfg, &model, &llm), TINYAI_OK) << tinyaiGetLastErrorMessage();
   const TinyAIArenaStats created = Stats();
+  // What the arena holds is what TinyAI's own accounting says, give or take
+  // the arena's headers and alignment; and weights used in place from the
+  // image hold nothing (the cache carves no slots for slices it never loads:
+  // it once took a second copy of the weights, 1.27 MB of 2.1).
+  TinyAIMemoryReport report;
+  std::memset(&report, 0, sizeof report);
+  report.structSize = sizeof report;
+  ASSERT_EQ(tinyaiGetLLMMemoryReport(llm, &report), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  EXPECT_GE(created.usedBytes, report.totalBytes);
+  EXPECT_LE(created.usedBytes, report.totalBytes + (16u << 10))
+      << "the arena holds " << created.usedBytes << " bytes, the memory report accounts for " << report.totalBytes
+      << " (weights " << report.weightBytes << ", KV cache " << report.kvCacheBytes << ", activations "
+      << report.activationBytes << ", other " << report.otherBytes << ")";
+  if (!reader) {
+    EXPECT_EQ(report.weightBytes, 0u) << "weights used in place take no memory";
+    EXPECT_EQ(report.weightPeakBytes, 0u);
+  }
   for (int n = 1; n <= 3; ++n) {
     std::string prompt;
     const std::string expected = Golden(n, &prompt);
