@@ -86,7 +86,7 @@ expect_run(RC 0 COMMAND ${CONVERT} --synthetic dim=2,hidden=1,heads=1,layers=409
 expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/deep.tmai -p a -n 1 --quiet)
 
 # ---- Options a mode does not take are refused, not ignored -------------------------------------
-expect_usage_error("--name goes with --from llama2c" ${CONVERT} --dense ${OUT_DIR}/net.def --name x ${OUT_DIR}/n.tmai)
+expect_usage_error("--name goes with --from (llama2c, tmai, gguf or safetensors)" ${CONVERT} --dense ${OUT_DIR}/net.def --name x ${OUT_DIR}/n.tmai)
 expect_usage_error("--tokenizer goes with --from llama2c"
                    ${CONVERT} --synthetic ${base},layers=1,vocab=300,seq_len=8 --tokenizer t.bin ${OUT_DIR}/n.tmai)
 if(EXISTS ${OUT_DIR}/n.tmai)

@@ -178,7 +178,8 @@ int Run(int argc, char** argv) {
     else positional.push_back(a);
   }
   if ((!dense.empty() || !synthetic.empty()) && (!tokenizer.empty() || !name.empty())) {
-    throw tinyai_tools::UsageError(std::string(tokenizer.empty() ? "--name" : "--tokenizer") + " goes with --from llama2c");
+    throw tinyai_tools::UsageError(tokenizer.empty() ? "--name goes with --from (llama2c, tmai, gguf or safetensors)"
+                                                     : "--tokenizer goes with --from llama2c");
   }
   if (!dense.empty()) {
     if (positional.size() != 1 || !from.empty() || !synthetic.empty()) {
