@@ -14,6 +14,8 @@ expect_run(RC 0 STDOUT_HAS "\"context\":32,\"requested_context\":0," "\"mem_limi
            COMMAND ${ARENA} ${model} --json --reader --mem-limit 1.5M)
 expect_run(RC 0 STDOUT_HAS "context 32, the model's seq_len" COMMAND ${ARENA} ${model})
 expect_run(RC 0 STDOUT_HAS "context 16)" COMMAND ${ARENA} ${model} --context 16)
+# A window's context is the window and its sinks, not the model's seq_len.
+expect_run(RC 0 STDOUT_HAS "context 10: the window and its sinks)" COMMAND ${ARENA} ${model} --kv-window 8 --kv-sink 2)
 # A context beyond the model's is a runtime error, with nothing on stdout.
 expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "seq_len" ${ARENA} ${model} --context 33)
 expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "cannot read '${OUT_DIR}/missing.tmai'" ${ARENA} ${OUT_DIR}/missing.tmai)

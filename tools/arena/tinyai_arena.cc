@@ -178,7 +178,8 @@ int Run(int argc, char** argv) {
   } else {
     std::printf("static arena for %s (weights %s, %zu-byte pointers, context %d%s): %zu bytes (%s)\n", path.c_str(),
                 reader ? "through a read callback" : "in place", sizeof(void*), context,
-                cfg.contextLength == 0 ? ", the model's seq_len" : "", estimate, tt::MibText(estimate).c_str());
+                cfg.kvWindow > 0 ? ": the window and its sinks" : cfg.contextLength == 0 ? ", the model's seq_len" : "",
+                estimate, tt::MibText(estimate).c_str());
     std::printf("check: exactly %zu bytes %s (generation allocated %llu times); %zu bytes %s\n", estimate,
                 exact == TINYAI_OK ? "runs" : tinyaiStatusString(exact), static_cast<unsigned long long>(allocated),
                 estimate - 1, short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "fails with TINYAI_ERR_OUT_OF_MEMORY"
