@@ -1017,7 +1017,14 @@ static void test_session(TinyAIMappedModel* model, const char* tmp) {
     CHECK(tinyaiGetLLMPosition(b) == 5);
     CHECK_STATUS(tinyaiGetLLMTokens(b, held, 8, &count), TINYAI_OK);
     CHECK(count == 5 && held[0] == 1 && held[4] == 5);
+    /* A short buffer: *count is what the cache holds, the first capacity
+     * tokens are copied and nothing past them. */
+    held[0] = held[1] = held[2] = -7;
+    count = 0;
     CHECK_STATUS(tinyaiGetLLMTokens(b, held, 2, &count), TINYAI_ERR_BUFFER_TOO_SMALL);
+    CHECK(count == 5);
+    CHECK(held[0] == 1 && held[1] == 2);
+    CHECK(held[2] == -7);
     CHECK_STATUS(tinyaiLLMEval(a, &next, 1, la), TINYAI_OK);
     CHECK_STATUS(tinyaiLLMEval(b, &next, 1, lb), TINYAI_OK);
     CHECK(memcmp(la, lb, (size_t)info.vocabSize * sizeof(float)) == 0);

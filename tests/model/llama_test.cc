@@ -524,6 +524,18 @@ TEST_F(ModelTest, TokenizeSizingProtocol) {
       EXPECT_GE(ids[static_cast<size_t>(i)], 0);
       EXPECT_LT(ids[static_cast<size_t>(i)], r.info.vocabSize);
     }
+    // A short buffer: *count is what the text needs, and the ids written are
+    // the first capacity of the whole text's, nothing past them.
+    for (int32_t capacity : {1, count / 2, count - 1}) {
+      SCOPED_TRACE(capacity);
+      std::vector<int32_t> head(static_cast<size_t>(count), -7);
+      again = -1;
+      EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, head.data(), capacity, &again), TINYAI_ERR_BUFFER_TOO_SMALL);
+      EXPECT_EQ(again, count);
+      EXPECT_TRUE(std::equal(ids.begin(), ids.begin() + capacity, head.begin())) << "not the first ids";
+      EXPECT_TRUE(std::all_of(head.begin() + capacity, head.end(), [](int32_t v) { return v == -7; }))
+          << "wrote past capacity";
+    }
     std::vector<int32_t> larger(static_cast<size_t>(count) + 4);
     EXPECT_EQ(tinyaiLLMTokenize(r.llm, text, 1, larger.data(), count + 4, &again), TINYAI_OK);
     EXPECT_EQ(again, count);
