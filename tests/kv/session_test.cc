@@ -2,9 +2,9 @@
 // session saved mid-generation and loaded into a fresh LLM continues with
 // the same logits, bit for bit, for every KV type and with a window that has
 // slid; the tokens the cache holds come back with it; and a file that is not
-// this LLM's session (another model, KV type, window or context, corrupt,
-// cut short, not a session, a later version) is refused with its own status
-// and leaves the LLM exactly as it was.
+// this LLM's session (another model or precisions, KV type, window or
+// context, corrupt, cut short, not a session, a later version) is refused
+// with its own status and leaves the LLM exactly as it was.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -255,6 +255,53 @@ TEST_F(Session, WhatIsNotThisLLMsSessionIsRefused) {
   EXPECT_EQ(tinyaiGetLLMPosition(target.llm), 7);
   const std::vector<float> got = Continue(target.llm, next, 2);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+}
+
+// The fingerprint covers the precisions applied to the model (llm.h): the
+// same file run at other precisions is another model, TINYAI_ERR_MISMATCH,
+// and the same precisions on a model opened again load.
+TEST_F(Session, AnotherPrecisionIsAnotherModel) {
+  const TinyAILLMConfig cfg = Config(TINYAI_KV_F32);
+  std::vector<int32_t> ids;
+  LLM saver;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &saver.llm), TINYAI_OK);
+  Prompt(saver.llm, 10, &ids);
+  const std::string as_stored = dir_.File("as-stored.tsn");
+  ASSERT_EQ(tinyaiSaveLLMSession(saver.llm, as_stored.c_str()), TINYAI_OK) << tt::LastMessage();
+
+  TinyAIMixedPrecisionConfig medium;
+  ASSERT_EQ(tinyaiInitMixedPrecisionConfig(&medium), TINYAI_OK);  // int8 embedding and output, int4 the rest
+  TinyAIMixedPrecisionConfig int8 = medium;
+  int8.attentionPrecision = TINYAI_PREC_INT8;
+  int8.ffnPrecision = TINYAI_PREC_INT8;
+  const auto open = [&](const TinyAIMixedPrecisionConfig& mix, Model* m, LLM* l) {
+    m->model = tinyaiOpenMappedModel(tt::StoriesTmai().c_str(), nullptr);
+    ASSERT_NE(m->model, nullptr) << tt::LastMessage();
+    ASSERT_EQ(tinyaiApplyMixedPrecision(m->model, &mix), TINYAI_OK) << tt::LastMessage();
+    ASSERT_EQ(tinyaiCreateLLM(m->model, &cfg, &l->llm), TINYAI_OK) << tt::LastMessage();
+  };
+
+  // The file as stored, loaded over it at the medium mix.
+  Model m_medium;
+  LLM l_medium;
+  ASSERT_NO_FATAL_FAILURE(open(medium, &m_medium, &l_medium));
+  EXPECT_EQ(tinyaiLoadLLMSession(l_medium.llm, as_stored.c_str()), TINYAI_ERR_MISMATCH);
+  EXPECT_NE(std::string(tt::LastMessage()).find("belongs to another model"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(tinyaiGetLLMPosition(l_medium.llm), 0);
+
+  // The medium mix's session, loaded at another mix and at the same one.
+  Prompt(l_medium.llm, 10, &ids);
+  const std::string at_medium = dir_.File("medium.tsn");
+  ASSERT_EQ(tinyaiSaveLLMSession(l_medium.llm, at_medium.c_str()), TINYAI_OK) << tt::LastMessage();
+  Model m_int8, m_again;
+  LLM l_int8, l_again;
+  ASSERT_NO_FATAL_FAILURE(open(int8, &m_int8, &l_int8));
+  EXPECT_EQ(tinyaiLoadLLMSession(l_int8.llm, at_medium.c_str()), TINYAI_ERR_MISMATCH);
+  EXPECT_NE(std::string(tt::LastMessage()).find("belongs to another model"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(tinyaiGetLLMPosition(l_int8.llm), 0);
+  ASSERT_NO_FATAL_FAILURE(open(medium, &m_again, &l_again));
+  EXPECT_EQ(tinyaiLoadLLMSession(l_again.llm, at_medium.c_str()), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(tinyaiGetLLMPosition(l_again.llm), 10);
 }
 
 TEST_F(Session, MisuseIsRefused) {
