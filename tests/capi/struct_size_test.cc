@@ -16,9 +16,11 @@
 
 #include "format/test_models.h"
 #include "tinyai/llm.h"
+#include "tinyai/persistent.h"
 #include "tinyai/platform.h"
 #include "tinyai/utils/forward_scheduler.h"
 #include "tinyai/utils/mmap_loader.h"
+#include "tinyai/utils/quantize_mixed.h"
 
 #include <gtest/gtest.h>
 
@@ -245,6 +247,142 @@ TEST_F(StructSizeTest, GenerateParams) {
                                             return tinyaiSetSchedulerGenerateParams(s, p);
                                           });
   tinyaiDestroyForwardScheduler(s);
+}
+
+TEST_F(StructSizeTest, MixedPrecisionConfig) {
+  // Cut before attentionPrecision: embeddingPrecision is read; past the
+  // cut, precision 77 and group size 0 (both refused) must not be: the
+  // defaults (INT4, 32) apply. On a model of its own: the fixture's runs an
+  // LLM, and a precision is applied to a model nothing runs on.
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path_.c_str(), nullptr);
+  ASSERT_NE(m, nullptr) << LastMessage();
+  TinyAIMixedPrecisionConfig base;
+  ASSERT_EQ(tinyaiInitMixedPrecisionConfig(&base), TINYAI_OK);
+  base.embeddingPrecision = TINYAI_PREC_FP16;
+  TinyAIMixedPrecisionConfig older = Cut(base, offsetof(TinyAIMixedPrecisionConfig, attentionPrecision), 0);
+  older.attentionPrecision = static_cast<TinyAIPrecision>(77);
+  ASSERT_EQ(tinyaiApplyMixedPrecision(m, &older), TINYAI_OK) << LastMessage();
+  const auto precision = [&](const char* name) {
+    int index = -1;
+    TinyAIPrecision p = TINYAI_PREC_AS_STORED;
+    EXPECT_EQ(tinyaiFindMappedTensor(m, name, &index), TINYAI_OK) << name;
+    EXPECT_EQ(tinyaiGetTensorPrecision(m, index, &p), TINYAI_OK) << name;
+    return p;
+  };
+  EXPECT_EQ(precision("token_embd"), TINYAI_PREC_FP16) << "the field before the cut is read";
+  EXPECT_EQ(precision("blk.0.attn_q"), TINYAI_PREC_INT4) << "the fields past it take their defaults";
+  EXPECT_EQ(precision("blk.1.ffn_down"), TINYAI_PREC_INT4);
+  base.attentionPrecision = static_cast<TinyAIPrecision>(77);
+  EXPECT_EQ(tinyaiApplyMixedPrecision(m, &base), TINYAI_ERR_INVALID_ARGUMENT) << "the full struct's 77 is refused";
+  TinyAIMixedPrecisionConfig defaults;
+  ASSERT_EQ(tinyaiInitMixedPrecisionConfig(&defaults), TINYAI_OK);
+  CheckInputRefused<TinyAIMixedPrecisionConfig>(
+      "TinyAIMixedPrecisionConfig", defaults, offsetof(TinyAIMixedPrecisionConfig, embeddingPrecision) + 4,
+      [&](const TinyAIMixedPrecisionConfig* c) { return tinyaiApplyMixedPrecision(m, c); });
+  tinyaiCloseMappedModel(m);
+}
+
+TEST_F(StructSizeTest, SaveOptions) {
+  // Cut before threads: progress and progressUser are read; past the cut,
+  // threads -1 (refused) must not be: one thread. Each report the callback
+  // gets carries the library's sizeof(TinyAISaveProgress).
+  struct Seen {
+    int calls = 0, other_sizes = 0;
+  } seen;
+  TinyAISaveOptions base = tinyaiCreateDefaultSaveOptions();
+  base.progress = [](void* user, const TinyAISaveProgress* p) -> int {
+    Seen* s = static_cast<Seen*>(user);
+    ++s->calls;
+    s->other_sizes += p->structSize != sizeof(TinyAISaveProgress);
+    return 0;
+  };
+  base.progressUser = &seen;
+  TinyAISaveOptions older = Cut(base, offsetof(TinyAISaveOptions, threads), 0);
+  older.threads = -1;
+  const std::string out = dir_.File("saved.tmai");
+  ASSERT_EQ(tinyaiSaveMappedModel(model_, out.c_str(), &older), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(seen.calls, tinyaiGetMappedTensorCount(model_)) << "the callback and its user before the cut are read";
+  EXPECT_EQ(seen.other_sizes, 0) << "TinyAISaveProgress.structSize is not the library's";
+  base.threads = -1;
+  EXPECT_EQ(tinyaiSaveMappedModel(model_, out.c_str(), &base), TINYAI_ERR_INVALID_ARGUMENT)
+      << "the full struct's threads -1 is refused";
+  CheckInputRefused<TinyAISaveOptions>(
+      "TinyAISaveOptions", tinyaiCreateDefaultSaveOptions(),
+      offsetof(TinyAISaveOptions, progress) + sizeof(TinyAISaveProgressCallback),
+      [&](const TinyAISaveOptions* o) { return tinyaiSaveMappedModel(model_, out.c_str(), o); });
+}
+
+TEST(StructSizePersistentTest, PersistentConfig) {
+  // Cut before chunkRows: memoryLimit is read; past the cut, chunkRows 0
+  // (refused) must not be: 64 rows a chunk, as the default config's.
+  TinyAIPersistentConfig base = tinyaiCreateDefaultPersistentConfig();
+  base.memoryLimit = 4096;
+  TinyAIPersistentConfig older = Cut(base, offsetof(TinyAIPersistentConfig, chunkRows), 0);
+  TinyAIPersistentStore* cut = nullptr;
+  TinyAIPersistentStore* full = nullptr;
+  ASSERT_EQ(tinyaiCreatePersistentStore(&older, &cut), TINYAI_OK) << LastMessage();
+  ASSERT_EQ(tinyaiCreatePersistentStore(&base, &full), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(tinyaiDeclarePersistent(cut, "big(i): f32[16] @table @fixed(i=128);"), TINYAI_ERR_RESOURCE_EXHAUSTED)
+      << "memoryLimit before the cut is read (8 KiB past 4 KiB)";
+  const int32_t row[4] = {1, 2, 3, 4};
+  for (TinyAIPersistentStore* s : {cut, full}) {
+    ASSERT_EQ(tinyaiDeclarePersistent(s, "A(i): i32[4] @table;"), TINYAI_OK) << LastMessage();
+    ASSERT_EQ(tinyaiPersistentWrite(s, "A[0]", TINYAI_PTYPE_I32, row, sizeof row), TINYAI_OK) << LastMessage();
+  }
+  EXPECT_GE(tinyaiGetPersistentMemoryUsage(cut), 64 * sizeof row) << "a chunk of the default 64 rows";
+  EXPECT_EQ(tinyaiGetPersistentMemoryUsage(cut), tinyaiGetPersistentMemoryUsage(full));
+  tinyaiDestroyPersistentStore(cut);
+  tinyaiDestroyPersistentStore(full);
+  base.chunkRows = 0;
+  TinyAIPersistentStore* refused = nullptr;
+  EXPECT_EQ(tinyaiCreatePersistentStore(&base, &refused), TINYAI_ERR_INVALID_ARGUMENT)
+      << "the full struct's chunkRows 0 is refused";
+  CheckInputRefused<TinyAIPersistentConfig>("TinyAIPersistentConfig", tinyaiCreateDefaultPersistentConfig(),
+                                            offsetof(TinyAIPersistentConfig, memoryLimit) + sizeof(size_t),
+                                            [](const TinyAIPersistentConfig* c) {
+                                              TinyAIPersistentStore* s = nullptr;
+                                              const TinyAIStatus status = tinyaiCreatePersistentStore(c, &s);
+                                              tinyaiDestroyPersistentStore(s);
+                                              return status;
+                                            });
+}
+
+TEST(StructSizePersistentTest, PersistentEntry) {
+  TinyAIPersistentStore* store = nullptr;
+  ASSERT_EQ(tinyaiCreatePersistentStore(nullptr, &store), TINYAI_OK) << LastMessage();
+  // Declared: cut before the fields only reported (extent on, "ignored when
+  // declaring"); past the cut, sentinels.
+  TinyAIPersistentEntry e;
+  std::memset(&e, 0, sizeof e);
+  e.structSize = sizeof e;
+  e.name = "A";
+  e.dtype = TINYAI_PTYPE_I16;
+  e.rank = 1;
+  e.shape[0] = 4;
+  e.indexCount = 1;
+  e.indexNames[0] = "i";
+  e.fixedExtent[0] = 8;
+  const TinyAIPersistentEntry older = Cut(e, offsetof(TinyAIPersistentEntry, extent), kSentinel);
+  ASSERT_EQ(tinyaiDeclarePersistentEntry(store, &older), TINYAI_OK) << LastMessage();
+  TinyAIPersistentEntry got;
+  std::memset(&got, 0, sizeof got);
+  got.structSize = sizeof got;
+  ASSERT_EQ(tinyaiGetPersistentEntry(store, "A", &got), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(got.dtype, TINYAI_PTYPE_I16);
+  EXPECT_EQ(got.shape[0], 4);
+  EXPECT_EQ(got.fixedExtent[0], 8);
+  EXPECT_EQ(got.extent[0], 8);
+  CheckInputRefused<TinyAIPersistentEntry>("TinyAIPersistentEntry (declare)", e,
+                                           offsetof(TinyAIPersistentEntry, name) + sizeof(const char*),
+                                           [&](const TinyAIPersistentEntry* in) {
+                                             return tinyaiDeclarePersistentEntry(store, in);
+                                           });
+  // Reported: written up to the cut (the declaration), not the extents.
+  CheckOutput<TinyAIPersistentEntry>("TinyAIPersistentEntry", offsetof(TinyAIPersistentEntry, name) + sizeof(const char*),
+                                     offsetof(TinyAIPersistentEntry, extent), [&](TinyAIPersistentEntry* o) {
+                                       return tinyaiGetPersistentEntry(store, "A", o);
+                                     });
+  tinyaiDestroyPersistentStore(store);
 }
 
 // ---- output structs ----
