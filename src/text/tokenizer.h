@@ -62,7 +62,7 @@ class Tokenizer {
 
   // Encodes text (NUL-terminated) after an optional BOS, writing at most
   // capacity ids to out and the number needed to *count. Returns
-  // TINYAI_ERR_RESOURCE_EXHAUSTED when capacity < *count (out then holds the
+  // TINYAI_ERR_BUFFER_TOO_SMALL when capacity < *count (out then holds the
   // first capacity ids). Works in scratch, growing it when the text is
   // longer than it holds (scratch may be NULL: a temporary one).
   TinyAIStatus Encode(const char* text, bool addBos, bool addEos, int32_t* out, size_t capacity,
