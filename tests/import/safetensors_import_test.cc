@@ -344,9 +344,14 @@ TEST(SafetensorsParser, ValidFileAndEveryTruncation) {
   EXPECT_EQ(f.Find("a")->offset, f.data_offset);
   EXPECT_EQ(f.Find("b")->offset, f.data_offset + 24);
   EXPECT_EQ(f.Find("b")->shape, std::vector<uint64_t>{4});
+  // Every shorter file says it is cut short (the header, or the data past
+  // the end), names the file, and records the status.
   for (size_t n = 0; n < file.size(); ++n) {
     const TinyAIStatus s = ParseExact(std::vector<uint8_t>(file.begin(), file.begin() + static_cast<long>(n)));
-    EXPECT_NE(s, TINYAI_OK) << n;
+    EXPECT_TRUE(s == TINYAI_ERR_TRUNCATED || s == TINYAI_ERR_OUT_OF_BOUNDS)
+        << n << " bytes: " << tinyaiStatusString(s) << ": " << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLastError(), s) << n;
+    EXPECT_NE(std::string(tt::LastMessage()).find("bad.safetensors"), std::string::npos) << n << ": " << tt::LastMessage();
   }
   // Metadata of strings is read; the header may be padded with spaces.
   const std::string h = tt::SafetensorsHeader(SmallEntries(), {{"format", "pt"}});
