@@ -150,6 +150,26 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
   int32_t q = -1;
   ASSERT_EQ(tinyaiFindMappedTensor(m.get(), "blk.0.attn_q", &q), TINYAI_OK);
   EXPECT_EQ(DTypeOf(m.get(), q), TINYAI_DTYPE_Q4NL_G32);
+  // The tensor's entry wins over its block's where it is listed, not because
+  // it comes later; of two entries for the same block or tensor, the last.
+  const TinyAIPrecisionOverride reordered[] = {
+      {-1, "blk.1.ffn_down", TINYAI_PREC_FP32},             // before its block's entry: still wins
+      {1, nullptr, TINYAI_PREC_INT8},
+      {0, nullptr, TINYAI_PREC_INT8},                       // block 0 twice: the last, fp16
+      {0, nullptr, TINYAI_PREC_FP16},
+      {-1, "blk.0.ffn_up", TINYAI_PREC_INT4_SYMMETRIC},     // ffn_up twice: the last, int4
+      {-1, "blk.0.ffn_up", TINYAI_PREC_INT4},
+  };
+  c.overrides = reordered;
+  c.overrideCount = 6;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(m.get(), &c), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(PrecisionOf(m.get(), "blk.1.ffn_down"), TINYAI_PREC_FP32);
+  EXPECT_EQ(PrecisionOf(m.get(), "blk.1.ffn_up"), TINYAI_PREC_INT8);
+  EXPECT_EQ(PrecisionOf(m.get(), "blk.0.attn_q"), TINYAI_PREC_FP16);
+  EXPECT_EQ(PrecisionOf(m.get(), "blk.0.ffn_gate"), TINYAI_PREC_FP16);
+  EXPECT_EQ(PrecisionOf(m.get(), "blk.0.ffn_up"), TINYAI_PREC_INT4);
+  EXPECT_EQ(PrecisionOf(m.get(), "token_embd"), TINYAI_PREC_INT8);
+  EXPECT_EQ(PrecisionOf(m.get(), "output"), TINYAI_PREC_FP16);
 
   const std::string tied = WriteModel(dir, "tied.tmai", OddShape(true));
   tinyai_tools::ModelHandle t = tinyai_tools::OpenModel(tied, nullptr);
@@ -167,6 +187,18 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
   c.outputPrecision = TINYAI_PREC_INT4;
   ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &c), TINYAI_OK) << tt::LastMessage();
   EXPECT_EQ(PrecisionOf(t.get(), "token_embd"), TINYAI_PREC_INT8);
+  // The classifier left as stored: the tied table stays the file's f32, the
+  // finer of that and int8 (and so does an embedding left as stored).
+  c.outputPrecision = TINYAI_PREC_AS_STORED;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &c), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(PrecisionOf(t.get(), "token_embd"), TINYAI_PREC_FP32);
+  EXPECT_EQ(PrecisionOf(t.get(), "blk.0.attn_q"), TINYAI_PREC_INT4);
+  c.embeddingPrecision = TINYAI_PREC_AS_STORED;
+  c.outputPrecision = TINYAI_PREC_INT4;
+  ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &c), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(PrecisionOf(t.get(), "token_embd"), TINYAI_PREC_FP32);
+  c.embeddingPrecision = TINYAI_PREC_INT8;
+  c.outputPrecision = TINYAI_PREC_INT4;
   // Each call starts from the file: AS_STORED everywhere undoes it.
   const TinyAIMixedPrecisionConfig keep = All(TINYAI_PREC_AS_STORED);
   ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &keep), TINYAI_OK);
