@@ -82,6 +82,10 @@ TEST(Encode, RoundTripErrorBounds) {
   }
 }
 
+// GGUF's IQ4_NL grid (llama.cpp's kvalues_iq4nl), written out here rather
+// than taken from the code under test.
+const int kIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 // Plain max-abs scales (d = max|x| / 127 for q8, the signed extreme / -8 for
 // q4), each code the nearest: the search must do better on every format.
 double MaxAbsError(int32_t dtype, const std::vector<float>& w) {
@@ -114,20 +118,35 @@ TEST(Encode, ScaleSearchBeatsMaxAbs) {
 
 // Values a format represents exactly come back exactly, in the pinned
 // layout: q4_g32 is GGUF's Q4_0 (element j in byte j's low nibble, j+16 in
-// its high nibble, code = value + 8), q8_g32 its Q8_0.
+// its high nibble, code = value + 8), q4nl_g32 its IQ4_NL (the same nibbles,
+// code = the grid index), q8_g32 its Q8_0. Element j + 16 holds another
+// code than element j (15 - j against j), so the nibbles cannot swap.
 TEST(Encode, ExactValuesInThePinnedLayout) {
+  // Written out: f16 0.5 (0x3800) and 1/64 (0x2400), little-endian, then
+  // byte j = j | (15 - j) << 4.
+  const std::vector<uint8_t> q4 = {0x00, 0x38, 0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96,
+                                   0x87, 0x78, 0x69, 0x5a, 0x4b, 0x3c, 0x2d, 0x1e, 0x0f};
+  std::vector<uint8_t> nl = q4;
+  nl[1] = 0x24;
   std::vector<float> w(32);
-  for (int j = 0; j < 32; ++j) w[j] = 0.5f * static_cast<float>(j % 16 - 8);
+  for (int j = 0; j < 16; ++j) {
+    w[j] = 0.5f * static_cast<float>(j - 8);
+    w[j + 16] = 0.5f * static_cast<float>(7 - j);
+  }
   std::vector<uint8_t> out;
   EXPECT_EQ(Encode(TINYAI_DTYPE_Q4_G32, w, 1, 32, &out).sum_sq_error, 0.0);
-  uint16_t d;
-  std::memcpy(&d, out.data(), 2);
-  EXPECT_EQ(HalfToFloat(d), 0.5f);
-  for (int j = 0; j < 16; ++j) EXPECT_EQ(out[2 + j], j | (j << 4)) << j;
+  EXPECT_EQ(out, q4);
+  for (int j = 0; j < 16; ++j) {
+    w[j] = static_cast<float>(kIQ4NL[j]) / 64.0f;
+    w[j + 16] = static_cast<float>(kIQ4NL[15 - j]) / 64.0f;
+  }
+  EXPECT_EQ(Encode(TINYAI_DTYPE_Q4NL_G32, w, 1, 32, &out).sum_sq_error, 0.0);
+  EXPECT_EQ(out, nl);
 
   for (int j = 0; j < 32; ++j) w[j] = 0.25f * static_cast<float>(j * 8 - 127);  // -127..121 in steps of 8
   w[31] = 0.25f * 127.0f;
   EXPECT_EQ(Encode(TINYAI_DTYPE_Q8_G32, w, 1, 32, &out).sum_sq_error, 0.0);
+  uint16_t d;
   std::memcpy(&d, out.data(), 2);
   EXPECT_EQ(HalfToFloat(d), 0.25f);
   for (int j = 0; j < 31; ++j) EXPECT_EQ(static_cast<int8_t>(out[2 + j]), j * 8 - 127) << j;
