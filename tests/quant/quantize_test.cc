@@ -87,17 +87,27 @@ TEST(Encode, RoundTripErrorBounds) {
 const int kIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // Plain max-abs scales (d = max|x| / 127 for q8, the signed extreme / -8 for
-// q4), each code the nearest: the search must do better on every format.
+// q4 and / -127 for q4nl), each code the nearest: the search must do better
+// on every format.
 double MaxAbsError(int32_t dtype, const std::vector<float>& w) {
   double sse = 0.0, ss = 0.0;
   for (size_t first = 0; first < w.size(); first += 32) {
     float amax = 0.0f, extreme = 0.0f;
     for (size_t j = 0; j < 32; ++j)
       if (std::fabs(w[first + j]) > amax) amax = std::fabs(w[first + j]), extreme = w[first + j];
-    const float d = HalfToFloat(FloatToHalf(dtype == TINYAI_DTYPE_Q8_G32 ? amax / 127.0f : extreme / -8.0f));
+    const float d = HalfToFloat(FloatToHalf(dtype == TINYAI_DTYPE_Q8_G32  ? amax / 127.0f
+                                            : dtype == TINYAI_DTYPE_Q4_G32 ? extreme / -8.0f
+                                                                           : extreme / -127.0f));
     for (size_t j = 0; j < 32; ++j) {
       float q = d != 0.0f ? std::nearbyint(w[first + j] / d) : 0.0f;
-      q = dtype == TINYAI_DTYPE_Q8_G32 ? std::fmax(-127.0f, std::fmin(127.0f, q)) : std::fmax(-8.0f, std::fmin(7.0f, q));
+      if (dtype == TINYAI_DTYPE_Q4NL_G32) {  // the grid value nearest w / d
+        const float v = d != 0.0f ? w[first + j] / d : 0.0f;
+        q = static_cast<float>(kIQ4NL[0]);
+        for (int k : kIQ4NL)
+          if (std::fabs(static_cast<float>(k) - v) < std::fabs(q - v)) q = static_cast<float>(k);
+      } else {
+        q = dtype == TINYAI_DTYPE_Q8_G32 ? std::fmax(-127.0f, std::fmin(127.0f, q)) : std::fmax(-8.0f, std::fmin(7.0f, q));
+      }
       sse += (q * d - w[first + j]) * static_cast<double>(q * d - w[first + j]);
       ss += static_cast<double>(w[first + j]) * w[first + j];
     }
@@ -109,7 +119,7 @@ TEST(Encode, ScaleSearchBeatsMaxAbs) {
   const size_t rows = 256, cols = 256;
   std::vector<float> w = Weights(rows, cols, 5);
   std::vector<uint8_t> out;
-  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32}) {
+  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
     const double searched = Encode(dtype, w, rows, cols, &out).RelativeRms();
     const double plain = MaxAbsError(dtype, w);
     EXPECT_LT(searched, plain) << tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
@@ -160,17 +170,39 @@ TEST(Encode, PartialGroupsArePaddedWithZero) {
   Encode(TINYAI_DTYPE_Q8_G32, w, 1, 3, &out);
   ASSERT_EQ(out.size(), 34u);
   for (int j = 3; j < 32; ++j) EXPECT_EQ(out[2 + j], 0) << j;
-  Encode(TINYAI_DTYPE_Q4_G32, w, 1, 3, &out);
-  ASSERT_EQ(out.size(), 18u);
-  for (int j = 3; j < 16; ++j) EXPECT_EQ(out[2 + j] & 15, 8) << j;
-  for (int j = 0; j < 16; ++j) EXPECT_EQ(out[2 + j] >> 4, 8) << j;
+  // q4_g32 and q4nl_g32 alike: code 8, q4's 0 and q4nl's grid value 1
+  // (the one nearest zero: a whole group read decodes its padding to d).
+  for (int32_t dtype : {TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
+    const char* name = tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
+    Encode(dtype, w, 1, 3, &out);
+    ASSERT_EQ(out.size(), 18u);
+    for (int j = 3; j < 16; ++j) EXPECT_EQ(out[2 + j] & 15, 8) << name << " " << j;
+    for (int j = 0; j < 16; ++j) EXPECT_EQ(out[2 + j] >> 4, 8) << name << " " << j;
+    uint16_t h;
+    std::memcpy(&h, out.data(), 2);
+    const float d = HalfToFloat(h), pad = dtype == TINYAI_DTYPE_Q4_G32 ? 0.0f : d;
+    float all[32];
+    kernels::WeightKernelsFor(kernels::Ref(), dtype)->dequantize_row(out.data(), all, 32);
+    for (int j = 3; j < 32; ++j) EXPECT_EQ(all[j], pad) << name << " " << j;
+  }
 }
 
+// A group of zeros stores d = 0 and the code of zero throughout, padding
+// included (40 values: a whole group and 8 of the next).
 TEST(Encode, AllZeroGroupsDecodeToZero) {
   std::vector<float> w(40, 0.0f);
   std::vector<uint8_t> out;
-  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32}) {
-    EXPECT_EQ(Encode(dtype, w, 1, 40, &out).sum_sq_error, 0.0);
+  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
+    const char* name = tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
+    EXPECT_EQ(Encode(dtype, w, 1, 40, &out).sum_sq_error, 0.0) << name;
+    const size_t gb = dtype == TINYAI_DTYPE_Q8_G32 ? 34 : 18;
+    ASSERT_EQ(out.size(), 2 * gb) << name;
+    for (size_t g = 0; g < 2; ++g) {
+      EXPECT_EQ(out[g * gb], 0) << name << " group " << g;
+      EXPECT_EQ(out[g * gb + 1], 0) << name << " group " << g;
+      for (size_t j = 2; j < gb; ++j)
+        EXPECT_EQ(out[g * gb + j], dtype == TINYAI_DTYPE_Q8_G32 ? 0x00 : 0x88) << name << " group " << g << " byte " << j;
+    }
   }
 }
 
