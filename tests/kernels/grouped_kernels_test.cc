@@ -189,6 +189,73 @@ TEST(GroupedRef, DequantizeFollowsTheLayout) {
 
 class GroupedParity : public ::testing::TestWithParam<const KernelTable*> {};
 
+// GGUF's IQ4_NL grid (llama.cpp's kvalues_iq4nl), written out rather than
+// read from kQ4NLGrid, the constant under test.
+constexpr int32_t kIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// q4nl_g32's codes stand for GGUF's IQ4_NL values in every table: rows of
+// known codes at scale 1 dequantize to them exactly, and each product (rows,
+// a batch, panels) of those rows with one-hot inputs gives them times the
+// input exactly (the VNNI table multiplies through its own shifted copy of
+// the grid). Row r's element c holds code (c + r) % 16, over two groups.
+TEST_P(GroupedParity, Q4NLGridIsGGUFs) {
+  const KernelTable& t = *GetParam();
+  const WeightKernels* wk = WeightKernelsFor(t, TINYAI_DTYPE_Q4NL_G32);
+  ASSERT_NE(wk, nullptr);
+  const size_t rows = 2 * kPanelRows, cols = 64, rb = GroupedRowBytes(TINYAI_DTYPE_Q4NL_G32, cols),
+               groups = GroupsPerRow(cols);
+  auto code = [](size_t r, size_t c) { return (c + r) % 16; };
+  std::vector<uint8_t> w(rows * rb);
+  const uint16_t one = FloatToHalf(1.0f);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t g = 0; g < groups; ++g) {
+      uint8_t* p = w.data() + r * rb + g * kQ4GroupBytes;
+      std::memcpy(p, &one, 2);
+      for (size_t j = 0; j < 16; ++j)
+        p[2 + j] = static_cast<uint8_t>(code(r, g * kGroup + j) | (code(r, g * kGroup + j + 16) << 4));
+    }
+  std::vector<float> row(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    wk->dequantize_row(w.data() + r * rb, row.data(), cols);
+    for (size_t c = 0; c < cols; ++c)
+      ASSERT_EQ(row[c], static_cast<float>(kIQ4NL[code(r, c)])) << t.name << " dequantize row " << r << " value " << c;
+  }
+  // Input j is top at column j, 0 elsewhere: its group's scale is 1 and its
+  // code top, so output r of input j is kIQ4NL[code(r, j)] * top exactly.
+  const float top = wk->input == kInputInt8 ? 127.0f : 32767.0f;
+  const size_t n = cols;
+  std::vector<float> values(n * cols, 0.0f);
+  for (size_t j = 0; j < n; ++j) values[j * cols + j] = top;
+  const Input xs(t, wk->input, values.data(), cols, n);
+  auto want = [&](size_t r, size_t j) { return static_cast<float>(kIQ4NL[code(r, j)]) * top; };
+  std::vector<float> y(rows), batch(n * rows, NAN);
+  for (size_t j = 0; j < n; ++j) {
+    const void* xj = static_cast<const uint8_t*>(xs.data()) + j * QuantizedInputBytes(wk->input, cols);
+    std::fill(y.begin(), y.end(), NAN);
+    wk->matvec_q(w.data(), rb, xj, y.data(), rows, cols);
+    for (size_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], want(r, j)) << t.name << " matvec_q input " << j << " row " << r;
+  }
+  wk->matmul_q(w.data(), rb, xs.data(), groups, batch.data(), rows, rows, cols, n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t r = 0; r < rows; ++r)
+      ASSERT_EQ(batch[j * rows + r], want(r, j)) << t.name << " matmul_q input " << j << " row " << r;
+  if (wk->matvec_panels == nullptr) return;
+  std::vector<uint8_t> packed(rows * rb);
+  for (size_t p = 0; p < rows / kPanelRows; ++p) PackPanel(w.data() + p * PanelBytes(rb), rb, packed.data() + p * PanelBytes(rb));
+  for (size_t j = 0; j < n; ++j) {
+    const void* xj = static_cast<const uint8_t*>(xs.data()) + j * QuantizedInputBytes(wk->input, cols);
+    std::fill(y.begin(), y.end(), NAN);
+    wk->matvec_panels(packed.data(), rb, xj, y.data(), rows / kPanelRows, cols);
+    for (size_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], want(r, j)) << t.name << " matvec_panels input " << j << " row " << r;
+  }
+  if (wk->matmul_panels == nullptr) return;
+  std::fill(batch.begin(), batch.end(), NAN);
+  wk->matmul_panels(packed.data(), rb, xs.data(), groups, batch.data(), rows, rows / kPanelRows, cols, n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t r = 0; r < rows; ++r)
+      ASSERT_EQ(batch[j * rows + r], want(r, j)) << t.name << " matmul_panels input " << j << " row " << r;
+}
+
 std::string TableName(const ::testing::TestParamInfo<const KernelTable*>& info) {
   std::string s;
   for (const char* p = info.param->name; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
