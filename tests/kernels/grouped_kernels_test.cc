@@ -119,7 +119,9 @@ TEST(GroupedRef, QuantizeInputFollowsItsDefinition) {
 }
 
 // A group holding an infinity or a NaN gets a NaN scale and zero codes in
-// every table, so a product with it is NaN, never a finite wrong value.
+// every table, so a product with it is NaN, never a finite wrong value:
+// every product of every table (rows, a batch, panels), for the input that
+// holds it and no other of the batch.
 TEST(GroupedRef, NonFiniteInputsMakeNaNProducts) {
   for (const KernelTable* t : AllTables()) {
     for (float bad : {NAN, INFINITY, -INFINITY}) {
@@ -130,6 +132,58 @@ TEST(GroupedRef, NonFiniteInputsMakeNaNProducts) {
         EXPECT_EQ(in.d(0, 0), 0.5f / (form == kInputInt8 ? 127.0f : 32767.0f)) << t->name;
         EXPECT_TRUE(std::isnan(in.d(0, 1))) << t->name << " " << bad;
         for (size_t k = 0; k < kGroup; ++k) EXPECT_EQ(in.q(0, 1, k), 0) << t->name;
+      }
+      std::mt19937 rng(13);
+      for (int32_t dtype : kGroupedDTypes) {
+        const WeightKernels* wk = WeightKernelsFor(*t, dtype);
+        ASSERT_NE(wk, nullptr) << t->name << " " << dtype;
+        const char* name = tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
+        // 13 inputs (AVX-512 q8 takes 12 or more in its lanes), the third
+        // with the value in its second group (of 2) or its 32nd (of 66).
+        for (size_t cols : {40u, 2100u}) {
+          const size_t rows = 2 * kPanelRows, n = 13, bad_input = 2, rb = GroupedRowBytes(dtype, cols),
+                       groups = GroupsPerRow(cols);
+          const std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
+          std::vector<float> values(n * cols);
+          for (float& v : values) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+          values[bad_input * cols + (cols == 40 ? 35 : 1000)] = bad;
+          const Input xs(*t, wk->input, values.data(), cols, n);
+          auto expect = [&](const float* y, size_t j, const char* what) {
+            for (size_t r = 0; r < rows; ++r) {
+              if (j == bad_input) {
+                EXPECT_TRUE(std::isnan(y[r])) << t->name << " " << name << " " << what << " cols " << cols << " bad "
+                                              << bad << " row " << r << ": " << y[r];
+              } else {
+                EXPECT_TRUE(std::isfinite(y[r])) << t->name << " " << name << " " << what << " cols " << cols
+                                                 << " input " << j << " row " << r << ": " << y[r];
+              }
+            }
+          };
+          std::vector<float> y(rows), batch(n * rows);
+          for (size_t j = 0; j < n; ++j) {
+            const void* xj = static_cast<const uint8_t*>(xs.data()) + j * QuantizedInputBytes(wk->input, cols);
+            std::fill(y.begin(), y.end(), 0.0f);
+            wk->matvec_q(w.data(), rb, xj, y.data(), rows, cols);
+            expect(y.data(), j, "matvec_q");
+          }
+          std::fill(batch.begin(), batch.end(), 0.0f);
+          wk->matmul_q(w.data(), rb, xs.data(), groups, batch.data(), rows, rows, cols, n);
+          for (size_t j = 0; j < n; ++j) expect(batch.data() + j * rows, j, "matmul_q");
+          if (wk->matvec_panels == nullptr) continue;
+          std::vector<uint8_t> packed(rows * rb);
+          for (size_t p = 0; p < rows / kPanelRows; ++p)
+            PackPanel(w.data() + p * PanelBytes(rb), rb, packed.data() + p * PanelBytes(rb));
+          for (size_t j = 0; j < n; ++j) {
+            const void* xj = static_cast<const uint8_t*>(xs.data()) + j * QuantizedInputBytes(wk->input, cols);
+            std::fill(y.begin(), y.end(), 0.0f);
+            wk->matvec_panels(packed.data(), rb, xj, y.data(), rows / kPanelRows, cols);
+            expect(y.data(), j, "matvec_panels");
+          }
+          if (wk->matmul_panels == nullptr) continue;
+          std::fill(batch.begin(), batch.end(), 0.0f);
+          wk->matmul_panels(packed.data(), rb, xs.data(), groups, batch.data(), rows, rows / kPanelRows, cols, n);
+          for (size_t j = 0; j < n; ++j) expect(batch.data() + j * rows, j, "matmul_panels");
+        }
       }
     }
   }
