@@ -12,15 +12,29 @@ namespace {
 
 bool KnownPrecision(int32_t p) { return p >= TINYAI_PREC_FP32 && p <= TINYAI_PREC_AS_STORED; }
 
-// Bits per value, for "the finer of two" (a tied embedding and classifier).
-int Fineness(TinyAIPrecision p) {
+// Bits per value of a stored dtype.
+int DTypeFineness(int32_t dtype) {
+  switch (dtype) {
+    case TINYAI_DTYPE_F32: return 32;
+    case TINYAI_DTYPE_F16: return 16;
+    case TINYAI_DTYPE_Q8_G32: return 8;
+    case TINYAI_DTYPE_Q4_G32:
+    case TINYAI_DTYPE_Q4NL_G32: return 4;
+    default: return 64;  // a dtype no precision names: the file's own choice wins
+  }
+}
+
+// Bits per value, for "the finer of two" (a tied embedding and classifier);
+// as stored is the stored dtype's (an f16 table left as stored is coarser
+// than FP32, finer than INT8).
+int Fineness(TinyAIPrecision p, int32_t stored) {
   switch (p) {
     case TINYAI_PREC_FP32: return 32;
     case TINYAI_PREC_FP16: return 16;
     case TINYAI_PREC_INT8: return 8;
     case TINYAI_PREC_INT4:
     case TINYAI_PREC_INT4_SYMMETRIC: return 4;
-    default: return 64;  // as stored: the file's own choice wins
+    default: return DTypeFineness(stored);
   }
 }
 
@@ -32,10 +46,12 @@ TinyAIStatus CheckPrecision(int32_t p, const char* what) {
 }
 
 // The precision a tensor of this role gets from the per-kind fields.
-TinyAIPrecision KindPrecision(const TinyAIMixedPrecisionConfig& c, uint16_t role, bool tied) {
-  switch (role) {
+TinyAIPrecision KindPrecision(const TinyAIMixedPrecisionConfig& c, const tmai::TensorEntry& e, bool tied) {
+  switch (e.role) {
     case TINYAI_ROLE_TOKEN_EMBEDDING:
-      if (tied && Fineness(c.outputPrecision) > Fineness(c.embeddingPrecision)) return c.outputPrecision;
+      if (tied && Fineness(c.outputPrecision, e.dtype) > Fineness(c.embeddingPrecision, e.dtype)) {
+        return c.outputPrecision;
+      }
       return c.embeddingPrecision;
     case TINYAI_ROLE_ATTN_Q:
     case TINYAI_ROLE_ATTN_K:
@@ -129,7 +145,7 @@ TinyAIStatus ResolveDTypes(const TmaiReader& reader, const TinyAIMixedPrecisionC
   TINYAI_RETURN_IF_ERROR(chosen.Allocate(tensors.size(), "tensor precisions"));
   for (size_t t = 0; t < tensors.size(); ++t) {
     const tmai::TensorEntry& e = tensors[t];
-    chosen[t] = static_cast<int8_t>(e.ndims == 2 ? KindPrecision(c, e.role, tied) : TINYAI_PREC_AS_STORED);
+    chosen[t] = static_cast<int8_t>(e.ndims == 2 ? KindPrecision(c, e, tied) : TINYAI_PREC_AS_STORED);
   }
   // Blocks first, then tensors: a tensor's override wins over its block's.
   for (int pass = 0; pass < 2; ++pass) {

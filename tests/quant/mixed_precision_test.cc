@@ -199,6 +199,25 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
   EXPECT_EQ(PrecisionOf(t.get(), "token_embd"), TINYAI_PREC_FP32);
   c.embeddingPrecision = TINYAI_PREC_INT8;
   c.outputPrecision = TINYAI_PREC_INT4;
+  {
+    // In an f16 file, a table left as stored is f16: coarser than FP32,
+    // finer than INT8.
+    const std::string tied16 = WriteModel(dir, "tied16.tmai", OddShape(true), TINYAI_DTYPE_F16);
+    tinyai_tools::ModelHandle h = tinyai_tools::OpenModel(tied16, nullptr);
+    TinyAIMixedPrecisionConfig f = c;
+    f.embeddingPrecision = TINYAI_PREC_FP32;
+    f.outputPrecision = TINYAI_PREC_AS_STORED;
+    ASSERT_EQ(tinyaiApplyMixedPrecision(h.get(), &f), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_FP32);
+    f.embeddingPrecision = TINYAI_PREC_AS_STORED;
+    f.outputPrecision = TINYAI_PREC_FP32;
+    ASSERT_EQ(tinyaiApplyMixedPrecision(h.get(), &f), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_FP32);
+    f.embeddingPrecision = TINYAI_PREC_INT8;
+    f.outputPrecision = TINYAI_PREC_AS_STORED;
+    ASSERT_EQ(tinyaiApplyMixedPrecision(h.get(), &f), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_FP16);
+  }
   // Each call starts from the file: AS_STORED everywhere undoes it.
   const TinyAIMixedPrecisionConfig keep = All(TINYAI_PREC_AS_STORED);
   ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &keep), TINYAI_OK);

@@ -78,7 +78,8 @@ typedef struct TinyAIMixedPrecisionConfig {
                                             network's weight matrices); default INT4 */
     TinyAIPrecision outputPrecision;     /* the classifier; default INT8. A classifier tied to
                                             the embedding table is one tensor: it takes the
-                                            finer of embeddingPrecision and outputPrecision */
+                                            finer of embeddingPrecision and outputPrecision
+                                            (AS_STORED being the file's dtype) */
     int32_t groupSize;                   /* values per scale for INT8/INT4; 32 (the only one
                                             with kernels) */
     const TinyAIPrecisionOverride* overrides;  /* may be NULL when overrideCount is 0; read
