@@ -3,6 +3,8 @@
 // slice form and operation, growth in chunks, auto-dim matrices, reset,
 // the memory limit, and saving / loading with every way a file is refused.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -651,7 +653,21 @@ TEST(PersistentStore, RefusesFilesItCannotTrustAndStaysAsItWas) {
   ASSERT_EQ(small.Declare(kSaved), TINYAI_OK) << Message();
   WriteAll(path, good);
   EXPECT_EQ(tinyaiLoadPersistentStore(small.get(), path.c_str()), TINYAI_ERR_RESOURCE_EXHAUSTED) << Message();
-  // A failed save leaves what the path held.
-  EXPECT_NE(tinyaiSavePersistentStore(a.get(), (dir.path() + "/no/such/dir/x.tps").c_str()), TINYAI_OK);
+  // A failed save leaves what the path held: with a directory where the
+  // save writes its partial file, it cannot start, and with a directory at
+  // the path, its finished file cannot take the path's place.
+  EXPECT_EQ(tinyaiSavePersistentStore(a.get(), (dir.path() + "/no/such/dir/x.tps").c_str()),
+            TINYAI_ERR_FILE_NOT_FOUND);
+  WriteAll(path, good);
+  ASSERT_EQ(mkdir((path + ".part").c_str(), 0755), 0);
+  EXPECT_EQ(tinyaiSavePersistentStore(probe.get(), path.c_str()), TINYAI_ERR_IO) << Message();
+  EXPECT_EQ(ReadAll(path), good);
+  ASSERT_EQ(rmdir((path + ".part").c_str()), 0);
+  const std::string occupied = dir.path() + "/occupied.tps";
+  ASSERT_EQ(mkdir(occupied.c_str(), 0755), 0);
+  WriteAll(occupied + "/kept", good);
+  EXPECT_EQ(tinyaiSavePersistentStore(a.get(), occupied.c_str()), TINYAI_ERR_IO) << Message();
+  EXPECT_EQ(ReadAll(occupied + "/kept"), good);
+  EXPECT_NE(access((occupied + ".part").c_str(), F_OK), 0) << "the partial file is removed";
   EXPECT_EQ(tinyaiSavePersistentStore(a.get(), ""), TINYAI_ERR_INVALID_ARGUMENT);
 }
