@@ -48,11 +48,16 @@ TinyAIStatus CheckPrecision(int32_t p, const char* what) {
 // The precision a tensor of this role gets from the per-kind fields.
 TinyAIPrecision KindPrecision(const TinyAIMixedPrecisionConfig& c, const tmai::TensorEntry& e, bool tied) {
   switch (e.role) {
-    case TINYAI_ROLE_TOKEN_EMBEDDING:
-      if (tied && Fineness(c.outputPrecision, e.dtype) > Fineness(c.embeddingPrecision, e.dtype)) {
-        return c.outputPrecision;
-      }
+    case TINYAI_ROLE_TOKEN_EMBEDDING: {
+      if (!tied) return c.embeddingPrecision;
+      const bool as_stored = c.embeddingPrecision == TINYAI_PREC_AS_STORED || c.outputPrecision == TINYAI_PREC_AS_STORED;
+      // A quantized table asked to stay as stored does: another precision
+      // would quantize it twice (refused) or widen it (bytes, no precision).
+      if (as_stored && IsGroupedDType(e.dtype)) return TINYAI_PREC_AS_STORED;
+      const int out = Fineness(c.outputPrecision, e.dtype), emb = Fineness(c.embeddingPrecision, e.dtype);
+      if (out > emb || (out == emb && c.outputPrecision == TINYAI_PREC_AS_STORED)) return c.outputPrecision;
       return c.embeddingPrecision;
+    }
     case TINYAI_ROLE_ATTN_Q:
     case TINYAI_ROLE_ATTN_K:
     case TINYAI_ROLE_ATTN_V:

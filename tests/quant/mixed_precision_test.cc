@@ -218,6 +218,25 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
     ASSERT_EQ(tinyaiApplyMixedPrecision(h.get(), &f), TINYAI_OK) << tt::LastMessage();
     EXPECT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_FP16);
   }
+  {
+    // In a q4nl file, a table left as stored stays so whatever the other
+    // side asks: int8 would quantize it twice, fp16 widen it for nothing.
+    const std::string tied4 = WriteModel(dir, "tied4.tmai", OddShape(true), TINYAI_DTYPE_Q4NL_G32);
+    tinyai_tools::ModelHandle h = tinyai_tools::OpenModel(tied4, nullptr);
+    ASSERT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_INT4);
+    TinyAIMixedPrecisionConfig f = All(TINYAI_PREC_AS_STORED);
+    for (TinyAIPrecision other : {TINYAI_PREC_INT8, TINYAI_PREC_FP16, TINYAI_PREC_INT4_SYMMETRIC}) {
+      SCOPED_TRACE(other);
+      f.embeddingPrecision = other;
+      f.outputPrecision = TINYAI_PREC_AS_STORED;
+      ASSERT_EQ(tinyaiApplyMixedPrecision(h.get(), &f), TINYAI_OK) << tt::LastMessage();
+      EXPECT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_INT4);
+      f.embeddingPrecision = TINYAI_PREC_AS_STORED;
+      f.outputPrecision = other;
+      ASSERT_EQ(tinyaiApplyMixedPrecision(h.get(), &f), TINYAI_OK) << tt::LastMessage();
+      EXPECT_EQ(PrecisionOf(h.get(), "token_embd"), TINYAI_PREC_INT4);
+    }
+  }
   // Each call starts from the file: AS_STORED everywhere undoes it.
   const TinyAIMixedPrecisionConfig keep = All(TINYAI_PREC_AS_STORED);
   ASSERT_EQ(tinyaiApplyMixedPrecision(t.get(), &keep), TINYAI_OK);

@@ -159,7 +159,7 @@ int Run(int argc, char** argv) {
 
   // The check: exactly the estimate runs without allocating; a byte less fails.
   uint64_t allocated = 0, unused = 0;
-  int32_t context = 0, unused_context = 0;  // the context the LLM used (the model's seq_len for 0)
+  int32_t context = 0, unused_context = 0;  // the context the LLM used (seq_len for 0; with a window, window + sinks)
   tinyaiSetStaticArena(region, estimate);
   const TinyAIStatus exact = Trial(image, reader, cfg, &allocated, &context);
   const uint64_t peak = Stats().peakBytes;
