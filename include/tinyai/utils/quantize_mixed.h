@@ -79,7 +79,8 @@ typedef struct TinyAIMixedPrecisionConfig {
     TinyAIPrecision outputPrecision;     /* the classifier; default INT8. A classifier tied to
                                             the embedding table is one tensor: it takes the
                                             finer of embeddingPrecision and outputPrecision
-                                            (AS_STORED being the file's dtype) */
+                                            (AS_STORED being the file's dtype; a quantized
+                                            table asked to stay as stored stays) */
     int32_t groupSize;                   /* values per scale for INT8/INT4; 32 (the only one
                                             with kernels) */
     const TinyAIPrecisionOverride* overrides;  /* may be NULL when overrideCount is 0; read
