@@ -138,7 +138,9 @@ void TinyAIMappedModel::UnbindRunner(tinyai::RunnerLink* runner) {
   for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
     if (r->claimed) cap = Tighter(cap, r->allows);
   }
-  cache_.SetCapacity(cap);  // never below what the remaining runners hold
+  // Never below what the remaining runners hold; no slots carved for a cap
+  // no runner claims (on a static arena that would take room as it is given back).
+  cache_.SetCapacity(cap, /*carve=*/false);
 }
 
 uint64_t TinyAIMappedModel::SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const {

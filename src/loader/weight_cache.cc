@@ -553,12 +553,12 @@ void WeightCache::SetLayerPriority(int32_t layer, float priority) {
   }
 }
 
-TinyAIStatus WeightCache::SetCapacity(uint64_t bytes) {
+TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
   UniqueLock lock(mutex_);
   capacity_ = bytes;
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
-  if (fixed_slots_ && slot_bytes_ > 0) {
+  if (carve && fixed_slots_ && slot_bytes_ > 0) {
     // Slices used in place (an image in flash) never take one.
     uint64_t slots = bytes / slot_bytes_;
     if (slots > owned_slices_) slots = owned_slices_;

@@ -107,8 +107,10 @@ class WeightCache {
   // Priority of a layer's entry and its slices (cache_policy.h).
   void SetLayerPriority(int32_t layer, float priority);
   // Changes the cap, evicting down to it. TINYAI_ERR_RESOURCE_EXHAUSTED if
-  // pinned entries alone exceed it (the cap is set anyway).
-  TinyAIStatus SetCapacity(uint64_t bytes);
+  // pinned entries alone exceed it (the cap is set anyway). On a static arena
+  // it also carves the cap into slots, unless !carve (a runner leaving: the
+  // next one to claim the cache carves for itself).
+  TinyAIStatus SetCapacity(uint64_t bytes, bool carve = true);
   // Starts (AddPeakWatch: at what is held now) and ends a peak watch.
   void AddPeakWatch(PeakWatch* watch);
   void RemovePeakWatch(PeakWatch* watch);

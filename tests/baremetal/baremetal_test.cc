@@ -174,7 +174,13 @@ void RunGoldenInExactArena(bool reader, const TinyAILLMConfig* cfg, const std::s
   std::printf("static arena: %zu bytes (%s), %llu allocations, %zu in use after creation\n", estimate,
               reader ? "read callback" : "in-place image", static_cast<unsigned long long>(after.allocations),
               after.usedBytes);
+  // Destroying the LLM gives its room back without taking any: the model's
+  // cache is not carved again for a cap no runner claims.
+  tinyaiClearLastError();
   tinyaiDestroyLLM(llm);
+  EXPECT_EQ(Stats().failures, 0u) << "destroying the LLM tried to allocate";
+  EXPECT_EQ(Stats().allocations, after.allocations) << "destroying the LLM allocated";
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_OK) << tinyaiGetLastErrorMessage();
   tinyaiCloseMappedModel(model);
   EXPECT_EQ(Stats().usedBytes, 0u) << "closing frees everything";
 }
