@@ -94,6 +94,19 @@ foreach(cmd IN LISTS takes_kv_type)
 endforeach()
 # tinyai-bench runs the KV cache type asked for and counts its bytes per token.
 expect_run(RC 0 STDOUT_HAS "\"kv_type\":\"f16\"" COMMAND ${BENCH} -m ${model} --prompt 2 --gen 2 --no-probe --json --kv-type f16)
+# --huge-pages runs the model from a copy in memory: the same greedy run, the
+# copy's size reported (how much of it the kernel put in huge pages depends
+# on the host's THP setting, so only its presence is checked).
+expect_run(RC 0 STDOUT_HAS "\"huge_pages\":false" COMMAND ${BENCH} -m ${model} --prompt 2 --gen 2 --no-probe --json)
+string(REGEX MATCH "\"bytes_per_token\":[0-9]+" mapped_bytes "${RUN_OUT}")
+file(SIZE ${model} model_size)
+expect_run(RC 0 STDOUT_HAS "\"huge_pages\":true,\"model_file_bytes\":${model_size},\"model_huge_page_bytes\":"
+           COMMAND ${BENCH} -m ${model} --prompt 2 --gen 2 --no-probe --json --huge-pages)
+if(NOT RUN_OUT MATCHES "${mapped_bytes},")
+  cli_fail("tinyai-bench --huge-pages counted other bytes per token than the mapped run (${mapped_bytes}):\n${RUN_OUT}")
+endif()
+expect_run(RC 1 EXPECT "cannot open '${OUT_DIR}/no-such.tmai'" COMMAND ${BENCH} -m ${OUT_DIR}/no-such.tmai --no-probe
+           --huge-pages)
 # Bytes per decoded token of a 4-bit model whose classifier is not its
 # embedding: every weight (57,216) but the table (18,432) except one row (36),
 # plus 3 positions of the KV cache (18,184 bytes for 32). A table counted as

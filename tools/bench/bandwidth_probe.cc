@@ -11,20 +11,34 @@
 #include "common/array.h"
 #include "common/thread_pool.h"
 #include "kernels/kernels.h"
+#include "tools/bench/huge_pages.h"
 
 namespace tinyai_tools {
 
-BandwidthResult MeasureReadBandwidth(int threads, size_t bytes, int runs) {
+BandwidthResult MeasureReadBandwidth(int threads, size_t bytes, int runs, bool huge) {
   BandwidthResult r;
   r.threads = threads;
   r.bytes = bytes;
   const tinyai::kernels::KernelTable& k = tinyai::kernels::Best();
   r.kernels = k.name;
   tinyai::AlignedBuffer buf;
-  if (buf.Allocate(bytes, "bandwidth probe") != TINYAI_OK) return r;
+  HugePageBuffer huge_buf;
+  float* data = nullptr;
+  if (huge) {
+    if (!huge_buf.Allocate(bytes)) return r;
+    data = reinterpret_cast<float*>(huge_buf.data());
+  } else {
+    if (buf.Allocate(bytes, "bandwidth probe") != TINYAI_OK) return r;
+    data = buf.floats();
+  }
   const size_t n = bytes / sizeof(float);
-  float* data = buf.floats();
+  const uint64_t huge_before = huge ? HugePageBytes() : 0;
   for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i & 7) * 0.125f;
+  if (huge) {
+    const uint64_t after = HugePageBytes();
+    r.huge_page_bytes = after > huge_before ? after - huge_before : 0;
+    if (r.huge_page_bytes > bytes) r.huge_page_bytes = bytes;
+  }
   tinyai::ThreadPool pool;
   if (pool.Start(threads) != TINYAI_OK) return r;
   std::vector<double> sinks(static_cast<size_t>(threads) * 16);
@@ -46,14 +60,14 @@ BandwidthResult MeasureReadBandwidth(int threads, size_t bytes, int runs) {
   return r;
 }
 
-BandwidthResult MeasureReadBandwidthInChild(int threads, size_t bytes, int runs) {
+BandwidthResult MeasureReadBandwidthInChild(int threads, size_t bytes, int runs, bool huge) {
   BandwidthResult r;
   int fds[2];
   if (pipe(fds) != 0) return r;
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    BandwidthResult child = MeasureReadBandwidth(threads, bytes, runs);
+    BandwidthResult child = MeasureReadBandwidth(threads, bytes, runs, huge);
     ssize_t n = write(fds[1], &child, sizeof child);
     _exit(n == static_cast<ssize_t>(sizeof child) ? 0 : 1);
   }

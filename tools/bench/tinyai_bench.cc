@@ -4,8 +4,8 @@
 // cap, what the weight cache read from storage per decoded token.
 //   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]
 //                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
-//                [--lru] [--kv-type T] [--no-probe] [--json]
-//   tinyai-bench --probe [-t THREADS] [--json]
+//                [--lru] [--kv-type T] [--no-probe] [--huge-pages] [--json]
+//   tinyai-bench --probe [-t THREADS] [--huge-pages] [--json]
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include "port/port.h"
 #include "tinyai/tinyai.h"
 #include "tools/bench/bandwidth_probe.h"
+#include "tools/bench/huge_pages.h"
 #include "tools/common/cli.h"
 
 namespace {
@@ -25,8 +26,8 @@ const char kTool[] = "tinyai-bench";
 const char kUsage[] =
     "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
-    "                    [--lru] [--kv-type T] [--no-probe] [--probe-mib M] [--json]\n"
-    "       tinyai-bench --probe [-t THREADS] [--probe-mib M] [--json]\n"
+    "                    [--lru] [--kv-type T] [--no-probe] [--probe-mib M] [--huge-pages] [--json]\n"
+    "       tinyai-bench --probe [-t THREADS] [--probe-mib M] [--huge-pages] [--json]\n"
     "       tinyai-bench -h | --help | --version\n"
     "  -m MODEL.tmai     the model (a llama .tmai)\n"
     "  -t THREADS        compute threads, 0..256 (default 0 = one per core)\n"
@@ -44,6 +45,10 @@ const char kUsage[] =
     "  --no-probe        skip the memory bandwidth probe (its 1 GiB buffer would not fit a memory cgroup)\n"
     "  --probe           measure the machine's memory read bandwidth only (no model)\n"
     "  --probe-mib M     buffer of the bandwidth probe in MiB, 16..65536 (default 1024)\n"
+    "  --huge-pages      read the model into anonymous memory in transparent huge pages (Linux's\n"
+    "                    MADV_HUGEPAGE) and run it from there, the probe's buffer too; the report\n"
+    "                    says how many bytes the kernel gave in huge pages (default: the model mapped\n"
+    "                    from its file, 4 KiB pages)\n"
     "  --json            one JSON object on stdout\n"
     "  -h, --help        this help; --version: the library's version\n"
     "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
@@ -61,6 +66,7 @@ struct BenchOptions {
   uint64_t mem_limit = 0;  // TinyAILLMConfig.memoryLimit; 0 = none
   TinyAIKVType kv_type = TINYAI_KV_F32;
   TinyAIMmapConfig mmap{};
+  bool huge_pages = false;  // the model read into huge pages (huge_pages.h), not mapped
 };
 
 // Cache counters over one phase (the difference of two snapshots).
@@ -93,6 +99,7 @@ struct ModelFigures {
   double read_bytes_per_token = 0;        // decode_cache.bytes_read / decoded tokens
   double read_gbps = 0;                   // decode_cache.bytes_read / decode seconds
   TinyAIMemoryReport mem{};               // at the end of the run
+  uint64_t model_bytes = 0, huge_page_bytes = 0;  // --huge-pages: the file, and what the kernel gave
 };
 
 // The embedding table's bytes in memory (its tensors of that role).
@@ -125,7 +132,22 @@ uint64_t BytesPerToken(const TinyAIModelInfo& m, uint64_t table, double pos) {
 // after the handles are closed.
 void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f) {
   TinyAIMmapConfig mc = o.mmap;
-  tinyai_tools::ModelHandle model_handle = tinyai_tools::OpenModel(path, &mc);
+  // Declared before the model, so it outlives it.
+  tinyai_tools::HugePageBuffer image;
+  tinyai_tools::ModelHandle model_handle;
+  if (o.huge_pages) {
+    const uint64_t before = tinyai_tools::HugePageBytes();
+    tinyai_tools::ReadFileIntoHugePages(path, &image);
+    const uint64_t after = tinyai_tools::HugePageBytes();
+    f->model_bytes = image.size();
+    // The last page may reach past the file's end: count the file's bytes.
+    f->huge_page_bytes = after > before ? after - before : 0;
+    if (f->huge_page_bytes > f->model_bytes) f->huge_page_bytes = f->model_bytes;
+    model_handle.reset(tinyaiOpenMappedModelFromMemory(image.data(), image.size(), &mc));
+    if (!model_handle) tinyai_tools::ThrowLastError(tinyaiGetLastError());
+  } else {
+    model_handle = tinyai_tools::OpenModel(path, &mc);
+  }
   TinyAIMappedModel* model = model_handle.get();
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   cfg.threads = o.threads;
@@ -233,6 +255,7 @@ int Run(int argc, char** argv) {
     else if (a == "--kv-type") o.kv_type = tt::ParseKvType(a, value());
     else if (a == "--probe-mib") probe_mib = tt::ParseInt32(a, value(), 16, kMaxProbeMib);
     else if (a == "--no-probe") probe = false;
+    else if (a == "--huge-pages") o.huge_pages = true;
     else if (a == "--json") json = true;
     else if (a == "--probe") probe_only = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
@@ -253,21 +276,29 @@ int Run(int argc, char** argv) {
   // counts in this process's peak RSS.
   const size_t probe_bytes = static_cast<size_t>(probe_mib) << 20;
   tinyai_tools::BandwidthResult bw;
-  if (!probe_only && probe) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7);
+  if (!probe_only && probe) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7, o.huge_pages);
   ModelFigures f;
   if (!probe_only) BenchModel(model, o, &f);
   tinyai_tools::BandwidthResult same = bw;
   if (probe) {
-    tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7);
+    tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7, o.huge_pages);
     if (after.best_gbps > bw.best_gbps) bw = after;
     // What the run's own thread count can pull (one core cannot saturate memory).
     same = bw;
-    if (!probe_only && threads != cores) same = tinyai_tools::MeasureReadBandwidth(threads, probe_bytes, 7);
+    if (!probe_only && threads != cores) {
+      same = tinyai_tools::MeasureReadBandwidth(threads, probe_bytes, 7, o.huge_pages);
+    }
   }
   const bool capped = !probe_only && (f.mem.memoryLimit > 0 || f.mem.weightCacheCap > 0);
   if (json) {
     std::printf("{\"kernels\":\"%s\",\"cores\":%d,\"memory_read_gbps\":%.2f,\"memory_read_gbps_median\":%.2f",
                 probe ? bw.kernels : tinyai::kernels::Best().name, cores, bw.best_gbps, bw.median_gbps);
+    std::printf(",\"huge_pages\":%s", o.huge_pages ? "true" : "false");
+    if (o.huge_pages && probe) std::printf(",\"probe_huge_page_bytes\":%" PRIu64, bw.huge_page_bytes);
+    if (o.huge_pages && !probe_only) {
+      std::printf(",\"model_file_bytes\":%" PRIu64 ",\"model_huge_page_bytes\":%" PRIu64, f.model_bytes,
+                  f.huge_page_bytes);
+    }
     if (!probe_only) {
       std::printf(",\"model\":%s,\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"weights_bytes\":%" PRIu64
                   ",\"pp_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f,\"ttft_ms\":%.2f,\"bytes_per_token\":%" PRIu64
@@ -295,14 +326,20 @@ int Run(int argc, char** argv) {
     std::printf("}\n");
   } else {
     if (probe) {
-      std::printf("memory read bandwidth: %.2f GB/s best, %.2f median (%d cores, %s, %d MiB buffer)\n", bw.best_gbps,
+      std::printf("memory read bandwidth: %.2f GB/s best, %.2f median (%d cores, %s, %d MiB buffer", bw.best_gbps,
                   bw.median_gbps, cores, bw.kernels, probe_mib);
+      if (o.huge_pages) std::printf(", %.1f MiB of it in huge pages", tinyai_tools::Mib(bw.huge_page_bytes));
+      std::printf(")\n");
     } else {
       std::printf("memory read bandwidth: not measured (--no-probe)\n");
     }
     if (!probe_only) {
       std::printf("model %s: %.1f MiB of weights, %d threads, context %d, %s KV cache\n", model.c_str(),
                   tinyai_tools::Mib(f.info.weightBytes), threads, f.info.contextLength, tinyaiKVTypeName(f.info.kvType));
+      if (o.huge_pages) {
+        std::printf("  model read into memory: %.1f MiB of the file's %.1f MiB in huge pages\n",
+                    tinyai_tools::Mib(f.huge_page_bytes), tinyai_tools::Mib(f.model_bytes));
+      }
       if (capped) {
         std::printf("  memory limit %s, weight cache cap %s (minimum limit %.1f MiB), prefetch %s (%d threads), %s\n",
                     f.mem.memoryLimit ? (std::to_string(f.mem.memoryLimit >> 20) + " MiB").c_str() : "none",
