@@ -213,6 +213,13 @@ uint64_t CurrentRssBytes() { return g_arena.stats.used; }
 void* AlignedAlloc(size_t alignment, size_t size) { return Allocate(alignment, size); }
 void AlignedFree(void* p) { Release(p); }
 void* PageAlloc(size_t size) { return Allocate(kGranule, size); }
+
+// No virtual memory: no huge pages (the weight cache takes slots).
+size_t HugePageSize() { return 0; }
+void* HugeRegionReserve(size_t size) { return nullptr; }
+void HugeRegionDiscard(void* p, size_t size) {}
+void HugeRegionNoHuge(void* p, size_t size) {}
+void HugeRegionFree(void* p, size_t size) {}
 void PageFree(void* p, size_t size) { Release(p); }
 
 void DescribeMemory(char* out, size_t capacity) {

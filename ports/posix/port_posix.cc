@@ -278,6 +278,87 @@ void PageFree(void* p, size_t size) {
   if (p) ::munmap(p, size);
 }
 
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+namespace {
+
+// Larger huge pages (512 MiB under 64 KiB base pages) would commit far more
+// than a slice at a time: not asked for.
+constexpr size_t kMaxHugePage = size_t{32} << 20;
+
+// A file's first line, "" if it cannot be read.
+void ReadLine(const char* path, char* out, size_t capacity) {
+  out[0] = '\0';
+  FILE* f = fopen(path, "r");
+  if (!f) return;
+  if (!fgets(out, static_cast<int>(capacity), f)) out[0] = '\0';
+  fclose(f);
+}
+
+// The PMD huge page's size when transparent huge pages can be asked for
+// (THP "always" or "madvise"), else 0.
+size_t ReadHugePageSize() {
+  char text[128];
+  ReadLine("/sys/kernel/mm/transparent_hugepage/enabled", text, sizeof text);
+  if (text[0] == '\0' || strstr(text, "[never]") != nullptr) return 0;
+  ReadLine("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", text, sizeof text);
+  char* end = nullptr;
+  const unsigned long long size = strtoull(text, &end, 10);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // A power of two, more than a page and not too large.
+  if (end == text || size <= page || size > kMaxHugePage || (size & (size - 1)) != 0) return 0;
+  return static_cast<size_t>(size);
+}
+
+size_t HugeRound(size_t size) {
+  const size_t huge = HugePageSize();
+  return (size + huge - 1) & ~(huge - 1);
+}
+
+}  // namespace
+
+size_t HugePageSize() {
+  static const size_t size = ReadHugePageSize();
+  return size;
+}
+
+void* HugeRegionReserve(size_t size) {
+  const size_t huge = HugePageSize();
+  if (huge == 0 || size == 0 || size > SIZE_MAX - 2 * huge) return nullptr;
+  const size_t rounded = HugeRound(size);
+  // Map a huge page more, then trim to a huge page boundary at both ends.
+  char* map = static_cast<char*>(
+      ::mmap(nullptr, rounded + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (map == MAP_FAILED) return nullptr;
+  char* start = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(map) + huge - 1) & ~(uintptr_t{huge} - 1));
+  if (start > map) ::munmap(map, static_cast<size_t>(start - map));
+  char* end = map + rounded + huge;
+  if (start + rounded < end) ::munmap(start + rounded, static_cast<size_t>(end - (start + rounded)));
+  if (::madvise(start, rounded, MADV_HUGEPAGE) != 0) {
+    ::munmap(start, rounded);
+    return nullptr;
+  }
+  return start;
+}
+
+void HugeRegionDiscard(void* p, size_t size) {
+  if (p && size > 0) ::madvise(p, size, MADV_DONTNEED);
+}
+
+void HugeRegionNoHuge(void* p, size_t size) {
+  if (p && size > 0) ::madvise(p, HugeRound(size), MADV_NOHUGEPAGE);
+}
+
+void HugeRegionFree(void* p, size_t size) {
+  if (p) ::munmap(p, HugeRound(size));
+}
+#else
+size_t HugePageSize() { return 0; }
+void* HugeRegionReserve(size_t size) { return nullptr; }
+void HugeRegionDiscard(void* p, size_t size) {}
+void HugeRegionNoHuge(void* p, size_t size) {}
+void HugeRegionFree(void* p, size_t size) {}
+#endif
+
 }  // namespace port
 }  // namespace tinyai
 

@@ -160,9 +160,15 @@ void WeightCache::Shutdown() {
   }
 #endif
   for (Entry& e : entries_) {
-    if (e.buffer) port::PageFree(e.buffer, e.in_slot ? static_cast<size_t>(slot_bytes_) : static_cast<size_t>(e.bytes));
+    if (e.buffer && !InRegion(e.buffer)) {
+      port::PageFree(e.buffer, e.in_slot ? static_cast<size_t>(slot_bytes_) : static_cast<size_t>(e.bytes));
+    }
     e = Entry();
   }
+  port::HugeRegionFree(region_, static_cast<size_t>(region_bytes_));
+  region_ = nullptr;
+  region_bytes_ = 0;
+  region_decided_ = region_huge_ = false;
   for (size_t i = 0; i < free_slot_count_; ++i) port::PageFree(free_slots_[i], static_cast<size_t>(slot_bytes_));
   free_slot_count_ = 0;
   for (Staging& s : staging_) {
@@ -243,7 +249,10 @@ int32_t WeightCache::PickVictim(double below, bool allow_small) const {
 
 void WeightCache::FreeMemory(Entry& e) {
   if (!e.buffer) return;
-  if (e.in_slot) {
+  if (InRegion(e.buffer)) {
+    port::HugeRegionDiscard(e.buffer, static_cast<size_t>(e.bytes));
+    held_ -= e.bytes;
+  } else if (e.in_slot) {
     free_slots_[free_slot_count_++] = e.buffer;
   } else {
     port::PageFree(e.buffer, static_cast<size_t>(e.bytes));
@@ -263,6 +272,46 @@ void WeightCache::Evict(int32_t entry) {
   e.by_prefetch = false;
   e.use.pending = false;
   ++stats_.evictions;
+}
+
+void WeightCache::DecideRegion() {
+  region_decided_ = true;
+  if (fixed_slots_ || owned_slices_ == 0) return;
+  const uint64_t huge = port::HugePageSize();
+  if (huge == 0) return;
+  const uint64_t total = RegionOffset(table_->slice_count());
+  if (total == 0 || total > SIZE_MAX - 2 * huge) return;
+  // Faults commit whole huge pages: the cap must hold the region rounded up.
+  const uint64_t committed = (total + huge - 1) / huge * huge;
+  if (capacity_ != 0 && capacity_ < committed) return;
+  region_ = static_cast<uint8_t*>(port::HugeRegionReserve(static_cast<size_t>(total)));
+  if (!region_) return;
+  region_bytes_ = total;
+  region_huge_ = true;
+}
+
+uint64_t WeightCache::RegionOffset(int32_t slice) const {
+  uint64_t offset = 0;
+  for (int32_t i = 0; i < slice; ++i) offset += EntryBytes(i);
+  return offset;
+}
+
+void WeightCache::ShrinkRegionToCap() {
+  if (!region_huge_ || capacity_ == 0) return;
+  const uint64_t huge = port::HugePageSize();
+  if (capacity_ >= (region_bytes_ + huge - 1) / huge * huge) return;
+  region_huge_ = false;
+  port::HugeRegionNoHuge(region_, static_cast<size_t>(region_bytes_));
+  // The ranges of slices not loaded may sit in huge pages their neighbours
+  // committed: give them back, so what is committed is what is held.
+  uint64_t offset = 0;
+  for (int32_t i = 0; i < table_->slice_count(); ++i) {
+    const uint64_t bytes = EntryBytes(i);
+    if (bytes > 0 && !entries_[static_cast<size_t>(i)].buffer) {
+      port::HugeRegionDiscard(region_ + offset, static_cast<size_t>(bytes));
+    }
+    offset += bytes;
+  }
 }
 
 void WeightCache::NoteHeld() {
@@ -327,7 +376,9 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
   Entry& e = entries_[static_cast<size_t>(entry)];
   const uint64_t need = EntryBytes(entry);
   if (need == 0) return TINYAI_OK;
-  const bool slot = entry < table_->slice_count() && need == slot_bytes_;
+  if (entry < table_->slice_count() && !region_decided_) DecideRegion();
+  const bool in_region = region_ && entry < table_->slice_count();
+  const bool slot = !in_region && entry < table_->slice_count() && need == slot_bytes_;
   if (capacity_ > 0 && need > capacity_) {
     if (prefetch) {
       *room = false;
@@ -349,6 +400,14 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
     if (slot && free_slot_count_ > 0) {
       e.buffer = free_slots_[--free_slot_count_];
       e.in_slot = true;
+      e.bytes = need;
+      return TINYAI_OK;
+    }
+    if (in_region && (capacity_ == 0 || held_ + need <= capacity_)) {
+      held_ += need;
+      NoteHeld();
+      e.buffer = region_ + RegionOffset(entry);
+      e.in_slot = false;
       e.bytes = need;
       return TINYAI_OK;
     }
@@ -558,6 +617,7 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
   capacity_ = bytes;
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
+  ShrinkRegionToCap();
   if (carve && fixed_slots_ && slot_bytes_ > 0) {
     // Slices used in place (an image in flash) never take one.
     uint64_t slots = bytes / slot_bytes_;

@@ -23,6 +23,13 @@
 // Memory is taken in slots of the largest slice's size, kept for reuse when
 // their slice is evicted (counted as held: a reused slot needs no page
 // faults), and given back to the OS when a layer-sized buffer needs room.
+// Where every slice the cache must load fits the cap at once (no cap, or a
+// cap of at least their bytes rounded to a huge page) and the OS has huge
+// pages (port::HugeRegionReserve), the slices instead live at fixed offsets
+// of one region asked to be in huge pages: a decode that streams them then
+// misses the TLB less (docs/benchmarks.md, "Huge pages"). An evicted slice's
+// range is given back (port::HugeRegionDiscard) and counts nothing; a cap set
+// below the region later makes its faults small pages again.
 //
 // Prefetch: Prefetch() queues an entry for the worker threads (a moodycamel
 // BlockingConcurrentQueue); a worker loads it only if it can make room
@@ -142,6 +149,11 @@ class WeightCache {
 
   // Checks the cap invariant (tests): held <= cap, counters consistent.
   bool CheckInvariants() const;
+  // The row slices live in the huge-page region (tests).
+  bool huge_region() const {
+    LockGuard lock(mutex_);
+    return region_ != nullptr;
+  }
 
  private:
   enum State : uint8_t { kEmpty, kLoading, kResident };
@@ -178,6 +190,16 @@ class WeightCache {
   uint64_t DecodedSize(int32_t entry) const;
   void NoteHeld();
   TinyAIStatus GrabStaging(UniqueLock& lock, Staging** out);
+  // Reserves the huge-page region for the row slices if it should be (see
+  // above); called at the first slice's reservation, when the cap is known.
+  void DecideRegion();
+  // Where slice's range starts in the region: the bytes of the slices before it.
+  uint64_t RegionOffset(int32_t slice) const;
+  bool InRegion(const uint8_t* buffer) const {
+    return region_ && buffer >= region_ && buffer < region_ + region_bytes_;
+  }
+  // Stops huge pages in the region when the cap falls below it (see above).
+  void ShrinkRegionToCap();
 
   // Loads entry (marked kLoading, memory reserved) with the lock released,
   // then marks it resident, or empty with its memory returned on failure.
@@ -222,6 +244,12 @@ class WeightCache {
   // slots a static arena is carved into.
   uint64_t owned_slices_ = 0;
   bool has_zstd_ = false;
+  // The huge-page region of the row slices (DecideRegion); nullptr when
+  // they take slots and buffers of their own.
+  uint8_t* region_ = nullptr;
+  uint64_t region_bytes_ = 0;
+  bool region_decided_ = false;
+  bool region_huge_ = false;  // faults may still commit huge pages
 
   mutable Mutex mutex_;
   CondVar changed_;  // an entry finished (or failed) loading, a staging buffer was released

@@ -71,6 +71,21 @@ void AlignedFree(void* p);                           // NULL ok
 void* PageAlloc(size_t size);
 void PageFree(void* p, size_t size);  // NULL ok
 
+// Address space for buffers that live at fixed offsets in it (the weight
+// cache's row slices, when all of them may be resident at once), asked to be
+// backed by huge pages (Linux's transparent huge pages) so that streaming
+// them misses the TLB less. Pages are committed as they are written, a huge
+// page (HugePageSize() bytes) at a time; HugeRegionDiscard gives a range's
+// memory back (it reads as zeros after); HugeRegionNoHuge makes later faults
+// commit small pages only (under a cap, a huge page would commit more than
+// was written). HugeRegionReserve returns NULL when the port or the OS has no
+// huge pages to ask for (THP "never"), and HugePageSize() is 0 there.
+size_t HugePageSize();
+void* HugeRegionReserve(size_t size);
+void HugeRegionDiscard(void* p, size_t size);
+void HugeRegionNoHuge(void* p, size_t size);
+void HugeRegionFree(void* p, size_t size);  // the size given to HugeRegionReserve; NULL ok
+
 // Appends to an out-of-memory message what the port knows of its memory,
 // e.g. " (static arena: 1024 of 4096 bytes free, ...)"; "" when nothing.
 void DescribeMemory(char* out, size_t capacity);

@@ -5,8 +5,9 @@
 // decode cycle (LRU's worst case against the adaptive policy), the counters,
 // prefetch with worker threads, and closing a model twice.
 //
-// Also: compressed (zstd) models and images in memory under the cap, and a
-// corrupt tensor failing cleanly.
+// Also: compressed (zstd) models and images in memory under the cap, a
+// corrupt tensor failing cleanly, and the row slices in a huge-page region
+// when they all fit.
 //
 // Deterministic: every test but PrefetchWithWorkers runs without prefetch
 // threads, and that one polls the counters with a timeout instead of
@@ -29,6 +30,7 @@
 #include "format/test_models.h"
 #include "loader/cache_policy.h"
 #include "loader/mapped_model.h"
+#include "port/port.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/mmap_loader.h"
 
@@ -902,6 +904,97 @@ TEST_F(WeightCacheTest, HugeRowSliceSizeMakesOneSlicePerLayer) {
     if (expected.empty()) expected = text;
     EXPECT_EQ(std::string(text), expected);
   }
+}
+
+// Where every row slice fits the cap at once (no cap, or one holding them
+// rounded up to a huge page) and the OS has transparent huge pages, the
+// slices live at fixed offsets of one region asked to be in huge pages
+// (weight_cache.h): each slice at the bytes of those before it, the region
+// at a huge page boundary. A cap set below the region later holds: evicted
+// slices give their memory back to the OS (RSS falls), and the slices read
+// again are the file's. A cap below the rounded region keeps slots.
+TEST_F(WeightCacheTest, RowSlicesLiveInAHugePageRegionWhenAllFit) {
+  const uint64_t huge = tinyai::port::HugePageSize();
+  if (huge == 0) GTEST_SKIP() << "this OS gives no transparent huge pages (THP never, or none)";
+  // About 12 MB of slices, so what eviction gives back stands out of RSS.
+  tinyai::LlamaShape shape = tt::TinyShape();
+  shape.dim = 256;
+  shape.hidden_dim = 768;
+  shape.layers = 4;
+  shape.heads = 8;
+  shape.kv_heads = 4;
+  shape.vocab_size = 512;
+  const std::string path = dir_.File("region.tmai");
+  ASSERT_EQ(tinyai::WriteSyntheticModel(shape, path.c_str()), TINYAI_OK) << LastMessage();
+  std::vector<Bytes> ref;
+  ASSERT_NO_FATAL_FAILURE(LoadReference(path, &ref));
+
+  TinyAIMappedModel* probe = Open(Config(0, true, size_t{1} << 20), path);
+  ASSERT_NE(probe, nullptr);
+  uint64_t total = 0;
+  for (int32_t b = 0; b < probe->slices().slice_count(); ++b) total += probe->cache().EntryBytes(b);
+  const uint64_t rounded = (total + huge - 1) / huge * huge;
+  ASSERT_GT(total, uint64_t{8} << 20);
+
+  // Reads every slice (forwards, then backwards), checking its bytes and,
+  // in the region, where it lies; returns the bytes of the slices read.
+  auto read_all = [&](TinyAIMappedModel* m, bool in_region) {
+    const int32_t slices = m->slices().slice_count();
+    const uint8_t* first = nullptr;
+    uint64_t offset = 0;
+    for (int32_t i = 0; i < 2 * slices; ++i) {
+      const int32_t b = i < slices ? i : 2 * slices - 1 - i;
+      const uint8_t* base = nullptr;
+      EXPECT_EQ(m->cache().Acquire(b, &base), TINYAI_OK) << LastMessage();
+      EXPECT_TRUE(SliceMatches(m, b, base, ref));
+      if (base) EXPECT_EQ(m->cache().Release(b), TINYAI_OK) << LastMessage();
+      EXPECT_TRUE(m->cache().CheckInvariants());
+      if (i >= slices) continue;
+      if (in_region && base) {
+        if (!first) first = base;
+        EXPECT_EQ(base, first + offset) << "slice " << b << " is not where the bytes before it end";
+      }
+      offset += m->cache().EntryBytes(b);
+    }
+    if (in_region && first) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % huge, 0u) << "the region starts off a huge page boundary";
+    }
+    return offset;
+  };
+
+  for (size_t cap : {size_t{0}, static_cast<size_t>(rounded)}) {
+    SCOPED_TRACE(cap);
+    TinyAIMappedModel* m = Open(Config(cap, true, size_t{1} << 20), path);
+    ASSERT_NE(m, nullptr);
+    const uint64_t read = read_all(m, true);
+    EXPECT_TRUE(m->cache().huge_region());
+    EXPECT_EQ(read, total);
+    EXPECT_EQ(Stats(m).heldBytes, total) << "every slice held, counted at its own bytes";
+
+    // A cap below the region: what is evicted goes back to the OS.
+    const uint64_t rss_full = tinyai::port::CurrentRssBytes();
+    const uint64_t small = 3 * MaxSliceBytes(m);
+    ASSERT_EQ(m->cache().SetCapacity(small), TINYAI_OK) << LastMessage();
+    EXPECT_LE(Stats(m).heldBytes, small);
+    EXPECT_TRUE(m->cache().CheckInvariants());
+    const uint64_t rss_small = tinyai::port::CurrentRssBytes();
+    if (rss_full > 0) {
+      EXPECT_GE(rss_full, rss_small + (total - small) / 2)
+          << "RSS " << rss_full << " -> " << rss_small << " after evicting " << total - small << " bytes";
+    }
+    read_all(m, false);
+    EXPECT_LE(Stats(m).heldBytes, small);
+    EXPECT_LE(tinyaiGetMappedModelMemoryUsage(m), small);
+    tinyaiCloseMappedModel(m);
+    open_.erase(std::find(open_.begin(), open_.end(), m));
+  }
+
+  // A cap that holds every slice but not the region rounded up to a huge
+  // page: a fault could commit more than the cap, so the slices take slots.
+  TinyAIMappedModel* m = Open(Config(static_cast<size_t>(rounded - 1), true, size_t{1} << 20), path);
+  ASSERT_NE(m, nullptr);
+  read_all(m, false);
+  EXPECT_FALSE(m->cache().huge_region());
 }
 
 // Safe to call twice: Close looks the pointer up in the registry of open

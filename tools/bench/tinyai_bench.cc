@@ -100,6 +100,7 @@ struct ModelFigures {
   double read_gbps = 0;                   // decode_cache.bytes_read / decode seconds
   TinyAIMemoryReport mem{};               // at the end of the run
   uint64_t model_bytes = 0, huge_page_bytes = 0;  // --huge-pages: the file, and what the kernel gave
+  uint64_t process_huge_page_bytes = 0;            // the process's, at the run's end (the weight cache's region)
 };
 
 // The embedding table's bytes in memory (its tensors of that role).
@@ -214,6 +215,7 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   f->read_gbps = static_cast<double>(f->decode_cache.bytes_read) / (t3 - t2d) / 1e9;
   f->weights_resident = tinyaiGetMappedModelMemoryUsage(model);
   f->peak_rss = tinyaiGetProcessPeakRss();
+  f->process_huge_page_bytes = tinyai_tools::HugePageBytes();
 }
 
 void PrintCacheJson(const char* name, const CacheDelta& d) {
@@ -304,10 +306,11 @@ int Run(int argc, char** argv) {
                   ",\"pp_tokens_per_s\":%.2f,\"decode_tokens_per_s\":%.2f,\"ttft_ms\":%.2f,\"bytes_per_token\":%" PRIu64
                   ",\"effective_gbps\":%.2f,\"bandwidth_fraction\":%.3f,\"memory_read_gbps_same_threads\":%.2f"
                   ",\"bandwidth_fraction_same_threads\":%.3f,\"peak_rss_bytes\":%" PRIu64
-                  ",\"weights_resident_bytes\":%" PRIu64,
+                  ",\"weights_resident_bytes\":%" PRIu64 ",\"huge_page_bytes\":%" PRIu64,
                   tt::JsonString(model).c_str(), threads, f.prompt_n, f.gen_n, f.info.weightBytes, f.pp_tps, f.decode_tps, f.ttft_ms,
                   f.bytes_per_token, f.effective_gbps, Fraction(f.effective_gbps, bw.best_gbps), same.best_gbps,
-                  Fraction(f.effective_gbps, same.best_gbps), f.peak_rss, f.weights_resident);
+                  Fraction(f.effective_gbps, same.best_gbps), f.peak_rss, f.weights_resident,
+                  f.process_huge_page_bytes);
       std::printf(",\"kv_type\":\"%s\"", tinyaiKVTypeName(f.info.kvType));
       std::printf(",\"context\":%d,\"mem_limit_bytes\":%" PRIu64 ",\"cache_cap_bytes\":%" PRIu64
                   ",\"minimum_limit_bytes\":%" PRIu64 ",\"prefetch\":%s,\"prefetch_threads\":%d,\"adaptive\":%s"
@@ -365,8 +368,9 @@ int Run(int argc, char** argv) {
       std::printf("  decode cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64 " evictions, prefetch %" PRIu64
                   " loads / %" PRIu64 " hits / %" PRIu64 " dropped, %" PRIu64 " stalls\n",
                   d.hits, d.misses, d.evictions, d.prefetch_loads, d.prefetch_hits, d.prefetch_dropped, d.stalls);
-      std::printf("  peak RSS           %8.1f MiB (weights resident %.1f MiB)\n", tinyai_tools::Mib(f.peak_rss),
-                  tinyai_tools::Mib(f.weights_resident));
+      std::printf("  peak RSS           %8.1f MiB (weights resident %.1f MiB; %.1f MiB of memory in huge pages)\n",
+                  tinyai_tools::Mib(f.peak_rss), tinyai_tools::Mib(f.weights_resident),
+                  tinyai_tools::Mib(f.process_huge_page_bytes));
       std::printf("  TinyAI accounted peak %5.1f MiB: weights %.1f MiB, KV cache %.1f MiB, activations %.2f MiB, "
                   "tables %.2f MiB\n",
                   tinyai_tools::Mib(f.mem.peakTotalBytes), tinyai_tools::Mib(f.mem.weightPeakBytes),
