@@ -169,6 +169,8 @@ void WeightCache::Shutdown() {
   region_ = nullptr;
   region_bytes_ = 0;
   region_decided_ = region_huge_ = false;
+  offset_slice_ = 0;
+  offset_bytes_ = 0;
   for (size_t i = 0; i < free_slot_count_; ++i) port::PageFree(free_slots_[i], static_cast<size_t>(slot_bytes_));
   free_slot_count_ = 0;
   for (Staging& s : staging_) {
@@ -290,10 +292,13 @@ void WeightCache::DecideRegion() {
   region_huge_ = true;
 }
 
-uint64_t WeightCache::RegionOffset(int32_t slice) const {
-  uint64_t offset = 0;
-  for (int32_t i = 0; i < slice; ++i) offset += EntryBytes(i);
-  return offset;
+uint64_t WeightCache::RegionOffset(int32_t slice) {
+  if (slice < offset_slice_) {
+    offset_slice_ = 0;
+    offset_bytes_ = 0;
+  }
+  for (; offset_slice_ < slice; ++offset_slice_) offset_bytes_ += EntryBytes(offset_slice_);
+  return offset_bytes_;
 }
 
 void WeightCache::ShrinkRegionToCap() {

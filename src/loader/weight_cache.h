@@ -193,8 +193,10 @@ class WeightCache {
   // Reserves the huge-page region for the row slices if it should be (see
   // above); called at the first slice's reservation, when the cap is known.
   void DecideRegion();
-  // Where slice's range starts in the region: the bytes of the slices before it.
-  uint64_t RegionOffset(int32_t slice) const;
+  // Where slice's range starts in the region: the bytes of the slices before
+  // it, summed on from the last slice asked for (slices load in order, so
+  // this is O(1) a load in a decode).
+  uint64_t RegionOffset(int32_t slice);
   bool InRegion(const uint8_t* buffer) const {
     return region_ && buffer >= region_ && buffer < region_ + region_bytes_;
   }
@@ -245,11 +247,14 @@ class WeightCache {
   uint64_t owned_slices_ = 0;
   bool has_zstd_ = false;
   // The huge-page region of the row slices (DecideRegion); nullptr when
-  // they take slots and buffers of their own.
-  uint8_t* region_ = nullptr;
-  uint64_t region_bytes_ = 0;
+  // they take slots and buffers of their own. (The small members first,
+  // in has_zstd_'s padding: a static arena holds this object.)
   bool region_decided_ = false;
   bool region_huge_ = false;  // faults may still commit huge pages
+  int32_t offset_slice_ = 0;  // RegionOffset's cursor: slice offset_slice_ starts at offset_bytes_
+  uint8_t* region_ = nullptr;
+  uint64_t region_bytes_ = 0;
+  uint64_t offset_bytes_ = 0;
 
   mutable Mutex mutex_;
   CondVar changed_;  // an entry finished (or failed) loading, a staging buffer was released
