@@ -293,11 +293,9 @@ void WeightCache::DecideRegion() {
 }
 
 uint64_t WeightCache::RegionOffset(int32_t slice) {
-  if (slice < offset_slice_) {
-    offset_slice_ = 0;
-    offset_bytes_ = 0;
-  }
+  // O(the distance from the last slice asked for), either way.
   for (; offset_slice_ < slice; ++offset_slice_) offset_bytes_ += EntryBytes(offset_slice_);
+  while (offset_slice_ > slice) offset_bytes_ -= EntryBytes(--offset_slice_);
   return offset_bytes_;
 }
 

@@ -194,8 +194,8 @@ class WeightCache {
   // above); called at the first slice's reservation, when the cap is known.
   void DecideRegion();
   // Where slice's range starts in the region: the bytes of the slices before
-  // it, summed on from the last slice asked for (slices load in order, so
-  // this is O(1) a load in a decode).
+  // it, counted from the last slice asked for (slices load in order, so this
+  // is O(1) a load in a decode).
   uint64_t RegionOffset(int32_t slice);
   bool InRegion(const uint8_t* buffer) const {
     return region_ && buffer >= region_ && buffer < region_ + region_bytes_;
