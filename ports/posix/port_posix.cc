@@ -309,9 +309,12 @@ size_t ReadHugePageSize() {
   return static_cast<size_t>(size);
 }
 
-size_t HugeRound(size_t size) {
-  const size_t huge = HugePageSize();
-  return (size + huge - 1) & ~(huge - 1);
+// The region's length: whole pages, not whole huge pages, so its last
+// partial huge page can never be faulted in as one (committing memory past
+// what the caller asked for).
+size_t RegionLength(size_t size) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (size + page - 1) / page * page;
 }
 
 }  // namespace
@@ -324,32 +327,35 @@ size_t HugePageSize() {
 void* HugeRegionReserve(size_t size) {
   const size_t huge = HugePageSize();
   if (huge == 0 || size == 0 || size > SIZE_MAX - 2 * huge) return nullptr;
-  const size_t rounded = HugeRound(size);
-  // Map a huge page more, then trim to a huge page boundary at both ends.
+  const size_t length = RegionLength(size);
+  // Map a huge page more, start at a huge page boundary, trim both ends.
   char* map = static_cast<char*>(
-      ::mmap(nullptr, rounded + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      ::mmap(nullptr, length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (map == MAP_FAILED) return nullptr;
   char* start = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(map) + huge - 1) & ~(uintptr_t{huge} - 1));
   if (start > map) ::munmap(map, static_cast<size_t>(start - map));
-  char* end = map + rounded + huge;
-  if (start + rounded < end) ::munmap(start + rounded, static_cast<size_t>(end - (start + rounded)));
-  if (::madvise(start, rounded, MADV_HUGEPAGE) != 0) {
-    ::munmap(start, rounded);
+  char* end = map + length + huge;
+  if (start + length < end) ::munmap(start + length, static_cast<size_t>(end - (start + length)));
+  if (::madvise(start, length, MADV_HUGEPAGE) != 0) {
+    ::munmap(start, length);
     return nullptr;
   }
   return start;
 }
 
 void HugeRegionDiscard(void* p, size_t size) {
-  if (p && size > 0) ::madvise(p, size, MADV_DONTNEED);
+  if (!p || size == 0 || ::madvise(p, size, MADV_DONTNEED) == 0) return;
+  // Where the advice is refused, fresh zero pages mapped over the range free
+  // the old ones just the same.
+  ::mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 }
 
 void HugeRegionNoHuge(void* p, size_t size) {
-  if (p && size > 0) ::madvise(p, HugeRound(size), MADV_NOHUGEPAGE);
+  if (p && size > 0) ::madvise(p, RegionLength(size), MADV_NOHUGEPAGE);
 }
 
 void HugeRegionFree(void* p, size_t size) {
-  if (p) ::munmap(p, HugeRound(size));
+  if (p) ::munmap(p, RegionLength(size));
 }
 #else
 size_t HugePageSize() { return 0; }

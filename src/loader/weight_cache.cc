@@ -252,6 +252,8 @@ int32_t WeightCache::PickVictim(double below, bool allow_small) const {
 void WeightCache::FreeMemory(Entry& e) {
   if (!e.buffer) return;
   if (InRegion(e.buffer)) {
+    // Evicting: from now on the region's memory must be what is held.
+    EndHugeFaults();
     port::HugeRegionDiscard(e.buffer, static_cast<size_t>(e.bytes));
     held_ -= e.bytes;
   } else if (e.in_slot) {
@@ -283,9 +285,9 @@ void WeightCache::DecideRegion() {
   if (huge == 0) return;
   const uint64_t total = RegionOffset(table_->slice_count());
   if (total == 0 || total > SIZE_MAX - 2 * huge) return;
-  // Faults commit whole huge pages: the cap must hold the region rounded up.
-  const uint64_t committed = (total + huge - 1) / huge * huge;
-  if (capacity_ != 0 && capacity_ < committed) return;
+  // A fault commits a whole huge page, more than the slice written: the cap
+  // must hold the whole region (it ends at total: nothing past it commits).
+  if (capacity_ != 0 && capacity_ < total) return;
   region_ = static_cast<uint8_t*>(port::HugeRegionReserve(static_cast<size_t>(total)));
   if (!region_) return;
   region_bytes_ = total;
@@ -300,9 +302,11 @@ uint64_t WeightCache::RegionOffset(int32_t slice) {
 }
 
 void WeightCache::ShrinkRegionToCap() {
-  if (!region_huge_ || capacity_ == 0) return;
-  const uint64_t huge = port::HugePageSize();
-  if (capacity_ >= (region_bytes_ + huge - 1) / huge * huge) return;
+  if (capacity_ != 0 && capacity_ < region_bytes_) EndHugeFaults();
+}
+
+void WeightCache::EndHugeFaults() {
+  if (!region_huge_) return;
   region_huge_ = false;
   port::HugeRegionNoHuge(region_, static_cast<size_t>(region_bytes_));
   // The ranges of slices not loaded may sit in huge pages their neighbours
@@ -380,6 +384,9 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
   const uint64_t need = EntryBytes(entry);
   if (need == 0) return TINYAI_OK;
   if (entry < table_->slice_count() && !region_decided_) DecideRegion();
+  // A layer's buffer shares the cap with the region, which then may hold no
+  // more than its slices do.
+  if (entry >= table_->slice_count() && capacity_ != 0) EndHugeFaults();
   const bool in_region = region_ && entry < table_->slice_count();
   const bool slot = !in_region && entry < table_->slice_count() && need == slot_bytes_;
   if (capacity_ > 0 && need > capacity_) {

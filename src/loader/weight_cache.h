@@ -24,12 +24,15 @@
 // their slice is evicted (counted as held: a reused slot needs no page
 // faults), and given back to the OS when a layer-sized buffer needs room.
 // Where every slice the cache must load fits the cap at once (no cap, or a
-// cap of at least their bytes rounded to a huge page) and the OS has huge
-// pages (port::HugeRegionReserve), the slices instead live at fixed offsets
-// of one region asked to be in huge pages: a decode that streams them then
-// misses the TLB less (docs/benchmarks.md, "Huge pages"). An evicted slice's
-// range is given back (port::HugeRegionDiscard) and counts nothing; a cap set
-// below the region later makes its faults small pages again.
+// cap of at least their bytes) and the OS has huge pages
+// (port::HugeRegionReserve), the slices instead live at fixed offsets of one
+// region asked to be in huge pages: a decode that streams them then misses
+// the TLB less (docs/benchmarks.md, "Huge pages"). A huge page commits more
+// than the slice whose fault took it, never more than the region, which the
+// cap holds. Once that could break the cap - a slice evicted, a cap set
+// below the region, a layer's buffer under a cap - later faults take small
+// pages and the ranges of slices not loaded are given back
+// (port::HugeRegionDiscard), as is an evicted slice's range.
 //
 // Prefetch: Prefetch() queues an entry for the worker threads (a moodycamel
 // BlockingConcurrentQueue); a worker loads it only if it can make room
@@ -202,6 +205,11 @@ class WeightCache {
   }
   // Stops huge pages in the region when the cap falls below it (see above).
   void ShrinkRegionToCap();
+  // Once the region's memory must be exactly what it holds (a slice
+  // evicted, a cap below it, a layer sharing the cap): later faults commit
+  // small pages, and the ranges of slices not loaded, which huge pages their
+  // neighbours took may have committed, are given back.
+  void EndHugeFaults();
 
   // Loads entry (marked kLoading, memory reserved) with the lock released,
   // then marks it resident, or empty with its memory returned on failure.

@@ -75,11 +75,13 @@ void PageFree(void* p, size_t size);  // NULL ok
 // cache's row slices, when all of them may be resident at once), asked to be
 // backed by huge pages (Linux's transparent huge pages) so that streaming
 // them misses the TLB less. Pages are committed as they are written, a huge
-// page (HugePageSize() bytes) at a time; HugeRegionDiscard gives a range's
-// memory back (it reads as zeros after); HugeRegionNoHuge makes later faults
-// commit small pages only (under a cap, a huge page would commit more than
-// was written). HugeRegionReserve returns NULL when the port or the OS has no
-// huge pages to ask for (THP "never"), and HugePageSize() is 0 there.
+// page (HugePageSize() bytes) at a time where one fits inside the region
+// (which ends at size rounded up to a page, so nothing past it is ever
+// committed); HugeRegionDiscard gives a range's memory back (it reads as
+// zeros after); HugeRegionNoHuge makes later faults commit small pages only
+// (a huge page would commit more than was written). HugeRegionReserve
+// returns NULL when the port or the OS has no huge pages to ask for (THP
+// "never"), and HugePageSize() is 0 there.
 size_t HugePageSize();
 void* HugeRegionReserve(size_t size);
 void HugeRegionDiscard(void* p, size_t size);

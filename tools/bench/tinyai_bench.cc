@@ -100,7 +100,7 @@ struct ModelFigures {
   double read_gbps = 0;                   // decode_cache.bytes_read / decode seconds
   TinyAIMemoryReport mem{};               // at the end of the run
   uint64_t model_bytes = 0, huge_page_bytes = 0;  // --huge-pages: the file, and what the kernel gave
-  uint64_t process_huge_page_bytes = 0;            // the process's, at the run's end (the weight cache's region)
+  uint64_t process_huge_page_bytes = 0;            // the process's AnonHugePages at the run's end
 };
 
 // The embedding table's bytes in memory (its tensors of that role).
