@@ -345,9 +345,9 @@ void* HugeRegionReserve(size_t size) {
 
 void HugeRegionDiscard(void* p, size_t size) {
   if (!p || size == 0 || ::madvise(p, size, MADV_DONTNEED) == 0) return;
-  // Where the advice is refused, fresh zero pages mapped over the range free
-  // the old ones just the same.
-  ::mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  // Refused for locked pages (mlockall): unlock the range and ask again.
+  ::munlock(p, size);
+  ::madvise(p, size, MADV_DONTNEED);
 }
 
 void HugeRegionNoHuge(void* p, size_t size) {

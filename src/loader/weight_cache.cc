@@ -292,6 +292,14 @@ void WeightCache::DecideRegion() {
   if (!region_) return;
   region_bytes_ = total;
   region_huge_ = true;
+  ShrinkRegionToCap();  // a layer held already shares the cap
+}
+
+bool WeightCache::LayersHeld() const {
+  for (size_t i = static_cast<size_t>(table_->slice_count()); i < entries_.size(); ++i) {
+    if (entries_[i].buffer) return true;
+  }
+  return false;
 }
 
 uint64_t WeightCache::RegionOffset(int32_t slice) {
@@ -302,7 +310,7 @@ uint64_t WeightCache::RegionOffset(int32_t slice) {
 }
 
 void WeightCache::ShrinkRegionToCap() {
-  if (capacity_ != 0 && capacity_ < region_bytes_) EndHugeFaults();
+  if (region_huge_ && capacity_ != 0 && (capacity_ < region_bytes_ || LayersHeld())) EndHugeFaults();
 }
 
 void WeightCache::EndHugeFaults() {

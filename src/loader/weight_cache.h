@@ -17,7 +17,9 @@
 // large page-cache folios map far more than is touched, so a cap counted in
 // touched bytes would not hold. Compressed tensors and ports without mmap
 // need owned buffers anyway. With owned buffers the process's growth is what
-// the cache counts (tests/model/memory_limit_test.cc: within 1% measured).
+// the cache counts (tests/model/memory_limit_test.cc: within 1% measured);
+// in the huge-page region below, a fault may commit a neighbour's range
+// before its slice loads, never past the region, which the cap then holds.
 // Slices of an image in memory (flash) are used in place and cost nothing.
 //
 // Memory is taken in slots of the largest slice's size, kept for reuse when
@@ -203,8 +205,10 @@ class WeightCache {
   bool InRegion(const uint8_t* buffer) const {
     return region_ && buffer >= region_ && buffer < region_ + region_bytes_;
   }
-  // Stops huge pages in the region when the cap falls below it (see above).
+  // Ends huge faults in the region (EndHugeFaults) when a cap no longer
+  // holds it whole: a cap below it, or a layer's buffer beside it.
   void ShrinkRegionToCap();
+  bool LayersHeld() const;
   // Once the region's memory must be exactly what it holds (a slice
   // evicted, a cap below it, a layer sharing the cap): later faults commit
   // small pages, and the ranges of slices not loaded, which huge pages their

@@ -921,7 +921,9 @@ int64_t RangeRss(const uint8_t* begin, const uint8_t* end) {
   bool any = false;
   while (std::fgets(line, sizeof line, f)) {
     unsigned long long lo = 0, hi = 0, rss = 0;
-    if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+    const char* dash = std::strchr(line, '-');
+    const char* space = std::strchr(line, ' ');
+    if (dash && space && dash < space && std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
       inside = lo < reinterpret_cast<uintptr_t>(end) && hi > reinterpret_cast<uintptr_t>(begin);
       any = any || inside;
     } else if (inside && std::sscanf(line, "Rss: %llu kB", &rss) == 1) {
@@ -992,8 +994,8 @@ TEST_F(WeightCacheTest, RowSlicesLiveInAHugePageRegionWhenAllFit) {
     }
     return offset;
   };
-  // What the region has resident, at most `most` bytes (a page of slack
-  // per slice); skipped where smaps cannot tell.
+  // What the region has resident, at most `most` bytes (every range is
+  // whole pages: no slack); skipped where smaps cannot tell.
   auto region_rss_at_most = [&](uint64_t most, const char* what) {
     const int64_t rss = RangeRss(region, region + total);
     if (rss >= 0) EXPECT_LE(static_cast<uint64_t>(rss), most) << what;
@@ -1037,6 +1039,38 @@ TEST_F(WeightCacheTest, RowSlicesLiveInAHugePageRegionWhenAllFit) {
     if (w) EXPECT_EQ(tinyaiReleaseLayerWeights(m, 1), TINYAI_OK) << LastMessage();
     EXPECT_TRUE(m->cache().CheckInvariants());
     region_rss_at_most(loaded, "a layer beside the region under a cap");
+    tinyaiCloseMappedModel(m);
+    open_.erase(std::find(open_.begin(), open_.end(), m));
+  }
+
+  // A layer held before the first slice, under a cap of the region and the
+  // layer: the region is made, but its faults are small pages from the start.
+  {
+    const size_t cap = static_cast<size_t>(total + MaxLayerBytes(probe));
+    TinyAIMappedModel* m = Open(Config(cap, true, size_t{1} << 20), path);
+    ASSERT_NE(m, nullptr);
+    const uint8_t* w = static_cast<const uint8_t*>(tinyaiGetLayerWeights(m, 1));
+    EXPECT_TRUE(LayerMatches(m, 1, w, ref));
+    uint64_t loaded = read(m, 0, 1, true, false);
+    for (int32_t b = 3; b < m->slices().slice_count(); b += 3) loaded += read(m, b, b + 1, false, false);
+    EXPECT_TRUE(m->cache().huge_region());
+    region_rss_at_most(loaded, "a layer held before the region was made");
+    if (w) EXPECT_EQ(tinyaiReleaseLayerWeights(m, 1), TINYAI_OK) << LastMessage();
+    tinyaiCloseMappedModel(m);
+    open_.erase(std::find(open_.begin(), open_.end(), m));
+  }
+  // No cap (huge faults on), a layer and slices held, then a cap that holds
+  // the region and the layer: the cap no longer holds the region whole.
+  {
+    TinyAIMappedModel* m = Open(Config(0, true, size_t{1} << 20), path);
+    ASSERT_NE(m, nullptr);
+    uint64_t loaded = read(m, 0, 1, true, false);
+    for (int32_t b = 3; b < m->slices().slice_count(); b += 3) loaded += read(m, b, b + 1, false, false);
+    const uint8_t* w = static_cast<const uint8_t*>(tinyaiGetLayerWeights(m, 1));
+    EXPECT_TRUE(LayerMatches(m, 1, w, ref));
+    ASSERT_EQ(m->cache().SetCapacity(total + MaxLayerBytes(probe)), TINYAI_OK) << LastMessage();
+    region_rss_at_most(loaded, "a cap set beside a layer held");
+    if (w) EXPECT_EQ(tinyaiReleaseLayerWeights(m, 1), TINYAI_OK) << LastMessage();
     tinyaiCloseMappedModel(m);
     open_.erase(std::find(open_.begin(), open_.end(), m));
   }
