@@ -1,7 +1,6 @@
 #include "tools/bench/huge_pages.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,39 +8,19 @@
 #include <cstdio>
 #include <cstring>
 
+#include "port/port.h"
 #include "tools/common/cli.h"
 
 namespace tinyai_tools {
-namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
-
-}  // namespace
-
-HugePageBuffer::~HugePageBuffer() {
-  if (map_) ::munmap(map_, map_bytes_);
-}
+HugePageBuffer::~HugePageBuffer() { tinyai::port::HugeRegionFree(data_, size_); }
 
 bool HugePageBuffer::Allocate(size_t bytes) {
-#ifdef MADV_HUGEPAGE
-  if (map_ || bytes == 0 || bytes > SIZE_MAX - 2 * kHugePage) return false;
-  const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-  map_bytes_ = rounded + kHugePage;
-  map_ = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    return false;
-  }
-  const uintptr_t start = (reinterpret_cast<uintptr_t>(map_) + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1);
-  data_ = reinterpret_cast<uint8_t*>(start);
+  if (data_ || bytes == 0) return false;
+  data_ = static_cast<uint8_t*>(tinyai::port::HugeRegionReserve(bytes));
+  if (!data_) return false;
   size_ = bytes;
-  // A request: the kernel may still back the range with small pages.
-  ::madvise(data_, rounded, MADV_HUGEPAGE);
   return true;
-#else
-  (void)bytes;
-  return false;
-#endif
 }
 
 void ReadFileIntoHugePages(const std::string& path, HugePageBuffer* buffer) {
@@ -56,7 +35,8 @@ void ReadFileIntoHugePages(const std::string& path, HugePageBuffer* buffer) {
   if (!buffer->Allocate(size)) {
     ::close(fd);
     throw RuntimeError(TINYAI_ERR_OUT_OF_MEMORY,
-                       "cannot map " + std::to_string(size) + " bytes in huge pages for '" + path + "'");
+                       "cannot have " + std::to_string(size) + " bytes in huge pages for '" + path +
+                           "': the OS gives no transparent huge pages, or no memory");
   }
   size_t done = 0;
   while (done < size) {

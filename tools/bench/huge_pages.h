@@ -20,16 +20,14 @@ class HugePageBuffer {
   HugePageBuffer& operator=(const HugePageBuffer&) = delete;
   ~HugePageBuffer();
 
-  // bytes of anonymous memory at a 2 MiB boundary, huge pages asked for;
-  // false when the memory cannot be had (or huge pages cannot be asked for
-  // on this OS).
+  // bytes of anonymous memory at a huge page boundary, huge pages asked for
+  // (port::HugeRegionReserve, as the weight cache's region); false when the
+  // memory cannot be had or the OS has no huge pages to ask for.
   bool Allocate(size_t bytes);
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
  private:
-  void* map_ = nullptr;  // the whole mapping, alignment slack included
-  size_t map_bytes_ = 0;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
