@@ -252,7 +252,8 @@ int32_t WeightCache::PickVictim(double below, bool allow_small) const {
 void WeightCache::FreeMemory(Entry& e) {
   if (!e.buffer) return;
   if (InRegion(e.buffer)) {
-    // Evicting: from now on the region's memory must be what is held.
+    // Evicted, or its load failed: from now on the region's memory must be
+    // what it holds.
     EndHugeFaults();
     port::HugeRegionDiscard(e.buffer, static_cast<size_t>(e.bytes));
     held_ -= e.bytes;
@@ -292,7 +293,7 @@ void WeightCache::DecideRegion() {
   if (!region_) return;
   region_bytes_ = total;
   region_huge_ = true;
-  ShrinkRegionToCap();  // a layer held already shares the cap
+  KeepRegionUnderCap();  // a layer held already shares the cap
 }
 
 bool WeightCache::LayersHeld() const {
@@ -309,7 +310,7 @@ uint64_t WeightCache::RegionOffset(int32_t slice) {
   return offset_bytes_;
 }
 
-void WeightCache::ShrinkRegionToCap() {
+void WeightCache::KeepRegionUnderCap() {
   if (region_huge_ && capacity_ != 0 && (capacity_ < region_bytes_ || LayersHeld())) EndHugeFaults();
 }
 
@@ -635,7 +636,7 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
   capacity_ = bytes;
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
-  ShrinkRegionToCap();
+  KeepRegionUnderCap();
   if (carve && fixed_slots_ && slot_bytes_ > 0) {
     // Slices used in place (an image in flash) never take one.
     uint64_t slots = bytes / slot_bytes_;

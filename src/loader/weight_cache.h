@@ -207,7 +207,7 @@ class WeightCache {
   }
   // Ends huge faults in the region (EndHugeFaults) when a cap no longer
   // holds it whole: a cap below it, or a layer's buffer beside it.
-  void ShrinkRegionToCap();
+  void KeepRegionUnderCap();
   bool LayersHeld() const;
   // Once the region's memory must be exactly what it holds (a slice
   // evicted, a cap below it, a layer sharing the cap): later faults commit
