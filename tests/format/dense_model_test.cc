@@ -51,12 +51,9 @@ const char kResidualDef[] =
     "layer b1_fc2 out=16\n"
     "layer head   out=3 act=none bias=0 inputs=b1_fc2,b0_fc2,fc_in";
 
-// The committed definition, found from this file's path in the source tree.
-std::string CommittedDefinitionPath() {
-  const std::string self = __FILE__;
-  const size_t at = self.rfind("/tests/");
-  return (at == std::string::npos ? std::string(".") : self.substr(0, at)) + "/models/mlp_residual.def";
-}
+// The committed definition, in the source tree (CMake passes its absolute
+// path: __FILE__ may be relative, e.g. when ccache rewrites paths).
+std::string CommittedDefinitionPath() { return TINYAI_TEST_DEFINITION_PATH; }
 
 bool ReadText(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
