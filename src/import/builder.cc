@@ -18,10 +18,13 @@
 namespace tinyai {
 
 // Streams n floats uniform in [-bound, bound] (or all `fill` when bound is 0).
+// Nothing is allocated: a model of tens of thousands of tiny tensors made a
+// 256 KiB buffer per tensor, which cost 40 s under AddressSanitizer (page
+// faults and its allocator's madvise) against 0.2 s in release.
 TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uint64_t* rng) {
-  std::vector<float> chunk(1 << 16);
+  float chunk[2048];
   while (n > 0) {
-    size_t m = n < chunk.size() ? static_cast<size_t>(n) : chunk.size();
+    const size_t m = n < 2048 ? static_cast<size_t>(n) : 2048;
     for (size_t i = 0; i < m; ++i) {
       if (bound == 0.0f) {
         chunk[i] = fill;
@@ -30,7 +33,7 @@ TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uin
         chunk[i] = (2.0f * u - 1.0f) * bound;
       }
     }
-    TINYAI_RETURN_IF_ERROR(w->WriteValues(chunk.data(), m));
+    TINYAI_RETURN_IF_ERROR(w->WriteValues(chunk, m));
     n -= m;
   }
   return TINYAI_OK;
