@@ -185,19 +185,22 @@ TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, c
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", source);
 }
 
-TinyAIStatus CreateOutputFile(const char* path, File* out) {
-  *out = File();
+TinyAIStatus BeginOutput(const char* path, OutputFile* out) {
+  *out = OutputFile();
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system; save through a write "
-                  "callback (tinyaiSaveMappedModelTo)", path);
+                  "callback (tinyaiSaveMappedModelTo)", path ? path : "(null)");
 }
 TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t size, const char* name) {
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", name);
 }
-TinyAIStatus CommitOutputFile(File* file, const char* path, const char* final_path) {
-  *file = File();
-  return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", final_path);
+TinyAIStatus SetOutputSize(const OutputFile& out, uint64_t size) {
+  return SetError(TINYAI_ERR_UNSUPPORTED, "the bare-metal port has no file system");
 }
-void AbortOutputFile(File* file, const char* path) { *file = File(); }
+TinyAIStatus CommitOutput(OutputFile* out) {
+  *out = OutputFile();
+  return SetError(TINYAI_ERR_UNSUPPORTED, "the bare-metal port has no file system");
+}
+void AbortOutput(OutputFile* out) { *out = OutputFile(); }
 bool IsSameFile(const File& file, const char* path) { return false; }
 
 void AdviseRange(const void* data, size_t size, Advice advice) {}

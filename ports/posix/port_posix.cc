@@ -113,18 +113,6 @@ TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, c
   return TINYAI_OK;
 }
 
-TinyAIStatus CreateOutputFile(const char* path, File* out) {
-  *out = File();
-  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int err = errno;
-    return SetError(err == ENOENT || err == ENOTDIR ? TINYAI_ERR_FILE_NOT_FOUND : TINYAI_ERR_IO,
-                    "'%s': cannot create: %s", path, strerror(err));
-  }
-  out->handle = fd;
-  return TINYAI_OK;
-}
-
 TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t size, const char* name) {
   const uint8_t* in = static_cast<const uint8_t*>(src);
   while (size > 0) {
@@ -139,28 +127,6 @@ TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t 
     offset += static_cast<uint64_t>(n);
   }
   return TINYAI_OK;
-}
-
-TinyAIStatus CommitOutputFile(File* file, const char* path, const char* final_path) {
-  const int fd = static_cast<int>(file->handle);
-  *file = File();
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(path);
-    return SetError(TINYAI_ERR_IO, "'%s': cannot write: %s", path, strerror(err));
-  }
-  if (::rename(path, final_path) != 0) {
-    int err = errno;
-    ::unlink(path);
-    return SetError(TINYAI_ERR_IO, "cannot rename '%s' to '%s': %s", path, final_path, strerror(err));
-  }
-  return TINYAI_OK;
-}
-
-void AbortOutputFile(File* file, const char* path) {
-  if (file->handle >= 0) ::close(static_cast<int>(file->handle));
-  *file = File();
-  ::unlink(path);
 }
 
 bool IsSameFile(const File& file, const char* path) {

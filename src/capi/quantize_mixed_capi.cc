@@ -349,21 +349,18 @@ TinyAIStatus tinyaiSaveMappedModel(TinyAIMappedModel* model, const char* path, c
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSaveMappedModel: '%s' is the model's own file; save to "
                     "another path", path);
   }
-  const size_t n = std::strlen(path);
-  tinyai::Array<char> part;
-  TINYAI_RETURN_IF_ERROR(part.Allocate(n + 6, "output path"));
-  std::memcpy(part.data(), path, n);
-  std::memcpy(part.data() + n, ".part", 6);
   FileSink sink;
-  sink.name = part.data();
-  TINYAI_RETURN_IF_ERROR(tinyai::port::CreateOutputFile(part.data(), &sink.file));
+  sink.name = path;
+  tinyai::port::OutputFile out;
+  TINYAI_RETURN_IF_ERROR(tinyai::port::BeginOutput(path, &out));
+  sink.file = out.file;
   TinyAIStatus s = tinyai::SaveModel(model, &WriteFile, &sink, path, opt);
   if (s != TINYAI_OK) {
-    tinyai::port::AbortOutputFile(&sink.file, part.data());
+    tinyai::port::AbortOutput(&out);
     if (sink.status != TINYAI_OK) return SetError(sink.status, "%s", sink.message);
     return s;
   }
-  return tinyai::port::CommitOutputFile(&sink.file, part.data(), path);
+  return tinyai::port::CommitOutput(&out);
 }
 
 }  // extern "C"

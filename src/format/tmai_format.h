@@ -107,6 +107,28 @@ enum MetaType : uint8_t {
 // the size does not fit 64 bits.
 uint64_t DecodedBytes(uint32_t dtype, const uint64_t* shape, uint32_t ndims, bool* overflow);
 
+// The index (bytes [0, data_offset): header, metadata, layer table, tensor
+// directory, zero padding) as every writer lays it out: the metadata at
+// kHeaderSize, the layer table 8-aligned after it, the directory after the
+// table, the data from the next multiple of group_alignment (kGroupAlignment
+// for new files; a saved model keeps its input's). The writer and
+// tinyaiSaveMappedModel both lay out and seal their index here.
+struct IndexLayout {
+  uint32_t group_alignment = kGroupAlignment;
+  uint64_t metadata_size = 0;
+  uint64_t layers_offset = 0;
+  uint64_t tensors_offset = 0;
+  uint64_t data_offset = 0;
+};
+IndexLayout LayOutIndex(uint64_t metadata_size, uint64_t layer_count, uint64_t tensor_count,
+                        uint32_t group_alignment = kGroupAlignment);
+// Fills out (layout.data_offset bytes) with the index: a header for a file of
+// file_size bytes and the given version, the metadata, the tables and their
+// checksums (index_crc, then header_crc).
+void SealIndex(const IndexLayout& layout, const uint8_t* metadata, const LayerEntry* layers, uint32_t layer_count,
+               const TensorEntry* tensors, uint32_t tensor_count, uint64_t file_size, uint16_t version_major,
+               uint16_t version_minor, uint8_t* out);
+
 }  // namespace tmai
 }  // namespace tinyai
 

@@ -28,28 +28,15 @@ void AppendBytes(std::vector<uint8_t>* out, const void* data, size_t n) {
 
 void AppendU32(std::vector<uint8_t>* out, uint32_t v) { AppendBytes(out, &v, 4); }
 
-// fseeko to an absolute position; false (errno EOVERFLOW) when off_t cannot hold it.
-bool Seek(FILE* f, uint64_t pos) {
-  const off_t at = static_cast<off_t>(pos);
-  if (at < 0 || static_cast<uint64_t>(at) != pos) {
-    errno = EOVERFLOW;
-    return false;
-  }
-  return fseeko(f, at, SEEK_SET) == 0;
-}
-
 }  // namespace
 
 TmaiWriter::~TmaiWriter() {
-  if (file_) {  // never finished: the partial file goes
-    std::fclose(file_);
-    if (temp_path_ != path_) std::remove(temp_path_.c_str());
-  }
+  port::AbortOutput(&out_);  // never finished: the temporary goes, the path keeps what it held
   ZSTD_freeCCtx(cctx_);
 }
 
 void TmaiWriter::SetCompression(TinyAICodec codec, int level) {
-  if (file_) return Fail(TINYAI_ERR_MISUSE, "compression set after Open");
+  if (open_) return Fail(TINYAI_ERR_MISUSE, "compression set after Open");
   if (codec == TINYAI_CODEC_ZSTD && (level < 1 || level > 19)) {
     return Fail(TINYAI_ERR_INVALID_ARGUMENT, "zstd level " + std::to_string(level) + " is outside 1..19");
   }
@@ -68,21 +55,21 @@ void TmaiWriter::Fail(TinyAIStatus code, const std::string& why) {
 }
 
 void TmaiWriter::AddMetaInt(const std::string& key, int64_t value) {
-  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
+  if (open_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaInt, {}};
   AppendBytes(&m.value, &value, 8);
   meta_.push_back(std::move(m));
 }
 
 void TmaiWriter::AddMetaFloat(const std::string& key, float value) {
-  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
+  if (open_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaFloat, {}};
   AppendBytes(&m.value, &value, 4);
   meta_.push_back(std::move(m));
 }
 
 void TmaiWriter::AddMetaString(const std::string& key, const std::string& value) {
-  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
+  if (open_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaString, {}};
   AppendU32(&m.value, static_cast<uint32_t>(value.size()));
   AppendBytes(&m.value, value.data(), value.size());
@@ -90,7 +77,7 @@ void TmaiWriter::AddMetaString(const std::string& key, const std::string& value)
 }
 
 void TmaiWriter::AddMetaFloatArray(const std::string& key, const std::vector<float>& values) {
-  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
+  if (open_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaFloatArray, {}};
   AppendU32(&m.value, static_cast<uint32_t>(values.size()));
   AppendBytes(&m.value, values.data(), values.size() * 4);
@@ -98,7 +85,7 @@ void TmaiWriter::AddMetaFloatArray(const std::string& key, const std::vector<flo
 }
 
 void TmaiWriter::AddMetaStringArray(const std::string& key, const std::vector<std::string>& values) {
-  if (file_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
+  if (open_) return Fail(TINYAI_ERR_MISUSE, "metadata '" + key + "' added after Open");
   Meta m{key, tmai::kMetaStringArray, {}};
   AppendU32(&m.value, static_cast<uint32_t>(values.size()));
   for (const std::string& s : values) {
@@ -109,8 +96,8 @@ void TmaiWriter::AddMetaStringArray(const std::string& key, const std::vector<st
 }
 
 int32_t TmaiWriter::AddLayer(TinyAILayerKind kind, int32_t blockIndex) {
-  if (file_ || layers_.size() >= tmai::kMaxLayers) {
-    Fail(TINYAI_ERR_MISUSE, file_ ? "layer added after Open" : "more layers than the format allows");
+  if (open_ || layers_.size() >= tmai::kMaxLayers) {
+    Fail(TINYAI_ERR_MISUSE, open_ ? "layer added after Open" : "more layers than the format allows");
     return -1;
   }
   tmai::LayerEntry l{};
@@ -138,7 +125,7 @@ int32_t TmaiWriter::AddTensor(const std::string& name, TinyAITensorRole role, Ti
     return -1;
   };
   if (layers_.empty()) return fail(TINYAI_ERR_MISUSE, "added before any layer");
-  if (file_) return fail(TINYAI_ERR_MISUSE, "added after Open");
+  if (open_) return fail(TINYAI_ERR_MISUSE, "added after Open");
   if (tensors_.size() >= tmai::kMaxTensors) return fail(TINYAI_ERR_MISUSE, "more tensors than the format allows");
   if (name.empty() || name.size() >= tmai::kTensorNameCapacity) {
     return fail(TINYAI_ERR_INVALID_ARGUMENT, "name must have 1..47 bytes");
@@ -184,28 +171,32 @@ std::vector<uint8_t> TmaiWriter::SerializeMetadata() const {
 
 TinyAIStatus TmaiWriter::WriteAt(uint64_t pos, const void* data, size_t bytes) {
   if (bytes == 0) return TINYAI_OK;
-  if (pos != file_pos_ && !Seek(file_, pos)) {
-    return SetError(TINYAI_ERR_IO, "'%s': seek to %llu failed: %s", path_.c_str(), static_cast<unsigned long long>(pos),
-                    std::strerror(errno));
+  if (pos + bytes > high_water_) high_water_ = pos + bytes;
+  if (!out_buf_.empty() && pos == out_buf_pos_ + out_buf_.size() && out_buf_.size() + bytes <= kOutBufferBytes) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    out_buf_.insert(out_buf_.end(), p, p + bytes);
+    return TINYAI_OK;
   }
-  file_pos_ = pos;
-  if (std::fwrite(data, 1, bytes, file_) != bytes) {
-    file_pos_ = UINT64_MAX;  // unknown: seek again
-    return SetError(TINYAI_ERR_IO, "'%s': write failed: %s", path_.c_str(), std::strerror(errno));
-  }
-  file_pos_ += bytes;
-  if (file_pos_ > high_water_) high_water_ = file_pos_;
+  TINYAI_RETURN_IF_ERROR(Flush());
+  if (bytes >= kOutBufferBytes) return port::WriteAt(out_.file, pos, data, bytes, path_.c_str());
+  if (out_buf_.capacity() < kOutBufferBytes) out_buf_.reserve(kOutBufferBytes);
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  out_buf_.assign(p, p + bytes);
+  out_buf_pos_ = pos;
   return TINYAI_OK;
 }
 
+TinyAIStatus TmaiWriter::Flush() {
+  if (out_buf_.empty()) return TINYAI_OK;
+  const TinyAIStatus s = port::WriteAt(out_.file, out_buf_pos_, out_buf_.data(), out_buf_.size(), path_.c_str());
+  out_buf_.clear();
+  return s;
+}
+
 TinyAIStatus TmaiWriter::ReadAt(uint64_t pos, void* data, size_t bytes) {
-  // A seek always separates writing from reading on one FILE (C11 7.21.5.3).
-  if (!Seek(file_, pos) || std::fread(data, 1, bytes, file_) != bytes) {
-    file_pos_ = UINT64_MAX;
-    return SetError(TINYAI_ERR_IO, "'%s': reading back %zu bytes at %llu failed: %s", path_.c_str(), bytes,
-                    static_cast<unsigned long long>(pos), std::strerror(errno));
-  }
-  file_pos_ = UINT64_MAX;  // the next write seeks, as C requires after a read
+  TINYAI_RETURN_IF_ERROR(Flush());
+  const TinyAIStatus s = port::ReadAt(out_.file, pos, data, bytes, path_.c_str());
+  if (s != TINYAI_OK) return AddErrorContext(s, "'%s': reading back what was written: ", path_.c_str());
   return TINYAI_OK;
 }
 
@@ -243,22 +234,13 @@ TinyAIStatus TmaiWriter::Open(const char* path) {
       return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot set up a zstd compression context (level %d)", level_);
     }
   }
-  if (file_) return SetError(TINYAI_ERR_MISUSE, "'%s': TmaiWriter::Open twice", path_.c_str());
-  path_ = path;
-  // A regular file (or none yet) is replaced whole by Finish; anything else
-  // (a device, a pipe) is written in place.
-  struct stat st;
-  const bool special = ::stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-  temp_path_ = special ? path_ : path_ + ".partial-" + std::to_string(static_cast<long>(getpid()));
-  // Read back too: a compressing writer moves frames within the file.
-  file_ = std::fopen(temp_path_.c_str(), codec_ == TINYAI_CODEC_NONE ? "wb" : "w+b");
-  if (!file_) return SetError(TINYAI_ERR_IO, "'%s': cannot create: %s", path_.c_str(), std::strerror(errno));
-  file_pos_ = high_water_ = 0;
-  uint64_t meta_size = SerializeMetadata().size();
-  uint64_t layers_offset = AlignUp(tmai::kHeaderSize + meta_size, 8);
-  uint64_t tensors_offset = layers_offset + layers_.size() * uint64_t{tmai::kLayerEntrySize};
-  uint64_t index_end = tensors_offset + tensors_.size() * uint64_t{tmai::kTensorEntrySize};
-  data_offset_ = AlignUp(index_end, tmai::kGroupAlignment);
+  if (open_) return SetError(TINYAI_ERR_MISUSE, "'%s': TmaiWriter::Open twice", path_.c_str());
+  path_ = path ? path : "";
+  TINYAI_RETURN_IF_ERROR(port::BeginOutput(path, &out_));
+  open_ = true;
+  high_water_ = 0;
+  out_buf_.clear();
+  data_offset_ = tmai::LayOutIndex(SerializeMetadata().size(), layers_.size(), tensors_.size()).data_offset;
   // The index is written last (Finish), once every checksum is known.
   TINYAI_RETURN_IF_ERROR(WriteZeros(data_offset_));
   current_ = 0;
@@ -408,7 +390,7 @@ uint64_t TmaiWriter::TensorBytes(int32_t index) const {
 }
 
 TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
-  if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Write before Open");
+  if (!open_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Write before Open");
   const uint8_t* p = static_cast<const uint8_t*>(data);
   while (bytes > 0) {
     if (current_ >= tensors_.size()) {
@@ -443,7 +425,7 @@ TinyAIStatus TmaiWriter::Write(const void* data, size_t bytes) {
 }
 
 TinyAIStatus TmaiWriter::WriteValues(const float* values, size_t count) {
-  if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::WriteValues before Open");
+  if (!open_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::WriteValues before Open");
   uint16_t halves[2048];
   while (count > 0) {
     if (current_ >= tensors_.size()) {
@@ -525,7 +507,7 @@ TinyAIStatus TmaiWriter::EncodeBatch(int32_t tensor, int32_t dtype, size_t cols,
 }
 
 TinyAIStatus TmaiWriter::Finish() {
-  if (!file_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Finish before Open");
+  if (!open_) return SetError(TINYAI_ERR_MISUSE, "TmaiWriter::Finish before Open");
   if (first_status_ != TINYAI_OK) return SetError(first_status_, "%s", first_error_.c_str());
   if (current_ < tensors_.size()) {
     return SetError(TINYAI_ERR_MISUSE, "'%s': tensor '%s' is missing %llu bytes", path_.c_str(),
@@ -537,63 +519,18 @@ TinyAIStatus TmaiWriter::Finish() {
       return SetError(TINYAI_ERR_MISUSE, "'%s': layer %zu has no tensors", path_.c_str(), i);
     }
   }
-  uint64_t file_size = cursor_;
-
-  std::vector<uint8_t> index(data_offset_ - tmai::kHeaderSize, 0);
-  std::vector<uint8_t> meta = SerializeMetadata();
-  std::memcpy(index.data(), meta.data(), meta.size());
-  uint64_t layers_offset = AlignUp(tmai::kHeaderSize + meta.size(), 8);
-  uint64_t tensors_offset = layers_offset + layers_.size() * uint64_t{tmai::kLayerEntrySize};
-  if (!layers_.empty()) {
-    std::memcpy(index.data() + (layers_offset - tmai::kHeaderSize), layers_.data(),
-                layers_.size() * sizeof(tmai::LayerEntry));
-  }
-  if (!tensors_.empty()) {
-    std::memcpy(index.data() + (tensors_offset - tmai::kHeaderSize), tensors_.data(),
-                tensors_.size() * sizeof(tmai::TensorEntry));
-  }
-
-  tmai::Header h{};
-  std::memcpy(h.magic, tmai::kMagic, 4);
-  h.version_major = version_major_;
-  h.version_minor = version_minor_;
-  h.endian_tag = tmai::kEndianTag;
-  h.header_size = tmai::kHeaderSize;
-  h.file_size = file_size;
-  h.metadata_offset = tmai::kHeaderSize;
-  h.metadata_size = meta.size();
-  h.layers_offset = layers_offset;
-  h.layer_count = static_cast<uint32_t>(layers_.size());
-  h.tensor_count = static_cast<uint32_t>(tensors_.size());
-  h.tensors_offset = tensors_offset;
-  h.data_offset = data_offset_;
-  h.data_alignment = tmai::kDataAlignment;
-  h.group_alignment = tmai::kGroupAlignment;
-  h.index_crc = Crc32c(0, index.data(), index.size());
-  h.header_crc = Crc32c(0, &h, sizeof h);
-
-  if (std::fseek(file_, 0, SEEK_SET) != 0 || std::fwrite(&h, 1, sizeof h, file_) != sizeof h ||
-      std::fwrite(index.data(), 1, index.size(), file_) != index.size()) {
-    return SetError(TINYAI_ERR_IO, "'%s': cannot write the index: %s", path_.c_str(), std::strerror(errno));
-  }
+  const uint64_t file_size = cursor_;
+  const std::vector<uint8_t> meta = SerializeMetadata();
+  const tmai::IndexLayout layout = tmai::LayOutIndex(meta.size(), layers_.size(), tensors_.size());
+  std::vector<uint8_t> index(static_cast<size_t>(layout.data_offset));
+  tmai::SealIndex(layout, meta.data(), layers_.data(), static_cast<uint32_t>(layers_.size()), tensors_.data(),
+                  static_cast<uint32_t>(tensors_.size()), file_size, version_major_, version_minor_, index.data());
+  TINYAI_RETURN_IF_ERROR(WriteAt(0, index.data(), index.size()));
+  TINYAI_RETURN_IF_ERROR(Flush());
   // A compressing writer's last raw copy or frames may lie past the end.
-  if (high_water_ > file_size &&
-      (std::fflush(file_) != 0 || ftruncate(fileno(file_), static_cast<off_t>(file_size)) != 0)) {
-    return SetError(TINYAI_ERR_IO, "'%s': cannot cut the file to %llu bytes: %s", path_.c_str(),
-                    static_cast<unsigned long long>(file_size), std::strerror(errno));
-  }
-  int rc = std::fclose(file_);
-  file_ = nullptr;
-  if (rc != 0) {
-    if (temp_path_ != path_) std::remove(temp_path_.c_str());
-    return SetError(TINYAI_ERR_IO, "'%s': close failed: %s", path_.c_str(), std::strerror(errno));
-  }
-  if (temp_path_ != path_ && std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    const int e = errno;
-    if (temp_path_ != path_) std::remove(temp_path_.c_str());
-    return SetError(TINYAI_ERR_IO, "'%s': cannot rename '%s' to it: %s", path_.c_str(), temp_path_.c_str(),
-                    std::strerror(e));
-  }
+  if (high_water_ > file_size) TINYAI_RETURN_IF_ERROR(port::SetOutputSize(out_, file_size));
+  open_ = false;
+  TINYAI_RETURN_IF_ERROR(port::CommitOutput(&out_));
   for (const tmai::TensorEntry& t : tensors_) {
     stats_.tensors++;
     stats_.compressed_tensors += t.codec != TINYAI_CODEC_NONE ? 1 : 0;

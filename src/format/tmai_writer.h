@@ -27,13 +27,13 @@
 #define TINYAI_FORMAT_TMAI_WRITER_H_
 
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "format/tmai_format.h"
+#include "port/port.h"
 #include "tinyai/status.h"
 #include "tinyai/types.h"
 
@@ -83,8 +83,9 @@ class TmaiWriter {
   void SetCompression(TinyAICodec codec, int level = kDefaultZstdLevel);
 
   // Creates the file and writes a zero-filled index; data follows with
-  // Write(). The data goes to a temporary file beside path ("PATH.partial-PID"),
-  // renamed over path by a successful Finish: a write that fails, or a writer
+  // Write(). The data goes to a temporary only this writer reaches, in
+  // path's directory (port::BeginOutput: its rules say what is refused),
+  // put in place by a successful Finish: a write that fails, or a writer
   // destroyed before Finish, removes it and leaves whatever path held.
   TinyAIStatus Open(const char* path);
   // Appends tensor data (decoded bytes) in directory order; a chunk may span
@@ -137,8 +138,12 @@ class TmaiWriter {
   TinyAIStatus WriteRaw(const void* data, size_t bytes);
   // Writes (WriteAt) or reads (ReadAt) at a file position, wherever the
   // cursor is (compressing writers move between the raw bytes and frames).
+  // Writes that follow each other gather in out_buf_ (a model of tens of
+  // thousands of small tensors is otherwise a write call per tensor and per
+  // pad); Flush writes it out.
   TinyAIStatus WriteAt(uint64_t pos, const void* data, size_t bytes);
   TinyAIStatus ReadAt(uint64_t pos, void* data, size_t bytes);
+  TinyAIStatus Flush();
   TinyAIStatus BeginTensor();             // starts the current tensor
   TinyAIStatus PlaceTensor(size_t index);  // pads to where its stored bytes start
   // Compressing writers: collects n more bytes of the current tensor into
@@ -159,9 +164,12 @@ class TmaiWriter {
   std::string first_error_;
   TinyAIStatus first_status_ = TINYAI_OK;
 
-  std::string path_;       // where the file goes (and what messages name)
-  std::string temp_path_;  // where it is written until Finish
-  FILE* file_ = nullptr;
+  std::string path_;  // where the file goes (and what messages name)
+  port::OutputFile out_;
+  bool open_ = false;  // between Open and Finish
+  static constexpr size_t kOutBufferBytes = size_t{1} << 20;
+  std::vector<uint8_t> out_buf_;
+  uint64_t out_buf_pos_ = 0;  // file offset of out_buf_[0]
   uint64_t cursor_ = 0;        // bytes written so far
   uint64_t data_offset_ = 0;
   size_t current_ = 0;         // tensor being written
@@ -180,7 +188,6 @@ class TmaiWriter {
   TinyAICodec codec_ = TINYAI_CODEC_NONE;
   int level_ = kDefaultZstdLevel;
   ZSTD_CCtx* cctx_ = nullptr;
-  uint64_t file_pos_ = 0;     // where the FILE's position is
   uint64_t high_water_ = 0;   // the furthest byte written (frames beyond the raw copy)
   // The tensor being compressed.
   bool compressing_ = false;  // its frames may still beat its raw bytes

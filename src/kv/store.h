@@ -220,9 +220,9 @@ class PersistentStore {
 };
 
 // Files the store and sessions write and read (store_io.cc). fill writes
-// the contents through the sink; the file is written as path.part and
-// renamed over path only when all went well (call names the caller in
-// messages).
+// the contents through the sink into a temporary that is put in place over
+// path only when all went well (port::BeginOutput: what is refused, and
+// why nothing else is ever touched); call names the caller in messages.
 using FillFile = TinyAIStatus (*)(PersistentStore::Sink sink, void* sink_user, const void* what);
 TinyAIStatus WriteFileAtomically(const char* path, FillFile fill, const void* what, const char* call);
 // A PersistentStore::Source over an open file.

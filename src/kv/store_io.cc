@@ -498,20 +498,19 @@ TinyAIStatus WriteFileAtomically(const char* path, FillFile fill, const void* wh
   if (path == nullptr || path[0] == '\0') {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: path is %s", call, path ? "empty" : "NULL");
   }
-  const size_t n = std::strlen(path);
-  Array<char> part;
-  TINYAI_RETURN_IF_ERROR(part.Allocate(n + 6, "output path"));
-  std::memcpy(part.data(), path, n);
-  std::memcpy(part.data() + n, ".part", 6);
+  port::OutputFile out;
+  TinyAIStatus s = port::BeginOutput(path, &out);
+  if (s != TINYAI_OK) return AddErrorContext(s, "%s: ", call);
   FileSink sink;
-  sink.name = part.data();
-  TINYAI_RETURN_IF_ERROR(port::CreateOutputFile(part.data(), &sink.file));
-  const TinyAIStatus s = fill(&FileWrite, &sink, what);
+  sink.file = out.file;
+  sink.name = path;
+  s = fill(&FileWrite, &sink, what);
   if (s != TINYAI_OK) {
-    port::AbortOutputFile(&sink.file, part.data());
+    port::AbortOutput(&out);
     return s;
   }
-  return port::CommitOutputFile(&sink.file, part.data(), path);
+  s = port::CommitOutput(&out);
+  return s == TINYAI_OK ? s : AddErrorContext(s, "%s: ", call);
 }
 
 TinyAIStatus ReadFileSource(void* user, uint64_t offset, void* dst, size_t size) {

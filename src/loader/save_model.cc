@@ -20,21 +20,30 @@ constexpr uint64_t kChunkBytes = 1u << 20;
 // The output's layer table and tensor directory: the model's runtime
 // directory with every tensor uncompressed and laid out from data_offset.
 struct Layout {
+  tmai::IndexLayout index;
   Array<tmai::LayerEntry> layers;
   Array<tmai::TensorEntry> tensors;
   uint64_t file_size = 0;
 };
 
+// The output's index: the input's metadata (verbatim) and tables, laid out
+// as the writer lays out a new file (tmai::LayOutIndex).
+tmai::IndexLayout IndexOf(const TmaiReader& r) {
+  return tmai::LayOutIndex(r.header().metadata_size, r.layers().size(), r.tensors().size(),
+                           r.header().group_alignment);
+}
+
 TinyAIStatus Plan(const TmaiReader& r, Layout* out) {
   const auto layers = r.layers();
   const auto tensors = r.tensors();
+  out->index = IndexOf(r);
   TINYAI_RETURN_IF_ERROR(out->layers.Allocate(layers.size(), "saved layer table"));
   TINYAI_RETURN_IF_ERROR(out->tensors.Allocate(tensors.size(), "saved tensor directory"));
   std::memcpy(out->layers.data(), layers.data(), layers.size() * sizeof(tmai::LayerEntry));
   std::memcpy(out->tensors.data(), tensors.data(), tensors.size() * sizeof(tmai::TensorEntry));
-  uint64_t cursor = r.header().data_offset;
+  uint64_t cursor = out->index.data_offset;
   for (tmai::LayerEntry& l : out->layers) {
-    l.offset = AlignUp(cursor, r.header().group_alignment);
+    l.offset = AlignUp(cursor, out->index.group_alignment);
     for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
       tmai::TensorEntry& e = out->tensors[t];
       e.codec = TINYAI_CODEC_NONE;
@@ -194,10 +203,9 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, cons
 }  // namespace
 
 uint64_t SavedModelSize(const TinyAIMappedModel& model) {
-  uint64_t cursor = model.reader().header().data_offset;
-  for (const tmai::LayerEntry& l : model.reader().layers()) {
-    cursor = AlignUp(cursor, model.reader().header().group_alignment) + l.decoded_size;
-  }
+  const tmai::IndexLayout index = IndexOf(model.reader());
+  uint64_t cursor = index.data_offset;
+  for (const tmai::LayerEntry& l : model.reader().layers()) cursor = AlignUp(cursor, index.group_alignment) + l.decoded_size;
   return cursor;
 }
 
@@ -210,8 +218,7 @@ TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void
   Buffers buffers;
   ThreadPool pool;
   TINYAI_RETURN_IF_ERROR(pool.Start(options.threads > 0 ? options.threads : port::CpuCount()));
-  const uint64_t data_offset = r.header().data_offset;
-  uint64_t cursor = data_offset;
+  uint64_t cursor = layout.index.data_offset;
   const int tensor_count = static_cast<int>(layout.tensors.size());
   for (const tmai::LayerEntry& l : layout.layers) {
     for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
@@ -242,21 +249,17 @@ TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void
     TINYAI_RETURN_IF_ERROR(sink.Zeros(cursor, l.offset + l.stored_size));
     cursor = l.offset + l.stored_size;
   }
-  // The index last: the input's, with the new layer table and directory.
-  Array<uint8_t> index;
-  TINYAI_RETURN_IF_ERROR(index.Allocate(static_cast<size_t>(data_offset), "saved index"));
-  TINYAI_RETURN_IF_ERROR(model->source().Read(0, static_cast<size_t>(data_offset), index.data(), r.source()));
-  tmai::Header h;
-  std::memcpy(&h, index.data(), sizeof h);
-  std::memcpy(index.data() + h.layers_offset, layout.layers.data(), layout.layers.size() * sizeof(tmai::LayerEntry));
-  std::memcpy(index.data() + h.tensors_offset, layout.tensors.data(),
-              layout.tensors.size() * sizeof(tmai::TensorEntry));
-  h.file_size = layout.file_size;
-  h.index_crc = Crc32c(0, index.data() + tmai::kHeaderSize, static_cast<size_t>(data_offset - tmai::kHeaderSize));
-  h.header_crc = 0;
-  h.header_crc = Crc32c(0, &h, sizeof h);
-  std::memcpy(index.data(), &h, sizeof h);
-  return sink.Write(0, index.data(), static_cast<size_t>(data_offset));
+  // The index last: the input's metadata, the new layer table and directory.
+  Array<uint8_t> metadata, index;
+  TINYAI_RETURN_IF_ERROR(metadata.Allocate(static_cast<size_t>(r.header().metadata_size), "saved metadata"));
+  TINYAI_RETURN_IF_ERROR(index.Allocate(static_cast<size_t>(layout.index.data_offset), "saved index"));
+  if (metadata.size() > 0) {
+    TINYAI_RETURN_IF_ERROR(model->source().Read(r.header().metadata_offset, metadata.size(), metadata.data(), r.source()));
+  }
+  tmai::SealIndex(layout.index, metadata.data(), layout.layers.data(), static_cast<uint32_t>(layout.layers.size()),
+                  layout.tensors.data(), static_cast<uint32_t>(layout.tensors.size()), layout.file_size,
+                  tmai::kVersionMajor, tmai::kVersionMinor, index.data());
+  return sink.Write(0, index.data(), index.size());
 }
 
 }  // namespace tinyai

@@ -37,14 +37,39 @@ void CloseFile(File* file);  // resets *file; ok on an unopened File
 // error; a short read (the file shrank) is TINYAI_ERR_TRUNCATED.
 TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, const char* source);
 
-// Output files (tinyaiSaveMappedModel): created (or truncated) for writing,
-// written with positional writes, then committed - synced, closed and
-// renamed over final_path - or aborted - closed and removed. Errors as
-// OpenFile(); TINYAI_ERR_UNSUPPORTED on a port without a file system.
-TinyAIStatus CreateOutputFile(const char* path, File* out);
+// Output files: every file TinyAI writes (models, quantized and pruned models,
+// sessions, persistent stores, the tools' DAG dumps) goes through these, so
+// that a save never destroys or corrupts another file. BeginOutput checks
+// the target and opens a temporary that only this save can reach, created in
+// the target's directory (out->file takes WriteAt and ReadAt); CommitOutput
+// syncs it and renames it over the target (a crash before leaves the target
+// as it was); AbortOutput removes it. The rules (ports/posix/output_posix.cc):
+//  - a regular file or nothing at path is replaced whole; a symbolic link to a
+//    file replaces that file (the link stays); a character device (/dev/null)
+//    is written in place (out->in_place; nothing is renamed);
+//  - refused: a directory, FIFO, socket, block device or dangling link
+//    (TINYAI_ERR_INVALID_ARGUMENT, TINYAI_ERR_FILE_NOT_FOUND for the link), a
+//    file this process has open or mapped (a model being run, an input being
+//    read: TINYAI_ERR_INVALID_ARGUMENT), a read-only file (TINYAI_ERR_IO);
+//  - a missing directory is TINYAI_ERR_FILE_NOT_FOUND, any other failure
+//    TINYAI_ERR_IO; every message names the path and the cause;
+//  - a temporary left by a crash (where the file system has no unnamed files)
+//    is named PATH.tinyai-PID-N.tmp.
+// Ports without a file system answer TINYAI_ERR_UNSUPPORTED.
+struct OutputFile {
+  File file;              // positional writes and reads
+  bool in_place = false;  // a device, written in place
+  void* state = nullptr;  // the port's own
+};
+TinyAIStatus BeginOutput(const char* path, OutputFile* out);
 TinyAIStatus WriteAt(const File& file, uint64_t offset, const void* src, size_t size, const char* name);
-TinyAIStatus CommitOutputFile(File* file, const char* path, const char* final_path);
-void AbortOutputFile(File* file, const char* path);
+// Sets the written file's size (cuts what lies past it); a no-op in place.
+TinyAIStatus SetOutputSize(const OutputFile& out, uint64_t size);
+// Syncs and puts the file in place; on failure the temporary is removed and
+// the target holds what it held. out is reset either way.
+TinyAIStatus CommitOutput(OutputFile* out);
+// Removes the temporary (the target holds what it held); ok on a reset out.
+void AbortOutput(OutputFile* out);
 // True when path names the file open as file (the same inode).
 bool IsSameFile(const File& file, const char* path);
 

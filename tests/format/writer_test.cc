@@ -66,12 +66,18 @@ TEST(TmaiWriterFile, AnUnfinishedWriteLeavesThePathAsItWas) {
   tinyaiCloseMappedModel(m);
 }
 
-TEST(TmaiWriterFile, AFolderThatCannotBeWrittenIsAnIoError) {
+TEST(TmaiWriterFile, AFolderThatCannotBeWrittenIsNamed) {
   tinyai::TmaiWriter w;
   Declare(&w);
   tinyaiClearLastError();
-  EXPECT_EQ(w.Open("/proc/no-such-folder/model.tmai"), TINYAI_ERR_IO);
-  EXPECT_NE(std::string(tt::LastMessage()).find("'/proc/no-such-folder/model.tmai': cannot create"), std::string::npos)
+  EXPECT_EQ(w.Open("/proc/no-such-folder/model.tmai"), TINYAI_ERR_FILE_NOT_FOUND);
+  EXPECT_NE(std::string(tt::LastMessage()).find("'/proc/no-such-folder/model.tmai': cannot write in the directory "
+                                                "'/proc/no-such-folder'"), std::string::npos)
+      << tt::LastMessage();
+  tinyai::TmaiWriter w2;
+  Declare(&w2);
+  EXPECT_EQ(w2.Open("/proc/self/model.tmai"), TINYAI_ERR_IO);  // a folder nobody may create files in
+  EXPECT_NE(std::string(tt::LastMessage()).find("cannot create a file in '/proc/self'"), std::string::npos)
       << tt::LastMessage();
 }
 

@@ -173,11 +173,14 @@ TINYAI_API TinyAISaveOptions tinyaiCreateDefaultSaveOptions(void);
  * uncompressed. Streams: it holds a few row slices, not the model (the
  * model's weight cache is not used for the quantized matrices, which are
  * read from the file and encoded here - byte for byte what the cache would
- * hold). Written to path + ".part" and renamed at the end: on any error
- * nothing is left at path. options may be NULL. Errors: the arguments
- * (TINYAI_ERR_INVALID_ARGUMENT; path the model's own file included), the
- * model's read errors, TINYAI_ERR_IO for the output, TINYAI_ERR_UNSUPPORTED
- * on ports without a file system (use tinyaiSaveMappedModelTo). */
+ * hold). Written to a temporary beside path and put in place at the end
+ * (docs/files.md): on any error path holds what it held and nothing is left
+ * beside it. options may be NULL. Errors: the arguments
+ * (TINYAI_ERR_INVALID_ARGUMENT; path the model's own file, any file the
+ * process is reading, a directory or FIFO included), the model's read
+ * errors, TINYAI_ERR_IO for the output (a read-only path included),
+ * TINYAI_ERR_UNSUPPORTED on ports without a file system (use
+ * tinyaiSaveMappedModelTo). */
 TINYAI_API TinyAIStatus tinyaiSaveMappedModel(TinyAIMappedModel* model, const char* path,
                                               const TinyAISaveOptions* options);
 
