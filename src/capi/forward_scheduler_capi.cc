@@ -40,7 +40,7 @@ bool IsLiveScheduler(const TinyAIForwardScheduler* scheduler) { return g_schedul
 TinyAIStatus CheckSchedulerHandle(const TinyAIForwardScheduler* scheduler, const char* call) {
   if (!scheduler) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: scheduler is NULL", call);
   if (!IsLiveScheduler(scheduler)) {
-    return NotLive(call, scheduler, "a live scheduler", "destroyed already, an LLM's with its LLM, or never created");
+    return NotLive(call, scheduler, "a live scheduler", "destroyed already (an LLM's, with its LLM), or never created");
   }
   return TINYAI_OK;
 }
@@ -153,7 +153,7 @@ TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler) {
 bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex) {
   if (layerIndex) *layerIndex = -1;
   if (tinyai::capi::CheckSchedulerHandle(scheduler, "tinyaiExecuteNextLayer") != TINYAI_OK) return false;
-  if (Check(scheduler, "tinyaiExecuteNextLayer") != TINYAI_OK) {
+  if (scheduler->impl.CheckUsable("tinyaiExecuteNextLayer") != TINYAI_OK) {
     if (output && scheduler->impl.writes_text() && !scheduler->impl.link().busy.load()) {
       static_cast<char*>(output)[0] = '\0';  // the guide prints output after the loop
     }
