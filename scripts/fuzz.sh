@@ -10,7 +10,7 @@
 #
 #   bash scripts/fuzz.sh [--no-build] [SECONDS] [TARGET...]
 #
-# TARGET: reader llama2c tokenizer dense prompt capi gguf safetensors (default: all, one after
+# TARGET: reader llama2c tokenizer dense prompt capi gguf safetensors store session (default: all, one after
 # the other). SECONDS per target: default $TINYAI_FUZZ_SECONDS, else 20.
 # TINYAI_FUZZ_FLAGS adds libFuzzer flags (e.g. "-jobs=2 -workers=2").
 # A long campaign of one target, at low priority:
@@ -28,7 +28,7 @@ if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
 fi
-all=(reader llama2c tokenizer dense prompt capi gguf safetensors store)
+all=(reader llama2c tokenizer dense prompt capi gguf safetensors store session)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
@@ -52,6 +52,7 @@ max_len() {
   case $1 in
     dense|capi|store) echo 4096 ;;
     prompt) echo 2048 ;;
+    session) echo 16384 ;;
     *) echo 65536 ;;
   esac
 }

@@ -20,10 +20,21 @@
  *     tinyaiCloseMappedModel(model);
  *
  * Ownership: the LLM borrows the model. Closing the model first leaves the
- * LLM unusable (every call fails with TINYAI_ERR_MISUSE) but safe to
- * destroy. A TinyAILLM is used by one thread at a time; its text callback
- * must not call back into it (TINYAI_ERR_MISUSE) except to read it
+ * LLM unusable (every call fails with TINYAI_ERR_MISUSE, "the model ... has
+ * been closed") but safe to destroy: it never reads the closed model. A
+ * TinyAILLM is used by one thread at a time; its text callback must not
+ * call back into it (TINYAI_ERR_MISUSE) except to read it
  * (tinyaiGetLLMPosition, tinyaiLLMTokenize, tinyaiLLMDecodeToken, reports).
+ *
+ * Handles that are not live: every call given an LLM pointer that is not a
+ * live LLM (destroyed already, or never created) reads nothing through it
+ * and fails with TINYAI_ERR_MISUSE (tinyaiGetLLMPosition returns -1 and
+ * tinyaiGetLLMScheduler NULL, with TINYAI_ERR_MISUSE as the last error), the
+ * message naming the call; so does every scheduler call given the
+ * scheduler of an LLM destroyed since. The call finds the pointer among the
+ * live LLMs; it does not hold the LLM, so a call racing with
+ * tinyaiDestroyLLM() of the same LLM on another thread is the caller's race
+ * (as in SQLite).
  *
  * Several LLMs (and schedulers) on one model share its weight cache, holding
  * each weight once; the cache's cap is the least that maxCacheSize and every
@@ -199,8 +210,9 @@ TINYAI_API TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void);
 TINYAI_API TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                         TinyAILLM** out);
 
-/* NULL ok. A pointer that is not a live LLM (destroyed already) is left
- * alone with TINYAI_ERR_MISUSE as the last error. */
+/* NULL ok. A pointer that is not a live LLM (destroyed already, or never
+ * created) is left alone with TINYAI_ERR_MISUSE as the last error. The
+ * LLM's scheduler (tinyaiGetLLMScheduler) goes with it. */
 TINYAI_API void tinyaiDestroyLLM(TinyAILLM* llm);
 
 TINYAI_API TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out);

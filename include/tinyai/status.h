@@ -50,7 +50,8 @@ typedef enum TinyAIStatus TINYAI_ENUM_BASE {
     TINYAI_ERR_BAD_TOKENIZER = -13,      /* impossible tokenizer data */
     TINYAI_ERR_CONTEXT_OVERFLOW = -14,   /* more tokens than the context holds */
     TINYAI_ERR_UNSUPPORTED = -15,        /* valid but not supported (dtype, codec, arch) */
-    TINYAI_ERR_MISUSE = -16,             /* API called in the wrong state */
+    TINYAI_ERR_MISUSE = -16,             /* API called in the wrong state, or given a handle that
+                                            is not live (closed, destroyed, never created) */
     TINYAI_ERR_NOT_FOUND = -17,          /* a named tensor or key does not exist */
     TINYAI_ERR_INTERNAL = -18,           /* a bug in TinyAI: please report it */
     TINYAI_ERR_GRAPH_CYCLE = -19,        /* a schedule's dependencies form a cycle (a layer on itself included) */

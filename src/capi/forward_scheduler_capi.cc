@@ -15,21 +15,38 @@ using tinyai::SetError;
 
 namespace {
 
-TinyAIStatus NullScheduler(const char* call) {
-  return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: scheduler is NULL", call);
-}
-
-// Schedulers created and not yet destroyed.
+// Schedulers created and not yet destroyed, every LLM's own among them.
 tinyai::LiveList<TinyAIForwardScheduler> g_schedulers;
 
-// NULL, or a runner that cannot take the call (its model closed; its own
-// callback calling back, unless allow_busy): the status to return.
+// NULL, a pointer that is not a live scheduler, or a runner that cannot
+// take the call (its model closed; its own callback calling back, unless
+// allow_busy): the status to return.
 TinyAIStatus Check(const TinyAIForwardScheduler* s, const char* call, bool allow_busy = false) {
-  if (!s) return NullScheduler(call);
+  TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckSchedulerHandle(s, call));
   return s->impl.CheckUsable(call, allow_busy);
 }
 
 }  // namespace
+
+namespace tinyai {
+namespace capi {
+
+void AddScheduler(TinyAIForwardScheduler* scheduler) { g_schedulers.Add(scheduler); }
+
+void RemoveScheduler(const TinyAIForwardScheduler* scheduler) { g_schedulers.Remove(scheduler); }
+
+bool IsLiveScheduler(const TinyAIForwardScheduler* scheduler) { return g_schedulers.Contains(scheduler); }
+
+TinyAIStatus CheckSchedulerHandle(const TinyAIForwardScheduler* scheduler, const char* call) {
+  if (!scheduler) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: scheduler is NULL", call);
+  if (!IsLiveScheduler(scheduler)) {
+    return NotLive(call, scheduler, "a live scheduler", "destroyed already (an LLM's, with its LLM), or never created");
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace capi
+}  // namespace tinyai
 
 extern "C" {
 
@@ -64,11 +81,8 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
                             "tinyaiCreateForwardSchedulerWithConfig: config") != TINYAI_OK) {
     return nullptr;
   }
-  if (model && !TinyAIMappedModel::IsOpen(model)) {
-    SetError(TINYAI_ERR_MISUSE, "tinyaiCreateForwardScheduler: %p is not an open model (closed already?)",
-             static_cast<void*>(model));
-    return nullptr;
-  }
+  // NULL: a schedule that only plans (layers added by hand).
+  if (model && tinyai::capi::CheckModel(model, "tinyaiCreateForwardSchedulerWithConfig") != TINYAI_OK) return nullptr;
   TinyAIForwardScheduler* s = tinyai::New<TinyAIForwardScheduler>();
   if (!s) {
     SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateForwardScheduler: cannot allocate the scheduler");
@@ -78,20 +92,22 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     tinyai::Delete(s);
     return nullptr;
   }
-  g_schedulers.Add(s);
+  tinyai::capi::AddScheduler(s);
   return s;
 }
 
 TinyAIForwardScheduler* tinyaiCreateForwardScheduler(TinyAIMappedModel* model, TinyAIExecutionMode mode,
                                                      size_t memoryLimit) {
+  if (model && tinyai::capi::CheckModel(model, "tinyaiCreateForwardScheduler") != TINYAI_OK) return nullptr;
   return tinyaiCreateForwardSchedulerWithConfig(model, mode, memoryLimit, nullptr);
 }
 
 void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) {
   if (!scheduler) return;
-  if (!g_schedulers.Contains(scheduler)) {
-    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyForwardScheduler: %p is not a live scheduler (destroyed twice, or an "
-             "LLM's, which tinyaiDestroyLLM destroys)", static_cast<void*>(scheduler));
+  if (tinyai::capi::CheckSchedulerHandle(scheduler, "tinyaiDestroyForwardScheduler") != TINYAI_OK) return;
+  if (scheduler->in_llm) {
+    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyForwardScheduler: %p is an LLM's (tinyaiGetLLMScheduler), not a live "
+             "scheduler of its own; tinyaiDestroyLLM destroys it", static_cast<void*>(scheduler));
     return;
   }
   if (scheduler->impl.link().busy.load()) {
@@ -99,7 +115,7 @@ void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler) {
              "stays alive");
     return;
   }
-  g_schedulers.Remove(scheduler);
+  tinyai::capi::RemoveScheduler(scheduler);
   tinyai::Delete(scheduler);
 }
 
@@ -136,8 +152,9 @@ TinyAIStatus tinyaiPrepareForwardPass(TinyAIForwardScheduler* scheduler) {
 
 bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const void* input, void* output, int* layerIndex) {
   if (layerIndex) *layerIndex = -1;
-  if (Check(scheduler, "tinyaiExecuteNextLayer") != TINYAI_OK) {
-    if (scheduler && output && scheduler->impl.writes_text() && !scheduler->impl.link().busy.load()) {
+  if (tinyai::capi::CheckSchedulerHandle(scheduler, "tinyaiExecuteNextLayer") != TINYAI_OK) return false;
+  if (scheduler->impl.CheckUsable("tinyaiExecuteNextLayer") != TINYAI_OK) {
+    if (output && scheduler->impl.writes_text() && !scheduler->impl.link().busy.load()) {
       static_cast<char*>(output)[0] = '\0';  // the guide prints output after the loop
     }
     return false;
@@ -155,12 +172,12 @@ TinyAIStatus tinyaiGetSchedulerStatus(const TinyAIForwardScheduler* scheduler) {
 }
 
 size_t tinyaiGetSchedulerMemoryUsage(const TinyAIForwardScheduler* scheduler) {
-  if (!scheduler || Check(scheduler, "tinyaiGetSchedulerMemoryUsage", true) != TINYAI_OK) return 0;
+  if (Check(scheduler, "tinyaiGetSchedulerMemoryUsage", true) != TINYAI_OK) return 0;
   return static_cast<size_t>(scheduler->impl.memory_usage());
 }
 
 size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler* scheduler) {
-  if (!scheduler || Check(scheduler, "tinyaiGetSchedulerPeakMemoryUsage", true) != TINYAI_OK) return 0;
+  if (Check(scheduler, "tinyaiGetSchedulerPeakMemoryUsage", true) != TINYAI_OK) return 0;
   return static_cast<size_t>(scheduler->impl.peak_memory_usage());
 }
 
@@ -193,14 +210,7 @@ TinyAIStatus tinyaiDumpActivationDag(const TinyAIForwardScheduler* scheduler, ch
 }
 
 size_t tinyaiGetLayerOutputSize(const TinyAIMappedModel* model, int layerIndex) {
-  if (!model) {
-    SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLayerOutputSize: model is NULL");
-    return 0;
-  }
-  if (!TinyAIMappedModel::IsOpen(model)) {
-    SetError(TINYAI_ERR_MISUSE, "tinyaiGetLayerOutputSize: %p is not an open model", static_cast<const void*>(model));
-    return 0;
-  }
+  if (tinyai::capi::CheckModel(model, "tinyaiGetLayerOutputSize") != TINYAI_OK) return 0;
   // A planning-free scheduler binds the model's runtime to ask it.
   tinyai::ForwardScheduler s;
   TinyAISchedulerConfig cfg = tinyaiCreateDefaultSchedulerConfig();

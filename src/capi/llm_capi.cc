@@ -40,14 +40,21 @@ WeightStream* LLMWeightStream(TinyAILLM* llm) { return llm->model().weights(); }
 
 namespace {
 
-TinyAIStatus NullLLM(const char* call) { return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: llm is NULL", call); }
-
+// LLMs created and not yet destroyed.
 tinyai::LiveList<TinyAILLM> g_llms;
 
-// NULL, or a runner that cannot take the call (its model closed; its own
-// text callback calling back, unless allow_busy): the status to return.
+// NULL or a pointer that is not a live LLM: the status to return.
+TinyAIStatus CheckHandle(const TinyAILLM* llm, const char* call) {
+  if (!llm) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: llm is NULL", call);
+  if (!g_llms.Contains(llm)) return tinyai::capi::NotLive(call, llm, "a live LLM", "destroyed already, or never created");
+  return TINYAI_OK;
+}
+
+// NULL, a pointer that is not a live LLM, or a runner that cannot take the
+// call (its model closed; its own text callback calling back, unless
+// allow_busy): the status to return.
 TinyAIStatus Check(const TinyAILLM* llm, const char* call, bool allow_busy = false) {
-  if (!llm) return NullLLM(call);
+  TINYAI_RETURN_IF_ERROR(CheckHandle(llm, call));
   return llm->impl().CheckUsable(call, allow_busy);
 }
 
@@ -160,11 +167,7 @@ TinyAIGenerateParams tinyaiCreateDefaultGenerateParams(void) { return tinyai::De
 TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* config, TinyAILLM** out) {
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: out is NULL");
   *out = nullptr;
-  if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiCreateLLM: model is NULL");
-  if (!TinyAIMappedModel::IsOpen(model)) {
-    return SetError(TINYAI_ERR_MISUSE, "tinyaiCreateLLM: %p is not an open model (closed already?)",
-                    static_cast<void*>(model));
-  }
+  TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiCreateLLM"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiCreateLLM: config"));
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
@@ -176,6 +179,8 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
     tinyai::Delete(llm);
     return s;
   }
+  llm->sched.in_llm = true;
+  tinyai::capi::AddScheduler(&llm->sched);
   g_llms.Add(llm);
   *out = llm;
   return TINYAI_OK;
@@ -183,15 +188,13 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
 
 void tinyaiDestroyLLM(TinyAILLM* llm) {
   if (!llm) return;
-  if (!g_llms.Contains(llm)) {
-    SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyLLM: %p is not a live LLM (destroyed twice?)", static_cast<void*>(llm));
-    return;
-  }
+  if (CheckHandle(llm, "tinyaiDestroyLLM") != TINYAI_OK) return;
   if (llm->impl().link().busy.load()) {
     SetError(TINYAI_ERR_MISUSE, "tinyaiDestroyLLM: called from the LLM's own text callback; it stays alive");
     return;
   }
   g_llms.Remove(llm);
+  tinyai::capi::RemoveScheduler(&llm->sched);
   tinyai::Delete(llm);
 }
 
@@ -250,11 +253,7 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
 
 TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                      TinyAIMemoryReport* out) {
-  if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: model is NULL");
-  if (!TinyAIMappedModel::IsOpen(model)) {
-    return SetError(TINYAI_ERR_MISUSE, "tinyaiEstimateLLMMemory: %p is not an open model",
-                    static_cast<const void*>(model));
-  }
+  TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiEstimateLLMMemory"));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiEstimateLLMMemory: out is NULL");
   TINYAI_RETURN_IF_ERROR(
       tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemoryReport, memoryLimit),
@@ -441,7 +440,7 @@ TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIG
 }
 
 TinyAIStatus tinyaiSetSchedulerGenerateParams(TinyAIForwardScheduler* scheduler, const TinyAIGenerateParams* params) {
-  if (!scheduler) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: scheduler is NULL");
+  TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckSchedulerHandle(scheduler, "tinyaiSetSchedulerGenerateParams"));
   TINYAI_RETURN_IF_ERROR(scheduler->impl.CheckUsable("tinyaiSetSchedulerGenerateParams"));
   if (!params) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiSetSchedulerGenerateParams: params is NULL");
   TinyAIGenerateParams p = tinyaiCreateDefaultGenerateParams();

@@ -2,20 +2,14 @@
 // loader. Every failure is recorded as the thread's last error.
 #include <cstring>
 
+#include "capi/handles.h"
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "loader/mapped_model.h"
 #include "tinyai/utils/mmap_loader.h"
 
 using tinyai::SetError;
-
-namespace {
-
-TinyAIStatus NullModel(const char* call) {
-  return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-}
-
-}  // namespace
+using tinyai::capi::CheckModel;
 
 extern "C" {
 
@@ -71,27 +65,18 @@ void tinyaiCloseMappedModel(TinyAIMappedModel* model) {
 }
 
 int tinyaiGetMappedLayerCount(const TinyAIMappedModel* model) {
-  if (!model) {
-    NullModel("tinyaiGetMappedLayerCount");
-    return -1;
-  }
+  if (CheckModel(model, "tinyaiGetMappedLayerCount") != TINYAI_OK) return -1;
   return model->layer_count();
 }
 
 const TinyAILayerDescriptor* tinyaiGetLayerDescriptor(const TinyAIMappedModel* model, int layerIndex) {
-  if (!model) {
-    NullModel("tinyaiGetLayerDescriptor");
-    return nullptr;
-  }
+  if (CheckModel(model, "tinyaiGetLayerDescriptor") != TINYAI_OK) return nullptr;
   if (model->CheckLayer(layerIndex, "tinyaiGetLayerDescriptor") != TINYAI_OK) return nullptr;
   return &model->descriptor(layerIndex);
 }
 
 void* tinyaiGetLayerWeights(TinyAIMappedModel* model, int layerIndex) {
-  if (!model) {
-    NullModel("tinyaiGetLayerWeights");
-    return nullptr;
-  }
+  if (CheckModel(model, "tinyaiGetLayerWeights") != TINYAI_OK) return nullptr;
   const uint8_t* data = nullptr;
   if (model->Acquire(layerIndex, &data) != TINYAI_OK) return nullptr;
   // The guide's signature returns void*; the memory is read-only.
@@ -99,38 +84,32 @@ void* tinyaiGetLayerWeights(TinyAIMappedModel* model, int layerIndex) {
 }
 
 TinyAIStatus tinyaiPrefetchLayerWeights(TinyAIMappedModel* model, int layerIndex) {
-  if (!model) return NullModel("tinyaiPrefetchLayerWeights");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiPrefetchLayerWeights"));
   return model->Prefetch(layerIndex);
 }
 
 TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int layerIndex) {
-  if (!model) return NullModel("tinyaiReleaseLayerWeights");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiReleaseLayerWeights"));
   return model->Release(layerIndex);
 }
 
 size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model) {
-  if (!model) {
-    NullModel("tinyaiGetMappedModelMemoryUsage");
-    return 0;
-  }
+  if (CheckModel(model, "tinyaiGetMappedModelMemoryUsage") != TINYAI_OK) return 0;
   return model->MemoryUsage();
 }
 
 TinyAIStatus tinyaiSetLayerPriority(TinyAIMappedModel* model, int layerIndex, float priority) {
-  if (!model) return NullModel("tinyaiSetLayerPriority");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiSetLayerPriority"));
   return model->SetPriority(layerIndex, priority);
 }
 
 int tinyaiGetMappedTensorCount(const TinyAIMappedModel* model) {
-  if (!model) {
-    NullModel("tinyaiGetMappedTensorCount");
-    return -1;
-  }
+  if (CheckModel(model, "tinyaiGetMappedTensorCount") != TINYAI_OK) return -1;
   return static_cast<int>(model->reader().tensors().size());
 }
 
 TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tensorIndex, TinyAITensorInfo* out) {
-  if (!model) return NullModel("tinyaiGetMappedTensorInfo");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiGetMappedTensorInfo"));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedTensorInfo: out is NULL");
   TINYAI_RETURN_IF_ERROR(
       tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAITensorInfo, name), "tinyaiGetMappedTensorInfo: out"));
@@ -141,7 +120,7 @@ TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tenso
 }
 
 TinyAIStatus tinyaiFindMappedTensor(const TinyAIMappedModel* model, const char* name, int* tensorIndex) {
-  if (!model) return NullModel("tinyaiFindMappedTensor");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiFindMappedTensor"));
   if (!name || !tensorIndex) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiFindMappedTensor: %s is NULL", name ? "tensorIndex" : "name");
   }
@@ -152,19 +131,19 @@ TinyAIStatus tinyaiFindMappedTensor(const TinyAIMappedModel* model, const char* 
 }
 
 TinyAIStatus tinyaiGetMetadataInt(const TinyAIMappedModel* model, const char* key, int64_t* out) {
-  if (!model) return NullModel("tinyaiGetMetadataInt");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiGetMetadataInt"));
   if (!key || !out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMetadataInt: %s is NULL", key ? "out" : "key");
   return model->reader().GetInt(key, out);
 }
 
 TinyAIStatus tinyaiGetMetadataFloat(const TinyAIMappedModel* model, const char* key, float* out) {
-  if (!model) return NullModel("tinyaiGetMetadataFloat");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiGetMetadataFloat"));
   if (!key || !out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMetadataFloat: %s is NULL", key ? "out" : "key");
   return model->reader().GetFloat(key, out);
 }
 
 TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char* key, const char** str, size_t* len) {
-  if (!model) return NullModel("tinyaiGetMetadataString");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiGetMetadataString"));
   if (!key || !str || !len) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMetadataString: %s is NULL", !key ? "key" : !str ? "str" : "len");
   }
@@ -176,15 +155,12 @@ TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char*
 }
 
 uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model) {
-  if (!model) {
-    NullModel("tinyaiGetMappedModelFileSize");
-    return 0;
-  }
+  if (CheckModel(model, "tinyaiGetMappedModelFileSize") != TINYAI_OK) return 0;
   return model->file_size();
 }
 
 TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, TinyAICacheStats* out) {
-  if (!model) return NullModel("tinyaiGetMappedModelCacheStats");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiGetMappedModelCacheStats"));
   if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMappedModelCacheStats: out is NULL");
   TINYAI_RETURN_IF_ERROR(
       tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAICacheStats, hits), "tinyaiGetMappedModelCacheStats: out"));
@@ -211,7 +187,7 @@ TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, Tiny
 }
 
 TinyAIStatus tinyaiResetMappedModelCacheStats(TinyAIMappedModel* model) {
-  if (!model) return NullModel("tinyaiResetMappedModelCacheStats");
+  TINYAI_RETURN_IF_ERROR(CheckModel(model, "tinyaiResetMappedModelCacheStats"));
   model->cache().ResetStats();
   return TINYAI_OK;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "capi/handles.h"
 #include "capi/llm_internal.h"
 #include "common/array.h"
 #include "common/status.h"
@@ -16,17 +17,9 @@
 #include "tinyai/utils/quantize_mixed.h"
 
 using tinyai::SetError;
+using tinyai::capi::CheckModel;
 
 namespace {
-
-TinyAIStatus CheckModel(const TinyAIMappedModel* model, const char* call) {
-  if (!model) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: model is NULL", call);
-  if (!TinyAIMappedModel::IsOpen(model)) {
-    return SetError(TINYAI_ERR_MISUSE, "%s: %p is not an open model (closed already?)", call,
-                    static_cast<const void*>(model));
-  }
-  return TINYAI_OK;
-}
 
 TinyAIStatus ReadSaveOptions(const TinyAISaveOptions* in, TinyAISaveOptions* out, const char* call) {
   *out = tinyaiCreateDefaultSaveOptions();

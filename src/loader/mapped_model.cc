@@ -82,7 +82,8 @@ TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
     TinyAIMappedModel** link = &g_live_head;
     while (*link && *link != model) link = &(*link)->next_live_;
     if (!*link) {
-      return SetError(TINYAI_ERR_MISUSE, "tinyaiCloseMappedModel: %p is not an open model (closed twice?)",
+      return SetError(TINYAI_ERR_MISUSE,
+                      "tinyaiCloseMappedModel: %p is not an open model (closed twice, or never opened)",
                       static_cast<void*>(model));
     }
     LockGuard runners(model->runners_mutex_);

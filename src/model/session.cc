@@ -104,6 +104,29 @@ TinyAIStatus FillSession(PersistentStore::Sink sink, void* user, const void* wha
   return sink(user, &sum, 4);
 }
 
+// The ids of `count` tokens at offset of the file: every one inside the
+// vocabulary (0 .. vocab - 1), or TINYAI_ERR_BAD_FORMAT naming the first
+// that is not.
+TinyAIStatus CheckTokens(FileSource* file, uint64_t offset, int32_t count, int32_t vocab, const char* path) {
+  int32_t ids[256];
+  for (int32_t done = 0; done < count;) {
+    const int32_t n = count - done < 256 ? count - done : 256;
+    TINYAI_RETURN_IF_ERROR(
+        ReadFileSource(file, offset + static_cast<uint64_t>(done) * sizeof(int32_t), ids, n * sizeof(int32_t)));
+    for (int32_t i = 0; i < n; ++i) {
+      if (ids[i] < 0 || ids[i] >= vocab) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "%s: token %d of the %d the session holds is %d, outside this model's "
+                        "vocabulary (0..%d): not a session tinyaiSaveLLMSession wrote (its checksum matches what "
+                        "it holds)", path,
+                        static_cast<int>(done + i), static_cast<int>(count), static_cast<int>(ids[i]),
+                        static_cast<int>(vocab - 1));
+      }
+    }
+    done += n;
+  }
+  return TINYAI_OK;
+}
+
 }  // namespace
 
 uint64_t ModelFingerprint(const TinyAIMappedModel& model) {
@@ -174,10 +197,11 @@ TinyAIStatus LoadSession(LlamaModel* model, const char* path, MakeRoom make_room
     return SetError(TINYAI_ERR_BAD_FORMAT, "%s: %llu bytes after the session's end", path,
                     static_cast<unsigned long long>(size - kHeader - 4 - payload));
   }
-  // The whole file's checksum before anything is believed.
+  // The whole file's checksum before anything is believed: the header as
+  // read above (whose fields are believed), then the rest.
   uint8_t buffer[1024];
-  uint32_t crc = 0;
-  for (uint64_t at = 0; at < kHeader + payload;) {
+  uint32_t crc = Crc32c(0, h.bytes, kHeader);
+  for (uint64_t at = kHeader; at < kHeader + payload;) {
     const size_t n = static_cast<size_t>(kHeader + payload - at < sizeof buffer ? kHeader + payload - at
                                                                                    : sizeof buffer);
     TINYAI_RETURN_IF_ERROR(ReadFileSource(&file, at, buffer, n));
@@ -217,19 +241,30 @@ TinyAIStatus LoadSession(LlamaModel* model, const char* path, MakeRoom make_room
                     static_cast<unsigned long long>(payload), static_cast<long long>(position),
                     static_cast<unsigned long long>(PayloadBytes(kv, position)));
   }
+  // What the file says, not only that it arrived intact (a checksum is
+  // easy to make right): the model, layout, position and sizes above, and
+  // every token id inside the vocabulary (the LLM refuses any other, and
+  // tinyaiGetLLMTokens hands them on). The rows' values are data: any bits
+  // evaluate (a NaN or an infinity ends in TINYAI_ERR_NOT_FINITE).
+  const int32_t used = kv.SlotsUsed(position);
+  TINYAI_RETURN_IF_ERROR(CheckTokens(&file, kHeader + payload - static_cast<uint64_t>(used) * sizeof(int32_t), used,
+                                     model->params().vocab_size, path));
   // A growable cache takes the chunks the positions need (the runner is
   // still as it was if that fails: its cache only holds more room).
-  const int32_t used = kv.SlotsUsed(position);
   if (make_room) TINYAI_RETURN_IF_ERROR(make_room(user, kv.HeldAfter(used)));
   TINYAI_RETURN_IF_ERROR(kv.Reserve(used));
-  // Checked whole: read in place (only a failing disk fails now).
+  // Checked whole: read in place, the checksum again over what lands in
+  // the cache (a file changed since it was checked is caught; only that or
+  // a failing disk fails now).
   uint64_t at = kHeader;
   TinyAIStatus status = TINYAI_OK;
   int32_t run = 0;
+  uint32_t again = Crc32c(0, h.bytes, kHeader);
   auto read = [&](void* dst, size_t bytes) {
     if (status != TINYAI_OK) return;
     status = dst ? ReadFileSource(&file, at, dst, bytes)
                  : SetError(TINYAI_ERR_INTERNAL, "KV cache: a slot below %d is not held", used);
+    if (status == TINYAI_OK) again = Crc32c(again, dst, bytes);
     at += bytes;
   };
   for (int values = 0; values < 2; ++values) {
@@ -247,6 +282,10 @@ TinyAIStatus LoadSession(LlamaModel* model, const char* path, MakeRoom make_room
     int32_t* tokens = kv.MutableTokens(slot, &run);
     run = run < used - slot ? run : used - slot;
     read(tokens, static_cast<size_t>(run) * sizeof(int32_t));
+  }
+  if (status == TINYAI_OK && again != crc) {
+    status = SetError(TINYAI_ERR_CHECKSUM, "%s changed while it was read (its contents hashed to %08x, then to %08x)",
+                      path, static_cast<unsigned>(crc), static_cast<unsigned>(again));
   }
   if (status != TINYAI_OK) {
     model->set_position(0);  // part read: the cache is emptied rather than left half one session's

@@ -13,13 +13,24 @@
 //   i32 x 8 the KV cache: type, window, sinks, slots, layers, KV heads,
 //           head size, row bytes
 //   i64     the position (tokens evaluated)
-//   u64     the store's bytes, then the store (kv/store.h's saved form)
+//   u64     the payload's bytes, then the payload: the slots in use
+//           (KvCache::SlotsUsed(position)) of the keys, as rows of row
+//           bytes by [layer][KV head][slot], the values likewise, then their
+//           tokens (i32 each)
 //   u32     CRC-32C of everything before it
 // A load checks, before it changes anything: the magic (TINYAI_ERR_BAD_MAGIC),
 // the length (TINYAI_ERR_TRUNCATED), the checksum (TINYAI_ERR_CHECKSUM),
-// then the model and the KV layout (TINYAI_ERR_MISMATCH naming what
-// differs), and reads the cache's rows in place (no second copy of the
-// cache is ever held).
+// then what the file says, since a checksum is easy to make right: the
+// model and the KV layout (TINYAI_ERR_MISMATCH naming what differs: the
+// fields must be this LLM's own, so each is one the code knows), the
+// position (0 .. the slots, or any int32 with a window) and the payload's
+// size for it, and every token id inside the vocabulary
+// (TINYAI_ERR_BAD_FORMAT naming the first that is not). The rows' values
+// are data (any bits evaluate; a NaN or infinity gives
+// TINYAI_ERR_NOT_FINITE). The cache's rows are then read in place (no
+// second copy of the cache is ever held) with the checksum computed again
+// over them: a file changed meanwhile empties the cache with
+// TINYAI_ERR_CHECKSUM, as a failing read empties it.
 #ifndef TINYAI_MODEL_SESSION_H_
 #define TINYAI_MODEL_SESSION_H_
 

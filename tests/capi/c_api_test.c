@@ -1044,6 +1044,222 @@ out:
     tinyaiDestroyLLM(b);
 }
 
+/* ---- Handles that are not live ------------------------------------------------- */
+
+/* A call on a handle that is not live (closed, destroyed, or never created)
+ * touches nothing: it returns TINYAI_ERR_MISUSE, or its sentinel with that
+ * as the last error, and the message starts with the call's name and says
+ * why (word). */
+static void check_dead(int returned, const char* expr, const char* word, const char* file, int line) {
+    char what[768];
+    const char* message = tinyaiGetLastErrorMessage();
+    size_t name = strcspn(expr, "(");
+    if (expr[0] == '(') name = strcspn(expr + 1, "(") + 1; /* "(call(...), 0)" */
+    snprintf(what, sizeof what, "%s returns TINYAI_ERR_MISUSE or its sentinel", expr);
+    check(returned, what, file, line);
+    snprintf(what, sizeof what, "after %s: last error is %s (expected TINYAI_ERR_MISUSE)", expr,
+             tinyaiStatusString(tinyaiGetLastError()));
+    check(tinyaiGetLastError() == TINYAI_ERR_MISUSE, what, file, line);
+    snprintf(what, sizeof what, "the message of %s names the call and says '%s' (got \"%s\")", expr, word, message);
+    check(strncmp(message, expr + (expr[0] == '('), name - (expr[0] == '(')) == 0 && strstr(message, word) != NULL,
+          what, file, line);
+}
+
+#define CHECK_DEAD(expr, sentinel, word)                               \
+    do {                                                               \
+        tinyaiClearLastError();                                        \
+        check_dead((expr) == (sentinel), #expr, (word), __FILE__, __LINE__); \
+    } while (0)
+
+static int write_nothing(void* user, uint64_t offset, const void* data, size_t size) {
+    (void)offset;
+    (void)data;
+    (void)size;
+    ++*(int*)user;
+    return 0;
+}
+
+/* Every call that takes a model, with one that is not open. */
+static void check_dead_model(TinyAIMappedModel* m, const char* word, const char* tmp) {
+    TinyAITensorInfo info;
+    TinyAICacheStats stats;
+    TinyAIModelInfo minfo;
+    TinyAIMemoryReport report;
+    TinyAIMixedPrecisionConfig mix;
+    TinyAISchedulerConfig sc = tinyaiCreateDefaultSchedulerConfig();
+    TinyAIPrecision precision = TINYAI_PREC_FP32;
+    TinyAILLM* llm = (TinyAILLM*)&minfo; /* overwritten with NULL */
+    int index = -5, writes = 0;
+    int64_t i64 = -5;
+    float f = -5.0f;
+    const char* str = NULL;
+    size_t len = 0;
+    uint64_t size = 7;
+    char path[1024];
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
+    memset(&stats, 0, sizeof stats);
+    stats.structSize = sizeof stats;
+    memset(&minfo, 0, sizeof minfo);
+    memset(&report, 0, sizeof report);
+    report.structSize = sizeof report;
+    tinyaiInitMixedPrecisionConfig(&mix);
+    snprintf(path, sizeof path, "%s/c_api_dead_model.tmai", tmp);
+    remove(path);
+
+    CHECK_DEAD((tinyaiCloseMappedModel(m), 0), 0, word);
+    CHECK_DEAD(tinyaiGetMappedLayerCount(m), -1, word);
+    CHECK_DEAD(tinyaiGetLayerDescriptor(m, 0), NULL, word);
+    CHECK_DEAD(tinyaiGetLayerWeights(m, 0), NULL, word);
+    CHECK_DEAD(tinyaiPrefetchLayerWeights(m, 0), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiReleaseLayerWeights(m, 0), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetMappedModelMemoryUsage(m), 0, word);
+    CHECK_DEAD(tinyaiGetMappedModelCacheStats(m, &stats), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiResetMappedModelCacheStats(m), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiSetLayerPriority(m, 0, 2.0f), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetMappedTensorCount(m), -1, word);
+    CHECK_DEAD(tinyaiGetMappedTensorInfo(m, 0, &info), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiFindMappedTensor(m, "token_embd", &index), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetMetadataInt(m, "llama.dim", &i64), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetMetadataFloat(m, "llama.norm_eps", &f), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetMetadataString(m, "general.architecture", &str, &len), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetMappedModelFileSize(m), 0, word);
+    CHECK(index == -5 && i64 == -5 && f == -5.0f && str == NULL && len == 0);
+    /* forward_scheduler.h */
+    CHECK_DEAD(tinyaiCreateForwardScheduler(m, TINYAI_EXEC_ADAPTIVE, 0), NULL, word);
+    CHECK_DEAD(tinyaiCreateForwardSchedulerWithConfig(m, TINYAI_EXEC_ADAPTIVE, 0, &sc), NULL, word);
+    CHECK_DEAD(tinyaiGetLayerOutputSize(m, 0), 0, word);
+    /* llm.h */
+    CHECK_DEAD(tinyaiCreateLLM(m, NULL, &llm), TINYAI_ERR_MISUSE, word);
+    CHECK(llm == NULL);
+    CHECK_DEAD(tinyaiEstimateLLMMemory(m, NULL, &report), TINYAI_ERR_MISUSE, word);
+    /* quantize_mixed.h */
+    CHECK_DEAD(tinyaiApplyMixedPrecision(m, &mix), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetTensorPrecision(m, 0, &precision), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetSavedModelSize(m, &size), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiSaveMappedModelTo(m, write_nothing, &writes, NULL), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiSaveMappedModel(m, path, NULL), TINYAI_ERR_MISUSE, word);
+    CHECK(size == 7 && writes == 0 && precision == TINYAI_PREC_FP32);
+    CHECK(!file_exists(path));
+}
+
+/* Every call that takes an LLM, with one that cannot run (its model closed,
+ * or not an LLM at all). */
+static void check_dead_llm(TinyAILLM* l, const char* word, const char* tmp, int live) {
+    TinyAIModelInfo info;
+    TinyAIMemoryReport report;
+    TinyAISamplerConfig sc = tinyaiCreateDefaultSamplerConfig();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    int32_t ids[4] = {1, 2, 3, 4};
+    int32_t count = -5, token = -5;
+    float logits[4] = {0.5f, 0.25f, 0.125f, 0.0f};
+    uint64_t rng = 1;
+    char buf[16] = "untouched";
+    size_t len = 99;
+    char path[1024];
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
+    memset(&report, 0, sizeof report);
+    report.structSize = sizeof report;
+    snprintf(path, sizeof path, "%s/c_api_dead_llm.tsn", tmp);
+    remove(path);
+
+    if (!live) CHECK_DEAD((tinyaiDestroyLLM(l), 0), 0, word);
+    CHECK_DEAD(tinyaiGetLLMModelInfo(l, &info), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetLLMMemoryReport(l, &report), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLLMTokenize(l, "Once", 1, ids, 4, &count), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLLMDecodeToken(l, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLLMEval(l, ids, 1, logits), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetLLMPosition(l), -1, word);
+    CHECK_DEAD(tinyaiResetLLM(l), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiSaveLLMSession(l, path), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLoadLLMSession(l, path), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetLLMTokens(l, ids, 4, &count), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLLMSample(l, logits, &sc, &rng, &token), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLLMGenerate(l, "Once", &gp, buf, sizeof buf, &len, NULL), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetLLMScheduler(l), NULL, word);
+    CHECK(ids[0] == 1 && ids[3] == 4 && token == -5 && logits[0] == 0.5f && rng == 1);
+    CHECK(strcmp(buf, "untouched") == 0);
+    CHECK(!file_exists(path));
+}
+
+/* Every call that takes a scheduler, with one that cannot run. */
+static void check_dead_scheduler(TinyAIForwardScheduler* s, const char* word, int live) {
+    TinyAISchedulerReport report;
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    char text[16] = "untouched";
+    char dag[16] = "untouched";
+    size_t needed = 99;
+    int layer = -5;
+    memset(&report, 0, sizeof report);
+    report.structSize = sizeof report;
+
+    if (!live) CHECK_DEAD((tinyaiDestroyForwardScheduler(s), 0), 0, word);
+    CHECK_DEAD(tinyaiSetSchedulerOutputCapacity(s, 64), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiAddLayerToSchedule(s, 0, -1, TINYAI_DEP_NONE, 4), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiAddModelLayersToSchedule(s), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiSetScheduleBatchSize(s, 1), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiPlanForwardPass(s), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiPrepareForwardPass(s), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiExecuteNextLayer(s, "Once", text, &layer), false, word);
+    CHECK_DEAD(tinyaiGetSchedulerStatus(s), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiGetSchedulerMemoryUsage(s), 0, word);
+    CHECK_DEAD(tinyaiGetSchedulerPeakMemoryUsage(s), 0, word);
+    CHECK_DEAD(tinyaiCalculateOptimalBatchSize(s, 4, 4, 8), -1, word);
+    CHECK_DEAD(tinyaiGetSchedulerReport(s, &report), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiDumpActivationDag(s, dag, sizeof dag, &needed), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiSetSchedulerGenerateParams(s, &gp), TINYAI_ERR_MISUSE, word);
+    CHECK(layer == -1 && needed == 99 && strcmp(dag, "untouched") == 0);
+    CHECK(live || strcmp(text, "untouched") == 0);
+}
+
+/* A handle used after its model was closed, after it was destroyed, or one
+ * that never was: every call that takes it answers TINYAI_ERR_MISUSE and
+ * touches no freed memory (an ASan build proves the second). */
+static void test_dead_handles(const char* model_path, const char* tmp) {
+    static union {
+        uint64_t align;
+        unsigned char bytes[4096];
+    } never; /* zeroes that no call may take for a handle */
+    TinyAIMappedModel* model = tinyaiOpenMappedModel(model_path, NULL);
+    TinyAILLM* llm = NULL;
+    TinyAIForwardScheduler* s = NULL;
+    TinyAIForwardScheduler* llm_s = NULL;
+    CHECK(model != NULL);
+    if (!model) return;
+    CHECK_STATUS(tinyaiCreateLLM(model, NULL, &llm), TINYAI_OK);
+    s = tinyaiCreateForwardScheduler(model, TINYAI_EXEC_ADAPTIVE, 0);
+    CHECK(s != NULL);
+    if (!llm || !s) {
+        tinyaiDestroyLLM(llm);
+        tinyaiDestroyForwardScheduler(s);
+        tinyaiCloseMappedModel(model);
+        return;
+    }
+    CHECK_STATUS(tinyaiAddModelLayersToSchedule(s), TINYAI_OK);
+    llm_s = (TinyAIForwardScheduler*)tinyaiGetLLMScheduler(llm);
+    CHECK(llm_s != NULL);
+
+    /* The model closed under its runners: they stay (unusable), it is gone. */
+    tinyaiCloseMappedModel(model);
+    check_dead_model(model, "closed", tmp);
+    check_dead_llm(llm, "closed", tmp, 1);
+    check_dead_scheduler(s, "closed", 1);
+    if (llm_s) check_dead_scheduler(llm_s, "closed", 1);
+
+    /* The runners destroyed: an LLM's scheduler goes with it. */
+    tinyaiDestroyLLM(llm);
+    tinyaiDestroyForwardScheduler(s);
+    check_dead_llm(llm, "destroyed", tmp, 0);
+    check_dead_scheduler(s, "destroyed", 0);
+    if (llm_s) check_dead_scheduler(llm_s, "destroyed", 0);
+
+    /* Pointers that never were handles. */
+    check_dead_model((TinyAIMappedModel*)never.bytes, "never", tmp);
+    check_dead_llm((TinyAILLM*)never.bytes, "never", tmp, 0);
+    check_dead_scheduler((TinyAIForwardScheduler*)never.bytes, "never", 0);
+}
+
 int main(int argc, char** argv) {
     const char* model_path;
     const char* tmp;
@@ -1114,6 +1330,7 @@ int main(int argc, char** argv) {
     test_session(model, tmp);
     test_scheduler(model);
     tinyaiCloseMappedModel(model);
+    test_dead_handles(model_path, tmp);
 
 done:
     free(raw);

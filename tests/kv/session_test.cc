@@ -4,13 +4,19 @@
 // slid; the tokens the cache holds come back with it; and a file that is not
 // this LLM's session (another model or precisions, KV type, window or
 // context, corrupt, cut short, not a session, a later version) is refused
-// with its own status and leaves the LLM exactly as it was.
+// with its own status and leaves the LLM exactly as it was; so is one whose
+// checksum is right but whose contents are not a session's (token ids
+// outside the vocabulary, a position or sizes that do not fit its cache).
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <limits>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "common/crc32c.h"
 #include "format/test_models.h"
 #include "kv/llm_handles.h"
 #include "require_shared.h"
@@ -62,6 +68,21 @@ std::vector<int32_t> Tokens(TinyAILLM* llm) {
   EXPECT_EQ(tinyaiGetLLMTokens(llm, out.data(), n, &m), TINYAI_OK) << tt::LastMessage();
   EXPECT_EQ(m, n);
   return out;
+}
+
+// The session file's fields (model/session.h) and its checksum, for files
+// crafted with a right checksum.
+constexpr size_t kTypeAt = 16, kHeadSizeAt = 40, kPositionAt = 48, kHeader = 64;
+
+template <class T>
+void Put(tt::Bytes* image, size_t at, T value) {
+  std::memcpy(image->data() + at, &value, sizeof value);
+}
+
+// The checksum made right again (CRC-32C of everything before it).
+void Seal(tt::Bytes* image) {
+  const uint32_t crc = tinyai::Crc32c(0, image->data(), image->size() - 4);
+  Put(image, image->size() - 4, crc);
 }
 
 class Session : public tt::StoriesTest {
@@ -255,6 +276,114 @@ TEST_F(Session, WhatIsNotThisLLMsSessionIsRefused) {
   EXPECT_EQ(tinyaiGetLLMPosition(target.llm), 7);
   const std::vector<float> got = Continue(target.llm, next, 2);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+}
+
+// A checksum says the file arrived as it was written, not that a session
+// wrote it: a file crafted with a right checksum whose token ids are outside
+// the vocabulary (which every other call refuses), or whose position, sizes
+// or KV layout do not fit the LLM's cache, is refused with its own status
+// and leaves the LLM where it was. The rows' values are data: a NaN there
+// loads, and the next evaluation says TINYAI_ERR_NOT_FINITE.
+TEST_F(Session, ARightChecksumOverWrongContentsIsRefused) {
+  const TinyAILLMConfig cfg = Config(TINYAI_KV_F32);
+  LLM saver;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &saver.llm), TINYAI_OK);
+  std::vector<int32_t> ids;
+  Prompt(saver.llm, 20, &ids);
+  const std::string good = dir_.File("good.tsn");
+  ASSERT_EQ(tinyaiSaveLLMSession(saver.llm, good.c_str()), TINYAI_OK) << tt::LastMessage();
+  tt::Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(good, &image));
+  const int32_t vocab = static_cast<int32_t>(Vocab(saver.llm));
+  const size_t tokens_at = image.size() - 4 - 20 * sizeof(int32_t);  // the 20 tokens end the payload
+  int32_t first = 0;
+  std::memcpy(&first, image.data() + tokens_at, 4);
+  ASSERT_EQ(first, ids[0]) << "the tokens are where model/session.h says";
+  {
+    tt::Bytes same = image;
+    Seal(&same);
+    ASSERT_EQ(same, image) << "Seal computes the session's checksum";
+  }
+
+  LLM target, reference;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &target.llm), TINYAI_OK);
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &reference.llm), TINYAI_OK);
+  std::vector<int32_t> mine;
+  const int32_t next = Prompt(target.llm, 7, &mine);
+  Prompt(reference.llm, 7, &mine);
+  const std::vector<float> want = Continue(reference.llm, next, 2);
+
+  struct Bad {
+    std::string name;
+    tt::Bytes bytes;
+    TinyAIStatus status;
+    std::string message;
+  };
+  std::vector<Bad> bad;
+  const auto crafted = [&](const std::string& name, size_t at, auto value, TinyAIStatus status,
+                           const std::string& message) {
+    tt::Bytes b = image;
+    Put(&b, at, value);
+    Seal(&b);
+    bad.push_back({name, b, status, message});
+  };
+  const std::string range = "outside this model's vocabulary (0.." + std::to_string(vocab - 1) + ")";
+  crafted("first token = vocab", tokens_at, vocab, TINYAI_ERR_BAD_FORMAT,
+          "token 0 of the 20 the session holds is " + std::to_string(vocab) + ", " + range);
+  crafted("last token -1", tokens_at + 19 * 4, int32_t{-1}, TINYAI_ERR_BAD_FORMAT,
+          "token 19 of the 20 the session holds is -1, " + range);
+  crafted("a token INT32_MIN", tokens_at + 11 * 4, int32_t{INT32_MIN}, TINYAI_ERR_BAD_FORMAT,
+          "token 11 of the 20 the session holds is " + std::to_string(INT32_MIN));
+  crafted("a token INT32_MAX", tokens_at + 5 * 4, int32_t{INT32_MAX}, TINYAI_ERR_BAD_FORMAT,
+          "token 5 of the 20 the session holds is " + std::to_string(INT32_MAX));
+  crafted("position -1", kPositionAt, int64_t{-1}, TINYAI_ERR_BAD_FORMAT, "position -1 is outside 0..");
+  crafted("position past the cache", kPositionAt, int64_t{INT64_MAX}, TINYAI_ERR_BAD_FORMAT, "is outside 0..");
+  crafted("position without its rows", kPositionAt, int64_t{19}, TINYAI_ERR_BAD_FORMAT,
+          "bytes of KV cache for position 19");
+  crafted("an unknown KV type", kTypeAt, int32_t{9}, TINYAI_ERR_MISMATCH, "holds a ? KV cache; this LLM's is f32");
+  crafted("another head size", kHeadSizeAt, int32_t{16}, TINYAI_ERR_MISMATCH, "its head size is 16");
+  for (const Bad& x : bad) {
+    SCOPED_TRACE(x.name);
+    const std::string f = dir_.File("crafted.tsn");
+    ASSERT_TRUE(tt::WriteFileBytes(f, x.bytes));
+    EXPECT_EQ(tinyaiLoadLLMSession(target.llm, f.c_str()), x.status) << tt::LastMessage();
+    EXPECT_NE(std::string(tt::LastMessage()).find(x.message), std::string::npos) << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLLMPosition(target.llm), 7);
+    EXPECT_EQ(Tokens(target.llm), mine);
+  }
+  const std::vector<float> got = Continue(target.llm, next, 2);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "the target is as it was";
+
+  // Every id in the vocabulary loads (the edges included).
+  {
+    tt::Bytes b = image;
+    Put(&b, tokens_at, int32_t{0});
+    Put(&b, tokens_at + 19 * 4, vocab - 1);
+    Seal(&b);
+    const std::string f = dir_.File("edges.tsn");
+    ASSERT_TRUE(tt::WriteFileBytes(f, b));
+    LLM l;
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &l.llm), TINYAI_OK);
+    ASSERT_EQ(tinyaiLoadLLMSession(l.llm, f.c_str()), TINYAI_OK) << tt::LastMessage();
+    std::vector<int32_t> held = ids;
+    held.front() = 0;
+    held.back() = vocab - 1;
+    EXPECT_EQ(Tokens(l.llm), held);
+  }
+  // A NaN key at position 0 is data: it loads, and every query sees it.
+  {
+    tt::Bytes b = image;
+    Put(&b, kHeader, std::numeric_limits<float>::quiet_NaN());
+    Seal(&b);
+    const std::string f = dir_.File("nan.tsn");
+    ASSERT_TRUE(tt::WriteFileBytes(f, b));
+    LLM l;
+    ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &l.llm), TINYAI_OK);
+    ASSERT_EQ(tinyaiLoadLLMSession(l.llm, f.c_str()), TINYAI_OK) << tt::LastMessage();
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    EXPECT_EQ(tinyaiLLMEval(l.llm, &next, 1, logits.data()), TINYAI_ERR_NOT_FINITE) << tt::LastMessage();
+    EXPECT_EQ(tinyaiGetLLMPosition(l.llm), 20);
+  }
 }
 
 // The fingerprint covers the precisions applied to the model (llm.h): the

@@ -60,9 +60,19 @@
  *
  * Ownership: the scheduler borrows the model. Closing the model first
  * leaves the scheduler unusable (every call fails with TINYAI_ERR_MISUSE)
- * but safe to destroy. A scheduler is used by one thread at a time, and a
- * text callback must not call back into the scheduler that called it
- * (TINYAI_ERR_MISUSE), though it may read its status and memory figures.
+ * but safe to destroy: it never reads the closed model. A scheduler is used
+ * by one thread at a time, and a text callback must not call back into the
+ * scheduler that called it (TINYAI_ERR_MISUSE), though it may read its
+ * status and memory figures.
+ *
+ * Handles that are not live: every call given a scheduler pointer that is
+ * not a live scheduler (destroyed already, an LLM's whose LLM was
+ * destroyed, or never created) reads nothing through it and fails with
+ * TINYAI_ERR_MISUSE (or returns false, 0 or -1 with TINYAI_ERR_MISUSE as the
+ * last error, writing nothing to the caller's output), the message naming
+ * the call. The call finds the pointer among the live schedulers; it does
+ * not hold the scheduler, so a call racing with its destruction on another
+ * thread is the caller's race (as in SQLite).
  *
  * Sharing a model: schedulers and LLMs on one model share its weight cache,
  * so the weights are held once. The cache's cap is the least that the
@@ -212,10 +222,11 @@ TINYAI_API bool tinyaiExecuteNextLayer(TinyAIForwardScheduler* scheduler, const 
 TINYAI_API TinyAIStatus tinyaiSetSchedulerOutputCapacity(TinyAIForwardScheduler* scheduler, size_t capacity);
 
 /* Bytes the scheduler holds now: weights in the model's cache, the arena,
- * the KV cache and tables. 0 for NULL. */
+ * the KV cache and tables. 0 (last error set) for NULL or a scheduler that
+ * cannot run. */
 TINYAI_API size_t tinyaiGetSchedulerMemoryUsage(const TinyAIForwardScheduler* scheduler);
 
-/* The most it has held since prepare. 0 for NULL. */
+/* The most it has held since prepare. 0 (last error set) as above. */
 TINYAI_API size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler* scheduler);
 
 /* The largest batch (rows per pass, 1..maxBatch) whose plan fits the limit
@@ -226,9 +237,9 @@ TINYAI_API size_t tinyaiGetSchedulerPeakMemoryUsage(const TinyAIForwardScheduler
 TINYAI_API int tinyaiCalculateOptimalBatchSize(TinyAIForwardScheduler* scheduler, size_t inputSize, size_t outputSize,
                                                int maxBatch);
 
-/* NULL ok. A pointer that is not a live scheduler (destroyed already, or an
- * LLM's, from tinyaiGetLLMScheduler()) is left alone with TINYAI_ERR_MISUSE
- * as the last error. */
+/* NULL ok. A pointer that is not a live scheduler (destroyed already, or
+ * never created), or an LLM's (from tinyaiGetLLMScheduler(): tinyaiDestroyLLM
+ * destroys it), is left alone with TINYAI_ERR_MISUSE as the last error. */
 TINYAI_API void tinyaiDestroyForwardScheduler(TinyAIForwardScheduler* scheduler);
 
 /* ---- TinyAI extensions ---- */

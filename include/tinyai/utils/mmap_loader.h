@@ -23,6 +23,16 @@
  * weight pointers); they stay valid until tinyaiCloseMappedModel(). Weight
  * memory is read-only. A model may be used from several threads; calls that
  * pin and unpin layers are internally synchronised.
+ *
+ * Handles that are not open: every call given a model pointer that is not
+ * an open model (closed already, or never opened) reads nothing through it
+ * and fails with TINYAI_ERR_MISUSE (functions returning a pointer, count or
+ * size return their NULL, -1 or 0 with TINYAI_ERR_MISUSE as the last
+ * error), the message naming the call. The call finds the pointer among the
+ * open models; it does not hold the model, so a call on one thread racing
+ * with tinyaiCloseMappedModel() of the same model on another is the
+ * caller's race (as in SQLite), and an address a later open reuses is that
+ * new model.
  */
 #ifndef TINYAI_UTILS_MMAP_LOADER_H
 #define TINYAI_UTILS_MMAP_LOADER_H
@@ -139,7 +149,8 @@ TINYAI_API TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback
  * text callback records TINYAI_ERR_MISUSE and leaves it open. */
 TINYAI_API void tinyaiCloseMappedModel(TinyAIMappedModel* model);
 
-/* Number of layers, or -1 (and the last error set) if model is NULL. */
+/* Number of layers, or -1 (and the last error set) if model is NULL or not
+ * open. */
 TINYAI_API int tinyaiGetMappedLayerCount(const TinyAIMappedModel* model);
 
 /* The layer's descriptor, or NULL (last error set) for a bad model or index. */
@@ -164,7 +175,7 @@ TINYAI_API TinyAIStatus tinyaiReleaseLayerWeights(TinyAIMappedModel* model, int 
 /* Bytes of memory the weight cache holds right now: loaded layers and row
  * slices in whole pages, and slots kept for reuse; never above
  * maxCacheSize. Weights of an uncompressed image in memory are used in place
- * and count nothing. 0 for NULL. */
+ * and count nothing. 0 for NULL or a model that is not open (last error set). */
 TINYAI_API size_t tinyaiGetMappedModelMemoryUsage(const TinyAIMappedModel* model);
 
 /* Fills out (set out->structSize first). */
@@ -178,7 +189,7 @@ TINYAI_API TinyAIStatus tinyaiSetLayerPriority(TinyAIMappedModel* model, int lay
 
 /* ---- Tensors and metadata (TinyAI extensions to the guide's API) ---- */
 
-/* Number of tensors, or -1 (last error set) if model is NULL. */
+/* Number of tensors, or -1 (last error set) if model is NULL or not open. */
 TINYAI_API int tinyaiGetMappedTensorCount(const TinyAIMappedModel* model);
 
 TINYAI_API TinyAIStatus tinyaiGetMappedTensorInfo(const TinyAIMappedModel* model, int tensorIndex,
@@ -197,7 +208,8 @@ TINYAI_API TinyAIStatus tinyaiGetMetadataFloat(const TinyAIMappedModel* model, c
 TINYAI_API TinyAIStatus tinyaiGetMetadataString(const TinyAIMappedModel* model, const char* key,
                                                 const char** str, size_t* len);
 
-/* Size in bytes of the mapped file. 0 for NULL. */
+/* Size in bytes of the mapped file. 0 (last error set) for NULL or a model
+ * that is not open. */
 TINYAI_API uint64_t tinyaiGetMappedModelFileSize(const TinyAIMappedModel* model);
 
 #ifdef __cplusplus
