@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/tmai_reader.h"
@@ -39,8 +40,8 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
   TINYAI_RETURN_IF_ERROR(r.GetString("general.architecture", &arch));
   const size_t n = sizeof llama_key::kArchitecture - 1;
   if (arch.size != n || std::memcmp(arch.data, llama_key::kArchitecture, n) != 0) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not supported (expected 'llama')",
-                    r.source(), static_cast<int>(arch.size), arch.data);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s' is not supported (expected 'llama')",
+                    r.source(), Printable(arch).c_str());
   }
   for (const LlamaDimField& f : kLlamaDims) TINYAI_RETURN_IF_ERROR(ReadDim(r, f.key, f.min, f.max, &(this->*f.field)));
   int32_t shared = 1;

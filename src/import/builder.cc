@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/groups.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/llama_params.h"
@@ -100,7 +101,7 @@ TinyAIStatus CheckBytePieces(const char* source, const std::vector<std::string>&
     if (id >= pieces.size() || pieces[id] != want) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': token %zu is '%s', not the byte piece '%s': TinyAI's tokenizer "
                       "needs the 256 byte pieces <0x00>..<0xFF> at ids 3..258 (LLaMA's SentencePiece layout)",
-                      source, id, id < pieces.size() ? pieces[id].c_str() : "(none)", want.c_str());
+                      source, id, id < pieces.size() ? Printable(pieces[id]).c_str() : "(none)", want.c_str());
     }
   }
   return TINYAI_OK;

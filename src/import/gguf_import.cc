@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/tmai_writer.h"
@@ -105,7 +106,7 @@ TinyAIStatus CheckByteFallback(const gguf::File& f, const std::vector<std::strin
     const bool byte_piece = id >= 3 && id <= 258;
     if ((types[id] == kByte) != byte_piece) {
       return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': token %zu ('%s') has token type %lld; the byte pieces, and "
-                      "only they, have type 6", f.source.c_str(), id, pieces[id].c_str(),
+                      "only they, have type 6", f.source.c_str(), id, Printable(pieces[id]).c_str(),
                       static_cast<long long>(types[id]));
     }
   }
@@ -133,7 +134,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   if (!found) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no key 'general.architecture'", ggufPath);
   if (arch != "llama") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s'; TinyAI imports 'llama' GGUF files", ggufPath,
-                    arch.c_str());
+                    Printable(arch).c_str());
   }
   LlamaHyperParams s;
   TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.embedding_length", -1, &s.dim));
@@ -152,7 +153,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   TINYAI_RETURN_IF_ERROR(f.GetString("llama.rope.scaling.type", &scaling, &found));
   if (found && scaling != "none") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope scaling '%s'; TinyAI runs unscaled rotary embeddings",
-                    ggufPath, scaling.c_str());
+                    ggufPath, Printable(scaling).c_str());
   }
   if (f.FindTensor("rope_freqs.weight") != nullptr) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor 'rope_freqs.weight' (per-frequency rope factors); TinyAI "
@@ -165,7 +166,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.model'", ggufPath);
   if (tokenizer_model != "llama") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer '%s'; TinyAI imports SentencePiece vocabularies "
-                    "(tokenizer.ggml.model 'llama')", ggufPath, tokenizer_model.c_str());
+                    "(tokenizer.ggml.model 'llama')", ggufPath, Printable(tokenizer_model).c_str());
   }
   // TinyAI's tokenizer always adds SentencePiece's dummy prefix (a space
   // before the text); a vocabulary that does not would encode otherwise.
@@ -275,7 +276,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
       for (const Planned& p : plan) used |= p.info == &t;
       if (!used) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is not part of a LLaMA model TinyAI runs",
-                        ggufPath, t.name.c_str());
+                        ggufPath, Printable(t.name).c_str());
       }
     }
   }

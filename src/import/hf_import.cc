@@ -14,6 +14,7 @@
 #endif
 
 #include "common/half.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/tmai_writer.h"
 #include "import/json.h"
@@ -120,13 +121,13 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
     for (auto it = map->begin(); it != map->end(); ++it) {
       if (!it.value().is_string()) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': weight_map '%s' is %s, not a file name", index.c_str(),
-                        it.key().c_str(), JsonKind(it.value()));
+                        Printable(it.key()).c_str(), JsonKind(it.value()));
       }
       const std::string& file = it.value().get_ref<const std::string&>();
       if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos ||
           file.find('\0') != std::string::npos) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': weight_map '%s' names '%s', not a file in the checkpoint's folder",
-                        index.c_str(), it.key().c_str(), file.c_str());
+                        index.c_str(), Printable(it.key()).c_str(), Printable(file).c_str());
       }
       wanted[it.key()] = file;
       files[file] = true;
@@ -137,7 +138,7 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
         auto it = wanted.find(t.name);
         if (it == wanted.end() || it->second != shard->name) {
           return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is in %s, which the index '%s' %s", shard->path.c_str(),
-                          t.name.c_str(), shard->name.c_str(), index.c_str(),
+                          Printable(t.name).c_str(), shard->name.c_str(), index.c_str(),
                           it == wanted.end() ? "does not name" : ("places in " + it->second).c_str());
         }
       }
@@ -146,8 +147,8 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
       bool found = false;
       for (const auto& shard : w->shards) found |= shard->name == t.second && shard->file.Find(t.first) != nullptr;
       if (!found) {
-        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is not in %s", index.c_str(), t.first.c_str(),
-                        t.second.c_str());
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is not in %s", index.c_str(),
+                        Printable(t.first).c_str(), t.second.c_str());
       }
     }
   }
@@ -155,7 +156,7 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
     for (const safetensors::Tensor& t : shard->file.tensors) {
       auto inserted = w->tensors.emplace(t.name, std::make_pair(shard.get(), &t));
       if (!inserted.second) {
-        return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%s' is in both '%s' and '%s'", t.name.c_str(),
+        return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%s' is in both '%s' and '%s'", Printable(t.name).c_str(),
                         inserted.first->second.first->path.c_str(), shard->path.c_str());
       }
     }
@@ -186,7 +187,7 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   }
   if (!llama) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': model_type '%s'; TinyAI imports LLaMA checkpoints (model_type "
-                    "\"llama\", LlamaForCausalLM)", path.c_str(), found ? model_type.c_str() : "(none)");
+                    "\"llama\", LlamaForCausalLM)", path.c_str(), found ? Printable(model_type).c_str() : "(none)");
   }
   LlamaHyperParams& s = c->params;
   struct Field {
@@ -223,7 +224,7 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   TINYAI_RETURN_IF_ERROR(JsonString(j, "hidden_act", path, &act, &found));
   if (act != "silu") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': hidden_act '%s'; TinyAI's LLaMA runs SwiGLU (silu)", path.c_str(),
-                    act.c_str());
+                    Printable(act).c_str());
   }
   for (const char* key : {"attention_bias", "mlp_bias"}) {
     bool bias = false;
@@ -469,7 +470,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
     }
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; TinyAI imports F32, F16 and BF16 tensors",
-                      it->second.first->path.c_str(), hf.c_str(), t.dtype.c_str());
+                      it->second.first->path.c_str(), hf.c_str(), Printable(t.dtype).c_str());
     }
     Planned p;
     p.tmai = tmai;
@@ -512,7 +513,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
                          EndsWith(t.first, ".self_attn.rotary_emb.inv_freq");
     if (!used && !ignored) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is not part of a LLaMA model TinyAI runs",
-                      t.second.first->path.c_str(), t.first.c_str());
+                      t.second.first->path.c_str(), Printable(t.first).c_str());
     }
   }
 

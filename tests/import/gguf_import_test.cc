@@ -629,4 +629,32 @@ TEST_F(GgufBad, OutputIsTheInput) {
   EXPECT_EQ(back, Build());
 }
 
+// ---- Names read from the file are shown whole in messages ------------------
+
+// A key or tensor name that holds a NUL (GGUF strings are counted, not
+// terminated) is shown whole, the NUL as \x00, not cut at it.
+TEST_F(GgufBad, NamesWithANulAreShownWhole) {
+  const std::string key("general.a\0b", 11), tensor("blk.0.extra\0.weight", 19);
+  Expect(Build([&](tt::GgufWriter* w) {
+           w->AddUint32(key, 1);
+           w->AddUint32(key, 2);
+         }),
+         TINYAI_ERR_BAD_FORMAT, "key 'general.a\\x00b' appears twice");
+  Expect(Build([&](tt::GgufWriter* w) { w->AddTensor(tensor, {32}, tt::kGgmlF32, std::vector<uint8_t>(128)); }),
+         TINYAI_ERR_UNSUPPORTED, "tensor 'blk.0.extra\\x00.weight' is not part of a LLaMA model");
+  Expect(Build([&](tt::GgufWriter* w) {
+           w->AddTensor(tensor, {32}, tt::kGgmlF32, std::vector<uint8_t>(128));
+           w->AddTensor(tensor, {32}, tt::kGgmlF32, std::vector<uint8_t>(128));
+         }),
+         TINYAI_ERR_BAD_FORMAT, "tensor 'blk.0.extra\\x00.weight' appears twice");
+  // A control byte is escaped as well, and a backslash shown as \\.
+  Expect(Build([](tt::GgufWriter* w) { w->AddTensor("x\x1b[2J\\y", {32}, tt::kGgmlF32, std::vector<uint8_t>(128)); }),
+         TINYAI_ERR_UNSUPPORTED, "tensor 'x\\x1b[2J\\\\y' is not part");
+  std::vector<uint8_t> f = Build();
+  const std::string arch = "llama";
+  auto at = std::search(f.begin(), f.end(), arch.begin(), arch.end());
+  *(at + 2) = '\0';
+  Expect(f, TINYAI_ERR_UNSUPPORTED, "architecture 'll\\x00ma'");
+}
+
 }  // namespace

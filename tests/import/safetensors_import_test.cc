@@ -437,6 +437,14 @@ TEST(SafetensorsParser, Entries) {
   ExpectParse(FileOf("{" + a + "}", 30), TINYAI_ERR_BAD_FORMAT, "6 bytes after the last tensor");
 }
 
+// A name that holds a NUL (JSON's \u0000) is shown whole, as \x00.
+TEST(SafetensorsParser, NamesWithANulAreShownWhole) {
+  const std::string a = "\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}";
+  ExpectParse(FileOf("{" + a + "," + a + "}", 24), TINYAI_ERR_BAD_FORMAT, "key 'a\\x00b' appears twice");
+  ExpectParse(FileOf("{\"a\\u0000b\":{\"dtype\":\"F3\\u00002\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 24),
+              TINYAI_ERR_BAD_FORMAT, "tensor 'a\\x00b' has dtype 'F3\\x002'");
+}
+
 // ---- The importer on bad checkpoints -------------------------------------------------------
 
 class HfBad : public ::testing::Test {
@@ -523,6 +531,20 @@ TEST_F(HfBad, Config) {
          "k_proj.weight' is [16, 32]; this model's is [32, 32]");  // null: as many KV heads as heads
   Expect(WithConfig("\"num_key_value_heads\": 1", "\"num_key_value_heads\": 0"), TINYAI_ERR_BAD_FORMAT,
          "config.json': ");
+}
+
+// A file name of the index that holds a NUL is shown whole, as \x00.
+TEST_F(HfBad, IndexNamesWithANulAreShownWhole) {
+  tt::HfOptions sharded;
+  sharded.shards = 2;
+  const std::string f = Checkpoint(sharded);
+  std::string index = ReadText(f + "/model.safetensors.index.json");
+  const std::string from = "\"model.norm.weight\": \"model-00002-of-00002.safetensors\"";
+  const size_t at = index.find(from);
+  ASSERT_NE(at, std::string::npos);
+  index.replace(at, from.size(), "\"model.norm.weight\": \"model-00002\\u0000.safetensors\"");
+  WriteText(f + "/model.safetensors.index.json", index);
+  Expect(f, TINYAI_ERR_BAD_FORMAT, "names 'model-00002\\x00.safetensors', not a file in the checkpoint's folder");
 }
 
 TEST_F(HfBad, Tensors) {
