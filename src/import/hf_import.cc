@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -61,6 +63,54 @@ bool EndsWith(const std::string& s, const char* tail) {
   return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
 }
 
+// path with symbolic links, "." and ".." resolved; false (errno set) when
+// it does not resolve.
+bool RealPath(const std::string& path, std::string* out) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return false;
+  *out = real;
+  std::free(real);
+  return true;
+}
+
+bool Under(const std::string& path, const std::string& root) {
+  return path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+         (root == "/" || path[root.size()] == '/');
+}
+
+// Where the importer reads `name` of the checkpoint's folder from, when it
+// picks the file itself (a shard the index names, model.safetensors, the
+// index, config.json, tokenizer.model, tokenizer_config.json): the file,
+// its symbolic links followed, must lie inside the folder - or, in the
+// Hugging Face hub's cache, where a snapshot folder .../snapshots/REV holds
+// links to .../blobs/HASH, inside that repository's blobs folder. A file
+// that leads elsewhere is refused (TINYAI_ERR_OUT_OF_BOUNDS, naming it and
+// where it leads): a checkpoint never makes TinyAI read a file the user did
+// not give it. A file that does not exist passes (the open that follows
+// says so). *path is folder/name.
+TinyAIStatus ResolveInside(const std::string& folder, const std::string& name, const char* what, std::string* path) {
+  const std::string given = folder + "/" + name;
+  *path = given;
+  std::string root, real;
+  if (!RealPath(folder, &root)) {
+    return SetError(errno == ENOENT ? TINYAI_ERR_FILE_NOT_FOUND : TINYAI_ERR_IO, "'%s': cannot resolve the "
+                    "checkpoint's folder: %s", folder.c_str(), std::strerror(errno));
+  }
+  if (!RealPath(given, &real)) {
+    if (errno == ENOENT || errno == ENOTDIR) return TINYAI_OK;
+    return SetError(TINYAI_ERR_IO, "'%s': cannot resolve %s: %s", given.c_str(), what, std::strerror(errno));
+  }
+  if (Under(real, root)) return TINYAI_OK;
+  const std::string parent = Folder(root);
+  std::string blobs;
+  if (BaseName(parent) == "snapshots" && RealPath(Folder(parent) + "/blobs", &blobs) && Under(real, blobs)) {
+    return TINYAI_OK;
+  }
+  return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': %s '%s' leads to '%s', outside the checkpoint's folder '%s': "
+                  "TinyAI reads only the checkpoint's own files (a symbolic link out of its folder is refused)",
+                  folder.c_str(), what, Printable(name).c_str(), real.c_str(), root.c_str());
+}
+
 // One weights file, mapped and parsed.
 struct Shard {
   std::string name;  // as the index names it (the file's name)
@@ -94,9 +144,11 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
   if (IsDirectory(in)) {
     *folder = in;
     if (Exists(in + "/model.safetensors.index.json")) {
-      index = in + "/model.safetensors.index.json";
+      TINYAI_RETURN_IF_ERROR(ResolveInside(in, "model.safetensors.index.json", "the index", &index));
     } else if (Exists(in + "/model.safetensors")) {
-      TINYAI_RETURN_IF_ERROR(OpenShard(in + "/model.safetensors", "model.safetensors", w));
+      std::string path;
+      TINYAI_RETURN_IF_ERROR(ResolveInside(in, "model.safetensors", "the weights", &path));
+      TINYAI_RETURN_IF_ERROR(OpenShard(path, "model.safetensors", w));
     } else {
       return SetError(TINYAI_ERR_FILE_NOT_FOUND, "'%s' holds neither model.safetensors nor "
                       "model.safetensors.index.json", in.c_str());
@@ -132,7 +184,11 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
       wanted[it.key()] = file;
       files[file] = true;
     }
-    for (const auto& f : files) TINYAI_RETURN_IF_ERROR(OpenShard(*folder + "/" + f.first, f.first, w));
+    for (const auto& f : files) {
+      std::string path;
+      TINYAI_RETURN_IF_ERROR(ResolveInside(*folder, f.first, "the shard", &path));
+      TINYAI_RETURN_IF_ERROR(OpenShard(path, f.first, w));
+    }
     for (const auto& shard : w->shards) {
       for (const safetensors::Tensor& t : shard->file.tensors) {
         auto it = wanted.find(t.name);
@@ -424,8 +480,12 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   Weights weights;
   TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &index, &weights));
   for (const auto& shard : weights.shards) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, shard->path.c_str()));
-  const std::string config_path = folder + "/config.json", tokenizer_path = folder + "/tokenizer.model";
-  for (const std::string& p : {config_path, tokenizer_path, index}) {
+  std::string config_path, tokenizer_path, tokenizer_config_path;
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "config.json", "the configuration", &config_path));
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer.model", "the tokenizer", &tokenizer_path));
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer_config.json", "the tokenizer's configuration",
+                                       &tokenizer_config_path));
+  for (const std::string& p : {config_path, tokenizer_path, tokenizer_config_path, index}) {
     if (!p.empty()) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, p.c_str()));
   }
   Config config;

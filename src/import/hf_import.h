@@ -42,8 +42,12 @@ bool SentencePieceAvailable();
 // tokenizer reproduces - its byte pieces at ids 3..258, and its encoding of
 // a set of probe texts equal to SentencePiece's own (a unigram model, or
 // one that normalizes the text, is refused) - and agree with vocab_size and
-// the embedding. Everything streams: the peak RSS is a tensor's rows at
-// most, not the model.
+// the embedding. Every file the importer picks from the folder (the shards
+// the index names, model.safetensors, the index, config.json,
+// tokenizer.model, tokenizer_config.json) must resolve inside it, symbolic
+// links followed (in the Hugging Face hub's cache, snapshots/REV's links
+// into the repository's blobs/ folder are followed too). Everything
+// streams: the peak RSS is a tensor's rows at most, not the model.
 //
 // Errors, before anything is written: TINYAI_ERR_INVALID_ARGUMENT when
 // outPath is an input or options.matrix_dtype is not f32; the parsers'

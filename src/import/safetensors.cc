@@ -262,6 +262,17 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t available, uint64_t size, const
   }
   uint64_t n = 0;
   std::memcpy(&n, data, 8);
+  // The header "MUST begin with a {" (the format's specification): a file
+  // whose ninth byte is not one is not a safetensors file, and its first 8
+  // bytes are no header length to show.
+  if (size > 8 && available > 8 && data[8] != '{') {
+    return SetError(TINYAI_ERR_BAD_MAGIC, "'%s' is not a safetensors file: after its first 8 bytes (a header length) "
+                    "comes byte 0x%02x, not the '{' that starts a safetensors header", src,
+                    static_cast<unsigned>(data[8]));
+  }
+  if (size == 8 && n > 0) {
+    return SetError(TINYAI_ERR_TRUNCATED, "'%s': 8 bytes: a safetensors header length, and no header", src);
+  }
   if (n > kMaxHeaderBytes) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': a header of %llu bytes; TinyAI reads headers up to %llu bytes (as "
                     "the reference reader does)", src, static_cast<unsigned long long>(n),

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/half.h"
 #include "format/test_models.h"
@@ -367,7 +368,8 @@ TEST(SafetensorsParser, HeaderLengthAndJson) {
   ExpectParse(FileOf("{}", 0, 1000), TINYAI_ERR_TRUNCATED, "a header of 1000 bytes");
   ExpectParse(FileOf("{}", 0, 200ull << 20), TINYAI_ERR_UNSUPPORTED, "headers up to 104857600 bytes");
   ExpectParse(FileOf("{\"a\": {", 0), TINYAI_ERR_BAD_FORMAT, "not valid JSON");
-  ExpectParse(FileOf("[1, 2]", 0), TINYAI_ERR_BAD_FORMAT, "not a JSON object");
+  // A header "MUST begin with a {" (the specification): anything else is not a safetensors file.
+  ExpectParse(FileOf("[1, 2]", 0), TINYAI_ERR_BAD_MAGIC, "is not a safetensors file");
   std::string deep;
   for (int i = 0; i < 100; ++i) deep += "{\"x\":";
   deep += "1";
@@ -375,7 +377,8 @@ TEST(SafetensorsParser, HeaderLengthAndJson) {
   ExpectParse(FileOf(deep, 0), TINYAI_ERR_BAD_FORMAT, "tensor 'x' has an unknown field 'x'");
   std::string arrays(1000000, '[');  // a million levels stop at the first one out of place, having built nothing
   arrays += std::string(1000000, ']');
-  ExpectParse(FileOf(arrays, 0), TINYAI_ERR_BAD_FORMAT, "the header is an array, not a JSON object");
+  ExpectParse(FileOf(arrays, 0), TINYAI_ERR_BAD_MAGIC, "comes byte 0x5b, not the '{'");
+  ExpectParse(FileOf(" {}", 0), TINYAI_ERR_BAD_MAGIC, "is not a safetensors file");
   ExpectParse(FileOf("{\"a\": [[[[1]]]]}", 0), TINYAI_ERR_BAD_FORMAT, "tensor 'a' is an array, not an object");
   ExpectParse(FileOf("{\"__metadata__\": {\"k\": 1}}", 0), TINYAI_ERR_BAD_FORMAT, "__metadata__ 'k' is an integer");
 }
@@ -570,6 +573,75 @@ TEST_F(HfBad, Tensors) {
            (*e)[0].data = [] { return std::vector<uint8_t>(300 * 32 * 4); };
          }),
          TINYAI_ERR_BAD_FORMAT, "the vocabulary has 260 tokens but 'model.embed_tokens.weight' has 300 rows");
+}
+
+// A file the importer picks from the checkpoint's folder (a shard the index
+// names, config.json, tokenizer.model, model.safetensors) that is a link out
+// of the folder is refused, naming it and where it leads, before anything
+// is read from it; links inside the folder, and the Hugging Face hub
+// cache's links from snapshots/REV to blobs/, are followed. A shard that is
+// not a safetensors file says so, instead of showing its first 8 bytes as a
+// header length.
+TEST_F(HfBad, FilesResolveInsideTheCheckpointsFolder) {
+  tt::HfOptions sharded;
+  sharded.shards = 2;
+  const std::string shard = "model-00002-of-00002.safetensors";
+  // A shard moved out of the folder and linked back: a valid file, which the
+  // importer would otherwise read.
+  std::string folder = Checkpoint(sharded);
+  const std::string outside = dir_.File("outside.safetensors");
+  ASSERT_EQ(std::rename((folder + "/" + shard).c_str(), outside.c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (folder + "/" + shard).c_str()), 0);
+  Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, "the shard '" + shard + "' leads to '");
+  EXPECT_NE(std::string(tt::LastMessage()).find("outside.safetensors', outside the checkpoint's folder"),
+            std::string::npos)
+      << tt::LastMessage();
+  // The same through a relative link and through a link to a folder outside.
+  folder = Checkpoint(sharded);
+  ASSERT_EQ(std::remove((folder + "/" + shard).c_str()), 0);
+  ASSERT_EQ(::symlink("../outside.safetensors", (folder + "/" + shard).c_str()), 0);
+  Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, "outside the checkpoint's folder");
+  // Any file: a text file is never read either.
+  const std::string secret = dir_.File("secret.txt");
+  WriteText(secret, "root:x:0:0:root:/root:/bin/bash\n");
+  folder = Checkpoint(sharded);
+  ASSERT_EQ(std::remove((folder + "/" + shard).c_str()), 0);
+  ASSERT_EQ(::symlink(secret.c_str(), (folder + "/" + shard).c_str()), 0);
+  Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, "secret.txt', outside the checkpoint's folder");
+  // The same text as a shard inside the folder: not a safetensors file.
+  folder = Checkpoint(sharded);
+  WriteText(folder + "/" + shard, "root:x:0:0:root:/root:/bin/bash\n");
+  Expect(folder, TINYAI_ERR_BAD_MAGIC, "is not a safetensors file");
+  // config.json, tokenizer.model and a lone model.safetensors too.
+  for (const char* name : {"config.json", "tokenizer.model", "model.safetensors"}) {
+    SCOPED_TRACE(name);
+    folder = Checkpoint();
+    const std::string moved = dir_.File(std::string("moved-") + name);
+    ASSERT_EQ(std::rename((folder + "/" + name).c_str(), moved.c_str()), 0);
+    ASSERT_EQ(::symlink(moved.c_str(), (folder + "/" + name).c_str()), 0);
+    Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, std::string("'") + name + "' leads to '" + moved);
+  }
+  // A link inside the folder is followed.
+  folder = Checkpoint(sharded);
+  ::mkdir((folder + "/sub").c_str(), 0755);
+  ASSERT_EQ(std::rename((folder + "/" + shard).c_str(), (folder + "/sub/real.safetensors").c_str()), 0);
+  ASSERT_EQ(::symlink("sub/real.safetensors", (folder + "/" + shard).c_str()), 0);
+  EXPECT_EQ(Convert(folder, dir_.File("inside.tmai")), TINYAI_OK) << tt::LastMessage();
+  // The Hugging Face hub's cache: models--ORG--NAME/snapshots/REV/FILE -> ../../blobs/HASH.
+  Folder(dir_, "models--test--tiny");
+  const std::string blobs = Folder(dir_, "models--test--tiny/blobs");
+  Folder(dir_, "models--test--tiny/snapshots");
+  const std::string snapshot = Folder(dir_, "models--test--tiny/snapshots/0123abc");
+  std::string error;
+  ASSERT_TRUE(tt::WriteHfCheckpoint(source_, sharded, blobs, &error)) << error;
+  int hash = 0;
+  for (const char* name : {"config.json", "tokenizer.model", "model.safetensors.index.json",
+                           "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    const std::string blob = "blob" + std::to_string(++hash);
+    ASSERT_EQ(std::rename((blobs + "/" + name).c_str(), (blobs + "/" + blob).c_str()), 0);
+    ASSERT_EQ(::symlink(("../../blobs/" + blob).c_str(), (snapshot + "/" + name).c_str()), 0);
+  }
+  EXPECT_EQ(Convert(snapshot, dir_.File("cache.tmai")), TINYAI_OK) << tt::LastMessage();
 }
 
 TEST_F(HfBad, FilesAndShards) {
