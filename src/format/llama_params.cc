@@ -53,6 +53,13 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': norm_eps %g or rope_theta %g is out of range", r.source(),
                     static_cast<double>(norm_eps), static_cast<double>(rope_theta));
   }
+  if (r.FindMeta(llama_key::kRopeLinearFactor)) {
+    TINYAI_RETURN_IF_ERROR(r.GetFloat(llama_key::kRopeLinearFactor, &rope_linear_factor));
+  }
+  if (!RopeLinearFactorInRange(rope_linear_factor)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %s %g is outside what the runtime runs (1/65536 .. 65536)",
+                    r.source(), llama_key::kRopeLinearFactor, static_cast<double>(rope_linear_factor));
+  }
   if (dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0) {
     return SetError(TINYAI_ERR_BAD_FORMAT,
                     "'%s': dim %d, heads %d, kv_heads %d do not divide into even-sized heads", r.source(), dim,

@@ -123,10 +123,13 @@ void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::strin
   w->AddMetaInt(llama_key::kSharedClassifier, s.shared_classifier ? 1 : 0);
   w->AddMetaFloat(llama_key::kNormEps, s.norm_eps);
   w->AddMetaFloat(llama_key::kRopeTheta, s.rope_theta);
+  // Written only when it scales: a model without it runs unscaled (and the
+  // files of every other model stay as they were).
+  if (s.rope_linear_factor != 1.0f) w->AddMetaFloat(llama_key::kRopeLinearFactor, s.rope_linear_factor);
 }
 
 void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores,
-                          int64_t bos, int64_t eos) {
+                          int64_t bos, int64_t eos, bool add_bos, bool add_eos) {
   size_t max_len = 0;
   for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
   w->AddMetaString("tokenizer.model", "llama2c-bpe");
@@ -135,6 +138,9 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
   w->AddMetaInt("tokenizer.bos_id", bos);
   w->AddMetaInt("tokenizer.eos_id", eos);
   w->AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
+  // The defaults (BOS added, EOS not) are not written.
+  if (!add_bos) w->AddMetaInt("tokenizer.add_bos", 0);
+  if (add_eos) w->AddMetaInt("tokenizer.add_eos", 1);
 }
 
 TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
@@ -212,6 +218,10 @@ TinyAIStatus CheckShape(const LlamaHyperParams& s, bool synthetic) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "norm_eps %g or rope_theta %g is outside what the runtime runs "
                     "(0 < norm_eps < 1, rope_theta > 1 and finite)", static_cast<double>(s.norm_eps),
                     static_cast<double>(s.rope_theta));
+  }
+  if (!RopeLinearFactorInRange(s.rope_linear_factor)) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "a linear RoPE scaling factor of %g is outside what the runtime runs "
+                    "(1/65536 .. 65536)", static_cast<double>(s.rope_linear_factor));
   }
   if (s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 || s.heads % s.kv_heads != 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,

@@ -35,6 +35,8 @@ constexpr size_t kMaxConfigValues = 1u << 14;
 constexpr size_t kMaxIndexBytes = 16u << 20;  // the index: about 1 KB per 10 tensors
 constexpr size_t kMaxIndexValues = 1u << 18;  // two a tensor: a 4,096-layer LLaMA has about 37,000
 constexpr uint64_t kMaxTokenizerBytes = 64u << 20;  // LLaMA's tokenizer.model: 0.5 MB
+constexpr size_t kMaxTokenizerConfigBytes = 16u << 20;  // tokenizer_config.json: a few KB (a chat template)
+constexpr size_t kMaxTokenizerConfigValues = 1u << 18;
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -229,6 +231,41 @@ struct Config {
   std::string name;
 };
 
+// config.json's rope_scaling, as transformers reads it
+// (modeling_rope_utils.py): null or absent, or rope_type (older files:
+// type) "default", is no scaling; "linear" divides positions by its factor
+// (LlamaLinearScalingRotaryEmbedding), which the runtime computes
+// (llama.rope_linear_factor); the other types (dynamic, yarn, longrope,
+// llama3) change the frequencies themselves: refused by name.
+TinyAIStatus ReadRopeScaling(const nlohmann::json& j, const std::string& path, float* factor) {
+  *factor = 1.0f;
+  auto scaling = j.find("rope_scaling");
+  if (scaling == j.end() || scaling->is_null()) return TINYAI_OK;
+  if (!scaling->is_object()) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling is %s, not an object or null", path.c_str(),
+                    JsonKind(*scaling));
+  }
+  std::string type;
+  bool found = false;
+  TINYAI_RETURN_IF_ERROR(JsonString(*scaling, "rope_type", path, &type, &found));
+  if (!found) TINYAI_RETURN_IF_ERROR(JsonString(*scaling, "type", path, &type, &found));
+  if (!found) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling has no rope_type", path.c_str());
+  if (type == "default") return TINYAI_OK;
+  if (type != "linear") {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope_scaling '%s' changes the rotary frequencies themselves; "
+                    "TinyAI runs linear rope scaling or none", path.c_str(), Printable(type).c_str());
+  }
+  float value = 0.0f;
+  TINYAI_RETURN_IF_ERROR(JsonFloat(*scaling, "factor", path, &value, nullptr));
+  if (!RopeLinearFactorInRange(value)) {
+    return SetError(value > 0.0f ? TINYAI_ERR_UNSUPPORTED : TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling's factor is "
+                    "%g; the runtime runs linear rope scaling factors of 1/65536 .. 65536", path.c_str(),
+                    static_cast<double>(value));
+  }
+  *factor = value;
+  return TINYAI_OK;
+}
+
 TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   nlohmann::json j;
   TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxConfigBytes, kMaxConfigValues, &j));
@@ -287,10 +324,15 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
     TINYAI_RETURN_IF_ERROR(JsonBool(j, key, path, &bias, &found));
     if (bias) return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is true; TinyAI's LLaMA has no biases", path.c_str(), key);
   }
-  auto scaling = j.find("rope_scaling");
-  if (scaling != j.end() && !scaling->is_null()) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope_scaling is set; TinyAI runs unscaled rotary embeddings",
-                    path.c_str());
+  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(j, path, &s.rope_linear_factor));
+  // A quantized checkpoint (bitsandbytes, GPTQ, AWQ, ...) stores other
+  // tensors under other names; refused by name before its tensors are.
+  auto quantized = j.find("quantization_config");
+  if (quantized != j.end() && !quantized->is_null()) {
+    std::string method = "?";
+    if (quantized->is_object()) TINYAI_RETURN_IF_ERROR(JsonString(*quantized, "quant_method", path, &method, &found));
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': quantization_config is set (quant_method '%s'): a quantized "
+                    "checkpoint; TinyAI imports F32, F16 and BF16 weights", path.c_str(), Printable(method).c_str());
   }
   if (s.heads > 0 && s.dim % s.heads == 0) {
     TINYAI_RETURN_IF_ERROR(JsonUint(j, "head_dim", INT32_MAX, path, &v, &found));
@@ -405,6 +447,34 @@ TinyAIStatus ReadTokenizer(const std::string& path, Vocabulary* v) {
 #endif
 }
 
+// tokenizer_config.json, when the checkpoint has one: whether a text starts
+// with BOS and ends with EOS (add_bos_token, add_eos_token; transformers'
+// LlamaTokenizer defaults, BOS yes and EOS no, without the file or a key),
+// recorded for the runtime to follow; add_prefix_space false (no dummy
+// prefix, which TinyAI's tokenizer always adds) is refused.
+TinyAIStatus ReadTokenizerConfig(const std::string& path, bool* add_bos, bool* add_eos) {
+  if (!Exists(path)) return TINYAI_OK;
+  nlohmann::json j;
+  TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxTokenizerConfigBytes, kMaxTokenizerConfigValues, &j));
+  if (!j.is_object()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' is %s, not a JSON object", path.c_str(), JsonKind(j));
+  struct Flag {
+    const char* key;
+    bool* out;
+  };
+  bool prefix = true;
+  for (const Flag& f : {Flag{"add_bos_token", add_bos}, Flag{"add_eos_token", add_eos}, Flag{"add_prefix_space", &prefix}}) {
+    auto it = j.find(f.key);
+    if (it == j.end() || it->is_null()) continue;  // null: the tokenizer's default
+    bool found = false;
+    TINYAI_RETURN_IF_ERROR(JsonBool(j, f.key, path, f.out, &found));
+  }
+  if (!prefix) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': add_prefix_space is false; TinyAI's tokenizer always adds the "
+                    "dummy-prefix space (as LLaMA's SentencePiece model does)", path.c_str());
+  }
+  return TINYAI_OK;
+}
+
 // A tensor TinyAI reads, where it is and what it becomes.
 struct Planned {
   std::string tmai;
@@ -507,6 +577,8 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
                     static_cast<unsigned long long>(config.has_bos ? config.bos : vocab.bos),
                     static_cast<unsigned long long>(config.has_eos ? config.eos : vocab.eos));
   }
+  bool add_bos = true, add_eos = false;
+  TINYAI_RETURN_IF_ERROR(ReadTokenizerConfig(tokenizer_config_path, &add_bos, &add_eos));
 
   // The tensors, checked against the shape.
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
@@ -582,7 +654,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   std::string name = options.name;
   if (name.empty()) name = config.name.empty() ? BaseName(folder == "." ? std::string(inPath) : folder) : config.name;
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "safetensors", BaseName(inPath).c_str());
-  AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos);
+  AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos, add_bos, add_eos);
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {
       if (p.tmai == n) return p.dtype;

@@ -515,8 +515,8 @@ TEST_F(HfBad, Config) {
          "'num_hidden_layers' is a string");
   Expect(WithConfig("\"num_hidden_layers\": 1", "\"num_hidden_layers\": -1"), TINYAI_ERR_BAD_FORMAT,
          "'num_hidden_layers' is a negative integer");
-  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}"),
-         TINYAI_ERR_UNSUPPORTED, "rope_scaling is set");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}"),
+         TINYAI_ERR_UNSUPPORTED, "rope_scaling 'llama3' changes the rotary frequencies");
   Expect(WithConfig("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\""), TINYAI_ERR_UNSUPPORTED, "hidden_act 'gelu'");
   Expect(WithConfig("\"rope_theta\": 10000", "\"rope_theta\": 0.5"), TINYAI_ERR_BAD_FORMAT,
          "rope_theta 0.5 is outside what the runtime runs");
@@ -698,6 +698,101 @@ TEST_F(HfBad, FilesAndShards) {
     big.seekp((65 << 20) - 1);
     big.put('\0'); }
   Expect(folder, TINYAI_ERR_UNSUPPORTED, "TinyAI reads tokenizer models up to 67108864 bytes");
+}
+
+// ---- Metadata that changes the numbers: honoured, or refused by name -------
+
+bool MetaFloat(const std::string& path, const char* key, float* out) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  EXPECT_NE(m, nullptr) << tt::LastMessage();
+  const bool found = m != nullptr && tinyaiGetMetadataFloat(m, key, out) == TINYAI_OK;
+  tinyaiCloseMappedModel(m);
+  return found;
+}
+bool MetaInt(const std::string& path, const char* key, int64_t* out) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  EXPECT_NE(m, nullptr) << tt::LastMessage();
+  const bool found = m != nullptr && tinyaiGetMetadataInt(m, key, out) == TINYAI_OK;
+  tinyaiCloseMappedModel(m);
+  return found;
+}
+
+// config.json's linear rope_scaling is recorded and computed (the logits
+// are the double-precision reference's with that factor); "default" is no
+// scaling; the other types, a scaling without a type and a quantized
+// checkpoint are refused by name.
+TEST_F(HfBad, RopeScalingIsHonouredOrRefusedByName) {
+  const char* text = "abcde";  // 7 tokens at most: the context holds 8
+  for (const char* scaling : {"{\"rope_type\": \"linear\", \"factor\": 4.0}", "{\"type\": \"linear\", \"factor\": 4}"}) {
+    SCOPED_TRACE(scaling);
+    const std::string out = dir_.File("scaled.tmai");
+    ASSERT_EQ(Convert(WithConfig("\"rope_scaling\": null", std::string("\"rope_scaling\": ") + scaling), out), TINYAI_OK)
+        << tt::LastMessage();
+    float factor = 0.0f;
+    EXPECT_TRUE(MetaFloat(out, "llama.rope_linear_factor", &factor));
+    EXPECT_EQ(factor, 4.0f);
+    tt::LlamaSource back;
+    std::string error;
+    ASSERT_TRUE(tt::LoadTmai(out, &back, &error)) << error;
+    ASSERT_EQ(back.params.rope_linear_factor, 4.0f);
+    const std::vector<int32_t> tokens = tt::TokensOf(out, text, true);
+    ASSERT_GE(tokens.size(), 4u);
+    const std::vector<double> scaled = tt::ReferenceLogits(back, tokens);
+    back.params.rope_linear_factor = 1.0f;
+    const std::vector<double> unscaled = tt::ReferenceLogits(back, tokens);
+    const std::vector<float> logits = LogitsOf(out, text);
+    EXPECT_LT(tt::MaxDifference(logits, scaled), 2e-4);
+    EXPECT_GT(tt::MaxDifference(logits, unscaled), 1e-2);
+  }
+  const std::string out = dir_.File("default.tmai");
+  ASSERT_EQ(Convert(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"default\"}"), out),
+            TINYAI_OK)
+      << tt::LastMessage();
+  float factor = 0.0f;
+  EXPECT_FALSE(MetaFloat(out, "llama.rope_linear_factor", &factor));
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}"),
+         TINYAI_ERR_UNSUPPORTED, "rope_scaling 'dynamic' changes the rotary frequencies");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"factor\": 2.0}"), TINYAI_ERR_BAD_FORMAT,
+         "rope_scaling has no rope_type");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 0}"),
+         TINYAI_ERR_BAD_FORMAT, "rope_scaling's factor is 0");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": 2"), TINYAI_ERR_BAD_FORMAT,
+         "rope_scaling is an integer, not an object or null");
+  Expect(WithConfig("\"rope_scaling\": null", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4}"),
+         TINYAI_ERR_UNSUPPORTED, "quantization_config is set (quant_method 'gptq')");
+}
+
+// tokenizer_config.json's add_bos_token / add_eos_token are recorded and
+// followed (transformers' defaults without them: BOS yes, EOS no);
+// add_prefix_space false is refused.
+TEST_F(HfBad, TokenizerConfigSaysWhetherTextsStartWithBos) {
+  struct Case {
+    const char* config;
+    bool bos, eos;
+  };
+  for (const Case& c : {Case{"{\"add_bos_token\": false, \"add_eos_token\": true}", false, true},
+                        Case{"{\"add_bos_token\": null, \"tokenizer_class\": \"LlamaTokenizer\"}", true, false},
+                        Case{"{\"add_bos_token\": true, \"add_eos_token\": false}", true, false}}) {
+    SCOPED_TRACE(c.config);
+    const std::string folder = Checkpoint(), out = dir_.File("tok.tmai");
+    WriteText(folder + "/tokenizer_config.json", c.config);
+    ASSERT_EQ(Convert(folder, out), TINYAI_OK) << tt::LastMessage();
+    int64_t add = -1;
+    EXPECT_EQ(MetaInt(out, "tokenizer.add_bos", &add), !c.bos);
+    EXPECT_EQ(MetaInt(out, "tokenizer.add_eos", &add), c.eos);
+    const std::vector<int32_t> text = tt::TokensOf(out, "ab cd", false), special = tt::TokensOf(out, "ab cd", true);
+    ASSERT_FALSE(text.empty());
+    std::vector<int32_t> want = text;
+    if (c.bos) want.insert(want.begin(), source_.bos);
+    if (c.eos) want.push_back(source_.eos);
+    EXPECT_EQ(special, want);
+  }
+  std::string folder = Checkpoint();
+  WriteText(folder + "/tokenizer_config.json", "{\"add_prefix_space\": false}");
+  Expect(folder, TINYAI_ERR_UNSUPPORTED, "add_prefix_space is false");
+  folder = Checkpoint();
+  WriteText(folder + "/tokenizer_config.json", "{\"add_bos_token\": \"yes\"}");
+  Expect(folder, TINYAI_ERR_BAD_FORMAT, "'add_bos_token' is a string, not true or false");
 }
 
 }  // namespace
