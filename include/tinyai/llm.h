@@ -228,7 +228,10 @@ TINYAI_API TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, 
                                                 TinyAIMemoryReport* out);
 
 /* Encodes text (SentencePiece-style BPE with byte fallback and a dummy-prefix
- * space), preceded by BOS when addBos. Writes up to capacity ids and sets
+ * space). addBos != 0 adds the special tokens the model adds to a text, as
+ * llama.cpp's add_special: BOS first (unless the model's tokenizer.add_bos
+ * is 0) and EOS last (when its tokenizer.add_eos is 1); addBos = 0 gives the
+ * text's tokens alone. Writes up to capacity ids and sets
  * *count to the number the text needs, so a first call with capacity 0 sizes
  * the buffer; TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
 TINYAI_API TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,

@@ -305,7 +305,10 @@ TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBo
                     static_cast<void*>(tokens));
   }
   size_t needed = 0;
-  TinyAIStatus s = llm->model().tokenizer().Encode(text, addBos != 0, false, tokens, static_cast<size_t>(capacity), &needed);
+  // addBos: the special tokens the model adds to a text (tokenizer.add_bos, add_eos), as llama.cpp's add_special.
+  const tinyai::Tokenizer& tok = llm->model().tokenizer();
+  TinyAIStatus s = tok.Encode(text, addBos != 0 && tok.add_bos(), addBos != 0 && tok.add_eos(), tokens,
+                              static_cast<size_t>(capacity), &needed);
   if (needed > INT32_MAX) return SetError(TINYAI_ERR_OVERFLOW, "tinyaiLLMTokenize: %zu tokens overflow int32", needed);
   *count = static_cast<int32_t>(needed);
   return s;

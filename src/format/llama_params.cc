@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/tmai_reader.h"
@@ -39,8 +40,8 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
   TINYAI_RETURN_IF_ERROR(r.GetString("general.architecture", &arch));
   const size_t n = sizeof llama_key::kArchitecture - 1;
   if (arch.size != n || std::memcmp(arch.data, llama_key::kArchitecture, n) != 0) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not supported (expected 'llama')",
-                    r.source(), static_cast<int>(arch.size), arch.data);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s' is not supported (expected 'llama')",
+                    r.source(), Printable(arch).c_str());
   }
   for (const LlamaDimField& f : kLlamaDims) TINYAI_RETURN_IF_ERROR(ReadDim(r, f.key, f.min, f.max, &(this->*f.field)));
   int32_t shared = 1;
@@ -51,6 +52,13 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
   if (!limits::NormEpsInRange(norm_eps) || !limits::RopeThetaInRange(rope_theta)) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': norm_eps %g or rope_theta %g is out of range", r.source(),
                     static_cast<double>(norm_eps), static_cast<double>(rope_theta));
+  }
+  if (r.FindMeta(llama_key::kRopeLinearFactor)) {
+    TINYAI_RETURN_IF_ERROR(r.GetFloat(llama_key::kRopeLinearFactor, &rope_linear_factor));
+  }
+  if (!RopeLinearFactorInRange(rope_linear_factor)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %s %g is outside what the runtime runs (1/65536 .. 65536)",
+                    r.source(), llama_key::kRopeLinearFactor, static_cast<double>(rope_linear_factor));
   }
   if (dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0) {
     return SetError(TINYAI_ERR_BAD_FORMAT,

@@ -26,7 +26,15 @@ constexpr const char kSeqLen[] = "llama.seq_len";
 constexpr const char kSharedClassifier[] = "llama.shared_classifier";
 constexpr const char kNormEps[] = "llama.norm_eps";      // optional, default 1e-5
 constexpr const char kRopeTheta[] = "llama.rope_theta";  // optional, default 10000
+// Linear RoPE scaling (position interpolation): each rotary angle is
+// position * frequency / factor, as llama.cpp's rope_freq_scale = 1 / factor.
+// Optional, default 1 (no scaling); written only when it is not 1.
+constexpr const char kRopeLinearFactor[] = "llama.rope_linear_factor";
 }  // namespace llama_key
+
+// The linear RoPE factors the runtime runs: 1/65536 .. 65536 (real models
+// use 2 .. 32; beyond the range an angle, or its reciprocal, leaves float).
+inline bool RopeLinearFactorInRange(float v) { return v >= 1.0f / 65536.0f && v <= 65536.0f; }
 
 struct LlamaHyperParams {
   int32_t dim = 0;
@@ -38,6 +46,7 @@ struct LlamaHyperParams {
   int32_t seq_len = 0;
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
+  float rope_linear_factor = 1.0f;  // llama_key::kRopeLinearFactor: positions are divided by it
   bool shared_classifier = true;  // the classifier is the token embedding
 
   int32_t head_size() const { return heads > 0 ? dim / heads : 0; }
@@ -45,8 +54,9 @@ struct LlamaHyperParams {
 
   // Reads and checks the "llama.*" metadata of a model whose
   // general.architecture is "llama": TINYAI_ERR_BAD_FORMAT names a value
-  // outside what the runtime runs (format/limits.h) or heads that do not
-  // divide dim evenly; TINYAI_ERR_UNSUPPORTED another architecture.
+  // outside what the runtime runs (format/limits.h, RopeLinearFactorInRange)
+  // or heads that do not divide dim evenly; TINYAI_ERR_UNSUPPORTED another
+  // architecture.
   TinyAIStatus Load(const TmaiReader& reader);
 };
 

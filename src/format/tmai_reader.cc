@@ -6,6 +6,7 @@
 #include "common/checked_math.h"
 #include "common/crc32c.h"
 #include "common/groups.h"
+#include "common/printable.h"
 #include "format/zstd_frames.h"
 #include "tinyai/types.h"
 
@@ -257,16 +258,15 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
     remaining -= 3u + key_len;
     const bool tokenizer = StartsWith(e.key, "tokenizer.");
     const TinyAIStatus overrun = tokenizer ? TINYAI_ERR_BAD_TOKENIZER : TINYAI_ERR_OUT_OF_BOUNDS;
-    const int kl = static_cast<int>(key_len);
     switch (e.type) {
       case tmai::kMetaInt:
-        if (remaining < 8) return SetError(overrun, "'%s': metadata '%.*s' is truncated", src, kl, e.key.data);
+        if (remaining < 8) return SetError(overrun, "'%s': metadata '%s' is truncated", src, Printable(e.key).c_str());
         std::memcpy(&e.int_value, p, 8);
         p += 8;
         remaining -= 8;
         break;
       case tmai::kMetaFloat:
-        if (remaining < 4) return SetError(overrun, "'%s': metadata '%.*s' is truncated", src, kl, e.key.data);
+        if (remaining < 4) return SetError(overrun, "'%s': metadata '%s' is truncated", src, Printable(e.key).c_str());
         std::memcpy(&e.float_value, p, 4);
         p += 4;
         remaining -= 4;
@@ -274,7 +274,7 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
       case tmai::kMetaString:
       case tmai::kMetaFloatArray:
       case tmai::kMetaStringArray: {
-        if (remaining < 4) return SetError(overrun, "'%s': metadata '%.*s' is truncated", src, kl, e.key.data);
+        if (remaining < 4) return SetError(overrun, "'%s': metadata '%s' is truncated", src, Printable(e.key).c_str());
         e.count = ReadU32(p);
         p += 4;
         remaining -= 4;
@@ -288,22 +288,22 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
           // Walk the strings: each a uint32 length then the bytes.
           for (uint32_t s = 0; s < e.count; ++s) {
             if (remaining - bytes < 4) {
-              return SetError(overrun, "'%s': metadata '%.*s': string %u of %u runs past the section",
-                              src, kl, e.key.data, s, e.count);
+              return SetError(overrun, "'%s': metadata '%s': string %u of %u runs past the section",
+                              src, Printable(e.key).c_str(), s, e.count);
             }
             uint32_t len = ReadU32(p + bytes);
             if (len > remaining - bytes - 4) {
               return SetError(overrun,
-                              "'%s': metadata '%.*s': string %u claims %u bytes but only %llu remain",
-                              src, kl, e.key.data, s, len,
+                              "'%s': metadata '%s': string %u claims %u bytes but only %llu remain",
+                              src, Printable(e.key).c_str(), s, len,
                               static_cast<unsigned long long>(remaining - bytes - 4));
             }
             bytes += 4 + uint64_t{len};
           }
         }
         if (bytes > remaining) {
-          return SetError(overrun, "'%s': metadata '%.*s' claims %llu bytes but only %llu remain", src, kl,
-                          e.key.data, static_cast<unsigned long long>(bytes),
+          return SetError(overrun, "'%s': metadata '%s' claims %llu bytes but only %llu remain", src,
+                          Printable(e.key).c_str(), static_cast<unsigned long long>(bytes),
                           static_cast<unsigned long long>(remaining));
         }
         p += bytes;
@@ -311,12 +311,12 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
         break;
       }
       default:
-        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata '%.*s' has unknown type %u", src, kl,
-                        e.key.data, e.type);
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata '%s' has unknown type %u", src,
+                        Printable(e.key).c_str(), e.type);
     }
     for (uint32_t j = 0; j < i; ++j) {
       if (meta_[j].key.size == e.key.size && std::memcmp(meta_[j].key.data, e.key.data, e.key.size) == 0) {
-        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata key '%.*s' appears twice", src, kl, e.key.data);
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': metadata key '%s' appears twice", src, Printable(e.key).c_str());
       }
     }
   }

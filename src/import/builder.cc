@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/groups.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/llama_params.h"
@@ -103,7 +104,7 @@ TinyAIStatus CheckBytePieces(const char* source, const std::vector<std::string>&
     if (id >= pieces.size() || pieces[id] != want) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': token %zu is '%s', not the byte piece '%s': TinyAI's tokenizer "
                       "needs the 256 byte pieces <0x00>..<0xFF> at ids 3..258 (LLaMA's SentencePiece layout)",
-                      source, id, id < pieces.size() ? pieces[id].c_str() : "(none)", want.c_str());
+                      source, id, id < pieces.size() ? Printable(pieces[id]).c_str() : "(none)", want.c_str());
     }
   }
   return TINYAI_OK;
@@ -125,10 +126,13 @@ void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::strin
   w->AddMetaInt(llama_key::kSharedClassifier, s.shared_classifier ? 1 : 0);
   w->AddMetaFloat(llama_key::kNormEps, s.norm_eps);
   w->AddMetaFloat(llama_key::kRopeTheta, s.rope_theta);
+  // Written only when it scales: a model without it runs unscaled (and the
+  // files of every other model stay as they were).
+  if (s.rope_linear_factor != 1.0f) w->AddMetaFloat(llama_key::kRopeLinearFactor, s.rope_linear_factor);
 }
 
 void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores,
-                          int64_t bos, int64_t eos) {
+                          int64_t bos, int64_t eos, bool add_bos, bool add_eos) {
   size_t max_len = 0;
   for (const std::string& p : pieces) max_len = p.size() > max_len ? p.size() : max_len;
   w->AddMetaString("tokenizer.model", "llama2c-bpe");
@@ -137,6 +141,9 @@ void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces,
   w->AddMetaInt("tokenizer.bos_id", bos);
   w->AddMetaInt("tokenizer.eos_id", eos);
   w->AddMetaInt("tokenizer.max_token_length", static_cast<int64_t>(max_len));
+  // The defaults (BOS added, EOS not) are not written.
+  if (!add_bos) w->AddMetaInt("tokenizer.add_bos", 0);
+  if (add_eos) w->AddMetaInt("tokenizer.add_eos", 1);
 }
 
 TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
@@ -214,6 +221,10 @@ TinyAIStatus CheckShape(const LlamaHyperParams& s, bool synthetic) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "norm_eps %g or rope_theta %g is outside what the runtime runs "
                     "(0 < norm_eps < 1, rope_theta > 1 and finite)", static_cast<double>(s.norm_eps),
                     static_cast<double>(s.rope_theta));
+  }
+  if (!RopeLinearFactorInRange(s.rope_linear_factor)) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "a linear RoPE scaling factor of %g is outside what the runtime runs "
+                    "(1/65536 .. 65536)", static_cast<double>(s.rope_linear_factor));
   }
   if (s.dim % s.heads != 0 || (s.dim / s.heads) % 2 != 0 || s.heads % s.kv_heads != 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,

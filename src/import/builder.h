@@ -95,9 +95,11 @@ void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* pat
 // the given architecture name;
 void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
                       const std::string& source_format, const char* source_path);
-// the tokenizer.* metadata (llama2c-bpe, BOS 1 and EOS 2 unless given);
+// the tokenizer.* metadata (llama2c-bpe, BOS 1 and EOS 2 unless given;
+// tokenizer.add_bos 0 when a text does not start with BOS, tokenizer.add_eos
+// 1 when it ends with EOS);
 void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores,
-                          int64_t bos = 1, int64_t eos = 2);
+                          int64_t bos = 1, int64_t eos = 2, bool add_bos = true, bool add_eos = false);
 // the layers and tensors, in the order their data is written: embedding; per
 // block attn_norm, q, k, v, o, ffn_norm, gate, up, down; output. q, k, v and
 // gate, up are adjacent so the runner reads each group as one matrix. reshape,

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/tmai_writer.h"
@@ -17,6 +18,11 @@ namespace {
 // ---- Dense networks ----
 
 constexpr uint64_t kMaxDenseWidth = limits::kMaxDenseWidth;  // floats per row of any layer's input or output
+
+// A name or word of the definition, quoted for a message and escaped
+// (common/printable.h): a NUL or a control byte in it neither cuts the
+// message nor garbles it.
+std::string Quoted(const std::string& s) { return "'" + std::string(Printable(s).c_str()) + "'"; }
 
 bool IsDenseActivation(const std::string& a) { return a == "none" || a == "relu" || a == "tanh"; }
 
@@ -42,7 +48,7 @@ DenseNameIndex IndexDenseNames(const DenseNetDef& def) {
 bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size_t l,
                        std::vector<int32_t>* producers, int32_t* in, std::string* why) {
   const DenseLayerDef& d = def.layers[l];
-  const std::string quoted = "'" + d.name + "'";
+  const std::string quoted = Quoted(d.name);
   if (d.name.empty()) {
     *why = "a layer needs a name";
     return false;
@@ -67,7 +73,7 @@ bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size
     return false;
   }
   if (!d.activation.empty() && !IsDenseActivation(d.activation)) {
-    *why = "layer " + quoted + ": unknown activation '" + d.activation + "' (none, relu or tanh)";
+    *why = "layer " + quoted + ": unknown activation " + Quoted(d.activation) + " (none, relu or tanh)";
     return false;
   }
   producers->clear();
@@ -83,11 +89,11 @@ bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size
       const auto it = index.find(n);
       if (it != index.end()) p = static_cast<int32_t>(it->second);
       if (p == -2) {
-        *why = "layer " + quoted + ": input '" + n + "' names no layer";
+        *why = "layer " + quoted + ": input " + Quoted(n) + " names no layer";
         return false;
       }
       if (static_cast<size_t>(p) >= l) {
-        *why = "layer " + quoted + ": input '" + n + "' is " +
+        *why = "layer " + quoted + ": input " + Quoted(n) + " is " +
                (static_cast<size_t>(p) == l ? std::string("the layer itself") : "a later layer (layer " + std::to_string(p) + ")") +
                "; a layer reads only the input and earlier layers";
         return false;
@@ -95,7 +101,7 @@ bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size
     }
     for (size_t k = 0; k < producers->size(); ++k) {
       if ((*producers)[k] == p) {
-        *why = "layer " + quoted + ": input '" + n + "' is named twice; each input at most once (to add a layer's "
+        *why = "layer " + quoted + ": input " + Quoted(n) + " is named twice; each input at most once (to add a layer's "
                "output twice, give it a layer of its own)";
         return false;
       }
@@ -110,8 +116,8 @@ bool ResolveDenseLayer(const DenseNetDef& def, const DenseNameIndex& index, size
       *in = width;
       first_input = n;
     } else if (width != *in) {
-      *why = "layer " + quoted + ": inputs of different widths: '" + first_input + "' is " + std::to_string(*in) +
-             " wide, '" + n + "' " + std::to_string(width);
+      *why = "layer " + quoted + ": inputs of different widths: " + Quoted(first_input) + " is " + std::to_string(*in) +
+             " wide, " + Quoted(n) + " " + std::to_string(width);
       return false;
     }
     producers->push_back(p);
@@ -206,16 +212,16 @@ TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out) {
       have_name = true;
     } else if (directive == "input" || directive == "seed") {
       bool& seen = directive == "input" ? have_input : have_seed;
-      if (seen) return fail("'" + directive + "' is given twice");
-      if (tokens.size() != 2) return fail("'" + directive + "' takes one number, got " + std::to_string(tokens.size() - 1) + " values");
+      if (seen) return fail(Quoted(directive) + " is given twice");
+      if (tokens.size() != 2) return fail(Quoted(directive) + " takes one number, got " + std::to_string(tokens.size() - 1) + " values");
       uint64_t v = 0;
       if (directive == "input") {
         if (!ParseDecimal(tokens[1], kMaxDenseWidth, &v) || v == 0) {
-          return fail("input '" + tokens[1] + "' is not a number in 1.." + std::to_string(kMaxDenseWidth));
+          return fail("input " + Quoted(tokens[1]) + " is not a number in 1.." + std::to_string(kMaxDenseWidth));
         }
         def.input_dim = static_cast<int32_t>(v);
       } else {
-        if (!ParseDecimal(tokens[1], UINT64_MAX, &v)) return fail("seed '" + tokens[1] + "' is not a number");
+        if (!ParseDecimal(tokens[1], UINT64_MAX, &v)) return fail("seed " + Quoted(tokens[1]) + " is not a number");
         def.seed = v;
       }
       seen = true;
@@ -229,26 +235,26 @@ TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out) {
       for (size_t t = 2; t < tokens.size(); ++t) {
         const std::string& item = tokens[t];
         size_t eq = item.find('=');
-        if (eq == std::string::npos) return fail("layer '" + d.name + "': '" + item + "' is not key=value");
+        if (eq == std::string::npos) return fail("layer " + Quoted(d.name) + ": " + Quoted(item) + " is not key=value");
         const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
         bool* seen = key == "out" ? &have_out : key == "act" ? &have_act : key == "bias" ? &have_bias
                    : key == "inputs" ? &have_inputs : nullptr;
-        if (!seen) return fail("layer '" + d.name + "': unknown key '" + key + "' (out, act, inputs, bias)");
-        if (*seen) return fail("layer '" + d.name + "': '" + key + "' is given twice");
+        if (!seen) return fail("layer " + Quoted(d.name) + ": unknown key " + Quoted(key) + " (out, act, inputs, bias)");
+        if (*seen) return fail("layer " + Quoted(d.name) + ": " + Quoted(key) + " is given twice");
         *seen = true;
         if (key == "out") {
           uint64_t v = 0;
           if (!ParseDecimal(value, kMaxDenseWidth, &v) || v == 0) {
-            return fail("layer '" + d.name + "': out '" + value + "' is not a number in 1.." + std::to_string(kMaxDenseWidth));
+            return fail("layer " + Quoted(d.name) + ": out " + Quoted(value) + " is not a number in 1.." + std::to_string(kMaxDenseWidth));
           }
           d.out = static_cast<int32_t>(v);
         } else if (key == "act") {
           if (!IsDenseActivation(value)) {
-            return fail("layer '" + d.name + "': unknown activation '" + value + "' (none, relu or tanh)");
+            return fail("layer " + Quoted(d.name) + ": unknown activation " + Quoted(value) + " (none, relu or tanh)");
           }
           d.activation = value;
         } else if (key == "bias") {
-          if (value != "0" && value != "1") return fail("layer '" + d.name + "': bias '" + value + "' is not 0 or 1");
+          if (value != "0" && value != "1") return fail("layer " + Quoted(d.name) + ": bias " + Quoted(value) + " is not 0 or 1");
           d.bias = value == "1";
         } else {
           size_t p = 0;
@@ -256,18 +262,18 @@ TinyAIStatus ParseDenseDefinition(const std::string& text, DenseNetDef* out) {
             size_t comma = value.find(',', p);
             if (comma == std::string::npos) comma = value.size();
             std::string name = value.substr(p, comma - p);
-            if (name.empty()) return fail("layer '" + d.name + "': inputs '" + value + "' has an empty name");
+            if (name.empty()) return fail("layer " + Quoted(d.name) + ": inputs " + Quoted(value) + " has an empty name");
             d.inputs.push_back(name);
             if (comma == value.size()) break;
             p = comma + 1;
           }
         }
       }
-      if (!have_out) return fail("layer '" + d.name + "' has no out=N");
+      if (!have_out) return fail("layer " + Quoted(d.name) + " has no out=N");
       def.layers.push_back(d);
       layer_lines.push_back(line_no);
     } else {
-      return fail("unknown directive '" + directive + "' (name, input, seed, layer)");
+      return fail("unknown directive " + Quoted(directive) + " (name, input, seed, layer)");
     }
   }
   if (line_no == 0) line_no = 1;

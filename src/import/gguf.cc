@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "common/checked_math.h"
+#include "common/printable.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -99,7 +100,7 @@ class Cursor {
   TinyAIStatus Need(uint64_t n, const char* what, const std::string& where) const {
     if (RangeInside(pos_, n, f_.size)) return TINYAI_OK;
     return SetError(TINYAI_ERR_TRUNCATED, "'%s': %s%s needs %llu bytes at offset %llu; the file has %llu",
-                    f_.source.c_str(), what, where.c_str(), static_cast<unsigned long long>(n),
+                    f_.source.c_str(), what, Printable(where).c_str(), static_cast<unsigned long long>(n),
                     static_cast<unsigned long long>(pos_), static_cast<unsigned long long>(f_.size));
   }
   template <class T>
@@ -141,12 +142,12 @@ TinyAIStatus SkipValue(Cursor* c, uint32_t type, const std::string& key, const s
     v->offset = c->pos();
     if (v->elem_type == kArray) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is an array of arrays, which no model key is",
-                      source.c_str(), key.c_str());
+                      source.c_str(), Printable(key).c_str());
     }
     if (v->elem_type == kString) {
       // At least 8 bytes per element: a count the rest of the file cannot hold is refused before the walk.
       if (v->count > 0 && v->count - 1 >= UINT64_MAX / 8) {
-        return SetError(TINYAI_ERR_OVERFLOW, "'%s': key '%s': an array of %llu strings", source.c_str(), key.c_str(),
+        return SetError(TINYAI_ERR_OVERFLOW, "'%s': key '%s': an array of %llu strings", source.c_str(), Printable(key).c_str(),
                         static_cast<unsigned long long>(v->count));
       }
       TINYAI_RETURN_IF_ERROR(c->Need(v->count * 8, "the strings of ", key));
@@ -159,18 +160,18 @@ TinyAIStatus SkipValue(Cursor* c, uint32_t type, const std::string& key, const s
     const uint64_t each = ScalarBytes(v->elem_type);
     if (each == 0) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is an array of unknown value type %u", source.c_str(),
-                      key.c_str(), v->elem_type);
+                      Printable(key).c_str(), v->elem_type);
     }
     uint64_t bytes = 0;
     if (!CheckedMul(v->count, each, &bytes)) {
       return SetError(TINYAI_ERR_OVERFLOW, "'%s': key '%s': an array of %llu %s values overflows", source.c_str(),
-                      key.c_str(), static_cast<unsigned long long>(v->count), ValueTypeName(v->elem_type));
+                      Printable(key).c_str(), static_cast<unsigned long long>(v->count), ValueTypeName(v->elem_type));
     }
     return c->Skip(bytes, "the array of ", key);
   }
   const uint64_t bytes = ScalarBytes(type);
   if (bytes == 0) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' has unknown value type %u", source.c_str(), key.c_str(), type);
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' has unknown value type %u", source.c_str(), Printable(key).c_str(), type);
   }
   v->offset = c->pos();
   return c->Skip(bytes, "the value of ", key);
@@ -178,7 +179,7 @@ TinyAIStatus SkipValue(Cursor* c, uint32_t type, const std::string& key, const s
 
 TinyAIStatus WrongType(const File& f, const std::string& key, const Value& v, const char* wanted) {
   const std::string got = v.type == kArray ? std::string("array of ") + ValueTypeName(v.elem_type) : ValueTypeName(v.type);
-  return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is %s, not %s", f.source.c_str(), key.c_str(), got.c_str(),
+  return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is %s, not %s", f.source.c_str(), Printable(key).c_str(), got.c_str(),
                   wanted);
 }
 
@@ -219,7 +220,7 @@ TinyAIStatus Lookup(const File& f, const std::string& key, bool* found, const Va
   if (found) *found = kv != nullptr;
   if (kv == nullptr) {
     if (found) return TINYAI_OK;
-    return SetError(TINYAI_ERR_NOT_FOUND, "'%s': no key '%s'", f.source.c_str(), key.c_str());
+    return SetError(TINYAI_ERR_NOT_FOUND, "'%s': no key '%s'", f.source.c_str(), Printable(key).c_str());
   }
   *v = &kv->value;
   return TINYAI_OK;
@@ -229,7 +230,7 @@ TinyAIStatus Lookup(const File& f, const std::string& key, bool* found, const Va
 TinyAIStatus CheckCount(const File& f, const std::string& key, const Value& v, uint64_t max) {
   if (v.count <= max) return TINYAI_OK;
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': key '%s' holds %llu values; TinyAI reads at most %llu",
-                  f.source.c_str(), key.c_str(), static_cast<unsigned long long>(v.count),
+                  f.source.c_str(), Printable(key).c_str(), static_cast<unsigned long long>(v.count),
                   static_cast<unsigned long long>(max));
 }
 
@@ -241,7 +242,7 @@ TinyAIStatus File::GetInt(const std::string& key, int64_t* out, bool* found) con
   if (v == nullptr) return TINYAI_OK;
   if (!IsInteger(v->type)) return WrongType(*this, key, *v, "an integer");
   if (!ReadInteger(data + v->offset, v->type, out)) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is out of range", source.c_str(), key.c_str());
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is out of range", source.c_str(), Printable(key).c_str());
   }
   return TINYAI_OK;
 }
@@ -253,7 +254,7 @@ TinyAIStatus File::GetUint(const std::string& key, uint64_t max, uint64_t* out, 
   int64_t value = 0;
   if (!IsInteger(v->type)) return WrongType(*this, key, *v, "an integer");
   if (!ReadInteger(data + v->offset, v->type, &value) || value < 0 || static_cast<uint64_t>(value) > max) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is out of range (0..%llu)", source.c_str(), key.c_str(),
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is out of range (0..%llu)", source.c_str(), Printable(key).c_str(),
                     static_cast<unsigned long long>(max));
   }
   *out = static_cast<uint64_t>(value);
@@ -269,7 +270,7 @@ TinyAIStatus File::GetFloat(const std::string& key, float* out, bool* found) con
   } else if (v->type == kFloat64) {
     const double d = Read<double>(data + v->offset);
     if (!(std::fabs(d) <= 3.4028234663852886e38)) {  // NaN, infinite or beyond float: the cast is undefined
-      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' (%g) is not a finite float", source.c_str(), key.c_str(), d);
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' (%g) is not a finite float", source.c_str(), Printable(key).c_str(), d);
     }
     *out = static_cast<float>(d);
   } else {
@@ -327,7 +328,7 @@ TinyAIStatus File::GetInts(const std::string& key, uint64_t max_count, std::vect
   const uint64_t each = ScalarBytes(v->elem_type);
   for (uint64_t i = 0; i < v->count; ++i) {
     if (!ReadInteger(data + v->offset + i * each, v->elem_type, &(*out)[static_cast<size_t>(i)])) {
-      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' [%llu] is out of range", source.c_str(), key.c_str(),
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' [%llu] is out of range", source.c_str(), Printable(key).c_str(),
                       static_cast<unsigned long long>(i));
     }
   }
@@ -376,7 +377,7 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
     kv.key.assign(reinterpret_cast<const char*>(data + offset), static_cast<size_t>(length));
     if (kv.key.empty()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key %llu has an empty name", source.c_str(), static_cast<unsigned long long>(i));
     if (!keys.insert(kv.key).second) {
-      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice", source.c_str(), kv.key.c_str());
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice", source.c_str(), Printable(kv.key).c_str());
     }
     uint32_t type = 0;
     TINYAI_RETURN_IF_ERROR(c.Take(&type, "the value type of ", kv.key));
@@ -404,23 +405,23 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
                       static_cast<unsigned long long>(i));
     }
     if (!names.insert(t.name).second) {
-      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' appears twice", source.c_str(), t.name.c_str());
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' appears twice", source.c_str(), Printable(t.name).c_str());
     }
     TINYAI_RETURN_IF_ERROR(c.Take(&t.n_dims, "the dimension count of ", t.name));
     if (t.n_dims == 0 || t.n_dims > 4) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has %u dimensions (1..4)", source.c_str(),
-                      t.name.c_str(), t.n_dims);
+                      Printable(t.name).c_str(), t.n_dims);
     }
     uint64_t elements = 1;
     for (uint32_t d = 0; d < t.n_dims; ++d) {
       TINYAI_RETURN_IF_ERROR(c.Take(&t.dims[d], "a dimension of ", t.name));
       if (t.dims[d] == 0) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has dimension %u of 0", source.c_str(),
-                        t.name.c_str(), d);
+                        Printable(t.name).c_str(), d);
       }
       if (!CheckedMul(elements, t.dims[d], &elements)) {
         return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%s': its dimensions overflow 64 bits", source.c_str(),
-                        t.name.c_str());
+                        Printable(t.name).c_str());
       }
     }
     TINYAI_RETURN_IF_ERROR(c.Take(&t.type, "the type of ", t.name));
@@ -428,22 +429,22 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
     if (!TypeSize(t.type, &block, &block_bytes)) {
       const char* name = TypeName(t.type);
       return SetError(name ? TINYAI_ERR_UNSUPPORTED : TINYAI_ERR_BAD_FORMAT,
-                      "'%s': tensor '%s' has ggml type %s (%u), whose size %s", source.c_str(), t.name.c_str(),
+                      "'%s': tensor '%s' has ggml type %s (%u), whose size %s", source.c_str(), Printable(t.name).c_str(),
                       name ? name : "unknown", t.type, name ? "ggml no longer defines" : "is not known");
     }
     if (t.dims[0] % block != 0) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' (%s) has rows of %llu values, not a multiple of its "
-                      "blocks of %llu", source.c_str(), t.name.c_str(), TypeName(t.type),
+                      "blocks of %llu", source.c_str(), Printable(t.name).c_str(), TypeName(t.type),
                       static_cast<unsigned long long>(t.dims[0]), static_cast<unsigned long long>(block));
     }
     if (!CheckedMul(elements / block, block_bytes, &t.bytes)) {
       return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%s': its size overflows 64 bits", source.c_str(),
-                      t.name.c_str());
+                      Printable(t.name).c_str());
     }
     TINYAI_RETURN_IF_ERROR(c.Take(&t.offset, "the offset of ", t.name));
     if (t.offset % alignment != 0) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' starts at %llu, not a multiple of the alignment %llu",
-                      source.c_str(), t.name.c_str(), static_cast<unsigned long long>(t.offset),
+                      source.c_str(), Printable(t.name).c_str(), static_cast<unsigned long long>(t.offset),
                       static_cast<unsigned long long>(alignment));
     }
     f.tensors.push_back(std::move(t));
@@ -462,7 +463,7 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
   for (TensorInfo& t : f.tensors) {
     if (!RangeInside(t.offset, t.bytes, section)) {
       return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': tensor '%s' (%llu bytes at %llu) lies outside the data section "
-                      "(%llu bytes)", source.c_str(), t.name.c_str(), static_cast<unsigned long long>(t.bytes),
+                      "(%llu bytes)", source.c_str(), Printable(t.name).c_str(), static_cast<unsigned long long>(t.bytes),
                       static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(section));
     }
     t.offset += f.data_offset;
@@ -471,8 +472,8 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t size, const std::string& source
   for (size_t i = 1; i < order.size(); ++i) {
     const TensorInfo &a = f.tensors[order[i - 1]], &b = f.tensors[order[i]];
     if (a.offset + a.bytes > b.offset) {
-      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensors '%s' and '%s' overlap", source.c_str(), a.name.c_str(),
-                      b.name.c_str());
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensors '%s' and '%s' overlap", source.c_str(), Printable(a.name).c_str(),
+                      Printable(b.name).c_str());
     }
   }
   *out = std::move(f);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/tmai_writer.h"
@@ -105,9 +106,174 @@ TinyAIStatus CheckByteFallback(const gguf::File& f, const std::vector<std::strin
     const bool byte_piece = id >= 3 && id <= 258;
     if ((types[id] == kByte) != byte_piece) {
       return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': token %zu ('%s') has token type %lld; the byte pieces, and "
-                      "only they, have type 6", f.source.c_str(), id, pieces[id].c_str(),
+                      "only they, have type 6", f.source.c_str(), id, Printable(pieces[id]).c_str(),
                       static_cast<long long>(types[id]));
     }
+  }
+  return TINYAI_OK;
+}
+
+// A scalar number of the file (any integer or float type; a bool as 0 or
+// 1): false for a string or an array.
+bool ScalarNumber(const gguf::File& f, const gguf::Value& v, double* out) {
+  const uint8_t* p = f.data + v.offset;
+  auto read = [p](auto x) {
+    std::memcpy(&x, p, sizeof x);
+    return static_cast<double>(x);
+  };
+  switch (v.type) {
+    case gguf::kUint8: *out = read(uint8_t{}); return true;
+    case gguf::kInt8: *out = read(int8_t{}); return true;
+    case gguf::kUint16: *out = read(uint16_t{}); return true;
+    case gguf::kInt16: *out = read(int16_t{}); return true;
+    case gguf::kUint32: *out = read(uint32_t{}); return true;
+    case gguf::kInt32: *out = read(int32_t{}); return true;
+    case gguf::kUint64: *out = read(uint64_t{}); return true;
+    case gguf::kInt64: *out = read(int64_t{}); return true;
+    case gguf::kFloat32: *out = read(float{}); return true;
+    case gguf::kFloat64: *out = read(double{}); return true;
+    case gguf::kBool: *out = p[0] != 0 ? 1.0 : 0.0; return true;
+    default: return false;
+  }
+}
+
+// A bool key: *out keeps its default when the key is absent.
+TinyAIStatus GetBool(const gguf::File& f, const char* key, bool* out) {
+  const gguf::KeyValue* kv = f.Find(key);
+  if (kv == nullptr) return TINYAI_OK;
+  if (kv->value.type != gguf::kBool) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is not a bool", f.source.c_str(), key);
+  }
+  *out = f.data[kv->value.offset] != 0;
+  return TINYAI_OK;
+}
+
+// Linear RoPE scaling, read as llama.cpp reads it (src/llama-model.cpp,
+// load_hparams; src/llama-context.cpp): the type is llama.rope.scaling.type,
+// and "linear" when that key is missing - llama.cpp's default, so a factor
+// without a type scales linearly; the factor is llama.rope.scaling.factor,
+// else the older llama.rope.scale_linear, and 0 or no factor is no scaling
+// (rope_freq_scale = 1); type "none" never scales ("never scale if scaling
+// type is none"), whatever the factor. The angle of position p is then that
+// of p / factor (rope_freq_scale = 1 / factor), which the runtime computes
+// (llama.rope_linear_factor). Other types (yarn, longrope, ...) change the
+// frequencies themselves: refused by name.
+TinyAIStatus ReadRopeScaling(const gguf::File& f, const char* path, float* factor) {
+  std::string type = "linear";
+  bool has_type = false, has_factor = false, has_linear = false;
+  TINYAI_RETURN_IF_ERROR(f.GetString("llama.rope.scaling.type", &type, &has_type));
+  float scaling = 0.0f, linear = 0.0f;
+  TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.rope.scaling.factor", &scaling, &has_factor));
+  TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.rope.scale_linear", &linear, &has_linear));
+  if (has_factor && has_linear && scaling != linear) {
+    // llama.cpp would take the first: a file that says both, differently, is refused.
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': llama.rope.scaling.factor %g and llama.rope.scale_linear %g "
+                    "disagree", path, static_cast<double>(scaling), static_cast<double>(linear));
+  }
+  const float value = has_factor ? scaling : linear;
+  const char* key = has_factor ? "llama.rope.scaling.factor" : "llama.rope.scale_linear";
+  *factor = 1.0f;
+  if (type == "none") return TINYAI_OK;
+  if (type != "linear") {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope scaling '%s' (llama.rope.scaling.type) changes the rotary "
+                    "frequencies themselves; TinyAI runs linear rope scaling or none", path, Printable(type).c_str());
+  }
+  if (!(value >= 0.0f) || !std::isfinite(value)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %s is %g; a rope scaling factor is positive (0: none)", path, key,
+                    static_cast<double>(value));
+  }
+  if (value == 0.0f) return TINYAI_OK;
+  if (!RopeLinearFactorInRange(value)) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is %g; the runtime runs linear rope scaling factors of "
+                    "1/65536 .. 65536", path, key, static_cast<double>(value));
+  }
+  *factor = value;
+  return TINYAI_OK;
+}
+
+// Every "llama.*" key of a file, accounted for: read (the hyper-parameters
+// and the rope scaling above), known not to change what a LLaMA model
+// computes, or checked to hold the value TinyAI computes with. A key that
+// would change the numbers otherwise is refused by name
+// (TINYAI_ERR_UNSUPPORTED), and so is a key TinyAI does not know: it may
+// change them, and an import never ignores what it cannot honour.
+TinyAIStatus CheckLlamaKeys(const gguf::File& f, const char* path, const LlamaHyperParams& s) {
+  enum Rule { kRead, kNoEffect, kHeadSize, kZero, kOne, kTrue, kFalse };
+  struct Known {
+    const char* key;  // after "llama."
+    Rule rule;
+    const char* what;  // what another value means
+  };
+  static const Known kKnown[] = {
+      {"vocab_size", kRead, ""},
+      {"context_length", kRead, ""},
+      {"embedding_length", kRead, ""},
+      {"feed_forward_length", kRead, ""},
+      {"block_count", kRead, ""},
+      {"attention.head_count", kRead, ""},
+      {"attention.head_count_kv", kRead, ""},
+      {"attention.layer_norm_rms_epsilon", kRead, ""},
+      {"rope.freq_base", kRead, ""},
+      {"rope.dimension_count", kRead, ""},
+      {"rope.scaling.type", kRead, ""},
+      {"rope.scaling.factor", kRead, ""},
+      {"rope.scale_linear", kRead, ""},
+      {"tensor_data_layout", kRead, ""},
+      // YaRN's original context (the other types do not read it) and a flag
+      // saying the model was fine-tuned scaled.
+      {"rope.scaling.original_context_length", kNoEffect, ""},
+      {"rope.scaling.finetuned", kNoEffect, ""},
+      {"attention.key_length", kHeadSize, "query and key heads of another size than embedding_length / head_count"},
+      {"attention.value_length", kHeadSize, "value heads of another size than embedding_length / head_count"},
+      {"expert_count", kZero, "a mixture of experts"},
+      {"expert_used_count", kZero, "a mixture of experts"},
+      {"expert_shared_count", kZero, "a mixture of experts"},
+      {"attention.clamp_kqv", kZero, "queries, keys and values clamped to that bound"},
+      {"attention.max_alibi_bias", kZero, "ALiBi attention biases"},
+      {"attention.scale", kZero, "attention scores scaled by that factor instead of 1/sqrt(head size)"},
+      {"attention.sliding_window", kZero, "sliding-window attention"},
+      {"attn_logit_softcapping", kZero, "attention scores soft-capped"},
+      {"final_logit_softcapping", kZero, "logits soft-capped"},
+      {"pooling_type", kZero, "pooled embeddings instead of logits"},
+      {"logit_scale", kOne, "logits scaled by that factor"},
+      {"residual_scale", kOne, "residual branches scaled by that factor"},
+      {"embedding_scale", kOne, "embeddings scaled by that factor"},
+      {"rope.scaling.attn_factor", kOne, "rotary embeddings scaled in magnitude by that factor"},
+      {"attention.causal", kTrue, "attention that is not causal"},
+      {"use_parallel_residual", kFalse, "attention and feed-forward blocks in parallel"},
+  };
+  for (const gguf::KeyValue& kv : f.kvs) {
+    if (kv.key.compare(0, 6, "llama.") != 0) continue;
+    const std::string rest = kv.key.substr(6);
+    const Known* known = nullptr;
+    for (const Known& k : kKnown) {
+      if (rest == k.key) known = &k;
+    }
+    if (known == nullptr) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': key '%s' is not one TinyAI knows: it may change what the model "
+                      "computes, and an import never ignores what it cannot honour", path,
+                      Printable(kv.key).c_str());
+    }
+    if (known->rule == kRead || known->rule == kNoEffect) continue;
+    double v = 0.0;
+    if (!ScalarNumber(f, kv.value, &v)) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is not a number", path, kv.key.c_str());
+    }
+    const double want = known->rule == kHeadSize ? static_cast<double>(s.head_size())
+                        : known->rule == kOne || known->rule == kTrue ? 1.0 : 0.0;
+    if (v != want) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is %g: %s, which TinyAI's LLaMA does not compute (it runs "
+                      "the model as if it were %g)", path, kv.key.c_str(), v, known->what, want);
+    }
+  }
+  // How the rotary pairs are laid out: llama.cpp's converters write GGUF's
+  // interleaved layout, which TinyAI reads.
+  std::string layout;
+  bool found = false;
+  TINYAI_RETURN_IF_ERROR(f.GetString("llama.tensor_data_layout", &layout, &found));
+  if (found && layout != "Meta AI original pth" && layout != "reference") {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': llama.tensor_data_layout '%s'; TinyAI reads the layout llama.cpp's "
+                    "converters write ('Meta AI original pth', 'reference')", path, Printable(layout).c_str());
   }
   return TINYAI_OK;
 }
@@ -133,7 +299,14 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   if (!found) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no key 'general.architecture'", ggufPath);
   if (arch != "llama") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s'; TinyAI imports 'llama' GGUF files", ggufPath,
-                    arch.c_str());
+                    Printable(arch).c_str());
+  }
+  // One file of a split model (llama.cpp's gguf-split) holds some of its tensors.
+  uint64_t splits = 1;
+  TINYAI_RETURN_IF_ERROR(f.GetUint("split.count", UINT32_MAX, &splits, &found));
+  if (found && splits > 1) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': one of %llu files of a split model (split.count); merge them "
+                    "first (llama.cpp's llama-gguf-split --merge)", ggufPath, static_cast<unsigned long long>(splits));
   }
   LlamaHyperParams s;
   TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.embedding_length", -1, &s.dim));
@@ -142,21 +315,23 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.context_length", -1, &s.seq_len));
   TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.attention.head_count", -1, &s.heads));
   TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.attention.head_count_kv", s.heads, &s.kv_heads));
+  // The RMSNorm epsilon changes every activation: llama.cpp requires the
+  // key (GGUF's specification lists it as required), and so does TinyAI
+  // rather than guess one.
   TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.attention.layer_norm_rms_epsilon", &s.norm_eps, &found));
+  if (!found) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no key 'llama.attention.layer_norm_rms_epsilon' (the RMSNorm "
+                    "epsilon, which llama.cpp requires too)", ggufPath);
+  }
   TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.rope.freq_base", &s.rope_theta, &found));
   if (!(s.norm_eps > 0.0f) || !std::isfinite(s.norm_eps) || !(s.rope_theta > 0.0f) || !std::isfinite(s.rope_theta)) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': RMS epsilon %g and rope frequency base %g must be positive and "
                     "finite", ggufPath, static_cast<double>(s.norm_eps), static_cast<double>(s.rope_theta));
   }
-  std::string scaling;
-  TINYAI_RETURN_IF_ERROR(f.GetString("llama.rope.scaling.type", &scaling, &found));
-  if (found && scaling != "none") {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope scaling '%s'; TinyAI runs unscaled rotary embeddings",
-                    ggufPath, scaling.c_str());
-  }
+  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(f, ggufPath, &s.rope_linear_factor));
   if (f.FindTensor("rope_freqs.weight") != nullptr) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor 'rope_freqs.weight' (per-frequency rope factors); TinyAI "
-                    "runs unscaled rotary embeddings", ggufPath);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor 'rope_freqs.weight' (per-frequency rope factors, as "
+                    "Llama 3.1's scaling); TinyAI runs rotary embeddings unscaled or linearly scaled", ggufPath);
   }
 
   // The vocabulary.
@@ -165,18 +340,18 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.model'", ggufPath);
   if (tokenizer_model != "llama") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer '%s'; TinyAI imports SentencePiece vocabularies "
-                    "(tokenizer.ggml.model 'llama')", ggufPath, tokenizer_model.c_str());
+                    "(tokenizer.ggml.model 'llama')", ggufPath, Printable(tokenizer_model).c_str());
   }
   // TinyAI's tokenizer always adds SentencePiece's dummy prefix (a space
   // before the text); a vocabulary that does not would encode otherwise.
   bool add_space = true;
-  const gguf::KeyValue* space_key = f.Find("tokenizer.ggml.add_space_prefix");
-  if (space_key != nullptr) {
-    if (space_key->value.type != gguf::kBool) {
-      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key 'tokenizer.ggml.add_space_prefix' is not a bool", ggufPath);
-    }
-    add_space = mapped.data[space_key->value.offset] != 0;
-  }
+  TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_space_prefix", &add_space));
+  // Whether a text starts with BOS and ends with EOS (llama.cpp's defaults
+  // for a SentencePiece vocabulary: BOS yes, EOS no): recorded, and the
+  // runtime follows them (tokenizer.add_bos, tokenizer.add_eos).
+  bool add_bos = true, add_eos = false;
+  TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_bos_token", &add_bos));
+  TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_eos_token", &add_eos));
   if (!add_space) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer.ggml.add_space_prefix is false; TinyAI's tokenizer "
                     "always adds the dummy-prefix space (as LLaMA's SentencePiece model does)", ggufPath);
@@ -220,6 +395,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   }
   s.shared_classifier = f.FindTensor("output.weight") == nullptr;
   TINYAI_RETURN_IF_ERROR(CheckImportedShape(s, ggufPath));
+  TINYAI_RETURN_IF_ERROR(CheckLlamaKeys(f, ggufPath, s));
   bool has_rope_dims = false;
   uint64_t rope_dims = 0;
   TINYAI_RETURN_IF_ERROR(f.GetUint("llama.rope.dimension_count", UINT32_MAX, &rope_dims, &has_rope_dims));
@@ -275,7 +451,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
       for (const Planned& p : plan) used |= p.info == &t;
       if (!used) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is not part of a LLaMA model TinyAI runs",
-                        ggufPath, t.name.c_str());
+                        ggufPath, Printable(t.name).c_str());
       }
     }
   }
@@ -286,7 +462,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   if (name.empty()) TINYAI_RETURN_IF_ERROR(f.GetString("general.name", &name, &found));
   if (name.empty()) name = "GGUF import";
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "gguf", ggufPath);
-  AddTokenizerMetadata(&w, pieces, scores, bos, eos);
+  AddTokenizerMetadata(&w, pieces, scores, bos, eos, add_bos, add_eos);
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {
       if (p.tmai == n) return p.dtype;

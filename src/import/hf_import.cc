@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -14,6 +16,7 @@
 #endif
 
 #include "common/half.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/tmai_writer.h"
 #include "import/json.h"
@@ -32,6 +35,8 @@ constexpr size_t kMaxConfigValues = 1u << 14;
 constexpr size_t kMaxIndexBytes = 16u << 20;  // the index: about 1 KB per 10 tensors
 constexpr size_t kMaxIndexValues = 1u << 18;  // two a tensor: a 4,096-layer LLaMA has about 37,000
 constexpr uint64_t kMaxTokenizerBytes = 64u << 20;  // LLaMA's tokenizer.model: 0.5 MB
+constexpr size_t kMaxTokenizerConfigBytes = 16u << 20;  // tokenizer_config.json: a few KB (a chat template)
+constexpr size_t kMaxTokenizerConfigValues = 1u << 18;
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -58,6 +63,54 @@ std::string Folder(const std::string& path) {
 bool EndsWith(const std::string& s, const char* tail) {
   const size_t n = std::strlen(tail);
   return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+// path with symbolic links, "." and ".." resolved; false (errno set) when
+// it does not resolve.
+bool RealPath(const std::string& path, std::string* out) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return false;
+  *out = real;
+  std::free(real);
+  return true;
+}
+
+bool Under(const std::string& path, const std::string& root) {
+  return path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+         (root == "/" || path[root.size()] == '/');
+}
+
+// Where the importer reads `name` of the checkpoint's folder from, when it
+// picks the file itself (a shard the index names, model.safetensors, the
+// index, config.json, tokenizer.model, tokenizer_config.json): the file,
+// its symbolic links followed, must lie inside the folder - or, in the
+// Hugging Face hub's cache, where a snapshot folder .../snapshots/REV holds
+// links to .../blobs/HASH, inside that repository's blobs folder. A file
+// that leads elsewhere is refused (TINYAI_ERR_OUT_OF_BOUNDS, naming it and
+// where it leads): a checkpoint never makes TinyAI read a file the user did
+// not give it. A file that does not exist passes (the open that follows
+// says so). *path is folder/name.
+TinyAIStatus ResolveInside(const std::string& folder, const std::string& name, const char* what, std::string* path) {
+  const std::string given = folder + "/" + name;
+  *path = given;
+  std::string root, real;
+  if (!RealPath(folder, &root)) {
+    return SetError(errno == ENOENT ? TINYAI_ERR_FILE_NOT_FOUND : TINYAI_ERR_IO, "'%s': cannot resolve the "
+                    "checkpoint's folder: %s", folder.c_str(), std::strerror(errno));
+  }
+  if (!RealPath(given, &real)) {
+    if (errno == ENOENT || errno == ENOTDIR) return TINYAI_OK;
+    return SetError(TINYAI_ERR_IO, "'%s': cannot resolve %s: %s", given.c_str(), what, std::strerror(errno));
+  }
+  if (Under(real, root)) return TINYAI_OK;
+  const std::string parent = Folder(root);
+  std::string blobs;
+  if (BaseName(parent) == "snapshots" && RealPath(Folder(parent) + "/blobs", &blobs) && Under(real, blobs)) {
+    return TINYAI_OK;
+  }
+  return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': %s '%s' leads to '%s', outside the checkpoint's folder '%s': "
+                  "TinyAI reads only the checkpoint's own files (a symbolic link out of its folder is refused)",
+                  folder.c_str(), what, Printable(name).c_str(), real.c_str(), root.c_str());
 }
 
 // One weights file, mapped and parsed.
@@ -93,9 +146,11 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
   if (IsDirectory(in)) {
     *folder = in;
     if (Exists(in + "/model.safetensors.index.json")) {
-      index = in + "/model.safetensors.index.json";
+      TINYAI_RETURN_IF_ERROR(ResolveInside(in, "model.safetensors.index.json", "the index", &index));
     } else if (Exists(in + "/model.safetensors")) {
-      TINYAI_RETURN_IF_ERROR(OpenShard(in + "/model.safetensors", "model.safetensors", w));
+      std::string path;
+      TINYAI_RETURN_IF_ERROR(ResolveInside(in, "model.safetensors", "the weights", &path));
+      TINYAI_RETURN_IF_ERROR(OpenShard(path, "model.safetensors", w));
     } else {
       return SetError(TINYAI_ERR_FILE_NOT_FOUND, "'%s' holds neither model.safetensors nor "
                       "model.safetensors.index.json", in.c_str());
@@ -120,24 +175,28 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
     for (auto it = map->begin(); it != map->end(); ++it) {
       if (!it.value().is_string()) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': weight_map '%s' is %s, not a file name", index.c_str(),
-                        it.key().c_str(), JsonKind(it.value()));
+                        Printable(it.key()).c_str(), JsonKind(it.value()));
       }
       const std::string& file = it.value().get_ref<const std::string&>();
       if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos ||
           file.find('\0') != std::string::npos) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': weight_map '%s' names '%s', not a file in the checkpoint's folder",
-                        index.c_str(), it.key().c_str(), file.c_str());
+                        index.c_str(), Printable(it.key()).c_str(), Printable(file).c_str());
       }
       wanted[it.key()] = file;
       files[file] = true;
     }
-    for (const auto& f : files) TINYAI_RETURN_IF_ERROR(OpenShard(*folder + "/" + f.first, f.first, w));
+    for (const auto& f : files) {
+      std::string path;
+      TINYAI_RETURN_IF_ERROR(ResolveInside(*folder, f.first, "the shard", &path));
+      TINYAI_RETURN_IF_ERROR(OpenShard(path, f.first, w));
+    }
     for (const auto& shard : w->shards) {
       for (const safetensors::Tensor& t : shard->file.tensors) {
         auto it = wanted.find(t.name);
         if (it == wanted.end() || it->second != shard->name) {
           return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is in %s, which the index '%s' %s", shard->path.c_str(),
-                          t.name.c_str(), shard->name.c_str(), index.c_str(),
+                          Printable(t.name).c_str(), shard->name.c_str(), index.c_str(),
                           it == wanted.end() ? "does not name" : ("places in " + it->second).c_str());
         }
       }
@@ -146,8 +205,8 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
       bool found = false;
       for (const auto& shard : w->shards) found |= shard->name == t.second && shard->file.Find(t.first) != nullptr;
       if (!found) {
-        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is not in %s", index.c_str(), t.first.c_str(),
-                        t.second.c_str());
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is not in %s", index.c_str(),
+                        Printable(t.first).c_str(), t.second.c_str());
       }
     }
   }
@@ -155,7 +214,7 @@ TinyAIStatus OpenWeights(const std::string& in, std::string* folder, std::string
     for (const safetensors::Tensor& t : shard->file.tensors) {
       auto inserted = w->tensors.emplace(t.name, std::make_pair(shard.get(), &t));
       if (!inserted.second) {
-        return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%s' is in both '%s' and '%s'", t.name.c_str(),
+        return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%s' is in both '%s' and '%s'", Printable(t.name).c_str(),
                         inserted.first->second.first->path.c_str(), shard->path.c_str());
       }
     }
@@ -172,6 +231,41 @@ struct Config {
   std::string name;
 };
 
+// config.json's rope_scaling, as transformers reads it
+// (modeling_rope_utils.py): null or absent, or rope_type (older files:
+// type) "default", is no scaling; "linear" divides positions by its factor
+// (LlamaLinearScalingRotaryEmbedding), which the runtime computes
+// (llama.rope_linear_factor); the other types (dynamic, yarn, longrope,
+// llama3) change the frequencies themselves: refused by name.
+TinyAIStatus ReadRopeScaling(const nlohmann::json& j, const std::string& path, float* factor) {
+  *factor = 1.0f;
+  auto scaling = j.find("rope_scaling");
+  if (scaling == j.end() || scaling->is_null()) return TINYAI_OK;
+  if (!scaling->is_object()) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling is %s, not an object or null", path.c_str(),
+                    JsonKind(*scaling));
+  }
+  std::string type;
+  bool found = false;
+  TINYAI_RETURN_IF_ERROR(JsonString(*scaling, "rope_type", path, &type, &found));
+  if (!found) TINYAI_RETURN_IF_ERROR(JsonString(*scaling, "type", path, &type, &found));
+  if (!found) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling has no rope_type", path.c_str());
+  if (type == "default") return TINYAI_OK;
+  if (type != "linear") {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope_scaling '%s' changes the rotary frequencies themselves; "
+                    "TinyAI runs linear rope scaling or none", path.c_str(), Printable(type).c_str());
+  }
+  float value = 0.0f;
+  TINYAI_RETURN_IF_ERROR(JsonFloat(*scaling, "factor", path, &value, nullptr));
+  if (!RopeLinearFactorInRange(value)) {
+    return SetError(value > 0.0f ? TINYAI_ERR_UNSUPPORTED : TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling's factor is "
+                    "%g; the runtime runs linear rope scaling factors of 1/65536 .. 65536", path.c_str(),
+                    static_cast<double>(value));
+  }
+  *factor = value;
+  return TINYAI_OK;
+}
+
 TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   nlohmann::json j;
   TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxConfigBytes, kMaxConfigValues, &j));
@@ -186,7 +280,7 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   }
   if (!llama) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': model_type '%s'; TinyAI imports LLaMA checkpoints (model_type "
-                    "\"llama\", LlamaForCausalLM)", path.c_str(), found ? model_type.c_str() : "(none)");
+                    "\"llama\", LlamaForCausalLM)", path.c_str(), found ? Printable(model_type).c_str() : "(none)");
   }
   LlamaHyperParams& s = c->params;
   struct Field {
@@ -223,17 +317,22 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   TINYAI_RETURN_IF_ERROR(JsonString(j, "hidden_act", path, &act, &found));
   if (act != "silu") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': hidden_act '%s'; TinyAI's LLaMA runs SwiGLU (silu)", path.c_str(),
-                    act.c_str());
+                    Printable(act).c_str());
   }
   for (const char* key : {"attention_bias", "mlp_bias"}) {
     bool bias = false;
     TINYAI_RETURN_IF_ERROR(JsonBool(j, key, path, &bias, &found));
     if (bias) return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is true; TinyAI's LLaMA has no biases", path.c_str(), key);
   }
-  auto scaling = j.find("rope_scaling");
-  if (scaling != j.end() && !scaling->is_null()) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope_scaling is set; TinyAI runs unscaled rotary embeddings",
-                    path.c_str());
+  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(j, path, &s.rope_linear_factor));
+  // A quantized checkpoint (bitsandbytes, GPTQ, AWQ, ...) stores other
+  // tensors under other names; refused by name before its tensors are.
+  auto quantized = j.find("quantization_config");
+  if (quantized != j.end() && !quantized->is_null()) {
+    std::string method = "?";
+    if (quantized->is_object()) TINYAI_RETURN_IF_ERROR(JsonString(*quantized, "quant_method", path, &method, &found));
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': quantization_config is set (quant_method '%s'): a quantized "
+                    "checkpoint; TinyAI imports F32, F16 and BF16 weights", path.c_str(), Printable(method).c_str());
   }
   if (s.heads > 0 && s.dim % s.heads == 0) {
     TINYAI_RETURN_IF_ERROR(JsonUint(j, "head_dim", INT32_MAX, path, &v, &found));
@@ -348,6 +447,34 @@ TinyAIStatus ReadTokenizer(const std::string& path, Vocabulary* v) {
 #endif
 }
 
+// tokenizer_config.json, when the checkpoint has one: whether a text starts
+// with BOS and ends with EOS (add_bos_token, add_eos_token; transformers'
+// LlamaTokenizer defaults, BOS yes and EOS no, without the file or a key),
+// recorded for the runtime to follow; add_prefix_space false (no dummy
+// prefix, which TinyAI's tokenizer always adds) is refused.
+TinyAIStatus ReadTokenizerConfig(const std::string& path, bool* add_bos, bool* add_eos) {
+  if (!Exists(path)) return TINYAI_OK;
+  nlohmann::json j;
+  TINYAI_RETURN_IF_ERROR(ReadJsonFile(path, kMaxTokenizerConfigBytes, kMaxTokenizerConfigValues, &j));
+  if (!j.is_object()) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' is %s, not a JSON object", path.c_str(), JsonKind(j));
+  struct Flag {
+    const char* key;
+    bool* out;
+  };
+  bool prefix = true;
+  for (const Flag& f : {Flag{"add_bos_token", add_bos}, Flag{"add_eos_token", add_eos}, Flag{"add_prefix_space", &prefix}}) {
+    auto it = j.find(f.key);
+    if (it == j.end() || it->is_null()) continue;  // null: the tokenizer's default
+    bool found = false;
+    TINYAI_RETURN_IF_ERROR(JsonBool(j, f.key, path, f.out, &found));
+  }
+  if (!prefix) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': add_prefix_space is false; TinyAI's tokenizer always adds the "
+                    "dummy-prefix space (as LLaMA's SentencePiece model does)", path.c_str());
+  }
+  return TINYAI_OK;
+}
+
 // A tensor TinyAI reads, where it is and what it becomes.
 struct Planned {
   std::string tmai;
@@ -423,8 +550,12 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   Weights weights;
   TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &index, &weights));
   for (const auto& shard : weights.shards) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, shard->path.c_str()));
-  const std::string config_path = folder + "/config.json", tokenizer_path = folder + "/tokenizer.model";
-  for (const std::string& p : {config_path, tokenizer_path, index}) {
+  std::string config_path, tokenizer_path, tokenizer_config_path;
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "config.json", "the configuration", &config_path));
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer.model", "the tokenizer", &tokenizer_path));
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer_config.json", "the tokenizer's configuration",
+                                       &tokenizer_config_path));
+  for (const std::string& p : {config_path, tokenizer_path, tokenizer_config_path, index}) {
     if (!p.empty()) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, p.c_str()));
   }
   Config config;
@@ -446,6 +577,8 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
                     static_cast<unsigned long long>(config.has_bos ? config.bos : vocab.bos),
                     static_cast<unsigned long long>(config.has_eos ? config.eos : vocab.eos));
   }
+  bool add_bos = true, add_eos = false;
+  TINYAI_RETURN_IF_ERROR(ReadTokenizerConfig(tokenizer_config_path, &add_bos, &add_eos));
 
   // The tensors, checked against the shape.
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
@@ -469,7 +602,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
     }
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; TinyAI imports F32, F16 and BF16 tensors",
-                      it->second.first->path.c_str(), hf.c_str(), t.dtype.c_str());
+                      it->second.first->path.c_str(), hf.c_str(), Printable(t.dtype).c_str());
     }
     Planned p;
     p.tmai = tmai;
@@ -512,7 +645,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
                          EndsWith(t.first, ".self_attn.rotary_emb.inv_freq");
     if (!used && !ignored) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is not part of a LLaMA model TinyAI runs",
-                      t.second.first->path.c_str(), t.first.c_str());
+                      t.second.first->path.c_str(), Printable(t.first).c_str());
     }
   }
 
@@ -521,7 +654,7 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   std::string name = options.name;
   if (name.empty()) name = config.name.empty() ? BaseName(folder == "." ? std::string(inPath) : folder) : config.name;
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "safetensors", BaseName(inPath).c_str());
-  AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos);
+  AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos, add_bos, add_eos);
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {
       if (p.tmai == n) return p.dtype;

@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/printable.h"
 #include "common/status.h"
 #include "port/port.h"
 
@@ -90,7 +91,7 @@ TinyAIStatus CheckJson(const char* data, size_t size, size_t max_values, const s
   switch (checker.problem()) {
     case Checker::kRepeated:
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice in one object", source.c_str(),
-                      checker.detail().c_str());
+                      Printable(checker.detail()).c_str());
     case Checker::kDepth:
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': JSON nested more than %zu deep", source.c_str(), kMaxJsonDepth);
     case Checker::kValues:

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "common/checked_math.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "import/json.h"
 
@@ -84,18 +85,18 @@ class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
     if (depth_ == 1) {
       if (!names_.insert(k).second) {
         return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice in one object (a tensor named twice)", src_,
-                    k.c_str());
+                    Printable(k).c_str());
       }
       key1_ = k;
       return true;
     }
     if (depth_ == 2) {
       if (!fields_.insert(k).second) {
-        return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice in one object (%s '%s')", src_, k.c_str(),
-                    meta_ ? "__metadata__" : "tensor", key1_.c_str());
+        return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' appears twice in one object (%s '%s')", src_, Printable(k).c_str(),
+                    meta_ ? "__metadata__" : "tensor", Printable(key1_).c_str());
       }
       if (!meta_ && k != "dtype" && k != "shape" && k != "data_offsets") {
-        return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has an unknown field '%s'", src_, key1_.c_str(), k.c_str());
+        return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has an unknown field '%s'", src_, Printable(key1_).c_str(), Printable(k).c_str());
       }
       key2_ = k;
       return true;
@@ -158,30 +159,30 @@ class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
       if (key1_ == "__metadata__") {
         return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': __metadata__ is %s, not an object of strings", src_, kind);
       }
-      return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is %s, not an object", src_, key1_.c_str(), kind);
+      return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is %s, not an object", src_, Printable(key1_).c_str(), kind);
     }
     if (depth_ == 2 && meta_) {
-      return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': __metadata__ '%s' is %s, not a string", src_, key2_.c_str(), kind);
+      return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': __metadata__ '%s' is %s, not a string", src_, Printable(key2_).c_str(), kind);
     }
     if (depth_ == 2) {
-      if (key2_ == "dtype") return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s': 'dtype' is %s, not a string", src_, key1_.c_str(), kind);
-      if (key2_ == "shape") return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no shape array (it is %s)", src_, key1_.c_str(), kind);
+      if (key2_ == "dtype") return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s': 'dtype' is %s, not a string", src_, Printable(key1_).c_str(), kind);
+      if (key2_ == "shape") return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no shape array (it is %s)", src_, Printable(key1_).c_str(), kind);
       return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no data_offsets [begin, end] (it is %s)", src_,
-                  key1_.c_str(), kind);
+                  Printable(key1_).c_str(), kind);
     }
     if (key2_ == "shape") {
       return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has a dimension that is %s, not an integer >= 0", src_,
-                  key1_.c_str(), kind);
+                  Printable(key1_).c_str(), kind);
     }
     return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has a data offset that is %s, not an integer >= 0", src_,
-                key1_.c_str(), kind);
+                Printable(key1_).c_str(), kind);
   }
   bool Element(uint64_t v) {
     std::vector<uint64_t>& list = key2_ == "shape" ? entry_.shape : entry_.offsets;
     if (list.size() >= (key2_ == "shape" ? kMaxRank : 2)) {
       return key2_ == "shape"
-                 ? Fail(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has more than %zu dimensions", src_, key1_.c_str(), kMaxRank)
-                 : Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no data_offsets [begin, end]", src_, key1_.c_str());
+                 ? Fail(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has more than %zu dimensions", src_, Printable(key1_).c_str(), kMaxRank)
+                 : Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no data_offsets [begin, end]", src_, Printable(key1_).c_str());
     }
     list.push_back(v);
     return true;
@@ -189,7 +190,8 @@ class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
   // The entry whose object just closed.
   bool Finish() {
     Entry& e = entry_;
-    const char* name = e.name.c_str();
+    const PrintableText shown = Printable(e.name);  // a JSON name may hold any byte, NUL included
+    const char* name = shown.c_str();
     if (!e.has_dtype) return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no 'dtype'", src_, name);
     if (!e.has_shape) return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has no shape array", src_, name);
     if (!e.has_offsets || e.offsets.size() != 2) {
@@ -198,7 +200,7 @@ class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
     const uint64_t each = DTypeBytes(e.dtype);
     if (each == 0) {
       return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has dtype '%s', which safetensors does not define", src_,
-                  name, e.dtype.c_str());
+                  name, Printable(e.dtype).c_str());
     }
     uint64_t elements = 1, bytes = 0;
     for (uint64_t d : e.shape) {
@@ -221,7 +223,7 @@ class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
     if (end - begin != bytes) {
       return Fail(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has %llu bytes, but its shape of %llu %s values needs %llu",
                   src_, name, static_cast<unsigned long long>(end - begin), static_cast<unsigned long long>(elements),
-                  e.dtype.c_str(), static_cast<unsigned long long>(bytes));
+                  Printable(e.dtype).c_str(), static_cast<unsigned long long>(bytes));
     }
     Tensor t;
     t.name = e.name;
@@ -260,6 +262,17 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t available, uint64_t size, const
   }
   uint64_t n = 0;
   std::memcpy(&n, data, 8);
+  // The header "MUST begin with a {" (the format's specification): a file
+  // whose ninth byte is not one is not a safetensors file, and its first 8
+  // bytes are no header length to show.
+  if (size > 8 && available > 8 && data[8] != '{') {
+    return SetError(TINYAI_ERR_BAD_MAGIC, "'%s' is not a safetensors file: after its first 8 bytes (a header length) "
+                    "comes byte 0x%02x, not the '{' that starts a safetensors header", src,
+                    static_cast<unsigned>(data[8]));
+  }
+  if (size == 8 && n > 0) {
+    return SetError(TINYAI_ERR_TRUNCATED, "'%s': 8 bytes: a safetensors header length, and no header", src);
+  }
   if (n > kMaxHeaderBytes) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': a header of %llu bytes; TinyAI reads headers up to %llu bytes (as "
                     "the reference reader does)", src, static_cast<unsigned long long>(n),
@@ -291,7 +304,7 @@ TinyAIStatus Parse(const uint8_t* data, uint64_t available, uint64_t size, const
   for (const Tensor* t : order) {
     if (t->offset != at) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' starts at byte %llu of the data, not at %llu where the "
-                      "one before it ends (tensors overlap or leave a gap)", src, t->name.c_str(),
+                      "one before it ends (tensors overlap or leave a gap)", src, Printable(t->name).c_str(),
                       static_cast<unsigned long long>(t->offset - f.data_offset),
                       static_cast<unsigned long long>(at - f.data_offset));
     }

@@ -54,7 +54,9 @@ uint64_t DTypeBytes(const std::string& dtype);
 
 // Parses the header of a file of `size` bytes whose first `available` bytes
 // are at data (the whole file mapped, or just its first 8 + N bytes).
-// Errors: TINYAI_ERR_TRUNCATED (shorter than 8 bytes or than its header),
+// Errors: TINYAI_ERR_BAD_MAGIC (a ninth byte that is not the '{' a header
+// starts with: not a safetensors file), TINYAI_ERR_TRUNCATED (shorter than 8
+// bytes or than its header),
 // TINYAI_ERR_UNSUPPORTED (a header over kMaxHeaderBytes), TINYAI_ERR_BAD_FORMAT
 // (not JSON, not an object, an entry without dtype, shape or data_offsets or
 // with values of the wrong kind, an unknown dtype, a repeated name, a size

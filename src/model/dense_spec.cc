@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "kernels/kernels.h"
@@ -115,8 +116,8 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
   StringView arch;
   TINYAI_RETURN_IF_ERROR(ReadString(r, "general.architecture", &arch));
   if (!Equals(arch, "dense")) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%.*s' is not a dense network (expected 'dense')", src,
-                    static_cast<int>(arch.size), arch.data);
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s' is not a dense network (expected 'dense')", src,
+                    Printable(arch).c_str());
   }
   int64_t input_dim = 0, layer_count = 0;
   TINYAI_RETURN_IF_ERROR(ReadInt(r, "dense.input_dim", 1, kMaxWidth, &input_dim));
@@ -167,8 +168,8 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
     } else if (Equals(act, "tanh")) {
       s.activation = DenseActivation::kTanh;
     } else {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': dense layer %d: activation '%.*s' is not supported (none, relu, tanh)",
-                      src, l, static_cast<int>(act.size), act.data);
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': dense layer %d: activation '%s' is not supported (none, relu, tanh)",
+                      src, l, Printable(act).c_str());
     }
 
     // Inputs: indices of earlier layers, or -1 for the network input, all of
@@ -185,8 +186,8 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
       int64_t p = 0;
       if (!ParseIndex(list.data + begin, end - begin, &p)) {
         return SetError(TINYAI_ERR_BAD_FORMAT,
-                        "'%s': dense layer %d: inputs '%.*s' is not a comma-separated list of layer indices", src, l,
-                        static_cast<int>(list.size), list.data);
+                        "'%s': dense layer %d: inputs '%s' is not a comma-separated list of layer indices", src, l,
+                        Printable(list).c_str());
       }
       if (p < -1 || p >= count) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': dense layer %d: input %lld is out of range (-1..%d)", src, l,
@@ -203,8 +204,8 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
       for (int32_t k = 0; k < s.input_count; ++k) {
         if (inputs[static_cast<size_t>(s.first_input + k)] == p) {
           return SetError(TINYAI_ERR_BAD_FORMAT,
-                          "'%s': dense layer %d: input %lld appears twice in '%.*s' (each input at most once)", src, l,
-                          static_cast<long long>(p), static_cast<int>(list.size), list.data);
+                          "'%s': dense layer %d: input %lld appears twice in '%s' (each input at most once)", src, l,
+                          static_cast<long long>(p), Printable(list).c_str());
         }
       }
       if (s.input_count >= limits::kMaxDenseInputs) {

@@ -147,12 +147,19 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   }
   TINYAI_RETURN_IF_ERROR(Reserve());
   size_t count = 0;
-  const TinyAIStatus encoded = tok.Encode(prompt, true, false, tokens_.data(), tokens_.size(), &count, &scratch_);
+  // BOS first and EOS last as the model says (tokenizer.add_bos, add_eos:
+  // Tokenizer::add_bos), as llama.cpp's tokenizer adds its special tokens.
+  const bool bos = tok.add_bos(), eos = tok.add_eos();
+  const TinyAIStatus encoded = tok.Encode(prompt, bos, eos, tokens_.data(), tokens_.size(), &count, &scratch_);
   if (encoded == TINYAI_ERR_BUFFER_TOO_SMALL || count > static_cast<size_t>(context)) {
-    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu tokens (BOS included) but the context holds %d",
-                    count, context);
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu tokens (%s) but the context holds %d", count,
+                    bos ? "BOS included" : "this model adds no BOS", context);
   }
   TINYAI_RETURN_IF_ERROR(encoded);
+  if (count == 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the prompt is empty and this model starts no text with BOS "
+                    "(tokenizer.add_bos is 0): there is nothing to continue; give a prompt");
+  }
   prompt_tokens_ = static_cast<int32_t>(count);
   steps_ = params.steps == 0 || params.steps > positions ? positions : params.steps;
   steps_reason_ = steps_ == positions ? TINYAI_STOP_CONTEXT : TINYAI_STOP_STEPS;
@@ -162,9 +169,14 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
 
   // The prompt's own pieces are printed as llama2.c does, position by
   // position: the piece forced at position p (p < steps) is token p+1.
+  // Without BOS, token 0 is the text's first piece: printed first, its
+  // dummy-prefix space dropped as after BOS. An EOS the model appends is
+  // not text: not printed.
   char byte[1];
+  if (!bos && !(eos && prompt_tokens_ == 1)) Emit(tok.Decode(tok.bos_id(), tokens_[0], byte));
   const int32_t shown = prompt_tokens_ - 1 < steps_ ? prompt_tokens_ - 1 : steps_;
   for (int32_t i = 1; i <= shown && stats_.stopReason == TINYAI_STOP_NONE; ++i) {
+    if (eos && i == prompt_tokens_ - 1) break;
     StringView piece = tok.Decode(tokens_[static_cast<size_t>(i - 1)], tokens_[static_cast<size_t>(i)], byte);
     Emit(piece);
   }

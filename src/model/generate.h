@@ -49,7 +49,8 @@ class TextSink {
 // position is unchanged.
 TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* llama, const int32_t* tokens, int32_t count);
 
-// One generation: BOS, the prompt, then sampled tokens.
+// One generation: BOS (when the model adds it: Tokenizer::add_bos), the
+// prompt, then sampled tokens.
 class TextSession {
  public:
   // A session of llama, run in passes of sched.

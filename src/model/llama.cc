@@ -198,6 +198,18 @@ TinyAIStatus LlamaModel::BindTokenizer() {
                                    Span<const float>(scores_.data(), scores_.size()), static_cast<int32_t>(bos),
                                    static_cast<int32_t>(eos), piece_limit);
   if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", r.source());
+  // Whether prompts start with BOS and end with EOS (docs/format.md): the
+  // model was trained so, and runs differently otherwise.
+  int64_t add[2] = {1, 0};
+  const char* const add_keys[2] = {"tokenizer.add_bos", "tokenizer.add_eos"};
+  for (int i = 0; i < 2; ++i) {
+    if (r.FindMeta(add_keys[i])) TINYAI_RETURN_IF_ERROR(r.GetInt(add_keys[i], &add[i]));
+    if (add[i] != 0 && add[i] != 1) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': %s is %lld; it is 0 or 1", r.source(), add_keys[i],
+                      static_cast<long long>(add[i]));
+    }
+  }
+  tokenizer_.SetSpecialTokens(add[0] != 0, add[1] != 0);
   return TINYAI_OK;
 }
 
@@ -534,9 +546,13 @@ TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContex
 }
 
 void LlamaModel::RopeTable(int32_t position, float* cs) const {
+  // Linear RoPE scaling (llama.rope_linear_factor): the angle of position p
+  // is that of p / factor, as llama.cpp scales it (theta * rope_freq_scale,
+  // rope_freq_scale = 1 / factor). A factor of 1 multiplies by exactly 1.
+  const float freq_scale = 1.0f / hp_.rope_linear_factor;
   for (int32_t pair = 0; pair < hp_.head_size() / 2; ++pair) {
     float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
-    float val = static_cast<float>(position) * freq;
+    float val = static_cast<float>(position) * freq * freq_scale;
     cs[2 * pair] = cosf(val);
     cs[2 * pair + 1] = sinf(val);
   }

@@ -78,6 +78,18 @@ class Tokenizer {
   int32_t vocab_size() const { return static_cast<int32_t>(pieces_.size()); }
   int32_t bos_id() const { return bos_; }
   int32_t eos_id() const { return eos_; }
+
+  // Whether a prompt starts with BOS and ends with EOS, as the model says
+  // (tokenizer.add_bos, default yes; tokenizer.add_eos, default no: GGUF's
+  // tokenizer.ggml.add_bos_token / add_eos_token, Hugging Face's
+  // add_bos_token / add_eos_token). The generation path and the C API's
+  // tokenize follow them.
+  void SetSpecialTokens(bool addBos, bool addEos) {
+    add_bos_ = addBos;
+    add_eos_ = addEos;
+  }
+  bool add_bos() const { return add_bos_; }
+  bool add_eos() const { return add_eos_; }
   StringView piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
 
  private:
@@ -89,6 +101,8 @@ class Tokenizer {
   Array<int32_t> sorted_;  // ids sorted by piece bytes, for Lookup
   int32_t bos_ = 1;
   int32_t eos_ = 2;
+  bool add_bos_ = true;
+  bool add_eos_ = false;
   uint32_t max_piece_length_ = 0;
 };
 

@@ -178,6 +178,19 @@ TEST(DenseDefinitionTest, EveryErrorNamesItsLineAndTheProblem) {
   }
 }
 
+// A word of the definition that holds a NUL is shown whole (\x00) in the
+// message, not cut at it.
+TEST(DenseDefinitionTest, NamesWithANulAreShownWhole) {
+  DenseNetDef def;
+  tinyaiClearLastError();
+  EXPECT_EQ(tinyai::ParseDenseDefinition(std::string("input 4\nlayer a out=2 act=re\0lu\n", 32), &def),
+            TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(LastMessage(), "unknown activation 're\\x00lu' (none, relu or tanh)")) << LastMessage();
+  EXPECT_EQ(tinyai::ParseDenseDefinition(std::string("input 4\nlayer a\0b out=2\n", 24), &def),
+            TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(LastMessage(), "layer name 'a\\x00b' may hold only")) << LastMessage();
+}
+
 TEST(DenseDefinitionTest, TheCommittedModelDefinitionParses) {
   const std::string path = CommittedDefinitionPath();
   std::string text;
@@ -683,6 +696,17 @@ TEST_F(DenseSpecLoadTest, UnknownActivationIsUnsupported) {
   RawNet n = GoodNet();
   n.layers[1].activation = "gelu";
   ExpectLoadFails(n, TINYAI_ERR_UNSUPPORTED, {"dense layer 1", "'gelu'"});
+}
+
+// An activation name that holds a NUL (or a control byte) is shown whole
+// in the message, as \x00, not cut at it.
+TEST_F(DenseSpecLoadTest, NamesWithANulAreShownWhole) {
+  RawNet n = GoodNet();
+  n.layers[1].activation = std::string("relu\0\x1b[2J", 9);
+  ExpectLoadFails(n, TINYAI_ERR_UNSUPPORTED, {"activation 'relu\\x00\\x1b[2J' is not supported"});
+  n = GoodNet();
+  n.architecture = std::string("dense\0x", 7);
+  ExpectLoadFails(n, TINYAI_ERR_UNSUPPORTED, {"architecture 'dense\\x00x'"});
 }
 
 TEST_F(DenseSpecLoadTest, InputsMustNameTheInputOrEarlierLayers) {

@@ -402,6 +402,18 @@ TEST_F(ReaderTest, UnknownMetadataTypeIsBadFormat) {
   ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {"llama.dim", "unknown type 42"});
 }
 
+// A metadata key that holds a NUL is shown whole in the message (\x00),
+// not cut at it.
+TEST_F(ReaderTest, KeysWithANulAreShownWhole) {
+  const size_t at = tt::FindMetaValue(image_, "llama.dim");
+  ASSERT_NE(at, 0u);
+  Bytes b = image_;
+  b[at - 1] = 42;                              // the type byte
+  b[at - 1 - std::strlen("llama.dim") + 2] = 0;  // "ll\0ma.dim"
+  tt::Reseal(&b);
+  ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {"metadata 'll\\x00ma.dim' has unknown type 42"});
+}
+
 TEST_F(ReaderTest, ZeroKeyLengthIsBadFormat) {
   Bytes b = image_;
   b[header_.metadata_offset + 4] = 0;  // entry 0's key length

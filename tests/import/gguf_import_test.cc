@@ -503,8 +503,8 @@ TEST_F(GgufBad, ModelRules) {
   std::memcpy(&*at + blocks.size(), &f32, 4);
   Expect(f, TINYAI_ERR_BAD_FORMAT, "'llama.block_count' is float32, not an integer");
   // Rope scaling, partial rotary dimensions.
-  Expect(Build([](tt::GgufWriter* w) { w->AddString("llama.rope.scaling.type", "linear"); }), TINYAI_ERR_UNSUPPORTED,
-         "rope scaling 'linear'");
+  Expect(Build([](tt::GgufWriter* w) { w->AddString("llama.rope.scaling.type", "yarn"); }), TINYAI_ERR_UNSUPPORTED,
+         "rope scaling 'yarn'");
   f = Build();
   const std::string rope = "llama.rope.dimension_count";
   at = std::search(f.begin(), f.end(), rope.begin(), rope.end());
@@ -620,6 +620,283 @@ TEST_F(GgufBad, ShapesTokenIdsAndCounts) {
   EXPECT_EQ(tokens.size(), 260u);
 }
 
+// ---- Metadata that changes the numbers: honoured, or refused by name -------
+
+// Reads a float / int metadata value of a .tmai (found: whether it is there).
+bool MetaFloat(const std::string& path, const char* key, float* out) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  EXPECT_NE(m, nullptr) << tt::LastMessage();
+  const bool found = m != nullptr && tinyaiGetMetadataFloat(m, key, out) == TINYAI_OK;
+  tinyaiCloseMappedModel(m);
+  return found;
+}
+bool MetaInt(const std::string& path, const char* key, int64_t* out) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  EXPECT_NE(m, nullptr) << tt::LastMessage();
+  const bool found = m != nullptr && tinyaiGetMetadataInt(m, key, out) == TINYAI_OK;
+  tinyaiCloseMappedModel(m);
+  return found;
+}
+
+// A synthetic model with enough positions for the rotary angles to matter,
+// written as GGUF with one edit at a time and imported.
+class GgufMetadata : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tinyai::LlamaShape shape;
+    ASSERT_EQ(tinyai::ParseSyntheticSpec("dim=64,hidden=96,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=32,seed=7",
+                                         &shape),
+              TINYAI_OK);
+    model_ = dir_.File("m.tmai");
+    ASSERT_EQ(tinyai::WriteSyntheticModel(shape, model_.c_str()), TINYAI_OK) << tt::LastMessage();
+    std::string error;
+    ASSERT_TRUE(tt::LoadTmai(model_, &source_, &error)) << error;
+  }
+  // The model written as GGUF with `edit`, imported: the .tmai's path.
+  std::string Import(const std::function<void(tt::GgufWriter*)>& edit) {
+    tt::GgufWriter w;
+    std::string error;
+    EXPECT_TRUE(tt::GgufFromSource(source_, tt::GgufModelOptions(), &w, &error)) << error;
+    if (edit) edit(&w);
+    const std::string in = dir_.File("m" + std::to_string(++count_) + ".gguf"), out = dir_.File("m" + std::to_string(count_) + ".tmai");
+    EXPECT_TRUE(w.WriteFile(in));
+    EXPECT_EQ(Convert(in, out), TINYAI_OK) << tt::LastMessage();
+    return out;
+  }
+  // The reference logits of the source with a linear rope factor.
+  std::vector<double> Reference(const std::vector<int32_t>& tokens, float factor) const {
+    tt::LlamaSource scaled = source_;
+    scaled.params.rope_linear_factor = factor;
+    return tt::ReferenceLogits(scaled, tokens);
+  }
+
+  tt::TempDir dir_;
+  std::string model_;
+  tt::LlamaSource source_;
+  int count_ = 0;
+};
+
+const char kRopeText[] = "ab cd ef gh ij kl mn op";
+constexpr double kLogitTolerance = 2e-4;  // float logits against the double-precision reference
+
+// A linear rope factor, said any of the ways llama.cpp reads one (a factor
+// without a type is linear: llama.cpp's default type), is recorded in the
+// .tmai and the forward pass divides positions by it: the logits are the
+// reference's with that factor, not the unscaled ones. A factor of 1 (or 0,
+// or type none) is no scaling: the unscaled logits bit for bit, and no key.
+TEST_F(GgufMetadata, LinearRopeScalingIsHonoured) {
+  const std::vector<int32_t> tokens = tt::TokensOf(model_, kRopeText, true);
+  ASSERT_GE(tokens.size(), 8u);
+  const std::vector<double> unscaled = Reference(tokens, 1.0f), scaled = Reference(tokens, 4.0f);
+  const std::vector<float> plain = LogitsOf(model_, kRopeText);
+  ASSERT_LT(tt::MaxDifference(plain, unscaled), kLogitTolerance);  // the reference is the runtime's model
+  double apart = 0.0;
+  for (size_t i = 0; i < scaled.size(); ++i) apart = std::max(apart, std::fabs(scaled[i] - unscaled[i]));
+  ASSERT_GT(apart, 100 * kLogitTolerance);  // scaling changes the numbers this much
+  const std::vector<std::pair<const char*, std::function<void(tt::GgufWriter*)>>> scalings = {
+      {"type linear and factor", [](tt::GgufWriter* w) {
+         w->AddString("llama.rope.scaling.type", "linear");
+         w->AddFloat32("llama.rope.scaling.factor", 4.0f);
+       }},
+      {"a factor without a type", [](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scaling.factor", 4.0f); }},
+      {"the older scale_linear", [](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scale_linear", 4.0f); }},
+      {"both keys, agreeing", [](tt::GgufWriter* w) {
+         w->AddFloat32("llama.rope.scale_linear", 4.0f);
+         w->AddFloat32("llama.rope.scaling.factor", 4.0f);
+       }},
+  };
+  for (const auto& c : scalings) {
+    SCOPED_TRACE(c.first);
+    const std::string out = Import(c.second);
+    float factor = 0.0f;
+    EXPECT_TRUE(MetaFloat(out, "llama.rope_linear_factor", &factor));
+    EXPECT_EQ(factor, 4.0f);
+    const std::vector<float> logits = LogitsOf(out, kRopeText);
+    EXPECT_LT(tt::MaxDifference(logits, scaled), kLogitTolerance);
+    tt::LlamaSource back;
+    std::string error;
+    EXPECT_TRUE(tt::LoadTmai(out, &back, &error)) << error;
+    EXPECT_EQ(back.params.rope_linear_factor, 4.0f);
+  }
+  const std::vector<std::pair<const char*, std::function<void(tt::GgufWriter*)>>> none = {
+      {"linear, factor 1", [](tt::GgufWriter* w) {
+         w->AddString("llama.rope.scaling.type", "linear");
+         w->AddFloat32("llama.rope.scaling.factor", 1.0f);
+       }},
+      {"factor 0 (llama.cpp: none)", [](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scaling.factor", 0.0f); }},
+      {"type none, whatever the factor", [](tt::GgufWriter* w) {
+         w->AddString("llama.rope.scaling.type", "none");
+         w->AddFloat32("llama.rope.scaling.factor", 4.0f);
+       }},
+  };
+  for (const auto& c : none) {
+    SCOPED_TRACE(c.first);
+    const std::string out = Import(c.second);
+    float factor = 0.0f;
+    EXPECT_FALSE(MetaFloat(out, "llama.rope_linear_factor", &factor));
+    EXPECT_TRUE(SameBits(LogitsOf(out, kRopeText), plain));
+  }
+}
+
+// tokenizer.ggml.add_bos_token / add_eos_token are recorded and followed:
+// without BOS, the C API's tokenize (add_special) and the generation path
+// start the prompt with its first piece (the logits are the reference's
+// over the text's tokens alone); with EOS, a text ends with it.
+TEST_F(GgufMetadata, BosAndEosAsTheFileSays) {
+  const std::string with_bos = Import([](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_bos_token", 7, {1}); });
+  int64_t add = -1;
+  EXPECT_FALSE(MetaInt(with_bos, "tokenizer.add_bos", &add));  // the default is not written
+  const std::vector<int32_t> text = tt::TokensOf(model_, "ab cd", false), bos = tt::TokensOf(with_bos, "ab cd", true);
+  ASSERT_FALSE(text.empty());
+  ASSERT_EQ(bos.size(), text.size() + 1);
+  EXPECT_EQ(bos[0], source_.bos);
+
+  const std::string no_bos = Import([](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_bos_token", 7, {0}); });
+  EXPECT_TRUE(MetaInt(no_bos, "tokenizer.add_bos", &add));
+  EXPECT_EQ(add, 0);
+  EXPECT_EQ(tt::TokensOf(no_bos, "ab cd", true), text);
+  EXPECT_LT(tt::MaxDifference(LogitsOf(no_bos, "ab cd"), tt::ReferenceLogits(source_, text)), kLogitTolerance);
+  // Generation: the prompt is its own tokens, echoed whole.
+  tt::OpenedModel m;
+  ASSERT_TRUE(m.Open(no_bos)) << tt::LastMessage();
+  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+  params.steps = 12;
+  params.sampler.temperature = 0.0f;
+  TinyAIGenerateStats stats;
+  std::memset(&stats, 0, sizeof stats);
+  stats.structSize = sizeof stats;
+  char out[4096];
+  size_t len = 0;
+  ASSERT_EQ(tinyaiLLMGenerate(m.llm, "ab cd", &params, out, sizeof out, &len, &stats), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(stats.promptTokens, static_cast<int32_t>(text.size()));
+  EXPECT_EQ(std::string(out, len).compare(0, 5, "ab cd"), 0) << std::string(out, len);
+  // Nothing to continue: an empty prompt without BOS.
+  EXPECT_EQ(tinyaiLLMGenerate(m.llm, "", &params, out, sizeof out, &len, &stats), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("tokenizer.add_bos is 0"), std::string::npos) << tt::LastMessage();
+
+  const std::string eos = Import([](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_eos_token", 7, {1}); });
+  EXPECT_TRUE(MetaInt(eos, "tokenizer.add_eos", &add));
+  EXPECT_EQ(add, 1);
+  const std::vector<int32_t> ended = tt::TokensOf(eos, "ab cd", true);
+  ASSERT_EQ(ended.size(), text.size() + 2);
+  EXPECT_EQ(ended.front(), source_.bos);
+  EXPECT_EQ(ended.back(), source_.eos);
+  EXPECT_EQ(tt::TokensOf(eos, "ab cd", false), text);
+}
+
+// The runtime checks what the importer wrote: a rope factor outside what it
+// runs, or a tokenizer.add_bos / add_eos other than 0 or 1, is refused when
+// the model is bound, naming the key.
+TEST_F(GgufMetadata, TheRuntimeRefusesImpossibleValues) {
+  struct Case {
+    std::function<void(tt::GgufWriter*)> edit;
+    const char* key;
+    bool is_float;
+    TinyAIStatus want;
+    const char* says;
+  };
+  const Case cases[] = {
+      {[](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scaling.factor", 4.0f); }, "llama.rope_linear_factor", true,
+       TINYAI_ERR_BAD_FORMAT, "llama.rope_linear_factor 1e+09 is outside what the runtime runs"},
+      {[](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_bos_token", 7, {0}); }, "tokenizer.add_bos", false,
+       TINYAI_ERR_BAD_TOKENIZER, "tokenizer.add_bos is 2; it is 0 or 1"},
+      {[](tt::GgufWriter* w) { w->AddRaw("tokenizer.ggml.add_eos_token", 7, {1}); }, "tokenizer.add_eos", false,
+       TINYAI_ERR_BAD_TOKENIZER, "tokenizer.add_eos is 2; it is 0 or 1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key);
+    tt::Bytes image;
+    ASSERT_TRUE(tt::ReadFileBytes(Import(c.edit), &image));
+    const size_t at = tt::FindMetaValue(image, c.key);
+    ASSERT_NE(at, 0u);
+    if (c.is_float) {
+      const float huge = 1e9f;
+      std::memcpy(&image[at], &huge, 4);
+    } else {
+      const int64_t two = 2;
+      std::memcpy(&image[at], &two, 8);
+    }
+    tt::Reseal(&image);
+    const std::string path = dir_.File("patched.tmai");
+    ASSERT_TRUE(tt::WriteFileBytes(path, image));
+    TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+    ASSERT_NE(m, nullptr) << tt::LastMessage();
+    TinyAILLM* llm = nullptr;
+    EXPECT_EQ(tinyaiCreateLLM(m, nullptr, &llm), c.want);
+    EXPECT_NE(std::string(tt::LastMessage()).find(c.says), std::string::npos) << tt::LastMessage();
+    tinyaiDestroyLLM(llm);
+    tinyaiCloseMappedModel(m);
+  }
+}
+
+// Every other llama.* key that would change what the model computes holds
+// the value TinyAI computes with, or the file is refused naming the key;
+// a llama.* key TinyAI does not know is refused too, never ignored.
+TEST_F(GgufBad, MetadataThatChangesTheNumbersIsRefusedByName) {
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("llama.expert_count", 8); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.expert_count is 8: a mixture of experts");
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("llama.expert_used_count", 2); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.expert_used_count is 2");
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("llama.attention.key_length", 8); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.attention.key_length is 8: query and key heads of another size");
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("llama.attention.value_length", 32); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.attention.value_length is 32");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.attention.clamp_kqv", 8.0f); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.attention.clamp_kqv is 8");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.logit_scale", 0.5f); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.logit_scale is 0.5: logits scaled");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.final_logit_softcapping", 30.0f); }),
+         TINYAI_ERR_UNSUPPORTED, "llama.final_logit_softcapping is 30: logits soft-capped");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.attention.scale", 0.25f); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.attention.scale is 0.25");
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("llama.attention.sliding_window", 4); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.attention.sliding_window is 4");
+  Expect(Build([](tt::GgufWriter* w) { w->AddRaw("llama.attention.causal", 7, {0}); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.attention.causal is 0");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scaling.attn_factor", 2.0f); }),
+         TINYAI_ERR_UNSUPPORTED, "llama.rope.scaling.attn_factor is 2");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.some_new_scale", 1.0f); }), TINYAI_ERR_UNSUPPORTED,
+         "key 'llama.some_new_scale' is not one TinyAI knows");
+  Expect(Build([](tt::GgufWriter* w) { w->AddString("llama.tensor_data_layout", "transposed"); }),
+         TINYAI_ERR_UNSUPPORTED, "llama.tensor_data_layout 'transposed'");
+  // The rope scaling's own rules.
+  Expect(Build([](tt::GgufWriter* w) { w->AddString("llama.rope.scaling.type", "longrope"); }), TINYAI_ERR_UNSUPPORTED,
+         "rope scaling 'longrope' (llama.rope.scaling.type) changes the rotary frequencies");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scaling.factor", -2.0f); }), TINYAI_ERR_BAD_FORMAT,
+         "llama.rope.scaling.factor is -2");
+  Expect(Build([](tt::GgufWriter* w) {
+           w->AddFloat32("llama.rope.scaling.factor", 2.0f);
+           w->AddFloat32("llama.rope.scale_linear", 4.0f);
+         }),
+         TINYAI_ERR_BAD_FORMAT, "llama.rope.scaling.factor 2 and llama.rope.scale_linear 4 disagree");
+  Expect(Build([](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scale_linear", 1e9f); }), TINYAI_ERR_UNSUPPORTED,
+         "llama.rope.scale_linear is 1e+09");
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("tokenizer.ggml.add_bos_token", 0); }), TINYAI_ERR_BAD_FORMAT,
+         "'tokenizer.ggml.add_bos_token' is not a bool");
+  // The RMS epsilon is required (as llama.cpp requires it), not guessed.
+  std::vector<uint8_t> f = Build();
+  const std::string eps = "llama.attention.layer_norm_rms_epsilon";
+  auto at = std::search(f.begin(), f.end(), eps.begin(), eps.end());
+  *at = 'x';  // xlama.attention...: outside the llama.* keys
+  Expect(f, TINYAI_ERR_BAD_FORMAT, "no key 'llama.attention.layer_norm_rms_epsilon'");
+  // One file of a split model.
+  Expect(Build([](tt::GgufWriter* w) { w->AddUint32("split.count", 3); }), TINYAI_ERR_UNSUPPORTED,
+         "one of 3 files of a split model");
+  // Keys that hold what TinyAI computes with convert.
+  const std::string in = dir_.File("neutral.gguf"), out = dir_.File("neutral.tmai");
+  ASSERT_TRUE(tt::WriteFileBytes(in, Build([](tt::GgufWriter* w) {
+    w->AddUint32("llama.expert_count", 0);
+    w->AddUint32("llama.attention.key_length", 16);
+    w->AddUint32("llama.attention.value_length", 16);
+    w->AddFloat32("llama.logit_scale", 1.0f);
+    w->AddRaw("llama.attention.causal", 7, {1});
+    w->AddUint32("llama.rope.scaling.original_context_length", 4096);
+    w->AddString("llama.tensor_data_layout", "Meta AI original pth");
+  })));
+  EXPECT_EQ(Convert(in, out), TINYAI_OK) << tt::LastMessage();
+  EXPECT_TRUE(SameBits(LogitsOf(out, "abc"), LogitsOf(model_, "abc")));
+}
+
 TEST_F(GgufBad, OutputIsTheInput) {
   const std::string in = dir_.File("same.gguf");
   ASSERT_TRUE(tt::WriteFileBytes(in, Build()));
@@ -627,6 +904,34 @@ TEST_F(GgufBad, OutputIsTheInput) {
   std::vector<uint8_t> back;
   ASSERT_TRUE(tt::ReadFileBytes(in, &back));
   EXPECT_EQ(back, Build());
+}
+
+// ---- Names read from the file are shown whole in messages ------------------
+
+// A key or tensor name that holds a NUL (GGUF strings are counted, not
+// terminated) is shown whole, the NUL as \x00, not cut at it.
+TEST_F(GgufBad, NamesWithANulAreShownWhole) {
+  const std::string key("general.a\0b", 11), tensor("blk.0.extra\0.weight", 19);
+  Expect(Build([&](tt::GgufWriter* w) {
+           w->AddUint32(key, 1);
+           w->AddUint32(key, 2);
+         }),
+         TINYAI_ERR_BAD_FORMAT, "key 'general.a\\x00b' appears twice");
+  Expect(Build([&](tt::GgufWriter* w) { w->AddTensor(tensor, {32}, tt::kGgmlF32, std::vector<uint8_t>(128)); }),
+         TINYAI_ERR_UNSUPPORTED, "tensor 'blk.0.extra\\x00.weight' is not part of a LLaMA model");
+  Expect(Build([&](tt::GgufWriter* w) {
+           w->AddTensor(tensor, {32}, tt::kGgmlF32, std::vector<uint8_t>(128));
+           w->AddTensor(tensor, {32}, tt::kGgmlF32, std::vector<uint8_t>(128));
+         }),
+         TINYAI_ERR_BAD_FORMAT, "tensor 'blk.0.extra\\x00.weight' appears twice");
+  // A control byte is escaped as well, and a backslash shown as \\.
+  Expect(Build([](tt::GgufWriter* w) { w->AddTensor("x\x1b[2J\\y", {32}, tt::kGgmlF32, std::vector<uint8_t>(128)); }),
+         TINYAI_ERR_UNSUPPORTED, "tensor 'x\\x1b[2J\\\\y' is not part");
+  std::vector<uint8_t> f = Build();
+  const std::string arch = "llama";
+  auto at = std::search(f.begin(), f.end(), arch.begin(), arch.end());
+  *(at + 2) = '\0';
+  Expect(f, TINYAI_ERR_UNSUPPORTED, "architecture 'll\\x00ma'");
 }
 
 }  // namespace

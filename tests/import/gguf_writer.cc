@@ -263,6 +263,10 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
   w.AddUint32("llama.attention.head_count_kv", static_cast<uint32_t>(p.kv_heads));
   w.AddFloat32("llama.attention.layer_norm_rms_epsilon", p.norm_eps);
   w.AddFloat32("llama.rope.freq_base", p.rope_theta);
+  if (p.rope_linear_factor != 1.0f) {  // as llama.cpp's converters write linear scaling
+    w.AddString("llama.rope.scaling.type", "linear");
+    w.AddFloat32("llama.rope.scaling.factor", p.rope_linear_factor);
+  }
   w.AddString("tokenizer.ggml.model", "llama");
   w.AddStrings("tokenizer.ggml.tokens", SentencePiecePieces(s));
   w.AddFloats("tokenizer.ggml.scores", s.scores);

@@ -231,7 +231,10 @@ bool WriteHfCheckpoint(const LlamaSource& s, const HfOptions& o, const std::stri
            << "  \"rope_theta\": " << Float9(p.rope_theta) << ",\n  \"hidden_act\": \"silu\",\n"
            << "  \"tie_word_embeddings\": " << (p.shared_classifier ? "true" : "false") << ",\n"
            << "  \"bos_token_id\": " << s.bos << ",\n  \"eos_token_id\": " << s.eos << ",\n"
-           << "  \"rope_scaling\": null,\n  \"torch_dtype\": \""
+           << "  \"rope_scaling\": "
+           << (p.rope_linear_factor != 1.0f ? "{\"rope_type\": \"linear\", \"factor\": " + Float9(p.rope_linear_factor) + "}"
+                                             : std::string("null"))
+           << ",\n  \"torch_dtype\": \""
            << (o.dtype == "F32" ? "float32" : o.dtype == "F16" ? "float16" : "bfloat16") << "\",\n"
            << "  \"_name_or_path\": \"" << JsonEscaped(s.name) << "\"" << (o.config_extra.empty() ? "" : ",\n  ")
            << o.config_extra << "\n}\n";

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "import/llama_source.h"
 #include "tinyai/llm.h"
 #include "tinyai/utils/mmap_loader.h"
 
@@ -31,6 +32,21 @@ std::vector<float> LogitsOf(const std::string& path, const char* text);
 
 // The greedy text after a prompt.
 std::string Greedy(const std::string& path, const char* prompt, int32_t steps);
+
+// The ids tinyaiLLMTokenize gives text (add_special: its addBos).
+std::vector<int32_t> TokensOf(const std::string& path, const char* text, bool add_special);
+
+// The logits after each of tokens (fed one at a time from position 0),
+// computed in double precision from the source's tensors as the LLaMA
+// architecture defines them: llama2.c's forward, with RoPE over each head's
+// interleaved pairs (2i, 2i + 1) at the angle position * theta^(-2i/head)
+// / rope_linear_factor (llama.cpp's linear scaling, rope_freq_scale = 1 /
+// factor). Independent of the runtime: the oracle for what a model's
+// metadata means.
+std::vector<double> ReferenceLogits(const LlamaSource& source, const std::vector<int32_t>& tokens);
+
+// The largest |a[i] - b[i]| (infinity when the sizes differ or are 0).
+double MaxDifference(const std::vector<float>& a, const std::vector<double>& b);
 
 // True when a and b are the same non-empty arrays, bit for bit.
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b);

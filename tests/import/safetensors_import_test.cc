@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/half.h"
 #include "format/test_models.h"
@@ -367,7 +368,8 @@ TEST(SafetensorsParser, HeaderLengthAndJson) {
   ExpectParse(FileOf("{}", 0, 1000), TINYAI_ERR_TRUNCATED, "a header of 1000 bytes");
   ExpectParse(FileOf("{}", 0, 200ull << 20), TINYAI_ERR_UNSUPPORTED, "headers up to 104857600 bytes");
   ExpectParse(FileOf("{\"a\": {", 0), TINYAI_ERR_BAD_FORMAT, "not valid JSON");
-  ExpectParse(FileOf("[1, 2]", 0), TINYAI_ERR_BAD_FORMAT, "not a JSON object");
+  // A header "MUST begin with a {" (the specification): anything else is not a safetensors file.
+  ExpectParse(FileOf("[1, 2]", 0), TINYAI_ERR_BAD_MAGIC, "is not a safetensors file");
   std::string deep;
   for (int i = 0; i < 100; ++i) deep += "{\"x\":";
   deep += "1";
@@ -375,7 +377,8 @@ TEST(SafetensorsParser, HeaderLengthAndJson) {
   ExpectParse(FileOf(deep, 0), TINYAI_ERR_BAD_FORMAT, "tensor 'x' has an unknown field 'x'");
   std::string arrays(1000000, '[');  // a million levels stop at the first one out of place, having built nothing
   arrays += std::string(1000000, ']');
-  ExpectParse(FileOf(arrays, 0), TINYAI_ERR_BAD_FORMAT, "the header is an array, not a JSON object");
+  ExpectParse(FileOf(arrays, 0), TINYAI_ERR_BAD_MAGIC, "comes byte 0x5b, not the '{'");
+  ExpectParse(FileOf(" {}", 0), TINYAI_ERR_BAD_MAGIC, "is not a safetensors file");
   ExpectParse(FileOf("{\"a\": [[[[1]]]]}", 0), TINYAI_ERR_BAD_FORMAT, "tensor 'a' is an array, not an object");
   ExpectParse(FileOf("{\"__metadata__\": {\"k\": 1}}", 0), TINYAI_ERR_BAD_FORMAT, "__metadata__ 'k' is an integer");
 }
@@ -435,6 +438,14 @@ TEST(SafetensorsParser, Entries) {
   ExpectParse(FileOf("{" + a + ",\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]}}", 24),
               TINYAI_ERR_BAD_FORMAT, "overlap or leave a gap");
   ExpectParse(FileOf("{" + a + "}", 30), TINYAI_ERR_BAD_FORMAT, "6 bytes after the last tensor");
+}
+
+// A name that holds a NUL (JSON's \u0000) is shown whole, as \x00.
+TEST(SafetensorsParser, NamesWithANulAreShownWhole) {
+  const std::string a = "\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}";
+  ExpectParse(FileOf("{" + a + "," + a + "}", 24), TINYAI_ERR_BAD_FORMAT, "key 'a\\x00b' appears twice");
+  ExpectParse(FileOf("{\"a\\u0000b\":{\"dtype\":\"F3\\u00002\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 24),
+              TINYAI_ERR_BAD_FORMAT, "tensor 'a\\x00b' has dtype 'F3\\x002'");
 }
 
 // ---- The importer on bad checkpoints -------------------------------------------------------
@@ -504,8 +515,8 @@ TEST_F(HfBad, Config) {
          "'num_hidden_layers' is a string");
   Expect(WithConfig("\"num_hidden_layers\": 1", "\"num_hidden_layers\": -1"), TINYAI_ERR_BAD_FORMAT,
          "'num_hidden_layers' is a negative integer");
-  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}"),
-         TINYAI_ERR_UNSUPPORTED, "rope_scaling is set");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}"),
+         TINYAI_ERR_UNSUPPORTED, "rope_scaling 'llama3' changes the rotary frequencies");
   Expect(WithConfig("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\""), TINYAI_ERR_UNSUPPORTED, "hidden_act 'gelu'");
   Expect(WithConfig("\"rope_theta\": 10000", "\"rope_theta\": 0.5"), TINYAI_ERR_BAD_FORMAT,
          "rope_theta 0.5 is outside what the runtime runs");
@@ -523,6 +534,20 @@ TEST_F(HfBad, Config) {
          "k_proj.weight' is [16, 32]; this model's is [32, 32]");  // null: as many KV heads as heads
   Expect(WithConfig("\"num_key_value_heads\": 1", "\"num_key_value_heads\": 0"), TINYAI_ERR_BAD_FORMAT,
          "config.json': ");
+}
+
+// A file name of the index that holds a NUL is shown whole, as \x00.
+TEST_F(HfBad, IndexNamesWithANulAreShownWhole) {
+  tt::HfOptions sharded;
+  sharded.shards = 2;
+  const std::string f = Checkpoint(sharded);
+  std::string index = ReadText(f + "/model.safetensors.index.json");
+  const std::string from = "\"model.norm.weight\": \"model-00002-of-00002.safetensors\"";
+  const size_t at = index.find(from);
+  ASSERT_NE(at, std::string::npos);
+  index.replace(at, from.size(), "\"model.norm.weight\": \"model-00002\\u0000.safetensors\"");
+  WriteText(f + "/model.safetensors.index.json", index);
+  Expect(f, TINYAI_ERR_BAD_FORMAT, "names 'model-00002\\x00.safetensors', not a file in the checkpoint's folder");
 }
 
 TEST_F(HfBad, Tensors) {
@@ -548,6 +573,75 @@ TEST_F(HfBad, Tensors) {
            (*e)[0].data = [] { return std::vector<uint8_t>(300 * 32 * 4); };
          }),
          TINYAI_ERR_BAD_FORMAT, "the vocabulary has 260 tokens but 'model.embed_tokens.weight' has 300 rows");
+}
+
+// A file the importer picks from the checkpoint's folder (a shard the index
+// names, config.json, tokenizer.model, model.safetensors) that is a link out
+// of the folder is refused, naming it and where it leads, before anything
+// is read from it; links inside the folder, and the Hugging Face hub
+// cache's links from snapshots/REV to blobs/, are followed. A shard that is
+// not a safetensors file says so, instead of showing its first 8 bytes as a
+// header length.
+TEST_F(HfBad, FilesResolveInsideTheCheckpointsFolder) {
+  tt::HfOptions sharded;
+  sharded.shards = 2;
+  const std::string shard = "model-00002-of-00002.safetensors";
+  // A shard moved out of the folder and linked back: a valid file, which the
+  // importer would otherwise read.
+  std::string folder = Checkpoint(sharded);
+  const std::string outside = dir_.File("outside.safetensors");
+  ASSERT_EQ(std::rename((folder + "/" + shard).c_str(), outside.c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (folder + "/" + shard).c_str()), 0);
+  Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, "the shard '" + shard + "' leads to '");
+  EXPECT_NE(std::string(tt::LastMessage()).find("outside.safetensors', outside the checkpoint's folder"),
+            std::string::npos)
+      << tt::LastMessage();
+  // The same through a relative link and through a link to a folder outside.
+  folder = Checkpoint(sharded);
+  ASSERT_EQ(std::remove((folder + "/" + shard).c_str()), 0);
+  ASSERT_EQ(::symlink("../outside.safetensors", (folder + "/" + shard).c_str()), 0);
+  Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, "outside the checkpoint's folder");
+  // Any file: a text file is never read either.
+  const std::string secret = dir_.File("secret.txt");
+  WriteText(secret, "root:x:0:0:root:/root:/bin/bash\n");
+  folder = Checkpoint(sharded);
+  ASSERT_EQ(std::remove((folder + "/" + shard).c_str()), 0);
+  ASSERT_EQ(::symlink(secret.c_str(), (folder + "/" + shard).c_str()), 0);
+  Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, "secret.txt', outside the checkpoint's folder");
+  // The same text as a shard inside the folder: not a safetensors file.
+  folder = Checkpoint(sharded);
+  WriteText(folder + "/" + shard, "root:x:0:0:root:/root:/bin/bash\n");
+  Expect(folder, TINYAI_ERR_BAD_MAGIC, "is not a safetensors file");
+  // config.json, tokenizer.model and a lone model.safetensors too.
+  for (const char* name : {"config.json", "tokenizer.model", "model.safetensors"}) {
+    SCOPED_TRACE(name);
+    folder = Checkpoint();
+    const std::string moved = dir_.File(std::string("moved-") + name);
+    ASSERT_EQ(std::rename((folder + "/" + name).c_str(), moved.c_str()), 0);
+    ASSERT_EQ(::symlink(moved.c_str(), (folder + "/" + name).c_str()), 0);
+    Expect(folder, TINYAI_ERR_OUT_OF_BOUNDS, std::string("'") + name + "' leads to '" + moved);
+  }
+  // A link inside the folder is followed.
+  folder = Checkpoint(sharded);
+  ::mkdir((folder + "/sub").c_str(), 0755);
+  ASSERT_EQ(std::rename((folder + "/" + shard).c_str(), (folder + "/sub/real.safetensors").c_str()), 0);
+  ASSERT_EQ(::symlink("sub/real.safetensors", (folder + "/" + shard).c_str()), 0);
+  EXPECT_EQ(Convert(folder, dir_.File("inside.tmai")), TINYAI_OK) << tt::LastMessage();
+  // The Hugging Face hub's cache: models--ORG--NAME/snapshots/REV/FILE -> ../../blobs/HASH.
+  Folder(dir_, "models--test--tiny");
+  const std::string blobs = Folder(dir_, "models--test--tiny/blobs");
+  Folder(dir_, "models--test--tiny/snapshots");
+  const std::string snapshot = Folder(dir_, "models--test--tiny/snapshots/0123abc");
+  std::string error;
+  ASSERT_TRUE(tt::WriteHfCheckpoint(source_, sharded, blobs, &error)) << error;
+  int hash = 0;
+  for (const char* name : {"config.json", "tokenizer.model", "model.safetensors.index.json",
+                           "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    const std::string blob = "blob" + std::to_string(++hash);
+    ASSERT_EQ(std::rename((blobs + "/" + name).c_str(), (blobs + "/" + blob).c_str()), 0);
+    ASSERT_EQ(::symlink(("../../blobs/" + blob).c_str(), (snapshot + "/" + name).c_str()), 0);
+  }
+  EXPECT_EQ(Convert(snapshot, dir_.File("cache.tmai")), TINYAI_OK) << tt::LastMessage();
 }
 
 TEST_F(HfBad, FilesAndShards) {
@@ -604,6 +698,101 @@ TEST_F(HfBad, FilesAndShards) {
     big.seekp((65 << 20) - 1);
     big.put('\0'); }
   Expect(folder, TINYAI_ERR_UNSUPPORTED, "TinyAI reads tokenizer models up to 67108864 bytes");
+}
+
+// ---- Metadata that changes the numbers: honoured, or refused by name -------
+
+bool MetaFloat(const std::string& path, const char* key, float* out) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  EXPECT_NE(m, nullptr) << tt::LastMessage();
+  const bool found = m != nullptr && tinyaiGetMetadataFloat(m, key, out) == TINYAI_OK;
+  tinyaiCloseMappedModel(m);
+  return found;
+}
+bool MetaInt(const std::string& path, const char* key, int64_t* out) {
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  EXPECT_NE(m, nullptr) << tt::LastMessage();
+  const bool found = m != nullptr && tinyaiGetMetadataInt(m, key, out) == TINYAI_OK;
+  tinyaiCloseMappedModel(m);
+  return found;
+}
+
+// config.json's linear rope_scaling is recorded and computed (the logits
+// are the double-precision reference's with that factor); "default" is no
+// scaling; the other types, a scaling without a type and a quantized
+// checkpoint are refused by name.
+TEST_F(HfBad, RopeScalingIsHonouredOrRefusedByName) {
+  const char* text = "abcde";  // 7 tokens at most: the context holds 8
+  for (const char* scaling : {"{\"rope_type\": \"linear\", \"factor\": 4.0}", "{\"type\": \"linear\", \"factor\": 4}"}) {
+    SCOPED_TRACE(scaling);
+    const std::string out = dir_.File("scaled.tmai");
+    ASSERT_EQ(Convert(WithConfig("\"rope_scaling\": null", std::string("\"rope_scaling\": ") + scaling), out), TINYAI_OK)
+        << tt::LastMessage();
+    float factor = 0.0f;
+    EXPECT_TRUE(MetaFloat(out, "llama.rope_linear_factor", &factor));
+    EXPECT_EQ(factor, 4.0f);
+    tt::LlamaSource back;
+    std::string error;
+    ASSERT_TRUE(tt::LoadTmai(out, &back, &error)) << error;
+    ASSERT_EQ(back.params.rope_linear_factor, 4.0f);
+    const std::vector<int32_t> tokens = tt::TokensOf(out, text, true);
+    ASSERT_GE(tokens.size(), 4u);
+    const std::vector<double> scaled = tt::ReferenceLogits(back, tokens);
+    back.params.rope_linear_factor = 1.0f;
+    const std::vector<double> unscaled = tt::ReferenceLogits(back, tokens);
+    const std::vector<float> logits = LogitsOf(out, text);
+    EXPECT_LT(tt::MaxDifference(logits, scaled), 2e-4);
+    EXPECT_GT(tt::MaxDifference(logits, unscaled), 1e-2);
+  }
+  const std::string out = dir_.File("default.tmai");
+  ASSERT_EQ(Convert(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"default\"}"), out),
+            TINYAI_OK)
+      << tt::LastMessage();
+  float factor = 0.0f;
+  EXPECT_FALSE(MetaFloat(out, "llama.rope_linear_factor", &factor));
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}"),
+         TINYAI_ERR_UNSUPPORTED, "rope_scaling 'dynamic' changes the rotary frequencies");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"factor\": 2.0}"), TINYAI_ERR_BAD_FORMAT,
+         "rope_scaling has no rope_type");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 0}"),
+         TINYAI_ERR_BAD_FORMAT, "rope_scaling's factor is 0");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": 2"), TINYAI_ERR_BAD_FORMAT,
+         "rope_scaling is an integer, not an object or null");
+  Expect(WithConfig("\"rope_scaling\": null", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4}"),
+         TINYAI_ERR_UNSUPPORTED, "quantization_config is set (quant_method 'gptq')");
+}
+
+// tokenizer_config.json's add_bos_token / add_eos_token are recorded and
+// followed (transformers' defaults without them: BOS yes, EOS no);
+// add_prefix_space false is refused.
+TEST_F(HfBad, TokenizerConfigSaysWhetherTextsStartWithBos) {
+  struct Case {
+    const char* config;
+    bool bos, eos;
+  };
+  for (const Case& c : {Case{"{\"add_bos_token\": false, \"add_eos_token\": true}", false, true},
+                        Case{"{\"add_bos_token\": null, \"tokenizer_class\": \"LlamaTokenizer\"}", true, false},
+                        Case{"{\"add_bos_token\": true, \"add_eos_token\": false}", true, false}}) {
+    SCOPED_TRACE(c.config);
+    const std::string folder = Checkpoint(), out = dir_.File("tok.tmai");
+    WriteText(folder + "/tokenizer_config.json", c.config);
+    ASSERT_EQ(Convert(folder, out), TINYAI_OK) << tt::LastMessage();
+    int64_t add = -1;
+    EXPECT_EQ(MetaInt(out, "tokenizer.add_bos", &add), !c.bos);
+    EXPECT_EQ(MetaInt(out, "tokenizer.add_eos", &add), c.eos);
+    const std::vector<int32_t> text = tt::TokensOf(out, "ab cd", false), special = tt::TokensOf(out, "ab cd", true);
+    ASSERT_FALSE(text.empty());
+    std::vector<int32_t> want = text;
+    if (c.bos) want.insert(want.begin(), source_.bos);
+    if (c.eos) want.push_back(source_.eos);
+    EXPECT_EQ(special, want);
+  }
+  std::string folder = Checkpoint();
+  WriteText(folder + "/tokenizer_config.json", "{\"add_prefix_space\": false}");
+  Expect(folder, TINYAI_ERR_UNSUPPORTED, "add_prefix_space is false");
+  folder = Checkpoint();
+  WriteText(folder + "/tokenizer_config.json", "{\"add_bos_token\": \"yes\"}");
+  Expect(folder, TINYAI_ERR_BAD_FORMAT, "'add_bos_token' is a string, not true or false");
 }
 
 }  // namespace
