@@ -2,7 +2,8 @@
 # classifier) generates under tinyai-generate --mem-limit 64M with the
 # process's peak RSS within 64 MB plus the README's 16 MB overhead, its
 # classifier streamed in row slices; tinyai-inspect reports a least limit
-# below that; a limit under the minimum and a zero limit are refused.
+# below that, which runs when given back (a byte less is refused); a limit
+# under the minimum and a zero limit are refused.
 # Run by ctest as generate_mem_limit_320M with CONVERT, GENERATE, INSPECT,
 # EXAMPLE (the guide's LLM example; empty when examples are not built),
 # OUT_DIR and SANITIZE (RSS is not checked under a sanitizer), and EMULATOR
@@ -34,11 +35,21 @@ if(size LESS 300000000)
 endif()
 
 run(0 ${INSPECT} ${model} -t 2)
-if(NOT output MATCHES "least --mem-limit ([0-9.]+) MiB")
+if(NOT output MATCHES "least --mem-limit ([0-9.]+) MiB \\(([0-9]+) bytes\\) with 2 threads")
   message(FATAL_ERROR "tinyai-inspect does not report the least memory limit:\n${output}")
 endif()
 set(least ${CMAKE_MATCH_1})
-message(STATUS "least --mem-limit: ${least} MiB")
+set(least_bytes ${CMAKE_MATCH_2})
+message(STATUS "least --mem-limit: ${least} MiB (${least_bytes} bytes)")
+# The figure holds: given back (in bytes, and as the MiB printed, rounded up),
+# the model generates under it, streaming its classifier; a byte less is refused.
+run(0 ${GENERATE} -m ${model} -p "Once" -n 1 -t 2 --quiet --mem-limit ${least_bytes})
+run(0 ${GENERATE} -m ${model} -p "Once" -n 1 -t 2 --quiet --mem-limit ${least}M)
+math(EXPR below "${least_bytes} - 1")
+run(1 ${GENERATE} -m ${model} -p "Once" -n 1 -t 2 --quiet --mem-limit ${below})
+if(NOT output MATCHES "TINYAI_ERR_RESOURCE_EXHAUSTED: memory limit of ${below} bytes is below this model's minimum of ${least_bytes}")
+  message(FATAL_ERROR "a byte below the least limit is not refused as it should be:\n${output}")
+endif()
 
 run(0 ${GENERATE} -m ${model} -p "Once upon a time" -n 48 -t 2 --mem-limit 64M --stats)
 message(STATUS "${output}")

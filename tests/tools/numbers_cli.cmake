@@ -105,8 +105,8 @@ expect_run(RC 0 STDOUT_HAS "\"huge_pages\":true,\"model_file_bytes\":${model_siz
 if(NOT RUN_OUT MATCHES "${mapped_bytes},")
   cli_fail("tinyai-bench --huge-pages counted other bytes per token than the mapped run (${mapped_bytes}):\n${RUN_OUT}")
 endif()
-expect_run(RC 1 EXPECT "cannot open '${OUT_DIR}/no-such.tmai'" COMMAND ${BENCH} -m ${OUT_DIR}/no-such.tmai --no-probe
-           --huge-pages)
+expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "cannot read the model '${OUT_DIR}/no-such.tmai'"
+                     ${BENCH} -m ${OUT_DIR}/no-such.tmai --no-probe --huge-pages)
 # Bytes per decoded token of a 4-bit model whose classifier is not its
 # embedding: every weight (57,216) but the table (18,432) except one row (36),
 # plus 3 positions of the KV cache (18,184 bytes for 32). A table counted as
