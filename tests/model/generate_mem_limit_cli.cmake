@@ -19,8 +19,22 @@ file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(model ${OUT_DIR}/synthetic-320M.tmai)
 
+# Seconds one run may take: a timeout is for hangs, never for a slow machine
+# (ctest sets none), so 10x the slowest run measured on a 2-core machine
+# loaded by other builds: the generation under 64M took 14 s in release, 31 s
+# under ASan+UBSan, 50 s under qemu-aarch64; the guide's example, much slower,
+# has its own (below). -DCLI_TIMES=FILE appends each run's milliseconds and
+# command to FILE.
+set(RUN_TIMEOUT 500)
 function(run expect_rc)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(TIMESTAMP started "%s%f")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT ${RUN_TIMEOUT})
+  string(TIMESTAMP ended "%s%f")
+  if(CLI_TIMES)
+    math(EXPR ms "(${ended} - ${started}) / 1000")
+    string(REPLACE ";" " " what "${ARGN}")
+    file(APPEND ${CLI_TIMES} "${ms} ${what}\n")
+  endif()
   if(NOT rc EQUAL expect_rc)
     file(REMOVE_RECURSE ${OUT_DIR})
     message(FATAL_ERROR "${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}${err}")
@@ -68,7 +82,10 @@ endif()
 # larger than both of its limits (100 MB cache, 200 MB): text, and the
 # process's peak RSS within 200 MB plus the overhead.
 if(EXAMPLE)
+  # 30 s in release, 84 s under ASan+UBSan, 157 s under qemu-aarch64: 10x that.
+  set(RUN_TIMEOUT 1600)
   run(0 ${EXAMPLE} ${model})
+  set(RUN_TIMEOUT 500)
   if(NOT output MATCHES "Generated text: TinyAI is[^\n]+" OR NOT output MATCHES "Executed layer 9\n")
     message(FATAL_ERROR "the guide's LLM example generated no text:\n${output}")
   endif()

@@ -222,7 +222,7 @@ endforeach()
 # ---- An output that cannot be written is an error --------------------------------------------
 if(EXISTS /dev/full)
   execute_process(COMMAND ${TOOL_EMULATOR} ${INSPECT} ${model} OUTPUT_FILE /dev/full RESULT_VARIABLE rc
-                  ERROR_VARIABLE err)
+                  ERROR_VARIABLE err TIMEOUT ${CLI_TIMEOUT})
   string(FIND "${err}" "TINYAI_ERR_IO: cannot write to standard output" at)
   if(NOT rc EQUAL 1 OR at EQUAL -1)
     cli_fail("tinyai-inspect > /dev/full: exit ${rc}, expected 1 with TINYAI_ERR_IO:\n${err}")

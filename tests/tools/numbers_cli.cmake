@@ -159,7 +159,7 @@ expect_usage_error("--mem-limit: 17179869183.9999999999G is out of range" ${INSP
 expect_usage_error("--cache: -0.5K is negative" ${GENERATE} -m ${model} -p Once --cache -0.5K)
 # An empty value.
 execute_process(COMMAND ${TOOL_EMULATOR} ${INSPECT} ${model} --mem-limit ""
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT ${CLI_TIMEOUT})
 string(FIND "${err}" "--mem-limit: '' is not a size" at)
 if(NOT rc EQUAL 2 OR at EQUAL -1 OR NOT out STREQUAL "")
   cli_fail("tinyai-inspect --mem-limit '': exit ${rc}, expected 2 with '--mem-limit: '' is not a size':\n${out}${err}")
