@@ -138,9 +138,9 @@ int Run(int argc, char** argv) {
 
   // The image: the whole file, read straight into the aligned buffer; its
   // size (a regular file's, known before reading) is the bound.
-  tt::InputFile in(path, "the model '" + path + "'", "it is read whole into memory: its size is the bound");
+  tt::InputFile in(path, "'" + path + "'", "a model is read whole into memory: its size is the bound");
   if (in.size() > SIZE_MAX - (size_t{256} << 20) - 128) {
-    throw tt::RuntimeError(TINYAI_ERR_UNSUPPORTED, "the model '" + path + "' is " + std::to_string(in.size()) +
+    throw tt::RuntimeError(TINYAI_ERR_UNSUPPORTED, "'" + path + "' is " + std::to_string(in.size()) +
                                                        " bytes, more than this address space holds with the arena");
   }
   Image image;
@@ -150,7 +150,7 @@ int Run(int argc, char** argv) {
   for (size_t done = 0; done < image.size;) {
     const size_t n = in.Read(static_cast<char*>(image.data) + done, image.size - done);
     if (n == 0) {
-      throw tt::RuntimeError(TINYAI_ERR_TRUNCATED, "the model '" + path + "' ended after " + std::to_string(done) +
+      throw tt::RuntimeError(TINYAI_ERR_TRUNCATED, "'" + path + "' ended after " + std::to_string(done) +
                                                        " of its " + std::to_string(image.size) +
                                                        " bytes; was it changed while read?");
     }
@@ -202,12 +202,13 @@ int Run(int argc, char** argv) {
                 reader ? "through a read callback" : "in place", sizeof(void*), context,
                 cfg.kvWindow > 0 ? ": the window and its sinks" : cfg.contextLength == 0 ? ", the model's seq_len" : "",
                 tt::LimitText(estimate).c_str());
-    std::printf("check: exactly %zu bytes %s (prompt %s; the generation allocated %llu times); %zu bytes %s\n",
+    std::printf("check: exactly %zu bytes %s (generation allocated %llu times); %zu bytes %s; the generation "
+                "after %s\n",
                 estimate, exact.status == TINYAI_OK ? "runs" : tinyaiStatusString(exact.status),
-                exact.bos_only ? "BOS alone: 'Once' does not fit the context" : "'Once'",
                 static_cast<unsigned long long>(exact.allocated), estimate - 1,
                 short_by_one.status == TINYAI_ERR_OUT_OF_MEMORY ? "fails with TINYAI_ERR_OUT_OF_MEMORY"
-                                                                : tinyaiStatusString(short_by_one.status));
+                                                                : tinyaiStatusString(short_by_one.status),
+                exact.bos_only ? "BOS alone ('Once' does not fit the context)" : "'Once'");
   }
   // A run that fails for another reason than memory is that reason, not the
   // estimate's fault.
