@@ -2,7 +2,8 @@
 # classifier) generates under tinyai-generate --mem-limit 64M with the
 # process's peak RSS within 64 MB plus the README's 16 MB overhead, its
 # classifier streamed in row slices; tinyai-inspect reports a least limit
-# below that; a limit under the minimum and a zero limit are refused.
+# below that, which runs when given back (a byte less is refused); a limit
+# under the minimum and a zero limit are refused.
 # Run by ctest as generate_mem_limit_320M with CONVERT, GENERATE, INSPECT,
 # EXAMPLE (the guide's LLM example; empty when examples are not built),
 # OUT_DIR and SANITIZE (RSS is not checked under a sanitizer), and EMULATOR
@@ -18,8 +19,22 @@ file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(model ${OUT_DIR}/synthetic-320M.tmai)
 
+# Seconds one run may take: a timeout is for hangs, never for a slow machine
+# (ctest sets none), so 10x the slowest run measured on a 2-core machine
+# loaded by other builds: the generation under 64M took 14 s in release, 31 s
+# under ASan+UBSan, 50 s under qemu-aarch64; the guide's example, much slower,
+# has its own (below). -DCLI_TIMES=FILE appends each run's milliseconds and
+# command to FILE.
+set(RUN_TIMEOUT 500)
 function(run expect_rc)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(TIMESTAMP started "%s%f")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT ${RUN_TIMEOUT})
+  string(TIMESTAMP ended "%s%f")
+  if(CLI_TIMES)
+    math(EXPR ms "(${ended} - ${started}) / 1000")
+    string(REPLACE ";" " " what "${ARGN}")
+    file(APPEND ${CLI_TIMES} "${ms} ${what}\n")
+  endif()
   if(NOT rc EQUAL expect_rc)
     file(REMOVE_RECURSE ${OUT_DIR})
     message(FATAL_ERROR "${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}${err}")
@@ -34,11 +49,21 @@ if(size LESS 300000000)
 endif()
 
 run(0 ${INSPECT} ${model} -t 2)
-if(NOT output MATCHES "least --mem-limit ([0-9.]+) MiB")
+if(NOT output MATCHES "least --mem-limit ([0-9.]+) MiB \\(([0-9]+) bytes\\) with 2 threads")
   message(FATAL_ERROR "tinyai-inspect does not report the least memory limit:\n${output}")
 endif()
 set(least ${CMAKE_MATCH_1})
-message(STATUS "least --mem-limit: ${least} MiB")
+set(least_bytes ${CMAKE_MATCH_2})
+message(STATUS "least --mem-limit: ${least} MiB (${least_bytes} bytes)")
+# The figure holds: given back (in bytes, and as the MiB printed, rounded up),
+# the model generates under it, streaming its classifier; a byte less is refused.
+run(0 ${GENERATE} -m ${model} -p "Once" -n 1 -t 2 --quiet --mem-limit ${least_bytes})
+run(0 ${GENERATE} -m ${model} -p "Once" -n 1 -t 2 --quiet --mem-limit ${least}M)
+math(EXPR below "${least_bytes} - 1")
+run(1 ${GENERATE} -m ${model} -p "Once" -n 1 -t 2 --quiet --mem-limit ${below})
+if(NOT output MATCHES "TINYAI_ERR_RESOURCE_EXHAUSTED: memory limit of ${below} bytes is below this model's minimum of ${least_bytes}")
+  message(FATAL_ERROR "a byte below the least limit is not refused as it should be:\n${output}")
+endif()
 
 run(0 ${GENERATE} -m ${model} -p "Once upon a time" -n 48 -t 2 --mem-limit 64M --stats)
 message(STATUS "${output}")
@@ -57,7 +82,10 @@ endif()
 # larger than both of its limits (100 MB cache, 200 MB): text, and the
 # process's peak RSS within 200 MB plus the overhead.
 if(EXAMPLE)
+  # 30 s in release, 84 s under ASan+UBSan, 157 s under qemu-aarch64: 10x that.
+  set(RUN_TIMEOUT 1600)
   run(0 ${EXAMPLE} ${model})
+  set(RUN_TIMEOUT 500)
   if(NOT output MATCHES "Generated text: TinyAI is[^\n]+" OR NOT output MATCHES "Executed layer 9\n")
     message(FATAL_ERROR "the guide's LLM example generated no text:\n${output}")
   endif()

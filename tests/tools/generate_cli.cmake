@@ -35,7 +35,6 @@ foreach(input prompt.txt prompt-crlf.txt prompt-bare.txt)
 endforeach()
 expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "cannot read the prompt file '${OUT_DIR}/missing.txt': No such file"
                      ${G} -f ${OUT_DIR}/missing.txt)
-expect_runtime_error(TINYAI_ERR_IO "cannot read the prompt file '${OUT_DIR}'" ${G} -f ${OUT_DIR})
 expect_usage_error("give the prompt once" ${G} -p Once -f ${OUT_DIR}/prompt.txt)
 expect_usage_error("a prompt is required" ${G})
 expect_usage_error("-f needs a value" ${G} -f)
@@ -46,6 +45,79 @@ if(NOT nul_size EQUAL 7)
   cli_fail("could not write the NUL prompt file (${nul_size} bytes)")
 endif()
 expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "holds a NUL byte at offset 4" ${G} -f ${OUT_DIR}/nul.txt)
+
+# ---- A prompt read from a file or standard input has a bound ---------------------------
+# The context's tokens at up to 64 bytes each (this model's seq_len 32: 2048
+# bytes; --context 4: 256), refused before more is held: a regular file by its
+# size, a stream (a pipe, a device) as soon as it yields one byte more.
+# `-f /dev/zero --mem-limit 2M` was read until a 256 MB cgroup killed it.
+string(REPEAT "a" 2048 at_bound)
+file(WRITE ${OUT_DIR}/prompt-2048.txt "${at_bound}")
+file(WRITE ${OUT_DIR}/prompt-2049.txt "${at_bound}a")
+# At the bound the tool reads it, and the library refuses it by its tokens.
+expect_run(RC 1 EXPECT "TINYAI_ERR_CONTEXT_OVERFLOW: the prompt is 2048 bytes, more than the 32 tokens" STDOUT_EMPTY
+           COMMAND ${G} -f ${OUT_DIR}/prompt-2048.txt)
+foreach(input "-f;${OUT_DIR}/prompt-2049.txt" "-p;-")
+  list(GET input 0 flag)
+  list(GET input 1 path)
+  set(what "the prompt file '${path}'")
+  if(path STREQUAL "-")
+    set(what "the prompt from standard input")
+  endif()
+  expect_run(RC 1 INPUT_FILE ${OUT_DIR}/prompt-2049.txt STDOUT_EMPTY
+             EXPECT "TINYAI_ERR_CONTEXT_OVERFLOW: ${what} is 2049 bytes, more than the 2048 bytes it may hold (the context's 32 tokens at up to 64 bytes each); give a shorter prompt, or a longer --context"
+             COMMAND ${G} ${flag} ${path})
+  expect_run(RC 1 INPUT_FILE ${OUT_DIR}/prompt-2049.txt STDOUT_EMPTY
+             EXPECT "${what} is 2049 bytes, more than the 256 bytes it may hold (the context's 4 tokens"
+             COMMAND ${G} ${flag} ${path} --context 4)
+endforeach()
+# A 64 MiB file (sparse: it takes no room) is refused by its size, unread.
+file(WRITE ${OUT_DIR}/sparse.txt "")
+execute_process(COMMAND truncate -s 64M ${OUT_DIR}/sparse.txt RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  cli_fail("truncate -s 64M failed (${rc})")
+endif()
+expect_runtime_error(TINYAI_ERR_CONTEXT_OVERFLOW
+                     "the prompt file '${OUT_DIR}/sparse.txt' is 67108864 bytes, more than the 2048 bytes it may hold"
+                     ${G} -f ${OUT_DIR}/sparse.txt --mem-limit 2M)
+# A stream is read no further than the bound: 64 MiB of /dev/zero through a
+# pipe, as standard input and as -f /dev/stdin; the tool stops reading after
+# 2049 bytes, so the writer dies of the closed pipe instead of finishing.
+foreach(flags "-p;-" "-f;/dev/stdin")
+  execute_process(COMMAND head -c 67108864 /dev/zero COMMAND ${TOOL_EMULATOR} ${G} ${flags} --mem-limit 2M
+                  TIMEOUT ${CLI_TIMEOUT} RESULTS_VARIABLE rcs OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  list(GET rcs 0 writer_rc)
+  list(GET rcs 1 tool_rc)
+  string(FIND "${err}" "TINYAI_ERR_CONTEXT_OVERFLOW: " at1)
+  string(FIND "${err}" " is longer than the 2048 bytes it may hold (the context's 32 tokens" at2)
+  if(NOT tool_rc EQUAL 1 OR at1 EQUAL -1 OR at2 EQUAL -1 OR NOT out STREQUAL "")
+    cli_fail("head -c 64M /dev/zero | tinyai-generate ${flags}: exit ${tool_rc}, expected 1 and the bound:\n${out}${err}")
+  endif()
+  if(writer_rc STREQUAL "0")
+    cli_fail("head -c 64M /dev/zero | tinyai-generate ${flags}: the tool read all 64 MiB (the writer finished)")
+  endif()
+endforeach()
+
+# ---- A path that is not the file a tool needs is named as what it is -------------------------
+execute_process(COMMAND mkfifo ${OUT_DIR}/fifo RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  cli_fail("mkfifo failed (${rc})")
+endif()
+expect_runtime_error(TINYAI_ERR_IO "the prompt file '${OUT_DIR}' is a directory, not a file" ${G} -f ${OUT_DIR})
+foreach(tool "${GENERATE};-p;Once;-m" "${INSPECT}" "${BENCH};--no-probe;-m" "${EVAL};--ref;${model}")
+  expect_runtime_error(TINYAI_ERR_IO "the model '${OUT_DIR}' is a directory, not a regular file; give a .tmai file"
+                       ${tool} ${OUT_DIR})
+  # A FIFO is refused before it is opened (opening it would wait for a writer).
+  expect_runtime_error(TINYAI_ERR_IO
+                       "the model '${OUT_DIR}/fifo' is a FIFO (named pipe), not a regular file (it is read at offsets"
+                       ${tool} ${OUT_DIR}/fifo)
+endforeach()
+expect_runtime_error(TINYAI_ERR_IO "the model '${OUT_DIR}/fifo' is a FIFO (named pipe), not a regular file (it is read whole"
+                     ${BENCH} --no-probe --huge-pages -m ${OUT_DIR}/fifo)
+foreach(cmd "${G};-p;Once" "${INSPECT};${model}")
+  expect_runtime_error(TINYAI_ERR_IO "--dump-dag '${OUT_DIR}' is a directory; name the file to write"
+                       ${cmd} --dump-dag ${OUT_DIR})
+endforeach()
 
 # ---- Nothing on stdout when a run fails ------------------------------------------------
 # A prompt longer than the context fails before any text: no stray newline.
@@ -82,6 +154,56 @@ foreach(tool GENERATE INSPECT)
   file(REMOVE ${OUT_DIR}/dag.yaml)
 endforeach()
 
+# ---- Every least --mem-limit a tool prints runs when given back ------------------------------
+# tinyai-inspect's figure is for tinyai-generate's defaults (one thread per
+# core; it was for one thread, which generate refused on a machine of two
+# cores) or the options given, and says which; tinyai-generate --stats prints
+# it for its own options. Each is rounded up ("0.76 MiB (795088 bytes)"; --stats
+# rounded 0.74 down to 0.7): given back as MiB or as bytes, generate runs;
+# a byte less is refused. A model whose activations and scratch grow with the
+# threads.
+set(wide ${OUT_DIR}/wide.tmai)
+expect_run(RC 0 COMMAND ${CONVERT} --synthetic dim=64,hidden=128,layers=2,heads=4,vocab=300,seq_len=512 ${wide})
+set(least_regex "least --mem-limit ([0-9]+\\.[0-9][0-9]) MiB \\(([0-9]+) bytes\\)")
+# check_least(WHO text options...): the least limit in text, given back to
+# tinyai-generate with options.
+function(check_least who text)
+  if(NOT text MATCHES "${least_regex}")
+    cli_fail("${who}: no least --mem-limit in:\n${text}")
+    set(CLI_FAILURES ${CLI_FAILURES} PARENT_SCOPE)
+    return()
+  endif()
+  set(mib ${CMAKE_MATCH_1})
+  set(bytes ${CMAKE_MATCH_2})
+  math(EXPR below "${bytes} - 1")
+  set(gen ${GENERATE} -m ${wide} -p Once -n 2 --quiet ${ARGN})
+  expect_run(RC 0 COMMAND ${gen} --mem-limit ${mib}M)
+  expect_run(RC 0 COMMAND ${gen} --mem-limit ${bytes})
+  expect_runtime_error(TINYAI_ERR_RESOURCE_EXHAUSTED "memory limit of ${below} bytes is below this model's minimum of ${bytes}"
+                       ${gen} --mem-limit ${below})
+  message(STATUS "${who}: least --mem-limit ${mib} MiB (${bytes} bytes) runs; ${below} is refused")
+  set(CLI_FAILURES ${CLI_FAILURES} PARENT_SCOPE)
+endfunction()
+foreach(options "" "-t;1" "-t;3" "--context;100" "--kv-type;f16" "--kv-type;int8" "--kv-type;auto"
+                "--kv-window;16;--kv-sink;4")
+  string(REPLACE ";" " " shown "${options}")
+  expect_run(RC 0 COMMAND ${INSPECT} ${wide} ${options})
+  check_least("tinyai-inspect ${shown}" "${RUN_OUT}" ${options})
+  expect_run(RC 0 COMMAND ${INSPECT} ${wide} --plan ${options})
+  string(REGEX MATCH "\n    least --mem-limit [^\n]*" plan_line "${RUN_OUT}")
+  check_least("tinyai-inspect --plan ${shown}" "${plan_line}" ${options})
+  expect_run(RC 0 COMMAND ${GENERATE} -m ${wide} -p Once -n 2 --stats ${options})
+  check_least("tinyai-generate --stats ${shown}" "${RUN_ERR}" ${options})
+endforeach()
+# The figure says what it is for.
+expect_run(RC 0 STDOUT_HAS "with 3 threads, context 100, KV cache int8:"
+           COMMAND ${INSPECT} ${wide} -t 3 --context 100 --kv-type int8)
+expect_run(RC 0 STDOUT_HAS "threads (-t 0: one per core), context 512 (the model's seq_len), KV cache f32"
+           COMMAND ${INSPECT} ${wide})
+expect_run(RC 0 STDOUT_HAS "\"threads\":3,\"context\":100,\"kv_type\":\"f16\",\"kv_window\":0,\"kv_sinks\":0"
+           COMMAND ${INSPECT} ${wide} --json -t 3 --context 100 --kv-type f16)
+expect_usage_error("--kv-sink goes with --kv-window" ${INSPECT} ${wide} --kv-sink 2)
+
 # ---- tinyai-inspect --mem-limit checks the fit, with or without --plan ---------------------
 foreach(plan "" "--plan")
   expect_run(RC 1 EXPECT "tinyai-inspect: TINYAI_ERR_RESOURCE_EXHAUSTED: nothing fits --mem-limit 1024 bytes"
@@ -100,7 +222,7 @@ endforeach()
 # ---- An output that cannot be written is an error --------------------------------------------
 if(EXISTS /dev/full)
   execute_process(COMMAND ${TOOL_EMULATOR} ${INSPECT} ${model} OUTPUT_FILE /dev/full RESULT_VARIABLE rc
-                  ERROR_VARIABLE err)
+                  ERROR_VARIABLE err TIMEOUT ${CLI_TIMEOUT})
   string(FIND "${err}" "TINYAI_ERR_IO: cannot write to standard output" at)
   if(NOT rc EQUAL 1 OR at EQUAL -1)
     cli_fail("tinyai-inspect > /dev/full: exit ${rc}, expected 1 with TINYAI_ERR_IO:\n${err}")

@@ -58,7 +58,7 @@ endif()
 # --kv-type auto: at int8's least limit only int8 fits (f16 and f32 are
 # refused by name there); with no limit it is f32.
 execute_process(COMMAND ${TOOL_EMULATOR} ${GENERATE} -m ${MODEL} -p a -n 1 -t 1 --kv-type int8 --mem-limit 1
-                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET TIMEOUT ${CLI_TIMEOUT})
 if(NOT err MATCHES "minimum of ([0-9]+)")
   cli_fail("no minimum in the refusal of a 1-byte limit (status ${rc}):\n${err}")
 endif()

@@ -105,8 +105,8 @@ expect_run(RC 0 STDOUT_HAS "\"huge_pages\":true,\"model_file_bytes\":${model_siz
 if(NOT RUN_OUT MATCHES "${mapped_bytes},")
   cli_fail("tinyai-bench --huge-pages counted other bytes per token than the mapped run (${mapped_bytes}):\n${RUN_OUT}")
 endif()
-expect_run(RC 1 EXPECT "cannot open '${OUT_DIR}/no-such.tmai'" COMMAND ${BENCH} -m ${OUT_DIR}/no-such.tmai --no-probe
-           --huge-pages)
+expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "cannot read the model '${OUT_DIR}/no-such.tmai'"
+                     ${BENCH} -m ${OUT_DIR}/no-such.tmai --no-probe --huge-pages)
 # Bytes per decoded token of a 4-bit model whose classifier is not its
 # embedding: every weight (57,216) but the table (18,432) except one row (36),
 # plus 3 positions of the KV cache (18,184 bytes for 32). A table counted as
@@ -159,7 +159,7 @@ expect_usage_error("--mem-limit: 17179869183.9999999999G is out of range" ${INSP
 expect_usage_error("--cache: -0.5K is negative" ${GENERATE} -m ${model} -p Once --cache -0.5K)
 # An empty value.
 execute_process(COMMAND ${TOOL_EMULATOR} ${INSPECT} ${model} --mem-limit ""
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT ${CLI_TIMEOUT})
 string(FIND "${err}" "--mem-limit: '' is not a size" at)
 if(NOT rc EQUAL 2 OR at EQUAL -1 OR NOT out STREQUAL "")
   cli_fail("tinyai-inspect --mem-limit '': exit ${rc}, expected 2 with '--mem-limit: '' is not a size':\n${out}${err}")

@@ -53,6 +53,46 @@ expect_runtime_error(TINYAI_ERR_UNSUPPORTED "language models only" ${QUANTIZE} -
 expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "none.txt" ${QUANTIZE} --calibration-text ${OUT_DIR}/none.txt
                      ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 
+# The calibration text has a bound: the positions calibration reads (--calibrate
+# N, default 2048) at up to 64 bytes a token; it was read whole, whatever its
+# size. At the bound it runs (also from standard input); a byte more is refused
+# before it is used, by its size (a 1 MiB sparse file is not read).
+set(Q ${QUANTIZE} --all int4 --eval 0 --quiet)
+string(REPEAT "Once upon a time there was a robot. " 4 text)
+string(SUBSTRING "${text}" 0 128 text128)
+file(WRITE ${OUT_DIR}/calib-128.txt "${text128}")
+file(WRITE ${OUT_DIR}/calib-129.txt "${text128}.")
+expect_run(RC 0 STDOUT_HAS "smaller" COMMAND ${Q} --calibrate 2 --calibration-text ${OUT_DIR}/calib-128.txt
+           ${OUT_DIR}/f32.tmai ${OUT_DIR}/cal-128.tmai)
+expect_run(RC 0 STDOUT_HAS "smaller" INPUT_FILE ${OUT_DIR}/calib-128.txt COMMAND ${Q} --calibrate 2
+           --calibration-text - ${OUT_DIR}/f32.tmai ${OUT_DIR}/cal-stdin.tmai)
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT
+                     "the calibration text '${OUT_DIR}/calib-129.txt' is 129 bytes, more than the 128 bytes it may hold (--calibrate 2 positions at up to 64 bytes a token: calibration reads no further); give its first 128 bytes (head -c 128), or a larger --calibrate N"
+                     ${Q} --calibrate 2 --calibration-text ${OUT_DIR}/calib-129.txt ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+file(WRITE ${OUT_DIR}/sparse.txt "")
+execute_process(COMMAND truncate -s 1M ${OUT_DIR}/sparse.txt RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  cli_fail("truncate -s 1M failed (${rc})")
+endif()
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "is 1048576 bytes, more than the 131072 bytes it may hold (--calibrate 2048"
+                     ${Q} --calibration-text ${OUT_DIR}/sparse.txt ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+# A directory is named as one (it was "calibrationText has no tokens"); so are
+# an empty text and one holding a NUL byte (the text was cut there).
+expect_runtime_error(TINYAI_ERR_IO "the calibration text '${OUT_DIR}' is a directory, not a file"
+                     ${Q} --calibration-text ${OUT_DIR} ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+file(WRITE ${OUT_DIR}/empty.txt "")
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "the calibration text '${OUT_DIR}/empty.txt' is empty"
+                     ${Q} --calibration-text ${OUT_DIR}/empty.txt ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+execute_process(COMMAND sh -c "printf 'Once\\000upon' > '${OUT_DIR}/nul.txt'")
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "holds a NUL byte at offset 4"
+                     ${Q} --calibration-text ${OUT_DIR}/nul.txt ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
+# A directory as IN or OUT is named as one, before any work.
+expect_runtime_error(TINYAI_ERR_IO "the model '${OUT_DIR}' is a directory, not a regular file"
+                     ${Q} ${OUT_DIR} ${OUT_DIR}/x.tmai)
+file(MAKE_DIRECTORY ${OUT_DIR}/out-dir)
+expect_runtime_error(TINYAI_ERR_IO "OUT.tmai '${OUT_DIR}/out-dir' is a directory; name the file to write"
+                     ${Q} ${OUT_DIR}/f32.tmai ${OUT_DIR}/out-dir)
+
 expect_usage_error("give IN.tmai and OUT.tmai" ${QUANTIZE} ${OUT_DIR}/f32.tmai)
 expect_usage_error("unknown precision 'int3'" ${QUANTIZE} --all int3 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--layer takes WHAT=PRECISION" ${QUANTIZE} --layer 1 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)

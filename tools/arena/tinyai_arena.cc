@@ -9,14 +9,11 @@
 // The figure holds for the build that measured it: this host build's
 // pointers are 8 bytes; a 32-bit build (e.g. scripts/cross-test.sh armhf,
 // run under qemu) gives the figure for a 32-bit device.
+#include <cstdint>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
-#include <vector>
 
 #include "tinyai/tinyai.h"
 #include "tools/common/cli.h"
@@ -31,7 +28,8 @@ const char kUsage[] =
     "       tinyai-arena -h | --help | --version\n"
     "  the bytes of static arena (tinyaiSetStaticArena) the model and an LLM over it need on the\n"
     "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
-    "  a callback into the weight cache (give --mem-limit to cap it)\n"
+    "  a callback into the weight cache (give --mem-limit to cap it). MODEL.tmai is read whole into\n"
+    "  memory, as the device holds it: a regular file (its size is the bound), not a FIFO or a device\n"
     "  --context N       tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
     "  --kv-type T       KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N     a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
@@ -66,32 +64,49 @@ TinyAIArenaStats Stats() {
   return s;
 }
 
-// Opens the model and the LLM in the current arena and runs 8 positions of
-// greedy generation. Returns the status; *allocated gets the allocations the
-// generation made, *context (when the LLM was created) the context it used.
-TinyAIStatus Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg, uint64_t* allocated,
-                   int32_t* context) {
+// What a trial did.
+struct TrialResult {
+  TinyAIStatus status = TINYAI_OK;
+  std::string message;      // the error's, when status is not TINYAI_OK
+  uint64_t allocated = 0;   // allocations the generation made
+  int32_t context = 0;      // the context the LLM used (when it was created)
+  bool bos_only = false;    // the prompt was BOS alone: "Once" does not fit the context
+};
+
+// Opens the model and the LLM in the current arena and runs up to 8
+// positions of greedy generation after the prompt "Once" (a prompt pass of
+// several rows), or after BOS alone where "Once" does not fit the context (a
+// context of 1 holds BOS and nothing else).
+TrialResult Trial(const Image& image, bool reader, const TinyAILLMConfig& cfg) {
+  TrialResult r;
   TinyAIMappedModel* model = reader ? tinyaiOpenMappedModelFromReader(ReadImage, const_cast<Image*>(&image),
                                                                       image.size, nullptr)
                                     : tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr);
-  if (!model) return tinyaiGetLastError();
+  TinyAIStatus s = model ? TINYAI_OK : tinyaiGetLastError();
   TinyAILLM* llm = nullptr;
-  TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
+  if (s == TINYAI_OK) s = tinyaiCreateLLM(model, &cfg, &llm);
   if (s == TINYAI_OK) {
     TinyAIModelInfo info;
     std::memset(&info, 0, sizeof info);
     info.structSize = sizeof info;
-    if (tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK) *context = info.contextLength;
+    if (tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK) r.context = info.contextLength;
     const uint64_t before = Stats().allocations;
     TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
     gp.steps = 8;
     char text[256];
     s = tinyaiLLMGenerate(llm, "Once", &gp, text, sizeof text, nullptr, nullptr);
-    *allocated = Stats().allocations - before;
+    if (s == TINYAI_ERR_CONTEXT_OVERFLOW) {
+      r.bos_only = true;
+      s = tinyaiResetLLM(llm);
+      if (s == TINYAI_OK) s = tinyaiLLMGenerate(llm, "", &gp, text, sizeof text, nullptr, nullptr);
+    }
+    r.allocated = Stats().allocations - before;
   }
+  if (s != TINYAI_OK) r.message = tinyaiGetLastErrorMessage();
+  r.status = s;
   tinyaiDestroyLLM(llm);
   tinyaiCloseMappedModel(model);
-  return s;
+  return r;
 }
 
 int Run(int argc, char** argv) {
@@ -121,20 +136,26 @@ int Run(int argc, char** argv) {
   if (path.empty()) throw tt::UsageError("a model is required");
   if (cfg.kvSinks > 0 && cfg.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
 
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    throw tt::RuntimeError(tt::StatusOfErrno(err), "cannot read '" + path + "': " + std::strerror(err));
+  // The image: the whole file, read straight into the aligned buffer; its
+  // size (a regular file's, known before reading) is the bound.
+  tt::InputFile in(path, "'" + path + "'", "a model is read whole into memory: its size is the bound");
+  if (in.size() > SIZE_MAX - (size_t{256} << 20) - 128) {
+    throw tt::RuntimeError(TINYAI_ERR_UNSUPPORTED, "'" + path + "' is " + std::to_string(in.size()) +
+                                                       " bytes, more than this address space holds with the arena");
   }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw tt::RuntimeError(TINYAI_ERR_IO, "cannot read '" + path + "': " + std::strerror(errno));
   Image image;
-  image.size = bytes.size();
-  image.data = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64 + 64);
+  image.size = static_cast<size_t>(in.size());
+  image.data = std::aligned_alloc(64, (image.size + 63) / 64 * 64 + 64);
   if (!image.data) throw tt::RuntimeError(TINYAI_ERR_OUT_OF_MEMORY, "out of memory for the model image");
-  std::memcpy(image.data, bytes.data(), bytes.size());
-  bytes = std::vector<char>();
+  for (size_t done = 0; done < image.size;) {
+    const size_t n = in.Read(static_cast<char*>(image.data) + done, image.size - done);
+    if (n == 0) {
+      throw tt::RuntimeError(TINYAI_ERR_TRUNCATED, "'" + path + "' ended after " + std::to_string(done) +
+                                                       " of its " + std::to_string(image.size) +
+                                                       " bytes; was it changed while read?");
+    }
+    done += n;
+  }
 
   // A large arena to measure in: the image's size plus 256 MiB is plenty for
   // any model the image holds in place (KV and activations aside, which the
@@ -158,32 +179,41 @@ int Run(int argc, char** argv) {
   tt::Check(s);
 
   // The check: exactly the estimate runs without allocating; a byte less fails.
-  uint64_t allocated = 0, unused = 0;
-  int32_t context = 0, unused_context = 0;  // the context the LLM used (seq_len for 0; with a window, window + sinks)
   tinyaiSetStaticArena(region, estimate);
-  const TinyAIStatus exact = Trial(image, reader, cfg, &allocated, &context);
+  const TrialResult exact = Trial(image, reader, cfg);
   const uint64_t peak = Stats().peakBytes;
   tinyaiSetStaticArena(region, estimate - 1);
-  const TinyAIStatus short_by_one = Trial(image, reader, cfg, &unused, &unused_context);
-  const bool ok = exact == TINYAI_OK && short_by_one == TINYAI_ERR_OUT_OF_MEMORY && allocated == 0 && peak == estimate;
+  const TrialResult short_by_one = Trial(image, reader, cfg);
+  const bool ok = exact.status == TINYAI_OK && short_by_one.status == TINYAI_ERR_OUT_OF_MEMORY &&
+                  exact.allocated == 0 && peak == estimate;
+  // The context the LLM used (seq_len for 0; with a window, window + sinks).
+  const int32_t context = exact.context;
 
   if (json) {
     std::printf("{\"model\":%s,\"weights\":\"%s\",\"pointer_bytes\":%zu,\"context\":%d,\"requested_context\":%d,"
                 "\"mem_limit\":%zu,\"arena_bytes\":%zu,\"exact_runs\":%s,\"one_byte_less_fails\":%s,"
-                "\"generation_allocations\":%llu}\n",
+                "\"generation_allocations\":%llu,\"trial_prompt\":\"%s\"}\n",
                 tt::JsonString(path).c_str(), reader ? "read callback" : "in place", sizeof(void*), context,
-                cfg.contextLength, cfg.memoryLimit, estimate, exact == TINYAI_OK ? "true" : "false",
-                short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "true" : "false",
-                static_cast<unsigned long long>(allocated));
+                cfg.contextLength, cfg.memoryLimit, estimate, exact.status == TINYAI_OK ? "true" : "false",
+                short_by_one.status == TINYAI_ERR_OUT_OF_MEMORY ? "true" : "false",
+                static_cast<unsigned long long>(exact.allocated), exact.bos_only ? "" : "Once");
   } else {
-    std::printf("static arena for %s (weights %s, %zu-byte pointers, context %d%s): %zu bytes (%s)\n", path.c_str(),
+    std::printf("static arena for %s (weights %s, %zu-byte pointers, context %d%s): %s\n", path.c_str(),
                 reader ? "through a read callback" : "in place", sizeof(void*), context,
                 cfg.kvWindow > 0 ? ": the window and its sinks" : cfg.contextLength == 0 ? ", the model's seq_len" : "",
-                estimate, tt::MibText(estimate).c_str());
-    std::printf("check: exactly %zu bytes %s (generation allocated %llu times); %zu bytes %s\n", estimate,
-                exact == TINYAI_OK ? "runs" : tinyaiStatusString(exact), static_cast<unsigned long long>(allocated),
-                estimate - 1, short_by_one == TINYAI_ERR_OUT_OF_MEMORY ? "fails with TINYAI_ERR_OUT_OF_MEMORY"
-                                                                       : tinyaiStatusString(short_by_one));
+                tt::LimitText(estimate).c_str());
+    std::printf("check: exactly %zu bytes %s (generation allocated %llu times); %zu bytes %s; the generation "
+                "after %s\n",
+                estimate, exact.status == TINYAI_OK ? "runs" : tinyaiStatusString(exact.status),
+                static_cast<unsigned long long>(exact.allocated), estimate - 1,
+                short_by_one.status == TINYAI_ERR_OUT_OF_MEMORY ? "fails with TINYAI_ERR_OUT_OF_MEMORY"
+                                                                : tinyaiStatusString(short_by_one.status),
+                exact.bos_only ? "BOS alone ('Once' does not fit the context)" : "'Once'");
+  }
+  // A run that fails for another reason than memory is that reason, not the
+  // estimate's fault.
+  if (exact.status != TINYAI_OK && exact.status != TINYAI_ERR_OUT_OF_MEMORY) {
+    throw tt::RuntimeError(exact.status, "the check's generation failed: " + exact.message);
   }
   if (!ok) throw tt::RuntimeError(TINYAI_ERR_INTERNAL, "the estimate did not hold (see the check above)");
   return 0;

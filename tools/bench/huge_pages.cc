@@ -1,12 +1,7 @@
 #include "tools/bench/huge_pages.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <cstdint>
 #include <cstdio>
-#include <cstring>
 
 #include "port/port.h"
 #include "tools/common/cli.h"
@@ -24,16 +19,14 @@ bool HugePageBuffer::Allocate(size_t bytes) {
 }
 
 void ReadFileIntoHugePages(const std::string& path, HugePageBuffer* buffer) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw RuntimeError(TINYAI_ERR_IO, "cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
-    ::close(fd);
-    throw RuntimeError(TINYAI_ERR_IO, "cannot read '" + path + "': not a regular, non-empty file");
+  // A regular file: its size, known before reading, bounds what is read.
+  InputFile in(path, "the model '" + path + "'", "it is read whole into memory: its size is the bound");
+  if (in.size() == 0) throw RuntimeError(TINYAI_ERR_TRUNCATED, "the model '" + path + "' is empty (0 bytes)");
+  if (in.size() > SIZE_MAX) {
+    throw RuntimeError(TINYAI_ERR_UNSUPPORTED, "the model '" + path + "' is more than this address space holds");
   }
-  const size_t size = static_cast<size_t>(st.st_size);
+  const size_t size = static_cast<size_t>(in.size());
   if (!buffer->Allocate(size)) {
-    ::close(fd);
     throw RuntimeError(TINYAI_ERR_OUT_OF_MEMORY,
                        "cannot have " + std::to_string(size) + " bytes in huge pages for '" + path +
                            "': the OS gives no transparent huge pages, or no memory");
@@ -41,16 +34,13 @@ void ReadFileIntoHugePages(const std::string& path, HugePageBuffer* buffer) {
   size_t done = 0;
   while (done < size) {
     const size_t chunk = size - done < (size_t{64} << 20) ? size - done : (size_t{64} << 20);
-    const ssize_t n = ::pread(fd, buffer->data() + done, chunk, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "the file ended early";
-      ::close(fd);
-      throw RuntimeError(TINYAI_ERR_IO, "cannot read '" + path + "': " + why);
+    const size_t n = in.Read(reinterpret_cast<char*>(buffer->data()) + done, chunk);
+    if (n == 0) {
+      throw RuntimeError(TINYAI_ERR_TRUNCATED, "the model '" + path + "' ended after " + std::to_string(done) +
+                                                   " of its " + std::to_string(size) + " bytes; was it changed?");
     }
-    done += static_cast<size_t>(n);
+    done += n;
   }
-  ::close(fd);
 }
 
 uint64_t HugePageBytes() {

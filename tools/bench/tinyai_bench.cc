@@ -344,10 +344,11 @@ int Run(int argc, char** argv) {
                     tinyai_tools::Mib(f.huge_page_bytes), tinyai_tools::Mib(f.model_bytes));
       }
       if (capped) {
-        std::printf("  memory limit %s, weight cache cap %s (minimum limit %.1f MiB), prefetch %s (%d threads), %s\n",
-                    f.mem.memoryLimit ? (std::to_string(f.mem.memoryLimit >> 20) + " MiB").c_str() : "none",
-                    f.mem.weightCacheCap ? (std::to_string(f.mem.weightCacheCap >> 20) + " MiB").c_str() : "none",
-                    tinyai_tools::Mib(f.mem.minimumMemoryLimit), o.mmap.prefetchEnabled ? "on" : "off",
+        std::printf("  memory limit %s, weight cache cap %s (least --mem-limit for these options %s), prefetch %s "
+                    "(%d threads), %s\n",
+                    f.mem.memoryLimit ? (std::to_string(f.mem.memoryLimit) + " bytes").c_str() : "none",
+                    f.mem.weightCacheCap ? (std::to_string(f.mem.weightCacheCap) + " bytes").c_str() : "none",
+                    tinyai_tools::LimitText(f.mem.minimumMemoryLimit).c_str(), o.mmap.prefetchEnabled ? "on" : "off",
                     o.mmap.prefetchThreads, o.mmap.adaptiveCaching ? "adaptive" : "LRU");
       }
       std::printf("  prompt processing  %8.2f tokens/s (%d tokens)\n", f.pp_tps, f.prompt_n);

@@ -3,10 +3,21 @@
 // (a bad value is a usage error naming the flag, the value and the range);
 // the errors and exit codes (0 success, 1 runtime error "tool: STATUS:
 // message", 2 usage error with the usage); RAII guards for the C API's
-// handles; --version; JSON strings; the activation DAG dump.
+// handles; --version; JSON strings; the activation DAG dump; the one reader
+// of every input a tool holds in memory, each with a stated bound (a prompt,
+// a calibration text, a definition, a model image), and the check that names
+// a path that is not the kind of file a tool needs (a directory, a FIFO, a
+// device); and memory figures printed as limits, rounded up so that each
+// runs when given back.
 #ifndef TINYAI_TOOLS_COMMON_CLI_H_
 #define TINYAI_TOOLS_COMMON_CLI_H_
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cfloat>
@@ -19,6 +30,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "format/limits.h"
 #include "tinyai/tinyai.h"
@@ -279,6 +291,173 @@ inline TinyAIMaxShape ParseShape(const std::string& flag, const std::string& v) 
   return s;
 }
 
+// ---- Files: inputs and outputs -----------------------------------------------------
+//
+// Every input a tool holds in memory is read by ReadInput (or, for a model
+// image, InputFile) with a stated bound: nothing is read whole without one
+// (a prompt read from /dev/zero under --mem-limit 2M was read until the OS
+// killed the process). A path that is not the kind of file the tool needs (a
+// directory, a FIFO, a device) is named as what it is.
+
+// The most bytes of text one token is taken to cover: SentencePiece's pieces
+// (every vocabulary TinyAI reads) are at most 16 characters, 4 bytes each in
+// UTF-8. A text of N tokens is at most N times this; the bounds of a prompt
+// and a calibration text are their tokens times this.
+constexpr uint64_t kTextBytesPerToken = 64;
+
+// What st_mode is when it is not a regular file ("a directory", "a FIFO
+// (named pipe)", ...); "" for a regular file.
+inline const char* KindOfMode(mode_t mode) {
+  if (S_ISREG(mode)) return "";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+// What path is when it exists and is not a regular file; "" for a regular
+// file and for a path stat() cannot see (opening it then says why).
+inline std::string KindOfPath(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return KindOfMode(st.st_mode);
+}
+
+// Refuses (TINYAI_ERR_IO) a path that exists and is not a regular file
+// where the tool needs one: what names the role ("the model"), need says
+// what to give ("a .tmai file"). A missing path passes: opening it reports
+// TINYAI_ERR_FILE_NOT_FOUND.
+inline void CheckIsFile(const std::string& path, const std::string& what, const std::string& need) {
+  const std::string kind = KindOfPath(path);
+  if (kind.empty()) return;
+  throw RuntimeError(TINYAI_ERR_IO, what + " '" + path + "' is " + kind + ", not a regular file" +
+                                        (kind == "a directory" ? "" : " (it is read at offsets, not as a stream)") +
+                                        "; give " + need);
+}
+
+// Refuses (TINYAI_ERR_IO), before any work, an output path that is a
+// directory: the output names the file to write.
+inline void CheckOutputPath(const std::string& path, const std::string& what) {
+  if (KindOfPath(path) == "a directory") {
+    throw RuntimeError(TINYAI_ERR_IO, what + " '" + path + "' is a directory; name the file to write (in it, or elsewhere)");
+  }
+}
+
+// An input opened for reading: a file, or with path "-" standard input.
+// what names it in every message ("the prompt file 'p.txt'"). A directory is
+// refused by name (TINYAI_ERR_IO). With a reason to need a regular file
+// (need_file, e.g. "its size bounds what is read"), so is anything else: a
+// FIFO, a device, a socket (checked before opening, which for a FIFO would
+// wait for a writer). A path that cannot be opened or read is
+// TINYAI_ERR_FILE_NOT_FOUND or TINYAI_ERR_IO with the cause.
+class InputFile {
+ public:
+  InputFile(const std::string& path, std::string what, std::string need_file = "")
+      : what_(std::move(what)), need_file_(std::move(need_file)) {
+    struct stat st;
+    if (path != "-") {
+      if (!need_file_.empty() && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) Refuse(st.st_mode);
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+      if (fd_ < 0) {
+        const int err = errno;
+        throw RuntimeError(StatusOfErrno(err), "cannot read " + what_ + ": " + std::strerror(err));
+      }
+      own_ = true;
+    }
+    if (::fstat(fd_, &st) != 0) {
+      const int err = errno;
+      Close();
+      throw RuntimeError(TINYAI_ERR_IO, "cannot read " + what_ + ": " + std::strerror(err));
+    }
+    if (S_ISDIR(st.st_mode) || (!need_file_.empty() && !S_ISREG(st.st_mode))) {
+      Close();
+      Refuse(st.st_mode);
+    }
+    regular_ = S_ISREG(st.st_mode);
+    size_ = regular_ ? static_cast<uint64_t>(st.st_size) : 0;
+  }
+  ~InputFile() { Close(); }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  const std::string& what() const { return what_; }
+  bool regular() const { return regular_; }
+  uint64_t size() const { return size_; }  // a regular file's size when it was opened; 0 for a stream
+
+  // Up to n bytes into dst; 0 at the end.
+  size_t Read(char* dst, size_t n) {
+    for (;;) {
+      const ssize_t got = ::read(fd_, dst, n);
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno == EINTR) continue;
+      const int err = errno;
+      throw RuntimeError(TINYAI_ERR_IO, "cannot read " + what_ + ": " + std::strerror(err));
+    }
+  }
+
+ private:
+  [[noreturn]] void Refuse(mode_t mode) const {
+    if (S_ISDIR(mode) || need_file_.empty()) {
+      throw RuntimeError(TINYAI_ERR_IO, what_ + " is " + KindOfMode(mode) + ", not a file; give the path of a file");
+    }
+    throw RuntimeError(TINYAI_ERR_IO, what_ + " is " + KindOfMode(mode) + ", not a regular file (" + need_file_ +
+                                          "); give the path of a regular file");
+  }
+  void Close() {
+    if (own_ && fd_ >= 0) ::close(fd_);
+    own_ = false;
+  }
+
+  std::string what_;
+  std::string need_file_;  // why a regular file is needed; "" = a stream will do
+  int fd_ = 0;             // standard input unless a path was opened
+  bool own_ = false;
+  bool regular_ = false;
+  uint64_t size_ = 0;
+};
+
+// The most of an input a tool reads, and why: a larger input is refused with
+// status, naming the input, the bound, where it comes from and what to do.
+struct InputBound {
+  uint64_t bytes = 0;
+  TinyAIStatus status = TINYAI_ERR_INVALID_ARGUMENT;
+  std::string rule;  // where the figure comes from, e.g. "the context's 512 tokens at up to 64 bytes each"
+  std::string fix;   // what to do, e.g. "give a shorter prompt or a larger --context"
+};
+
+// The error for an input beyond its bound; size 0 when only "longer" is known.
+inline RuntimeError InputTooLong(const std::string& what, uint64_t size, const InputBound& bound) {
+  const std::string is = size > 0 ? "is " + std::to_string(size) + " bytes, more than" : "is longer than";
+  return RuntimeError(bound.status, what + " " + is + " the " + std::to_string(bound.bytes) +
+                                        " bytes it may hold (" + bound.rule + "); " + bound.fix);
+}
+
+// The whole of an input (a file, or "-": standard input; a pipe, a FIFO or a
+// device is read as a stream), at most bound.bytes: a regular file larger
+// than that is refused before it is read, a stream as soon as it yields one
+// byte more. The tool never holds more than the bound and one 64 KiB read.
+inline std::string ReadInput(const std::string& path, const std::string& what, const InputBound& bound) {
+  InputFile in(path, what);
+  if (in.regular() && in.size() > bound.bytes) throw InputTooLong(what, in.size(), bound);
+  std::string text;
+  if (in.regular()) text.reserve(static_cast<size_t>(in.size()));
+  char buf[1 << 16];
+  for (;;) {
+    const size_t n = in.Read(buf, sizeof buf);
+    if (n == 0) break;
+    if (n > bound.bytes - text.size()) throw InputTooLong(what, 0, bound);
+    if (text.size() + n > text.capacity()) {
+      // Grow by doubling, never past the bound.
+      const uint64_t want = std::max<uint64_t>(2 * static_cast<uint64_t>(text.capacity()), text.size() + n);
+      text.reserve(static_cast<size_t>(std::min<uint64_t>(want, bound.bytes)));
+    }
+    text.append(buf, n);
+  }
+  return text;
+}
+
 // ---- Handles ---------------------------------------------------------------------
 //
 // Every handle a tool opens is held by one of these, so no exit path leaks.
@@ -296,8 +475,10 @@ struct SchedulerDestroyer {
 };
 using SchedulerHandle = std::unique_ptr<TinyAIForwardScheduler, SchedulerDestroyer>;
 
-// Opens a model or throws its error.
+// Opens a model or throws its error (a directory, a FIFO or a device is
+// named as such).
 inline ModelHandle OpenModel(const std::string& path, const TinyAIMmapConfig* config) {
+  CheckIsFile(path, "the model", "a .tmai file");
   ModelHandle m(tinyaiOpenMappedModel(path.c_str(), config));
   if (!m) ThrowLastError(tinyaiGetLastError());
   return m;
@@ -319,6 +500,31 @@ inline std::string MibText(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MiB", Mib(bytes));
   return text;
+}
+
+// A memory figure printed as a limit (a least --mem-limit), to be given
+// back: MiB rounded up to two decimals, never down, so that the figure given
+// back (--mem-limit 0.76M) is at least the bytes, and the exact bytes beside
+// it: "0.76 MiB (795088 bytes)".
+inline std::string LimitText(uint64_t bytes) {
+  const uint64_t mib = uint64_t{1} << 20;
+  const uint64_t hundredths = (bytes / mib) * 100 + ((bytes % mib) * 100 + mib - 1) / mib;
+  char text[80];
+  std::snprintf(text, sizeof text, "%llu.%02llu MiB (%llu bytes)", static_cast<unsigned long long>(hundredths / 100),
+                static_cast<unsigned long long>(hundredths % 100), static_cast<unsigned long long>(bytes));
+  return text;
+}
+
+// The compute threads "-t 0 = one per core" gives, counted as the library
+// counts them (ports/posix: the CPUs this process may run on).
+inline int CpuCount() {
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 // s as a JSON string, quotes included.

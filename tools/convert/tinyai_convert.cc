@@ -5,11 +5,8 @@
 //   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from gguf [--name NAME] IN.gguf OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from safetensors [--name NAME] DIR_OR_FILE OUT.tmai
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -59,8 +56,10 @@ const char kUsage[] =
     "DEF:  a dense network (an MLP, residual blocks allowed) with random weights, one directive per line:\n"
     "      'input N', then 'layer NAME out=N [act=none|relu|tanh] [inputs=A,B,...] [bias=0|1]' lines;\n"
     "      optional 'name NAME' and 'seed N'; '#' starts a comment (docs/format.md, \"Dense networks\")\n"
-    "OUT.tmai must not be any of the inputs (the same file, through any path or link): that is refused\n"
-    "before anything is written.\n"
+    "      DEF.txt (or - for standard input) holds at most 16 MiB (65536 layers of 256-byte lines)\n"
+    "OUT.tmai must not be any of the inputs (the same file, through any path or link), nor a directory: that\n"
+    "is refused before anything is written. An input that must be a file and is a directory, a FIFO or a\n"
+    "device is refused by name.\n"
     "Exit status: 0 success, 1 runtime error (\"tinyai-convert: STATUS: message\" on stderr), 2 usage error.\n";
 
 // "none", "zstd" or "zstd:LEVEL".
@@ -107,31 +106,48 @@ void PrintShape(const tinyai::LlamaShape& s, const char* out) {
                s.shared_classifier ? "shared" : "separate");
 }
 
-// Refuses, before anything is written, an output that is one of the inputs:
-// the same file by device and inode, so hard links, symbolic links and
-// different spellings of one path are all caught.
-void CheckOutputIsNoInput(const std::string& out, const std::vector<std::pair<const char*, std::string>>& inputs) {
-  for (const auto& in : inputs) {
-    if (tinyai::SameFile(out.c_str(), in.second.c_str())) {
-      throw tinyai_tools::UsageError("OUT.tmai '" + out + "' is the " + in.first + " '" + in.second +
+// An input: its role in messages, its path, and what to give instead when
+// it is not a regular file (nullptr: a stream will do, e.g. the definition;
+// "" with dir_ok: a folder will do too).
+struct Input {
+  const char* role;
+  std::string path;
+  const char* need;
+  bool dir_ok = false;
+};
+
+// Refuses, before anything is written, an output that is one of the inputs
+// (a usage error): the same file by device and inode, so hard links,
+// symbolic links and different spellings of one path are all caught; an
+// output that is a directory; and an input that is not the kind of file it
+// must be (a directory, a FIFO, a device: named as such).
+void CheckPaths(const std::string& out, const std::vector<Input>& inputs) {
+  for (const Input& in : inputs) {
+    if (tinyai::SameFile(out.c_str(), in.path.c_str())) {
+      throw tinyai_tools::UsageError("OUT.tmai '" + out + "' is the " + in.role + " '" + in.path +
                                      "' (the same file); refusing to overwrite an input");
     }
   }
+  for (const Input& in : inputs) {
+    if (in.need && !(in.dir_ok && tinyai_tools::KindOfPath(in.path) == "a directory")) {
+      tinyai_tools::CheckIsFile(in.path, std::string("the ") + in.role, in.need);
+    }
+  }
+  tinyai_tools::CheckOutputPath(out, "OUT.tmai");
 }
+
+// The most bytes a definition may hold: 65,536 layers (the format's most) of
+// 256-byte lines.
+constexpr uint64_t kMaxDefinitionBytes = uint64_t{16} << 20;
 
 // Reads the definition file and writes its network.
 int ConvertDense(const std::string& defPath, const std::string& out, const tinyai::WriteOptions& options) {
-  errno = 0;
-  std::ifstream in(defPath, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    throw tinyai_tools::RuntimeError(tinyai_tools::StatusOfErrno(err),
-                                     "cannot read the definition '" + defPath + "': " + std::strerror(err));
-  }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    throw tinyai_tools::RuntimeError(TINYAI_ERR_IO, "cannot read the definition '" + defPath + "': " + std::strerror(errno));
-  }
+  tinyai_tools::InputBound bound;
+  bound.bytes = kMaxDefinitionBytes;
+  bound.status = TINYAI_ERR_INVALID_ARGUMENT;
+  bound.rule = "16 MiB: 65536 layers, the most a model holds, of 256-byte lines";
+  bound.fix = "give a definition of one directive per line (docs/format.md, \"Dense networks\")";
+  const std::string text = tinyai_tools::ReadInput(defPath, "the definition '" + defPath + "'", bound);
   tinyai::DenseNetDef def;
   TinyAIStatus s = tinyai::ParseDenseDefinition(text, &def);
   if (s != TINYAI_OK) s = tinyai::AddErrorContext(s, "'%s': ", defPath.c_str());
@@ -185,13 +201,14 @@ int Run(int argc, char** argv) {
     if (positional.size() != 1 || !from.empty() || !synthetic.empty()) {
       throw tinyai_tools::UsageError("--dense takes DEF.txt and OUT.tmai");
     }
-    CheckOutputIsNoInput(positional[0], {{"definition", dense}});
+    CheckPaths(positional[0], {{"definition", dense, nullptr}});
     return ConvertDense(dense, positional[0], options);
   }
   if (!synthetic.empty()) {
     if (positional.size() != 1 || !from.empty()) throw tinyai_tools::UsageError("--synthetic takes SPEC and OUT.tmai");
     tinyai::LlamaShape shape;
     tinyai::TmaiWriteStats stats;
+    tinyai_tools::CheckOutputPath(positional[0], "OUT.tmai");
     TinyAIStatus s = tinyai::ParseSyntheticSpec(synthetic, &shape);
     if (s == TINYAI_OK) s = tinyai::WriteSyntheticModel(shape, positional[0].c_str(), options, &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
@@ -217,7 +234,9 @@ int Run(int argc, char** argv) {
       throw tinyai_tools::UsageError(from == "gguf" ? "--from gguf takes IN.gguf and OUT.tmai"
                                                     : "--from safetensors takes DIR_OR_FILE and OUT.tmai");
     }
-    CheckOutputIsNoInput(positional[1], {{"input", positional[0]}});
+    CheckPaths(positional[1], {from == "gguf" ? Input{"input", positional[0], "a .gguf file"}
+                                              : Input{"input", positional[0],
+                                                      "a checkpoint's folder, a .safetensors file or its index", true}});
     tinyai::LlamaShape shape;
     tinyai::TmaiWriteStats stats;
     TinyAIStatus s = from == "gguf"
@@ -232,7 +251,7 @@ int Run(int argc, char** argv) {
   if (from == "tmai") {
     if (!tokenizer.empty()) throw tinyai_tools::UsageError("--tokenizer goes with --from llama2c");
     if (positional.size() != 2) throw tinyai_tools::UsageError("--from tmai takes IN.tmai and OUT.tmai");
-    CheckOutputIsNoInput(positional[1], {{"input", positional[0]}});
+    CheckPaths(positional[1], {{"input", positional[0], "a .tmai file"}});
     tinyai::TmaiWriteStats stats;
     TinyAIStatus s = tinyai::ReencodeModel(positional[0].c_str(), positional[1].c_str(), options, !dtype_given, &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
@@ -246,7 +265,8 @@ int Run(int argc, char** argv) {
                                                 : "unknown --from " + from);
   }
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");
-  CheckOutputIsNoInput(positional[1], {{"checkpoint", positional[0]}, {"tokenizer", tokenizer}});
+  CheckPaths(positional[1], {{"checkpoint", positional[0], "a llama2.c checkpoint file (.bin)"},
+                             {"tokenizer", tokenizer, "a llama2.c tokenizer file (.bin)"}});
   tinyai::LlamaShape shape;
   tinyai::TmaiWriteStats stats;
   TinyAIStatus s = tinyai::ConvertLlama2c(positional[0].c_str(), tokenizer.c_str(), positional[1].c_str(), &shape,

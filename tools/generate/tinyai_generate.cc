@@ -26,7 +26,9 @@ const char kUsage[] =
     "       tinyai-generate -h | --help | --version\n"
     "  -m MODEL.tmai    the model (a llama .tmai)\n"
     "  -p PROMPT        the prompt; -p - reads it from standard input\n"
-    "  -f FILE          read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -)\n"
+    "  -f FILE          read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -);\n"
+    "                   a prompt read from FILE or standard input may hold up to 64 bytes per token of the\n"
+    "                   context (--context, or the model's seq_len), and no more than --mem-limit\n"
     "  -n, --max-new N  tokens generated after the prompt at most (0..2147483647; default 256; 0 = until the\n"
     "                   context is full)\n"
     "  --steps N        llama2.c's limit: positions in all, BOS and prompt included (0..2147483647; default 0 =\n"
@@ -52,7 +54,8 @@ const char kUsage[] =
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch    no loading ahead\n"
     "  --lru            plain LRU eviction instead of the adaptive policy\n"
-    "  --stats          weight cache and memory figures on stderr\n"
+    "  --stats          weight cache and memory figures on stderr, with the least --mem-limit for these\n"
+    "                   options (rounded up: given back, it runs)\n"
     "  --quiet          no figures on stderr\n"
     "  --mode M         how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
     "                   memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
@@ -73,44 +76,30 @@ int PrintPiece(const char* piece, size_t len, void* user) {
   return 0;
 }
 
-// The whole of f (binary). Throws a RuntimeError naming what on failure.
-std::string ReadAll(FILE* f, const std::string& what) {
-  std::string text;
-  char buf[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  if (std::ferror(f)) {
-    throw tinyai_tools::RuntimeError(TINYAI_ERR_IO, "cannot read " + what + ": " + std::strerror(errno));
+// The prompt from standard input ("-") or a file, read with its bound: the
+// context's tokens at up to tt::kTextBytesPerToken bytes each (a longer text
+// cannot fit the context), and no more than --mem-limit. One trailing newline
+// is dropped; a NUL byte is refused (the prompt is text).
+std::string ReadPrompt(const std::string& path, int32_t context, size_t mem_limit) {
+  namespace tt = tinyai_tools;
+  const std::string what = path == "-" ? "the prompt from standard input" : "the prompt file '" + path + "'";
+  tt::InputBound bound;
+  bound.bytes = static_cast<uint64_t>(context) * tt::kTextBytesPerToken;
+  bound.status = TINYAI_ERR_CONTEXT_OVERFLOW;
+  bound.rule = "the context's " + std::to_string(context) + " tokens at up to " +
+               std::to_string(tt::kTextBytesPerToken) + " bytes each";
+  bound.fix = "give a shorter prompt, or a longer --context (at most the model's seq_len)";
+  if (mem_limit > 0 && mem_limit < bound.bytes) {
+    bound.bytes = mem_limit;
+    bound.status = TINYAI_ERR_RESOURCE_EXHAUSTED;
+    bound.rule = "--mem-limit, which bounds everything held, the prompt too";
+    bound.fix = "give a shorter prompt or a larger --mem-limit";
   }
-  return text;
-}
-
-// The prompt from standard input ("-") or a file: one trailing newline
-// dropped; a NUL byte is refused (the prompt is text).
-std::string ReadPrompt(const std::string& path) {
-  std::string text, what;
-  if (path == "-") {
-    what = "the prompt from standard input";
-    text = ReadAll(stdin, what);
-  } else {
-    what = "the prompt file '" + path + "'";
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) {
-      const int err = errno;
-      throw tinyai_tools::RuntimeError(tinyai_tools::StatusOfErrno(err), "cannot read " + what + ": " + std::strerror(err));
-    }
-    try {
-      text = ReadAll(f, what);
-    } catch (...) {
-      std::fclose(f);
-      throw;
-    }
-    std::fclose(f);
-  }
+  std::string text = tt::ReadInput(path, what, bound);
   const size_t nul = text.find('\0');
   if (nul != std::string::npos) {
-    throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
-                                     what + " holds a NUL byte at offset " + std::to_string(nul) + "; a prompt is text");
+    throw tt::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
+                           what + " holds a NUL byte at offset " + std::to_string(nul) + "; a prompt is text");
   }
   if (!text.empty() && text.back() == '\n') {
     text.pop_back();
@@ -167,11 +156,19 @@ int Run(int argc, char** argv) {
   if (!have_prompt && prompt_file.empty()) throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE");
   if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (config.kvGrowable && config.kvWindow > 0) throw tt::UsageError("--kv-growable does not go with --kv-window");
-  if (!prompt_file.empty()) prompt = ReadPrompt(prompt_file);
-  else if (prompt == "-") prompt = ReadPrompt("-");
+  if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
 
   tt::ModelHandle model = tt::OpenModel(model_path, &mmap_config);
   tt::LLMHandle llm = tt::CreateLLM(model.get(), config);
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  tt::Check(tinyaiGetLLMModelInfo(llm.get(), &info));
+  // The longest prompt: --context or the model's seq_len (with a window too,
+  // as the library counts it).
+  const int32_t prompt_context = config.contextLength > 0 ? config.contextLength : info.seqLen;
+  if (!prompt_file.empty()) prompt = ReadPrompt(prompt_file, prompt_context, config.memoryLimit);
+  else if (prompt == "-") prompt = ReadPrompt("-", prompt_context, config.memoryLimit);
   const TinyAIForwardScheduler* sched = tinyaiGetLLMScheduler(llm.get());
   if (!dump_path.empty()) tt::WriteDag(sched, dump_path);
   Output out;
@@ -186,10 +183,6 @@ int Run(int argc, char** argv) {
   std::fflush(stdout);
   tt::Check(s);
   if (quiet) return 0;
-  TinyAIModelInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.structSize = sizeof info;
-  tinyaiGetLLMModelInfo(llm.get(), &info);
   double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
   double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
   std::fprintf(stderr,
@@ -231,8 +224,11 @@ int Run(int argc, char** argv) {
                  static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
                  static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
                  static_cast<unsigned long long>(cs.stalls));
-    std::fprintf(stderr, "tinyai-generate: memory limit %s, minimum for this model and context %.1f MiB\n",
-                 mem.memoryLimit ? tt::MibText(mem.memoryLimit).c_str() : "none", tt::Mib(mem.minimumMemoryLimit));
+    std::fprintf(stderr,
+                 "tinyai-generate: memory limit %s; least --mem-limit %s for this model, context, KV cache and %d "
+                 "thread(s)\n",
+                 mem.memoryLimit ? (std::to_string(mem.memoryLimit) + " bytes").c_str() : "none",
+                 tt::LimitText(mem.minimumMemoryLimit).c_str(), config.threads == 0 ? tt::CpuCount() : config.threads);
   }
   return 0;
 }

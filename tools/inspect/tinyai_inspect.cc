@@ -2,8 +2,10 @@
 // format and file it was converted from), and with --plan what running it
 // takes: the forward scheduler's activation arena against its lower bound and
 // the naive total, the weights, KV cache and tables, the least memory limit,
-// and the mode ADAPTIVE would choose under --mem-limit.
-//   tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS]
+// and the mode ADAPTIVE would choose under --mem-limit. The least limit is
+// for tinyai-generate's defaults (one thread per core, the model's seq_len, an
+// f32 KV cache) or the -t, --context and --kv-* given, and says which.
+//   tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]
 //                  [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...
 //                  [--debug-exec] [--dump-dag FILE]
 // Exit status 1 when nothing fits --mem-limit (the report still goes to
@@ -24,15 +26,20 @@ namespace {
 const char kTool[] = "tinyai-inspect";
 
 const char kUsage[] =
-    "usage: tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS]\n"
+    "usage: tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
     "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
     "       tinyai-inspect -h | --help | --version\n"
     "  the model's name and source (the format and file it was converted from), hyper-parameters, layers and\n"
-    "  tensors, and the least --mem-limit a llama model runs under\n"
+    "  tensors, and the least --mem-limit a llama model runs under with tinyai-generate's options: the\n"
+    "  threads, context and KV cache below (tinyai-generate's defaults unless given), printed beside it,\n"
+    "  rounded up (the figure given back to --mem-limit runs)\n"
     "  --json        one JSON object on stdout\n"
     "  --context N   tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
-    "  -t THREADS    compute threads, 0..256 (default 1; 0 = one per core)\n"
+    "  -t THREADS    compute threads, 0..256 (default 0 = one per core, as tinyai-generate)\n"
+    "  --kv-type T   KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
+    "  --kv-window N a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
+    "  --kv-sink K   with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
     "  --plan        the forward scheduler's plan: arena, lower bound, naive total, weights, KV cache, tables,\n"
     "                least memory limit and the mode chosen under --mem-limit (default: no limit)\n"
     "  --mem-limit SIZE  check the model fits this limit, e.g. 4M or 1.5G (implies --plan; exit status 1 when\n"
@@ -60,6 +67,7 @@ int Run(int argc, char** argv) {
   std::string dump_path;
   TinyAISchedulerConfig sched_config = tinyaiCreateDefaultSchedulerConfig();
   TinyAILLMConfig llm_config = tinyaiCreateDefaultLLMConfig();
+  llm_config.threads = 0;  // tinyai-generate's default: one per core
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -81,6 +89,9 @@ int Run(int argc, char** argv) {
     else if (a == "--dump-dag") { dump_path = value(); plan = true; }
     else if (a == "--context") llm_config.contextLength = tt::ParseContext(a, value());
     else if (a == "-t") llm_config.threads = tt::ParseThreads(a, value());
+    else if (a == "--kv-type") llm_config.kvType = tt::ParseKvType(a, value());
+    else if (a == "--kv-window") llm_config.kvWindow = tt::ParseKvWindow(a, value());
+    else if (a == "--kv-sink") llm_config.kvSinks = tt::ParseKvSinks(a, value());
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else if (a == "--version") return tt::PrintVersion(kTool);
     else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown option " + a);
@@ -88,6 +99,8 @@ int Run(int argc, char** argv) {
     else throw tt::UsageError("one model at a time");
   }
   if (path.empty()) throw tt::UsageError("MODEL.tmai is required");
+  if (llm_config.kvSinks > 0 && llm_config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
+  if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
   TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
   tt::ModelHandle model_handle = tt::OpenModel(path, &cfg);
   TinyAIMappedModel* model = model_handle.get();
@@ -121,9 +134,25 @@ int Run(int argc, char** argv) {
   // or hyper-parameters the runtime refuses) is an error, not a figure left
   // out: the listing is printed, then the error (exit status 1).
   const bool is_llama = std::string(arch, arch_len) == "llama";
+  llm_config.memoryLimit = static_cast<size_t>(limit);  // what --kv-type auto chooses in
   const TinyAIStatus mem_status = is_llama ? tinyaiEstimateLLMMemory(model, &llm_config, &mem) : TINYAI_ERR_UNSUPPORTED;
   const std::string mem_error = is_llama && mem_status != TINYAI_OK ? tinyaiGetLastErrorMessage() : "";
   const bool have_mem = mem_status == TINYAI_OK;
+  // What the least limit is for, printed beside it: the threads, context and
+  // KV cache, each as tinyai-generate takes them.
+  const int threads = llm_config.threads == 0 ? tt::CpuCount() : llm_config.threads;
+  int64_t seq_len = 0;
+  tinyaiGetMetadataInt(model, "llama.seq_len", &seq_len);
+  const int64_t context = llm_config.contextLength != 0 ? llm_config.contextLength : seq_len;
+  std::string assumed = "with " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+                        (llm_config.threads == 0 ? " (-t 0: one per core)" : "");
+  if (is_llama) {
+    assumed += ", context " + std::to_string(context) + (llm_config.contextLength == 0 ? " (the model's seq_len)" : "") +
+               ", KV cache " + tinyaiKVTypeName(llm_config.kvType);
+    if (llm_config.kvWindow > 0) {
+      assumed += ", window " + std::to_string(llm_config.kvWindow) + " + " + std::to_string(llm_config.kvSinks) + " sinks";
+    }
+  }
   // The forward scheduler's plan (--plan).
   TinyAISchedulerReport rep;
   rep.structSize = sizeof rep;
@@ -132,6 +161,9 @@ int Run(int argc, char** argv) {
   if (plan) {
     sched_config.threads = llm_config.threads;
     sched_config.contextLength = llm_config.contextLength;
+    sched_config.kvType = llm_config.kvType;
+    sched_config.kvWindow = llm_config.kvWindow;
+    sched_config.kvSinks = llm_config.kvSinks;
     sched_config.maxShapeCount = static_cast<int32_t>(shapes.size());
     for (size_t i = 0; i < shapes.size(); ++i) sched_config.maxShapes[i] = shapes[i];
     TinyAIStatus s = TINYAI_OK;
@@ -163,6 +195,12 @@ int Run(int argc, char** argv) {
     PrintJsonString(arch, arch_len);
     std::printf(",\"name\":%s,\"source_format\":%s,\"source_file\":%s", tt::JsonString(name).c_str(),
                 tt::JsonString(source_format).c_str(), tt::JsonString(source_file).c_str());
+    // What min_mem_limit_bytes is for.
+    std::printf(",\"threads\":%d", threads);
+    if (is_llama) {
+      std::printf(",\"context\":%" PRId64 ",\"kv_type\":\"%s\",\"kv_window\":%d,\"kv_sinks\":%d", context,
+                  tinyaiKVTypeName(llm_config.kvType), llm_config.kvWindow, llm_config.kvSinks);
+    }
     if (plan) {
       std::printf(",\"weights_bytes\":%" PRIu64 ",\"weights_resident_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64 ",\"lower_bound_bytes\":%" PRIu64
                   ",\"naive_bytes\":%" PRIu64 ",\"kv_bytes\":%" PRIu64 ",\"table_bytes\":%" PRIu64
@@ -245,12 +283,12 @@ int Run(int argc, char** argv) {
                   tinyai_tools::Mib(rep.largestSliceBytes),
                   tinyai_tools::Mib(rep.kvCacheBytes), tinyai_tools::Mib(rep.tableBytes),
                   rep.weightCacheCap ? (std::to_string(rep.weightCacheCap) + " bytes").c_str() : "none");
-      std::printf("    least --mem-limit %.2f MiB (%" PRIu64 " bytes)\n", tinyai_tools::Mib(rep.minimumMemoryLimit), rep.minimumMemoryLimit);
+      std::printf("    least --mem-limit %s %s\n", tt::LimitText(rep.minimumMemoryLimit).c_str(), assumed.c_str());
     }
     if (have_mem) {
-      std::printf("  least --mem-limit %.2f MiB (%" PRIu64 " bytes): row slices up to %.2f MiB (tensor '%s'), KV cache "
+      std::printf("  least --mem-limit %s %s: row slices up to %.2f MiB (tensor '%s'), KV cache "
                   "%.2f MiB, activations %.2f MiB, tables %.2f MiB\n",
-                  tinyai_tools::Mib(mem.minimumMemoryLimit), mem.minimumMemoryLimit, tinyai_tools::Mib(mem.largestSliceBytes),
+                  tt::LimitText(mem.minimumMemoryLimit).c_str(), assumed.c_str(), tinyai_tools::Mib(mem.largestSliceBytes),
                   mem.largestSliceTensor, tinyai_tools::Mib(mem.kvCacheBytes), tinyai_tools::Mib(mem.activationBytes),
                   tinyai_tools::Mib(mem.otherBytes));
     }

@@ -41,7 +41,8 @@ const char kUsage[] =
     "                  (0..1000000; default 0 = none; 2048 pays; language models only). Holds 4 x cols^2\n"
     "                  bytes per distinct matrix input (110M: 275 MiB)\n"
     "  --calibration-text FILE  run those on FILE's text (default: a stream the model samples itself;\n"
-    "                  N defaults to 2048)\n"
+    "                  N defaults to 2048); FILE (or - for standard input) holds up to 64 bytes per position\n"
+    "                  (N x 64: 128 KiB for 2048), what N positions can read\n"
     "  --no-error-feedback  calibrate the scale searches' weights only (4 x cols bytes per input)\n"
     "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
@@ -157,14 +158,28 @@ int Run(int argc, char** argv) {
   std::vector<TinyAIPrecisionOverride> overrides;
   for (const auto& l : layers) overrides.push_back({std::stoi(l.first), nullptr, l.second});
   for (const auto& t : tensors) overrides.push_back({-1, t.first.c_str(), t.second});
+  tinyai_tools::CheckOutputPath(out, "OUT.tmai");
   if (!calibration_file.empty()) {
-    std::FILE* f = std::fopen(calibration_file.c_str(), "rb");
-    if (!f) throw tinyai_tools::RuntimeError(tinyai_tools::StatusOfErrno(errno), "'" + calibration_file + "': " + std::strerror(errno));
-    char buf[65536];
-    size_t got;
-    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) calibration_text.append(buf, got);
-    std::fclose(f);
+    // Calibration takes the text's first N tokens (--calibrate N): more
+    // than N tokens' worth of bytes would never be read.
     if (cfg.calibrationTokens == 0) cfg.calibrationTokens = 2048;
+    const std::string what = "the calibration text '" + calibration_file + "'";
+    tinyai_tools::InputBound bound;
+    bound.bytes = static_cast<uint64_t>(cfg.calibrationTokens) * tinyai_tools::kTextBytesPerToken;
+    bound.status = TINYAI_ERR_INVALID_ARGUMENT;
+    bound.rule = "--calibrate " + std::to_string(cfg.calibrationTokens) + " positions at up to " +
+                 std::to_string(tinyai_tools::kTextBytesPerToken) + " bytes a token: calibration reads no further";
+    bound.fix = "give its first " + std::to_string(bound.bytes) + " bytes (head -c " + std::to_string(bound.bytes) +
+                "), or a larger --calibrate N";
+    calibration_text = tinyai_tools::ReadInput(calibration_file, what, bound);
+    if (calibration_text.empty()) {
+      throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT, what + " is empty; give a text to calibrate on");
+    }
+    if (calibration_text.find('\0') != std::string::npos) {
+      throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
+                                       what + " holds a NUL byte at offset " +
+                                           std::to_string(calibration_text.find('\0')) + "; a calibration text is text");
+    }
     cfg.calibrationText = calibration_text.c_str();
   }
   cfg.overrides = overrides.data();
