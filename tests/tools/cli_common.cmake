@@ -15,10 +15,8 @@ set(CLI_FAILURES 0)
 # machine loaded by other builds: 2,048 positions of stories260K in a window
 # (kv_cli.cmake) took 0.8 s in release, 9.1 s under ASan+UBSan and 14.1 s under
 # qemu-aarch64 (scripts/test.sh runs these scripts in all three); the generation
-# of a 4,096-layer model, 4.1 s in release. The one much slower run,
-# tinyai-convert --synthetic of 4,096 layers under ASan, has its own
-# (convert_cli.cmake). Measure again with -DCLI_TIMES=FILE (each run's
-# milliseconds and command are appended to FILE).
+# of a 4,096-layer model, 4.1 s in release. Measure again with
+# -DCLI_TIMES=FILE (each run's milliseconds and command are appended to FILE).
 set(CLI_TIMEOUT 150)
 
 function(cli_fail what)
