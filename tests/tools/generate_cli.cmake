@@ -139,13 +139,19 @@ foreach(tool GENERATE INSPECT)
   else()
     set(cmd ${INSPECT} ${model})
   endif()
-  expect_runtime_error(TINYAI_ERR_IO
-                       "cannot write the activation DAG to '${OUT_DIR}/no-such-folder/dag.yaml': No such file or directory"
+  expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND
+                       "cannot write the activation DAG: '${OUT_DIR}/no-such-folder/dag.yaml': cannot write in the directory '${OUT_DIR}/no-such-folder': No such file or directory"
                        ${cmd} --dump-dag ${OUT_DIR}/no-such-folder/dag.yaml)
   if(EXISTS /dev/full)
-    expect_runtime_error(TINYAI_ERR_IO "cannot write the activation DAG to '/dev/full': No space left on device"
-                         ${cmd} --dump-dag /dev/full)
+    expect_run(RC 1 EXPECT "TINYAI_ERR_IO: " "cannot write the activation DAG: '/dev/full': cannot write"
+               "No space left on device" STDOUT_EMPTY COMMAND ${cmd} --dump-dag /dev/full)
   endif()
+  # The DAG goes where every file goes (docs/files.md): never over the model
+  # being run, nor into a FIFO.
+  expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "cannot write the activation DAG: '${model}' is a file this process is reading"
+                       ${cmd} --dump-dag ${model})
+  expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "cannot write the activation DAG: '${OUT_DIR}/fifo' is a FIFO"
+                       ${cmd} --dump-dag ${OUT_DIR}/fifo)
   expect_run(RC 0 COMMAND ${cmd} --dump-dag ${OUT_DIR}/dag.yaml)
   file(READ ${OUT_DIR}/dag.yaml dag LIMIT 4096)
   if(dag STREQUAL "")

@@ -548,28 +548,6 @@ inline std::string JsonString(const char* s, size_t n) {
 inline std::string JsonString(const std::string& s) { return JsonString(s.data(), s.size()); }
 inline std::string JsonString(const char* s) { return JsonString(s, std::strlen(s)); }
 
-// Writes a scheduler's activation DAG (YAML) to path; a file that cannot be
-// written is TINYAI_ERR_IO naming the path and the cause.
-inline void WriteDag(const TinyAIForwardScheduler* sched, const std::string& path) {
-  size_t needed = 0;
-  tinyaiDumpActivationDag(sched, nullptr, 0, &needed);
-  std::string text(needed, '\0');
-  Check(tinyaiDumpActivationDag(sched, &text[0], text.size(), &needed));
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) {
-    const int err = errno;
-    throw RuntimeError(TINYAI_ERR_IO, "cannot write the activation DAG to '" + path + "': " + std::strerror(err));
-  }
-  const size_t n = needed > 0 ? needed - 1 : 0;  // without the terminating NUL
-  const bool written = std::fwrite(text.data(), 1, n, f) == n;
-  int err = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (written && !closed) err = errno;
-  if (!written || !closed) {
-    throw RuntimeError(TINYAI_ERR_IO, "cannot write the activation DAG to '" + path + "': " + std::strerror(err));
-  }
-}
-
 }  // namespace tinyai_tools
 
 #endif  // TINYAI_TOOLS_COMMON_CLI_H_

@@ -12,6 +12,7 @@
 
 #include "tinyai/tinyai.h"
 #include "tools/common/cli.h"
+#include "tools/common/dag.h"
 
 namespace {
 

@@ -20,6 +20,7 @@
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/forward_scheduler.h"
 #include "tools/common/cli.h"
+#include "tools/common/dag.h"
 
 namespace {
 
