@@ -263,7 +263,7 @@ TINYAI_API TinyAIStatus tinyaiResetLLM(TinyAILLM* llm);
  * what they belong to - a fingerprint of the model's weights, shapes and
  * applied precisions, and the KV type and layout - to path, CRC-32C
  * checksummed, written beside it and renamed (a failed save leaves what
- * path held). tinyaiLoadLLMSession puts a saved session into an LLM of
+ * path held; docs/files.md says what paths are refused). tinyaiLoadLLMSession puts a saved session into an LLM of
  * the same model and KV configuration, which then continues exactly as the
  * saved one would have (the sampler's rngState is the caller's to keep).
  * Refused, leaving the LLM as it was: TINYAI_ERR_BAD_MAGIC (not a session),
