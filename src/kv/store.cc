@@ -515,6 +515,13 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
     bool all_fixed = true;
     for (int32_t i = 0; i < d.index_count; ++i) all_fixed &= d.fixed[i] > 0;
     for (int32_t i = 0; i < d.index_count; ++i) x->extent[i] = d.fixed[i];
+    // A growable table's chunk is allocated whole: its bytes must fit (every
+    // product of a chunk's rows and the row's bytes after this is bounded).
+    uint64_t chunk_bytes = 0;
+    if (!all_fixed && (!CheckedMul(static_cast<uint64_t>(x->chunk), elem, &chunk_bytes) || chunk_bytes > SIZE_MAX)) {
+      return fail(SetError(TINYAI_ERR_OVERFLOW, "'%s': a chunk of %lld rows of %llu bytes overflows the address space", n,
+                           static_cast<long long>(x->chunk), static_cast<unsigned long long>(elem)));
+    }
     if (all_fixed) {  // one block, [prefix][last][row]; the directory points into it
       uint64_t rows = 1, bytes = 0;
       for (int32_t i = 0; i < d.index_count; ++i) {

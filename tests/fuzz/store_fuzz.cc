@@ -16,7 +16,8 @@
 //  - The store never holds more than its memoryLimit, and the bytes its
 //    entries report add up to what it says it holds, less what its named
 //    dimensions hold (what a store of those dimensions alone holds).
-//  - A write that fails changes nothing; one that succeeds reads back.
+//  - A write that fails changes nothing, nor does one of no values; one
+//    that writes values reads them back.
 //  - An increment or a decrement of an integer scalar gives the exact sum,
 //    or (past the type's range) an error that leaves the value; of a float
 //    one, a finite value that moved, or an error that leaves it.
@@ -332,6 +333,9 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       if (st != TINYAI_OK) {
         FUZZ_CHECK(Contents(s) == before, "a refused write (%s) changed the store", ref.c_str());
         FUZZ_CHECK(tinyaiGetPersistentMemoryUsage(s) == used, "a refused write changed the memory held");
+      } else if (bytes == 0) {  // a write of no values changes nothing (and grows nothing)
+        FUZZ_CHECK(Contents(s) == before && tinyaiGetPersistentMemoryUsage(s) == used, "an empty write (%s) changed the store",
+                   ref.c_str());
       } else {
         std::vector<uint8_t> back(bytes + 1);
         size_t got = 0;
@@ -351,8 +355,8 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       for (size_t i = 0; i + each <= bytes; i += each) std::memcpy(buf.data() + i, value, each);
       const std::string before = Contents(s);
       st = tinyaiPersistentWrite(s, ref.c_str(), dtype, buf.data(), bytes);
-      if (st != TINYAI_OK) {
-        FUZZ_CHECK(Contents(s) == before, "a refused write (%s) changed the store", ref.c_str());
+      if (st != TINYAI_OK || bytes == 0) {
+        FUZZ_CHECK(Contents(s) == before, "a refused or empty write (%s) changed the store", ref.c_str());
       } else {
         std::vector<uint8_t> back(bytes + 1);
         size_t got = 0;

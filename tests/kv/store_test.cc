@@ -1188,3 +1188,28 @@ TEST(PersistentStore, EveryCallRefusesADestroyedOrForeignStore) {
   EXPECT_EQ(tinyaiGetPersistentEntryCount(live), 1);
   tinyaiDestroyPersistentStore(live);
 }
+
+// A write of no values (a slice over an index with no rows yet) succeeds
+// and changes nothing: no extent grows that no value was written to (found
+// by the store fuzzer: B[99511627775] on B(i, j) with no j yet).
+TEST(PersistentStore, AWriteOfNoValuesChangesNothing) {
+  Store s(1 << 20, 4);
+  ASSERT_EQ(s.Declare("B(i, j): f32 @table\nE(i, j): f32[0, 0] @auto_dim(i, j)"), TINYAI_OK) << Message();
+  const uint64_t used = s.Usage();
+  EXPECT_EQ(tinyaiPersistentWrite(s.get(), "B[99511627775]", TINYAI_PTYPE_F32, nullptr, 0), TINYAI_OK) << Message();
+  EXPECT_EQ(tinyaiPersistentWrite(s.get(), "E[0, ]", TINYAI_PTYPE_F32, nullptr, 0), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Entry("B").extent[0], 0);
+  EXPECT_EQ(s.Entry("E").currentShape[0], 0);
+  EXPECT_EQ(s.Usage(), used);
+}
+
+// A growable table whose chunk of rows cannot be held is refused when
+// declared (each chunk's bytes, rows x a row's bytes, then never wraps).
+TEST(PersistentStore, AChunkPastTheAddressSpaceIsRefusedWhenDeclared) {
+  Store s(0, 4);
+  EXPECT_EQ(s.Declare("A(i): f32[1099511627776, 1048576] @table"), TINYAI_ERR_OVERFLOW) << Message();
+  EXPECT_NE(Message().find("chunk"), std::string::npos) << Message();
+  EXPECT_EQ(s.Declare("B(i): f32[1099511627776, 1099511627776] @table"), TINYAI_ERR_OVERFLOW) << Message();
+  EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 0);
+  EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_OK) << Message();  // 4 GiB a row: a chunk fits 64 bits
+}
