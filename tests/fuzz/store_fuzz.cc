@@ -181,6 +181,8 @@ TinyAIPersistentStore* Declared(const std::string& text, const Dims& dims) {
   TinyAIPersistentStore* s = Created();
   SetDims(s, dims);
   const TinyAIStatus st = tinyaiDeclarePersistent(s, text.c_str());
+  FUZZ_CHECK(st == TINYAI_OK || (text != kDefault && text != kSavable) || dims.size() > 2,
+             "the target's own declarations are refused");
   if (st != TINYAI_OK) {
     CheckFailure(st, "tinyaiDeclarePersistent");
     FUZZ_CHECK(std::strncmp(tinyaiGetLastErrorMessage(), "line ", 5) == 0 || st == TINYAI_ERR_RESOURCE_EXHAUSTED,
