@@ -41,18 +41,39 @@
  *                                                auto ones (`C(l, i, j): ... @table
  *                                                @auto_dim(i, j)`) a table of them.
  *   TYPE: f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool.
+ * Names (entries, indices, dimensions) are letters, digits and '_', not a
+ * digit first, of 1 to TINYAI_PERSISTENT_MAX_NAME bytes, and compare whole:
+ * a longer one is refused by name (TINYAI_ERR_INVALID_ARGUMENT, "... is
+ * longer than 63 bytes") wherever it is given - declarations, references,
+ * an index naming a scalar, tinyaiSetPersistentDim, increments,
+ * tinyaiGetPersistentEntry - never cut to its first 63 bytes.
+ * Dimensions and @fixed extents are at most 2^40 (an auto-dim matrix's
+ * may be 0: it starts empty).
  * @init literals must match the type (the document's rule): float literals
  * (5.0, -1e-3) for f16/f32/f64, integer literals for integer types and bool
- * (0 or 1); `@init(5)` on f32 is TINYAI_ERR_INVALID_ARGUMENT.
+ * (0 or 1); `@init(5)` on f32 is TINYAI_ERR_INVALID_ARGUMENT. The value is
+ * kept as a double (TinyAIPersistentEntry.init): an integer literal the
+ * double does not hold exactly (past 2^53, other than a power of two: an
+ * i64's 9223372036854775807) is refused, not rounded; a float one must be
+ * finite in its type (65520.0 is infinity in f16: refused).
  *
  * References (the operations' `ref`): NAME; NAME[I, J, ...] for a table's
  * row (or an auto-dim element); slices of an index: `NAME[]` (all of it),
  * `NAME[0..5]`, `NAME[2..5]`, `NAME[0..-3]` - ranges are half-open, a..b is
  * a, a+1, .., b-1, and a negative end counts back from the index's extent
  * (with 10 rows, `A[0..-3]` is rows 0..6, 7 of them). An index is an integer
- * or the name of a scalar entry (its value: `K[l, step]`). An auto-dim
+ * or the name of a scalar entry (its value: `K[l, step]`). An index is
+ * below 2^40: a reference past what exists when reading, past a fixed
+ * extent, or past 2^40 when writing a growable table is
+ * TINYAI_ERR_OUT_OF_BOUNDS whatever number it gives (up to INT64_MAX, or
+ * more digits; a scalar's value that is negative, not whole or past
+ * INT64_MAX too), and the message shows the index as given. An auto-dim
  * matrix's forms: `A[]` (the whole matrix), `A[r, ]` (row r), `A[, c]`
- * (column c), `A[r, c]` (one element), `A[a..b, ]` (rows a..b-1).
+ * (column c), `A[r, c]` (one element), `A[a..b, ]` (rows a..b-1). A write
+ * grows it by whole rows (all its columns) and whole columns (all its
+ * rows), with no gap: an empty matrix (`f32[0, 0]`) gains its first row
+ * and column with `A[0, 0]`, and `A[0..r+1, 0..c+1]` writes an r x c
+ * matrix and one more row and column at once.
  * Slices are read and written row after row in index order; data crosses
  * the API as TYPE values packed together (a conversion to or from another
  * TinyAIPersistentType is refused: TINYAI_ERR_INVALID_ARGUMENT).
@@ -60,10 +81,17 @@
  * Memory: growable tables grow a chunk of rows at a time
  * (TinyAIPersistentConfig.chunkRows) and auto-dim matrices a block at a
  * time; nothing stored is ever copied to grow. Everything the store holds
- * (rows, chunks, directories, names) counts against memoryLimit: a write
- * that would pass it is TINYAI_ERR_RESOURCE_EXHAUSTED and changes nothing.
+ * (rows, chunks, directories, and names: each entry's and each named
+ * dimension's record, with a share that bounds its place in the store's
+ * lists and hash tables of names) counts against memoryLimit: a write, a
+ * declaration or a new dimension that would pass it is
+ * TINYAI_ERR_RESOURCE_EXHAUSTED and changes nothing. Names are found in
+ * constant time: declaring (or setting) n of them takes time linear in n.
  *
- * A store is used by one thread at a time.
+ * A store is used by one thread at a time. Every call given a store that is
+ * not live (destroyed, or never created) changes nothing and reports
+ * TINYAI_ERR_MISUSE naming the call: as its status, or (the calls that
+ * return a count, a name or a size) as the last error, with -1, NULL or 0.
  */
 #ifndef TINYAI_PERSISTENT_H
 #define TINYAI_PERSISTENT_H
@@ -125,14 +153,18 @@ typedef struct TinyAIPersistentEntry {
     int64_t extent[TINYAI_PERSISTENT_MAX_INDICES]; /* each index's extent now: rows written so far
                                                       (the highest + 1), or the fixed extent */
     int64_t currentShape[TINYAI_PERSISTENT_MAX_RANK]; /* an auto-dim element's shape now */
-    uint64_t bytes;           /* memory it holds */
+    uint64_t bytes;           /* memory it holds (its record and its share of the name tables
+                                 included): the entries' add up to tinyaiGetPersistentMemoryUsage
+                                 less what the named dimensions hold */
 } TinyAIPersistentEntry;
 
 TINYAI_API TinyAIPersistentConfig tinyaiCreateDefaultPersistentConfig(void);
 TINYAI_API TinyAIStatus tinyaiCreatePersistentStore(const TinyAIPersistentConfig* config, TinyAIPersistentStore** out);
 TINYAI_API void tinyaiDestroyPersistentStore(TinyAIPersistentStore* store);
 
-/* A named dimension for declarations (`D` in `f32[D]`). */
+/* A named dimension for declarations (`D` in `f32[D]`), 0..2^40. Setting
+ * a name again changes its value for declarations made after. A new name
+ * counts against memoryLimit (TINYAI_ERR_RESOURCE_EXHAUSTED past it). */
 TINYAI_API TinyAIStatus tinyaiSetPersistentDim(TinyAIPersistentStore* store, const char* name, int64_t value);
 /* Declarations in the document's syntax (above). All or nothing: an error
  * (TINYAI_ERR_INVALID_ARGUMENT with "line N:" and what is wrong; a name
@@ -150,18 +182,25 @@ TINYAI_API TinyAIStatus tinyaiPersistentRead(const TinyAIPersistentStore* store,
                                              TinyAIPersistentType dtype, void* out, size_t capacity, size_t* bytes);
 /* Writes data (exactly the bytes ref's slice holds) into what ref names; a
  * growable index grows to take it. TINYAI_ERR_INVALID_ARGUMENT for another
- * dtype or size (naming both); TINYAI_ERR_OUT_OF_BOUNDS past a fixed
- * extent; TINYAI_ERR_RESOURCE_EXHAUSTED past memoryLimit. */
+ * dtype or size (naming both) and for a bool byte other than 0 or 1;
+ * TINYAI_ERR_OUT_OF_BOUNDS past a fixed extent (or 2^40);
+ * TINYAI_ERR_RESOURCE_EXHAUSTED past memoryLimit. A write of no values
+ * changes nothing. */
 TINYAI_API TinyAIStatus tinyaiPersistentWrite(TinyAIPersistentStore* store, const char* ref,
                                               TinyAIPersistentType dtype, const void* data, size_t bytes);
-/* A scalar's value += n or -= n (n >= 0). An unsigned type (or bool)
- * taken below 0, or any past its range, is TINYAI_ERR_OUT_OF_BOUNDS and
- * leaves it. */
+/* A scalar's value += n or -= n (n >= 0), exactly in its type: integers
+ * over their whole range (u64 up to 2^64 - 1), floats rounded once. An
+ * unsigned type (or bool) taken below 0, or any past its range, is
+ * TINYAI_ERR_OUT_OF_BOUNDS and leaves it; for f16/f32/f64 that is a result
+ * that is not finite (f16 past 65504), and an increment lost to rounding
+ * (the value unchanged: f16 counts by 1 up to 2048, f32 up to 2^24, f64 up
+ * to 2^53), and a value that is not finite to begin with. */
 TINYAI_API TinyAIStatus tinyaiPersistentIncrement(TinyAIPersistentStore* store, const char* name, int64_t n);
 TINYAI_API TinyAIStatus tinyaiPersistentDecrement(TinyAIPersistentStore* store, const char* name, int64_t n);
 /* Resets what ref names: a scalar to its @init, a tensor or a table row (or
  * slice) to zeros, a whole table to no rows (a growable one frees its
- * chunks); NULL or "" resets every entry. */
+ * chunks); NULL or "" resets every entry. A slice takes time in the rows
+ * held, not in its extent (a slice over 2^40 rows never written is quick). */
 TINYAI_API TinyAIStatus tinyaiPersistentReset(TinyAIPersistentStore* store, const char* ref);
 
 TINYAI_API TinyAIStatus tinyaiGetPersistentEntry(const TinyAIPersistentStore* store, const char* name,

@@ -96,9 +96,9 @@ TinyAIStatus tinyaiDeclarePersistentEntry(TinyAIPersistentStore* store, const Ti
   TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(entry, &in, TINYAI_STRUCT_MIN(TinyAIPersistentEntry, init),
                                                "tinyaiDeclarePersistentEntry: entry"));
   tinyai::PDecl d;
-  if (!in.name || std::strlen(in.name) > tinyai::kMaxPName) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDeclarePersistentEntry: name is %s",
-                    in.name ? "longer than TINYAI_PERSISTENT_MAX_NAME" : "NULL");
+  if (const char* problem = tinyai::PNameProblem(in.name)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDeclarePersistentEntry: the name '%s' %s",
+                    tinyai::Excerpt(in.name).text, problem);
   }
   std::memcpy(d.name, in.name, std::strlen(in.name));
   d.dtype = in.dtype;
@@ -115,9 +115,9 @@ TinyAIStatus tinyaiDeclarePersistentEntry(TinyAIPersistentStore* store, const Ti
   for (int32_t i = 0; i < d.rank; ++i) d.shape[i] = in.shape[i];
   for (int32_t i = 0; i < d.index_count; ++i) {
     const char* n = in.indexNames[i];
-    if (!n || std::strlen(n) > tinyai::kMaxPName) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDeclarePersistentEntry: '%s': index %d's name is %s", d.name,
-                      static_cast<int>(i), n ? "too long" : "NULL");
+    if (const char* problem = tinyai::PNameProblem(n)) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiDeclarePersistentEntry: '%s': index %d's name '%s' %s",
+                      d.name, static_cast<int>(i), tinyai::Excerpt(n).text, problem);
     }
     std::memcpy(d.index_names[i], n, std::strlen(n));
     d.fixed[i] = in.fixedExtent[i];
@@ -167,8 +167,8 @@ TinyAIStatus tinyaiGetPersistentEntry(const TinyAIPersistentStore* store, const 
   TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIPersistentEntry, name),
                                                  "tinyaiGetPersistentEntry: out"));
   const tinyai::PersistentStore& s = store->impl;
-  const int32_t e = s.Find(name);
-  if (e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "tinyaiGetPersistentEntry: no entry '%s'", name);
+  int32_t e = -1;
+  TINYAI_RETURN_IF_ERROR(s.FindEntry(name, "tinyaiGetPersistentEntry", &e));
   const tinyai::PDecl& d = s.decl(e);
   TinyAIPersistentEntry info;
   std::memset(&info, 0, sizeof info);

@@ -2,6 +2,7 @@
 
 #include "kv/store_internal.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,9 @@
 #include "common/memory.h"
 #include "common/status.h"
 #include "port/port.h"
+
+#define TINYAI_STORE_STR2(x) #x
+#define TINYAI_STORE_STR(x) TINYAI_STORE_STR2(x)
 
 namespace tinyai {
 
@@ -37,55 +41,173 @@ bool PTypeIsUnsigned(int32_t t) {
          t == TINYAI_PTYPE_BOOL;
 }
 
+PExcerpt Excerpt(const char* s, size_t n) {
+  PExcerpt e;
+  if (s == nullptr) {
+    std::memcpy(e.text, "(null)", 7);
+    return e;
+  }
+  size_t len = 0;
+  while (len < n && len <= 64 && s[len] != '\0') ++len;
+  if (len > 64) {
+    std::memcpy(e.text, s, 64);
+    std::memcpy(e.text + 64, "...", 4);
+  } else {
+    std::memcpy(e.text, s, len);
+    e.text[len] = '\0';
+  }
+  return e;
+}
+
+const char* PNameProblem(const char* s) {
+  if (s == nullptr) return "is NULL";
+  if (s[0] == '\0') return "is empty";
+  size_t n = 0;
+  while (n <= kMaxPName && s[n] != '\0') ++n;
+  if (n > kMaxPName) return "is longer than " TINYAI_STORE_STR(TINYAI_PERSISTENT_MAX_NAME) " bytes (TINYAI_PERSISTENT_MAX_NAME)";
+  if (s[0] >= '0' && s[0] <= '9') return "starts with a digit";
+  for (size_t i = 0; i < n; ++i) {
+    const char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) {
+      return "holds a character other than letters, digits and '_'";
+    }
+  }
+  return nullptr;
+}
+
+// ---- the name table -----------------------------------------------------------------------------
+
 namespace {
 
-// The range of an integer type, as doubles (exact for the bounds used).
-void IntRange(int32_t t, double* lo, double* hi) {
-  switch (t) {
-    case TINYAI_PTYPE_I8: *lo = -128; *hi = 127; return;
-    case TINYAI_PTYPE_I16: *lo = -32768; *hi = 32767; return;
-    case TINYAI_PTYPE_I32: *lo = -2147483648.0; *hi = 2147483647.0; return;
-    case TINYAI_PTYPE_I64: *lo = -9223372036854775808.0; *hi = 9223372036854775807.0; return;
-    case TINYAI_PTYPE_U8: *lo = 0; *hi = 255; return;
-    case TINYAI_PTYPE_U16: *lo = 0; *hi = 65535; return;
-    case TINYAI_PTYPE_U32: *lo = 0; *hi = 4294967295.0; return;
-    case TINYAI_PTYPE_U64: *lo = 0; *hi = 18446744073709551615.0; return;
-    case TINYAI_PTYPE_BOOL: *lo = 0; *hi = 1; return;
-    default: *lo = *hi = 0;
+uint64_t HashName(const char* s) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (; *s; ++s) h = (h ^ static_cast<uint8_t>(*s)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+size_t PNameIndex::SlotsFor(int32_t count) {
+  size_t n = 4;
+  while (n < 2 * static_cast<size_t>(count)) n *= 2;
+  return n;
+}
+
+void PNameIndex::Place(Array<int32_t>* slots, int32_t position, NameOf name_of, const void* owner) const {
+  const size_t mask = slots->size() - 1;
+  size_t at = static_cast<size_t>(HashName(name_of(owner, position))) & mask;
+  while ((*slots)[at] >= 0) at = (at + 1) & mask;
+  (*slots)[at] = position;
+}
+
+int32_t PNameIndex::Find(const char* name, NameOf name_of, const void* owner) const {
+  if (slots_.size() == 0 || name == nullptr) return -1;
+  const size_t mask = slots_.size() - 1;
+  for (size_t at = static_cast<size_t>(HashName(name)) & mask;; at = (at + 1) & mask) {
+    const int32_t p = slots_[at];
+    if (p < 0) return -1;
+    if (std::strcmp(name_of(owner, p), name) == 0) return p;
   }
 }
 
-// Stores a value (already checked to fit) as type t at p.
-void StoreValue(int32_t t, double v, uint8_t* p) {
+TinyAIStatus PNameIndex::Add(int32_t count, NameOf name_of, const void* owner) {
+  const size_t want = SlotsFor(count);
+  if (slots_.size() >= want) {
+    Place(&slots_, count - 1, name_of, owner);
+    return TINYAI_OK;
+  }
+  Array<int32_t> grown;
+  TINYAI_RETURN_IF_ERROR(grown.Allocate(want, "persistent store name table"));
+  for (int32_t& s : grown) s = -1;
+  for (int32_t p = 0; p < count; ++p) Place(&grown, p, name_of, owner);
+  slots_ = static_cast<Array<int32_t>&&>(grown);
+  return TINYAI_OK;
+}
+
+void PNameIndex::Rebuild(int32_t count, NameOf name_of, const void* owner) {
+  Array<int32_t> fresh;
+  if (count == 0 || fresh.Allocate(SlotsFor(count), "persistent store name table") != TINYAI_OK) {
+    // No names, or no memory for a smaller table: the one there is holds them.
+    if (count == 0) {
+      slots_ = Array<int32_t>();
+      return;
+    }
+    for (int32_t& s : slots_) s = -1;
+    for (int32_t p = 0; p < count; ++p) Place(&slots_, p, name_of, owner);
+    return;
+  }
+  for (int32_t& s : fresh) s = -1;
+  for (int32_t p = 0; p < count; ++p) Place(&fresh, p, name_of, owner);
+  slots_ = static_cast<Array<int32_t>&&>(fresh);
+}
+
+namespace {
+
+// The smallest power of two at least n (1 for 0).
+size_t PowerOfTwo(size_t n) {
+  size_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// ---- values -------------------------------------------------------------------------------------
+
+// The range of an integer type.
+void SignedRange(int32_t t, int64_t* lo, int64_t* hi) {
   switch (t) {
-    case TINYAI_PTYPE_F32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
-    case TINYAI_PTYPE_F64: std::memcpy(p, &v, 8); return;
-    case TINYAI_PTYPE_F16: { const uint16_t h = FloatToHalf(static_cast<float>(v)); std::memcpy(p, &h, 2); return; }
+    case TINYAI_PTYPE_I8: *lo = INT8_MIN; *hi = INT8_MAX; return;
+    case TINYAI_PTYPE_I16: *lo = INT16_MIN; *hi = INT16_MAX; return;
+    case TINYAI_PTYPE_I32: *lo = INT32_MIN; *hi = INT32_MAX; return;
+    default: *lo = INT64_MIN; *hi = INT64_MAX; return;
+  }
+}
+
+uint64_t UnsignedMax(int32_t t) {
+  switch (t) {
+    case TINYAI_PTYPE_U8: return UINT8_MAX;
+    case TINYAI_PTYPE_U16: return UINT16_MAX;
+    case TINYAI_PTYPE_U32: return UINT32_MAX;
+    case TINYAI_PTYPE_BOOL: return 1;
+    default: return UINT64_MAX;
+  }
+}
+
+// An integer type's value, exactly: signed types as int64, unsigned ones
+// (and bool) as uint64.
+int64_t LoadSigned(int32_t t, const uint8_t* p) {
+  switch (t) {
+    case TINYAI_PTYPE_I8: { int8_t x; std::memcpy(&x, p, 1); return x; }
+    case TINYAI_PTYPE_I16: { int16_t x; std::memcpy(&x, p, 2); return x; }
+    case TINYAI_PTYPE_I32: { int32_t x; std::memcpy(&x, p, 4); return x; }
+    default: { int64_t x; std::memcpy(&x, p, 8); return x; }
+  }
+}
+
+uint64_t LoadUnsigned(int32_t t, const uint8_t* p) {
+  switch (t) {
+    case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: { uint8_t x; std::memcpy(&x, p, 1); return x; }
+    case TINYAI_PTYPE_U16: { uint16_t x; std::memcpy(&x, p, 2); return x; }
+    case TINYAI_PTYPE_U32: { uint32_t x; std::memcpy(&x, p, 4); return x; }
+    default: { uint64_t x; std::memcpy(&x, p, 8); return x; }
+  }
+}
+
+// Stores an integer already checked to fit type t (its low bytes).
+void StoreSigned(int32_t t, int64_t v, uint8_t* p) {
+  switch (t) {
     case TINYAI_PTYPE_I8: { const int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); return; }
     case TINYAI_PTYPE_I16: { const int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); return; }
     case TINYAI_PTYPE_I32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); return; }
-    case TINYAI_PTYPE_I64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); return; }
-    case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: { const uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); return; }
-    case TINYAI_PTYPE_U16: { const uint16_t x = static_cast<uint16_t>(v); std::memcpy(p, &x, 2); return; }
-    case TINYAI_PTYPE_U32: { const uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); return; }
-    case TINYAI_PTYPE_U64: { const uint64_t x = static_cast<uint64_t>(v); std::memcpy(p, &x, 8); return; }
-    default: return;
+    default: std::memcpy(p, &v, 8); return;
   }
 }
 
-// Integers are read exactly as int64 (u64 above INT64_MAX saturates: the
-// increment then refuses to pass the range).
-bool LoadInt(int32_t t, const uint8_t* p, int64_t* out) {
+void StoreUnsigned(int32_t t, uint64_t v, uint8_t* p) {
   switch (t) {
-    case TINYAI_PTYPE_I8: { int8_t x; std::memcpy(&x, p, 1); *out = x; return true; }
-    case TINYAI_PTYPE_I16: { int16_t x; std::memcpy(&x, p, 2); *out = x; return true; }
-    case TINYAI_PTYPE_I32: { int32_t x; std::memcpy(&x, p, 4); *out = x; return true; }
-    case TINYAI_PTYPE_I64: { int64_t x; std::memcpy(&x, p, 8); *out = x; return true; }
-    case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: { uint8_t x; std::memcpy(&x, p, 1); *out = x; return true; }
-    case TINYAI_PTYPE_U16: { uint16_t x; std::memcpy(&x, p, 2); *out = x; return true; }
-    case TINYAI_PTYPE_U32: { uint32_t x; std::memcpy(&x, p, 4); *out = x; return true; }
-    case TINYAI_PTYPE_U64: { uint64_t x; std::memcpy(&x, p, 8); *out = x > INT64_MAX ? INT64_MAX : static_cast<int64_t>(x); return true; }
-    default: return false;
+    case TINYAI_PTYPE_U8: case TINYAI_PTYPE_BOOL: { const uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); return; }
+    case TINYAI_PTYPE_U16: { const uint16_t x = static_cast<uint16_t>(v); std::memcpy(p, &x, 2); return; }
+    case TINYAI_PTYPE_U32: { const uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); return; }
+    default: std::memcpy(p, &v, 8); return;
   }
 }
 
@@ -97,15 +219,57 @@ double LoadFloat(int32_t t, const uint8_t* p) {
   return HalfToFloat(h);
 }
 
-bool ValidName(const char* s) {
-  if (s == nullptr || s[0] == '\0') return false;
-  const size_t n = std::strlen(s);
-  if (n > kMaxPName || (s[0] >= '0' && s[0] <= '9')) return false;
-  for (size_t i = 0; i < n; ++i) {
-    const char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+// A double as float type t, rounded to nearest (ties to even) once, to
+// infinity past the type's range; returns what was stored, as a double.
+double RoundTo(int32_t t, double v, uint8_t* p) {
+  if (t == TINYAI_PTYPE_F64) {
+    std::memcpy(p, &v, 8);
+    return v;
   }
-  return true;
+  // From FLT_MAX's rounding edge up the float is infinity (C++ leaves the
+  // cast of a double past float's range undefined: not done).
+  const bool inf = !std::isnan(v) && std::fabs(v) >= 3.4028235677973366e38;
+  float f = inf ? (v < 0 ? -HUGE_VALF : HUGE_VALF) : static_cast<float>(v);
+  if (t == TINYAI_PTYPE_F32) {
+    std::memcpy(p, &f, 4);
+    return f;
+  }
+  // f16 through a float rounded to odd (toward zero, then the last bit set
+  // when inexact): with 13 bits more than a half, it then rounds to the
+  // half the double itself rounds to (no double rounding).
+  if (!inf && !std::isnan(v) && static_cast<double>(f) != v) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits |= 1u;
+    std::memcpy(&f, &bits, 4);
+  }
+  const uint16_t h = FloatToHalf(f);
+  std::memcpy(p, &h, 2);
+  return HalfToFloat(h);
+}
+
+// Whether a double is exactly a value of integer type t (a whole number in
+// its range; 64-bit bounds compared exactly, since 2^63 - 1 and 2^64 - 1
+// are no doubles).
+bool IntegerFits(int32_t t, double v) {
+  if (!std::isfinite(v) || v != std::floor(v)) return false;
+  if (PTypeIsUnsigned(t)) return v >= 0 && (t == TINYAI_PTYPE_U64 ? v < 18446744073709551616.0 : v <= static_cast<double>(UnsignedMax(t)));
+  int64_t lo, hi;
+  SignedRange(t, &lo, &hi);
+  if (t == TINYAI_PTYPE_I64) return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+  return v >= static_cast<double>(lo) && v <= static_cast<double>(hi);
+}
+
+// Stores a declaration's @init (checked by Declare) as type t at p.
+void StoreInit(int32_t t, double v, uint8_t* p) {
+  if (PTypeIsFloat(t)) {
+    RoundTo(t, v, p);
+  } else if (PTypeIsUnsigned(t)) {
+    StoreUnsigned(t, static_cast<uint64_t>(v), p);
+  } else {
+    StoreSigned(t, static_cast<int64_t>(v), p);
+  }
 }
 
 uint8_t* AllocZeroed(uint64_t bytes) {
@@ -125,10 +289,13 @@ TinyAIStatus PersistentStore::Init(uint64_t memory_limit, int32_t chunk_rows, bo
                     static_cast<int>(chunk_rows));
   }
   Truncate(0);
+  dims_ = Vector<NamedDim>();
+  dim_index_.Rebuild(0, &DimName, this);
   limit_ = memory_limit;
   chunk_rows_ = chunk_rows;
   zero_fixed_ = zero_fixed;
   used_ = 0;
+  dims_bytes_ = 0;
   return TINYAI_OK;
 }
 
@@ -144,46 +311,77 @@ TinyAIStatus PersistentStore::Charge(uint64_t bytes, const char* what) {
 
 void PersistentStore::Refund(uint64_t bytes) { used_ = bytes > used_ ? 0 : used_ - bytes; }
 
+const char* PersistentStore::EntryName(const void* store, int32_t position) {
+  return static_cast<const PersistentStore*>(store)->entries_[static_cast<size_t>(position)]->d.name;
+}
+
+const char* PersistentStore::DimName(const void* store, int32_t position) {
+  return static_cast<const PersistentStore*>(store)->dims_[static_cast<size_t>(position)].name;
+}
+
+uint64_t PersistentStore::DimBytes() { return 2 * sizeof(NamedDim) + kNameIndexBytes; }
+
 TinyAIStatus PersistentStore::SetDim(const char* name, int64_t value) {
-  if (!ValidName(name)) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s' is not a dimension name", name ? name : "(null)");
-  if (value < 0 || value > (int64_t{1} << 40)) {
+  if (const char* problem = PNameProblem(name)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: the dimension name '%s' %s", Excerpt(name).text,
+                    problem);
+  }
+  if (value < 0 || value > kMaxPIndex) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: dimension %s = %lld is outside 0..2^40", name,
                     static_cast<long long>(value));
   }
-  for (NamedDim& d : dims_) {
-    if (std::strcmp(d.name, name) == 0) {
-      d.value = value;
-      return TINYAI_OK;
-    }
+  const int32_t at = dim_index_.Find(name, &DimName, this);
+  if (at >= 0) {
+    dims_[static_cast<size_t>(at)].value = value;
+    return TINYAI_OK;
   }
+  // A new name: its record and its share of the list and the table, the
+  // list kept below twice its size (DimBytes bounds what it holds).
+  const uint64_t bytes = DimBytes();
+  char what[kMaxPName + 32];
+  std::snprintf(what, sizeof what, "dimension %s", name);
+  TINYAI_RETURN_IF_ERROR(Charge(bytes, what));
   NamedDim d;
   std::memset(&d, 0, sizeof d);
   std::memcpy(d.name, name, std::strlen(name));
   d.value = value;
-  return dims_.Push(d, "persistent store dimensions");
+  TinyAIStatus s = dims_.Reserve(PowerOfTwo(dims_.size() + 1), "persistent store dimensions");
+  if (s == TINYAI_OK) s = dims_.Push(d, "persistent store dimensions");
+  if (s == TINYAI_OK) {
+    s = dim_index_.Add(static_cast<int32_t>(dims_.size()), &DimName, this);
+    if (s != TINYAI_OK) dims_.PopBack();
+  }
+  if (s != TINYAI_OK) {
+    Refund(bytes);
+    return s;
+  }
+  dims_bytes_ += bytes;
+  return TINYAI_OK;
 }
 
 bool PersistentStore::Dim(const char* name, int64_t* value) const {
-  for (const NamedDim& d : dims_) {
-    if (std::strcmp(d.name, name) == 0) {
-      *value = d.value;
-      return true;
-    }
-  }
-  return false;
+  const int32_t at = dim_index_.Find(name, &DimName, this);
+  if (at < 0) return false;
+  *value = dims_[static_cast<size_t>(at)].value;
+  return true;
 }
 
-int32_t PersistentStore::Find(const char* name) const {
-  if (name == nullptr) return -1;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (std::strcmp(entries_[i]->d.name, name) == 0) return static_cast<int32_t>(i);
+int32_t PersistentStore::Find(const char* name) const { return entry_index_.Find(name, &EntryName, this); }
+
+TinyAIStatus PersistentStore::FindEntry(const char* name, const char* call, int32_t* e) const {
+  if (const char* problem = PNameProblem(name)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: the name '%s' %s", call, Excerpt(name).text, problem);
   }
-  return -1;
+  *e = Find(name);
+  if (*e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "%s: no entry '%s'", call, name);
+  return TINYAI_OK;
 }
 
 const PDecl& PersistentStore::decl(int32_t e) const { return entries_[static_cast<size_t>(e)]->d; }
 
 void PersistentStore::Truncate(int32_t count) {
+  if (count < 0) count = 0;
+  if (static_cast<int32_t>(entries_.size()) <= count) return;
   while (static_cast<int32_t>(entries_.size()) > count) {
     Entry* x = entries_.back();
     ResetEntry(static_cast<int32_t>(entries_.size()) - 1);  // frees chunks and matrices' blocks
@@ -191,35 +389,55 @@ void PersistentStore::Truncate(int32_t count) {
     if (x->block) {
       port::AlignedFree(x->block);
       uint64_t n = x->elem_bytes;
-      for (int32_t i = 0; i < x->d.index_count; ++i) n *= static_cast<uint64_t>(x->d.fixed[i]);
+      for (int32_t i = 0; i < x->d.index_count; ++i) n *= static_cast<uint64_t>(x->d.fixed[i]);  // checked at Declare
       Refund(n);
     }
     if (x->dir) { port::AlignedFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
     if (x->mats) { port::AlignedFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
-    Refund(sizeof(Entry));
+    Refund(sizeof(Entry) + kEntryListBytes);
     Delete(x);
     entries_.PopBack();
   }
+  // The list and the name table shrink with it (kEntryListBytes bounds them).
+  if (count == 0) {
+    entries_ = Vector<Entry*>();
+  } else if (entries_.capacity() >= 2 * static_cast<size_t>(count)) {
+    Vector<Entry*> kept;
+    if (kept.Reserve(PowerOfTwo(static_cast<size_t>(count)), "persistent store entries") == TINYAI_OK) {
+      for (Entry* x : entries_) (void)kept.Push(x, "persistent store entries");  // reserved: cannot fail
+      entries_ = static_cast<Vector<Entry*>&&>(kept);
+    }
+  }
+  entry_index_.Rebuild(count, &EntryName, this);
+}
+
+TinyAIStatus PersistentStore::AddEntry(Entry* x) {
+  TINYAI_RETURN_IF_ERROR(entries_.Reserve(PowerOfTwo(entries_.size() + 1), "persistent store entries"));
+  TINYAI_RETURN_IF_ERROR(entries_.Push(x, "persistent store entries"));
+  const TinyAIStatus s = entry_index_.Add(count(), &EntryName, this);
+  if (s != TINYAI_OK) entries_.PopBack();
+  return s;
 }
 
 uint64_t PersistentStore::DeclaredBytes(const PDecl& d) {
+  const uint64_t record = sizeof(Entry) + kEntryListBytes;
   uint64_t elem = PTypeBytes(d.dtype);
   for (int32_t i = 0; i < d.rank; ++i) elem *= static_cast<uint64_t>(d.shape[i] < 1 ? 1 : d.shape[i]);
-  if (d.index_count == 0) return sizeof(Entry) + elem;
+  if (d.index_count == 0) return record + elem;
   uint64_t rows = 1;
   for (int32_t i = 0; i < d.index_count; ++i) {
-    if (d.fixed[i] <= 0 || d.auto_count > 0) return sizeof(Entry);
+    if (d.fixed[i] <= 0 || d.auto_count > 0) return record;
     rows *= static_cast<uint64_t>(d.fixed[i]);
   }
   const uint64_t prefixes = rows / static_cast<uint64_t>(d.fixed[d.index_count - 1]);
-  return sizeof(Entry) + rows * elem + prefixes * sizeof(uint8_t*);
+  return record + rows * elem + prefixes * sizeof(uint8_t*);
 }
 
 TinyAIStatus PersistentStore::Declare(const PDecl& d) {
   const char* n = d.name;
-  if (!ValidName(n)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a name (letters, digits and _, not a digit first, at most "
-                    "%zu bytes)", n, kMaxPName);
+  if (const char* problem = PNameProblem(n)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the name '%s' %s (a name is letters, digits and _, not a digit "
+                    "first)", Excerpt(n, sizeof d.name).text, problem);
   }
   if (Find(n) >= 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is declared twice", n);
   const size_t each = PTypeBytes(d.dtype);
@@ -238,33 +456,38 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
   uint64_t elem = each;
   for (int32_t i = 0; i < d.rank; ++i) {
     const bool grows = d.auto_count > 0;
-    if (d.shape[i] < (grows ? 0 : 1) || d.shape[i] > (int64_t{1} << 40) || !CheckedMul(elem, static_cast<uint64_t>(d.shape[i] < 1 ? 1 : d.shape[i]), &elem)) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': dimension %d is %lld", n, static_cast<int>(i),
-                      static_cast<long long>(d.shape[i]));
+    if (d.shape[i] < (grows ? 0 : 1) || d.shape[i] > kMaxPIndex) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': dimension %d is %lld (%d..2^40)", n, static_cast<int>(i),
+                      static_cast<long long>(d.shape[i]), grows ? 0 : 1);
+    }
+    if (!CheckedMul(elem, static_cast<uint64_t>(d.shape[i] < 1 ? 1 : d.shape[i]), &elem)) {
+      return SetError(TINYAI_ERR_OVERFLOW, "'%s': an element of its shape overflows 64 bits", n);
     }
   }
   for (int32_t i = 0; i < d.index_count; ++i) {
-    if (!ValidName(d.index_names[i])) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': index %d has no name", n, static_cast<int>(i));
+    if (const char* problem = PNameProblem(d.index_names[i])) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': index %d's name '%s' %s", n, static_cast<int>(i),
+                      Excerpt(d.index_names[i], sizeof d.index_names[i]).text, problem);
+    }
     for (int32_t j = 0; j < i; ++j) {
       if (std::strcmp(d.index_names[i], d.index_names[j]) == 0) {
         return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': index '%s' is named twice", n, d.index_names[i]);
       }
     }
-    if (d.fixed[i] < 0 || d.fixed[i] > (int64_t{1} << 40)) {
+    if (d.fixed[i] < 0 || d.fixed[i] > kMaxPIndex) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @fixed(%s=%lld) is outside 0..2^40", n, d.index_names[i],
                       static_cast<long long>(d.fixed[i]));
     }
   }
   if (d.has_init) {
     if (d.rank != 0 || d.index_count != 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init goes with a scalar", n);
-    if (!std::isfinite(d.init)) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init(%g) is not finite", n, d.init);
-    if (!PTypeIsFloat(d.dtype)) {
-      double lo, hi;
-      IntRange(d.dtype, &lo, &hi);
-      if (d.init != std::floor(d.init) || d.init < lo || d.init > hi) {
-        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init(%g) is not a %s value", n, d.init,
-                        PTypeName(d.dtype));
-      }
+    uint8_t probe[8];
+    const bool fits = PTypeIsFloat(d.dtype) ? std::isfinite(d.init) && std::isfinite(RoundTo(d.dtype, d.init, probe))
+                                            : IntegerFits(d.dtype, d.init);
+    if (!fits) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': @init(%.17g) is not a %s value%s", n, d.init,
+                      PTypeName(d.dtype),
+                      PTypeIsFloat(d.dtype) ? " (past its finite range)" : " (a whole number in its range)");
     }
   }
   Entry* x = New<Entry>();
@@ -272,14 +495,14 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
   x->d = d;
   x->elem_bytes = elem;
   x->chunk = chunk_rows_;
-  TinyAIStatus s = Charge(sizeof(Entry), n);
+  TinyAIStatus s = Charge(sizeof(Entry) + kEntryListBytes, n);
   if (s != TINYAI_OK) { Delete(x); return s; }
   auto fail = [&](TinyAIStatus status) {
     if (x->single) { port::AlignedFree(x->single); Refund(x->elem_bytes); }
     if (x->dir) { port::AlignedFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
     if (x->block) port::AlignedFree(x->block);
     if (x->mats) { port::AlignedFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
-    Refund(sizeof(Entry));
+    Refund(sizeof(Entry) + kEntryListBytes);
     Delete(x);
     return status;
   };
@@ -287,11 +510,18 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
     if ((s = Charge(elem, n)) != TINYAI_OK) return fail(s);
     x->single = AllocZeroed(elem);
     if (!x->single) { Refund(elem); return fail(OutOfMemory(n, static_cast<size_t>(elem))); }
-    if (d.has_init) StoreValue(d.dtype, d.init, x->single);
+    if (d.has_init) StoreInit(d.dtype, d.init, x->single);
   } else if (d.auto_count == 0) {
     bool all_fixed = true;
     for (int32_t i = 0; i < d.index_count; ++i) all_fixed &= d.fixed[i] > 0;
     for (int32_t i = 0; i < d.index_count; ++i) x->extent[i] = d.fixed[i];
+    // A growable table's chunk is allocated whole: its bytes must fit (every
+    // product of a chunk's rows and the row's bytes after this is bounded).
+    uint64_t chunk_bytes = 0;
+    if (!all_fixed && (!CheckedMul(static_cast<uint64_t>(x->chunk), elem, &chunk_bytes) || chunk_bytes > SIZE_MAX)) {
+      return fail(SetError(TINYAI_ERR_OVERFLOW, "'%s': a chunk of %lld rows of %llu bytes overflows the address space", n,
+                           static_cast<long long>(x->chunk), static_cast<unsigned long long>(elem)));
+    }
     if (all_fixed) {  // one block, [prefix][last][row]; the directory points into it
       uint64_t rows = 1, bytes = 0;
       for (int32_t i = 0; i < d.index_count; ++i) {
@@ -314,8 +544,15 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
       for (uint64_t p = 0; p < prefixes; ++p) x->dir[p] = x->block + p * static_cast<uint64_t>(last) * elem;
     }
   }
-  s = entries_.Push(x, "persistent store entries");
-  if (s != TINYAI_OK) return fail(s);
+  s = AddEntry(x);
+  if (s != TINYAI_OK) {
+    if (x->block) {  // fail() frees the block; its bytes are refunded here
+      uint64_t rows = 1;
+      for (int32_t i = 0; i < d.index_count; ++i) rows *= static_cast<uint64_t>(d.fixed[i]);
+      Refund(rows * elem);
+    }
+    return fail(s);
+  }
   return TINYAI_OK;
 }
 
@@ -476,8 +713,13 @@ TinyAIStatus PersistentStore::GrowGrid(const Entry* x, Matrix* m, int64_t rows, 
   if (br <= m->grid_rows && bc <= m->grid_cols) return TINYAI_OK;
   const int64_t gr = br <= m->grid_rows ? m->grid_rows : Grown(m->grid_rows, br - 1);
   const int64_t gc = bc <= m->grid_cols ? m->grid_cols : Grown(m->grid_cols, bc - 1);
-  const uint64_t entries = static_cast<uint64_t>(gr) * static_cast<uint64_t>(gc);
-  TINYAI_RETURN_IF_ERROR(Charge(entries * sizeof(uint8_t*), x->d.name));
+  uint64_t entries = 0, bytes = 0;
+  if (!CheckedMul(static_cast<uint64_t>(gr), static_cast<uint64_t>(gc), &entries) ||
+      !CheckedMul(entries, sizeof(uint8_t*), &bytes) || bytes > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "'%s': a matrix of %lld x %lld blocks overflows", x->d.name,
+                    static_cast<long long>(gr), static_cast<long long>(gc));
+  }
+  TINYAI_RETURN_IF_ERROR(Charge(bytes, x->d.name));
   uint8_t** grid = static_cast<uint8_t**>(static_cast<void*>(AllocZeroed(entries * sizeof(uint8_t*))));
   if (!grid) {
     Refund(entries * sizeof(uint8_t*));
@@ -547,8 +789,7 @@ TinyAIStatus PersistentStore::CheckWriteFits(const Entry* x, const int64_t* from
   uint64_t running = used_;
   bool over = false;
   auto hold = [&](uint64_t bytes) {
-    running += bytes;
-    over |= running > limit_;
+    over |= !CheckedAdd(running, bytes, &running) || running > limit_;
   };
   auto drop = [&](uint64_t bytes) { running -= bytes < running ? bytes : running; };
   int64_t at[kMaxPIndices] = {0, 0, 0, 0}, where[kMaxPIndices] = {0, 0, 0, 0}, cap[kMaxPIndices];
@@ -603,7 +844,13 @@ TinyAIStatus PersistentStore::CheckWriteFits(const Entry* x, const int64_t* from
       const int64_t br = (r1 + kAutoBlock - 1) / kAutoBlock, bc = (c1 + kAutoBlock - 1) / kAutoBlock;
       if (br > gr || bc > gc) {
         const int64_t ngr = br <= gr ? gr : Grown(gr, br - 1), ngc = bc <= gc ? gc : Grown(gc, bc - 1);
-        hold(static_cast<uint64_t>(ngr) * static_cast<uint64_t>(ngc) * sizeof(uint8_t*));
+        uint64_t grid = 0;
+        if (!CheckedMul(static_cast<uint64_t>(ngr), static_cast<uint64_t>(ngc), &grid) ||
+            !CheckedMul(grid, sizeof(uint8_t*), &grid)) {
+          over = true;  // no memory holds it
+          break;
+        }
+        hold(grid);
         drop(static_cast<uint64_t>(gr) * static_cast<uint64_t>(gc) * sizeof(uint8_t*));
       }
       for (int64_t r = r0 / kAutoBlock; r <= (r1 - 1) / kAutoBlock && !over; ++r) {
@@ -638,7 +885,7 @@ void PersistentStore::AutoShape(int32_t e, const int64_t* tuple, int64_t* shape)
 
 uint64_t PersistentStore::EntryBytes(int32_t e) const {
   const Entry* x = entries_[static_cast<size_t>(e)];
-  uint64_t n = sizeof(Entry) + (x->single ? x->elem_bytes : 0) + x->dir_entries * sizeof(uint8_t*) +
+  uint64_t n = sizeof(Entry) + kEntryListBytes + (x->single ? x->elem_bytes : 0) + x->dir_entries * sizeof(uint8_t*) +
                x->mat_entries * sizeof(Matrix);
   if (x->block) {
     uint64_t rows = 1;
@@ -687,6 +934,7 @@ TinyAIStatus PersistentStore::Resolve(const PRef& ref, int32_t* e, int64_t from[
   }
   int64_t shape[kMaxPRank];
   int64_t first_tuple[kMaxPIndices] = {0, 0, 0, 0};
+  const PExcerpt shown = Excerpt(ref.text);
   *count = want;
   for (int32_t i = 0; i < want; ++i) {
     // The extent of this index: a table index's rows (or its fixed extent),
@@ -701,32 +949,58 @@ TinyAIStatus PersistentStore::Resolve(const PRef& ref, int32_t* e, int64_t from[
       const int64_t base = d.shape[i - table];
       cap = d.fixed[i] > 0 ? base + d.fixed[i] : -1;
     }
+    // The most `to` may reach: reading, what exists; writing, a fixed
+    // extent, any index of a growable table (below kMaxPIndex), or one row
+    // or column past a matrix's (up to its @fixed cap).
+    const int64_t limit = !writing ? extent
+                          : i < table ? (cap < 0 ? kMaxPIndex : cap)
+                                      : (cap < 0 || extent + 1 < cap ? extent + 1 : cap);
     const PIndex& ix = all || i >= ref.count ? PIndex{PIndex::kAll} : ref.index[i];
     PIndex::Kind kind = ix.kind;
     if (kind == PIndex::kNone) kind = PIndex::kAll;
+    // Refused as given (no sum is formed from a number past the limit).
+    auto past = [&](int64_t reaches) {
+      char why[96];
+      if (!writing) {
+        std::snprintf(why, sizeof why, "it has %lld", static_cast<long long>(extent));
+      } else if (i < table) {
+        if (cap < 0) std::snprintf(why, sizeof why, "an index is below 2^40");
+        else std::snprintf(why, sizeof why, "it is fixed at %lld", static_cast<long long>(cap));
+      } else if (cap >= 0 && extent + 1 >= cap) {
+        std::snprintf(why, sizeof why, "the matrix is fixed at %lld", static_cast<long long>(cap));
+      } else {
+        std::snprintf(why, sizeof why, "the matrix has %lld; a write adds one more at most",
+                      static_cast<long long>(extent));
+      }
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) reaches %lld; %s", shown.text,
+                      static_cast<int>(i), d.index_names[i], static_cast<long long>(reaches), why);
+    };
     if (kind == PIndex::kAll) {
       from[i] = 0;
       to[i] = extent;
     } else if (kind == PIndex::kAt) {
+      if (ix.at < 0) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %d (%s) is %lld", shown.text,
+                        static_cast<int>(i), d.index_names[i], static_cast<long long>(ix.at));
+      }
+      if (ix.at >= limit) return past(ix.at);
       from[i] = ix.at;
       to[i] = ix.at + 1;
     } else {
       from[i] = ix.from;
+      if (ix.to_from_end && ix.to < -extent) {  // ix.to <= 0: back from the extent
+        return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) counts back %llu from an "
+                        "extent of %lld", shown.text, static_cast<int>(i), d.index_names[i],
+                        static_cast<unsigned long long>(0ull - static_cast<uint64_t>(ix.to)),
+                        static_cast<long long>(extent));
+      }
       to[i] = ix.to_from_end ? extent + ix.to : ix.to;
-    }
-    if (from[i] < 0 || to[i] < from[i]) {
-      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': index %d is %lld..%lld, not a range of 0..%lld", d.name,
-                      static_cast<int>(i), static_cast<long long>(from[i]), static_cast<long long>(to[i]),
-                      static_cast<long long>(extent));
-    }
-    // Reading stays inside what exists; writing may grow a growable index
-    // (a matrix by one row or column at its edge), never past a fixed one.
-    const int64_t limit = writing ? (i < table ? (cap < 0 ? INT64_MAX : cap) : (cap < 0 ? extent + 1 : (extent + 1 < cap ? extent + 1 : cap)))
-                                  : extent;
-    if (to[i] > limit) {
-      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': index %d (%s) reaches %lld; it %s %lld", d.name,
-                      static_cast<int>(i), d.index_names[i], static_cast<long long>(to[i] - 1),
-                      writing ? (cap >= 0 && to[i] > cap ? "is fixed at" : "has") : "has", static_cast<long long>(writing ? (cap >= 0 ? cap : extent) : extent));
+      if (from[i] < 0 || to[i] < from[i]) {
+        return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) is the range %lld..%lld of "
+                        "0..%lld, which ends before it starts", shown.text, static_cast<int>(i), d.index_names[i],
+                        static_cast<long long>(from[i]), static_cast<long long>(to[i]), static_cast<long long>(extent));
+      }
+      if (to[i] > limit) return past(to[i] - 1);
     }
     if (i < table) first_tuple[i] = from[i];
   }
@@ -762,6 +1036,14 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': the slice holds %llu bytes (%llu %s values); the write gives "
                     "%zu", d.name, static_cast<unsigned long long>(need), static_cast<unsigned long long>(need / each),
                     PTypeName(d.dtype), size);
+  }
+  if (writing && d.dtype == TINYAI_PTYPE_BOOL) {
+    for (size_t b = 0; b < size; ++b) {
+      if (in[b] > 1) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' holds bool values (0 or 1); value %zu of the write is %u",
+                        d.name, b, static_cast<unsigned>(in[b]));
+      }
+    }
   }
   if (!writing && size < need) {
     return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "'%s': the slice holds %llu bytes; the buffer has %zu", d.name,
@@ -887,12 +1169,18 @@ TinyAIStatus PersistentStore::CheckMatrixGrowth(const Entry* x, const int64_t* f
     // A matrix not yet created starts at the declared shape (GrowMats).
     const Matrix* m = MatrixAt(x, at);
     const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
-    // At the edge the matrix gains a row (all its columns) or a column (all its rows).
+    // At its edge the matrix gains whole rows (every column it has then)
+    // and whole columns (every row it has then), with no gap: the write
+    // covers every cell the matrix gains. An empty matrix's first element
+    // is its first row and its first column at once.
     const bool new_row = r1 > rows, new_col = c1 > cols;
-    if ((new_row && (c0 != 0 || c1 != cols || new_col)) || (new_col && (r0 != 0 || r1 != rows))) {
+    const bool rows_whole = r0 == 0 && r1 >= rows, cols_whole = c0 == 0 && c1 >= cols;
+    if ((new_row && (!cols_whole || r0 > rows)) || (new_col && (!rows_whole || c0 > cols))) {
       return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': a matrix of %lld x %lld grows by a whole row at row %lld or "
-                      "a whole column at column %lld", d.name, static_cast<long long>(rows),
-                      static_cast<long long>(cols), static_cast<long long>(rows), static_cast<long long>(cols));
+                      "a whole column at column %lld (the write covers rows %lld..%lld, columns %lld..%lld)", d.name,
+                      static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(rows),
+                      static_cast<long long>(cols), static_cast<long long>(r0), static_cast<long long>(r1 - 1),
+                      static_cast<long long>(c0), static_cast<long long>(c1 - 1));
     }
     for (int32_t i = table - 1; i >= 0; --i) {
       if (++at[i] < to[i]) break;
@@ -907,12 +1195,43 @@ TinyAIStatus PersistentStore::ScalarValue(int32_t e, double* value) const {
   if (x->d.index_count != 0 || x->d.rank != 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a scalar", x->d.name);
   }
-  if (PTypeIsFloat(x->d.dtype)) {
-    *value = LoadFloat(x->d.dtype, x->single);
+  const int32_t t = x->d.dtype;
+  *value = PTypeIsFloat(t) ? LoadFloat(t, x->single)
+           : PTypeIsUnsigned(t) ? static_cast<double>(LoadUnsigned(t, x->single))
+                                : static_cast<double>(LoadSigned(t, x->single));
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::ScalarIndex(int32_t e, const char* ref, int64_t* index) const {
+  const Entry* x = entries_[static_cast<size_t>(e)];
+  const PDecl& d = x->d;
+  if (d.index_count != 0 || d.rank != 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index '%s' names no scalar entry",
+                    Excerpt(ref).text, d.name);
+  }
+  const int32_t t = d.dtype;
+  if (PTypeIsFloat(t)) {
+    const double v = LoadFloat(t, x->single);
+    // 2^63 and up (and what is not a whole number) is no int64.
+    if (!(v >= 0) || v != std::floor(v) || v >= 9223372036854775808.0) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index '%s' is %.17g, not a row number",
+                      Excerpt(ref).text, d.name, v);
+    }
+    *index = static_cast<int64_t>(v);
+  } else if (PTypeIsUnsigned(t)) {
+    const uint64_t v = LoadUnsigned(t, x->single);
+    if (v > static_cast<uint64_t>(INT64_MAX)) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index '%s' is %llu, past any row",
+                      Excerpt(ref).text, d.name, static_cast<unsigned long long>(v));
+    }
+    *index = static_cast<int64_t>(v);
   } else {
-    int64_t v = 0;
-    LoadInt(x->d.dtype, x->single, &v);
-    *value = static_cast<double>(v);
+    const int64_t v = LoadSigned(t, x->single);
+    if (v < 0) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index '%s' is %lld, not a row number",
+                      Excerpt(ref).text, d.name, static_cast<long long>(v));
+    }
+    *index = v;
   }
   return TINYAI_OK;
 }
@@ -951,10 +1270,10 @@ uint8_t* PersistentStore::TableRow(int32_t e, const int64_t* tuple, TinyAIStatus
     return nullptr;
   }
   for (int32_t i = 0; i < d.index_count; ++i) {
-    if (tuple[i] < 0 || (d.fixed[i] > 0 && tuple[i] >= d.fixed[i])) {
+    const int64_t end = d.fixed[i] > 0 ? d.fixed[i] : kMaxPIndex;
+    if (tuple[i] < 0 || tuple[i] >= end) {
       *status = SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': index %s = %lld is outside 0..%lld", d.name,
-                         d.index_names[i], static_cast<long long>(tuple[i]),
-                         static_cast<long long>(d.fixed[i] > 0 ? d.fixed[i] - 1 : INT64_MAX));
+                         d.index_names[i], static_cast<long long>(tuple[i]), static_cast<long long>(end - 1));
       return nullptr;
     }
   }
@@ -978,34 +1297,57 @@ TinyAIStatus PersistentStore::Write(const char* ref, int32_t dtype, const void* 
 }
 
 TinyAIStatus PersistentStore::Add(const char* name, int64_t delta) {
-  const int32_t e = Find(name);
-  if (e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "persistent store: no entry '%s'", name ? name : "(null)");
+  int32_t e = -1;
+  TINYAI_RETURN_IF_ERROR(FindEntry(name, "persistent store", &e));
   Entry* x = entries_[static_cast<size_t>(e)];
-  if (x->d.index_count != 0 || x->d.rank != 0) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a scalar: only scalars are incremented", x->d.name);
+  const PDecl& d = x->d;
+  if (d.index_count != 0 || d.rank != 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is not a scalar: only scalars are incremented", d.name);
   }
-  if (PTypeIsFloat(x->d.dtype)) {
-    StoreValue(x->d.dtype, LoadFloat(x->d.dtype, x->single) + static_cast<double>(delta), x->single);
+  const int32_t t = d.dtype;
+  const char* verb = delta < 0 ? "decrementing" : "incrementing";
+  // |delta| as a u64 (INT64_MIN's too).
+  const uint64_t by = delta < 0 ? 0ull - static_cast<uint64_t>(delta) : static_cast<uint64_t>(delta);
+  if (PTypeIsFloat(t)) {
+    // Rounded once to the type. Refused: a result past its finite range,
+    // and an increment the type cannot tell from the value (lost to
+    // rounding: f16 counts by 1 up to 2048, f32 up to 2^24, f64 up to 2^53).
+    const double v = LoadFloat(t, x->single);
+    uint8_t next[8];
+    const double r = RoundTo(t, v + static_cast<double>(delta), next);
+    const bool lost = delta != 0 && r == v;
+    if (!std::isfinite(v) || !std::isfinite(r) || lost) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s' (%s) is %.17g: %s by %llu %s", d.name, PTypeName(t), v, verb,
+                      static_cast<unsigned long long>(by),
+                      !std::isfinite(v) ? "is no number (it is not finite)"
+                      : lost ? "is lost to rounding (the type's step there is larger)"
+                             : "would take it past its range");
+    }
+    std::memcpy(x->single, next, PTypeBytes(t));
     return TINYAI_OK;
   }
-  int64_t v = 0;
-  LoadInt(x->d.dtype, x->single, &v);
-  double lo, hi;
-  IntRange(x->d.dtype, &lo, &hi);
-  const double next = static_cast<double>(v) + static_cast<double>(delta);
-  int64_t exact = 0;
-  const bool overflow = __builtin_add_overflow(v, delta, &exact);
-  if (overflow || next < lo || next > hi) {
-    return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s' (%s) is %lld: %s %lld would take it %s", x->d.name,
-                    PTypeName(x->d.dtype), static_cast<long long>(v),
-                    delta < 0 ? "decrementing by" : "incrementing by",
-                    static_cast<long long>(delta < 0 ? -delta : delta),
-                    next < lo ? (lo == 0 ? "below 0, which the type forbids" : "below its range") : "past its range");
+  if (PTypeIsUnsigned(t)) {  // u8 .. u64 and bool, exactly in u64
+    const uint64_t v = LoadUnsigned(t, x->single), hi = UnsignedMax(t);
+    const bool below = delta < 0 && by > v;
+    if (below || (delta >= 0 && (v > hi || by > hi - v))) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s' (%s) is %llu: %s by %llu would take it %s (0..%llu)", d.name,
+                      PTypeName(t), static_cast<unsigned long long>(v), verb, static_cast<unsigned long long>(by),
+                      below ? "below 0, which the type forbids" : "past its range", static_cast<unsigned long long>(hi));
+    }
+    StoreUnsigned(t, delta < 0 ? v - by : v + by, x->single);
+    return TINYAI_OK;
   }
-  StoreValue(x->d.dtype, static_cast<double>(exact), x->single);
-  if (x->d.dtype == TINYAI_PTYPE_I64 || x->d.dtype == TINYAI_PTYPE_U64) {  // doubles lose bits past 2^53: exact
-    std::memcpy(x->single, &exact, 8);
+  // i8 .. i64, exactly in i64.
+  const int64_t v = LoadSigned(t, x->single);
+  int64_t lo = 0, hi = 0, r = 0;
+  SignedRange(t, &lo, &hi);
+  if (__builtin_add_overflow(v, delta, &r) || r < lo || r > hi) {
+    return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s' (%s) is %lld: %s by %llu would take it %s (%lld..%lld)", d.name,
+                    PTypeName(t), static_cast<long long>(v), verb, static_cast<unsigned long long>(by),
+                    delta < 0 ? "below its range" : "past its range", static_cast<long long>(lo),
+                    static_cast<long long>(hi));
   }
+  StoreSigned(t, r, x->single);
   return TINYAI_OK;
 }
 
@@ -1014,7 +1356,7 @@ TinyAIStatus PersistentStore::ResetEntry(int32_t e) {
   const PDecl& d = x->d;
   if (x->single) {
     std::memset(x->single, 0, static_cast<size_t>(x->elem_bytes));
-    if (d.has_init) StoreValue(d.dtype, d.init, x->single);
+    if (d.has_init) StoreInit(d.dtype, d.init, x->single);
     return TINYAI_OK;
   }
   if (x->block) {  // fixed: zeros, the same extents
@@ -1045,8 +1387,8 @@ TinyAIStatus PersistentStore::Reset(const char* ref_text) {
   PRef ref;
   TINYAI_RETURN_IF_ERROR(ParseRef(ref_text, &ref));
   TINYAI_RETURN_IF_ERROR(BindSymbols(&ref));
-  const int32_t e = Find(ref.name);
-  if (e < 0) return SetError(TINYAI_ERR_NOT_FOUND, "persistent store: no entry '%s'", ref.name);
+  int32_t e = -1;
+  TINYAI_RETURN_IF_ERROR(FindEntry(ref.name, "persistent store", &e));
   if (!ref.has_brackets) return ResetEntry(e);
   // A row or a slice: zeros over what is there (nothing grows, nothing is
   // allocated: a row never written already reads as zeros).
@@ -1054,24 +1396,35 @@ TinyAIStatus PersistentStore::Reset(const char* ref_text) {
   int64_t from[kMaxPIndices + kMaxPRank], to[kMaxPIndices + kMaxPRank];
   TINYAI_RETURN_IF_ERROR(Resolve(ref, &found, from, to, &n, false));
   Entry* x = entries_[static_cast<size_t>(e)];
-  if (x->d.index_count == 0) return ResetEntry(e);
-  if (x->d.auto_count > 0) {
-    const int32_t table = x->d.table_indices();
-    const int32_t r_at = table, c_at = x->d.rank == 2 ? table + 1 : -1;
+  const PDecl& d = x->d;
+  if (d.index_count == 0) return ResetEntry(e);
+  // Only what was ever allocated is walked (the directory's and the grids'
+  // reach): a slice over a fixed index of 2^40 rows takes no 2^40 steps.
+  const int32_t table = d.table_indices();
+  if (d.auto_count > 0) {
+    if (!x->mats) return TINYAI_OK;
+    for (int32_t i = 0; i < table; ++i) to[i] = to[i] < x->cap[i] ? to[i] : x->cap[i];
+    const int32_t r_at = table, c_at = d.rank == 2 ? table + 1 : -1;
     int64_t at[kMaxPIndices] = {0, 0, 0, 0};
     uint64_t tuples = 1;
     for (int32_t i = 0; i < table; ++i) {
+      if (to[i] <= from[i]) return TINYAI_OK;
       at[i] = from[i];
-      tuples *= static_cast<uint64_t>(to[i] - from[i]);
+      tuples *= static_cast<uint64_t>(to[i] - from[i]);  // at most the matrices there are
     }
-    const uint64_t each = PTypeBytes(x->d.dtype);
+    const uint64_t each = PTypeBytes(d.dtype);
     TinyAIStatus unused = TINYAI_OK;
     for (uint64_t t = 0; t < tuples; ++t) {
       Matrix* m = MatrixAt(x, at, false, &unused);
-      for (int64_t r = from[r_at]; m && r < to[r_at]; ++r) {
-        for (int64_t c = c_at >= 0 ? from[c_at] : 0; c < (c_at >= 0 ? to[c_at] : 1); ++c) {
-          uint8_t* cell = Cell(x, m, r, c, false, &unused);
-          if (cell) std::memset(cell, 0, static_cast<size_t>(each));
+      if (m && m->grid) {
+        const int64_t r_end = m->grid_rows * kAutoBlock, c_end = m->grid_cols * kAutoBlock;
+        const int64_t r1 = to[r_at] < r_end ? to[r_at] : r_end;
+        const int64_t c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? (to[c_at] < c_end ? to[c_at] : c_end) : 1;
+        for (int64_t r = from[r_at]; r < r1; ++r) {
+          for (int64_t c = c0; c < c1; ++c) {
+            uint8_t* cell = Cell(x, m, r, c, false, &unused);
+            if (cell) std::memset(cell, 0, static_cast<size_t>(each));
+          }
         }
       }
       for (int32_t i = table - 1; i >= 0; --i) {
@@ -1081,14 +1434,30 @@ TinyAIStatus PersistentStore::Reset(const char* ref_text) {
     }
     return TINYAI_OK;
   }
+  // A plain table: chunk by chunk of the last index, per prefix tuple.
+  if (!x->dir) return TINYAI_OK;
+  const int32_t last = n - 1;
+  for (int32_t i = 0; i < last; ++i) to[i] = to[i] < x->cap[i] ? to[i] : x->cap[i];
+  const int64_t rows_end = x->cap[last] * x->chunk;  // at most 2^40 x 65536, or a fixed table's extent
+  to[last] = to[last] < rows_end ? to[last] : rows_end;
   int64_t at[kMaxPIndices];
-  for (int32_t i = 0; i < n; ++i) at[i] = from[i];
-  uint64_t units = 1;
-  for (int32_t i = 0; i < n; ++i) units *= static_cast<uint64_t>(to[i] - from[i]);
-  for (uint64_t u = 0; u < units; ++u) {
-    uint8_t* row = const_cast<uint8_t*>(Row(x, at));
-    if (row) std::memset(row, 0, static_cast<size_t>(x->elem_bytes));
-    for (int32_t i = n - 1; i >= 0; --i) {
+  uint64_t prefixes = 1;
+  for (int32_t i = 0; i <= last; ++i) {
+    if (to[i] <= from[i]) return TINYAI_OK;
+    at[i] = from[i];
+    if (i < last) prefixes *= static_cast<uint64_t>(to[i] - from[i]);  // at most the directory's entries
+  }
+  for (uint64_t p = 0; p < prefixes; ++p) {
+    for (int64_t c = from[last] / x->chunk; c <= (to[last] - 1) / x->chunk; ++c) {
+      at[last] = c * x->chunk;
+      uint8_t* chunk = const_cast<uint8_t*>(Row(x, at));
+      if (!chunk) continue;
+      const int64_t r0 = from[last] > at[last] ? from[last] : at[last];
+      const int64_t r1 = to[last] < at[last] + x->chunk ? to[last] : at[last] + x->chunk;
+      std::memset(chunk + static_cast<uint64_t>(r0 - at[last]) * x->elem_bytes, 0,
+                  static_cast<size_t>(static_cast<uint64_t>(r1 - r0) * x->elem_bytes));
+    }
+    for (int32_t i = last - 1; i >= 0; --i) {
       if (++at[i] < to[i]) break;
       at[i] = from[i];
     }

@@ -20,6 +20,16 @@
 //                    gains rows and columns: blocks of kAutoBlock x
 //                    kAutoBlock elements allocated as the matrix grows into
 //                    them, under a grid directory that doubles likewise.
+//   names            entries and named dimensions are found through a hash
+//                    table of their positions (PNameIndex): declaring or
+//                    setting n names takes time linear in n. Each name is
+//                    charged a fixed share that bounds its place in the
+//                    store's lists and table (kEntryListBytes, kDimBytes).
+//
+// Numbers: every index, extent, size and offset is checked against the
+// bounds below before it is used (src/common/checked_math.h where a
+// product or a sum could pass 64 bits); a scalar's arithmetic is exact in
+// its own type (PersistentStore::Add).
 #ifndef TINYAI_KV_STORE_H_
 #define TINYAI_KV_STORE_H_
 
@@ -38,6 +48,24 @@ constexpr int kMaxPRank = TINYAI_PERSISTENT_MAX_RANK;
 constexpr int kMaxPIndices = TINYAI_PERSISTENT_MAX_INDICES;
 constexpr size_t kMaxPName = TINYAI_PERSISTENT_MAX_NAME;
 constexpr int64_t kAutoBlock = 16;
+// An index (of a table, or of an auto-dim matrix's rows or columns) is
+// below kMaxPIndex; a declared dimension, named dimension and @fixed
+// extent is at most kMaxPIndex. Everything the store computes from them
+// then fits 64 bits, and a reference to a larger index is
+// TINYAI_ERR_OUT_OF_BOUNDS, whatever number it gives.
+constexpr int64_t kMaxPIndex = int64_t{1} << 40;
+
+// Up to 64 bytes of a text (a name, a reference) for a message, with
+// "..." when it is longer, so that a long text leaves room for the cause.
+struct PExcerpt {
+  char text[72];
+};
+PExcerpt Excerpt(const char* s, size_t n = static_cast<size_t>(-1));
+// What is wrong with a name ("is longer than 63 bytes (...)", ...), or
+// nullptr for a valid one: letters, digits and '_', not a digit first, 1
+// to kMaxPName bytes. Names compare whole: one longer than kMaxPName is
+// refused by name, never cut to its first kMaxPName bytes.
+const char* PNameProblem(const char* s);
 
 // Bytes of one value of a type (0 for an unknown type).
 size_t PTypeBytes(int32_t type);
@@ -71,7 +99,7 @@ struct PIndex {
   enum Kind { kAt, kRange, kAll, kNone } kind = kAt;
   int64_t at = 0, from = 0, to = 0;
   bool to_from_end = false;  // `to` counts back from the extent (a negative end or `a..`)
-  int32_t at_sym = -1, from_sym = -1, to_sym = -1;
+  int64_t at_sym = -1, from_sym = -1, to_sym = -1;
 };
 
 struct PRef {
@@ -83,6 +111,33 @@ struct PRef {
 };
 
 struct StoreReader;  // store_io.cc
+
+// A hash table of positions (0..n-1) in a list of named records, at most
+// half full: Find and Add take constant time on average. The names live in
+// the records; NameOf reads one. Memory: 4 bytes a slot, fewer than 4n
+// slots for n names (kNameIndexBytes a name).
+class PNameIndex {
+ public:
+  using NameOf = const char* (*)(const void* owner, int32_t position);
+  PNameIndex() = default;
+  PNameIndex(const PNameIndex&) = delete;
+  PNameIndex& operator=(const PNameIndex&) = delete;
+
+  // The position of name, or -1.
+  int32_t Find(const char* name, NameOf name_of, const void* owner) const;
+  // Adds position `count - 1` (the list's newest record), the table grown
+  // (and rebuilt over positions 0..count-1) when it would pass half full.
+  TinyAIStatus Add(int32_t count, NameOf name_of, const void* owner);
+  // Rebuilt over positions 0..count-1 (after the list lost its newest
+  // records), at the size they need; count 0 frees it.
+  void Rebuild(int32_t count, NameOf name_of, const void* owner);
+
+ private:
+  static size_t SlotsFor(int32_t count);
+  void Place(Array<int32_t>* slots, int32_t position, NameOf name_of, const void* owner) const;
+  Array<int32_t> slots_;  // -1: empty
+};
+constexpr uint64_t kNameIndexBytes = 4 * sizeof(int32_t);
 
 class PersistentStore {
  public:
@@ -105,8 +160,12 @@ class PersistentStore {
   // past the limit).
   TinyAIStatus Declare(const PDecl& decl);
   // What Declare(decl) takes from the limit (a valid declaration): all of a
-  // scalar, tensor or fixed table; a growable entry's record alone.
+  // scalar, tensor or fixed table; a growable entry's record alone (each
+  // with its share of the store's list and table of names).
   static uint64_t DeclaredBytes(const PDecl& decl);
+  // What SetDim charges for a new name (its record, and its share of the
+  // list and the table that find it).
+  static uint64_t DimBytes();
   // The document's declaration text (store_text.cc): all or nothing.
   TinyAIStatus DeclareText(const char* text);
   // Forgets the entries declared after the first `count` (undoes a failed
@@ -114,7 +173,12 @@ class PersistentStore {
   void Truncate(int32_t count);
 
   int32_t count() const { return static_cast<int32_t>(entries_.size()); }
+  // An entry by its whole name (-1: none, or not a name).
   int32_t Find(const char* name) const;
+  // The same with the cause: TINYAI_ERR_INVALID_ARGUMENT for what is not a
+  // name (too long: refused by name), TINYAI_ERR_NOT_FOUND for no entry
+  // (call names the caller).
+  TinyAIStatus FindEntry(const char* name, const char* call, int32_t* e) const;
   const PDecl& decl(int32_t e) const;
   uint64_t used() const { return used_; }
   uint64_t limit() const { return limit_; }
@@ -126,8 +190,12 @@ class PersistentStore {
   TinyAIStatus Write(const char* ref, int32_t dtype, const void* data, size_t bytes);
   TinyAIStatus Add(const char* name, int64_t delta);  // increment (> 0) or decrement (< 0)
   TinyAIStatus Reset(const char* ref);                // nullptr / "": everything
-  // A scalar's value (integer or float), for indices that name one.
+  // A scalar's value (integer or float; u64 above 2^53 rounded).
   TinyAIStatus ScalarValue(int32_t e, double* value) const;
+  // A scalar's value as an index (`K[l, step]`): exact, and
+  // TINYAI_ERR_OUT_OF_BOUNDS (naming ref and the scalar) for a value that
+  // is no index: negative, not whole, not finite, or past INT64_MAX.
+  TinyAIStatus ScalarIndex(int32_t e, const char* ref, int64_t* index) const;
 
   // Each index's extent now, and an auto-dim matrix's shape (the first
   // table row's, or `tuple`'s).
@@ -207,17 +275,30 @@ class PersistentStore {
   TinyAIStatus GrowGrid(const Entry* x, Matrix* m, int64_t rows, int64_t cols);
   void FreeMatrix(const Entry* x, Matrix* m);
 
+  // The entries' list and name table grown for one more (the list's
+  // capacity stays below twice its size: kEntryListBytes bounds it).
+  TinyAIStatus AddEntry(Entry* x);
+  static const char* EntryName(const void* store, int32_t position);
+  static const char* DimName(const void* store, int32_t position);
+
   uint64_t limit_ = 0;
-  uint64_t used_ = 0;
+  uint64_t used_ = 0;        // everything: entries and named dimensions
+  uint64_t dims_bytes_ = 0;  // named dimensions' part of used_
   int32_t chunk_rows_ = 64;
   bool zero_fixed_ = true;
   Vector<Entry*> entries_;
+  PNameIndex entry_index_;
   struct NamedDim {
     char name[kMaxPName + 1];
     int64_t value;
   };
   Vector<NamedDim> dims_;
+  PNameIndex dim_index_;
 };
+
+// Each entry's and each named dimension's charge beyond its record: a
+// list's slot (the list at most doubles: two) and its name table's.
+constexpr uint64_t kEntryListBytes = 2 * sizeof(void*) + kNameIndexBytes;
 
 // Files the store and sessions write and read (store_io.cc). fill writes
 // the contents through the sink into a temporary that is put in place over

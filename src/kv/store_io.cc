@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "common/array.h"
+#include "common/checked_math.h"
 #include "common/crc32c.h"
 #include "common/status.h"
 #include "kv/store.h"
@@ -46,8 +47,10 @@ struct CrcSink {
 
 TinyAIStatus CrcWrite(void* user, const void* data, size_t size) {
   CrcSink* s = static_cast<CrcSink*>(user);
+  if (!CheckedAdd(s->bytes, size, &s->bytes)) {
+    return SetError(TINYAI_ERR_OVERFLOW, "persistent store: its saved form passes 2^64 bytes");
+  }
   s->crc = Crc32c(s->crc, data, size);
-  s->bytes += size;
   return s->next ? s->next(s->user, data, size) : TINYAI_OK;
 }
 
@@ -139,7 +142,11 @@ TinyAIStatus PersistentStore::WriteBody(Sink sink, void* user) const {
       // Prefix tuples (all indices but the last), then runs of the last.
       const int64_t run = x->chunk, last = extent[table - 1];
       TINYAI_RETURN_IF_ERROR(Put(sink, user, run));
-      for (int32_t i = 0; i + 1 < table; ++i) tuples *= static_cast<uint64_t>(extent[i]);
+      for (int32_t i = 0; i + 1 < table; ++i) {
+        if (!CheckedMul(tuples, static_cast<uint64_t>(extent[i]), &tuples)) {
+          return SetError(TINYAI_ERR_OVERFLOW, "'%s': its rows to save overflow 64 bits", d.name);
+        }
+      }
       for (uint64_t t = 0; t < tuples && last > 0; ++t) {
         for (int64_t r0 = 0; r0 < last; r0 += run) {
           at[table - 1] = r0;
@@ -156,7 +163,11 @@ TinyAIStatus PersistentStore::WriteBody(Sink sink, void* user) const {
       }
       continue;
     }
-    for (int32_t i = 0; i < table; ++i) tuples *= static_cast<uint64_t>(extent[i]);
+    for (int32_t i = 0; i < table; ++i) {
+      if (!CheckedMul(tuples, static_cast<uint64_t>(extent[i]), &tuples)) {
+        return SetError(TINYAI_ERR_OVERFLOW, "'%s': its matrices to save overflow 64 bits", d.name);
+      }
+    }
     const size_t each = PTypeBytes(d.dtype);
     const uint8_t zeros[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (uint64_t t = 0; t < tuples; ++t) {
@@ -202,7 +213,13 @@ TinyAIStatus PersistentStore::Serialize(Sink sink, void* user) const {
 TinyAIStatus PersistentStore::ReadDecls(StoreReader* in, Vector<PDecl>* decls) {
   uint32_t n = 0;
   TINYAI_RETURN_IF_ERROR(in->Get(&n));
-  if (n > 4096) return SetError(TINYAI_ERR_BAD_FORMAT, "%s: %u entries (at most 4096)", in->what, static_cast<unsigned>(n));
+  // As many as the body holds (a declaration takes kMinDecl bytes or
+  // more): a store of any size loads what it saved.
+  constexpr uint64_t kMinDecl = 1 + 4 + 4 + 8 * kMaxPRank + 4 + 8 * kMaxPIndices + 4 + 1 + 8;
+  if (n > (in->end - in->at) / kMinDecl) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "%s: %u entries in %llu bytes of declarations", in->what,
+                    static_cast<unsigned>(n), static_cast<unsigned long long>(in->end - in->at));
+  }
   for (uint32_t e = 0; e < n; ++e) {
     PDecl d;
     uint8_t init = 0;
@@ -237,7 +254,7 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
     int64_t extent[kMaxPIndices] = {0, 0, 0, 0};
     for (int32_t i = 0; i < table; ++i) {
       TINYAI_RETURN_IF_ERROR(in->Get(&extent[i]));
-      const bool bad = d.fixed[i] > 0 ? extent[i] != d.fixed[i] : (extent[i] < 0 || extent[i] > (int64_t{1} << 40));
+      const bool bad = d.fixed[i] > 0 ? extent[i] != d.fixed[i] : (extent[i] < 0 || extent[i] > kMaxPIndex);
       if (bad) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s' index %s has extent %lld", in->what, d.name, d.index_names[i],
                         static_cast<long long>(extent[i]));
@@ -250,11 +267,15 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
       int64_t run = 0;
       TINYAI_RETURN_IF_ERROR(in->Get(&run));
       const int64_t last = extent[table - 1];
-      if (run < 1 || (last > 0 && run > last && d.fixed[table - 1] > 0)) {
+      if (run < 1 || run > kMaxPIndex || (last > 0 && run > last && d.fixed[table - 1] > 0)) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s' is saved in runs of %lld rows", in->what, d.name,
                         static_cast<long long>(run));
       }
-      for (int32_t i = 0; i + 1 < table; ++i) tuples *= static_cast<uint64_t>(extent[i]);
+      for (int32_t i = 0; i + 1 < table; ++i) {
+        if (!CheckedMul(tuples, static_cast<uint64_t>(extent[i]), &tuples)) {
+          return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': its extents' rows overflow 64 bits", in->what, d.name);
+        }
+      }
       for (uint64_t t = 0; t < tuples && last > 0; ++t) {
         for (int64_t r0 = 0; r0 < last; r0 += run) {
           uint8_t present = 0;
@@ -272,7 +293,12 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
             continue;
           }
           if (!apply) {
-            TINYAI_RETURN_IF_ERROR(in->Skip(static_cast<uint64_t>(rows) * x->elem_bytes));
+            uint64_t bytes = 0;
+            if (!CheckedMul(static_cast<uint64_t>(rows), x->elem_bytes, &bytes)) {
+              return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': a run of %lld rows overflows 64 bits", in->what,
+                              d.name, static_cast<long long>(rows));
+            }
+            TINYAI_RETURN_IF_ERROR(in->Skip(bytes));
             continue;
           }
           for (int64_t r = r0; r < r0 + rows; ++r) {
@@ -292,7 +318,11 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
       }
       continue;
     }
-    for (int32_t i = 0; i < table; ++i) tuples *= static_cast<uint64_t>(extent[i]);
+    for (int32_t i = 0; i < table; ++i) {
+      if (!CheckedMul(tuples, static_cast<uint64_t>(extent[i]), &tuples)) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': its extents' matrices overflow 64 bits", in->what, d.name);
+      }
+    }
     const size_t each = PTypeBytes(d.dtype);
     for (uint64_t t = 0; t < tuples; ++t) {
       int64_t rows = 0, cols = 0;
@@ -306,7 +336,13 @@ TinyAIStatus PersistentStore::ReadContents(StoreReader* in, bool apply) {
                         static_cast<long long>(rows), static_cast<long long>(cols));
       }
       if (!apply) {
-        TINYAI_RETURN_IF_ERROR(in->Skip(static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * each));
+        uint64_t bytes = 0;
+        if (!CheckedMul(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &bytes) ||
+            !CheckedMul(bytes, each, &bytes)) {
+          return SetError(TINYAI_ERR_BAD_FORMAT, "%s: '%s': a matrix of %lld x %lld overflows 64 bits", in->what,
+                          d.name, static_cast<long long>(rows), static_cast<long long>(cols));
+        }
+        TINYAI_RETURN_IF_ERROR(in->Skip(bytes));
         for (int32_t i = table - 1; i >= 0; --i) {
           if (++at[i] < extent[i]) break;
           at[i] = 0;
@@ -465,12 +501,14 @@ TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t of
 }
 
 void PersistentStore::SwapContents(PersistentStore* other) {
+  // The same declarations in the same order: each name table finds the
+  // other's entries at the same positions. Named dimensions stay.
   Vector<Entry*> mine = static_cast<Vector<Entry*>&&>(entries_);
   entries_ = static_cast<Vector<Entry*>&&>(other->entries_);
   other->entries_ = static_cast<Vector<Entry*>&&>(mine);
-  const uint64_t used = used_;
-  used_ = other->used_;
-  other->used_ = used;
+  const uint64_t held = used_ - dims_bytes_;
+  used_ = other->used_ - other->dims_bytes_ + dims_bytes_;
+  other->used_ = held + other->dims_bytes_;
 }
 
 namespace {

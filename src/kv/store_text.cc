@@ -3,6 +3,7 @@
 // @table; }`) and references (`K[l, step]`, `A[0..-3]`, `M[, 2]`).
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -23,6 +24,7 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 struct Cursor {
   const char* p;
   int line = 1;
+  bool long_name = false;  // the last Ident met a name longer than kMaxPName (p is at it)
 
   void SkipBlank(bool newlines) {
     for (;;) {
@@ -44,31 +46,66 @@ struct Cursor {
     ++p;
     return true;
   }
-  // An identifier into out (false when there is none or it is too long).
+  // An identifier into out (false when there is none, or when it is
+  // longer than kMaxPName: then long_name, and LongName says so).
   bool Ident(char (&out)[kMaxPName + 1]) {
     SkipBlank(false);
+    long_name = false;
     if (!IsIdentStart(*p)) return false;
     size_t n = 0;
     while (IsIdent(p[n])) ++n;
-    if (n > kMaxPName) return false;
+    if (n > kMaxPName) {
+      long_name = true;
+      return false;
+    }
     std::memcpy(out, p, n);
     out[n] = '\0';
     p += n;
     return true;
   }
-  // A decimal integer (optionally negative).
-  bool Integer(int64_t* out) {
+  // The over-long name Ident met, refused by name (owner: the declaration's
+  // name, or nullptr before there is one).
+  TinyAIStatus LongName(const char* owner) const {
+    size_t n = 0;
+    while (IsIdent(p[n])) ++n;
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: %s%s%sthe name '%s' %s", line, owner ? "'" : "",
+                    owner ? owner : "", owner ? "': " : "", Excerpt(p, n).text, PNameProblem(p));
+  }
+  // A decimal integer (optionally signed): kNumber, kNone, or kTooLarge for
+  // one past int64 (p then stays at it).
+  enum NumberKind { kNone, kNumber, kTooLarge };
+  NumberKind Integer(int64_t* out) {
     SkipBlank(false);
     const char* s = p;
     if (*s == '-' || *s == '+') ++s;
-    if (!IsDigit(*s)) return false;
+    if (!IsDigit(*s)) return kNone;
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(p, &end, 10);
-    if (errno == ERANGE || IsIdent(*end) || (end[0] == '.' && end[1] != '.')) return false;
+    if (IsIdent(*end) || (end[0] == '.' && end[1] != '.')) return kNone;
+    if (errno == ERANGE) return kTooLarge;
     *out = v;
     p = end;
-    return true;
+    return kNumber;
+  }
+  // The digits at p (after Integer said kTooLarge), for a message.
+  PExcerpt Digits() const {
+    size_t n = (*p == '-' || *p == '+') ? 1 : 0;
+    while (IsDigit(p[n])) ++n;
+    return Excerpt(p, n);
+  }
+  // What is at p, for a message: up to 12 bytes of this line, quoted, or
+  // the end of the line or the text.
+  PExcerpt Found() const {
+    PExcerpt e;
+    size_t n = 0;
+    while (n < 12 && p[n] != '\0' && p[n] != '\n') ++n;
+    if (n == 0) {
+      std::snprintf(e.text, sizeof e.text, "%s", *p == '\0' ? "the end of the text" : "the end of the line");
+    } else {
+      std::snprintf(e.text, sizeof e.text, "'%.*s'", static_cast<int>(n), p);
+    }
+    return e;
   }
 };
 
@@ -127,13 +164,27 @@ TinyAIStatus InitLiteral(Cursor* c, PDecl* d) {
   if (wants_float) {
     d->init = std::strtod(start, &end);
   } else {
+    // Read exactly (u64 up to 2^64 - 1), then kept as a double: a literal
+    // the double does not hold exactly is refused, not rounded.
     errno = 0;
-    const long long v = std::strtoll(start, &end, 10);
+    bool exact = true;
+    if (PTypeIsUnsigned(d->dtype) && *start != '-') {
+      const unsigned long long v = std::strtoull(start, &end, 10);
+      d->init = static_cast<double>(v);
+      exact = d->init < 18446744073709551616.0 && static_cast<unsigned long long>(d->init) == v;
+    } else {
+      const long long v = std::strtoll(start, &end, 10);
+      d->init = static_cast<double>(v);
+      exact = d->init < 9223372036854775808.0 && static_cast<long long>(d->init) == v;
+    }
     if (errno == ERANGE) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @init(%.*s) is outside %s", c->line, d->name,
                       static_cast<int>(s - start), start, type);
     }
-    d->init = static_cast<double>(v);
+    if (!exact) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @init(%.*s) is not a double, which an @init is "
+                      "kept as (integers are exact up to 2^53)", c->line, d->name, static_cast<int>(s - start), start);
+    }
   }
   if (end != s || !std::isfinite(d->init)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @init(%.*s) is not a number", c->line, d->name,
@@ -154,7 +205,9 @@ TinyAIStatus NameList(Cursor* c, const PDecl& d, const char* what, char (*names)
                       kMaxPIndices);
     }
     if (!c->Ident(names[*count])) {
-      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': %s expects index names", c->line, d.name, what);
+      if (c->long_name) return c->LongName(d.name);
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': %s expects index names, found %s", c->line, d.name,
+                      what, c->Found().text);
     }
     ++*count;
     if (c->Eat(')')) return TINYAI_OK;
@@ -167,13 +220,19 @@ TinyAIStatus NameList(Cursor* c, const PDecl& d, const char* what, char (*names)
 // One declaration: NAME[(indices)]: TYPE[[dims]] attributes.
 static TinyAIStatus ParseDecl(Cursor* c, const PersistentStore& store, PDecl* d) {
   if (!c->Ident(d->name)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: expected a declaration (NAME: TYPE ...), found '%.12s'",
-                    c->line, c->p);
+    if (c->long_name) return c->LongName(nullptr);
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: expected a declaration (NAME: TYPE ...), found %s", c->line,
+                    c->Found().text);
   }
   if (c->Eat('(')) TINYAI_RETURN_IF_ERROR(NameList(c, *d, "its index list", d->index_names, &d->index_count));
   if (!c->Eat(':')) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': expected ':' and a type", c->line, d->name);
-  char type[kMaxPName + 1];
-  if (!c->Ident(type) || !TypeByName(type, &d->dtype)) {
+  char type[kMaxPName + 1] = {};
+  if (!c->Ident(type)) {
+    if (c->long_name) return c->LongName(d->name);
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': expected a type (f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 "
+                    "u64 bool), found %s", c->line, d->name, c->Found().text);
+  }
+  if (!TypeByName(type, &d->dtype)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': '%s' is not a type (f16 f32 f64 i8 i16 i32 i64 u8 u16 "
                     "u32 u64 bool)", c->line, d->name, type);
   }
@@ -185,16 +244,23 @@ static TinyAIStatus ParseDecl(Cursor* c, const PersistentStore& store, PDecl* d)
       }
       int64_t v = 0;
       char dim[kMaxPName + 1];
-      if (c->Integer(&v)) {
+      const Cursor::NumberKind number = c->Integer(&v);
+      if (number == Cursor::kNumber) {
         d->shape[d->rank] = v;
+      } else if (number == Cursor::kTooLarge) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': dimension %d is %s (at most 2^40)", c->line, d->name,
+                        static_cast<int>(d->rank), c->Digits().text);
       } else if (c->Ident(dim)) {
         if (!store.Dim(dim, &v)) {
           return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': dimension '%s' is not set (tinyaiSetPersistentDim)",
                           c->line, d->name, dim);
         }
         d->shape[d->rank] = v;
+      } else if (c->long_name) {
+        return c->LongName(d->name);
       } else {
-        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': a dimension is a number or a name", c->line, d->name);
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': a dimension is a number or a name, found %s",
+                        c->line, d->name, c->Found().text);
       }
       ++d->rank;
       if (c->Eat(']')) break;
@@ -206,7 +272,10 @@ static TinyAIStatus ParseDecl(Cursor* c, const PersistentStore& store, PDecl* d)
   int32_t auto_count = 0;
   while (c->Eat('@')) {
     char attr[kMaxPName + 1];
-    if (!c->Ident(attr)) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': '@' without a name", c->line, d->name);
+    if (!c->Ident(attr)) {
+      if (c->long_name) return c->LongName(d->name);
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': '@' without a name", c->line, d->name);
+    }
     if (std::strcmp(attr, "table") == 0) {
       table = true;
     } else if (std::strcmp(attr, "init") == 0) {
@@ -218,7 +287,19 @@ static TinyAIStatus ParseDecl(Cursor* c, const PersistentStore& store, PDecl* d)
       for (;;) {
         char index[kMaxPName + 1];
         int64_t v = 0;
-        if (!c->Ident(index) || !c->Eat('=') || !c->Integer(&v)) {
+        if (!c->Ident(index)) {
+          if (c->long_name) return c->LongName(d->name);
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @fixed takes index=number pairs", c->line, d->name);
+        }
+        if (!c->Eat('=')) {
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @fixed takes index=number pairs", c->line, d->name);
+        }
+        const Cursor::NumberKind number = c->Integer(&v);
+        if (number == Cursor::kTooLarge) {
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @fixed(%s=%s) is outside 1..2^40", c->line,
+                          d->name, index, c->Digits().text);
+        }
+        if (number == Cursor::kNone) {
           return SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': @fixed takes index=number pairs", c->line, d->name);
         }
         const int32_t i = IndexOf(*d, index);
@@ -307,8 +388,8 @@ TinyAIStatus PersistentStore::DeclareText(const char* text) {
     if ((s = ParseDecl(&c, *this, &d)) != TINYAI_OK) break;
     c.SkipBlank(false);
     if (*c.p != ';' && *c.p != '\n' && *c.p != '}' && *c.p != '\0') {
-      s = SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': unexpected '%.12s' (a declaration ends with ';' or a "
-                   "new line)", c.line, d.name, c.p);
+      s = SetError(TINYAI_ERR_INVALID_ARGUMENT, "line %d: '%s': unexpected %s (a declaration ends with ';' or a "
+                   "new line)", c.line, d.name, c.Found().text);
       break;
     }
     if ((s = Declare(d)) != TINYAI_OK) {
@@ -328,14 +409,38 @@ TinyAIStatus PersistentStore::DeclareText(const char* text) {
 
 namespace {
 
-// A bound: a decimal integer or a scalar's name (its offset noted).
-bool Bound(Cursor* c, const char* text, int64_t* value, int32_t* sym) {
-  if (c->Integer(value)) return true;
+// A bound: a decimal integer or a scalar's name (its offset noted); *found
+// false for neither. A number past int64 is past every index
+// (TINYAI_ERR_OUT_OF_BOUNDS; a negative one: TINYAI_ERR_INVALID_ARGUMENT
+// unless it ends a range, counting back), a name past kMaxPName refused by
+// name.
+TinyAIStatus Bound(Cursor* c, const char* text, int32_t index, bool ends_range, int64_t* value, int64_t* sym,
+                   bool* found) {
+  *found = true;
+  const Cursor::NumberKind number = c->Integer(value);
+  if (number == Cursor::kNumber) return TINYAI_OK;
+  if (number == Cursor::kTooLarge) {
+    const bool negative = *c->p == '-';
+    return SetError(negative && !ends_range ? TINYAI_ERR_INVALID_ARGUMENT : TINYAI_ERR_OUT_OF_BOUNDS,
+                    "persistent store: '%s': index %d is %s, %s", Excerpt(text).text, static_cast<int>(index),
+                    c->Digits().text,
+                    negative ? (ends_range ? "counting back past every row" : "negative")
+                             : "past every row (an index is below 2^40)");
+  }
   c->SkipBlank(false);
-  if (!IsIdentStart(*c->p)) return false;
-  *sym = static_cast<int32_t>(c->p - text);
-  while (IsIdent(*c->p)) ++c->p;
-  return true;
+  if (!IsIdentStart(*c->p)) {
+    *found = false;
+    return TINYAI_OK;
+  }
+  size_t n = 0;
+  while (IsIdent(c->p[n])) ++n;
+  if (n > kMaxPName) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %d names '%s', which %s",
+                    Excerpt(text).text, static_cast<int>(index), Excerpt(c->p, n).text, PNameProblem(c->p));
+  }
+  *sym = c->p - text;
+  c->p += n;
+  return TINYAI_OK;
 }
 
 }  // namespace
@@ -346,7 +451,14 @@ TinyAIStatus PersistentStore::ParseRef(const char* text, PRef* out) {
   out->text = text;
   Cursor c{text};
   if (!c.Ident(out->name)) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s' does not start with an entry's name", text);
+    if (c.long_name) {
+      size_t n = 0;
+      while (IsIdent(c.p[n])) ++n;
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: the entry name '%s' %s", Excerpt(c.p, n).text,
+                      PNameProblem(c.p));
+    }
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s' does not start with an entry's name",
+                    Excerpt(text).text);
   }
   if (c.Eat('[')) {
     out->has_brackets = true;
@@ -354,7 +466,7 @@ TinyAIStatus PersistentStore::ParseRef(const char* text, PRef* out) {
     if (!c.Eat(']')) {
       for (;;) {
         if (out->count == kMaxPIndices + kMaxPRank) {
-          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s' has too many indices", text);
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s' has too many indices", Excerpt(text).text);
         }
         PIndex& ix = out->index[out->count++];
         c.SkipBlank(false);
@@ -362,9 +474,12 @@ TinyAIStatus PersistentStore::ParseRef(const char* text, PRef* out) {
           ix.kind = PIndex::kNone;  // `A[r, ]`
         } else {
           const bool open_start = c.p[0] == '.' && c.p[1] == '.';
-          if (!open_start && !Bound(&c, text, &ix.at, &ix.at_sym)) {
+          const int32_t at = out->count - 1;
+          bool found = true;
+          if (!open_start) TINYAI_RETURN_IF_ERROR(Bound(&c, text, at, false, &ix.at, &ix.at_sym, &found));
+          if (!found) {
             return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %d is not a number, a name or a "
-                            "range a..b", text, static_cast<int>(out->count - 1));
+                            "range a..b", Excerpt(text).text, static_cast<int>(at));
           }
           c.SkipBlank(false);
           if (c.p[0] == '.' && c.p[1] == '.') {
@@ -377,26 +492,32 @@ TinyAIStatus PersistentStore::ParseRef(const char* text, PRef* out) {
             if (*c.p == ',' || *c.p == ']') {  // `a..`: to the end
               ix.to = 0;
               ix.to_from_end = true;
-            } else if (!Bound(&c, text, &ix.to, &ix.to_sym)) {
-              return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': a range's end is a number or a name",
-                              text);
-            } else if (ix.to_sym < 0 && ix.to < 0) {
-              ix.to_from_end = true;
+            } else {
+              TINYAI_RETURN_IF_ERROR(Bound(&c, text, at, true, &ix.to, &ix.to_sym, &found));
+              if (!found) {
+                return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': a range's end is a number or a "
+                                "name", Excerpt(text).text);
+              }
+              if (ix.to_sym < 0 && ix.to < 0) ix.to_from_end = true;
             }
             if (ix.from_sym < 0 && ix.from < 0) {
-              return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': a range starts at 0 or more", text);
+              return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': a range starts at 0 or more",
+                              Excerpt(text).text);
             }
           } else {
             ix.kind = PIndex::kAt;
             if (ix.at_sym < 0 && ix.at < 0) {
-              return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %lld is negative", text,
-                              static_cast<long long>(ix.at));
+              return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %lld is negative",
+                              Excerpt(text).text, static_cast<long long>(ix.at));
             }
           }
         }
         c.SkipBlank(false);
         if (c.Eat(']')) break;
-        if (!c.Eat(',')) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': expected ',' or ']'", text);
+        if (!c.Eat(',')) {
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': expected ',' or ']', found %s",
+                          Excerpt(text).text, c.Found().text);
+        }
       }
     }
     // `A[]` and `A[,]`: all of it.
@@ -405,17 +526,21 @@ TinyAIStatus PersistentStore::ParseRef(const char* text, PRef* out) {
     if (none) out->count = 0;
   }
   c.SkipBlank(false);
-  if (*c.p != '\0') return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': unexpected '%s'", text, c.p);
+  if (*c.p != '\0') {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': unexpected %s", Excerpt(text).text,
+                    c.Found().text);
+  }
   return TINYAI_OK;
 }
 
 TinyAIStatus PersistentStore::BindSymbols(PRef* ref) const {
   for (int32_t i = 0; i < ref->count; ++i) {
     PIndex& ix = ref->index[i];
-    int32_t* syms[3] = {&ix.at_sym, &ix.from_sym, &ix.to_sym};
+    int64_t* syms[3] = {&ix.at_sym, &ix.from_sym, &ix.to_sym};
     int64_t* values[3] = {&ix.at, &ix.from, &ix.to};
     for (int k = 0; k < 3; ++k) {
       if (*syms[k] < 0) continue;
+      // ParseRef took the whole name, at most kMaxPName bytes.
       char name[kMaxPName + 1];
       const char* s = ref->text + *syms[k];
       size_t n = 0;
@@ -425,15 +550,9 @@ TinyAIStatus PersistentStore::BindSymbols(PRef* ref) const {
       const int32_t e = Find(name);
       if (e < 0 || decl(e).rank != 0 || decl(e).index_count != 0) {
         return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index '%s' names no scalar entry",
-                        ref->text, name);
+                        Excerpt(ref->text).text, name);
       }
-      double v = 0;
-      TINYAI_RETURN_IF_ERROR(ScalarValue(e, &v));
-      if (v < 0 || v != std::floor(v) || v > 9.0e15) {
-        return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index '%s' is %g, not a row number", ref->text,
-                        name, v);
-      }
-      *values[k] = static_cast<int64_t>(v);
+      TINYAI_RETURN_IF_ERROR(ScalarIndex(e, ref->text, values[k]));
       *syms[k] = -1;
     }
   }

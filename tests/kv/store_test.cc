@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -126,8 +127,14 @@ TEST(PersistentStore, DeclaresTheDocumentsExamples) {
   EXPECT_EQ(p.indexCount, 3);
   EXPECT_EQ(p.autoDimCount, 2);
   EXPECT_STREQ(p.indexNames[0], "l");
-  // Every byte the store holds belongs to an entry.
-  uint64_t sum = 0;
+  // Every byte the store holds belongs to an entry or to a named
+  // dimension (what a store of the dimensions alone holds).
+  Store dims;
+  ASSERT_EQ(tinyaiSetPersistentDim(dims.get(), "D", 4), TINYAI_OK);
+  ASSERT_EQ(tinyaiSetPersistentDim(dims.get(), "H", 2), TINYAI_OK);
+  ASSERT_EQ(tinyaiSetPersistentDim(dims.get(), "Dh", 8), TINYAI_OK);
+  EXPECT_GT(dims.Usage(), 0u);
+  uint64_t sum = dims.Usage();
   for (int32_t i = 0; i < tinyaiGetPersistentEntryCount(s.get()); ++i) sum += s.Entry(tinyaiGetPersistentEntryName(s.get(), i)).bytes;
   EXPECT_EQ(sum, s.Usage());
 }
@@ -671,4 +678,539 @@ TEST(PersistentStore, RefusesFilesItCannotTrustAndStaysAsItWas) {
   EXPECT_NE(Message().find("is a directory"), std::string::npos) << Message();
   EXPECT_EQ(ReadAll(occupied + "/kept"), good);
   EXPECT_EQ(tinyaiSavePersistentStore(a.get(), ""), TINYAI_ERR_INVALID_ARGUMENT);
+}
+
+// ---- numbers at their edges (issue 42, class 3) -------------------------------------------------
+
+namespace {
+
+template <class T>
+T Value(const Store& s, const char* name, TinyAIPersistentType type) {
+  T v{};
+  size_t bytes = 0;
+  EXPECT_EQ(tinyaiPersistentRead(s.get(), name, type, &v, sizeof v, &bytes), TINYAI_OK) << name << ": " << Message();
+  EXPECT_EQ(bytes, sizeof v) << name;
+  return v;
+}
+
+template <class T>
+void SetValue(Store* s, const char* name, TinyAIPersistentType type, T v) {
+  ASSERT_EQ(tinyaiPersistentWrite(s->get(), name, type, &v, sizeof v), TINYAI_OK) << name << ": " << Message();
+}
+
+uint16_t Half(float f) {
+  // The few halves the tests use, exactly.
+  if (f == 65504.0f) return 0x7bff;
+  if (f == -65504.0f) return 0xfbff;
+  if (f == 2048.0f) return 0x6800;
+  if (f == 2050.0f) return 0x6801;
+  if (f == 1.0f) return 0x3c00;
+  ADD_FAILURE() << "no half for " << f;
+  return 0;
+}
+
+}  // namespace
+
+// A reference's index is a number up to INT64_MAX (or a scalar's value):
+// past every extent it is refused as out of bounds, and the message shows
+// the index as given, never a wrapped range.
+TEST(PersistentStore, IndicesAtTheEdgesOfInt64AreRefusedWithoutWrapping) {
+  Store s(1 << 20, 4);
+  ASSERT_EQ(s.Declare("big: i64\nhuge: u64\nA(i): f32[2] @table\nK(t): f32[2] @table @fixed(t=4)\n"
+                      "B(l, t): f32[2] @table @fixed(l=2)\nM(i, j): f32[1, 1] @auto_dim(i, j)"),
+            TINYAI_OK)
+      << Message();
+  ASSERT_EQ(s.Write("A[0..3]", Rows(0, 3, 2)), TINYAI_OK) << Message();
+  const uint64_t used = s.Usage();
+  const char* refs[] = {
+      "A[9223372036854775807]",      "A[9223372036854775806..9223372036854775807]",
+      "A[0..9223372036854775807]",   "A[9223372036854775807..]",
+      "K[9223372036854775807]",      "B[1, 9223372036854775807]",
+      "B[9223372036854775807, 0]",   "M[9223372036854775807, ]",
+      "M[, 9223372036854775807]",    "M[0, 9223372036854775807]",
+      "A[1099511627776]",            "A[99999999999999999999]",
+      "A[0..-9223372036854775808]",  "A[0..-4]",
+      "A[big]",                      "A[huge]",
+      "A[2..big]",                   "A[huge..]",
+  };
+  SetValue<int64_t>(&s, "big", TINYAI_PTYPE_I64, INT64_MAX);
+  SetValue<uint64_t>(&s, "huge", TINYAI_PTYPE_U64, UINT64_MAX);
+  // A number the reference does not give (a wrapped or a computed one) is
+  // no part of the message.
+  auto unwrapped = [](const std::string& ref) {
+    for (const char* n : {"-9223372036854775808", "-9223372036854775807", "-9223372036854775806",
+                          "-9223372036854775805", "-9223372036854775804"}) {
+      if (ref.find(n) == std::string::npos) EXPECT_EQ(Message().find(n), std::string::npos) << ref << ": " << Message();
+    }
+  };
+  for (const char* ref : refs) {
+    TinyAIStatus st = TINYAI_OK;
+    s.Read(ref, &st);
+    EXPECT_EQ(st, TINYAI_ERR_OUT_OF_BOUNDS) << ref << ": " << Message();
+    unwrapped(ref);
+    EXPECT_EQ(s.Write(ref, {1, 2}), TINYAI_ERR_OUT_OF_BOUNDS) << ref << ": " << Message();
+    unwrapped(ref);
+  }
+  EXPECT_EQ(s.Usage(), used) << "nothing grew";
+  // The message names the index as the reference gives it.
+  TinyAIStatus st = TINYAI_OK;
+  s.Read("A[9223372036854775807]", &st);
+  EXPECT_NE(Message().find("9223372036854775807"), std::string::npos) << Message();
+  s.Read("A[huge]", &st);
+  EXPECT_NE(Message().find("18446744073709551615"), std::string::npos) << Message();
+  // The edges that do exist: a negative end counts back from the extent.
+  EXPECT_EQ(s.Read("A[0..-3]"), std::vector<float>()) << Message();
+  EXPECT_EQ(s.Read("A[0..-1]"), Rows(0, 2, 2)) << Message();
+  EXPECT_EQ(s.Read("A[2..-1]"), std::vector<float>()) << Message();
+  EXPECT_EQ(s.Read("K[3]").size(), 2u) << Message();
+  // An index of a growable table goes up to 2^40 - 1; past the limit a
+  // write there is refused for memory, not wrapped.
+  EXPECT_EQ(s.Write("A[1099511627775]", {1, 2}), TINYAI_ERR_RESOURCE_EXHAUSTED) << Message();
+  EXPECT_EQ(s.Usage(), used);
+}
+
+// With one row per chunk, an index near INT64_MAX once doubled the
+// directory's capacity past INT64_MAX (signed overflow; a loop that never
+// ended).
+TEST(PersistentStore, AWriteNearInt64MaxOnOneRowChunksIsRefused) {
+  Store s(1 << 20, 1);
+  ASSERT_EQ(s.Declare("A(i): f32[2] @table\nC(l, i): f32[1] @table @auto_dim(i)"), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Write("A[9223372036854775806]", {1, 2}), TINYAI_ERR_OUT_OF_BOUNDS) << Message();
+  EXPECT_EQ(s.Write("A[4611686018427387904]", {1, 2}), TINYAI_ERR_OUT_OF_BOUNDS) << Message();
+  EXPECT_EQ(s.Write("C[4611686018427387904, 1]", {1}), TINYAI_ERR_OUT_OF_BOUNDS) << Message();
+  EXPECT_EQ(s.Entry("A").extent[0], 0);
+}
+
+// Increment and decrement of every type at its limits: exact (u64 above
+// INT64_MAX included), and refused - the value left - past the range.
+TEST(PersistentStore, IncrementAndDecrementEveryTypeAtItsLimits) {
+  Store s;
+  ASSERT_EQ(s.Declare("i8v: i8\ni16v: i16\ni32v: i32\ni64v: i64\nu8v: u8\nu16v: u16\nu32v: u32\nu64v: u64\n"
+                      "b: bool\nh: f16\nf: f32\nd: f64"),
+            TINYAI_OK)
+      << Message();
+  auto inc = [&](const char* n, int64_t by) { return tinyaiPersistentIncrement(s.get(), n, by); };
+  auto dec = [&](const char* n, int64_t by) { return tinyaiPersistentDecrement(s.get(), n, by); };
+  // Signed types.
+  SetValue<int8_t>(&s, "i8v", TINYAI_PTYPE_I8, INT8_MAX);
+  EXPECT_EQ(inc("i8v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(inc("i8v", INT64_MAX), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<int8_t>(s, "i8v", TINYAI_PTYPE_I8), INT8_MAX);
+  EXPECT_EQ(dec("i8v", 255), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int8_t>(s, "i8v", TINYAI_PTYPE_I8), INT8_MIN);
+  EXPECT_EQ(dec("i8v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(dec("i8v", INT64_MAX), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<int8_t>(s, "i8v", TINYAI_PTYPE_I8), INT8_MIN);
+  SetValue<int16_t>(&s, "i16v", TINYAI_PTYPE_I16, INT16_MIN);
+  EXPECT_EQ(inc("i16v", 65535), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int16_t>(s, "i16v", TINYAI_PTYPE_I16), INT16_MAX);
+  EXPECT_EQ(inc("i16v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  SetValue<int32_t>(&s, "i32v", TINYAI_PTYPE_I32, INT32_MAX);
+  EXPECT_EQ(inc("i32v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(dec("i32v", 4294967295LL), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int32_t>(s, "i32v", TINYAI_PTYPE_I32), INT32_MIN);
+  EXPECT_EQ(dec("i32v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  SetValue<int64_t>(&s, "i64v", TINYAI_PTYPE_I64, INT64_MAX - 1);
+  EXPECT_EQ(inc("i64v", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int64_t>(s, "i64v", TINYAI_PTYPE_I64), INT64_MAX);
+  EXPECT_EQ(inc("i64v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(dec("i64v", INT64_MAX), TINYAI_OK) << Message();
+  EXPECT_EQ(dec("i64v", INT64_MAX), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int64_t>(s, "i64v", TINYAI_PTYPE_I64), -INT64_MAX);
+  EXPECT_EQ(dec("i64v", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int64_t>(s, "i64v", TINYAI_PTYPE_I64), INT64_MIN);
+  EXPECT_EQ(dec("i64v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<int64_t>(s, "i64v", TINYAI_PTYPE_I64), INT64_MIN);
+  EXPECT_EQ(inc("i64v", INT64_MAX), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<int64_t>(s, "i64v", TINYAI_PTYPE_I64), -1);
+  // Unsigned types: at 0, at the top, and u64 above INT64_MAX exactly.
+  EXPECT_EQ(dec("u8v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(inc("u8v", 255), TINYAI_OK) << Message();
+  EXPECT_EQ(inc("u8v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<uint8_t>(s, "u8v", TINYAI_PTYPE_U8), 255);
+  EXPECT_EQ(inc("u16v", 65535), TINYAI_OK) << Message();
+  EXPECT_EQ(inc("u16v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(dec("u16v", 65535), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint16_t>(s, "u16v", TINYAI_PTYPE_U16), 0);
+  SetValue<uint32_t>(&s, "u32v", TINYAI_PTYPE_U32, UINT32_MAX);
+  EXPECT_EQ(inc("u32v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(dec("u32v", INT64_MAX), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<uint32_t>(s, "u32v", TINYAI_PTYPE_U32), UINT32_MAX);
+  EXPECT_EQ(inc("u64v", INT64_MAX), TINYAI_OK) << Message();
+  EXPECT_EQ(inc("u64v", INT64_MAX), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), UINT64_MAX - 1);
+  EXPECT_EQ(inc("u64v", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), UINT64_MAX);
+  EXPECT_EQ(inc("u64v", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_NE(Message().find("18446744073709551615"), std::string::npos) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), UINT64_MAX);
+  EXPECT_EQ(dec("u64v", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), UINT64_MAX - 1);
+  SetValue<uint64_t>(&s, "u64v", TINYAI_PTYPE_U64, uint64_t{1} << 63);
+  EXPECT_EQ(dec("u64v", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), uint64_t{INT64_MAX});
+  EXPECT_EQ(inc("u64v", 2), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), (uint64_t{1} << 63) + 1);
+  EXPECT_EQ(dec("u64v", INT64_MAX), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), 2u);
+  EXPECT_EQ(dec("u64v", 3), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<uint64_t>(s, "u64v", TINYAI_PTYPE_U64), 2u);
+  // bool: 0 and 1.
+  EXPECT_EQ(dec("b", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(inc("b", 1), TINYAI_OK);
+  EXPECT_EQ(inc("b", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<uint8_t>(s, "b", TINYAI_PTYPE_BOOL), 1);
+  const uint8_t two = 2;
+  EXPECT_EQ(tinyaiPersistentWrite(s.get(), "b", TINYAI_PTYPE_BOOL, &two, 1), TINYAI_ERR_INVALID_ARGUMENT)
+      << "a bool is 0 or 1";
+  EXPECT_EQ(Value<uint8_t>(s, "b", TINYAI_PTYPE_BOOL), 1);
+  // Floats: a result past the type's finite range, or one the type cannot
+  // tell from the value (an increment lost to rounding), is refused.
+  SetValue<uint16_t>(&s, "h", TINYAI_PTYPE_F16, Half(65504.0f));
+  EXPECT_EQ(inc("h", 16), TINYAI_ERR_OUT_OF_BOUNDS) << "65520 is infinity in f16";
+  EXPECT_EQ(inc("h", 1), TINYAI_ERR_OUT_OF_BOUNDS) << "65505 rounds back to 65504";
+  EXPECT_EQ(inc("h", INT64_MAX), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<uint16_t>(s, "h", TINYAI_PTYPE_F16), Half(65504.0f));
+  SetValue<uint16_t>(&s, "h", TINYAI_PTYPE_F16, Half(-65504.0f));
+  EXPECT_EQ(dec("h", 32), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(Value<uint16_t>(s, "h", TINYAI_PTYPE_F16), Half(-65504.0f));
+  SetValue<uint16_t>(&s, "h", TINYAI_PTYPE_F16, Half(2048.0f));
+  EXPECT_EQ(inc("h", 1), TINYAI_ERR_OUT_OF_BOUNDS) << "f16 counts by 2 from 2048";
+  EXPECT_EQ(inc("h", 2), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint16_t>(s, "h", TINYAI_PTYPE_F16), Half(2050.0f));
+  EXPECT_EQ(inc("h", 0), TINYAI_OK) << Message();
+  SetValue<float>(&s, "f", TINYAI_PTYPE_F32, 3.4028234663852886e38f);
+  EXPECT_EQ(inc("f", INT64_MAX), TINYAI_ERR_OUT_OF_BOUNDS);
+  SetValue<float>(&s, "f", TINYAI_PTYPE_F32, 16777216.0f);
+  EXPECT_EQ(inc("f", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(inc("f", 2), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<float>(s, "f", TINYAI_PTYPE_F32), 16777218.0f);
+  SetValue<float>(&s, "f", TINYAI_PTYPE_F32, 0.5f);
+  EXPECT_EQ(inc("f", 2), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<float>(s, "f", TINYAI_PTYPE_F32), 2.5f);
+  SetValue<double>(&s, "d", TINYAI_PTYPE_F64, 9007199254740992.0);
+  EXPECT_EQ(inc("d", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(dec("d", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<double>(s, "d", TINYAI_PTYPE_F64), 9007199254740991.0);
+  SetValue<double>(&s, "d", TINYAI_PTYPE_F64, 1.7976931348623157e308);
+  EXPECT_EQ(inc("d", INT64_MAX), TINYAI_ERR_OUT_OF_BOUNDS);
+  SetValue<double>(&s, "d", TINYAI_PTYPE_F64, HUGE_VAL);
+  EXPECT_EQ(inc("d", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+  SetValue<double>(&s, "d", TINYAI_PTYPE_F64, std::nan(""));
+  EXPECT_EQ(dec("d", 1), TINYAI_ERR_OUT_OF_BOUNDS);
+}
+
+// @init values at their types' limits: exact, or refused (the value is a
+// double: integers are exact up to 2^53 and at powers of two).
+TEST(PersistentStore, InitValuesAtTheirLimits) {
+  Store s;
+  ASSERT_EQ(s.Declare("a: i64 @init(-9223372036854775808)\nb: i32 @init(2147483647)\nc: i32 @init(-2147483648)\n"
+                      "e: u64 @init(9007199254740992)\nh: f16 @init(65504.0)\nf: f32 @init(-3.4028234e38)"),
+            TINYAI_OK)
+      << Message();
+  EXPECT_EQ(Value<int64_t>(s, "a", TINYAI_PTYPE_I64), INT64_MIN);
+  EXPECT_EQ(Value<int32_t>(s, "b", TINYAI_PTYPE_I32), INT32_MAX);
+  EXPECT_EQ(Value<int32_t>(s, "c", TINYAI_PTYPE_I32), INT32_MIN);
+  EXPECT_EQ(Value<uint64_t>(s, "e", TINYAI_PTYPE_U64), uint64_t{1} << 53);
+  EXPECT_EQ(Value<uint16_t>(s, "h", TINYAI_PTYPE_F16), Half(65504.0f));
+  const char* refused[] = {
+      "x: i64 @init(9223372036854775807)",   // 2^63 - 1 is 2^63 as a double: past i64
+      "x: u64 @init(18446744073709551615)",  // the same for u64
+      "x: u64 @init(9007199254740993)",      // 2^53 + 1: not a double
+      "x: i64 @init(-9007199254740993)",
+      "x: f16 @init(65520.0)",               // infinity in f16
+      "x: f32 @init(3.5e38)",                // infinity in f32
+      "x: f64 @init(1e309)",
+      "x: i8 @init(99999999999999999999)",
+  };
+  for (const char* text : refused) {
+    EXPECT_EQ(s.Declare(text), TINYAI_ERR_INVALID_ARGUMENT) << text;
+    EXPECT_NE(Message().find("line 1"), std::string::npos) << text << ": " << Message();
+  }
+  EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 6);
+  // Through the struct: a double outside the type, or not whole, is refused.
+  TinyAIPersistentEntry e;
+  std::memset(&e, 0, sizeof e);
+  e.structSize = sizeof e;
+  e.name = "y";
+  e.hasInit = 1;
+  const struct {
+    TinyAIPersistentType type;
+    double init;
+  } bad[] = {{TINYAI_PTYPE_I64, 9223372036854775808.0}, {TINYAI_PTYPE_I64, -9223372036854777856.0},
+             {TINYAI_PTYPE_U64, 18446744073709551616.0}, {TINYAI_PTYPE_U8, 255.5},
+             {TINYAI_PTYPE_U8, 256.0}, {TINYAI_PTYPE_F16, 65520.0}, {TINYAI_PTYPE_F32, 1e39},
+             {TINYAI_PTYPE_BOOL, 2.0}};
+  for (const auto& b : bad) {
+    e.dtype = b.type;
+    e.init = b.init;
+    EXPECT_EQ(tinyaiDeclarePersistentEntry(s.get(), &e), TINYAI_ERR_INVALID_ARGUMENT)
+        << tinyaiPersistentTypeName(b.type) << " " << b.init;
+  }
+  e.dtype = TINYAI_PTYPE_U64;
+  e.init = 9223372036854775808.0;  // 2^63 fits u64
+  ASSERT_EQ(tinyaiDeclarePersistentEntry(s.get(), &e), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "y", TINYAI_PTYPE_U64), uint64_t{1} << 63);
+  ASSERT_EQ(tinyaiPersistentIncrement(s.get(), "y", 1), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "y"), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint64_t>(s, "y", TINYAI_PTYPE_U64), uint64_t{1} << 63);
+}
+
+// Resetting a slice walks only the rows that exist: a table whose fixed
+// index is 2^40 once took 2^40 steps to reset as a whole.
+TEST(PersistentStore, ResettingASliceWalksOnlyWhatIsThere) {
+  Store s(1 << 20, 4);
+  ASSERT_EQ(s.Declare("B(i, j): u8 @table @fixed(i=1099511627776)\n"
+                      "C(l, i): u8[1] @table @auto_dim(i) @fixed(l=1099511627776)"),
+            TINYAI_OK)
+      << Message();
+  const uint8_t one = 1;
+  ASSERT_EQ(tinyaiPersistentWrite(s.get(), "B[5, 2]", TINYAI_PTYPE_U8, &one, 1), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiPersistentWrite(s.get(), "C[7, 0]", TINYAI_PTYPE_U8, &one, 1), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "B[]"), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint8_t>(s, "B[5, 2]", TINYAI_PTYPE_U8), 0);
+  ASSERT_EQ(tinyaiPersistentWrite(s.get(), "B[5, 2]", TINYAI_PTYPE_U8, &one, 1), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "B[0..1099511627776, 2]"), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint8_t>(s, "B[5, 2]", TINYAI_PTYPE_U8), 0);
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "C[]"), TINYAI_OK) << Message();
+  EXPECT_EQ(Value<uint8_t>(s, "C[7, 0]", TINYAI_PTYPE_U8), 0);
+}
+
+// ---- the store's own accounting and lookups (issue 42, class 4) ---------------------------------
+
+// Named dimensions count against the memory limit like everything else the
+// store holds, and registering many stays linear (a table finds names).
+TEST(PersistentStore, NamedDimensionsCountAgainstTheLimit) {
+  Store s(16 * 1024);
+  const uint64_t empty = s.Usage();
+  ASSERT_EQ(tinyaiSetPersistentDim(s.get(), "D", 4), TINYAI_OK);
+  EXPECT_GT(s.Usage(), empty) << "a dimension's name and value are held";
+  const uint64_t one = s.Usage();
+  ASSERT_EQ(tinyaiSetPersistentDim(s.get(), "D", 8), TINYAI_OK);
+  EXPECT_EQ(s.Usage(), one) << "setting it again holds nothing more";
+  int n = 1;
+  TinyAIStatus st = TINYAI_OK;
+  while (n < 20000 && (st = tinyaiSetPersistentDim(s.get(), ("D" + std::to_string(n)).c_str(), n)) == TINYAI_OK) {
+    ++n;
+    ASSERT_LE(s.Usage(), 16u * 1024u);
+  }
+  EXPECT_EQ(st, TINYAI_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_NE(Message().find("memoryLimit"), std::string::npos) << Message();
+  EXPECT_GT(n, 16);
+  const uint64_t full = s.Usage();
+  ASSERT_EQ(tinyaiSetPersistentDim(s.get(), "D1", 7), TINYAI_OK) << "a dimension already set takes a new value";
+  EXPECT_EQ(s.Usage(), full);
+  // Many names: each found, each counted.
+  Store big;
+  for (int i = 0; i < 40000; ++i) {
+    ASSERT_EQ(tinyaiSetPersistentDim(big.get(), ("dim" + std::to_string(i)).c_str(), i + 1), TINYAI_OK) << i;
+  }
+  EXPECT_GE(big.Usage(), 40000u * 64u);
+  ASSERT_EQ(big.Declare("a: f32[dim0]\nb: f32[dim39999]\nc: f32[dim20000, dim2]"), TINYAI_OK) << Message();
+  EXPECT_EQ(big.Entry("b").shape[0], 40000);
+  EXPECT_EQ(big.Entry("c").shape[1], 3);
+}
+
+// Many entries: found by name and saved and loaded back (a load once
+// refused more than 4096).
+TEST(PersistentStore, ManyEntriesAreFoundSavedAndLoaded) {
+  tt::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "e" + std::to_string(i) + ": i32 @init(" + std::to_string(i) + ")\n";
+  Store a;
+  ASSERT_EQ(a.Declare(text.c_str()), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiPersistentIncrement(a.get(), "e4999", 1), TINYAI_OK) << Message();
+  EXPECT_EQ(a.Int("e4999"), 5000);
+  EXPECT_EQ(a.Int("e0"), 0);
+  const std::string path = dir.File("many.tps");
+  ASSERT_EQ(tinyaiSavePersistentStore(a.get(), path.c_str()), TINYAI_OK) << Message();
+  Store b;
+  ASSERT_EQ(b.Declare(text.c_str()), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(b.Int("e4999"), 5000);
+  EXPECT_EQ(b.Usage(), a.Usage());
+  // A failed declaration text forgets its entries and their names.
+  EXPECT_EQ(b.Declare("x1: i32\nx2: i32\nx3: f33"), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(b.Usage(), a.Usage());
+  EXPECT_EQ(tinyaiPersistentIncrement(b.get(), "x1", 1), TINYAI_ERR_NOT_FOUND);
+  ASSERT_EQ(b.Declare("x1: i32 @init(4)"), TINYAI_OK) << Message();
+  EXPECT_EQ(b.Int("x1"), 4);
+}
+
+// An auto-dim matrix declared empty grows: its first element is its first
+// row and its first column at once.
+TEST(PersistentStore, AnEmptyAutoDimMatrixGrows) {
+  Store s;
+  ASSERT_EQ(s.Declare("M(i, j): f32[0, 0] @auto_dim(i, j)\n"
+                      "R(i, j): f32[0, 2] @auto_dim(i, j)\n"
+                      "T(l, i, j): f32[0, 0] @table @auto_dim(i, j)\n"
+                      "v(i): f32[0] @auto_dim(i)"),
+            TINYAI_OK)
+      << Message();
+  EXPECT_EQ(s.Read("M[]"), std::vector<float>());
+  ASSERT_EQ(s.Write("M[0, 0]", {1}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Entry("M").currentShape[0], 1);
+  EXPECT_EQ(s.Entry("M").currentShape[1], 1);
+  ASSERT_EQ(s.Write("M[1, ]", {2}), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("M[, 1]", {3, 4}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("M[]"), (std::vector<float>{1, 3, 2, 4}));
+  // The whole matrix and one more row and column at once.
+  ASSERT_EQ(s.Write("M[0..3, 0..3]", {1, 2, 3, 4, 5, 6, 7, 8, 9}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("M[2, ]"), (std::vector<float>{7, 8, 9}));
+  // Still by whole rows and columns: a corner alone is refused.
+  EXPECT_EQ(s.Write("M[3, 3]", {1}), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_EQ(s.Write("M[1..4, 0..4]", std::vector<float>(12, 1.0f)), TINYAI_ERR_OUT_OF_BOUNDS);
+  ASSERT_EQ(s.Write("R[0, ]", {5, 6}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("R[]"), (std::vector<float>{5, 6}));
+  ASSERT_EQ(s.Write("T[2, 0, 0]", {7}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("T[2]"), (std::vector<float>{7}));
+  EXPECT_EQ(s.Read("T[1]"), std::vector<float>());
+  ASSERT_EQ(s.Write("v[0]", {8}), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("v[1]", {9}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("v[]"), (std::vector<float>{8, 9}));
+  // Reset: back to empty, and it grows again.
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "M"), TINYAI_OK);
+  EXPECT_EQ(s.Read("M[]"), std::vector<float>());
+  ASSERT_EQ(s.Write("M[0, 0]", {1}), TINYAI_OK) << Message();
+  uint64_t sum = 0;
+  for (int32_t i = 0; i < tinyaiGetPersistentEntryCount(s.get()); ++i) sum += s.Entry(tinyaiGetPersistentEntryName(s.get(), i)).bytes;
+  EXPECT_EQ(sum, s.Usage());
+}
+
+// Names compare whole: one longer than TINYAI_PERSISTENT_MAX_NAME is
+// refused by name wherever it appears, never cut to another's first 63.
+TEST(PersistentStore, NamesCompareWholeAndOverLongOnesAreRefusedByName) {
+  const std::string n63(63, 'n'), n64 = n63 + "x";
+  Store s;
+  ASSERT_EQ(s.Declare((n63 + ": i32 @init(5)\nA(i): f32[1] @table").c_str()), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("A[0..8]", Rows(0, 8, 1)), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read(("A[" + n63 + "]").c_str()), Rows(5, 6, 1)) << Message();
+  auto refused = [&](TinyAIStatus st, const std::string& what) {
+    EXPECT_EQ(st, TINYAI_ERR_INVALID_ARGUMENT) << what << ": " << Message();
+    EXPECT_NE(Message().find("longer than 63"), std::string::npos) << what << ": " << Message();
+  };
+  TinyAIStatus st = TINYAI_OK;
+  s.Read(("A[" + n64 + "]").c_str(), &st);
+  refused(st, "an index naming a scalar");
+  s.Read(("A[2.." + n64 + "]").c_str(), &st);
+  refused(st, "a range's end");
+  refused(s.Write(("A[" + n64 + "]").c_str(), {1}), "a written index");
+  refused(tinyaiPersistentReset(s.get(), ("A[" + n64 + "]").c_str()), "a reset index");
+  s.Read(n64.c_str(), &st);
+  refused(st, "an entry's name");
+  refused(tinyaiPersistentIncrement(s.get(), n64.c_str(), 1), "increment");
+  refused(tinyaiPersistentDecrement(s.get(), n64.c_str(), 1), "decrement");
+  TinyAIPersistentEntry e;
+  std::memset(&e, 0, sizeof e);
+  e.structSize = sizeof e;
+  refused(tinyaiGetPersistentEntry(s.get(), n64.c_str(), &e), "tinyaiGetPersistentEntry");
+  refused(tinyaiSetPersistentDim(s.get(), n64.c_str(), 3), "tinyaiSetPersistentDim");
+  refused(s.Declare((n64 + ": i32").c_str()), "a declared name");
+  refused(s.Declare(("B: f32[" + n64 + "]").c_str()), "a dimension's name");
+  refused(s.Declare(("C(" + n64 + "): f32 @table").c_str()), "an index's name");
+  refused(s.Declare(("C(i): f32 @table @fixed(" + n64 + "=3)").c_str()), "a @fixed index");
+  EXPECT_EQ(s.Int(n63.c_str()), 5) << "the 63-byte name is still itself";
+  EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 2);
+}
+
+// ---- messages (issue 42, class 8) ---------------------------------------------------------------
+
+// A declaration whose type is not a name says what it found, not what an
+// uninitialised buffer held (there: the last type looked at).
+TEST(PersistentStore, ADeclarationWithoutATypeNamesWhatItFound) {
+  Store s;
+  EXPECT_EQ(s.Declare("a: f33"), TINYAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(Message().find("'f33'"), std::string::npos) << Message();
+  for (const char* text : {"b: 5", "b: [4]", "b:", "b: @table"}) {
+    EXPECT_EQ(s.Declare(text), TINYAI_ERR_INVALID_ARGUMENT) << text;
+    EXPECT_EQ(Message().find("f33"), std::string::npos) << text << ": " << Message();
+    EXPECT_NE(Message().find("expected a type"), std::string::npos) << text << ": " << Message();
+  }
+}
+
+// ---- handles (issue 42, class 9) ----------------------------------------------------------------
+
+// Every call given a store that was destroyed (or never created) answers
+// TINYAI_ERR_MISUSE naming the call, and touches nothing.
+TEST(PersistentStore, EveryCallRefusesADestroyedOrForeignStore) {
+  tt::TempDir dir;
+  const std::string path = dir.File("s.tps");
+  TinyAIPersistentStore* live = nullptr;
+  ASSERT_EQ(tinyaiCreatePersistentStore(nullptr, &live), TINYAI_OK);
+  ASSERT_EQ(tinyaiDeclarePersistent(live, "x: i32"), TINYAI_OK);
+  ASSERT_EQ(tinyaiSavePersistentStore(live, path.c_str()), TINYAI_OK);
+  TinyAIPersistentStore* dead = nullptr;
+  ASSERT_EQ(tinyaiCreatePersistentStore(nullptr, &dead), TINYAI_OK);
+  ASSERT_EQ(tinyaiDeclarePersistent(dead, "x: i32"), TINYAI_OK);
+  tinyaiDestroyPersistentStore(dead);
+  alignas(64) static unsigned char never[4096];
+  std::memset(never, 0xab, sizeof never);
+  TinyAIPersistentStore* foreign = reinterpret_cast<TinyAIPersistentStore*>(never);
+  for (TinyAIPersistentStore* bad : {dead, foreign}) {
+    auto misuse = [&](TinyAIStatus st, const char* call) {
+      EXPECT_EQ(st, TINYAI_ERR_MISUSE) << call << ": " << Message();
+      EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_MISUSE) << call;
+      EXPECT_NE(Message().find(call), std::string::npos) << call << ": " << Message();
+    };
+    int32_t v = 0;
+    size_t bytes = 7;
+    TinyAIPersistentEntry e;
+    std::memset(&e, 0, sizeof e);
+    e.structSize = sizeof e;
+    TinyAIPersistentEntry decl = e;
+    decl.name = "y";
+    decl.dtype = TINYAI_PTYPE_I32;
+    misuse(tinyaiSetPersistentDim(bad, "D", 4), "tinyaiSetPersistentDim");
+    misuse(tinyaiDeclarePersistent(bad, "y: i32"), "tinyaiDeclarePersistent");
+    misuse(tinyaiDeclarePersistentEntry(bad, &decl), "tinyaiDeclarePersistentEntry");
+    misuse(tinyaiPersistentRead(bad, "x", TINYAI_PTYPE_I32, &v, sizeof v, &bytes), "tinyaiPersistentRead");
+    EXPECT_EQ(bytes, 0u);
+    misuse(tinyaiPersistentWrite(bad, "x", TINYAI_PTYPE_I32, &v, sizeof v), "tinyaiPersistentWrite");
+    misuse(tinyaiPersistentIncrement(bad, "x", 1), "tinyaiPersistentIncrement");
+    misuse(tinyaiPersistentDecrement(bad, "x", 1), "tinyaiPersistentDecrement");
+    misuse(tinyaiPersistentReset(bad, "x"), "tinyaiPersistentReset");
+    misuse(tinyaiPersistentReset(bad, nullptr), "tinyaiPersistentReset");
+    misuse(tinyaiGetPersistentEntry(bad, "x", &e), "tinyaiGetPersistentEntry");
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiGetPersistentEntryCount(bad), -1);
+    misuse(tinyaiGetLastError(), "tinyaiGetPersistentEntryCount");
+    EXPECT_EQ(tinyaiGetPersistentEntryName(bad, 0), nullptr);
+    misuse(tinyaiGetLastError(), "tinyaiGetPersistentEntryName");
+    tinyaiClearLastError();
+    EXPECT_EQ(tinyaiGetPersistentMemoryUsage(bad), 0u);
+    misuse(tinyaiGetLastError(), "tinyaiGetPersistentMemoryUsage");
+    misuse(tinyaiSavePersistentStore(bad, dir.File("t.tps").c_str()), "tinyaiSavePersistentStore");
+    misuse(tinyaiLoadPersistentStore(bad, path.c_str()), "tinyaiLoadPersistentStore");
+    tinyaiDestroyPersistentStore(bad);
+    misuse(tinyaiGetLastError(), "tinyaiDestroyPersistentStore");
+  }
+  EXPECT_NE(access(dir.File("t.tps").c_str(), F_OK), 0) << "nothing was saved";
+  for (unsigned char b : never) ASSERT_EQ(b, 0xab) << "the foreign memory was written";
+  EXPECT_EQ(tinyaiGetPersistentEntryCount(live), 1);
+  tinyaiDestroyPersistentStore(live);
+}
+
+// A write of no values (a slice over an index with no rows yet) succeeds
+// and changes nothing: no extent grows that no value was written to (found
+// by the store fuzzer: B[99511627775] on B(i, j) with no j yet).
+TEST(PersistentStore, AWriteOfNoValuesChangesNothing) {
+  Store s(1 << 20, 4);
+  ASSERT_EQ(s.Declare("B(i, j): f32 @table\nE(i, j): f32[0, 0] @auto_dim(i, j)"), TINYAI_OK) << Message();
+  const uint64_t used = s.Usage();
+  EXPECT_EQ(tinyaiPersistentWrite(s.get(), "B[99511627775]", TINYAI_PTYPE_F32, nullptr, 0), TINYAI_OK) << Message();
+  EXPECT_EQ(tinyaiPersistentWrite(s.get(), "E[0, ]", TINYAI_PTYPE_F32, nullptr, 0), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Entry("B").extent[0], 0);
+  EXPECT_EQ(s.Entry("E").currentShape[0], 0);
+  EXPECT_EQ(s.Usage(), used);
+}
+
+// A growable table whose chunk of rows cannot be held is refused when
+// declared (each chunk's bytes, rows x a row's bytes, then never wraps).
+TEST(PersistentStore, AChunkPastTheAddressSpaceIsRefusedWhenDeclared) {
+  Store s(0, 4);
+  EXPECT_EQ(s.Declare("A(i): f32[1099511627776, 1048576] @table"), TINYAI_ERR_OVERFLOW) << Message();
+  EXPECT_NE(Message().find("chunk"), std::string::npos) << Message();
+  EXPECT_EQ(s.Declare("B(i): f32[1099511627776, 1099511627776] @table"), TINYAI_ERR_OVERFLOW) << Message();
+  EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 0);
+  EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_OK) << Message();  // 4 GiB a row: a chunk fits 64 bits
 }
