@@ -513,16 +513,36 @@ void PersistentStore::SwapContents(PersistentStore* other) {
 
 namespace {
 
+// The fill's small writes (a field at a time) gather in a buffer on the
+// stack: a write call per field took 0.5 s for a store of 5,000 scalars.
 struct FileSink {
   port::File file;
-  uint64_t at = 0;
+  uint64_t at = 0;  // file offset of buffer[0]
+  size_t used = 0;
   const char* name = "";
+  uint8_t buffer[16 * 1024];
+
+  TinyAIStatus Flush() {
+    if (used == 0) return TINYAI_OK;
+    TINYAI_RETURN_IF_ERROR(port::WriteAt(file, at, buffer, used, name));
+    at += used;
+    used = 0;
+    return TINYAI_OK;
+  }
 };
 
 TinyAIStatus FileWrite(void* user, const void* data, size_t size) {
   FileSink* f = static_cast<FileSink*>(user);
-  TINYAI_RETURN_IF_ERROR(port::WriteAt(f->file, f->at, data, size, f->name));
-  f->at += size;
+  if (f->used + size > sizeof f->buffer) {
+    TINYAI_RETURN_IF_ERROR(f->Flush());
+    if (size >= sizeof f->buffer) {
+      TINYAI_RETURN_IF_ERROR(port::WriteAt(f->file, f->at, data, size, f->name));
+      f->at += size;
+      return TINYAI_OK;
+    }
+  }
+  if (size > 0) std::memcpy(f->buffer + f->used, data, size);
+  f->used += size;
   return TINYAI_OK;
 }
 
@@ -543,6 +563,7 @@ TinyAIStatus WriteFileAtomically(const char* path, FillFile fill, const void* wh
   sink.file = out.file;
   sink.name = path;
   s = fill(&FileWrite, &sink, what);
+  if (s == TINYAI_OK) s = sink.Flush();
   if (s != TINYAI_OK) {
     port::AbortOutput(&out);
     return s;
