@@ -165,7 +165,7 @@ typedef enum TinyAIStopReason TINYAI_ENUM_BASE {
 typedef struct TinyAIGenerateStats {
     uint32_t structSize;      /* set to sizeof(TinyAIGenerateStats) before the call */
     TinyAIStopReason stopReason;
-    int32_t promptTokens;     /* BOS included */
+    int32_t promptTokens;     /* BOS included (when the model adds it: tokenizer.add_bos) */
     int32_t generatedTokens;  /* sampled tokens (the text after the prompt) */
     int32_t decodeTokens;     /* sampled tokens evaluated one at a time */
     double promptSeconds;     /* evaluating the prompt */
@@ -300,8 +300,9 @@ TINYAI_API TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, con
 
 /* Resets the cache, then generates from prompt as llama2.c does (a model
  * whose logits turn NaN or infinite fails with TINYAI_ERR_NOT_FINITE at that
- * position): BOS at
- * position 0, the prompt, then sampled tokens until params->maxNewTokens are
+ * position): BOS at position 0 when the model starts a text with it
+ * (tokenizer.add_bos), the prompt (and EOS when the model ends a text with
+ * it: tokenizer.add_eos), then sampled tokens until params->maxNewTokens are
  * sampled, params->steps positions are used, the context is full or BOS is
  * sampled (stats->stopReason says which). The text (prompt included, first
  * leading space dropped, no trailing newline) goes to onText as it is

@@ -35,6 +35,7 @@ struct TinyAILLM {
 namespace tinyai {
 
 WeightStream* LLMWeightStream(TinyAILLM* llm) { return llm->model().weights(); }
+const Tokenizer& LLMTokenizer(const TinyAILLM* llm) { return llm->model().tokenizer(); }
 
 }  // namespace tinyai
 
