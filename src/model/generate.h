@@ -76,8 +76,9 @@ class TextSession {
   TinyAIStatus Reserve();
   // Encodes text (tinyaiLLMTokenize) in the reserved scratch when it is
   // within the prompt's bound, so that allocates nothing either; a longer
-  // text in a temporary one. Not while Start() encodes (one thread at a
-  // time; the session's tokens are untouched).
+  // text in a temporary one. Start() is done with the scratch before it
+  // prints anything, so a text callback may tokenize (the session's tokens
+  // are untouched).
   TinyAIStatus Tokenize(const char* text, bool bos, bool eos, int32_t* out, size_t capacity, size_t* count);
 
   // Encodes the prompt, resets the model and prints the prompt's pieces;

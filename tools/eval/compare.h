@@ -39,9 +39,10 @@ inline bool StartsWithBos(const TinyAILLM* llm) {
   return n_without > 0 && n_with > n_without && with[0] == info.bosId && with[1] == without[0];
 }
 
-// A token drawn uniformly from llm's vocabulary other than BOS, with
-// draw() (0..2^64-1): how a made-up text starts when the model adds no BOS
-// (there is nothing to sample its first token from).
+// The token of info's vocabulary other than BOS that the random value draw
+// picks (uniformly, but for draw's modulo bias): how a made-up text starts
+// when the model adds no BOS (there is nothing to sample its first token
+// from).
 inline int32_t FirstTokenWithoutBos(const TinyAIModelInfo& info, uint64_t draw) {
   if (info.vocabSize < 2) return 0;
   const int32_t t = static_cast<int32_t>(draw % static_cast<uint64_t>(info.vocabSize - 1));
