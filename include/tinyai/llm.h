@@ -165,7 +165,7 @@ typedef enum TinyAIStopReason TINYAI_ENUM_BASE {
 typedef struct TinyAIGenerateStats {
     uint32_t structSize;      /* set to sizeof(TinyAIGenerateStats) before the call */
     TinyAIStopReason stopReason;
-    int32_t promptTokens;     /* BOS included */
+    int32_t promptTokens;     /* BOS included (when the model adds it: tokenizer.add_bos) */
     int32_t generatedTokens;  /* sampled tokens (the text after the prompt) */
     int32_t decodeTokens;     /* sampled tokens evaluated one at a time */
     double promptSeconds;     /* evaluating the prompt */
@@ -233,7 +233,13 @@ TINYAI_API TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, 
  * is 0) and EOS last (when its tokenizer.add_eos is 1); addBos = 0 gives the
  * text's tokens alone. Writes up to capacity ids and sets
  * *count to the number the text needs, so a first call with capacity 0 sizes
- * the buffer; TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small. */
+ * the buffer; TINYAI_ERR_BUFFER_TOO_SMALL when capacity was too small.
+ * A text within the prompt's bound (tinyaiLLMGenerate) is encoded in the
+ * LLM's reserved memory and allocates nothing; a longer one takes temporary
+ * memory for the call, about 32 bytes a byte of text, outside memoryLimit
+ * (on the bare-metal port, from the static arena: an arena of exactly
+ * tinyaiEstimateStaticArena's size has no room for it, and the call fails
+ * with TINYAI_ERR_OUT_OF_MEMORY). */
 TINYAI_API TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBos, int32_t* tokens,
                                           int32_t capacity, int32_t* count);
 
@@ -294,8 +300,9 @@ TINYAI_API TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, con
 
 /* Resets the cache, then generates from prompt as llama2.c does (a model
  * whose logits turn NaN or infinite fails with TINYAI_ERR_NOT_FINITE at that
- * position): BOS at
- * position 0, the prompt, then sampled tokens until params->maxNewTokens are
+ * position): BOS at position 0 when the model starts a text with it
+ * (tokenizer.add_bos), the prompt (and EOS when the model ends a text with
+ * it: tokenizer.add_eos), then sampled tokens until params->maxNewTokens are
  * sampled, params->steps positions are used, the context is full or BOS is
  * sampled (stats->stopReason says which). The text (prompt included, first
  * leading space dropped, no trailing newline) goes to onText as it is
@@ -305,7 +312,20 @@ TINYAI_API TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, con
  * finishes (out needs *outLen + 1 bytes). When onText asks to stop, generation ends there and returns
  * TINYAI_STOPPED (positive: out, *outLen and stats hold the text so far).
  * TINYAI_ERR_CONTEXT_OVERFLOW if the prompt does not fit in the context.
- * stats may be NULL (else set stats->structSize first). */
+ * stats may be NULL (else set stats->structSize first).
+ *
+ * The prompt's bound: at most contextLength x 64 bytes, or contextLength x
+ * the length of the vocabulary's longest piece when that is shorter than 64
+ * bytes (no longer prompt can fit the context then). A longer prompt is
+ * refused with TINYAI_ERR_CONTEXT_OVERFLOW, the message naming the bound,
+ * before anything is encoded or allocated; one within it is encoded in
+ * memory the LLM reserved when it was created (counted in the memory
+ * report's otherBytes, and so within memoryLimit and a static arena sized
+ * by tinyaiEstimateStaticArena): generation allocates nothing. A prompt
+ * within the bound that encodes to more tokens than the context holds is
+ * refused with TINYAI_ERR_CONTEXT_OVERFLOW too. The tools read at most
+ * contextLength x 64 bytes of a prompt file (tinyai-generate -f). The same
+ * holds for the prompt of tinyaiExecuteNextLayer(). */
 TINYAI_API TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params,
                                           char* out, size_t outCapacity, size_t* outLen,
                                           TinyAIGenerateStats* stats);

@@ -35,6 +35,7 @@ struct TinyAILLM {
 namespace tinyai {
 
 WeightStream* LLMWeightStream(TinyAILLM* llm) { return llm->model().weights(); }
+const Tokenizer& LLMTokenizer(const TinyAILLM* llm) { return llm->model().tokenizer(); }
 
 }  // namespace tinyai
 
@@ -306,9 +307,13 @@ TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBo
   }
   size_t needed = 0;
   // addBos: the special tokens the model adds to a text (tokenizer.add_bos, add_eos), as llama.cpp's add_special.
+  // A text within the prompt's bound is encoded in the scratch the LLM
+  // reserved for prompts: nothing is allocated (a static arena sized by
+  // tinyaiEstimateStaticArena has no room for more).
   const tinyai::Tokenizer& tok = llm->model().tokenizer();
-  TinyAIStatus s = tok.Encode(text, addBos != 0 && tok.add_bos(), addBos != 0 && tok.add_eos(), tokens,
-                              static_cast<size_t>(capacity), &needed);
+  const bool special = addBos != 0;
+  TinyAIStatus s = llm->sched.llama->session().Tokenize(text, special && tok.add_bos(), special && tok.add_eos(), tokens,
+                                                        static_cast<size_t>(capacity), &needed);
   if (needed > INT32_MAX) return SetError(TINYAI_ERR_OVERFLOW, "tinyaiLLMTokenize: %zu tokens overflow int32", needed);
   *count = static_cast<int32_t>(needed);
   return s;

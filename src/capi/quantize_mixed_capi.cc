@@ -14,6 +14,7 @@
 #include "loader/precision_plan.h"
 #include "port/port.h"
 #include "quant/hessian.h"
+#include "text/sampler.h"
 #include "tinyai/utils/quantize_mixed.h"
 
 using tinyai::SetError;
@@ -129,6 +130,10 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfi
   tinyai::Array<float> logits;
   TINYAI_RETURN_IF_ERROR(logits.Allocate(static_cast<size_t>(info.vocabSize), "calibration logits"));
   const int32_t context = info.contextLength;
+  // Texts as the model takes them (tokenizer.add_bos, add_eos), as
+  // generation does: BOS first when it adds BOS, EOS last when it adds EOS.
+  const tinyai::Tokenizer& tok = tinyai::LLMTokenizer(llm);
+  const bool bos = tok.add_bos();
   if (cfg.calibrationText) {
     int32_t count = 0;
     s = tinyaiLLMTokenize(llm, cfg.calibrationText, 1, nullptr, 0, &count);
@@ -136,18 +141,23 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfi
     tinyai::Array<int32_t> ids;
     TINYAI_RETURN_IF_ERROR(ids.Allocate(static_cast<size_t>(count), "calibration tokens"));
     TINYAI_RETURN_IF_ERROR(tinyaiLLMTokenize(llm, cfg.calibrationText, 1, ids.data(), count, &count));
-    if (count < 2) {
+    // The text's tokens are ids[first..count): after BOS, and with the EOS
+    // the model ends a text with.
+    const size_t first = bos ? 1 : 0;
+    if (static_cast<size_t>(count) <= first + (tok.add_eos() ? 1 : 0)) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiApplyMixedPrecision: calibrationText has no tokens");
     }
-    // Windows of the text from its start, BOS first, the text repeated if short.
+    // Windows of the text from its first token (each after BOS when the
+    // model adds it), the text repeated if short.
     int32_t done = 0;
-    size_t next = 1;
+    size_t next = first;
     while (done < cfg.calibrationTokens) {
       TINYAI_RETURN_IF_ERROR(tinyaiResetLLM(llm));
-      TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, &info.bosId, 1, nullptr));
-      int32_t room = context - 1 < cfg.calibrationTokens - done ? context - 1 : cfg.calibrationTokens - done;
+      if (bos) TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, &info.bosId, 1, nullptr));
+      const int32_t window = bos ? context - 1 : context;
+      int32_t room = window < cfg.calibrationTokens - done ? window : cfg.calibrationTokens - done;
       while (room > 0) {
-        if (next >= static_cast<size_t>(count)) next = 1;
+        if (next >= static_cast<size_t>(count)) next = first;
         int32_t n = static_cast<int32_t>(static_cast<size_t>(count) - next);
         if (n > room) n = room;
         // 16 tokens per call: a call computes logits only at its end, and the
@@ -164,11 +174,21 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const TinyAIMixedPrecisionConfi
     TinyAISamplerConfig sampler = tinyaiCreateDefaultSamplerConfig();
     sampler.temperature = 1.0f;
     uint64_t rng = cfg.calibrationSeed;
-    int32_t token = info.bosId;
+    // A sampled text starts with BOS when the model adds it; else with a
+    // token drawn uniformly from the rest of the vocabulary (there is
+    // nothing to sample the first from).
+    auto start = [&]() -> int32_t {
+      if (bos || info.vocabSize < 2) return info.bosId;
+      const uint32_t others = static_cast<uint32_t>(info.vocabSize - 1);
+      const int32_t t = static_cast<int32_t>(tinyai::Sampler::RandomU32(&rng) % others);
+      return t < info.bosId ? t : t + 1;
+    };
+    int32_t token = start();
     for (int32_t done = 0; done < cfg.calibrationTokens; ++done) {
+      // A text ends at the context, or where the model samples BOS.
       if (tinyaiGetLLMPosition(llm) + 1 >= context || (done > 0 && token == info.bosId)) {
         TINYAI_RETURN_IF_ERROR(tinyaiResetLLM(llm));
-        token = info.bosId;
+        token = start();
       }
       TINYAI_RETURN_IF_ERROR(tinyaiLLMEval(llm, &token, 1, logits.data()));
       TINYAI_RETURN_IF_ERROR(tinyaiLLMSample(llm, logits.data(), &sampler, &rng, &token));

@@ -111,17 +111,34 @@ void TextSession::Cancel() {
   phase_ = kIdle;
 }
 
+uint32_t TextSession::PromptBytesPerPosition(const LlamaModel& llama) {
+  const uint32_t longest = llama.tokenizer().max_piece_length();
+  return longest < kPromptBytesPerPosition ? longest : kPromptBytesPerPosition;
+}
+
+uint64_t TextSession::PromptBytes(const LlamaModel& llama) {
+  return static_cast<uint64_t>(llama.prompt_capacity()) * PromptBytesPerPosition(llama);
+}
+
 uint64_t TextSession::ReserveBytes(const LlamaModel& llama) {
-  const size_t context = static_cast<size_t>(llama.prompt_capacity());
+  const uint64_t context = static_cast<uint64_t>(llama.prompt_capacity());
   return context * sizeof(int32_t) +
-         EncodeScratch::BytesFor(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
+         EncodeScratch::BytesFor(static_cast<size_t>(PromptBytes(llama)), llama.tokenizer().max_piece_length());
 }
 
 TinyAIStatus TextSession::Reserve() {
   const LlamaModel& llama = *llama_;
   const size_t context = static_cast<size_t>(llama.prompt_capacity());
   if (tokens_.size() < context) TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
-  return scratch_.Reserve(context * kPromptBytesPerPosition, llama.tokenizer().max_piece_length());
+  return scratch_.Reserve(static_cast<size_t>(PromptBytes(llama)), llama.tokenizer().max_piece_length());
+}
+
+TinyAIStatus TextSession::Tokenize(const char* text, bool bos, bool eos, int32_t* out, size_t capacity,
+                                   size_t* count) {
+  const Tokenizer& tok = llama_->tokenizer();
+  if (!text || std::strlen(text) > PromptBytes(*llama_)) return tok.Encode(text, bos, eos, out, capacity, count);
+  TINYAI_RETURN_IF_ERROR(Reserve());
+  return tok.Encode(text, bos, eos, out, capacity, count, &scratch_);
 }
 
 TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& params, const TextSink& sink,
@@ -137,13 +154,18 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   // text runs to the context's end, or with a window on and on.
   const int32_t context = llama_->prompt_capacity(), positions = llama_->max_positions();
 
-  // A prompt that fits the context has at most max_piece_length bytes per
-  // token after BOS; a longer one is refused before it is encoded.
+  // The prompt's bound, before anything is encoded or allocated.
   const size_t bytes = std::strlen(prompt);
-  const uint64_t most = static_cast<uint64_t>(context) * tok.max_piece_length();
+  const uint64_t most = PromptBytes(*llama_);
   if (bytes > most) {
-    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu bytes, more than the %d tokens of the "
-                    "context can hold (at most %u bytes each)", bytes, context, tok.max_piece_length());
+    const uint32_t each = PromptBytesPerPosition(*llama_);
+    const bool longest = each < kPromptBytesPerPosition;
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW,
+                    "the prompt is %zu bytes, more than the %d tokens of the context %s: a prompt holds at most %llu "
+                    "bytes, the context's %d positions at up to %u bytes each (%s); give a shorter prompt, or a longer "
+                    "contextLength (at most the model's seq_len)",
+                    bytes, context, longest ? "can hold" : "may take", static_cast<unsigned long long>(most), context,
+                    each, longest ? "the vocabulary's longest piece" : "64 on any model");
   }
   TINYAI_RETURN_IF_ERROR(Reserve());
   size_t count = 0;

@@ -56,14 +56,30 @@ class TextSession {
   // A session of llama, run in passes of sched.
   TextSession(ForwardScheduler* sched, LlamaModel* llama) : sched_(sched), llama_(llama) {}
 
-  // Prompts of up to this many bytes per context position are encoded in
-  // memory reserved when the session is prepared; a longer prompt grows it.
-  static constexpr size_t kPromptBytesPerPosition = 4;
-  // What Reserve() holds for llama: the prompt's tokens and the tokenizer's
-  // scratch.
+  // The prompt's bound (tinyaiLLMGenerate in <tinyai/llm.h>): at most
+  // PromptBytes() bytes, the context's positions (contextLength) at up to
+  // kPromptBytesPerPosition bytes each, or at up to the vocabulary's longest
+  // piece when that is shorter (no longer prompt could fit then). A longer
+  // one is refused with TINYAI_ERR_CONTEXT_OVERFLOW before anything is
+  // encoded; one within it is encoded in memory Reserve() took when the
+  // session was prepared. The tools read a prompt up to the context's
+  // positions at tinyai_tools::kTextBytesPerToken (the same 64) bytes each,
+  // and leave the rest of the bound to this.
+  static constexpr uint32_t kPromptBytesPerPosition = 64;
+  static uint32_t PromptBytesPerPosition(const LlamaModel& llama);
+  static uint64_t PromptBytes(const LlamaModel& llama);
+  // What Reserve() holds for llama: room for the context's tokens and the
+  // tokenizer's scratch for a prompt of PromptBytes(llama) bytes (counted in
+  // the model's tables: LlamaModel::Memory).
   static uint64_t ReserveBytes(const LlamaModel& llama);
   // Reserves that memory, so that a generation allocates nothing.
   TinyAIStatus Reserve();
+  // Encodes text (tinyaiLLMTokenize) in the reserved scratch when it is
+  // within the prompt's bound, so that allocates nothing either; a longer
+  // text in a temporary one. Start() is done with the scratch before it
+  // prints anything, so a text callback may tokenize (the session's tokens
+  // are untouched).
+  TinyAIStatus Tokenize(const char* text, bool bos, bool eos, int32_t* out, size_t capacity, size_t* count);
 
   // Encodes the prompt, resets the model and prints the prompt's pieces;
   // nothing is evaluated yet. With stop_when_full, generation ends before a

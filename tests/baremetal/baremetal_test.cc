@@ -251,7 +251,8 @@ TEST(BaremetalPort, QuantizedAppliedSavedAndReopened) {
   Image saved;
   for (int way = 0; way < 2; ++way) {
     TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-    if (way == 1) cfg.memoryLimit = 850u << 10;  // under the 0.19 MiB of weights plus 0.62 of KV cache: they stream
+    // Under the 0.19 MiB of weights, 0.62 of KV cache and 0.19 of tables: they stream.
+    if (way == 1) cfg.memoryLimit = 900u << 10;
     TinyAIMappedModel* model = way == 0 ? tinyaiOpenMappedModelFromMemory(image.data, image.size, nullptr)
                                         : tinyaiOpenMappedModelFromReader(ReadImage, &image, image.size, nullptr);
     ASSERT_NE(model, nullptr) << tinyaiGetLastErrorMessage();
@@ -284,6 +285,127 @@ TEST(BaremetalPort, QuantizedAppliedSavedAndReopened) {
   EXPECT_GT(texts[0].size(), 40u) << texts[0];
   EXPECT_EQ(texts[1], texts[0]);
   EXPECT_EQ(texts[2], texts[0]);
+  EXPECT_EQ(Stats().usedBytes, 0u);
+}
+
+// The prompt's bound (tinyaiLLMGenerate in <tinyai/llm.h>): the context's
+// positions at up to the vocabulary's longest piece each, 512 x 7 = 3,584
+// bytes for stories260K. The LLM reserves the memory to encode a prompt that
+// long when it is created (it once reserved 4 bytes a position, and a longer
+// prompt grew the scratch during generation: past the static arena, past
+// memoryLimit). In an arena of exactly the estimate: a prompt at the bound is
+// encoded without an allocation (and refused for its tokens: no text that
+// long fits 512 positions); the longest prompt that fits (a 7-byte piece
+// repeated, 3,576 bytes) is tokenized and runs without one; a byte over the
+// bound is refused naming it, before anything is encoded.
+constexpr size_t kStoriesPromptBound = 512 * 7;
+
+// The longest piece with a leading space whose repetition stories260K
+// encodes as that piece again and again: the longest text that fits the
+// context, which is "piece piece ..." (the dummy prefix gives the first
+// its space).
+std::string LongestFittingPrompt(TinyAILLM* llm, int32_t context) {
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  EXPECT_EQ(tinyaiGetLLMModelInfo(llm, &info), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  std::string best, best_piece;
+  char piece[256];
+  for (int32_t id = 0; id < info.vocabSize; ++id) {
+    size_t len = 0;
+    if (tinyaiLLMDecodeToken(llm, info.eosId, id, piece, sizeof piece, &len) != TINYAI_OK) continue;
+    const std::string p(piece, len);
+    if (p.size() < 2 || p[0] != ' ' || p.size() <= best_piece.size()) continue;
+    std::string text = p.substr(1);
+    for (int32_t i = 2; i < context; ++i) text += p;  // BOS and context - 1 pieces
+    static int32_t tokens[1024];
+    int32_t count = 0;
+    if (tinyaiLLMTokenize(llm, text.c_str(), 1, tokens, 1024, &count) != TINYAI_OK || count != context) continue;
+    bool same = true;
+    for (int32_t i = 1; i < count; ++i) same = same && tokens[i] == id;
+    if (same) {
+      best = text;
+      best_piece = p;
+    }
+  }
+  return best;
+}
+
+TEST(BaremetalPort, PromptAtItsBoundAllocatesNothing) {
+  REQUIRE_STORIES(image);
+  // The prompts and the LLM's estimate, in an arena with room to spare.
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, sizeof g_static), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  TinyAIMappedModel* model = nullptr;
+  TinyAILLM* llm = nullptr;
+  ASSERT_EQ(Open(image, false, nullptr, &model, &llm), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  const std::string fits = LongestFittingPrompt(llm, 512);
+  TinyAIMemoryReport planned;
+  std::memset(&planned, 0, sizeof planned);
+  planned.structSize = sizeof planned;
+  ASSERT_EQ(tinyaiEstimateLLMMemory(model, nullptr, &planned), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+  ASSERT_EQ(fits.size(), kStoriesPromptBound - 8) << "a 7-byte piece, 511 times, less the dummy prefix's space";
+  ASSERT_GT(fits.size(), 512u * 4) << "longer than the 4 bytes a position once reserved";
+  std::string at_bound;
+  while (at_bound.size() < kStoriesPromptBound) at_bound += "Once upon a time, there was a little girl. ";
+  at_bound.resize(kStoriesPromptBound);
+  const std::string over = at_bound + "x";
+
+  // In an arena of exactly the estimate.
+  const size_t estimate = Estimate(image, false, nullptr);
+  ASSERT_EQ(tinyaiSetStaticArena(g_static, estimate), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  ASSERT_EQ(Open(image, false, nullptr, &model, &llm), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  const TinyAIArenaStats created = Stats();
+  // What the estimate, the memory report and the arena say agree.
+  TinyAIMemoryReport report;
+  std::memset(&report, 0, sizeof report);
+  report.structSize = sizeof report;
+  ASSERT_EQ(tinyaiGetLLMMemoryReport(llm, &report), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(planned.otherBytes, report.otherBytes);
+  EXPECT_EQ(planned.totalBytes, report.totalBytes);
+  EXPECT_GE(created.usedBytes, report.totalBytes);
+  EXPECT_LE(created.usedBytes, report.totalBytes + (16u << 10));
+
+  TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+  gp.sampler.temperature = 0.0f;
+  static char text[16384];
+  size_t len = 0;
+  TinyAIGenerateStats stats;
+  std::memset(&stats, 0, sizeof stats);
+  stats.structSize = sizeof stats;
+  // At the bound: encoded in the reserved memory, then refused for its tokens.
+  EXPECT_EQ(tinyaiLLMGenerate(llm, at_bound.c_str(), &gp, text, sizeof text, &len, nullptr),
+            TINYAI_ERR_CONTEXT_OVERFLOW);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "tokens (BOS included) but the context holds 512"), nullptr)
+      << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(Stats().failures, 0u) << "encoding a prompt at the bound wanted more memory";
+  EXPECT_EQ(Stats().allocations, created.allocations) << "encoding a prompt at the bound allocated";
+  // The longest that fits: tokenized and run.
+  int32_t count = 0;
+  EXPECT_EQ(tinyaiLLMTokenize(llm, fits.c_str(), 1, nullptr, 0, &count), TINYAI_ERR_BUFFER_TOO_SMALL)
+      << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(count, 512);
+  ASSERT_EQ(tinyaiLLMGenerate(llm, fits.c_str(), &gp, text, sizeof text, &len, &stats), TINYAI_OK)
+      << tinyaiGetLastErrorMessage();
+  EXPECT_EQ(stats.promptTokens, 512);
+  EXPECT_EQ(std::string(text, fits.size()), fits);
+  EXPECT_EQ(Stats().failures, 0u) << "the longest prompt that fits wanted more memory";
+  EXPECT_EQ(Stats().allocations, created.allocations) << "the longest prompt that fits allocated";
+  // A byte over: refused, naming the bound.
+  EXPECT_EQ(tinyaiLLMGenerate(llm, over.c_str(), &gp, text, sizeof text, &len, nullptr), TINYAI_ERR_CONTEXT_OVERFLOW);
+  EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "the prompt is 3585 bytes, more than the 512 tokens of the "
+                                                     "context can hold: a prompt holds at most 3584 bytes, the "
+                                                     "context's 512 positions at up to 7 bytes each"),
+            nullptr)
+      << tinyaiGetLastErrorMessage();
+  const TinyAIArenaStats after = Stats();
+  EXPECT_EQ(after.failures, 0u);
+  EXPECT_EQ(after.allocations, created.allocations);
+  EXPECT_EQ(after.usedBytes, created.usedBytes);
+  EXPECT_EQ(after.peakBytes, estimate);
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
   EXPECT_EQ(Stats().usedBytes, 0u);
 }
 

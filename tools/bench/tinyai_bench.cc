@@ -18,6 +18,7 @@
 #include "tools/bench/bandwidth_probe.h"
 #include "tools/bench/huge_pages.h"
 #include "tools/common/cli.h"
+#include "tools/eval/compare.h"
 
 namespace {
 
@@ -169,13 +170,10 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   f->prompt_n = prompt_n;
   f->gen_n = gen_n;
   std::vector<float> logits(static_cast<size_t>(f->info.vocabSize));
-  std::vector<int32_t> tokens(static_cast<size_t>(prompt_n));
+  // A made-up text as the model starts one: BOS first when it adds BOS
+  // (tokenizer.add_bos), then random tokens.
   uint64_t rng = 12345;
-  tokens[0] = f->info.bosId;
-  for (int i = 1; i < prompt_n; ++i) {
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    tokens[static_cast<size_t>(i)] = static_cast<int32_t>((rng >> 33) % static_cast<uint64_t>(f->info.vocabSize));
-  }
+  const std::vector<int32_t> tokens = tinyai_tools::RandomText(llm, prompt_n, &rng);
   TinyAISamplerConfig greedy = tinyaiCreateDefaultSamplerConfig();
   greedy.temperature = 0.0f;
   TinyAICacheStats c0, c1, c2;

@@ -41,6 +41,14 @@ CompareResult CompareModels(TinyAILLM* ref, TinyAILLM* model, const CompareOptio
                                                         std::to_string(ri.vocabSize) + " tokens, the model " +
                                                         std::to_string(mi.vocabSize));
   }
+  // Both read the same texts: they must start them alike.
+  const bool bos = StartsWithBos(ref);
+  if (StartsWithBos(model) != bos) {
+    throw RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
+                       std::string("the reference ") + (bos ? "starts" : "does not start") +
+                           " a text with BOS (tokenizer.add_bos " + (bos ? "1" : "0") + ") and the model " +
+                           (bos ? "does not" : "does") + "; compare models that start a text alike");
+  }
   int32_t sequence = options.sequence;
   if (sequence > ri.contextLength) sequence = ri.contextLength;
   if (sequence > mi.contextLength) sequence = mi.contextLength;
@@ -54,7 +62,9 @@ CompareResult CompareModels(TinyAILLM* ref, TinyAILLM* model, const CompareOptio
   while (static_cast<int64_t>(klds.size()) < options.tokens) {
     Check(tinyaiResetLLM(ref));
     Check(tinyaiResetLLM(model));
-    int32_t token = ri.bosId >= 0 ? ri.bosId : 1;
+    // Each sequence starts as the models start a text: with BOS, or with a
+    // first token drawn uniformly.
+    int32_t token = bos ? ri.bosId : FirstTokenWithoutBos(ri, rng());
     for (int32_t t = 0; t < sequence && static_cast<int64_t>(klds.size()) < options.tokens; ++t) {
       Check(tinyaiLLMEval(ref, &token, 1, lr.data()));
       Check(tinyaiLLMEval(model, &token, 1, lm.data()));

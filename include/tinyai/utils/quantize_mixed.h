@@ -89,7 +89,9 @@ typedef struct TinyAIMixedPrecisionConfig {
     /* Calibration: measure the inputs each INT8/INT4 matrix meets by running the model (at the
      * precisions its file stores) over calibrationTokens positions: the tokens of
      * calibrationText when it is set, else a stream the model samples itself (temperature 1,
-     * seed calibrationSeed, sequences of up to 256 tokens after BOS). 0 = none (default); 2048
+     * seed calibrationSeed, sequences of up to 256 tokens). Each sequence starts as the model
+     * starts a text: after BOS when it adds one (tokenizer.add_bos), else at the text's first
+     * token (a sampled one at a token drawn uniformly). 0 = none (default); 2048
      * or more pays (fewer over-fit the inputs' second moment). Language models only
      * (TINYAI_ERR_UNSUPPORTED for others); docs/quantization.md gives what it gains. */
     int32_t calibrationTokens;
