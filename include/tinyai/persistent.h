@@ -73,10 +73,18 @@
  * grows it by whole rows (all its columns) and whole columns (all its
  * rows), with no gap: an empty matrix (`f32[0, 0]`) gains its first row
  * and column with `A[0, 0]`, and `A[0..r+1, 0..c+1]` writes an r x c
- * matrix and one more row and column at once.
+ * matrix and one more row and column at once. A matrix holds at most 2^40
+ * rows and 2^40 columns (its declared size plus its @fixed growth, at most
+ * 2^40), declared, grown or loaded. The matrices of a table grow apart: a
+ * reference over several (`C[]`, `C[0..2, 1, ]`) takes each one's own rows
+ * and columns - `C[]` is every matrix whole, one after the other, for
+ * read, write and reset alike - and an index one of them lacks is
+ * TINYAI_ERR_OUT_OF_BOUNDS naming that matrix (`C[0]`).
  * Slices are read and written row after row in index order; data crosses
  * the API as TYPE values packed together (a conversion to or from another
- * TinyAIPersistentType is refused: TINYAI_ERR_INVALID_ARGUMENT).
+ * TinyAIPersistentType is refused: TINYAI_ERR_INVALID_ARGUMENT). A value
+ * is any bits of its type (a float may be NaN or infinite: written, saved
+ * and loaded as given), but a bool is 0 or 1.
  *
  * Memory: growable tables grow a chunk of rows at a time
  * (TinyAIPersistentConfig.chunkRows) and auto-dim matrices a block at a

@@ -52,8 +52,12 @@ constexpr int64_t kAutoBlock = 16;
 // below kMaxPIndex; a declared dimension, named dimension and @fixed
 // extent is at most kMaxPIndex. Everything the store computes from them
 // then fits 64 bits, and a reference to a larger index is
-// TINYAI_ERR_OUT_OF_BOUNDS, whatever number it gives.
+// TINYAI_ERR_OUT_OF_BOUNDS, whatever number it gives. An auto-dim
+// matrix's rows and columns are indices too: it holds at most kMaxPIndex
+// of each (PersistentStore::AutoMax), whether declared, grown or loaded.
 constexpr int64_t kMaxPIndex = int64_t{1} << 40;
+// A growable table's chunk: 1..kMaxPChunkRows rows (TinyAIPersistentConfig.chunkRows).
+constexpr int32_t kMaxPChunkRows = 65536;
 
 // Up to 64 bytes of a text (a name, a reference) for a message, with
 // "..." when it is longer, so that a long text leaves room for the cause.
@@ -159,6 +163,18 @@ class PersistentStore {
   // wrong); a fixed table is laid out now (TINYAI_ERR_RESOURCE_EXHAUSTED
   // past the limit).
   TinyAIStatus Declare(const PDecl& decl);
+  // What Declare checks of a declaration by itself (not whether its name is
+  // taken), and its element's bytes: TINYAI_ERR_INVALID_ARGUMENT or
+  // TINYAI_ERR_OVERFLOW naming what is wrong. A load checks a saved
+  // declaration with it too.
+  static TinyAIStatus CheckDecl(const PDecl& decl, uint64_t* elem_bytes);
+  // The most rows (k 0) or columns (k 1) an auto-dim matrix of decl holds:
+  // its declared size plus its @fixed growth, at most kMaxPIndex. Writes,
+  // loads and saves use this one bound (a store loads what it saved).
+  static int64_t AutoMax(const PDecl& decl, int32_t k);
+  // Whether an entry's storage is laid out at declaration and never grows:
+  // a scalar, a tensor, a table whose every index is fixed.
+  static bool HeldInPlace(const PDecl& decl);
   // What Declare(decl) takes from the limit (a valid declaration): all of a
   // scalar, tensor or fixed table; a growable entry's record alone (each
   // with its share of the store's list and table of names).
@@ -238,6 +254,9 @@ class PersistentStore {
   struct Matrix;  // an auto-dim matrix
   struct Entry;
 
+  struct Cells;     // an auto-dim reference's cells in one matrix
+  struct AutoSlice; // an auto-dim reference over its matrices
+
   TinyAIStatus WriteBody(Sink sink, void* user) const;
   static TinyAIStatus ReadDecls(StoreReader* in, Vector<PDecl>* decls);
   // TINYAI_ERR_MISMATCH naming the first difference from this store's.
@@ -248,10 +267,35 @@ class PersistentStore {
   void Refund(uint64_t bytes);
   // Replaces the symbols of ref by their scalars' values.
   TinyAIStatus BindSymbols(PRef* ref) const;
+  // Every index of ref as a half-open range [from, to): a plain table's
+  // (count: its indices), an auto-dim entry's table indices (count: those;
+  // its matrix's rows and columns are resolved per matrix: MatrixCells).
   TinyAIStatus Resolve(const PRef& ref, int32_t* e, int64_t from[], int64_t to[], int32_t* count,
                        bool writing) const;
+  // Index i of ref over an extent (tuple: the matrix's table indices, for
+  // the message; nullptr for a matrix not yet written).
+  TinyAIStatus ResolveIndex(const PRef& ref, const Entry* x, int32_t i, int64_t extent, bool writing,
+                            const int64_t* tuple, int64_t* from, int64_t* to) const;
+  // ref's cells in matrix m (nullptr: one at its declared shape), against
+  // that matrix's own rows and columns.
+  TinyAIStatus MatrixCells(const PRef& ref, const Entry* x, const Matrix* m, const int64_t* tuple, bool writing,
+                           Cells* cells) const;
+  // ref over an auto-dim entry's matrices [from, to): its cells in all,
+  // every matrix's resolved (the first refusal returned).
+  TinyAIStatus PlanAuto(const PRef& ref, const Entry* x, const int64_t* from, const int64_t* to, bool writing,
+                        AutoSlice* plan) const;
+  // Calls fn(tuple, matrix or nullptr) for the table tuples in [from, to)
+  // in index order: every one (dense), or only those the matrices' array
+  // holds (a walk bounded by the memory they hold).
+  template <class F>
+  TinyAIStatus ForEachMatrix(const Entry* x, const int64_t* from, const int64_t* to, bool dense, F&& fn) const;
   TinyAIStatus Access(const char* ref_text, bool writing, int32_t dtype, uint8_t* out, const uint8_t* in,
                       size_t size, size_t* bytes);
+  // A slice's size against the call's (and a write's bool values).
+  TinyAIStatus CheckSize(const PDecl& d, bool writing, const uint8_t* in, size_t size, uint64_t need) const;
+  TinyAIStatus AccessAuto(const PRef& ref, Entry* x, const int64_t* from, const int64_t* to, bool writing,
+                          uint8_t* out, const uint8_t* in, size_t size, size_t* bytes);
+  TinyAIStatus ResetAuto(const PRef& ref, Entry* x, const int64_t* from, const int64_t* to);
   TinyAIStatus ResetEntry(int32_t e);
   // A table's row at `tuple` (in range), its chunk allocated (and the
   // directory grown) when `create`; nullptr when never written (or on a
@@ -263,9 +307,11 @@ class PersistentStore {
   TinyAIStatus GrowDir(Entry* x, const int64_t* where);
   TinyAIStatus GrowMats(Entry* x, const int64_t* tuple);
   TinyAIStatus CheckWriteFits(const Entry* x, const int64_t* from, const int64_t* to) const;
-  // An auto-dim write of cells [from, to) grows each matrix it reaches by
-  // whole rows or whole columns only (checked before anything is created).
-  TinyAIStatus CheckMatrixGrowth(const Entry* x, const int64_t* from, const int64_t* to) const;
+  TinyAIStatus CheckAutoWriteFits(const PRef& ref, const Entry* x, const AutoSlice& plan) const;
+  // An auto-dim write of `cells` grows matrix m (nullptr: one at its
+  // declared shape) by whole rows or whole columns only (checked before
+  // anything is created).
+  TinyAIStatus CheckMatrixGrowth(const Entry* x, const Matrix* m, const Cells& cells) const;
   const uint8_t* Row(const Entry* x, const int64_t* tuple) const;
   // The auto-dim matrix of a table tuple (created when `create`).
   Matrix* MatrixAt(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status);

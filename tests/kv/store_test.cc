@@ -1214,3 +1214,39 @@ TEST(PersistentStore, AChunkPastTheAddressSpaceIsRefusedWhenDeclared) {
   EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 0);
   EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_OK) << Message();  // 4 GiB a row: a chunk fits 64 bits
 }
+
+// ---- slices over several matrices (issue 42, class 4) -----------------------------------------
+
+// A reference over several auto-dim matrices of a table takes each
+// matrix's own rows and columns: `C[]` is every matrix whole, one after the
+// other, and read, write and reset agree on it. (The first matrix's shape
+// was taken for all: `reset C[]` zeroed each only up to the first's rows,
+// and a read cut the others short or refused them.)
+TEST(PersistentStore, ASliceOverSeveralMatricesTakesEachOnesShape) {
+  Store s;
+  ASSERT_EQ(s.Declare("C(l, i, j): f32[1, 1] @table @auto_dim(i, j)"), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("C[0, 0, 0]", {1}), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("C[1, 0..2, 0..2]", {10, 11, 12, 13}), TINYAI_OK) << Message();  // grows to 2 x 2
+  ASSERT_EQ(s.Write("C[1, 2, ]", {14, 15}), TINYAI_OK) << Message();                // and 3 x 2
+  EXPECT_EQ(s.Read("C[]"), (std::vector<float>{1, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(s.Read("C[0..2, 0, ]"), (std::vector<float>{1, 10, 11}));
+  EXPECT_EQ(s.Read("C[0..2, , 0]"), (std::vector<float>{1, 10, 12, 14}));
+  ASSERT_EQ(s.Write("C[]", {2, 20, 21, 22, 23, 24, 25}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("C[1]"), (std::vector<float>{20, 21, 22, 23, 24, 25}));
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "C[]"), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("C[]"), std::vector<float>(7, 0.0f));
+  EXPECT_EQ(s.Entry("C").extent[0], 2);
+  // The first one larger: each row 1 is its own matrix's.
+  ASSERT_EQ(s.Write("C[0, 0..2, 0..2]", {1, 2, 4, 5}), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("C[0, , 2]", {3, 6}), TINYAI_OK) << Message();  // 2 x 3
+  EXPECT_EQ(s.Read("C[0..2, 1, ]"), (std::vector<float>{4, 5, 6, 0, 0}));
+  // A row one of them lacks is refused, naming that matrix.
+  TinyAIStatus st = TINYAI_OK;
+  s.Read("C[0..2, 2, ]", &st);
+  EXPECT_EQ(st, TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_NE(Message().find("C[0]"), std::string::npos) << Message();
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "C[0..2, 1, ]"), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("C[]"), (std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // Matrices never written are at their declared shape.
+  EXPECT_EQ(s.Read("C[0..2, 0, 0]"), (std::vector<float>{1, 0}));
+}
