@@ -232,13 +232,19 @@ class PersistentStore {
   int32_t chunk_rows() const { return chunk_rows_; }
 
   // Saved form (store_io.cc): declarations and contents, CRC-32C at the
-  // end. Save writes path.part and renames it over path. Load checks the
-  // checksum, the declarations and the structure before it changes
-  // anything; a store of fixed entries only is then read in place (a read
-  // that fails after the checks leaves it partly loaded, and says so), any
-  // other is built beside this one and swapped in (holding both for a
-  // moment). Serialize streams to a sink, Deserialize reads from a source
-  // at an offset (a store embedded in another file).
+  // end; only what the store holds is written (the chunks and blocks it
+  // allocated, with their places), so a file is at most 24 bytes plus 4
+  // times used(). Load checks the checksum, then everything the file says
+  // (its declarations as Declare would and against this store's, every
+  // count, place and extent, bool values) before it changes anything. The
+  // growable entries' contents are then built beside this store's, under
+  // what memoryLimit leaves beside what this store holds (both are held
+  // until they are swapped in); the entries held in place (HeldInPlace)
+  // are read last, straight into place (a read that fails there, after
+  // the checks - a failing disk, a file changed meanwhile - leaves the
+  // store partly loaded, and says so). Serialize streams to a sink,
+  // Deserialize reads a store of exactly size bytes from a source at an
+  // offset.
   TinyAIStatus Save(const char* path) const;
   TinyAIStatus Load(const char* path);
   using Sink = TinyAIStatus (*)(void* user, const void* data, size_t size);
@@ -247,8 +253,6 @@ class PersistentStore {
   // Reads size bytes at offset into dst (TINYAI_ERR_TRUNCATED past the end).
   using Source = TinyAIStatus (*)(void* user, uint64_t offset, void* dst, size_t size);
   TinyAIStatus Deserialize(Source source, void* user, uint64_t offset, uint64_t size, const char* what);
-  // Takes other's contents (same declarations), giving it this store's.
-  void SwapContents(PersistentStore* other);
 
  private:
   struct Matrix;  // an auto-dim matrix
@@ -258,11 +262,29 @@ class PersistentStore {
   struct AutoSlice; // an auto-dim reference over its matrices
 
   TinyAIStatus WriteBody(Sink sink, void* user) const;
-  static TinyAIStatus ReadDecls(StoreReader* in, Vector<PDecl>* decls);
-  // TINYAI_ERR_MISMATCH naming the first difference from this store's.
+  TinyAIStatus WriteTable(const Entry* x, Sink sink, void* user) const;
+  TinyAIStatus WriteMatrices(const Entry* x, Sink sink, void* user) const;
+  // The file's declarations: each checked as Declare checks one
+  // (TINYAI_ERR_BAD_FORMAT), then against this store's
+  // (TINYAI_ERR_MISMATCH naming the first difference).
   TinyAIStatus CheckSavedDecls(StoreReader* in) const;
-  // apply false: a dry run that only checks the structure.
-  TinyAIStatus ReadContents(StoreReader* in, bool apply);
+  // The file's contents, every entry's checked. kCheck keeps nothing;
+  // kBuild reads the growable entries into `into` (a store of those
+  // entries alone, in order); kInPlace reads the entries held in place
+  // into this store. Each skips the others' values.
+  enum class LoadPass { kCheck, kBuild, kInPlace };
+  TinyAIStatus ReadContents(StoreReader* in, LoadPass pass, PersistentStore* into);
+  // One entry's contents (declared d), read into x of this store, or
+  // (x null) checked; values skipped unread when `skip`.
+  TinyAIStatus ReadTable(StoreReader* in, const PDecl& d, Entry* x, bool skip);
+  TinyAIStatus ReadMatrices(StoreReader* in, const PDecl& d, Entry* x, bool skip);
+  // Rows of a table at `tuple` (the last index from r0), read into place.
+  TinyAIStatus ReadRows(StoreReader* in, const PDecl& d, Entry* x, int64_t* tuple, int64_t r0, int64_t rows, bool skip);
+  // The growable entries' contents from `into` (built by kBuild),
+  // giving it this store's.
+  void SwapGrowable(PersistentStore* into);
+  // What tinyaiPersistentReset(store, NULL) would free now.
+  uint64_t ResetFrees() const;
   TinyAIStatus Charge(uint64_t bytes, const char* what);
   void Refund(uint64_t bytes);
   // Replaces the symbols of ref by their scalars' values.
