@@ -73,10 +73,18 @@
  * grows it by whole rows (all its columns) and whole columns (all its
  * rows), with no gap: an empty matrix (`f32[0, 0]`) gains its first row
  * and column with `A[0, 0]`, and `A[0..r+1, 0..c+1]` writes an r x c
- * matrix and one more row and column at once.
+ * matrix and one more row and column at once. A matrix holds at most 2^40
+ * rows and 2^40 columns (its declared size plus its @fixed growth, at most
+ * 2^40), declared, grown or loaded. The matrices of a table grow apart: a
+ * reference over several (`C[]`, `C[0..2, 1, ]`) takes each one's own rows
+ * and columns - `C[]` is every matrix whole, one after the other, for
+ * read, write and reset alike - and an index one of them lacks is
+ * TINYAI_ERR_OUT_OF_BOUNDS naming that matrix (`C[0]`).
  * Slices are read and written row after row in index order; data crosses
  * the API as TYPE values packed together (a conversion to or from another
- * TinyAIPersistentType is refused: TINYAI_ERR_INVALID_ARGUMENT).
+ * TinyAIPersistentType is refused: TINYAI_ERR_INVALID_ARGUMENT). A value
+ * is any bits of its type (a float may be NaN or infinite: written, saved
+ * and loaded as given), but a bool is 0 or 1.
  *
  * Memory: growable tables grow a chunk of rows at a time
  * (TinyAIPersistentConfig.chunkRows) and auto-dim matrices a block at a
@@ -213,16 +221,34 @@ TINYAI_API uint64_t tinyaiGetPersistentMemoryUsage(const TinyAIPersistentStore* 
 
 /* Saves every entry's declaration and contents to path (CRC-32C
  * checksummed; written beside it and renamed, so a failed save leaves what
- * path held). A store loads it back only into the same declarations
- * (names, types, shapes, indices, auto dims): TINYAI_ERR_MISMATCH for
- * another store's file (naming the first difference), TINYAI_ERR_BAD_MAGIC
- * for no store file, TINYAI_ERR_CHECKSUM for a corrupt one,
- * TINYAI_ERR_TRUNCATED, TINYAI_ERR_BAD_FORMAT; TINYAI_ERR_RESOURCE_EXHAUSTED
- * when its contents pass memoryLimit. Every check runs before anything
- * changes, and on those errors the store is left as it was. A store of
- * fixed tables and scalars only is then read in place (no second copy);
- * if the file cannot be read part way through (a failing disk, a file
- * changed meanwhile), the error says the store is partly loaded. */
+ * path held). A save writes what the store holds, not every place it could
+ * hold: the chunks and blocks written, each with its place (a table of 2^40
+ * rows with one written saves one chunk), so a file takes at most 24 bytes
+ * plus 4 times tinyaiGetPersistentMemoryUsage(store). The format (TPS1,
+ * version 2; a load reads version 1 too) is described in
+ * src/kv/store_io.cc.
+ * A store loads a file back only into the same declarations (names, types,
+ * shapes, indices, auto dims): TINYAI_ERR_MISMATCH for another store's
+ * file (naming the first difference), TINYAI_ERR_BAD_MAGIC for no store
+ * file, TINYAI_ERR_CHECKSUM for a corrupt one, TINYAI_ERR_TRUNCATED, and
+ * TINYAI_ERR_BAD_FORMAT for one whose checksum is right but which says what
+ * no store writes or the API refuses (a checksum is easy to make right): a
+ * declaration tinyaiDeclarePersistentEntry would refuse, a bool other than
+ * 0 or 1, a growable index's extent other than one past the highest row it
+ * holds, a place outside the extents or out of order, a matrix past its
+ * bounds, bytes after the checksum.
+ * Memory: the file's growable tables and matrices are built beside the
+ * store's (the store keeps its own until the file's are whole), and both
+ * count against memoryLimit while both are held, so a load never holds
+ * more than memoryLimit: when the file's contents do not fit beside what
+ * the store holds, TINYAI_ERR_RESOURCE_EXHAUSTED names the bytes (in use,
+ * left, and what a reset frees) and the fix - reset the store first
+ * (tinyaiPersistentReset(store, NULL)) or raise memoryLimit. Scalars,
+ * tensors and fixed tables are read into place (no second copy).
+ * Every check runs before anything changes, and on those errors the store
+ * is left as it was. If the file cannot be read part way through the
+ * entries read in place, after every check (a failing disk, a file changed
+ * meanwhile), the error says the store is partly loaded. */
 TINYAI_API TinyAIStatus tinyaiSavePersistentStore(const TinyAIPersistentStore* store, const char* path);
 TINYAI_API TinyAIStatus tinyaiLoadPersistentStore(TinyAIPersistentStore* store, const char* path);
 

@@ -284,9 +284,9 @@ uint8_t* AllocZeroed(uint64_t bytes) {
 PersistentStore::~PersistentStore() { Truncate(0); }
 
 TinyAIStatus PersistentStore::Init(uint64_t memory_limit, int32_t chunk_rows, bool zero_fixed) {
-  if (chunk_rows < 1 || chunk_rows > 65536) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: chunkRows %d is outside 1..65536",
-                    static_cast<int>(chunk_rows));
+  if (chunk_rows < 1 || chunk_rows > kMaxPChunkRows) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: chunkRows %d is outside 1..%d",
+                    static_cast<int>(chunk_rows), static_cast<int>(kMaxPChunkRows));
   }
   Truncate(0);
   dims_ = Vector<NamedDim>();
@@ -433,13 +433,12 @@ uint64_t PersistentStore::DeclaredBytes(const PDecl& d) {
   return record + rows * elem + prefixes * sizeof(uint8_t*);
 }
 
-TinyAIStatus PersistentStore::Declare(const PDecl& d) {
+TinyAIStatus PersistentStore::CheckDecl(const PDecl& d, uint64_t* elem_bytes) {
   const char* n = d.name;
   if (const char* problem = PNameProblem(n)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the name '%s' %s (a name is letters, digits and _, not a digit "
                     "first)", Excerpt(n, sizeof d.name).text, problem);
   }
-  if (Find(n) >= 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is declared twice", n);
   const size_t each = PTypeBytes(d.dtype);
   if (each == 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': type %d is not a persistent type", n, static_cast<int>(d.dtype));
   if (d.rank < 0 || d.rank > kMaxPRank) {
@@ -489,6 +488,52 @@ TinyAIStatus PersistentStore::Declare(const PDecl& d) {
                       PTypeName(d.dtype),
                       PTypeIsFloat(d.dtype) ? " (past its finite range)" : " (a whole number in its range)");
     }
+  }
+  *elem_bytes = elem;
+  return TINYAI_OK;
+}
+
+int64_t PersistentStore::AutoMax(const PDecl& d, int32_t k) {
+  if (k >= d.rank) return 1;  // a vector's one column
+  const int64_t fixed = d.fixed[d.table_indices() + k];
+  // Both at most kMaxPIndex: the sum fits.
+  const int64_t most = fixed > 0 ? d.shape[k] + fixed : kMaxPIndex;
+  return most < kMaxPIndex ? most : kMaxPIndex;
+}
+
+bool PersistentStore::HeldInPlace(const PDecl& d) {
+  if (d.index_count == 0) return true;
+  if (d.auto_count > 0) return false;
+  for (int32_t i = 0; i < d.index_count; ++i) {
+    if (d.fixed[i] <= 0) return false;
+  }
+  return true;
+}
+
+TinyAIStatus PersistentStore::Declare(const PDecl& given) {
+  const char* n = given.name;
+  if (const char* problem = PNameProblem(n)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the name '%s' %s (a name is letters, digits and _, not a digit "
+                    "first)", Excerpt(n, sizeof given.name).text, problem);
+  }
+  if (Find(n) >= 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is declared twice", n);
+  uint64_t elem = 0;
+  TINYAI_RETURN_IF_ERROR(CheckDecl(given, &elem));
+  // Kept as saved (and as a load compares it): what the declaration does
+  // not use at its defaults (no @init: 0; shape past the rank: 1; indices
+  // past the count: unnamed, not fixed).
+  PDecl d = given;
+  if (!d.has_init) d.init = 0.0;
+  for (int32_t i = d.rank; i < kMaxPRank; ++i) d.shape[i] = 1;
+  for (int32_t i = d.index_count; i < kMaxPIndices; ++i) {
+    std::memset(d.index_names[i], 0, sizeof d.index_names[i]);
+    d.fixed[i] = 0;
+  }
+  const size_t name_bytes = std::strlen(d.name);
+  std::memset(d.name + name_bytes, 0, sizeof d.name - name_bytes);
+  for (int32_t i = 0; i < d.index_count; ++i) {
+    const size_t b = std::strlen(d.index_names[i]);
+    std::memset(d.index_names[i] + b, 0, sizeof d.index_names[i] - b);
   }
   Entry* x = New<Entry>();
   if (!x) return OutOfMemory("persistent store entry", sizeof(Entry));
@@ -778,6 +823,31 @@ void PersistentStore::FreeMatrix(const Entry* x, Matrix* m) {
   m->cols = x->d.rank == 2 ? x->d.shape[1] : 1;
 }
 
+// ---- walks and checks ---------------------------------------------------------------------------
+
+template <class F>
+TinyAIStatus PersistentStore::ForEachMatrix(const Entry* x, const int64_t* from, const int64_t* to, bool dense,
+                                            F&& fn) const {
+  const int32_t k = x->d.table_indices();
+  if (!dense && !x->mats) return TINYAI_OK;
+  int64_t at[kMaxPIndices] = {0, 0, 0, 0}, end[kMaxPIndices] = {0, 0, 0, 0};
+  for (int32_t i = 0; i < k; ++i) {
+    end[i] = dense || to[i] < x->cap[i] ? to[i] : x->cap[i];
+    if (end[i] <= from[i]) return TINYAI_OK;
+    at[i] = from[i];
+  }
+  for (;;) {
+    const Matrix* m = dense ? MatrixAt(x, at) : &x->mats[DenseIndex(at, x->cap, k)];
+    TINYAI_RETURN_IF_ERROR(fn(static_cast<const int64_t*>(at), m));
+    int32_t i = k - 1;
+    for (; i >= 0; --i) {
+      if (++at[i] < end[i]) break;
+      at[i] = from[i];
+    }
+    if (i < 0) return TINYAI_OK;
+  }
+}
+
 // Whether writing [from, to) fits the memory limit, every transient peak
 // included, when the directories and grids are grown to their final size
 // first (PrepareWrite) and then the chunks or blocks allocated: a write
@@ -794,76 +864,93 @@ TinyAIStatus PersistentStore::CheckWriteFits(const Entry* x, const int64_t* from
   auto drop = [&](uint64_t bytes) { running -= bytes < running ? bytes : running; };
   int64_t at[kMaxPIndices] = {0, 0, 0, 0}, where[kMaxPIndices] = {0, 0, 0, 0}, cap[kMaxPIndices];
   uint64_t entries = 0;
-  if (d.auto_count == 0) {
-    for (int32_t i = 0; i < k; ++i) where[i] = i + 1 < k ? to[i] - 1 : (to[i] - 1) / x->chunk;
-    bool fits = x->dir != nullptr;
-    for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
-    if (!fits) {
-      if (!DirFor(x, where, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", d.name);
-      hold(entries * sizeof(uint8_t*));
-      drop(x->dir_entries * sizeof(uint8_t*));
+  for (int32_t i = 0; i < k; ++i) where[i] = i + 1 < k ? to[i] - 1 : (to[i] - 1) / x->chunk;
+  bool fits = x->dir != nullptr;
+  for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
+  if (!fits) {
+    if (!DirFor(x, where, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", d.name);
+    hold(entries * sizeof(uint8_t*));
+    drop(x->dir_entries * sizeof(uint8_t*));
+  }
+  uint64_t prefixes = 1;
+  for (int32_t i = 0; i + 1 < k; ++i) {
+    at[i] = from[i];
+    prefixes *= static_cast<uint64_t>(to[i] - from[i]);
+  }
+  const uint64_t chunk_bytes = static_cast<uint64_t>(x->chunk) * x->elem_bytes;
+  for (uint64_t p = 0; p < prefixes && !over; ++p) {
+    for (int64_t c = from[k - 1] / x->chunk; c <= (to[k - 1] - 1) / x->chunk && !over; ++c) {
+      at[k - 1] = c;
+      bool exists = x->dir != nullptr;
+      for (int32_t i = 0; i < k && exists; ++i) exists = at[i] < x->cap[i];
+      if (!exists || !x->dir[DenseIndex(at, x->cap, k)]) hold(chunk_bytes);
     }
-    uint64_t prefixes = 1;
-    for (int32_t i = 0; i + 1 < k; ++i) {
+    for (int32_t i = k - 2; i >= 0; --i) {
+      if (++at[i] < to[i]) break;
       at[i] = from[i];
-      prefixes *= static_cast<uint64_t>(to[i] - from[i]);
     }
-    const uint64_t chunk_bytes = static_cast<uint64_t>(x->chunk) * x->elem_bytes;
-    for (uint64_t p = 0; p < prefixes && !over; ++p) {
-      for (int64_t c = from[k - 1] / x->chunk; c <= (to[k - 1] - 1) / x->chunk && !over; ++c) {
-        at[k - 1] = c;
-        bool exists = x->dir != nullptr;
-        for (int32_t i = 0; i < k && exists; ++i) exists = at[i] < x->cap[i];
-        if (!exists || !x->dir[DenseIndex(at, x->cap, k)]) hold(chunk_bytes);
-      }
-      for (int32_t i = k - 2; i >= 0; --i) {
-        if (++at[i] < to[i]) break;
-        at[i] = from[i];
-      }
-    }
-  } else {
-    for (int32_t i = 0; i < k; ++i) where[i] = to[i] - 1;
+  }
+  if (over) {
+    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "persistent store: writing '%s' needs more memory than its "
+                    "memoryLimit %llu leaves (%llu bytes in use); nothing was written", d.name,
+                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(used_));
+  }
+  return TINYAI_OK;
+}
+
+// The same for an auto-dim write: the matrices' array grown to its final
+// size first (a dense write creates every matrix of its range), then per
+// matrix written its grid, then the blocks its cells reach.
+TinyAIStatus PersistentStore::CheckAutoWriteFits(const PRef& ref, const Entry* x, const AutoSlice& plan) const {
+  if (limit_ == 0) return TINYAI_OK;
+  const PDecl& d = x->d;
+  const int32_t k = d.table_indices();
+  uint64_t running = used_;
+  bool over = false;
+  auto hold = [&](uint64_t bytes) {
+    over |= !CheckedAdd(running, bytes, &running) || running > limit_;
+  };
+  auto drop = [&](uint64_t bytes) { running -= bytes < running ? bytes : running; };
+  if (plan.dense) {
+    int64_t where[kMaxPIndices] = {0, 0, 0, 0}, cap[kMaxPIndices];
+    for (int32_t i = 0; i < k; ++i) where[i] = plan.to[i] - 1;
     bool fits = x->mats != nullptr;
     for (int32_t i = 0; i < k && fits; ++i) fits = where[i] < x->cap[i];
     if (!fits) {
+      uint64_t entries = 0;
       if (!DirFor(x, where, cap, &entries)) return SetError(TINYAI_ERR_OVERFLOW, "'%s': its directory overflows", d.name);
       hold(entries * sizeof(Matrix));
       drop(x->mat_entries * sizeof(Matrix));
     }
-    uint64_t tuples = 1;
-    for (int32_t i = 0; i < k; ++i) {
-      at[i] = from[i];
-      tuples *= static_cast<uint64_t>(to[i] - from[i]);
-    }
-    const int32_t r_at = k, c_at = d.rank == 2 ? k + 1 : -1;
-    const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
-    const uint64_t block_bytes = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * PTypeBytes(d.dtype);
-    for (uint64_t t = 0; t < tuples && !over; ++t) {
-      const Matrix* m = MatrixAt(x, at);
-      const int64_t gr = m ? m->grid_rows : 0, gc = m ? m->grid_cols : 0;
-      const int64_t br = (r1 + kAutoBlock - 1) / kAutoBlock, bc = (c1 + kAutoBlock - 1) / kAutoBlock;
-      if (br > gr || bc > gc) {
-        const int64_t ngr = br <= gr ? gr : Grown(gr, br - 1), ngc = bc <= gc ? gc : Grown(gc, bc - 1);
-        uint64_t grid = 0;
-        if (!CheckedMul(static_cast<uint64_t>(ngr), static_cast<uint64_t>(ngc), &grid) ||
-            !CheckedMul(grid, sizeof(uint8_t*), &grid)) {
-          over = true;  // no memory holds it
-          break;
-        }
-        hold(grid);
-        drop(static_cast<uint64_t>(gr) * static_cast<uint64_t>(gc) * sizeof(uint8_t*));
-      }
-      for (int64_t r = r0 / kAutoBlock; r <= (r1 - 1) / kAutoBlock && !over; ++r) {
-        for (int64_t c = c0 / kAutoBlock; c <= (c1 - 1) / kAutoBlock && !over; ++c) {
-          if (!m || r >= gr || c >= gc || !m->grid[r * gc + c]) hold(block_bytes);
-        }
-      }
-      for (int32_t i = k - 1; i >= 0; --i) {
-        if (++at[i] < to[i]) break;
-        at[i] = from[i];
-      }
-    }
   }
+  const uint64_t block_bytes = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * PTypeBytes(d.dtype);
+  TINYAI_RETURN_IF_ERROR(ForEachMatrix(x, plan.from, plan.to, plan.dense, [&](const int64_t* tuple, const Matrix* m) {
+    if (over) return TINYAI_OK;
+    Cells c;
+    uint64_t n = 0;
+    TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, m, tuple, true, &c));
+    if (!c.Count(&n) || n == 0) return TINYAI_OK;
+    const int64_t gr = m ? m->grid_rows : 0, gc = m ? m->grid_cols : 0;
+    const int64_t br = (c.r1 + kAutoBlock - 1) / kAutoBlock, bc = (c.c1 + kAutoBlock - 1) / kAutoBlock;
+    if (br > gr || bc > gc) {
+      const int64_t ngr = br <= gr ? gr : Grown(gr, br - 1), ngc = bc <= gc ? gc : Grown(gc, bc - 1);
+      uint64_t grid = 0;
+      if (!CheckedMul(static_cast<uint64_t>(ngr), static_cast<uint64_t>(ngc), &grid) ||
+          !CheckedMul(grid, sizeof(uint8_t*), &grid)) {
+        over = true;  // no memory holds it
+        return TINYAI_OK;
+      }
+      hold(grid);
+      drop(static_cast<uint64_t>(gr) * static_cast<uint64_t>(gc) * sizeof(uint8_t*));
+    }
+    // Blocks: at most one per cell written, and the cells are the data's.
+    for (int64_t r = c.r0 / kAutoBlock; r <= (c.r1 - 1) / kAutoBlock && !over; ++r) {
+      for (int64_t q = c.c0 / kAutoBlock; q <= (c.c1 - 1) / kAutoBlock && !over; ++q) {
+        if (!m || r >= gr || q >= gc || !m->grid[r * gc + q]) hold(block_bytes);
+      }
+    }
+    return TINYAI_OK;
+  }));
   if (over) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "persistent store: writing '%s' needs more memory than its "
                     "memoryLimit %llu leaves (%llu bytes in use); nothing was written", d.name,
@@ -905,9 +992,102 @@ uint64_t PersistentStore::EntryBytes(int32_t e) const {
 
 // ---- references ---------------------------------------------------------------------------------
 
-// Every index of ref as a half-open range [from, to) over what it names;
-// `count` ranges. A table's indices come first; an auto-dim entry's last
-// (up to) two are its matrix's rows and columns.
+namespace {
+
+// A matrix's table tuple for a message: " (the matrix at NAME[a, b])".
+struct TupleText {
+  char text[160];
+};
+
+TupleText MatrixAtText(const char* name, const int64_t* tuple, int32_t k) {
+  TupleText t;
+  int n = std::snprintf(t.text, sizeof t.text, " (the matrix at %s[", name);
+  for (int32_t i = 0; i < k && n > 0 && static_cast<size_t>(n) < sizeof t.text; ++i) {
+    n += std::snprintf(t.text + n, sizeof t.text - static_cast<size_t>(n), "%s%lld", i ? ", " : "",
+                       static_cast<long long>(tuple[i]));
+  }
+  if (n > 0 && static_cast<size_t>(n) < sizeof t.text) std::snprintf(t.text + n, sizeof t.text - static_cast<size_t>(n), "])");
+  return t;
+}
+
+}  // namespace
+
+TinyAIStatus PersistentStore::ResolveIndex(const PRef& ref, const Entry* x, int32_t i, int64_t extent, bool writing,
+                                           const int64_t* tuple, int64_t* from, int64_t* to) const {
+  const PDecl& d = x->d;
+  const int32_t table = d.table_indices();
+  const bool matrix = d.auto_count > 0 && i >= table;
+  // The most `to` may reach: reading, what exists; writing, a fixed extent
+  // or any index below kMaxPIndex (a table index), or one row or column
+  // past the matrix's, up to AutoMax.
+  const int64_t cap = matrix ? AutoMax(d, i - table) : d.fixed[i] > 0 ? d.fixed[i] : kMaxPIndex;
+  const int64_t limit = !writing ? extent : !matrix ? cap : (extent < cap ? extent + 1 : cap);
+  const bool all = !ref.has_brackets || ref.count == 0;
+  PIndex whole;
+  whole.kind = PIndex::kAll;
+  const PIndex& ix = all || i >= ref.count ? whole : ref.index[i];
+  PIndex::Kind kind = ix.kind;
+  if (kind == PIndex::kNone) kind = PIndex::kAll;
+  const PExcerpt shown = Excerpt(ref.text);
+  // Which matrix, when the entry has several.
+  TupleText which;
+  which.text[0] = '\0';
+  if (matrix && table > 0) {
+    if (tuple) {
+      which = MatrixAtText(d.name, tuple, table);
+    } else {
+      std::snprintf(which.text, sizeof which.text, " (a matrix not yet written, at its declared shape)");
+    }
+  }
+  // Refused as given (no sum is formed from a number past the limit).
+  auto past = [&](int64_t reaches) {
+    char why[96];
+    if (!writing) {
+      std::snprintf(why, sizeof why, "it has %lld", static_cast<long long>(extent));
+    } else if (!matrix) {
+      if (d.fixed[i] > 0) std::snprintf(why, sizeof why, "it is fixed at %lld", static_cast<long long>(cap));
+      else std::snprintf(why, sizeof why, "an index is below 2^40");
+    } else if (extent >= cap) {
+      if (cap < kMaxPIndex) std::snprintf(why, sizeof why, "the matrix is fixed at %lld", static_cast<long long>(cap));
+      else std::snprintf(why, sizeof why, "a matrix holds at most 2^40");
+    } else {
+      std::snprintf(why, sizeof why, "the matrix has %lld; a write adds one more at most",
+                    static_cast<long long>(extent));
+    }
+    return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) reaches %lld; %s%s", shown.text,
+                    static_cast<int>(i), d.index_names[i], static_cast<long long>(reaches), why, which.text);
+  };
+  if (kind == PIndex::kAll) {
+    *from = 0;
+    *to = extent;
+  } else if (kind == PIndex::kAt) {
+    if (ix.at < 0) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %d (%s) is %lld", shown.text,
+                      static_cast<int>(i), d.index_names[i], static_cast<long long>(ix.at));
+    }
+    if (ix.at >= limit) return past(ix.at);
+    *from = ix.at;
+    *to = ix.at + 1;
+  } else {
+    *from = ix.from;
+    if (ix.to_from_end && ix.to < -extent) {  // ix.to <= 0: back from the extent
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) counts back %llu from an "
+                      "extent of %lld%s", shown.text, static_cast<int>(i), d.index_names[i],
+                      static_cast<unsigned long long>(0ull - static_cast<uint64_t>(ix.to)),
+                      static_cast<long long>(extent), which.text);
+    }
+    *to = ix.to_from_end ? extent + ix.to : ix.to;
+    if (*from < 0 || *to < *from) {
+      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) is the range %lld..%lld of "
+                      "0..%lld, which ends before it starts%s", shown.text, static_cast<int>(i), d.index_names[i],
+                      static_cast<long long>(*from), static_cast<long long>(*to), static_cast<long long>(extent),
+                      which.text);
+    }
+    if (*to > limit) return past(*to - 1);
+  }
+  return TINYAI_OK;
+}
+
 TinyAIStatus PersistentStore::Resolve(const PRef& ref, int32_t* e, int64_t from[], int64_t to[], int32_t* count,
                                       bool writing) const {
   *e = Find(ref.name);
@@ -923,87 +1103,82 @@ TinyAIStatus PersistentStore::Resolve(const PRef& ref, int32_t* e, int64_t from[
     *count = 0;
     return TINYAI_OK;
   }
-  // `A` or `A[]`: all of it.
+  // `A` or `A[]`: all of it. Fewer indices than it has: the ones left out
+  // are whole (`K[l]`).
   const bool all = !ref.has_brackets || ref.count == 0;
   const int32_t want = table + autos;
-  // Fewer indices than it has: the ones left out are whole (`K[l]`).
   if (!all && ref.count > want) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' takes at most %d indices (%s); the reference gives %d", d.name,
                     static_cast<int>(want), autos > 0 ? "its table's, then its matrix's rows and columns" : "one per index",
                     static_cast<int>(ref.count));
   }
-  int64_t shape[kMaxPRank];
-  int64_t first_tuple[kMaxPIndices] = {0, 0, 0, 0};
-  const PExcerpt shown = Excerpt(ref.text);
-  *count = want;
-  for (int32_t i = 0; i < want; ++i) {
-    // The extent of this index: a table index's rows (or its fixed extent),
-    // or the matrix's rows / columns (of the table tuple named, when one is).
-    int64_t extent = 0, cap = -1;  // cap: the most a write may reach (-1: no cap)
-    if (i < table) {
-      extent = d.fixed[i] > 0 ? d.fixed[i] : x->extent[i];
-      cap = d.fixed[i] > 0 ? d.fixed[i] : -1;
-    } else {
-      AutoShape(*e, first_tuple, shape);
-      extent = shape[i - table];
-      const int64_t base = d.shape[i - table];
-      cap = d.fixed[i] > 0 ? base + d.fixed[i] : -1;
-    }
-    // The most `to` may reach: reading, what exists; writing, a fixed
-    // extent, any index of a growable table (below kMaxPIndex), or one row
-    // or column past a matrix's (up to its @fixed cap).
-    const int64_t limit = !writing ? extent
-                          : i < table ? (cap < 0 ? kMaxPIndex : cap)
-                                      : (cap < 0 || extent + 1 < cap ? extent + 1 : cap);
-    const PIndex& ix = all || i >= ref.count ? PIndex{PIndex::kAll} : ref.index[i];
-    PIndex::Kind kind = ix.kind;
-    if (kind == PIndex::kNone) kind = PIndex::kAll;
-    // Refused as given (no sum is formed from a number past the limit).
-    auto past = [&](int64_t reaches) {
-      char why[96];
-      if (!writing) {
-        std::snprintf(why, sizeof why, "it has %lld", static_cast<long long>(extent));
-      } else if (i < table) {
-        if (cap < 0) std::snprintf(why, sizeof why, "an index is below 2^40");
-        else std::snprintf(why, sizeof why, "it is fixed at %lld", static_cast<long long>(cap));
-      } else if (cap >= 0 && extent + 1 >= cap) {
-        std::snprintf(why, sizeof why, "the matrix is fixed at %lld", static_cast<long long>(cap));
-      } else {
-        std::snprintf(why, sizeof why, "the matrix has %lld; a write adds one more at most",
-                      static_cast<long long>(extent));
-      }
-      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) reaches %lld; %s", shown.text,
-                      static_cast<int>(i), d.index_names[i], static_cast<long long>(reaches), why);
-    };
-    if (kind == PIndex::kAll) {
-      from[i] = 0;
-      to[i] = extent;
-    } else if (kind == PIndex::kAt) {
-      if (ix.at < 0) {
-        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "persistent store: '%s': index %d (%s) is %lld", shown.text,
-                        static_cast<int>(i), d.index_names[i], static_cast<long long>(ix.at));
-      }
-      if (ix.at >= limit) return past(ix.at);
-      from[i] = ix.at;
-      to[i] = ix.at + 1;
-    } else {
-      from[i] = ix.from;
-      if (ix.to_from_end && ix.to < -extent) {  // ix.to <= 0: back from the extent
-        return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) counts back %llu from an "
-                        "extent of %lld", shown.text, static_cast<int>(i), d.index_names[i],
-                        static_cast<unsigned long long>(0ull - static_cast<uint64_t>(ix.to)),
-                        static_cast<long long>(extent));
-      }
-      to[i] = ix.to_from_end ? extent + ix.to : ix.to;
-      if (from[i] < 0 || to[i] < from[i]) {
-        return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) is the range %lld..%lld of "
-                        "0..%lld, which ends before it starts", shown.text, static_cast<int>(i), d.index_names[i],
-                        static_cast<long long>(from[i]), static_cast<long long>(to[i]), static_cast<long long>(extent));
-      }
-      if (to[i] > limit) return past(to[i] - 1);
-    }
-    if (i < table) first_tuple[i] = from[i];
+  // A table index's extent: its rows (or its fixed extent). A matrix's
+  // rows and columns are each matrix's own (MatrixCells).
+  *count = table;
+  for (int32_t i = 0; i < table; ++i) {
+    const int64_t extent = d.fixed[i] > 0 ? d.fixed[i] : x->extent[i];
+    TINYAI_RETURN_IF_ERROR(ResolveIndex(ref, x, i, extent, writing, nullptr, &from[i], &to[i]));
   }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::MatrixCells(const PRef& ref, const Entry* x, const Matrix* m, const int64_t* tuple,
+                                          bool writing, Cells* cells) const {
+  const PDecl& d = x->d;
+  const int32_t table = d.table_indices();
+  const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
+  TINYAI_RETURN_IF_ERROR(ResolveIndex(ref, x, table, rows, writing, m ? tuple : nullptr, &cells->r0, &cells->r1));
+  if (d.rank == 2) return ResolveIndex(ref, x, table + 1, cols, writing, m ? tuple : nullptr, &cells->c0, &cells->c1);
+  cells->c0 = 0;
+  cells->c1 = 1;
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::PlanAuto(const PRef& ref, const Entry* x, const int64_t* from, const int64_t* to,
+                                       bool writing, AutoSlice* plan) const {
+  const int32_t k = x->d.table_indices();
+  for (int32_t i = 0; i < k; ++i) {
+    plan->from[i] = from[i];
+    plan->to[i] = to[i];
+  }
+  // Tuples in the range, and those the matrices' array holds (at most its
+  // entries: the walk over them is bounded by the memory they hold).
+  uint64_t tuples = 1, held = x->mats ? 1 : 0;
+  bool many = false;  // more tuples than 64 bits count
+  for (int32_t i = 0; i < k; ++i) {
+    many |= !CheckedMul(tuples, static_cast<uint64_t>(to[i] - from[i]), &tuples);
+    const int64_t end = x->mats && to[i] > x->cap[i] ? x->cap[i] : to[i];
+    held *= end > from[i] ? static_cast<uint64_t>(end - from[i]) : 0;
+  }
+  if (tuples == 0 && !many) {  // no matrix: the rows and columns as a declared one's (refused as before)
+    Cells c;
+    plan->cells = 0;
+    plan->dense = false;
+    return MatrixCells(ref, x, nullptr, nullptr, writing, &c);
+  }
+  uint64_t cells = 0;
+  bool overflow = false;
+  TINYAI_RETURN_IF_ERROR(ForEachMatrix(x, from, to, false, [&](const int64_t* tuple, const Matrix* m) {
+    Cells c;
+    uint64_t n = 0;
+    TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, m, tuple, writing, &c));
+    overflow |= !c.Count(&n) || !CheckedAdd(cells, n, &cells);
+    return TINYAI_OK;
+  }));
+  plan->dense = false;
+  if (many || tuples > held) {
+    // The others are at the declared shape.
+    Cells c;
+    uint64_t n = 0, more = 0;
+    TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, nullptr, nullptr, writing, &c));
+    overflow |= !c.Count(&n);
+    if (n > 0) {
+      overflow |= many || !CheckedMul(tuples - held, n, &more) || !CheckedAdd(cells, more, &cells);
+      plan->dense = true;
+    }
+  }
+  if (overflow) return SetError(TINYAI_ERR_OVERFLOW, "'%s': the slice's size overflows", x->d.name);
+  plan->cells = cells;
   return TINYAI_OK;
 }
 
@@ -1013,7 +1188,7 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
   TINYAI_RETURN_IF_ERROR(ParseRef(ref_text, &ref));
   TINYAI_RETURN_IF_ERROR(BindSymbols(&ref));
   int32_t e = -1, count = 0;
-  int64_t from[kMaxPIndices + kMaxPRank], to[kMaxPIndices + kMaxPRank];
+  int64_t from[kMaxPIndices], to[kMaxPIndices];
   TINYAI_RETURN_IF_ERROR(Resolve(ref, &e, from, to, &count, writing));
   Entry* x = entries_[static_cast<size_t>(e)];
   const PDecl& d = x->d;
@@ -1022,16 +1197,67 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
                     PTypeName(d.dtype),
                     PTypeName(dtype));
   }
-  const int32_t table = d.table_indices(), autos = d.auto_count;
-  const uint64_t each = PTypeBytes(d.dtype);
+  if (d.auto_count > 0) return AccessAuto(ref, x, from, to, writing, out, in, size, bytes);
+  const int32_t table = d.table_indices();
   // Bytes the slice holds.
   uint64_t units = 1, need = 0;
   bool fits = true;
   for (int32_t i = 0; i < count; ++i) fits &= CheckedMul(units, static_cast<uint64_t>(to[i] - from[i]), &units);
-  fits &= CheckedMul(units, autos > 0 ? each : x->elem_bytes, &need) && need <= SIZE_MAX;
+  fits &= CheckedMul(units, x->elem_bytes, &need) && need <= SIZE_MAX;
   if (!fits) return SetError(TINYAI_ERR_OVERFLOW, "'%s': the slice's size overflows", d.name);
   if (count == 0) need = x->elem_bytes;
   if (bytes) *bytes = static_cast<size_t>(need);
+  TINYAI_RETURN_IF_ERROR(CheckSize(d, writing, in, size, need));
+  if (count == 0 && d.index_count == 0) {  // a scalar or a tensor
+    if (writing) std::memcpy(x->single, in, static_cast<size_t>(x->elem_bytes));
+    else std::memcpy(out, x->single, static_cast<size_t>(x->elem_bytes));
+    return TINYAI_OK;
+  }
+  // Walk the tuples in index order (the last index fastest).
+  int64_t at[kMaxPIndices];
+  for (int32_t i = 0; i < count; ++i) at[i] = from[i];
+  if (units == 0) return TINYAI_OK;
+  uint64_t done = 0;
+  TinyAIStatus status = TINYAI_OK;
+  if (writing && !x->block) {
+    // Refused before anything changes when it does not fit; the directory
+    // then grows once to its final size.
+    TINYAI_RETURN_IF_ERROR(CheckWriteFits(x, from, to));
+    int64_t last[kMaxPIndices];
+    for (int32_t i = 0; i < table; ++i) last[i] = to[i] - 1;
+    last[table - 1] /= x->chunk;
+    TINYAI_RETURN_IF_ERROR(GrowDir(x, last));
+  }
+  // Writing: every chunk first (a failure then leaves the values), then the rows.
+  for (int pass = writing ? 0 : 1; pass < 2; ++pass) {
+    for (int32_t i = 0; i < count; ++i) at[i] = from[i];
+    for (uint64_t n = 0; n < units; ++n) {
+      if (pass == 0) {
+        if (!Row(x, at, true, &status)) return status;
+      } else if (writing) {
+        std::memcpy(Row(x, at, true, &status), in + done, static_cast<size_t>(x->elem_bytes));
+        done += x->elem_bytes;
+      } else {
+        const uint8_t* row = Row(x, at);
+        if (row) std::memcpy(out + done, row, static_cast<size_t>(x->elem_bytes));
+        else std::memset(out + done, 0, static_cast<size_t>(x->elem_bytes));
+        done += x->elem_bytes;
+      }
+      for (int32_t i = count - 1; i >= 0; --i) {
+        if (++at[i] < to[i]) break;
+        at[i] = from[i];
+      }
+    }
+  }
+  if (writing) {
+    for (int32_t i = 0; i < table; ++i) x->extent[i] = to[i] > x->extent[i] ? to[i] : x->extent[i];
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::CheckSize(const PDecl& d, bool writing, const uint8_t* in, size_t size,
+                                        uint64_t need) const {
+  const uint64_t each = PTypeBytes(d.dtype);
   if (writing && size != need) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': the slice holds %llu bytes (%llu %s values); the write gives "
                     "%zu", d.name, static_cast<unsigned long long>(need), static_cast<unsigned long long>(need / each),
@@ -1049,143 +1275,109 @@ TinyAIStatus PersistentStore::Access(const char* ref_text, bool writing, int32_t
     return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "'%s': the slice holds %llu bytes; the buffer has %zu", d.name,
                     static_cast<unsigned long long>(need), size);
   }
-  if (count == 0 && d.index_count == 0) {  // a scalar or a tensor
-    if (writing) std::memcpy(x->single, in, static_cast<size_t>(x->elem_bytes));
-    else std::memcpy(out, x->single, static_cast<size_t>(x->elem_bytes));
-    return TINYAI_OK;
-  }
-  // Walk the tuples in index order (the last index fastest).
-  int64_t at[kMaxPIndices + kMaxPRank];
-  for (int32_t i = 0; i < count; ++i) at[i] = from[i];
-  if (units == 0) return TINYAI_OK;
-  uint64_t done = 0;
-  TinyAIStatus status = TINYAI_OK;
-  // An auto-dim matrix grows by whole rows or columns: refused before
-  // anything is created or grown.
-  if (writing && autos > 0) TINYAI_RETURN_IF_ERROR(CheckMatrixGrowth(x, from, to));
-  if (writing && !x->block) {
-    // Refused before anything changes when it does not fit; the directory
-    // then grows once to its final size.
-    TINYAI_RETURN_IF_ERROR(CheckWriteFits(x, from, to));
-    int64_t last[kMaxPIndices];
-    for (int32_t i = 0; i < table; ++i) last[i] = to[i] - 1;
-    if (autos == 0) {
-      last[table - 1] /= x->chunk;
-      TINYAI_RETURN_IF_ERROR(GrowDir(x, last));
-    } else {
-      TINYAI_RETURN_IF_ERROR(GrowMats(x, last));
-    }
-  }
-  if (autos == 0) {
-    // Writing: every chunk first (a failure then leaves the values), then the rows.
-    for (int pass = writing ? 0 : 1; pass < 2; ++pass) {
-      for (int32_t i = 0; i < count; ++i) at[i] = from[i];
-      for (uint64_t n = 0; n < units; ++n) {
-        if (pass == 0) {
-          if (!Row(x, at, true, &status)) return status;
-        } else if (writing) {
-          std::memcpy(Row(x, at, true, &status), in + done, static_cast<size_t>(x->elem_bytes));
-          done += x->elem_bytes;
-        } else {
-          const uint8_t* row = Row(x, at);
-          if (row) std::memcpy(out + done, row, static_cast<size_t>(x->elem_bytes));
-          else std::memset(out + done, 0, static_cast<size_t>(x->elem_bytes));
-          done += x->elem_bytes;
-        }
-        for (int32_t i = count - 1; i >= 0; --i) {
-          if (++at[i] < to[i]) break;
-          at[i] = from[i];
-        }
-      }
-    }
-    if (writing) {
-      for (int32_t i = 0; i < table; ++i) x->extent[i] = to[i] > x->extent[i] ? to[i] : x->extent[i];
-    }
-    return TINYAI_OK;
-  }
-  // Auto-dim: per table tuple, the matrix's cells [r0, r1) x [c0, c1).
-  const int32_t r_at = table, c_at = d.rank == 2 ? table + 1 : -1;
-  uint64_t tuples = 1;
-  for (int32_t i = 0; i < table; ++i) tuples *= static_cast<uint64_t>(to[i] - from[i]);
-  for (int pass = writing ? 0 : 1; pass < 2; ++pass) {
-    for (int32_t i = 0; i < table; ++i) at[i] = from[i];
-    for (uint64_t t = 0; t < tuples; ++t) {
-      Matrix* m = writing ? MatrixAt(x, at, true, &status) : const_cast<Matrix*>(MatrixAt(x, at));
-      if (writing && !m) return status;
-      const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
-      const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
-      if (writing && pass == 0) {  // the growth is checked (CheckMatrixGrowth)
-        TINYAI_RETURN_IF_ERROR(GrowGrid(x, m, r1, c1));
-        for (int64_t r = r0; r < r1; ++r) {
-          for (int64_t c = c0; c < c1; ++c) {
-            if (!Cell(x, m, r, c, true, &status)) return status;
-          }
-        }
-      } else {
-        if (!writing && (r1 > rows || c1 > cols)) {
-          return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': the matrix is %lld x %lld", d.name,
-                          static_cast<long long>(rows), static_cast<long long>(cols));
-        }
-        for (int64_t r = r0; r < r1; ++r) {
-          for (int64_t c = c0; c < c1; ++c) {
-            if (writing) {
-              std::memcpy(Cell(x, m, r, c, true, &status), in + done, static_cast<size_t>(each));
-            } else {
-              const uint8_t* cell = m ? Cell(x, m, r, c, false, &status) : nullptr;
-              if (cell) std::memcpy(out + done, cell, static_cast<size_t>(each));
-              else std::memset(out + done, 0, static_cast<size_t>(each));
-            }
-            done += each;
-          }
-        }
-        if (writing) {
-          if (r1 > m->rows) m->rows = r1;
-          if (c1 > m->cols) m->cols = c1;
-        }
-      }
-      for (int32_t i = table - 1; i >= 0; --i) {
-        if (++at[i] < to[i]) break;
-        at[i] = from[i];
-      }
-    }
-  }
-  if (writing) {
-    for (int32_t i = 0; i < table; ++i) x->extent[i] = to[i] > x->extent[i] ? to[i] : x->extent[i];
-  }
   return TINYAI_OK;
 }
 
-TinyAIStatus PersistentStore::CheckMatrixGrowth(const Entry* x, const int64_t* from, const int64_t* to) const {
+// An auto-dim entry: per table tuple, its matrix's cells [r0, r1) x [c0,
+// c1), resolved against that matrix's own rows and columns (matrices of one
+// entry grow apart: `C[]` is each one whole, one after the other).
+TinyAIStatus PersistentStore::AccessAuto(const PRef& ref, Entry* x, const int64_t* from, const int64_t* to,
+                                         bool writing, uint8_t* out, const uint8_t* in, size_t size, size_t* bytes) {
   const PDecl& d = x->d;
-  const int32_t table = d.table_indices(), r_at = table, c_at = d.rank == 2 ? table + 1 : -1;
-  const int64_t r0 = from[r_at], r1 = to[r_at], c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? to[c_at] : 1;
-  int64_t at[kMaxPIndices];
-  uint64_t tuples = 1;
-  for (int32_t i = 0; i < table; ++i) {
-    at[i] = from[i];
-    tuples *= static_cast<uint64_t>(to[i] - from[i]);
+  const int32_t table = d.table_indices();
+  const uint64_t each = PTypeBytes(d.dtype);
+  AutoSlice plan;
+  TINYAI_RETURN_IF_ERROR(PlanAuto(ref, x, from, to, writing, &plan));
+  uint64_t need = 0;
+  if (!CheckedMul(plan.cells, each, &need) || need > SIZE_MAX) {
+    return SetError(TINYAI_ERR_OVERFLOW, "'%s': the slice's size overflows", d.name);
   }
-  for (uint64_t t = 0; t < tuples; ++t) {
-    // A matrix not yet created starts at the declared shape (GrowMats).
-    const Matrix* m = MatrixAt(x, at);
-    const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
-    // At its edge the matrix gains whole rows (every column it has then)
-    // and whole columns (every row it has then), with no gap: the write
-    // covers every cell the matrix gains. An empty matrix's first element
-    // is its first row and its first column at once.
-    const bool new_row = r1 > rows, new_col = c1 > cols;
-    const bool rows_whole = r0 == 0 && r1 >= rows, cols_whole = c0 == 0 && c1 >= cols;
-    if ((new_row && (!cols_whole || r0 > rows)) || (new_col && (!rows_whole || c0 > cols))) {
-      return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': a matrix of %lld x %lld grows by a whole row at row %lld or "
-                      "a whole column at column %lld (the write covers rows %lld..%lld, columns %lld..%lld)", d.name,
-                      static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(rows),
-                      static_cast<long long>(cols), static_cast<long long>(r0), static_cast<long long>(r1 - 1),
-                      static_cast<long long>(c0), static_cast<long long>(c1 - 1));
-    }
-    for (int32_t i = table - 1; i >= 0; --i) {
-      if (++at[i] < to[i]) break;
-      at[i] = from[i];
-    }
+  if (bytes) *bytes = static_cast<size_t>(need);
+  TINYAI_RETURN_IF_ERROR(CheckSize(d, writing, in, size, need));
+  if (need == 0) return TINYAI_OK;  // no values: nothing changes, nothing grows
+  uint64_t done = 0;
+  TinyAIStatus status = TINYAI_OK;
+  if (!writing) {
+    return ForEachMatrix(x, plan.from, plan.to, plan.dense, [&](const int64_t* tuple, const Matrix* m) {
+      Cells c;
+      TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, m, tuple, false, &c));
+      for (int64_t r = c.r0; r < c.r1; ++r) {
+        for (int64_t q = c.c0; q < c.c1; ++q) {
+          const uint8_t* cell = m ? Cell(x, const_cast<Matrix*>(m), r, q, false, &status) : nullptr;
+          if (cell) std::memcpy(out + done, cell, static_cast<size_t>(each));
+          else std::memset(out + done, 0, static_cast<size_t>(each));
+          done += each;
+        }
+      }
+      return TINYAI_OK;
+    });
+  }
+  // A matrix grows by whole rows or columns, and the write must fit the
+  // limit: both refused before anything is created or grown.
+  TINYAI_RETURN_IF_ERROR(ForEachMatrix(x, plan.from, plan.to, plan.dense, [&](const int64_t* tuple, const Matrix* m) {
+    Cells c;
+    uint64_t n = 0;
+    TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, m, tuple, true, &c));
+    return c.Count(&n) && n == 0 ? TINYAI_OK : CheckMatrixGrowth(x, m, c);
+  }));
+  TINYAI_RETURN_IF_ERROR(CheckAutoWriteFits(ref, x, plan));
+  if (plan.dense) {  // the matrices' array grows once, to its final size
+    int64_t last[kMaxPIndices] = {0, 0, 0, 0};
+    for (int32_t i = 0; i < table; ++i) last[i] = plan.to[i] - 1;
+    TINYAI_RETURN_IF_ERROR(GrowMats(x, last));
+  }
+  // Every cell first (a failure then leaves the values), then the values.
+  int64_t grown[kMaxPIndices] = {0, 0, 0, 0};  // the extents the written tuples reach
+  for (int pass = 0; pass < 2; ++pass) {
+    TINYAI_RETURN_IF_ERROR(ForEachMatrix(x, plan.from, plan.to, plan.dense, [&](const int64_t* tuple, const Matrix* held) {
+      Cells c;
+      uint64_t n = 0;
+      TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, held, tuple, true, &c));
+      if (c.Count(&n) && n == 0) return TINYAI_OK;
+      Matrix* m = MatrixAt(x, tuple, true, &status);
+      if (!m) return status;
+      if (pass == 0) {
+        TINYAI_RETURN_IF_ERROR(GrowGrid(x, m, c.r1, c.c1));
+        for (int64_t r = c.r0; r < c.r1; ++r) {
+          for (int64_t q = c.c0; q < c.c1; ++q) {
+            if (!Cell(x, m, r, q, true, &status)) return status;
+          }
+        }
+        return TINYAI_OK;
+      }
+      for (int64_t r = c.r0; r < c.r1; ++r) {
+        for (int64_t q = c.c0; q < c.c1; ++q) {
+          std::memcpy(Cell(x, m, r, q, true, &status), in + done, static_cast<size_t>(each));
+          done += each;
+        }
+      }
+      if (c.r1 > m->rows) m->rows = c.r1;
+      if (c.c1 > m->cols) m->cols = c.c1;
+      for (int32_t i = 0; i < table; ++i) grown[i] = tuple[i] + 1 > grown[i] ? tuple[i] + 1 : grown[i];
+      return TINYAI_OK;
+    }));
+  }
+  for (int32_t i = 0; i < table; ++i) x->extent[i] = grown[i] > x->extent[i] ? grown[i] : x->extent[i];
+  return TINYAI_OK;
+}
+
+TinyAIStatus PersistentStore::CheckMatrixGrowth(const Entry* x, const Matrix* m, const Cells& cells) const {
+  const PDecl& d = x->d;
+  // A matrix not yet created starts at the declared shape (GrowMats).
+  const int64_t rows = m ? m->rows : d.shape[0], cols = m ? m->cols : (d.rank == 2 ? d.shape[1] : 1);
+  const int64_t r0 = cells.r0, r1 = cells.r1, c0 = cells.c0, c1 = cells.c1;
+  // At its edge the matrix gains whole rows (every column it has then)
+  // and whole columns (every row it has then), with no gap: the write
+  // covers every cell the matrix gains. An empty matrix's first element
+  // is its first row and its first column at once.
+  const bool new_row = r1 > rows, new_col = c1 > cols;
+  const bool rows_whole = r0 == 0 && r1 >= rows, cols_whole = c0 == 0 && c1 >= cols;
+  if ((new_row && (!cols_whole || r0 > rows)) || (new_col && (!rows_whole || c0 > cols))) {
+    return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': a matrix of %lld x %lld grows by a whole row at row %lld or "
+                    "a whole column at column %lld (the write covers rows %lld..%lld, columns %lld..%lld)", d.name,
+                    static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(rows),
+                    static_cast<long long>(cols), static_cast<long long>(r0), static_cast<long long>(r1 - 1),
+                    static_cast<long long>(c0), static_cast<long long>(c1 - 1));
   }
   return TINYAI_OK;
 }
@@ -1393,47 +1585,14 @@ TinyAIStatus PersistentStore::Reset(const char* ref_text) {
   // A row or a slice: zeros over what is there (nothing grows, nothing is
   // allocated: a row never written already reads as zeros).
   int32_t found = -1, n = 0;
-  int64_t from[kMaxPIndices + kMaxPRank], to[kMaxPIndices + kMaxPRank];
+  int64_t from[kMaxPIndices], to[kMaxPIndices];
   TINYAI_RETURN_IF_ERROR(Resolve(ref, &found, from, to, &n, false));
   Entry* x = entries_[static_cast<size_t>(e)];
   const PDecl& d = x->d;
   if (d.index_count == 0) return ResetEntry(e);
   // Only what was ever allocated is walked (the directory's and the grids'
   // reach): a slice over a fixed index of 2^40 rows takes no 2^40 steps.
-  const int32_t table = d.table_indices();
-  if (d.auto_count > 0) {
-    if (!x->mats) return TINYAI_OK;
-    for (int32_t i = 0; i < table; ++i) to[i] = to[i] < x->cap[i] ? to[i] : x->cap[i];
-    const int32_t r_at = table, c_at = d.rank == 2 ? table + 1 : -1;
-    int64_t at[kMaxPIndices] = {0, 0, 0, 0};
-    uint64_t tuples = 1;
-    for (int32_t i = 0; i < table; ++i) {
-      if (to[i] <= from[i]) return TINYAI_OK;
-      at[i] = from[i];
-      tuples *= static_cast<uint64_t>(to[i] - from[i]);  // at most the matrices there are
-    }
-    const uint64_t each = PTypeBytes(d.dtype);
-    TinyAIStatus unused = TINYAI_OK;
-    for (uint64_t t = 0; t < tuples; ++t) {
-      Matrix* m = MatrixAt(x, at, false, &unused);
-      if (m && m->grid) {
-        const int64_t r_end = m->grid_rows * kAutoBlock, c_end = m->grid_cols * kAutoBlock;
-        const int64_t r1 = to[r_at] < r_end ? to[r_at] : r_end;
-        const int64_t c0 = c_at >= 0 ? from[c_at] : 0, c1 = c_at >= 0 ? (to[c_at] < c_end ? to[c_at] : c_end) : 1;
-        for (int64_t r = from[r_at]; r < r1; ++r) {
-          for (int64_t c = c0; c < c1; ++c) {
-            uint8_t* cell = Cell(x, m, r, c, false, &unused);
-            if (cell) std::memset(cell, 0, static_cast<size_t>(each));
-          }
-        }
-      }
-      for (int32_t i = table - 1; i >= 0; --i) {
-        if (++at[i] < to[i]) break;
-        at[i] = from[i];
-      }
-    }
-    return TINYAI_OK;
-  }
+  if (d.auto_count > 0) return ResetAuto(ref, x, from, to);
   // A plain table: chunk by chunk of the last index, per prefix tuple.
   if (!x->dir) return TINYAI_OK;
   const int32_t last = n - 1;
@@ -1463,6 +1622,39 @@ TinyAIStatus PersistentStore::Reset(const char* ref_text) {
     }
   }
   return TINYAI_OK;
+}
+
+// Zeros over the cells the reference names in each matrix (its own rows
+// and columns), block by block of those held: a matrix never written, or a
+// block never allocated, already reads as zeros.
+TinyAIStatus PersistentStore::ResetAuto(const PRef& ref, Entry* x, const int64_t* from, const int64_t* to) {
+  AutoSlice plan;
+  TINYAI_RETURN_IF_ERROR(PlanAuto(ref, x, from, to, false, &plan));  // every refusal before a change
+  const uint64_t each = PTypeBytes(x->d.dtype);
+  return ForEachMatrix(x, plan.from, plan.to, false, [&](const int64_t* tuple, const Matrix* held) {
+    Matrix* m = const_cast<Matrix*>(held);
+    if (!m->grid) return TINYAI_OK;
+    Cells c;
+    TINYAI_RETURN_IF_ERROR(MatrixCells(ref, x, m, tuple, false, &c));
+    const int64_t r1 = c.r1 < m->grid_rows * kAutoBlock ? c.r1 : m->grid_rows * kAutoBlock;
+    const int64_t c1 = c.c1 < m->grid_cols * kAutoBlock ? c.c1 : m->grid_cols * kAutoBlock;
+    if (r1 <= c.r0 || c1 <= c.c0) return TINYAI_OK;
+    for (int64_t br = c.r0 / kAutoBlock; br <= (r1 - 1) / kAutoBlock; ++br) {
+      for (int64_t bc = c.c0 / kAutoBlock; bc <= (c1 - 1) / kAutoBlock; ++bc) {
+        uint8_t* block = m->grid[br * m->grid_cols + bc];
+        if (!block) continue;
+        const int64_t ra = br * kAutoBlock > c.r0 ? br * kAutoBlock : c.r0;
+        const int64_t rb = (br + 1) * kAutoBlock < r1 ? (br + 1) * kAutoBlock : r1;
+        const int64_t ca = bc * kAutoBlock > c.c0 ? bc * kAutoBlock : c.c0;
+        const int64_t cb = (bc + 1) * kAutoBlock < c1 ? (bc + 1) * kAutoBlock : c1;
+        for (int64_t r = ra; r < rb; ++r) {
+          std::memset(block + static_cast<uint64_t>((r % kAutoBlock) * kAutoBlock + ca % kAutoBlock) * each, 0,
+                      static_cast<size_t>(static_cast<uint64_t>(cb - ca) * each));
+        }
+      }
+    }
+    return TINYAI_OK;
+  });
 }
 
 }  // namespace tinyai

@@ -52,8 +52,12 @@ constexpr int64_t kAutoBlock = 16;
 // below kMaxPIndex; a declared dimension, named dimension and @fixed
 // extent is at most kMaxPIndex. Everything the store computes from them
 // then fits 64 bits, and a reference to a larger index is
-// TINYAI_ERR_OUT_OF_BOUNDS, whatever number it gives.
+// TINYAI_ERR_OUT_OF_BOUNDS, whatever number it gives. An auto-dim
+// matrix's rows and columns are indices too: it holds at most kMaxPIndex
+// of each (PersistentStore::AutoMax), whether declared, grown or loaded.
 constexpr int64_t kMaxPIndex = int64_t{1} << 40;
+// A growable table's chunk: 1..kMaxPChunkRows rows (TinyAIPersistentConfig.chunkRows).
+constexpr int32_t kMaxPChunkRows = 65536;
 
 // Up to 64 bytes of a text (a name, a reference) for a message, with
 // "..." when it is longer, so that a long text leaves room for the cause.
@@ -159,6 +163,18 @@ class PersistentStore {
   // wrong); a fixed table is laid out now (TINYAI_ERR_RESOURCE_EXHAUSTED
   // past the limit).
   TinyAIStatus Declare(const PDecl& decl);
+  // What Declare checks of a declaration by itself (not whether its name is
+  // taken), and its element's bytes: TINYAI_ERR_INVALID_ARGUMENT or
+  // TINYAI_ERR_OVERFLOW naming what is wrong. A load checks a saved
+  // declaration with it too.
+  static TinyAIStatus CheckDecl(const PDecl& decl, uint64_t* elem_bytes);
+  // The most rows (k 0) or columns (k 1) an auto-dim matrix of decl holds:
+  // its declared size plus its @fixed growth, at most kMaxPIndex. Writes,
+  // loads and saves use this one bound (a store loads what it saved).
+  static int64_t AutoMax(const PDecl& decl, int32_t k);
+  // Whether an entry's storage is laid out at declaration and never grows:
+  // a scalar, a tensor, a table whose every index is fixed.
+  static bool HeldInPlace(const PDecl& decl);
   // What Declare(decl) takes from the limit (a valid declaration): all of a
   // scalar, tensor or fixed table; a growable entry's record alone (each
   // with its share of the store's list and table of names).
@@ -216,13 +232,19 @@ class PersistentStore {
   int32_t chunk_rows() const { return chunk_rows_; }
 
   // Saved form (store_io.cc): declarations and contents, CRC-32C at the
-  // end. Save writes path.part and renames it over path. Load checks the
-  // checksum, the declarations and the structure before it changes
-  // anything; a store of fixed entries only is then read in place (a read
-  // that fails after the checks leaves it partly loaded, and says so), any
-  // other is built beside this one and swapped in (holding both for a
-  // moment). Serialize streams to a sink, Deserialize reads from a source
-  // at an offset (a store embedded in another file).
+  // end; only what the store holds is written (the chunks and blocks it
+  // allocated, with their places), so a file is at most 24 bytes plus 4
+  // times used(). Load checks the checksum, then everything the file says
+  // (its declarations as Declare would and against this store's, every
+  // count, place and extent, bool values) before it changes anything. The
+  // growable entries' contents are then built beside this store's, under
+  // what memoryLimit leaves beside what this store holds (both are held
+  // until they are swapped in); the entries held in place (HeldInPlace)
+  // are read last, straight into place (a read that fails there, after
+  // the checks - a failing disk, a file changed meanwhile - leaves the
+  // store partly loaded, and says so). Serialize streams to a sink,
+  // Deserialize reads a store of exactly size bytes from a source at an
+  // offset.
   TinyAIStatus Save(const char* path) const;
   TinyAIStatus Load(const char* path);
   using Sink = TinyAIStatus (*)(void* user, const void* data, size_t size);
@@ -231,27 +253,71 @@ class PersistentStore {
   // Reads size bytes at offset into dst (TINYAI_ERR_TRUNCATED past the end).
   using Source = TinyAIStatus (*)(void* user, uint64_t offset, void* dst, size_t size);
   TinyAIStatus Deserialize(Source source, void* user, uint64_t offset, uint64_t size, const char* what);
-  // Takes other's contents (same declarations), giving it this store's.
-  void SwapContents(PersistentStore* other);
 
  private:
   struct Matrix;  // an auto-dim matrix
   struct Entry;
 
+  struct Cells;     // an auto-dim reference's cells in one matrix
+  struct AutoSlice; // an auto-dim reference over its matrices
+
   TinyAIStatus WriteBody(Sink sink, void* user) const;
-  static TinyAIStatus ReadDecls(StoreReader* in, Vector<PDecl>* decls);
-  // TINYAI_ERR_MISMATCH naming the first difference from this store's.
+  TinyAIStatus WriteTable(const Entry* x, Sink sink, void* user) const;
+  TinyAIStatus WriteMatrices(const Entry* x, Sink sink, void* user) const;
+  // The file's declarations: each checked as Declare checks one
+  // (TINYAI_ERR_BAD_FORMAT), then against this store's
+  // (TINYAI_ERR_MISMATCH naming the first difference).
   TinyAIStatus CheckSavedDecls(StoreReader* in) const;
-  // apply false: a dry run that only checks the structure.
-  TinyAIStatus ReadContents(StoreReader* in, bool apply);
+  // The file's contents, every entry's checked. kCheck keeps nothing;
+  // kBuild reads the growable entries into `into` (a store of those
+  // entries alone, in order); kInPlace reads the entries held in place
+  // into this store. Each skips the others' values.
+  enum class LoadPass { kCheck, kBuild, kInPlace };
+  TinyAIStatus ReadContents(StoreReader* in, LoadPass pass, PersistentStore* into);
+  // One entry's contents (declared d), read into x of this store, or
+  // (x null) checked; values skipped unread when `skip`.
+  TinyAIStatus ReadTable(StoreReader* in, const PDecl& d, Entry* x, bool skip);
+  TinyAIStatus ReadMatrices(StoreReader* in, const PDecl& d, Entry* x, bool skip);
+  // Rows of a table at `tuple` (the last index from r0), read into place.
+  TinyAIStatus ReadRows(StoreReader* in, const PDecl& d, Entry* x, int64_t* tuple, int64_t r0, int64_t rows, bool skip);
+  // The growable entries' contents from `into` (built by kBuild),
+  // giving it this store's.
+  void SwapGrowable(PersistentStore* into);
+  // What tinyaiPersistentReset(store, NULL) would free now.
+  uint64_t ResetFrees() const;
   TinyAIStatus Charge(uint64_t bytes, const char* what);
   void Refund(uint64_t bytes);
   // Replaces the symbols of ref by their scalars' values.
   TinyAIStatus BindSymbols(PRef* ref) const;
+  // Every index of ref as a half-open range [from, to): a plain table's
+  // (count: its indices), an auto-dim entry's table indices (count: those;
+  // its matrix's rows and columns are resolved per matrix: MatrixCells).
   TinyAIStatus Resolve(const PRef& ref, int32_t* e, int64_t from[], int64_t to[], int32_t* count,
                        bool writing) const;
+  // Index i of ref over an extent (tuple: the matrix's table indices, for
+  // the message; nullptr for a matrix not yet written).
+  TinyAIStatus ResolveIndex(const PRef& ref, const Entry* x, int32_t i, int64_t extent, bool writing,
+                            const int64_t* tuple, int64_t* from, int64_t* to) const;
+  // ref's cells in matrix m (nullptr: one at its declared shape), against
+  // that matrix's own rows and columns.
+  TinyAIStatus MatrixCells(const PRef& ref, const Entry* x, const Matrix* m, const int64_t* tuple, bool writing,
+                           Cells* cells) const;
+  // ref over an auto-dim entry's matrices [from, to): its cells in all,
+  // every matrix's resolved (the first refusal returned).
+  TinyAIStatus PlanAuto(const PRef& ref, const Entry* x, const int64_t* from, const int64_t* to, bool writing,
+                        AutoSlice* plan) const;
+  // Calls fn(tuple, matrix or nullptr) for the table tuples in [from, to)
+  // in index order: every one (dense), or only those the matrices' array
+  // holds (a walk bounded by the memory they hold).
+  template <class F>
+  TinyAIStatus ForEachMatrix(const Entry* x, const int64_t* from, const int64_t* to, bool dense, F&& fn) const;
   TinyAIStatus Access(const char* ref_text, bool writing, int32_t dtype, uint8_t* out, const uint8_t* in,
                       size_t size, size_t* bytes);
+  // A slice's size against the call's (and a write's bool values).
+  TinyAIStatus CheckSize(const PDecl& d, bool writing, const uint8_t* in, size_t size, uint64_t need) const;
+  TinyAIStatus AccessAuto(const PRef& ref, Entry* x, const int64_t* from, const int64_t* to, bool writing,
+                          uint8_t* out, const uint8_t* in, size_t size, size_t* bytes);
+  TinyAIStatus ResetAuto(const PRef& ref, Entry* x, const int64_t* from, const int64_t* to);
   TinyAIStatus ResetEntry(int32_t e);
   // A table's row at `tuple` (in range), its chunk allocated (and the
   // directory grown) when `create`; nullptr when never written (or on a
@@ -263,9 +329,11 @@ class PersistentStore {
   TinyAIStatus GrowDir(Entry* x, const int64_t* where);
   TinyAIStatus GrowMats(Entry* x, const int64_t* tuple);
   TinyAIStatus CheckWriteFits(const Entry* x, const int64_t* from, const int64_t* to) const;
-  // An auto-dim write of cells [from, to) grows each matrix it reaches by
-  // whole rows or whole columns only (checked before anything is created).
-  TinyAIStatus CheckMatrixGrowth(const Entry* x, const int64_t* from, const int64_t* to) const;
+  TinyAIStatus CheckAutoWriteFits(const PRef& ref, const Entry* x, const AutoSlice& plan) const;
+  // An auto-dim write of `cells` grows matrix m (nullptr: one at its
+  // declared shape) by whole rows or whole columns only (checked before
+  // anything is created).
+  TinyAIStatus CheckMatrixGrowth(const Entry* x, const Matrix* m, const Cells& cells) const;
   const uint8_t* Row(const Entry* x, const int64_t* tuple) const;
   // The auto-dim matrix of a table tuple (created when `create`).
   Matrix* MatrixAt(Entry* x, const int64_t* tuple, bool create, TinyAIStatus* status);

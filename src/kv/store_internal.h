@@ -3,6 +3,7 @@
 #ifndef TINYAI_KV_STORE_INTERNAL_H_
 #define TINYAI_KV_STORE_INTERNAL_H_
 
+#include "common/checked_math.h"
 #include "kv/store.h"
 
 namespace tinyai {
@@ -29,6 +30,28 @@ struct PersistentStore::Entry {
   // Auto-dim: one matrix per table tuple, over cap[] of the table indices.
   Matrix* mats = nullptr;
   uint64_t mat_entries = 0;
+};
+
+// An auto-dim reference's cells in one matrix: rows [r0, r1) x columns
+// [c0, c1) (a vector's one column: 0..1).
+struct PersistentStore::Cells {
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 1;
+  // At most 2^40 x 2^40; false when the product passes 64 bits.
+  bool Count(uint64_t* n) const {
+    return CheckedMul(static_cast<uint64_t>(r1 - r0), static_cast<uint64_t>(c1 - c0), n);
+  }
+};
+
+// An auto-dim reference over its matrices: the table tuples [from, to),
+// each matrix's cells resolved against its own shape.
+struct PersistentStore::AutoSlice {
+  int64_t from[kMaxPIndices] = {0, 0, 0, 0};
+  int64_t to[kMaxPIndices] = {0, 0, 0, 0};
+  uint64_t cells = 0;  // in all the matrices
+  // Every tuple of the range has cells (a matrix at its declared shape
+  // does): a walk takes them all, as many as the data's values at most.
+  // Otherwise only the matrices held can have any, and a walk takes those.
+  bool dense = false;
 };
 
 }  // namespace tinyai

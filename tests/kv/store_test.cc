@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "common/crc32c.h"
 #include "format/test_models.h"
 #include "tinyai/persistent.h"
 
@@ -1213,4 +1215,417 @@ TEST(PersistentStore, AChunkPastTheAddressSpaceIsRefusedWhenDeclared) {
   EXPECT_EQ(s.Declare("B(i): f32[1099511627776, 1099511627776] @table"), TINYAI_ERR_OVERFLOW) << Message();
   EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 0);
   EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_OK) << Message();  // 4 GiB a row: a chunk fits 64 bits
+}
+
+// ---- the saved form (issue 42): what a file says (class 5), what a load
+// holds (class 4), slices over several matrices, what a save writes ------
+
+namespace {
+
+// A store file built by hand, as a writer of either version would write
+// one (or not): little-endian numbers, then the header and the CRC-32C
+// around the body.
+class FileBuilder {
+ public:
+  template <class T>
+  FileBuilder& Put(T v) {
+    const char* p = reinterpret_cast<const char*>(&v);
+    body_.insert(body_.end(), p, p + sizeof v);
+    return *this;
+  }
+  FileBuilder& Name(const std::string& n) {
+    Put<uint8_t>(static_cast<uint8_t>(n.size()));
+    body_.insert(body_.end(), n.begin(), n.end());
+    return *this;
+  }
+  FileBuilder& Bytes(std::initializer_list<uint8_t> bytes) {
+    for (uint8_t b : bytes) Put<uint8_t>(b);
+    return *this;
+  }
+  // A declaration as a store writes one (past_rank: what the dimensions
+  // past its rank say; a store writes 1).
+  FileBuilder& Decl(const std::string& name, TinyAIPersistentType type, const std::vector<int64_t>& shape,
+                    const std::vector<std::string>& indices = {}, const std::vector<int64_t>& fixed = {},
+                    int32_t autos = 0, uint8_t has_init = 0, double init = 0.0, int64_t past_rank = 1) {
+    Name(name);
+    Put<int32_t>(type);
+    Put<int32_t>(static_cast<int32_t>(shape.size()));
+    for (size_t i = 0; i < 4; ++i) Put<int64_t>(i < shape.size() ? shape[i] : past_rank);
+    Put<int32_t>(static_cast<int32_t>(indices.size()));
+    for (const std::string& s : indices) Name(s);
+    for (size_t i = 0; i < 4; ++i) Put<int64_t>(i < fixed.size() ? fixed[i] : 0);
+    Put<int32_t>(autos);
+    Put<uint8_t>(has_init);
+    return Put<double>(init);
+  }
+  // The whole file: "TPS1", version, body bytes, body, checksum (right),
+  // then `after`.
+  std::vector<char> File(uint32_t version, const std::string& after = "") const {
+    std::vector<char> f = {'T', 'P', 'S', '1'};
+    const uint64_t size = body_.size();
+    f.insert(f.end(), reinterpret_cast<const char*>(&version), reinterpret_cast<const char*>(&version) + 4);
+    f.insert(f.end(), reinterpret_cast<const char*>(&size), reinterpret_cast<const char*>(&size) + 8);
+    f.insert(f.end(), body_.begin(), body_.end());
+    const uint32_t crc = tinyai::Crc32c(0, f.data(), f.size());
+    f.insert(f.end(), reinterpret_cast<const char*>(&crc), reinterpret_cast<const char*>(&crc) + 4);
+    f.insert(f.end(), after.begin(), after.end());
+    return f;
+  }
+
+ private:
+  std::vector<char> body_;
+};
+
+const char* kChecked =
+    "persistent {\n"
+    "  b: bool @init(1)\n"
+    "  B(i): bool[2] @table\n"
+    "  E(i, j): bool[0, 0] @auto_dim(i, j)\n"
+    "  f: f32\n"
+    "}";
+
+// kChecked's store as a version-1 writer wrote it, each field as given.
+struct CheckedFile {
+  std::string b_name = "b";
+  uint8_t b_has_init = 1;
+  int64_t B_past_rank = 1;
+  uint8_t b = 1;
+  int64_t B_extent = 2, B_run = 4;
+  uint8_t B_value = 1;  // B[0]'s first value; the rows written are the first run's
+  int64_t E_rows = 1, E_cols = 1;
+  uint8_t E_value = 1;
+  float f = 0.5f;
+  std::string after;  // bytes past the checksum
+
+  std::vector<char> File() const {
+    FileBuilder w;
+    w.Put<uint32_t>(4);
+    w.Decl(b_name, TINYAI_PTYPE_BOOL, {}, {}, {}, 0, b_has_init, 1.0);
+    w.Decl("B", TINYAI_PTYPE_BOOL, {2}, {"i"}, {}, 0, 0, 0.0, B_past_rank);
+    w.Decl("E", TINYAI_PTYPE_BOOL, {0, 0}, {"i", "j"}, {}, 2);
+    w.Decl("f", TINYAI_PTYPE_F32, {});
+    w.Put<uint8_t>(b);
+    w.Put<int64_t>(B_extent).Put<int64_t>(B_run);
+    for (int64_t r0 = 0; r0 < B_extent; r0 += B_run) {
+      w.Put<uint8_t>(r0 == 0 ? 1 : 0);  // the first run held, the others never written
+      if (r0 > 0) continue;
+      for (int64_t r = 0; r < (B_extent < B_run ? B_extent : B_run); ++r) w.Bytes({r == 0 ? B_value : uint8_t{0}, 1});
+    }
+    w.Put<int64_t>(E_rows).Put<int64_t>(E_cols);
+    for (int64_t c = 0; c < E_rows * E_cols; ++c) w.Put<uint8_t>(E_value);
+    w.Put<float>(f);
+    return w.File(1, after);
+  }
+};
+
+}  // namespace
+
+// A file the version-1 writer wrote (f309d6e, Fill's store): a store still
+// loads it, to the same contents, and saves it again in version 2.
+const char* kVersion1File =
+    "5450533101000000bd0300000000000006000000047374657005000000000000000100000000000000010000000000000001000000000000"
+    "0001000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001000000000000"
+    "0000015402000000010000000200000000000000010000000000000001000000000000000100000000000000000000000000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000001410000000001000000030000000000000001"
+    "0000000000000001000000000000000100000000000000010000000169000000000000000000000000000000000000000000000000000000"
+    "000000000000000000000000000000000000014b010000000100000002000000000000000100000000000000010000000000000001000000"
+    "0000000002000000016c01740200000000000000080000000000000000000000000000000000000000000000000000000000000000000000"
+    "00014d00000000020000000200000000000000020000000000000001000000000000000100000000000000020000000169016a0000000000"
+    "0000000000000000000000000000000000000000000000000000000200000000000000000000000001430700000001000000010000000000"
+    "000001000000000000000100000000000000010000000000000002000000016c016900000000000000000000000000000000000000000000"
+    "000000000000000000000100000000000000000000000029000000000000000000f83f00000000000002c00b000000000000000400000000"
+    "00000001000000000ad7233c0ad7a33c00000000000000000000000000000040d7a30040ae47014000000000000000000000000001000080"
+    "40ec518040d7a380400000000000000000000000000000c040ec51c040d7a3c0400000000000000000000000000100000041f6280041ec51"
+    "004100000000000000000000000000002041f6282041ec512041020000000000000008000000000000000800000000000000010000000000"
+    "0000000000000000000000000000000000000000000000000000000100000000000000000000000000000000000000000000000000000000"
+    "003c00c00300000000000000030000000000000000000000000000000000e0400000000000000000000000410000a0400000c04000001041"
+    "0400000000000000010000000000000001000000000000000001000000000000000100000000000000000100000000000000010000000000"
+    "0000000200000000000000010000000000000000c831c6ef63";
+
+TEST(PersistentStore, AVersion1FileStillLoads) {
+  tt::TempDir dir;
+  const std::string path = dir.File("v1.tps");
+  std::vector<char> bytes;
+  for (const char* p = kVersion1File; p[0] && p[1]; p += 2) {
+    bytes.push_back(static_cast<char>(std::stoi(std::string(p, 2), nullptr, 16)));
+  }
+  ASSERT_EQ(bytes[4], 1) << "a version-1 file";
+  WriteAll(path, bytes);
+  Store a;
+  Fill(&a);
+  Store b;
+  ASSERT_EQ(b.Declare(kSaved), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(Contents(b), Contents(a));
+  EXPECT_EQ(b.Int("step"), 41);
+  EXPECT_EQ(b.Entry("A").extent[0], 11);
+  const std::string again = dir.File("v2.tps");
+  ASSERT_EQ(tinyaiSavePersistentStore(b.get(), again.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(ReadAll(again)[4], 2) << "saved in version 2";
+  Store c;
+  ASSERT_EQ(c.Declare(kSaved), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiLoadPersistentStore(c.get(), again.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(Contents(c), Contents(a));
+}
+
+// Class 5: a file whose checksum is right is still read for what it says.
+// A load refuses (TINYAI_ERR_BAD_FORMAT, the store as it was) what no store
+// writes and what the API would refuse: a bool that is not 0 or 1, a name
+// cut short by a NUL byte, an @init flag that is not 0 or 1, a declaration
+// field past its rank, an extent past the rows held (an empty write once
+// grew one), a run no store cuts, a matrix grown by rows of no columns, and
+// bytes after the checksum. The same file with those fields right loads.
+TEST(PersistentStore, AFileIsCheckedForWhatItSaysNotOnlyThatItArrivedIntact) {
+  tt::TempDir dir;
+  const std::string path = dir.File("checked.tps");
+  Store s(0, 4);
+  ASSERT_EQ(s.Declare(kChecked), TINYAI_OK) << Message();
+  const uint8_t row[2] = {0, 1};
+  ASSERT_EQ(tinyaiPersistentWrite(s.get(), "B[0]", TINYAI_PTYPE_BOOL, row, 2), TINYAI_OK) << Message();
+  const std::string before = Contents(s);
+  const uint64_t used = s.Usage();
+  auto load = [&](const CheckedFile& f) {
+    WriteAll(path, f.File());
+    return tinyaiLoadPersistentStore(s.get(), path.c_str());
+  };
+  auto refuses = [&](const CheckedFile& f, const char* what, const char* says) {
+    EXPECT_EQ(load(f), TINYAI_ERR_BAD_FORMAT) << what << ": " << Message();
+    EXPECT_NE(Message().find(says), std::string::npos) << what << ": " << Message();
+    EXPECT_EQ(Contents(s), before) << what;
+    EXPECT_EQ(s.Usage(), used) << what;
+  };
+  CheckedFile f;
+  f.b = 2;
+  refuses(f, "a bool scalar of 2", "bool values");
+  f = CheckedFile();
+  f.B_value = 7;
+  refuses(f, "a bool row holding 7", "bool values");
+  f = CheckedFile();
+  f.E_value = 255;
+  refuses(f, "a bool matrix cell of 255", "bool values");
+  f = CheckedFile();
+  f.b_name = std::string("b\0", 2);
+  refuses(f, "a name cut short by a NUL", "NUL");
+  f = CheckedFile();
+  f.b_has_init = 2;
+  refuses(f, "an @init flag of 2", "@init flag");
+  f = CheckedFile();
+  f.B_past_rank = 7;
+  refuses(f, "a dimension past the rank", "past its rank");
+  f = CheckedFile();
+  f.B_extent = 6;  // rows 0..3 held: the extent a store writes is 4
+  refuses(f, "an extent past the rows held", "highest row written");
+  f = CheckedFile();
+  f.B_run = int64_t{1} << 40;
+  refuses(f, "a run of 2^40 rows", "runs of");
+  f = CheckedFile();
+  f.E_rows = 3;
+  f.E_cols = 0;
+  refuses(f, "a matrix grown by rows of no columns", "a row grows with a column");
+  f = CheckedFile();
+  f.after = "junk";
+  refuses(f, "bytes after the checksum", "after the store's checksum");
+  // The file with every field right loads, and a float the API takes
+  // (NaN: a write takes any bits) loads as it is.
+  f = CheckedFile();
+  f.f = std::nanf("");
+  ASSERT_EQ(load(f), TINYAI_OK) << Message();
+  EXPECT_TRUE(std::isnan(Value<float>(s, "f", TINYAI_PTYPE_F32)));
+  EXPECT_EQ(Value<uint8_t>(s, "b", TINYAI_PTYPE_BOOL), 1);
+  EXPECT_EQ(s.Entry("E").currentShape[0], 1);
+}
+
+// Values: a write takes any bits of a float type (NaN, infinities), and a
+// load takes what a write took; a bool is 0 or 1 both ways.
+TEST(PersistentStore, ALoadTakesTheValuesAWriteTakes) {
+  tt::TempDir dir;
+  const std::string path = dir.File("values.tps");
+  const char* text = "h: f16\nx: f32\nd: f64\nA(i): f32[2] @table\nM(i, j): f64[1, 1] @auto_dim(i, j)\nb: bool";
+  Store a;
+  ASSERT_EQ(a.Declare(text), TINYAI_OK) << Message();
+  SetValue<uint16_t>(&a, "h", TINYAI_PTYPE_F16, 0x7e01);  // a NaN with a payload
+  SetValue<float>(&a, "x", TINYAI_PTYPE_F32, -HUGE_VALF);
+  SetValue<double>(&a, "d", TINYAI_PTYPE_F64, std::nan("7"));
+  ASSERT_EQ(a.Write("A[3]", {HUGE_VALF, std::nanf("")}), TINYAI_OK) << Message();
+  const double m = -HUGE_VAL;
+  ASSERT_EQ(tinyaiPersistentWrite(a.get(), "M[0, 0]", TINYAI_PTYPE_F64, &m, sizeof m), TINYAI_OK) << Message();
+  const uint8_t two = 2;
+  EXPECT_EQ(tinyaiPersistentWrite(a.get(), "b", TINYAI_PTYPE_BOOL, &two, 1), TINYAI_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(tinyaiSavePersistentStore(a.get(), path.c_str()), TINYAI_OK) << Message();
+  Store b;
+  ASSERT_EQ(b.Declare(text), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(Contents(b), Contents(a)) << "the same bits";
+}
+
+// Class 4: a load builds the file's growable contents beside the store's
+// (it must not lose them if the file cannot be held), and both count
+// against memoryLimit while both are held: a store that holds its rows and
+// cannot hold the file's beside them refuses, naming the bytes and the
+// fix, and is left as it was; reset, it loads. (A load built them under
+// the whole limit beside the store's: twice memoryLimit.) Entries held in
+// place (fixed tables) are read into place and take no second copy.
+TEST(PersistentStore, ALoadHoldsNoMoreThanTheLimitWithTheStoresContents) {
+  tt::TempDir dir;
+  const std::string path = dir.File("big.tps");
+  const char* text = "A(i): f32[16] @table\nn: i32";
+  Store a(0, 4);
+  ASSERT_EQ(a.Declare(text), TINYAI_OK) << Message();
+  ASSERT_EQ(a.Write("A[0..64]", Rows(0, 64, 16)), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiSavePersistentStore(a.get(), path.c_str()), TINYAI_OK) << Message();
+  Store probe(0, 4);
+  ASSERT_EQ(probe.Declare(text), TINYAI_OK) << Message();
+  const uint64_t rows = a.Usage() - probe.Usage();  // the rows, their chunks and directory
+  // Room for one copy of the rows, and half of another.
+  const uint64_t limit = a.Usage() + rows / 2;
+  Store b(limit, 4);
+  ASSERT_EQ(b.Declare(text), TINYAI_OK) << Message();
+  ASSERT_EQ(b.Write("A[0..64]", Rows(100, 164, 16)), TINYAI_OK) << Message();
+  const std::string before = Contents(b);
+  const uint64_t used = b.Usage();
+  EXPECT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_ERR_RESOURCE_EXHAUSTED) << Message();
+  const std::string message = Message();
+  EXPECT_NE(message.find("tinyaiPersistentReset(store, NULL)"), std::string::npos) << message;
+  EXPECT_NE(message.find("memoryLimit " + std::to_string(limit)), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(used)), std::string::npos) << message;
+  EXPECT_EQ(Contents(b), before);
+  EXPECT_EQ(b.Usage(), used);
+  // Reset, it holds its records and directory alone: the file fits beside.
+  ASSERT_EQ(tinyaiPersistentReset(b.get(), nullptr), TINYAI_OK);
+  ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(Contents(b), Contents(a));
+  EXPECT_LE(b.Usage(), limit);
+  // A fixed table is read into place: a store that holds one copy loads.
+  const char* fixed = "K(t): f32[16] @table @fixed(t=64)\nA(i): f32 @table";
+  Store c(0, 4);
+  ASSERT_EQ(c.Declare(fixed), TINYAI_OK) << Message();
+  ASSERT_EQ(c.Write("K[]", Rows(0, 64, 16)), TINYAI_OK) << Message();
+  ASSERT_EQ(c.Write("A[0]", {1}), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiSavePersistentStore(c.get(), path.c_str()), TINYAI_OK) << Message();
+  Store d(c.Usage() + 1024, 4);
+  ASSERT_EQ(d.Declare(fixed), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiLoadPersistentStore(d.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(Contents(d), Contents(c));
+}
+
+// A reference over several auto-dim matrices of a table takes each
+// matrix's own rows and columns: `C[]` is every matrix whole, one after the
+// other, and read, write and reset agree on it. (The first matrix's shape
+// was taken for all: `reset C[]` zeroed each only up to the first's rows,
+// and a read cut the others short or refused them.)
+TEST(PersistentStore, ASliceOverSeveralMatricesTakesEachOnesShape) {
+  Store s;
+  ASSERT_EQ(s.Declare("C(l, i, j): f32[1, 1] @table @auto_dim(i, j)"), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("C[0, 0, 0]", {1}), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("C[1, 0..2, 0..2]", {10, 11, 12, 13}), TINYAI_OK) << Message();  // grows to 2 x 2
+  ASSERT_EQ(s.Write("C[1, 2, ]", {14, 15}), TINYAI_OK) << Message();                // and 3 x 2
+  EXPECT_EQ(s.Read("C[]"), (std::vector<float>{1, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(s.Read("C[0..2, 0, ]"), (std::vector<float>{1, 10, 11}));
+  EXPECT_EQ(s.Read("C[0..2, , 0]"), (std::vector<float>{1, 10, 12, 14}));
+  ASSERT_EQ(s.Write("C[]", {2, 20, 21, 22, 23, 24, 25}), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("C[1]"), (std::vector<float>{20, 21, 22, 23, 24, 25}));
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "C[]"), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("C[]"), std::vector<float>(7, 0.0f));
+  EXPECT_EQ(s.Entry("C").extent[0], 2);
+  // The first one larger: each row 1 is its own matrix's.
+  ASSERT_EQ(s.Write("C[0, 0..2, 0..2]", {1, 2, 4, 5}), TINYAI_OK) << Message();
+  ASSERT_EQ(s.Write("C[0, , 2]", {3, 6}), TINYAI_OK) << Message();  // 2 x 3
+  EXPECT_EQ(s.Read("C[0..2, 1, ]"), (std::vector<float>{4, 5, 6, 0, 0}));
+  // A row one of them lacks is refused, naming that matrix.
+  TinyAIStatus st = TINYAI_OK;
+  s.Read("C[0..2, 2, ]", &st);
+  EXPECT_EQ(st, TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_NE(Message().find("C[0]"), std::string::npos) << Message();
+  ASSERT_EQ(tinyaiPersistentReset(s.get(), "C[0..2, 1, ]"), TINYAI_OK) << Message();
+  EXPECT_EQ(s.Read("C[]"), (std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // Matrices never written are at their declared shape.
+  EXPECT_EQ(s.Read("C[0..2, 0, 0]"), (std::vector<float>{1, 0}));
+}
+
+// An auto-dim matrix holds at most 2^40 rows and columns, declared, grown
+// or loaded, and a store loads what it saved: a matrix declared with more
+// than 2^32 rows was saved and then refused by its own load.
+TEST(PersistentStore, AMatrixPast2To32RowsLoadsWhatItSaved) {
+  tt::TempDir dir;
+  const std::string path = dir.File("rows.tps");
+  const char* text = "R(i, j): u8[4294967297, 0] @auto_dim(i, j)\nW(i, j): u8[0, 1099511627776] @auto_dim(i, j)";
+  Store a;
+  ASSERT_EQ(a.Declare(text), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiSavePersistentStore(a.get(), path.c_str()), TINYAI_OK) << Message();
+  Store b;
+  ASSERT_EQ(b.Declare(text), TINYAI_OK) << Message();
+  ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_EQ(b.Entry("R").currentShape[0], int64_t{4294967297});
+  // No row or column past 2^40 is written (one past the declared 2^40
+  // columns was taken: a write of no values).
+  EXPECT_EQ(tinyaiPersistentWrite(b.get(), "W[, 1099511627776]", TINYAI_PTYPE_U8, nullptr, 0), TINYAI_ERR_OUT_OF_BOUNDS);
+  EXPECT_NE(Message().find("at most 2^40"), std::string::npos) << Message();
+  // A version-1 file of such a matrix loads too.
+  FileBuilder w;
+  w.Put<uint32_t>(2);
+  w.Decl("R", TINYAI_PTYPE_U8, {4294967297, 0}, {"i", "j"}, {}, 2);
+  w.Decl("W", TINYAI_PTYPE_U8, {0, int64_t{1} << 40}, {"i", "j"}, {}, 2);
+  w.Put<int64_t>(4294967297).Put<int64_t>(0);
+  w.Put<int64_t>(0).Put<int64_t>(int64_t{1} << 40);
+  WriteAll(path, w.File(1));
+  ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << Message();
+}
+
+// A save writes what the store holds, not every place it could hold: a
+// fixed index of many rows with one written, a declared matrix of many
+// rows never written, a table of matrices over a fixed index. The file is
+// at most 24 bytes plus 4 times the store's memory (its runs' and blocks'
+// places and bytes) and loads back. (Each place was written: one byte per
+// run of 2^40 rows, one value per cell of 2^40, 16 bytes per matrix.)
+TEST(PersistentStore, ASaveWritesOnlyWhatTheStoreHolds) {
+  tt::TempDir dir;
+  const std::string path = dir.File("sparse.tps");
+  struct Case {
+    std::string text;
+    const char* write;  // a u8 or i8 value of 7 written there, or nullptr
+    const char* read;   // read after the load
+    uint8_t value;      // what it reads
+  };
+  auto check = [&](const Case& c) {
+    const std::string& why = c.text;
+    Store a(0, 4);
+    ASSERT_EQ(a.Declare(c.text.c_str()), TINYAI_OK) << why << ": " << Message();
+    const uint8_t v = 7;
+    if (c.write) ASSERT_EQ(tinyaiPersistentWrite(a.get(), c.write, a.Entry("X").dtype, &v, 1), TINYAI_OK) << why << ": " << Message();
+    ASSERT_EQ(tinyaiSavePersistentStore(a.get(), path.c_str()), TINYAI_OK) << why << ": " << Message();
+    struct stat st;
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    ASSERT_LE(static_cast<uint64_t>(st.st_size), 24 + 4 * a.Usage()) << why;
+    Store b(0, 4);
+    ASSERT_EQ(b.Declare(c.text.c_str()), TINYAI_OK) << why << ": " << Message();
+    ASSERT_EQ(tinyaiLoadPersistentStore(b.get(), path.c_str()), TINYAI_OK) << why << ": " << Message();
+    uint8_t back = 99;
+    size_t bytes = 0;
+    ASSERT_EQ(tinyaiPersistentRead(b.get(), c.read, b.Entry("X").dtype, &back, 1, &bytes), TINYAI_OK)
+        << why << ": " << Message();
+    EXPECT_EQ(back, c.value) << why;
+    EXPECT_EQ(b.Usage(), a.Usage()) << why;
+  };
+  // 2^24 places, which the old form wrote one by one (4 to 16 MiB each).
+  const Case small[] = {
+      {"X(i, j): u8 @table @fixed(i=16777216)", "X[5, 0]", "X[5, 0]", 7},
+      {"X(i, j): u8 @table @fixed(j=16777216)", "X[0, 5]", "X[0, 5]", 7},
+      {"X(i, j): u8[16777216, 1] @auto_dim(i, j)", nullptr, "X[16777215, 0]", 0},
+      {"X(l, i, j): i8[0, 1] @table @auto_dim(i, j) @fixed(l=1048576)", "X[3, 0, 0]", "X[3, 0, 0]", 7},
+  };
+  for (const Case& c : small) check(c);
+  if (::testing::Test::HasFailure()) return;  // the old form would write 2^40 bytes below
+  // 2^40 places.
+  const Case large[] = {
+      {"X(i, j): u8 @table @fixed(i=1099511627776)", "X[5, 0]", "X[1099511627775, 0]", 0},
+      {"X(i, j): u8 @table @fixed(j=1099511627776)", "X[0, 5]", "X[0, 5]", 7},
+      {"X(i, j): u8[1099511627776, 1] @auto_dim(i, j)", nullptr, "X[1099511627775, 0]", 0},
+      {"X(l, i, j): i8[0, 1] @table @auto_dim(i, j) @fixed(l=1099511627776)", "X[3, 0, 0]", "X[3, 0, 0]", 7},
+  };
+  for (const Case& c : large) check(c);
+  // And a store of every kind.
+  Store a;
+  Fill(&a);
+  ASSERT_EQ(tinyaiSavePersistentStore(a.get(), path.c_str()), TINYAI_OK) << Message();
+  EXPECT_LE(ReadAll(path).size(), 24 + 4 * a.Usage());
 }
