@@ -129,8 +129,10 @@ class OutputFileTest : public ::testing::TestWithParam<Writer> {
     ASSERT_EQ(tinyaiLLMEval(llm2_, tokens, 4, nullptr), TINYAI_OK) << tt::LastMessage();
     TinyAIPersistentConfig cfg = tinyaiCreateDefaultPersistentConfig();
     ASSERT_EQ(tinyaiCreatePersistentStore(&cfg, &store2_), TINYAI_OK) << tt::LastMessage();
-    ASSERT_EQ(tinyaiDeclarePersistent(store2_, "persistent {\n  step: i32 @init(5)\n  rows: f32[64, 8]\n}\n"),
+    // The same declaration (a load checks it), other contents.
+    ASSERT_EQ(tinyaiDeclarePersistent(store2_, "persistent {\n  step: i32 @init(0)\n  rows: f32[64, 8]\n}\n"),
               TINYAI_OK) << tt::LastMessage();
+    ASSERT_EQ(tinyaiPersistentIncrement(store2_, "step", 11), TINYAI_OK) << tt::LastMessage();
   }
   // Reads path back as the parameter's kind of file.
   TinyAIStatus Load(const std::string& path) {
