@@ -1214,7 +1214,14 @@ TEST(PersistentStore, AChunkPastTheAddressSpaceIsRefusedWhenDeclared) {
   EXPECT_NE(Message().find("chunk"), std::string::npos) << Message();
   EXPECT_EQ(s.Declare("B(i): f32[1099511627776, 1099511627776] @table"), TINYAI_ERR_OVERFLOW) << Message();
   EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 0);
-  EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_OK) << Message();  // 4 GiB a row: a chunk fits 64 bits
+  // 4 GiB a row, a chunk of 4 rows: 16 GiB fits a 64-bit address space and
+  // not a 32-bit one (armhf, the Cortex-M port), where it is refused by name.
+  if (sizeof(size_t) >= 8) {
+    EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_OK) << Message();
+  } else {
+    EXPECT_EQ(s.Declare("C(i): f32[1048576, 1024] @table"), TINYAI_ERR_OVERFLOW) << Message();
+    EXPECT_NE(Message().find("'C': a chunk"), std::string::npos) << Message();
+  }
 }
 
 // ---- the saved form (issue 42): what a file says (class 5), what a load
