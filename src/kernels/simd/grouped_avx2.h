@@ -21,10 +21,13 @@
 #include "common/panels.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/simd/grouped_drivers.h"
+#include "kernels/simd/isa.h"
 
 namespace tinyai {
 namespace kernels {
 namespace avx2 {
+inline namespace TINYAI_ISA_NAMESPACE {
 
 inline float HalfAt(const uint8_t* p) {
   uint16_t h;
@@ -90,23 +93,6 @@ struct WeightGroup {
   static int32_t Sum(const InputGroup16&) { return 0; }
 };
 
-// A row of q8_g32 groups widened to fp32 (an int8 KV cache's value rows, a
-// q8 embedding row): the reference's d * code, bit for bit, eight at a time.
-inline void DequantizeRowQ8(const uint8_t* row, float* out, size_t cols) {
-  const size_t whole = cols / kGroup;
-  for (size_t g = 0; g < whole; ++g) {
-    const uint8_t* group = row + g * kQ8GroupBytes;
-    const __m256 d = _mm256_set1_ps(HalfAt(group));
-    for (size_t k = 0; k < kGroup; k += 8) {
-      const __m256i codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 2 + k)));
-      _mm256_storeu_ps(out + g * kGroup + k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(codes)));
-    }
-  }
-  if (whole * kGroup < cols) {
-    ref::DequantizeRowQ<TINYAI_DTYPE_Q8_G32>(row + whole * kQ8GroupBytes, out + whole * kGroup, cols - whole * kGroup);
-  }
-}
-
 // R rows against J inputs: y[j*ldy + r] for the tile.
 template <int32_t DType, int R, int J>
 inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroupOf<DType>* x, size_t ldx, float* y, size_t ldy,
@@ -128,41 +114,15 @@ inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroupOf<DType>* 
     for (int j = 0; j < J; ++j) y[j * ldy + r] = HorizontalSum(acc[r][j]);
 }
 
-// One row after the other, two groups at a time (two FMA chains): each
-// thread reads its rows as one sequential stream, which the hardware
-// prefetcher follows (several rows side by side ran at a third of the
-// bandwidth from DRAM).
-template <int32_t DType>
-void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
-  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
-  constexpr size_t kBytes = DType == TINYAI_DTYPE_Q8_G32 ? kQ8GroupBytes : kQ4GroupBytes;
-  const size_t groups = GroupsPerRow(cols);
-  for (size_t r = 0; r < rows; ++r) {
-    const uint8_t* row = w + r * row_bytes;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    size_t g = 0;
-    for (; g + 2 <= groups; g += 2) {
-      const WeightGroup<DType> w0(row + g * kBytes), w1(row + (g + 1) * kBytes);
-      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w0.Dot(x[g])), _mm256_set1_ps(w0.d * x[g].d), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w1.Dot(x[g + 1])), _mm256_set1_ps(w1.d * x[g + 1].d), acc1);
-    }
-    if (g < groups) {
-      const WeightGroup<DType> w0(row + g * kBytes);
-      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w0.Dot(x[g])), _mm256_set1_ps(w0.d * x[g].d), acc0);
-    }
-    y[r] = HorizontalSum(_mm256_add_ps(acc0, acc1));
-  }
-}
-
-// q8_g32, one row after the other as MatvecQ, eight groups at a time: the
+// q8_g32, one row after the other as the driver's MatvecQ, eight groups at a time: the
 // eight groups' int32 lanes are summed across with six vphaddd and one
 // cross-lane add (one vector of the eight groups' dot products), converted
 // and scaled by d_w * d_x with one multiply-add, the eight weight scales
 // gathered with vpinsrw and converted together, the input's from a copy
 // made once per call. About 9 instructions a group against 13 (GCC 12);
 // the rows' bytes a few rows ahead are prefetched into L2 (the AVX-512 q8
-// kernel's kAheadRows). The groups past a multiple of eight take MatvecQ's
-// path.
+// kernel's kAheadRows). The groups past a multiple of eight take the
+// driver's path (RowTile's arithmetic, one chain).
 inline void MatvecQ8(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
   constexpr int32_t kQ8 = TINYAI_DTYPE_Q8_G32;
   constexpr size_t kChunk = 256, kAhead = 4;  // groups whose input scales sit on the stack; rows prefetched ahead
@@ -318,44 +278,39 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
   }
 }
 
-// How far on MatvecPanels prefetches into L2: the AVX-512 panels' distance
-// (1 to 8 KiB measured alike on a Zen 3 host, docs/benchmarks.md).
-constexpr size_t kPanelPrefetchBytes = 4096;
-
-// Panels of a 4-bit dtype (common/panels.h) against J inputs (input j at
-// x + j * ldx groups): y[j*ldy + r]. Per group, the eight rows' code bytes
-// 0..7 and 8..15 are two 32-byte loads each (rows 0..3, rows 4..7), split
-// into nibbles once for all J inputs; each input's matching 8 values,
-// broadcast to every row, meet them in vpmaddubsw. q4's products of one
-// row's 32 codes fit int16 (4 x 2 x 15 x 127), so its four are added before
-// one vpmaddwd; q4nl's grid values take the sign trick (|v| and sign(v) *
-// x), whose products need int32 each. One vphaddd leaves the eight rows'
-// sums in the order 0, 1, 4, 5, 2, 3, 6, 7; the scales (one 16-byte load,
-// one conversion) are put in the same order, and the rows back in theirs at
-// the end. About 60 instructions for the eight rows' group of q4 and one
-// input (7.5 a row) against 22 a row and group for MatvecQ (GCC 12); a
-// further input adds about 28 by count of the source (the decoding of the
-// nibbles and scales is shared). Each panel group prefetches the bytes kPanelPrefetchBytes on
-// into L2.
+// Panels of a 4-bit dtype (common/panels.h) against J inputs
+// (grouped::PanelsTile drives it): y[j*ldy + r]. Per group, the eight rows'
+// code bytes 0..7 and 8..15 are two 32-byte loads each (rows 0..3, rows
+// 4..7), split into nibbles once for all J inputs; each input's matching 8
+// values, broadcast to every row, meet them in vpmaddubsw. q4's products of
+// one row's 32 codes fit int16 (4 x 2 x 15 x 127), so its four are added
+// before one vpmaddwd; q4nl's grid values take the sign trick (|v| and
+// sign(v) * x), whose products need int32 each. One vphaddd leaves the eight
+// rows' sums in the order 0, 1, 4, 5, 2, 3, 6, 7; the scales (one 16-byte
+// load, one conversion) are put in the same order, and the rows back in
+// theirs at the end. About 60 instructions for the eight rows' group of q4
+// and one input (7.5 a row) against 22 a row and group for the rows' matvec
+// (GCC 12); a further input adds about 28 by count of the source (the
+// decoding of the nibbles and scales is shared).
 template <int32_t DType, size_t J>
-void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
-                size_t panels, size_t cols) {
-  const size_t groups = GroupsPerRow(cols);
+struct PanelTile {
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kQ4NLGrid)));
-  auto input = [](const int8_t* q) {
+  __m256 acc[J];
+
+  static __m256i Input(const int8_t* q) {
     int64_t v;
     std::memcpy(&v, q, sizeof v);
     return _mm256_set1_epi64x(v);
-  };
-  // Four rows' 8 code bytes as nibbles (q4) or grid values (q4nl), low and high.
-  // q4: the nibbles (low, high); q4nl: their grid values' magnitudes
-  // (low, high) and the values themselves (sign_low, sign_high).
+  }
+  // Four rows' 8 code bytes: q4: the nibbles (low, high); q4nl: their grid
+  // values' magnitudes (low, high) and the values themselves (sign_low,
+  // sign_high).
   struct Codes {
     __m256i low, high, sign_low, sign_high;
   };
-  auto decode = [&](const uint8_t* c) {
+  Codes Decode(const uint8_t* c) const {
     const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
     Codes k{_mm256_and_si256(packed, mask), _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask), {}, {}};
     if (DType != TINYAI_DTYPE_Q4_G32) {
@@ -365,191 +320,166 @@ void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t 
       k.high = _mm256_abs_epi8(k.sign_high);
     }
     return k;
-  };
+  }
   // Their products with the inputs lo and hi, as int16 pairs (q4) or int32 (q4nl).
-  auto products = [&](const Codes& k, __m256i lo, __m256i hi) {
+  __m256i Products(const Codes& k, __m256i lo, __m256i hi) const {
     if (DType == TINYAI_DTYPE_Q4_G32) {
       return _mm256_add_epi16(_mm256_maddubs_epi16(k.low, lo), _mm256_maddubs_epi16(k.high, hi));
     }
     return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(k.low, _mm256_sign_epi8(lo, k.sign_low)), ones),
                             _mm256_madd_epi16(_mm256_maddubs_epi16(k.high, _mm256_sign_epi8(hi, k.sign_high)), ones));
-  };
-  auto widen = [&](__m256i v) { return DType == TINYAI_DTYPE_Q4_G32 ? _mm256_madd_epi16(v, ones) : v; };
-  auto add = [](__m256i a, __m256i b) {
+  }
+  __m256i Widen(__m256i v) const { return DType == TINYAI_DTYPE_Q4_G32 ? _mm256_madd_epi16(v, ones) : v; }
+  static __m256i Add(__m256i a, __m256i b) {
     return DType == TINYAI_DTYPE_Q4_G32 ? _mm256_add_epi16(a, b) : _mm256_add_epi32(a, b);
-  };
-  constexpr size_t kCodes = kPanelScaleBytes, kHigh = kPanelScaleBytes + kPanelRows * kPanelHalfCodeBytes;
-  constexpr size_t kFour = 4 * kPanelHalfCodeBytes;  // rows 4..7's bytes after rows 0..3's
-  const uint8_t* end = w + panels * PanelBytes(row_bytes);
-  for (size_t p = 0; p < panels; ++p) {
-    const uint8_t* b = w + p * PanelBytes(row_bytes);
-    __m256 acc[J];
+  }
+
+  void Begin() {
     for (size_t j = 0; j < J; ++j) acc[j] = _mm256_setzero_ps();
-    for (size_t g = 0; g < groups; ++g, b += kPanelGroupBytes) {
-      if (b + kPanelPrefetchBytes + kPanelGroupBytes <= end) {  // into L2, as the AVX-512 panels
-        const uint8_t* next = b + kPanelPrefetchBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(next + 64), _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(next + 128), _MM_HINT_T1);
-      }
-      const Codes c03 = decode(b + kCodes), h03 = decode(b + kHigh);
-      const Codes c47 = decode(b + kCodes + kFour), h47 = decode(b + kHigh + kFour);
-      const __m256 dw = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), order);
-      for (size_t j = 0; j < J; ++j) {
-        const InputGroup& xg = x[j * ldx + g];
-        const __m256i x0 = input(xg.q), x8 = input(xg.q + 8), x16 = input(xg.q + 16), x24 = input(xg.q + 24);
-        const __m256i rows03 = widen(add(products(c03, x0, x16), products(h03, x8, x24)));
-        const __m256i rows47 = widen(add(products(c47, x0, x16), products(h47, x8, x24)));
-        __m256i s = _mm256_hadd_epi32(rows03, rows47);  // rows 0, 1, 4, 5, 2, 3, 6, 7
-        if (DType == TINYAI_DTYPE_Q4_G32) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * xg.sum));
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xg.d)), acc[j]);
-      }
-    }
-    for (size_t j = 0; j < J; ++j) _mm256_storeu_ps(y + j * ldy + p * kPanelRows, _mm256_permutevar8x32_ps(acc[j], order));
   }
-}
-
-template <int32_t DType>
-void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols) {
-  PanelsTile<DType, 1>(w, row_bytes, static_cast<const InputGroup*>(x), 0, y, 0, panels, cols);
-}
-
-// Panels against n inputs, kPanelInputs at a time (each panel read from
-// cache once for them). On a Zen 3 host 4 and 8 ran alike within its noise,
-// 2 slower (tinyai-bench-kernels matmul_panels, docs/benchmarks.md).
-constexpr size_t kPanelInputs = 8;
-
-template <int32_t DType>
-void MatmulPanels(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy,
-                  size_t panels, size_t cols, size_t n) {
-  const InputGroup* x = static_cast<const InputGroup*>(input);
-  ForPanelInputs<kPanelInputs>(n, [&](auto inputs, size_t j) {
-    PanelsTile<DType, decltype(inputs)::value>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
-  });
-}
-
-// The reference's codes exactly: the same max, the same top / max, the same
-// product rounded to nearest even (vroundps), so the conversion is exact.
-// Returns false (leaving out alone) for a group holding an infinity or NaN.
-inline bool QuantizeGroup(const float* src, float top, __m256i q[4], float* d) {
-  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-  __m256 v[4], m = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_loadu_ps(src + 8 * i);
-    m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, v[i]));
-  }
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  const float amax = _mm_cvtss_f32(h);
-  bool finite = std::isfinite(amax);
-  for (int i = 0; i < 4 && finite; ++i) finite = _mm256_movemask_ps(_mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q)) == 0;
-  if (!finite) return false;
-  const __m256 inverse = _mm256_set1_ps(amax > 0.0f ? top / amax : 0.0f);
-  for (int i = 0; i < 4; ++i) {
-    q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
-  *d = amax / top;
-  return true;
-}
-
-// The group's 32 values, zero-padded past cols.
-inline const float* GroupValues(const float* x, size_t cols, size_t first, float* padded) {
-  if (cols - first >= kGroup) return x + first;
-  std::memset(padded, 0, kGroup * sizeof(float));
-  std::memcpy(padded, x + first, (cols - first) * sizeof(float));
-  return padded;
-}
-
-// A group's codes stored as int8 with their sum, or as int16.
-inline void StoreCodes(const __m256i q[4], InputGroup* out) {
-  const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  // Pack 32-bit to 8-bit; the packs work per 128-bit lane, the permute
-  // puts the elements back in order.
-  const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
-  const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q), p8);
-  out->sum = _mm_cvtsi128_si32(s);
-}
-
-inline void StoreCodes(const __m256i q[4], InputGroup16* out) {
-  // packs interleaves the two inputs per 128-bit lane; 0xd8 restores the order.
-  __m256i* dst = reinterpret_cast<__m256i*>(out->q);
-  _mm256_storeu_si256(dst, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8));
-  _mm256_storeu_si256(dst + 1, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xd8));
-}
-
-// The groups of x in Group's form; a group holding an infinity or NaN goes
-// to the reference (NaN scale, zero codes).
-template <class Group>
-inline void QuantizeGroups(const float* x, size_t cols, float top, Group* out,
-                           void (*reference)(const float*, size_t, Group*)) {
-  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
-    const size_t first = g * kGroup;
-    alignas(32) float padded[kGroup];
-    __m256i q[4];
-    if (QuantizeGroup(GroupValues(x, cols, first, padded), top, q, &out[g].d)) {
-      StoreCodes(q, out + g);
-    } else {
-      reference(x + first, cols - first < kGroup ? cols - first : kGroup, out + g);
+  void Group(const uint8_t* b, size_t g, const InputGroup* x, size_t ldx) {
+    constexpr size_t kCodes = kPanelScaleBytes, kHigh = kPanelScaleBytes + kPanelRows * kPanelHalfCodeBytes;
+    constexpr size_t kFour = 4 * kPanelHalfCodeBytes;  // rows 4..7's bytes after rows 0..3's
+    const Codes c03 = Decode(b + kCodes), h03 = Decode(b + kHigh);
+    const Codes c47 = Decode(b + kCodes + kFour), h47 = Decode(b + kHigh + kFour);
+    const __m256 dw = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), order);
+    for (size_t j = 0; j < J; ++j) {
+      const InputGroup& xg = x[j * ldx + g];
+      const __m256i x0 = Input(xg.q), x8 = Input(xg.q + 8), x16 = Input(xg.q + 16), x24 = Input(xg.q + 24);
+      const __m256i rows03 = Widen(Add(Products(c03, x0, x16), Products(h03, x8, x24)));
+      const __m256i rows47 = Widen(Add(Products(c47, x0, x16), Products(h47, x8, x24)));
+      __m256i s = _mm256_hadd_epi32(rows03, rows47);  // rows 0, 1, 4, 5, 2, 3, 6, 7
+      if (DType == TINYAI_DTYPE_Q4_G32) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * xg.sum));
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xg.d)), acc[j]);
     }
   }
-}
-
-inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
-  QuantizeGroups(x, cols, 127.0f, out, &ref::QuantizeInput);
-}
-
-inline void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
-  QuantizeGroups(x, cols, 32767.0f, out, &ref::QuantizeInput16);
-}
-
-struct Grouped {
-  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
-  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &QuantizeInput16;
-  template <int32_t DType>
-  static constexpr void (*Matvec())(const uint8_t*, size_t, const void*, float*, size_t, size_t) {
-    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
-      return &MatvecQ8;
-    } else {
-      return &MatvecQ<DType>;
-    }
-  }
-  template <int32_t DType>
-  static constexpr void (*Panels())(const uint8_t*, size_t, const void*, float*, size_t, size_t) {
-    if constexpr (PanelDType(DType)) {
-      return &MatvecPanels<DType>;
-    } else {
-      return nullptr;
-    }
-  }
-  template <int32_t DType>
-  static constexpr void (*PanelsMatmul())(const uint8_t*, size_t, const void*, size_t, float*, size_t, size_t, size_t,
-                                          size_t) {
-    if constexpr (PanelDType(DType)) {
-      return &MatmulPanels<DType>;
-    } else {
-      return nullptr;
-    }
-  }
-  template <int32_t DType>
-  static constexpr void (*Dequantize())(const uint8_t*, float*, size_t) {
-    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
-      return &DequantizeRowQ8;
-    } else {
-      return &ref::DequantizeRowQ<DType>;
-    }
-  }
-  template <int32_t DType>
-  static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<DType>(), &MatmulQ<DType>,
-                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
+  void End(float* y, size_t ldy) const {
+    for (size_t j = 0; j < J; ++j) _mm256_storeu_ps(y + j * ldy, _mm256_permutevar8x32_ps(acc[j], order));
   }
 };
 
+// The micro-kernel of the grouped drivers (grouped_drivers.h): their
+// quantizer, q8 widening, row matvec (the 4-bit dtypes) and panels, with
+// this file's own q8 matvec (MatvecQ8) and matmul (MatmulQ: pairs of rows
+// against four inputs).
+struct Micro : grouped::Defaults<Micro> {
+  using Acc = __m256;
+  static Acc Zero() { return _mm256_setzero_ps(); }
+  static float Sum(Acc a, Acc b) { return HorizontalSum(_mm256_add_ps(a, b)); }
+  template <int32_t DType>
+  using WeightGroup = avx2::WeightGroup<DType>;
+  template <int32_t DType>
+  static Acc AddGroup(Acc acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.Dot(x)), _mm256_set1_ps(w.d * x.d), acc);
+  }
+  template <int32_t DType>
+  static constexpr grouped::MatvecFn OwnMatvec() {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+      return &MatvecQ8;
+    } else {
+      return nullptr;
+    }
+  }
+  template <int32_t DType>
+  static constexpr grouped::MatmulFn OwnMatmul() {
+    return &MatmulQ<DType>;
+  }
+
+  template <int32_t DType>
+  static constexpr bool Panels() {
+    return true;
+  }
+  template <int32_t DType, size_t J>
+  using PanelTile = avx2::PanelTile<DType, J>;
+  // How far on the panels prefetch into L2: the AVX-512 panels' distance (1
+  // to 8 KiB measured alike on a Zen 3 host, docs/benchmarks.md).
+  static constexpr size_t kPanelPrefetchBytes = 4096;
+  static void PrefetchPanel(const uint8_t* next) {
+    _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(next + 64), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(next + 128), _MM_HINT_T1);
+  }
+  // Inputs a panel meets at once: on a Zen 3 host 4 and 8 ran alike within
+  // its noise, 2 slower (tinyai-bench-kernels matmul_panels,
+  // docs/benchmarks.md).
+  static constexpr size_t kPanelInputs = 8;
+
+  // The input quantizer's step (grouped::QuantizeGroups): a group's codes
+  // as four vectors of eight int32.
+  static constexpr bool kQuantizer = true;
+  struct Codes {
+    __m256i q[4];
+  };
+  // The reference's codes exactly: the same max, the same top / max, the
+  // same product rounded to nearest even (vroundps), so the conversion is
+  // exact. n values (zero-padded past them). Returns false (leaving out
+  // alone) for a group holding an infinity or NaN.
+  static bool QuantizeGroup(const float* src, size_t n, float top, Codes* out, float* d) {
+    alignas(32) float padded[kGroup];
+    if (n < kGroup) {
+      std::memset(padded, 0, kGroup * sizeof(float));
+      std::memcpy(padded, src, n * sizeof(float));
+      src = padded;
+    }
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(src + 8 * i);
+      m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, v[i]));
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    bool finite = std::isfinite(amax);
+    for (int i = 0; i < 4 && finite; ++i) finite = _mm256_movemask_ps(_mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q)) == 0;
+    if (!finite) return false;
+    const __m256 inverse = _mm256_set1_ps(amax > 0.0f ? top / amax : 0.0f);
+    for (int i = 0; i < 4; ++i) {
+      out->q[i] =
+          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    *d = amax / top;
+    return true;
+  }
+  // A group's codes stored as int8 with their sum, or as int16.
+  static void StoreCodes(const Codes& c, InputGroup* out) {
+    const __m256i* q = c.q;
+    const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    // Pack 32-bit to 8-bit; the packs work per 128-bit lane, the permute
+    // puts the elements back in order.
+    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p8 =
+        _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q), p8);
+    out->sum = _mm_cvtsi128_si32(s);
+  }
+  static void StoreCodes(const Codes& c, InputGroup16* out) {
+    // packs interleaves the two inputs per 128-bit lane; 0xd8 restores the order.
+    const __m256i* q = c.q;
+    __m256i* dst = reinterpret_cast<__m256i*>(out->q);
+    _mm256_storeu_si256(dst, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8));
+    _mm256_storeu_si256(dst + 1, _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xd8));
+  }
+
+  // A q8_g32 group's 32 values widened to fp32 (grouped::DequantizeRowQ8):
+  // the reference's d * code, bit for bit, eight at a time.
+  static constexpr bool kDequantizeQ8 = true;
+  static void DequantizeGroupQ8(const uint8_t* group, float* out) {
+    const __m256 d = _mm256_set1_ps(HalfAt(group));
+    for (size_t k = 0; k < kGroup; k += 8) {
+      const __m256i codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 2 + k)));
+      _mm256_storeu_ps(out + k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(codes)));
+    }
+  }
+};
+
+using Grouped = grouped::Table<Micro>;
+
+}  // namespace TINYAI_ISA_NAMESPACE
 }  // namespace avx2
 }  // namespace kernels
 }  // namespace tinyai

@@ -25,11 +25,14 @@
 #include "common/panels.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/simd/grouped_drivers.h"
+#include "kernels/simd/isa.h"
 #include "kernels/simd/matmul_avx512.h"
 
 namespace tinyai {
 namespace kernels {
 namespace avx512 {
+inline namespace TINYAI_ISA_NAMESPACE {
 
 inline uint16_t HalfBits(const uint8_t* p) {
   uint16_t h;
@@ -210,68 +213,21 @@ void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, 
 // 15.9 / 29.0.
 constexpr size_t kAheadRows = 4;
 constexpr size_t kPanelPrefetchBytes = 4096;
-template <bool kVnni>
-void Matvec8(const uint8_t* w, size_t row_bytes, const InputGroup16* x, float* y, size_t rows, size_t cols) {
-  const size_t groups = GroupsPerRow(cols);
-  for (size_t r = 0; r < rows; ++r) {
-    const uint8_t* row = w + r * row_bytes;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    size_t g = 0;
-    const uint8_t* next = r + kAheadRows < rows ? row + kAheadRows * row_bytes : nullptr;
-    auto one = [&](size_t k, __m512 acc) {
-      const uint8_t* grp = row + k * kQ8GroupBytes;
-      if (next) __builtin_prefetch(next + k * kQ8GroupBytes, 0, 1);
-      const __m512i codes = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + 2)));
-      const __m512i dot = DotS16<kVnni>(codes, _mm512_loadu_si512(x[k].q));
-      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(_cvtsh_ss(HalfBits(grp)) * x[k].d), acc);
-    };
-    for (; g + 2 <= groups; g += 2) {
-      acc0 = one(g, acc0);
-      acc1 = one(g + 1, acc1);
-    }
-    if (g < groups) acc0 = one(g, acc0);
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-  }
-}
 
-// q8_g32 rows against four int16 inputs (x[v * ldx ...], y[v * ldy + r]):
-// each group's codes widened once for the four. Per input the arithmetic,
-// and its order, is Matvec8's (so a prompt's products equal one token's
-// bit for bit): 1.5x Matvec8 four times over in cache (tinyai-bench-kernels
-// matmul_q n:8, 33 against 23 G products/s).
-template <bool kVnni>
-void Matvec8x4(const uint8_t* w, size_t row_bytes, const InputGroup16* x, size_t ldx, float* y, size_t ldy,
-               size_t rows, size_t cols) {
-  const size_t groups = GroupsPerRow(cols);
-  const InputGroup16 *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
-  for (size_t r = 0; r < rows; ++r) {
-    const uint8_t* row = w + r * row_bytes;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    auto one = [&](size_t k, __m512& c0, __m512& c1, __m512& c2, __m512& c3) {
-      const uint8_t* grp = row + k * kQ8GroupBytes;
-      const __m512i codes = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + 2)));
-      const float dw = _cvtsh_ss(HalfBits(grp));
-      auto add = [&](const InputGroup16& in, __m512 acc) {
-        const __m512i dot = DotS16<kVnni>(codes, _mm512_loadu_si512(in.q));
-        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(dw * in.d), acc);
-      };
-      c0 = add(x0[k], c0);
-      c1 = add(x1[k], c1);
-      c2 = add(x2[k], c2);
-      c3 = add(x3[k], c3);
-    };
-    size_t g = 0;
-    for (; g + 2 <= groups; g += 2) {
-      one(g, a0, a1, a2, a3);
-      one(g + 1, b0, b1, b2, b3);
-    }
-    if (g < groups) one(g, a0, a1, a2, a3);
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
-    y[ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
-    y[2 * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
-    y[3 * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
-  }
-}
+// A q8_g32 group's codes widened to int16 once for every input it meets
+// (the drivers' RowTile: one row a matvec, four inputs a row in a matmul,
+// the same arithmetic and order per input, so a prompt's products equal one
+// token's bit for bit; four inputs ran 1.5x one input four times over in
+// cache, tinyai-bench-kernels matmul_q n:8, 33 against 23 G products/s).
+template <int32_t DType>
+struct WeightGroup {
+  static_assert(DType == TINYAI_DTYPE_Q8_G32, "the 4-bit rows take pairs of groups (Matvec4)");
+  __m512i codes;
+  float d;
+  explicit WeightGroup(const uint8_t* g)
+      : codes(_mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2)))),
+        d(_cvtsh_ss(HalfBits(g))) {}
+};
 
 // q8_g32 rows against up to 16 int16 inputs in the lanes (a prompt pass),
 // as matmul_avx512.h does for fp32: a block of inputs is transposed once
@@ -283,7 +239,7 @@ void Matvec8x4(const uint8_t* w, size_t row_bytes, const InputGroup16* x, size_t
 // (vpmaddwd + vpaddd without VNNI) with the row's pair broadcast: the
 // group's exact integer dot products for 16 inputs at once, then one float
 // multiply-add by d_w * d_x. About 22 instructions per row and group for
-// 16 inputs, where Matvec8x4 takes about 6 per input (a scratch kernel on a
+// 16 inputs, where a RowTile of four takes about 6 per input (a scratch kernel on a
 // Zen 4 core: 76 against 36 G products/s in cache).
 //
 // Each output is the sum over the groups in order, in fp32, of the exact
@@ -291,12 +247,12 @@ void Matvec8x4(const uint8_t* w, size_t row_bytes, const InputGroup16* x, size_t
 // block's sum, y += each later one's): it depends on the row, the input and
 // cols, not on where the row falls in a tile or a slice, nor on the other
 // inputs of its block, so capped and uncapped runs agree bit for bit. It is
-// not Matvec8's order (lanes summed at the end): a prompt's q8 products on
+// not RowTile's order (lanes summed at the end): a prompt's q8 products on
 // this table agree with a token's within fp32 rounding, as its fp32 and f16
 // products do (kMinQ8LaneInputs).
 constexpr size_t kQ8LaneGroups = 32;    // groups per block of columns: xt is 32 KiB
 constexpr size_t kQ8LaneRows = 8;       // rows per tile
-constexpr size_t kMinQ8LaneInputs = 12;  // fewer inputs go to Matvec8x4 / Matvec8
+constexpr size_t kMinQ8LaneInputs = 12;  // fewer inputs go to the drivers' RowTile
 
 inline void PackInputs16(const InputGroup16* x, size_t ldx, size_t nt, size_t g0, size_t ng, int32_t* xt, float* dt) {
   for (size_t g = 0; g < ng; ++g) {
@@ -376,243 +332,207 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
   }
 }
 
+// The 4-bit rows' matvec (Matvec4) as a table's entry.
 template <int32_t DType, bool kVnni>
-void MatvecQ(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
-  if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
-    Matvec8<kVnni>(w, row_bytes, static_cast<const InputGroup16*>(x), y, rows, cols);
-  } else {
-    Matvec4<DType, kVnni>(w, row_bytes, static_cast<const InputGroup*>(x), y, rows, cols);
-  }
+void Matvec4Rows(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
+  Matvec4<DType, kVnni>(w, row_bytes, static_cast<const InputGroup*>(x), y, rows, cols);
 }
 
-// Several inputs: each input against a panel of rows small enough to stay
-// in L1/L2 (16 KiB), so the rows come from memory once for all inputs.
-template <int32_t DType, bool kVnni>
-void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, float* y, size_t ldy, size_t rows,
-             size_t cols, size_t n) {
-  using In = InputGroupOf<DType>;
-  const In* in = static_cast<const In*>(x);
-  size_t panel = (16u << 10) / (row_bytes == 0 ? 1 : row_bytes);
-  if (panel == 0) panel = 1;
+// A q8_g32 matmul's first inputs: kMinQ8LaneInputs or more of them in the
+// lanes (Matmul8Lanes), 16 at a time; returns how many it took (the driver's
+// rows take the rest).
+template <bool kVnni>
+size_t Matmul8LanesFirst(const uint8_t* w, size_t row_bytes, const InputGroup16* in, size_t ldx, float* y, size_t ldy,
+                         size_t rows, size_t cols, size_t n) {
   size_t j = 0;
-  if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
-    while (n - j >= kMinQ8LaneInputs) {
-      const size_t nt = n - j < kLaneInputs ? n - j : kLaneInputs;
-      Matmul8Lanes<kVnni>(w, row_bytes, in + j * ldx, ldx, y + j * ldy, ldy, rows, cols, nt);
-      j += nt;
-    }
-    if (j >= n) return;
-    n -= j;
-    in += j * ldx;
-    y += j * ldy;
-    j = 0;
+  while (n - j >= kMinQ8LaneInputs) {
+    const size_t nt = n - j < kLaneInputs ? n - j : kLaneInputs;
+    Matmul8Lanes<kVnni>(w, row_bytes, in + j * ldx, ldx, y + j * ldy, ldy, rows, cols, nt);
+    j += nt;
   }
-  for (size_t r = 0; r < rows; r += panel) {
-    const size_t count = rows - r < panel ? rows - r : panel;
-    j = 0;
-    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
-      for (; j + 4 <= n; j += 4) Matvec8x4<kVnni>(w + r * row_bytes, row_bytes, in + j * ldx, ldx, y + j * ldy + r, ldy, count, cols);
-    }
-    for (; j < n; ++j) MatvecQ<DType, kVnni>(w + r * row_bytes, row_bytes, in + j * ldx, y + j * ldy + r, count, cols);
-  }
+  return j;
 }
 
-// A row of q8_g32 groups widened to fp32 (an int8 KV cache's value rows, a
-// q8 embedding row): the reference's d * code, bit for bit, 16 at a time.
-inline void DequantizeRowQ8(const uint8_t* row, float* out, size_t cols) {
-  const size_t whole = cols / kGroup;
-  for (size_t g = 0; g < whole; ++g) {
-    const uint8_t* group = row + g * kQ8GroupBytes;
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(HalfBits(group)));
-    for (size_t k = 0; k < kGroup; k += 16) {
-      const __m512i codes = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 + k)));
-      _mm512_storeu_ps(out + g * kGroup + k, _mm512_mul_ps(d, _mm512_cvtepi32_ps(codes)));
-    }
-  }
-  if (whole * kGroup < cols) {
-    ref::DequantizeRowQ<TINYAI_DTYPE_Q8_G32>(row + whole * kQ8GroupBytes, out + whole * kGroup, cols - whole * kGroup);
-  }
-}
-
-// Panels of a 4-bit dtype (common/panels.h) against J inputs (input j at
-// x + j * ldx groups): y[j*ldy + r], with VNNI. Per group, the eight rows'
-// code bytes 0..7 and 8..15 are one 64-byte load each, split into nibbles
-// (and, for q4nl, grid values) once for all J inputs; each input's matching
-// 8 values, broadcast to every row, meet them in four vpdpbusd: int32 lane
-// 2r + k then holds row r's products of elements {8c + 4k .. 8c + 4k + 3}
-// and their + 16 (c = 0, 1), the zero code's offset (8, or 128 for q4nl's
-// shifted grid) in lane 2r. The eight rows' scales are one 16-byte load and
-// one conversion a group. Groups alternate between two accumulators an
-// input; the two lanes of a row are added at the end. An input's arithmetic
-// and its order do not depend on J, so a batch's outputs are matvec_panels'
-// bit for bit (tested). Each panel group prefetches the bytes
-// kPanelPrefetchBytes on into L2.
+// Panels of a 4-bit dtype (common/panels.h) against J inputs
+// (grouped::PanelsTile drives it): y[j*ldy + r], with VNNI. Per group, the
+// eight rows' code bytes 0..7 and 8..15 are one 64-byte load each, split
+// into nibbles (and, for q4nl, grid values) once for all J inputs; each
+// input's matching 8 values, broadcast to every row, meet them in four
+// vpdpbusd: int32 lane 2r + k then holds row r's products of elements
+// {8c + 4k .. 8c + 4k + 3} and their + 16 (c = 0, 1), the zero code's offset
+// (8, or 128 for q4nl's shifted grid) in lane 2r. The eight rows' scales are
+// one 16-byte load and one conversion a group. Groups alternate between two
+// accumulators an input; the two lanes of a row are added at the end. An
+// input's arithmetic and its order do not depend on J, so a batch's outputs
+// are matvec_panels' bit for bit (tested).
 template <int32_t DType, size_t J>
-void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
-                size_t panels, size_t cols) {
-  const size_t groups = GroupsPerRow(cols);
+struct PanelTile {
   const __m512i mask = _mm512_set1_epi8(15);
   const __m512i spread = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const int32_t zero_code = DType == TINYAI_DTYPE_Q4_G32 ? 8 : 128;
-  auto codes = [&](__m512i nibbles) {
-    return DType == TINYAI_DTYPE_Q4_G32 ? nibbles : Grid<true>(nibbles);
-  };
-  auto input = [](const int8_t* q) {
+  static constexpr int32_t kZeroCode = DType == TINYAI_DTYPE_Q4_G32 ? 8 : 128;
+  __m512 even[J], odd[J];
+
+  static __m512i Codes(__m512i nibbles) { return DType == TINYAI_DTYPE_Q4_G32 ? nibbles : Grid<true>(nibbles); }
+  static __m512i Input(const int8_t* q) {
     int64_t v;
     std::memcpy(&v, q, sizeof v);
     return _mm512_set1_epi64(v);
-  };
-  const uint8_t* end = w + panels * PanelBytes(row_bytes);
-  for (size_t p = 0; p < panels; ++p) {
-    const uint8_t* b = w + p * PanelBytes(row_bytes);
-    __m512 even[J], odd[J];
+  }
+  void Begin() {
     for (size_t j = 0; j < J; ++j) even[j] = odd[j] = _mm512_setzero_ps();
-    for (size_t g = 0; g < groups; ++g, b += kPanelGroupBytes) {
-      if (b + kPanelPrefetchBytes + kPanelGroupBytes <= end) {  // into L2 (see kAheadRows)
-        const uint8_t* next = b + kPanelPrefetchBytes;
-        __builtin_prefetch(next, 0, 1);
-        __builtin_prefetch(next + 64, 0, 1);
-        __builtin_prefetch(next + 128, 0, 1);
-      }
-      const __m512i c0 = _mm512_loadu_si512(b + kPanelScaleBytes);
-      const __m512i c1 = _mm512_loadu_si512(b + kPanelScaleBytes + kPanelRows * kPanelHalfCodeBytes);
-      const __m512i low0 = codes(_mm512_and_si512(c0, mask)), high0 = codes(_mm512_and_si512(_mm512_srli_epi16(c0, 4), mask));
-      const __m512i low1 = codes(_mm512_and_si512(c1, mask)), high1 = codes(_mm512_and_si512(_mm512_srli_epi16(c1, 4), mask));
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-      for (size_t j = 0; j < J; ++j) {
-        const InputGroup& xg = x[j * ldx + g];
-        const int8_t* q = xg.q;
-        __m512i s = _mm512_maskz_set1_epi32(0x5555, -zero_code * xg.sum);
-        s = _mm512_dpbusd_epi32(s, low0, input(q));
-        s = _mm512_dpbusd_epi32(s, high0, input(q + 16));
-        s = _mm512_dpbusd_epi32(s, low1, input(q + 8));
-        s = _mm512_dpbusd_epi32(s, high1, input(q + 24));
-        const __m512 d = _mm512_permutexvar_ps(spread, _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_set1_ps(xg.d))));
-        if (g % 2 == 0) {
-          even[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, even[j]);
-        } else {
-          odd[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, odd[j]);
-        }
+  }
+  void Group(const uint8_t* b, size_t g, const InputGroup* x, size_t ldx) {
+    const __m512i c0 = _mm512_loadu_si512(b + kPanelScaleBytes);
+    const __m512i c1 = _mm512_loadu_si512(b + kPanelScaleBytes + kPanelRows * kPanelHalfCodeBytes);
+    const __m512i low0 = Codes(_mm512_and_si512(c0, mask)), high0 = Codes(_mm512_and_si512(_mm512_srli_epi16(c0, 4), mask));
+    const __m512i low1 = Codes(_mm512_and_si512(c1, mask)), high1 = Codes(_mm512_and_si512(_mm512_srli_epi16(c1, 4), mask));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    for (size_t j = 0; j < J; ++j) {
+      const InputGroup& xg = x[j * ldx + g];
+      const int8_t* q = xg.q;
+      __m512i s = _mm512_maskz_set1_epi32(0x5555, -kZeroCode * xg.sum);
+      s = _mm512_dpbusd_epi32(s, low0, Input(q));
+      s = _mm512_dpbusd_epi32(s, high0, Input(q + 16));
+      s = _mm512_dpbusd_epi32(s, low1, Input(q + 8));
+      s = _mm512_dpbusd_epi32(s, high1, Input(q + 24));
+      const __m512 d = _mm512_permutexvar_ps(spread, _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_set1_ps(xg.d))));
+      if (g % 2 == 0) {
+        even[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, even[j]);
+      } else {
+        odd[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, odd[j]);
       }
     }
+  }
+  void End(float* y, size_t ldy) const {
     const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
     for (size_t j = 0; j < J; ++j) {
       const __m512 acc = _mm512_add_ps(even[j], odd[j]);
       const __m512 rows = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));  // lane 2r: row r
-      _mm256_storeu_ps(y + j * ldy + p * kPanelRows, _mm512_castps512_ps256(_mm512_permutexvar_ps(pick, rows)));
+      _mm256_storeu_ps(y + j * ldy, _mm512_castps512_ps256(_mm512_permutexvar_ps(pick, rows)));
     }
-  }
-}
-
-template <int32_t DType>
-void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols) {
-  PanelsTile<DType, 1>(w, row_bytes, static_cast<const InputGroup*>(x), 0, y, 0, panels, cols);
-}
-
-// Panels against n inputs, kPanelInputs at a time (each panel read from
-// cache once for them, its nibbles split once), then 2, then 1. On a Zen 4
-// host 8 inputs a tile multiplied 1.65x faster than matvec_panels input by
-// input, 4 a tile about 5% below 8 (tinyai-bench-kernels matmul_panels,
-// docs/benchmarks.md).
-constexpr size_t kPanelInputs = 8;
-
-template <int32_t DType>
-void MatmulPanels(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy,
-                  size_t panels, size_t cols, size_t n) {
-  const InputGroup* x = static_cast<const InputGroup*>(input);
-  ForPanelInputs<kPanelInputs>(n, [&](auto inputs, size_t j) {
-    PanelsTile<DType, decltype(inputs)::value>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
-  });
-}
-
-// One input group quantized as the reference does (the same max, the same
-// top / max, the product rounded to nearest even, so the conversion is
-// exact): 32 values, masked past n. Returns false for a group holding an
-// infinity or NaN (the reference's NaN scale and zero codes then).
-inline bool QuantizeGroup(const float* src, size_t n, float top, __m512i q[2], float* d) {
-  const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-  const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (n - 16)) - 1);
-  const __m512 v0 = _mm512_maskz_loadu_ps(m0, src), v1 = _mm512_maskz_loadu_ps(m1, src + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-  if (!std::isfinite(amax) || _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) != 0 || _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q) != 0) {
-    return false;
-  }
-  const __m512 inverse = _mm512_set1_ps(amax > 0.0f ? top / amax : 0.0f);
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  q[0] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, inverse), kNearest);
-  q[1] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, inverse), kNearest);
-  *d = amax / top;
-  return true;
-}
-
-// A group's codes stored as int8 with their sum, or as int16.
-inline void StoreCodes(const __m512i q[2], InputGroup* out) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out->q), _mm512_cvtepi32_epi8(q[0]));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out->q + 16), _mm512_cvtepi32_epi8(q[1]));
-  out->sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
-}
-
-inline void StoreCodes(const __m512i q[2], InputGroup16* out) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q), _mm512_cvtepi32_epi16(q[0]));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q + 16), _mm512_cvtepi32_epi16(q[1]));
-}
-
-// The groups of x in Group's form; a group holding an infinity or NaN goes
-// to the reference (NaN scale, zero codes).
-template <class Group>
-inline void QuantizeGroups(const float* x, size_t cols, float top, Group* out,
-                           void (*reference)(const float*, size_t, Group*)) {
-  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
-    const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
-    __m512i q[2];
-    if (QuantizeGroup(x + first, n, top, q, &out[g].d)) {
-      StoreCodes(q, out + g);
-    } else {
-      reference(x + first, n, out + g);
-    }
-  }
-}
-
-inline void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
-  QuantizeGroups(x, cols, 127.0f, out, &ref::QuantizeInput);
-}
-
-inline void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
-  QuantizeGroups(x, cols, 32767.0f, out, &ref::QuantizeInput16);
-}
-
-template <bool kVnni>
-struct Grouped {
-  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &QuantizeInput;
-  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &QuantizeInput16;
-  // Panel products with VNNI only (none written without it: such a host
-  // keeps rows in the row layout).
-  template <int32_t DType>
-  static constexpr void (*Panels())(const uint8_t*, size_t, const void*, float*, size_t, size_t) {
-    if constexpr (kVnni && PanelDType(DType)) {
-      return &MatvecPanels<DType>;
-    } else {
-      return nullptr;
-    }
-  }
-  template <int32_t DType>
-  static constexpr void (*PanelsMatmul())(const uint8_t*, size_t, const void*, size_t, float*, size_t, size_t, size_t,
-                                          size_t) {
-    if constexpr (kVnni && PanelDType(DType)) {
-      return &MatmulPanels<DType>;
-    } else {
-      return nullptr;
-    }
-  }
-  template <int32_t DType>
-  static constexpr WeightKernels Weights() {
-    constexpr void (*dequantize)(const uint8_t*, float*, size_t) =
-        DType == TINYAI_DTYPE_Q8_G32 ? &DequantizeRowQ8 : &ref::DequantizeRowQ<DType>;
-    return WeightKernels{nullptr, nullptr, dequantize, &MatvecQ<DType, kVnni>, &MatmulQ<DType, kVnni>,
-                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
   }
 };
 
+// The micro-kernel of the grouped drivers (grouped_drivers.h), with and
+// without VNNI: q8_g32's rows by the drivers' RowTile (one group a register,
+// codes widened to int16) with rows prefetched kAheadRows on, its batches of
+// 12 inputs or more in the lanes (Matmul8Lanes); the 4-bit rows in pairs of
+// groups, four rows side by side (Matvec4), their batches row panel by row
+// panel; panels with VNNI only (none written without it: such a host keeps
+// rows in the row layout).
+template <bool kVnni>
+struct Micro : grouped::Defaults<Micro<kVnni>> {
+  using Acc = __m512;
+  static Acc Zero() { return _mm512_setzero_ps(); }
+  static float Sum(Acc a, Acc b) { return _mm512_reduce_add_ps(_mm512_add_ps(a, b)); }
+  template <int32_t DType>
+  using WeightGroup = avx512::WeightGroup<DType>;
+  template <int32_t DType>
+  static Acc AddGroup(Acc acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
+    const __m512i dot = DotS16<kVnni>(w.codes, _mm512_loadu_si512(x.q));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(w.d * x.d), acc);
+  }
+  static void Prefetch(const uint8_t* p) { __builtin_prefetch(p, 0, 1); }
+  template <int32_t DType>
+  static constexpr size_t AheadRows() {
+    return DType == TINYAI_DTYPE_Q8_G32 ? kAheadRows : 0;
+  }
+  // q8: four inputs a row tile (then one at a time); the 4-bit rows one input at a time.
+  template <int32_t DType>
+  static constexpr unsigned RowTiles() {
+    return DType == TINYAI_DTYPE_Q8_G32 ? 4u : 0u;
+  }
+  // Several inputs meet a panel of rows small enough to stay in L1/L2, so the
+  // rows come from memory once for all inputs.
+  static constexpr size_t kMatmulPanelBytes = 16u << 10;
+  template <int32_t DType>
+  static constexpr grouped::MatvecFn OwnMatvec() {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+      return nullptr;
+    } else {
+      return &Matvec4Rows<DType, kVnni>;
+    }
+  }
+  template <int32_t DType>
+  static constexpr grouped::MatmulFirstFn<DType> OwnMatmulFirst() {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+      return &Matmul8LanesFirst<kVnni>;
+    } else {
+      return nullptr;
+    }
+  }
+
+  template <int32_t DType>
+  static constexpr bool Panels() {
+    return kVnni;
+  }
+  template <int32_t DType, size_t J>
+  using PanelTile = avx512::PanelTile<DType, J>;
+  static constexpr size_t kPanelPrefetchBytes = avx512::kPanelPrefetchBytes;
+  static void PrefetchPanel(const uint8_t* next) {  // into L2 (see kAheadRows)
+    __builtin_prefetch(next, 0, 1);
+    __builtin_prefetch(next + 64, 0, 1);
+    __builtin_prefetch(next + 128, 0, 1);
+  }
+  // Panels against n inputs, eight at a time: on a Zen 4 host 8 inputs a tile
+  // multiplied 1.65x faster than matvec_panels input by input, 4 a tile about
+  // 5% below 8 (tinyai-bench-kernels matmul_panels, docs/benchmarks.md).
+  static constexpr size_t kPanelInputs = 8;
+
+  // The input quantizer's step (grouped::QuantizeGroups): a group's codes
+  // as two vectors of sixteen int32.
+  static constexpr bool kQuantizer = true;
+  struct Codes {
+    __m512i q[2];
+  };
+  // One input group quantized as the reference does (the same max, the same
+  // top / max, the product rounded to nearest even, so the conversion is
+  // exact): 32 values, masked past n. Returns false for a group holding an
+  // infinity or NaN (the reference's NaN scale and zero codes then).
+  static bool QuantizeGroup(const float* src, size_t n, float top, Codes* out, float* d) {
+    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+    const __mmask16 m1 =
+        n >= 32 ? __mmask16(0xffff) : n <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (n - 16)) - 1);
+    const __m512 v0 = _mm512_maskz_loadu_ps(m0, src), v1 = _mm512_maskz_loadu_ps(m1, src + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    if (!std::isfinite(amax) || _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) != 0 ||
+        _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q) != 0) {
+      return false;
+    }
+    const __m512 inverse = _mm512_set1_ps(amax > 0.0f ? top / amax : 0.0f);
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    out->q[0] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, inverse), kNearest);
+    out->q[1] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, inverse), kNearest);
+    *d = amax / top;
+    return true;
+  }
+  // A group's codes stored as int8 with their sum, or as int16.
+  static void StoreCodes(const Codes& c, InputGroup* out) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out->q), _mm512_cvtepi32_epi8(c.q[0]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out->q + 16), _mm512_cvtepi32_epi8(c.q[1]));
+    out->sum = _mm512_reduce_add_epi32(_mm512_add_epi32(c.q[0], c.q[1]));
+  }
+  static void StoreCodes(const Codes& c, InputGroup16* out) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q), _mm512_cvtepi32_epi16(c.q[0]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q + 16), _mm512_cvtepi32_epi16(c.q[1]));
+  }
+
+  // A q8_g32 group's 32 values widened to fp32 (grouped::DequantizeRowQ8):
+  // the reference's d * code, bit for bit, 16 at a time.
+  static constexpr bool kDequantizeQ8 = true;
+  static void DequantizeGroupQ8(const uint8_t* group, float* out) {
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(HalfBits(group)));
+    for (size_t k = 0; k < kGroup; k += 16) {
+      const __m512i codes = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 + k)));
+      _mm512_storeu_ps(out + k, _mm512_mul_ps(d, _mm512_cvtepi32_ps(codes)));
+    }
+  }
+};
+
+template <bool kVnni>
+using Grouped = grouped::Table<Micro<kVnni>>;
+
+}  // namespace TINYAI_ISA_NAMESPACE
 }  // namespace avx512
 }  // namespace kernels
 }  // namespace tinyai

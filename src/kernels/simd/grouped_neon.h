@@ -22,18 +22,17 @@
 #include "common/half.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/simd/grouped_drivers.h"
+#include "kernels/simd/isa.h"
 
 namespace tinyai {
 namespace kernels {
 namespace neon {
 // Compiled with and without dotprod (kernels_arm_neon_dot.cc and
-// kernels_arm_neon.cc): each build's helpers live in their own inline
-// namespace, so the linker never merges a dotprod copy into the plain one.
-#if defined(__ARM_FEATURE_DOTPROD)
-inline namespace dotprod {
-#else
-inline namespace base {
-#endif
+// kernels_arm_neon.cc): each build's helpers live in the inline namespace of
+// its flags (simd/isa.h), so the linker never merges a dotprod copy into the
+// plain one.
+inline namespace TINYAI_ISA_NAMESPACE {
 
 // A group's half-precision scale: one conversion instruction on AArch64
 // (ARMv8's FCVT; the software conversion took about 15 instructions a
@@ -135,81 +134,31 @@ struct WeightGroup {
   }
 };
 
-// acc + the group's products with x, scaled by d_w * d_x.
-template <int32_t DType, bool Dot>
-inline float32x4_t AddGroup(float32x4_t acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
-  return vmlaq_n_f32(acc, vcvtq_f32_s32(w.template Products<Dot>(x)), w.d * x.d);
-}
-
-// One row against J inputs (input j at x + j * ldx groups), y[j * ldy]: each
-// group decoded once for the J inputs. Per input the sums are those of a
-// row alone (two accumulator chains, even and odd groups), so a row of a
-// matmul is its matvec bit for bit.
-template <int32_t DType, bool Dot, size_t J>
-inline void RowTile(const uint8_t* row, const InputGroupOf<DType>* x, size_t ldx, float* y, size_t ldy,
-                    size_t groups) {
-  constexpr size_t bytes = GroupBytes(DType);
-  float32x4_t acc0[J], acc1[J];
-  for (size_t j = 0; j < J; ++j) acc0[j] = acc1[j] = vdupq_n_f32(0.0f);
-  size_t g = 0;
-  for (; g + 2 <= groups; g += 2) {
-    const WeightGroup<DType> w0(row + g * bytes), w1(row + (g + 1) * bytes);
-    for (size_t j = 0; j < J; ++j) {
-      acc0[j] = AddGroup<DType, Dot>(acc0[j], w0, x[j * ldx + g]);
-      acc1[j] = AddGroup<DType, Dot>(acc1[j], w1, x[j * ldx + g + 1]);
-    }
-  }
-  if (g < groups) {
-    const WeightGroup<DType> w0(row + g * bytes);
-    for (size_t j = 0; j < J; ++j) acc0[j] = AddGroup<DType, Dot>(acc0[j], w0, x[j * ldx + g]);
-  }
-  for (size_t j = 0; j < J; ++j) y[j * ldy] = HorizontalSum(vaddq_f32(acc0[j], acc1[j]));
-}
-
-// One row after the other.
-template <int32_t DType, bool Dot>
-void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
-  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
-  const size_t groups = GroupsPerRow(cols);
-  for (size_t r = 0; r < rows; ++r) RowTile<DType, Dot, 1>(w + r * row_bytes, x, 0, y + r, 0, groups);
-}
-
-// Several inputs: each row's groups decoded once for kRowInputs of them
-// (their groups stay in cache while the row streams), then 2, then 1.
-constexpr size_t kRowInputs = 4;
-
-template <int32_t DType, bool Dot>
-void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
-             size_t cols, size_t n) {
-  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
-  const size_t groups = GroupsPerRow(cols);
-  size_t j = 0;
-  for (; j + kRowInputs <= n; j += kRowInputs) {
-    for (size_t r = 0; r < rows; ++r)
-      RowTile<DType, Dot, kRowInputs>(w + r * row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
-  }
-  for (; j + 2 <= n; j += 2) {
-    for (size_t r = 0; r < rows; ++r) RowTile<DType, Dot, 2>(w + r * row_bytes, x + j * ldx, ldx, y + j * ldy + r, ldy, groups);
-  }
-  if (j < n) MatvecQ<DType, Dot>(w, row_bytes, x + j * ldx, y + j * ldy, rows, cols);
-}
-
-// Dot: the 4-bit dtypes' products by sdot (kernels_arm_neon_dot.cc, compiled
-// for ARMv8.2 dotprod); q8_g32 keeps its int16 inputs (for its error, as on
-// every table) and so its widening multiplies.
+// The micro-kernel of the grouped drivers (grouped_drivers.h). Dot: the
+// 4-bit dtypes' products by sdot (kernels_arm_neon_dot.cc, compiled for
+// ARMv8.2 dotprod); q8_g32 keeps its int16 inputs (for its error, as on every
+// table) and so its widening multiplies. The products of one row (a
+// matvec), and of one row against four or two inputs (RowTile, each group
+// decoded once for them while the row streams: a matmul), are the drivers';
+// the inputs are quantized and q8 rows widened by the reference.
 template <bool Dot>
-struct Grouped {
-  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &ref::QuantizeInput;
-  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &ref::QuantizeInput16;
+struct Micro : grouped::Defaults<Micro<Dot>> {
+  using Acc = float32x4_t;
+  static Acc Zero() { return vdupq_n_f32(0.0f); }
+  static float Sum(Acc a, Acc b) { return HorizontalSum(vaddq_f32(a, b)); }
   template <int32_t DType>
-  static constexpr WeightKernels Weights() {
-    constexpr bool kDot = Dot && DType != TINYAI_DTYPE_Q8_G32;
-    return WeightKernels{nullptr, nullptr, &ref::DequantizeRowQ<DType>, &MatvecQ<DType, kDot>, &MatmulQ<DType, kDot>,
-                         InputFormOf(DType), nullptr, nullptr};
+  using WeightGroup = neon::WeightGroup<DType>;
+  // acc + the group's products with x, scaled by d_w * d_x.
+  template <int32_t DType>
+  static Acc AddGroup(Acc acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
+    return vmlaq_n_f32(acc, vcvtq_f32_s32(w.template Products<Dot && DType != TINYAI_DTYPE_Q8_G32>(x)), w.d * x.d);
   }
 };
 
-}  // namespace dotprod / base
+template <bool Dot>
+using Grouped = grouped::Table<Micro<Dot>>;
+
+}  // namespace TINYAI_ISA_NAMESPACE
 }  // namespace neon
 }  // namespace kernels
 }  // namespace tinyai

@@ -16,13 +16,8 @@ namespace kernels {
 const KernelTable& ArmNeon64Table();
 
 const KernelTable& ArmNeon64DotTable() {
-  static const KernelTable kTable = [] {
-    KernelTable t = ArmNeon64Table();
-    t.name = "neon64dot";
-    t.weights[TINYAI_DTYPE_Q4_G32] = neon::Grouped<true>::Weights<TINYAI_DTYPE_Q4_G32>();
-    t.weights[TINYAI_DTYPE_Q4NL_G32] = neon::Grouped<true>::Weights<TINYAI_DTYPE_Q4NL_G32>();
-    return t;
-  }();
+  static const KernelTable kTable =
+      grouped::DeriveTable<neon::Grouped<true>, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32>(ArmNeon64Table(), "neon64dot");
   return kTable;
 }
 

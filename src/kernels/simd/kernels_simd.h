@@ -9,10 +9,12 @@
 //
 // One-definition-rule care: these headers are compiled with different -m
 // flags in different translation units, so every helper here is a template
-// on Arch (or a member of one). A non-template inline helper would be merged
-// by the linker and could run AVX2 code on an SSE2-only CPU. For the same
-// reason scalar tails call expf/sqrtf (C library functions) rather than the
-// inline std::exp/std::sqrt overloads.
+// on Arch (or a member of one); the intrinsics headers they include put
+// theirs in the inline namespace of the flag set (isa.h,
+// src/kernels/README.md). A non-template inline helper outside one would be
+// merged by the linker and could run AVX2 code on an SSE2-only CPU. For the
+// same reason scalar tails call expf/sqrtf (C library functions) rather than
+// the inline std::exp/std::sqrt overloads.
 //
 // Numerics: reductions are reassociated (several accumulators, then a
 // horizontal add) and use FMA where the arch has it, so results differ from
@@ -827,8 +829,8 @@ struct TableFns {
 // Products for the grouped integer dtypes of an arch that has none of its
 // own: the reference's.
 struct RefGrouped {
-  static constexpr void (*kQuantizeInput)(const float*, size_t, InputGroup*) = &ref::QuantizeInput;
-  static constexpr void (*kQuantizeInput16)(const float*, size_t, InputGroup16*) = &ref::QuantizeInput16;
+  static constexpr void (*Quantizer())(const float*, size_t, InputGroup*) { return &ref::QuantizeInput; }
+  static constexpr void (*Quantizer16())(const float*, size_t, InputGroup16*) { return &ref::QuantizeInput16; }
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
     return ref::GroupedKernels<DType>();
@@ -850,8 +852,8 @@ constexpr KernelTable MakeTable(const char* name) {
       &TableFns<Arch>::Softmax,
       &TableFns<Arch>::Swiglu,
       &TableFns<Arch>::Add,
-      Grouped::kQuantizeInput,
-      Grouped::kQuantizeInput16,
+      Grouped::Quantizer(),
+      Grouped::Quantizer16(),
       {
           /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
                                   &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr},

@@ -14,14 +14,9 @@ namespace kernels {
 const KernelTable& X86Avx512Table();
 
 const KernelTable& X86Avx512VnniTable() {
-  static const KernelTable kTable = [] {
-    KernelTable t = X86Avx512Table();
-    t.name = "avx512vnni";
-    t.weights[TINYAI_DTYPE_Q8_G32] = avx512::Grouped<true>::Weights<TINYAI_DTYPE_Q8_G32>();
-    t.weights[TINYAI_DTYPE_Q4_G32] = avx512::Grouped<true>::Weights<TINYAI_DTYPE_Q4_G32>();
-    t.weights[TINYAI_DTYPE_Q4NL_G32] = avx512::Grouped<true>::Weights<TINYAI_DTYPE_Q4NL_G32>();
-    return t;
-  }();
+  static const KernelTable kTable =
+      grouped::DeriveTable<avx512::Grouped<true>, TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32>(
+          X86Avx512Table(), "avx512vnni");
   return kTable;
 }
 

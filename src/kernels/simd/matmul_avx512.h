@@ -33,9 +33,12 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/simd/isa.h"
+
 namespace tinyai {
 namespace kernels {
 namespace avx512 {
+inline namespace TINYAI_ISA_NAMESPACE {
 
 constexpr size_t kLaneInputs = 16;  // inputs per block, one per lane
 constexpr size_t kLaneRows = 16;    // rows per tile
@@ -267,6 +270,7 @@ inline void MatmulLanesHalves(const uint16_t* w, size_t ldw, const float* x, siz
   }
 }
 
+}  // namespace TINYAI_ISA_NAMESPACE
 }  // namespace avx512
 }  // namespace kernels
 }  // namespace tinyai

@@ -28,10 +28,13 @@
 #include <cstdint>
 #include <utility>
 
+#include "kernels/simd/isa.h"
+
 namespace tinyai {
 namespace kernels {
 namespace simd {
 namespace f16avx2 {
+inline namespace TINYAI_ISA_NAMESPACE {
 
 constexpr size_t kPanelRows = 16;   // two vectors of 8 rows
 constexpr size_t kChunkCols = 128;  // a packed chunk: 8 KiB; 32 inputs' columns of it: 16 KiB
@@ -188,6 +191,7 @@ void Matmul(const uint16_t* h, size_t ldh, const float* x, size_t ldx, float* y,
   }
 }
 
+}  // namespace TINYAI_ISA_NAMESPACE
 }  // namespace f16avx2
 }  // namespace simd
 }  // namespace kernels

@@ -1,0 +1,358 @@
+// The grouped dtypes' products (q8_g32, q4_g32, q4nl_g32; src/common/groups.h),
+// driven once for every instruction set: each driver here is a template on a
+// micro-kernel type MK that a per-ISA header supplies (grouped_avx2.h,
+// grouped_avx512.h, grouped_neon.h) and that does the arithmetic of one step
+// - a group decoded, a group's product with an input added, a panel group
+// against J inputs, a group of the input quantized. The drivers hold the
+// loops, the tails, the order of the sums, the prefetches and the tables;
+// they use no intrinsic. src/kernels/README.md says what a micro-kernel
+// provides and where a new dtype or ISA goes.
+//
+// Include only from a per-ISA header (after it has defined its MK): a driver
+// instantiated with an MK compiled under some -m flags is code for those
+// flags, and MK lives in the inline namespace of its flag set (simd/isa.h),
+// so the instantiations of two ISAs never share a symbol.
+#ifndef TINYAI_KERNELS_SIMD_GROUPED_DRIVERS_H_
+#define TINYAI_KERNELS_SIMD_GROUPED_DRIVERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "common/groups.h"
+#include "common/panels.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/kernels_ref.h"
+
+namespace tinyai {
+namespace kernels {
+namespace grouped {
+
+using MatvecFn = void (*)(const uint8_t*, size_t, const void*, float*, size_t, size_t);
+using MatmulFn = void (*)(const uint8_t*, size_t, const void*, size_t, float*, size_t, size_t, size_t, size_t);
+using DequantizeFn = void (*)(const uint8_t*, float*, size_t);
+template <int32_t DType>
+using MatmulFirstFn = size_t (*)(const uint8_t*, size_t, const InputGroupOf<DType>*, size_t, float*, size_t, size_t,
+                                 size_t, size_t);
+
+// What a micro-kernel does not say, a micro-kernel MK derives from
+// Defaults<MK> (a template on MK, so that each ISA's copy is its own): no
+// row prefetch, row tiles of four and two inputs, every row at once in a
+// matmul, the drivers' matvec and matmul, no panels, the reference's
+// quantizer and q8 widening.
+template <class MK>
+struct Defaults {
+  static void Prefetch(const uint8_t*) {}
+  template <int32_t DType>
+  static constexpr size_t AheadRows() {
+    return 0;
+  }
+  template <int32_t DType>
+  static constexpr unsigned RowTiles() {
+    return 4u | 2u;
+  }
+  static constexpr size_t kMatmulPanelBytes = 0;
+  template <int32_t DType>
+  static constexpr MatvecFn OwnMatvec() {
+    return nullptr;
+  }
+  template <int32_t DType>
+  static constexpr MatmulFn OwnMatmul() {
+    return nullptr;
+  }
+  template <int32_t DType>
+  static constexpr MatmulFirstFn<DType> OwnMatmulFirst() {
+    return nullptr;
+  }
+  template <int32_t DType>
+  static constexpr bool Panels() {
+    return false;
+  }
+  static constexpr bool kQuantizer = false;
+  static constexpr bool kDequantizeQ8 = false;
+};
+
+// ---- Rows, one after the other ------------------------------------------------------------
+//
+// MK::Acc, MK::Zero(), MK::Sum(Acc, Acc) -> float; MK::WeightGroup<DType>
+// (constructed from a group's bytes: its codes decoded once for every input
+// it meets); MK::AddGroup(Acc, const WeightGroup<DType>&, const
+// InputGroupOf<DType>&) -> Acc: the group's integer products with the input,
+// converted and scaled by d_w * d_x, added; MK::Prefetch(p) for a row ahead.
+
+// One row against J inputs (input j at x + j * ldx groups), y[j * ldy]. Two
+// accumulator chains a input, even and odd groups, summed at the end: the
+// arithmetic, and its order, of an input does not depend on J, so a row of a
+// matmul equals its matvec bit for bit. When ahead is not null the bytes of
+// the row there (AheadRows() on) are prefetched group by group.
+template <class MK, int32_t DType, size_t J>
+inline void RowTile(const uint8_t* row, const uint8_t* ahead, const InputGroupOf<DType>* x, size_t ldx, float* y,
+                    size_t ldy, size_t groups) {
+  using Acc = typename MK::Acc;
+  using Weights = typename MK::template WeightGroup<DType>;
+  constexpr size_t kBytes = GroupBytes(DType);
+  Acc acc0[J], acc1[J];
+  for (size_t j = 0; j < J; ++j) acc0[j] = acc1[j] = MK::Zero();
+  size_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    if (ahead != nullptr) {
+      MK::Prefetch(ahead + g * kBytes);
+      MK::Prefetch(ahead + (g + 1) * kBytes);
+    }
+    const Weights w0(row + g * kBytes), w1(row + (g + 1) * kBytes);
+    for (size_t j = 0; j < J; ++j) {
+      acc0[j] = MK::AddGroup(acc0[j], w0, x[j * ldx + g]);
+      acc1[j] = MK::AddGroup(acc1[j], w1, x[j * ldx + g + 1]);
+    }
+  }
+  if (g < groups) {
+    if (ahead != nullptr) MK::Prefetch(ahead + g * kBytes);
+    const Weights w0(row + g * kBytes);
+    for (size_t j = 0; j < J; ++j) acc0[j] = MK::AddGroup(acc0[j], w0, x[j * ldx + g]);
+  }
+  for (size_t j = 0; j < J; ++j) y[j * ldy] = MK::Sum(acc0[j], acc1[j]);
+}
+
+// matvec_q: one row after the other, each thread's rows one sequential stream
+// (several rows side by side ran at a third of the bandwidth from DRAM on
+// AVX2). MK::AheadRows<DType>() rows on are prefetched (0: none; rows of a
+// few KB are streams too short for the hardware prefetcher).
+template <class MK, int32_t DType>
+void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
+  const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
+  constexpr size_t kAhead = MK::template AheadRows<DType>();
+  const size_t groups = GroupsPerRow(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const uint8_t* row = w + r * row_bytes;
+    const uint8_t* ahead = kAhead > 0 && r + kAhead < rows ? row + kAhead * row_bytes : nullptr;
+    RowTile<MK, DType, 1>(row, ahead, x, 0, y + r, 0, groups);
+  }
+}
+
+// The matvec of the table: MK's own for dtypes where another blocking pays
+// (MK::OwnMatvec<DType>() not null), else the driver's.
+template <class MK, int32_t DType>
+constexpr MatvecFn Matvec() {
+  if constexpr (MK::template OwnMatvec<DType>() != nullptr) {
+    return MK::template OwnMatvec<DType>();
+  } else {
+    return &MatvecQ<MK, DType>;
+  }
+}
+
+// matmul_q: several inputs against the rows. MK::OwnMatmulFirst<DType>()
+// (when not null) takes the inputs it wants first and returns how many
+// (AVX-512: q8_g32 inputs in the lanes, 12 or more); the rest go through the
+// rows in panels of MK::kMatmulPanelBytes (0: all the rows at once), which
+// stay in cache while every input meets them: RowTile of four inputs, then
+// of two, where MK::RowTiles<DType>() has bit 4 or 2 set, then the matvec,
+// one input at a time.
+template <class MK, int32_t DType>
+void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
+             size_t cols, size_t n) {
+  using In = InputGroupOf<DType>;
+  const In* x = static_cast<const In*>(input);
+  size_t first = 0;
+  if constexpr (MK::template OwnMatmulFirst<DType>() != nullptr) {
+    first = MK::template OwnMatmulFirst<DType>()(w, row_bytes, x, ldx, y, ldy, rows, cols, n);
+    if (first >= n) return;
+  }
+  constexpr unsigned kTiles = MK::template RowTiles<DType>();
+  const size_t groups = GroupsPerRow(cols);
+  size_t panel = rows;
+  if (MK::kMatmulPanelBytes > 0) {
+    panel = MK::kMatmulPanelBytes / (row_bytes == 0 ? 1 : row_bytes);
+    if (panel == 0) panel = 1;
+  }
+  for (size_t r0 = 0; r0 < rows; r0 += panel) {
+    const size_t count = rows - r0 < panel ? rows - r0 : panel;
+    const uint8_t* wp = w + r0 * row_bytes;
+    size_t j = first;
+    if constexpr ((kTiles & 4u) != 0) {
+      for (; j + 4 <= n; j += 4) {
+        for (size_t r = 0; r < count; ++r)
+          RowTile<MK, DType, 4>(wp + r * row_bytes, nullptr, x + j * ldx, ldx, y + j * ldy + r0 + r, ldy, groups);
+      }
+    }
+    if constexpr ((kTiles & 2u) != 0) {
+      for (; j + 2 <= n; j += 2) {
+        for (size_t r = 0; r < count; ++r)
+          RowTile<MK, DType, 2>(wp + r * row_bytes, nullptr, x + j * ldx, ldx, y + j * ldy + r0 + r, ldy, groups);
+      }
+    }
+    for (; j < n; ++j) Matvec<MK, DType>()(wp, row_bytes, x + j * ldx, y + j * ldy + r0, count, cols);
+  }
+}
+
+template <class MK, int32_t DType>
+constexpr MatmulFn Matmul() {
+  if constexpr (MK::template OwnMatmul<DType>() != nullptr) {
+    return MK::template OwnMatmul<DType>();
+  } else {
+    return &MatmulQ<MK, DType>;
+  }
+}
+
+// ---- Panels of a 4-bit dtype (common/panels.h) ------------------------------------------
+//
+// MK::PanelTile<DType, J>: the constants of a panel product (built once a
+// call), Begin() (an empty sum for the panel's eight rows and J inputs),
+// Group(b, g, x, ldx) (panel group g at b: its codes and scales decoded once
+// and met by the J inputs' group g), End(y, ldy) (y[j * ldy + r], rows in
+// order); MK::kPanelPrefetchBytes and MK::PrefetchPanel(p) (into L2).
+
+// Panels against J inputs (input j at x + j * ldx groups): y[j*ldy + r].
+template <class MK, int32_t DType, size_t J>
+void PanelsTile(const uint8_t* w, size_t row_bytes, const InputGroup* x, size_t ldx, float* y, size_t ldy,
+                size_t panels, size_t cols) {
+  const size_t groups = GroupsPerRow(cols);
+  typename MK::template PanelTile<DType, J> tile;
+  const uint8_t* end = w + panels * PanelBytes(row_bytes);
+  for (size_t p = 0; p < panels; ++p) {
+    const uint8_t* b = w + p * PanelBytes(row_bytes);
+    tile.Begin();
+    for (size_t g = 0; g < groups; ++g, b += kPanelGroupBytes) {
+      if (b + MK::kPanelPrefetchBytes + kPanelGroupBytes <= end) MK::PrefetchPanel(b + MK::kPanelPrefetchBytes);
+      tile.Group(b, g, x, ldx);
+    }
+    tile.End(y + p * kPanelRows, ldy);
+  }
+}
+
+template <class MK, int32_t DType>
+void MatvecPanels(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t panels, size_t cols) {
+  PanelsTile<MK, DType, 1>(w, row_bytes, static_cast<const InputGroup*>(x), 0, y, 0, panels, cols);
+}
+
+// Panels against n inputs, MK::kPanelInputs at a time (each panel read from
+// cache once for them, its codes decoded once), then fewer (ForPanelInputs).
+template <class MK, int32_t DType>
+void MatmulPanels(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy,
+                  size_t panels, size_t cols, size_t n) {
+  const InputGroup* x = static_cast<const InputGroup*>(input);
+  ForPanelInputs<MK::kPanelInputs>(n, [&](auto inputs, size_t j) {
+    PanelsTile<MK, DType, decltype(inputs)::value>(w, row_bytes, x + j * ldx, ldx, y + j * ldy, ldy, panels, cols);
+  });
+}
+
+// ---- The input quantizer ---------------------------------------------------------------
+//
+// MK::Codes; MK::QuantizeGroup(src, n, top, Codes*, float* d): n <= 32 values
+// (zero past n) as the reference quantizes them - the same max, the same
+// top / max, the product rounded to nearest even - false (out untouched) for
+// a group holding an infinity or NaN; MK::StoreCodes(const Codes&,
+// InputGroup*) (int8 codes and their sum) and (..., InputGroup16*).
+
+// The groups of x in Group's form; a group holding an infinity or NaN goes to
+// the reference (NaN scale, zero codes).
+template <class MK, class Group>
+inline void QuantizeGroups(const float* x, size_t cols, float top, Group* out,
+                           void (*reference)(const float*, size_t, Group*)) {
+  const size_t groups = GroupsPerRow(cols);
+  for (size_t g = 0; g < groups; ++g) {
+    const size_t first = g * kGroup, n = cols - first < kGroup ? cols - first : kGroup;
+    typename MK::Codes q;
+    if (MK::QuantizeGroup(x + first, n, top, &q, &out[g].d)) {
+      MK::StoreCodes(q, out + g);
+    } else {
+      reference(x + first, n, out + g);
+    }
+  }
+}
+
+template <class MK>
+void QuantizeInput(const float* x, size_t cols, InputGroup* out) {
+  QuantizeGroups<MK>(x, cols, 127.0f, out, &ref::QuantizeInput);
+}
+
+template <class MK>
+void QuantizeInput16(const float* x, size_t cols, InputGroup16* out) {
+  QuantizeGroups<MK>(x, cols, 32767.0f, out, &ref::QuantizeInput16);
+}
+
+// ---- Rows widened to fp32 ----------------------------------------------------------------
+//
+// MK::DequantizeGroupQ8(group, out): a whole q8_g32 group's 32 values, d *
+// code exactly as the reference computes them.
+
+// A row of q8_g32 groups widened to fp32 (an int8 KV cache's value rows, a q8
+// embedding row): the reference's values bit for bit.
+template <class MK>
+void DequantizeRowQ8(const uint8_t* row, float* out, size_t cols) {
+  const size_t whole = cols / kGroup;
+  for (size_t g = 0; g < whole; ++g) MK::DequantizeGroupQ8(row + g * kQ8GroupBytes, out + g * kGroup);
+  if (whole * kGroup < cols) {
+    ref::DequantizeRowQ<TINYAI_DTYPE_Q8_G32>(row + whole * kQ8GroupBytes, out + whole * kGroup, cols - whole * kGroup);
+  }
+}
+
+// ---- The table's entries -------------------------------------------------------------------
+//
+// MK::kQuantizer (the micro-kernel quantizes inputs; else the reference's),
+// MK::kDequantizeQ8 (it widens q8 rows; else the reference's),
+// MK::Panels<DType>() (it has panel products for DType).
+template <class MK>
+struct Table {
+  using QuantizeFn = void (*)(const float*, size_t, InputGroup*);
+  using Quantize16Fn = void (*)(const float*, size_t, InputGroup16*);
+  static constexpr QuantizeFn Quantizer() {
+    if constexpr (MK::kQuantizer) {
+      return &QuantizeInput<MK>;
+    } else {
+      return &ref::QuantizeInput;
+    }
+  }
+  static constexpr Quantize16Fn Quantizer16() {
+    if constexpr (MK::kQuantizer) {
+      return &QuantizeInput16<MK>;
+    } else {
+      return &ref::QuantizeInput16;
+    }
+  }
+
+  template <int32_t DType>
+  static constexpr DequantizeFn Dequantize() {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32 && MK::kDequantizeQ8) {
+      return &DequantizeRowQ8<MK>;
+    } else {
+      return &ref::DequantizeRowQ<DType>;
+    }
+  }
+  template <int32_t DType>
+  static constexpr MatvecFn Panels() {
+    if constexpr (PanelDType(DType) && MK::template Panels<DType>()) {
+      return &MatvecPanels<MK, DType>;
+    } else {
+      return nullptr;
+    }
+  }
+  template <int32_t DType>
+  static constexpr MatmulFn PanelsMatmul() {
+    if constexpr (PanelDType(DType) && MK::template Panels<DType>()) {
+      return &MatmulPanels<MK, DType>;
+    } else {
+      return nullptr;
+    }
+  }
+  template <int32_t DType>
+  static constexpr WeightKernels Weights() {
+    return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<MK, DType>(), Matmul<MK, DType>(),
+                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
+  }
+};
+
+// A table derived from another (VNNI from AVX-512, sdot from NEON): base's
+// kernels under name, with Grouped's weight products for DTypes.
+template <class Grouped, int32_t... DTypes>
+KernelTable DeriveTable(const KernelTable& base, const char* name) {
+  KernelTable t = base;
+  t.name = name;
+  ((t.weights[DTypes] = Grouped::template Weights<DTypes>()), ...);
+  return t;
+}
+
+}  // namespace grouped
+}  // namespace kernels
+}  // namespace tinyai
+
+#endif  // TINYAI_KERNELS_SIMD_GROUPED_DRIVERS_H_

@@ -1,0 +1,95 @@
+cmake_minimum_required(VERSION 3.25)
+# One-definition-rule check over the core library's objects: a weak symbol
+# (an inline function or template instance the compiler emitted) defined by a
+# translation unit compiled with instruction-set flags (-mavx2, -mavx512*,
+# +dotprod, -msse4.2) and by any other translation unit is a hazard - the
+# linker keeps one copy for all of them, and nothing stops it from keeping
+# the copy built for AVX-512 or VNNI where the plain table (or the reference
+# kernels) calls it: an illegal instruction on a CPU without them. Every
+# helper compiled under a set of flags lives in an inline namespace of that
+# set (src/kernels/README.md), so no two such objects share a symbol.
+#
+#   cmake -DLIB=libtinyai.a -DNM=nm "-DISA_OBJECTS=kernels_x86_avx2.cc.o;..." -P odr_symbols.cmake
+#
+# Fails naming each shared symbol (demangled where c++filt is found) and the
+# objects that define it.
+if(NOT LIB OR NOT EXISTS "${LIB}")
+  message(FATAL_ERROR "odr_symbols.cmake: LIB '${LIB}' is not a file")
+endif()
+if(NOT NM)
+  message(FATAL_ERROR "odr_symbols.cmake: NM (the toolchain's nm) is not set")
+endif()
+execute_process(COMMAND ${NM} -A --defined-only "${LIB}" OUTPUT_VARIABLE listing RESULT_VARIABLE rc
+                ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "odr_symbols.cmake: ${NM} -A ${LIB} failed (${rc}): ${err}")
+endif()
+string(REPLACE ";" "<semicolon>" listing "${listing}")
+string(REPLACE "\n" ";" lines "${listing}")
+set(symbols "")
+set(members "")
+foreach(line IN LISTS lines)
+  # ARCHIVE:MEMBER:ADDRESS TYPE NAME (weak: W, V; unique global: u)
+  if(NOT line MATCHES "^[^:]*:([^:]+):[0-9a-fA-F]* ([A-Za-z]) (.+)$")
+    continue()
+  endif()
+  set(member "${CMAKE_MATCH_1}")
+  set(type "${CMAKE_MATCH_2}")
+  set(name "${CMAKE_MATCH_3}")
+  list(APPEND members "${member}")
+  if(NOT type MATCHES "^[WVu]$")
+    continue()
+  endif()
+  string(MD5 key "${name}")
+  if(NOT DEFINED "defs_${key}")
+    set("defs_${key}" "${member}")
+    set("name_${key}" "${name}")
+    list(APPEND symbols "${key}")
+  else()
+    list(APPEND "defs_${key}" "${member}")
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES members)
+foreach(o IN LISTS ISA_OBJECTS)
+  if(NOT o IN_LIST members)
+    message(FATAL_ERROR "odr_symbols.cmake: '${o}' is not a member of ${LIB} (members: ${members}): the "
+                        "instruction-set objects' names are wrong, and nothing would be checked")
+  endif()
+endforeach()
+find_program(CXXFILT NAMES c++filt)
+set(problems "")
+set(count 0)
+foreach(key IN LISTS symbols)
+  set(defs ${defs_${key}})
+  list(REMOVE_DUPLICATES defs)
+  list(LENGTH defs n)
+  if(n LESS 2)
+    continue()
+  endif()
+  set(isa FALSE)
+  foreach(d IN LISTS defs)
+    if(d IN_LIST ISA_OBJECTS)
+      set(isa TRUE)
+    endif()
+  endforeach()
+  if(NOT isa)
+    continue()
+  endif()
+  set(shown "${name_${key}}")
+  if(CXXFILT)
+    execute_process(COMMAND ${CXXFILT} "${shown}" OUTPUT_VARIABLE demangled OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(demangled)
+      set(shown "${demangled}")
+    endif()
+  endif()
+  string(JOIN ", " where ${defs})
+  string(APPEND problems "  ${shown}\n    defined by ${where}\n")
+  math(EXPR count "${count} + 1")
+endforeach()
+if(count GREATER 0)
+  message(FATAL_ERROR "${count} weak symbol(s) defined by an instruction-set translation unit and another one "
+                      "(the linker keeps one copy for all: put the helper in the inline namespace of its flag set, "
+                      "src/kernels/README.md):\n${problems}")
+endif()
+list(JOIN ISA_OBJECTS ", " checked)
+message(STATUS "odr_symbols: no weak symbol shared with an instruction-set object (${checked})")
