@@ -14,7 +14,7 @@ cmake_minimum_required(VERSION 3.25)
 # second moments and factors them (quant/hessian.h). The safetensors import
 # checks its vocabulary encodes with TinyAI's tokenizer (text/) as with
 # SentencePiece.
-set(ALLOWED_common    common/ port/ tinyai/)
+set(ALLOWED_common    common/ tinyai/)
 set(ALLOWED_port      common/ port/ tinyai/)
 set(ALLOWED_format    common/ format/ port/ tinyai/)
 set(ALLOWED_kernels   common/ kernels/ port/ tinyai/)
