@@ -86,20 +86,18 @@ TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
                       "tinyaiCloseMappedModel: %p is not an open model (closed twice, or never opened)",
                       static_cast<void*>(model));
     }
-    LockGuard runners(model->runners_mutex_);
-    for (tinyai::RunnerLink* r = model->runners_; r; r = r->next) {
-      if (r->busy.load()) {
+    LockGuard users(model->users_mutex_);
+    for (tinyai::ModelUser* u = model->users_; u; u = u->next) {
+      if (u->busy.load()) {
         return SetError(TINYAI_ERR_MISUSE,
                         "tinyaiCloseMappedModel: a runner on '%s' is generating (called from its text callback?); the "
                         "model stays open", model->reader_.source());
       }
     }
-    // Its runners outlive it: every call on them now fails, destroying them is safe.
-    for (tinyai::RunnerLink* r = model->runners_; r; r = r->next) {
-      if (r->claimed) model->cache_.RemovePeakWatch(&r->peak);
-      r->orphaned.store(true);
-    }
-    model->runners_ = nullptr;
+    // Its users outlive it: every call on them now fails, destroying them is
+    // safe. (A runner's peak watch goes with the cache.)
+    for (tinyai::ModelUser* u = model->users_; u; u = u->next) u->orphaned.store(true);
+    model->users_ = nullptr;
     *link = model->next_live_;
   }
   tinyai::Delete(model);
@@ -112,86 +110,6 @@ bool TinyAIMappedModel::IsOpen(const TinyAIMappedModel* model) {
     if (m == model) return true;
   }
   return false;
-}
-
-void TinyAIMappedModel::BindRunner(tinyai::RunnerLink* runner) {
-  LockGuard lock(runners_mutex_);
-  runner->next = runners_;
-  runners_ = runner;
-}
-
-namespace {
-
-// The least non-zero of a and b (0 = no cap).
-uint64_t Tighter(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 ? a : (a < b ? a : b); }
-
-}  // namespace
-
-void TinyAIMappedModel::UnbindRunner(tinyai::RunnerLink* runner) {
-  LockGuard lock(runners_mutex_);
-  tinyai::RunnerLink** link = &runners_;
-  while (*link && *link != runner) link = &(*link)->next;
-  if (!*link) return;
-  *link = runner->next;
-  if (!runner->claimed) return;
-  cache_.RemovePeakWatch(&runner->peak);
-  uint64_t cap = config_.maxCacheSize;
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r->claimed) cap = Tighter(cap, r->allows);
-  }
-  // Never below what the remaining runners hold; no slots carved for a cap
-  // no runner claims (on a static arena that would take room as it is given back).
-  cache_.SetCapacity(cap, /*carve=*/false);
-}
-
-uint64_t TinyAIMappedModel::SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const {
-  LockGuard lock(runners_mutex_);
-  uint64_t cap = config_.maxCacheSize;
-  const char* from = "maxCacheSize";
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed || Tighter(cap, r->floor) == cap) continue;
-    cap = r->floor;
-    from = "another runner's memory limit";
-  }
-  if (source) *source = from;
-  return cap;
-}
-
-TinyAIStatus TinyAIMappedModel::ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t floor, uint64_t needs,
-                                           const char* mode) {
-  LockGuard lock(runners_mutex_);
-  if (floor == 0 || (allows != 0 && floor > allows)) floor = allows;
-  // What the runners need is checked against the least the cap will ever be.
-  uint64_t least = Tighter(config_.maxCacheSize, floor);
-  uint64_t cap = Tighter(config_.maxCacheSize, allows);
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed) continue;
-    cap = Tighter(cap, r->allows);
-    least = Tighter(least, r->floor);
-  }
-  if (least != 0 && needs > least) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "'%s': this runner (%s) needs %llu bytes of weights in the model's weight cache, which the other "
-                    "runners on the model and maxCacheSize cap at %llu", reader_.source(), mode,
-                    static_cast<unsigned long long>(needs), static_cast<unsigned long long>(least));
-  }
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed || least == 0 || r->needs <= least) continue;
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "'%s': the runners on a model share its weight cache, whose cap is the least any of their memory "
-                    "limits allows: this runner's limit leaves it %llu bytes, but another runner on the model (%s) "
-                    "needs %llu; create this one first, or give the other a memory limit or a streaming mode",
-                    reader_.source(), static_cast<unsigned long long>(least), r->mode,
-                    static_cast<unsigned long long>(r->needs));
-  }
-  runner->allows = allows;
-  runner->floor = floor;
-  runner->needs = needs;
-  runner->mode = mode;
-  const TinyAIStatus s = cache_.SetCapacity(cap);
-  if (!runner->claimed) cache_.AddPeakWatch(&runner->peak);
-  runner->claimed = true;
-  return s;
 }
 
 TinyAIMappedModel::~TinyAIMappedModel() { cache_.Shutdown(); }
@@ -285,8 +203,8 @@ uint64_t TinyAIMappedModel::Calibration::bytes() const {
 
 TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* calibration, Calibration* replaced) {
   {
-    LockGuard lock(runners_mutex_);
-    if (runners_ != nullptr) {
+    LockGuard lock(users_mutex_);
+    if (users_ != nullptr) {
       return SetError(TINYAI_ERR_MISUSE, "'%s': an LLM or scheduler runs on this model; change its precisions before "
                       "creating one (or after destroying it)", reader_.source());
     }
