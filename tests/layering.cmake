@@ -8,12 +8,14 @@ cmake_minimum_required(VERSION 3.25)
 # ALLOWED_<dir>: the folders (or headers) of src/ and include/ a file in
 # src/<dir>/ may include with "..."; FORBIDDEN_<dir>: headers excluded from an
 # allowed folder. The scheduler runs programs and knows no model (issue 14).
-# The loader converts matrices to the precisions applied to a model as it
-# loads them (issue 15): it uses the encoder (quant/) and the reference
-# kernels' dequantizers. The C API's calibration measures the inputs'
-# second moments and factors them (quant/hessian.h). The safetensors import
-# checks its vocabulary encodes with TinyAI's tokenizer (text/) as with
-# SentencePiece.
+# The loader serves weights and decides nothing about them (issue 43): the
+# panel layout and the row codec that converts matrices to the precisions
+# applied to a model come from above (loader/row_transform.h; the models'
+# one, model/weight_transform.h, asks the kernels and the quantizer, quant/,
+# which saving a model at its precisions, model/save_model.h, uses too).
+# The C API's calibration measures the inputs' second moments and factors
+# them (quant/hessian.h). The safetensors import checks its vocabulary
+# encodes with TinyAI's tokenizer (text/) as with SentencePiece.
 set(ALLOWED_common    common/ tinyai/)
 set(ALLOWED_port      common/ port/ tinyai/)
 set(ALLOWED_format    common/ format/ port/ tinyai/)
@@ -21,11 +23,11 @@ set(ALLOWED_kernels   common/ kernels/ port/ tinyai/)
 set(ALLOWED_quant     common/ kernels/ port/ quant/ tinyai/)
 set(ALLOWED_planner   common/ planner/ port/ tinyai/)
 set(ALLOWED_text      common/ text/ port/ tinyai/)
-set(ALLOWED_loader    common/ format/ kernels/ loader/ port/ quant/ tinyai/)
+set(ALLOWED_loader    common/ format/ loader/ port/ tinyai/)
 set(ALLOWED_scheduler common/ loader/ planner/ port/ scheduler/ tinyai/)
 set(FORBIDDEN_scheduler tinyai/llm.h)
 set(ALLOWED_kv        common/ kernels/ kv/ port/ tinyai/)
-set(ALLOWED_model     common/ format/ kernels/ kv/ loader/ model/ port/ scheduler/ text/ tinyai/)
+set(ALLOWED_model     common/ format/ kernels/ kv/ loader/ model/ port/ quant/ scheduler/ text/ tinyai/)
 set(ALLOWED_import    common/ format/ import/ kernels/ loader/ port/ quant/ text/ tinyai/)
 set(ALLOWED_capi      capi/ common/ format/ kv/ loader/ model/ port/ quant/ scheduler/ text/ tinyai/)
 # Folders whose code is the core: no call of a tinyaiCreate*/Open*/Close*/

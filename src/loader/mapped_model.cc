@@ -49,7 +49,7 @@ TinyAIMmapConfig DefaultMmapConfig() {
 }  // namespace tinyai
 
 TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
-                                     TinyAIMappedModel** out) {
+                                     const tinyai::RowTransform& transform, TinyAIMappedModel** out) {
   *out = nullptr;
   TinyAIMmapConfig cfg = tinyai::DefaultMmapConfig();
   TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAIMmapConfig, maxCacheSize),
@@ -64,6 +64,7 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
   }
   TinyAIMappedModel* model = tinyai::New<TinyAIMappedModel>();
   if (!model) return tinyai::OutOfMemory("mapped model", sizeof(TinyAIMappedModel));
+  model->transform_ = transform;
   TinyAIStatus s = model->Init(origin, cfg);
   if (s != TINYAI_OK) {
     tinyai::Delete(model);
@@ -138,8 +139,12 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
     TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
   }
   TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize, tinyai::PanelDTypes(source_)));
-  return cache_.Init(&reader_, &source_, &table_, config_);
+  TINYAI_RETURN_IF_ERROR(BuildTable());
+  return cache_.Init(&reader_, &source_, &table_, config_, transform_);
+}
+
+TinyAIStatus TinyAIMappedModel::BuildTable() {
+  return table_.Build(reader_, source_, config_.rowSliceSize, source_.InPlace(0) ? 0 : transform_.panel_dtypes);
 }
 
 TinyAIStatus TinyAIMappedModel::ReadIndex() {
@@ -216,6 +221,10 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
   bool any = false;
   const auto file = reader_.file_tensors();
   for (size_t t = 0; t < file.size(); ++t) any |= dtypes[t] != file[t].dtype;
+  if (any && !transform_.converts()) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the model was opened without a row codec (RowTransform); its "
+                    "precisions cannot change", reader_.source());
+  }
   tinyai::Array<tinyai::tmai::LayerEntry> layers;
   tinyai::Array<tinyai::tmai::TensorEntry> tensors;
   if (any) TINYAI_RETURN_IF_ERROR(tinyai::LayoutDirectory(reader_, dtypes, &layers, &tensors));
@@ -224,9 +233,9 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
     reader_.UseDirectory(tinyai::Span<const tinyai::tmai::LayerEntry>(l.data(), l.size()),
                          tinyai::Span<const tinyai::tmai::TensorEntry>(t.data(), t.size()));
     TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-    TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize, tinyai::PanelDTypes(source_)));
-    cache_.UseColumnStats(this, &ColumnStatsFor);
-    return cache_.Init(&reader_, &source_, &table_, config_);
+    TINYAI_RETURN_IF_ERROR(BuildTable());
+    cache_.UseCalibration(this, &CalibrationFor);
+    return cache_.Init(&reader_, &source_, &table_, config_, transform_);
   };
   // The cache reads the calibration as it converts: set before it starts.
   Calibration old = static_cast<Calibration&&>(calibration_);
@@ -245,8 +254,8 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
   return s;
 }
 
-tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsOf(int32_t tensor) const {
-  tinyai::quant::ColumnStats s;
+tinyai::TensorCalibration TinyAIMappedModel::CalibrationOf(int32_t tensor) const {
+  tinyai::TensorCalibration s;
   if (calibration_.slot_of.size() == 0 || calibration_.slot_of[static_cast<size_t>(tensor)] < 0) return s;
   const size_t slot = static_cast<size_t>(calibration_.slot_of[static_cast<size_t>(tensor)]);
   if (calibration_.importance[slot].size() > 0) s.importance = calibration_.importance[slot].data();
@@ -254,8 +263,8 @@ tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsOf(int32_t tensor) cons
   return s;
 }
 
-tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsFor(const void* model, int32_t tensor) {
-  return static_cast<const TinyAIMappedModel*>(model)->ColumnStatsOf(tensor);
+tinyai::TensorCalibration TinyAIMappedModel::CalibrationFor(const void* model, int32_t tensor) {
+  return static_cast<const TinyAIMappedModel*>(model)->CalibrationOf(tensor);
 }
 
 uint64_t TinyAIMappedModel::overhead_bytes() const {

@@ -18,6 +18,7 @@
 #include "common/sync.h"
 #include "format/tmai_reader.h"
 #include "loader/row_slices.h"
+#include "loader/row_transform.h"
 #include "loader/weight_cache.h"
 #include "loader/weight_source.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -42,8 +43,11 @@ struct ModelUser {
 
 struct TinyAIMappedModel {
  public:
+  // transform (loader/row_transform.h: the panel layout, the row codec) is
+  // the caller's decision: the C API hands the models' one
+  // (model/weight_transform.h). The model keeps a copy.
   static TinyAIStatus Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
-                           TinyAIMappedModel** out);
+                           const tinyai::RowTransform& transform, TinyAIMappedModel** out);
   // Closes a model Open() returned; TINYAI_ERR_MISUSE (and nothing freed) for
   // a pointer that is not an open model, e.g. one closed already, or while a
   // runner on it is in a call (its text callback closing the model). Its
@@ -102,13 +106,15 @@ struct TinyAIMappedModel {
   // Index of the tensor called name, or TINYAI_ERR_NOT_FOUND.
   TinyAIStatus FindTensor(const char* name, int32_t* index) const;
 
-  // Runs tensor t at dtypes[t] from now on (quant/mixed_precision.h resolved
+  // Runs tensor t at dtypes[t] from now on (loader/precision_plan.h resolved
   // and checked them): the runtime directory is laid out again, the slice
   // table rebuilt and the weight cache started afresh (what it held is
   // dropped; its cap is maxCacheSize). TINYAI_ERR_MISUSE, nothing changed,
-  // while a runner is bound or an entry is pinned.
+  // while a runner is bound or an entry is pinned; TINYAI_ERR_UNSUPPORTED
+  // when a dtype changes and the model was opened with a transform that
+  // does not convert.
   // What calibration measured, per slot (an input: the tensors one
-  // product reads share a slot), as quant::ColumnStats takes it.
+  // product reads share a slot), as TensorCalibration hands it on.
   struct Calibration {
     tinyai::Array<int32_t> slot_of;                  // per tensor: its slot, -1 for none
     tinyai::Array<tinyai::Array<float>> importance;  // per slot: cols values, or none
@@ -121,7 +127,9 @@ struct TinyAIMappedModel {
   // (so a caller can put it back), else dropped.
   TinyAIStatus ApplyDTypes(const uint8_t* dtypes, Calibration* calibration = nullptr, Calibration* replaced = nullptr);
   // What ApplyDTypes' calibration gave tensor (nulls for none).
-  tinyai::quant::ColumnStats ColumnStatsOf(int32_t tensor) const;
+  tinyai::TensorCalibration CalibrationOf(int32_t tensor) const;
+  // What the model was opened with.
+  const tinyai::RowTransform& transform() const { return transform_; }
 
   // TINYAI_ERR_INVALID_ARGUMENT naming the call when layer is out of range.
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
@@ -152,11 +160,16 @@ struct TinyAIMappedModel {
   TinyAIMappedModel() = default;
   ~TinyAIMappedModel();
   TinyAIStatus Init(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig& config);
+  // The slice table over the runtime directory: panels as the transform
+  // asks, where the cache owns the bytes (a source used in place is never
+  // rewritten).
+  TinyAIStatus BuildTable();
   TinyAIStatus ReadIndex();
   TinyAIStatus BuildDescriptors();
-  static tinyai::quant::ColumnStats ColumnStatsFor(const void* model, int32_t tensor);
+  static tinyai::TensorCalibration CalibrationFor(const void* model, int32_t tensor);
 
   TinyAIMmapConfig config_{};
+  tinyai::RowTransform transform_;
   tinyai::Array<char> source_name_;  // path for messages
   tinyai::WeightSource source_;
   tinyai::AlignedBuffer index_;  // the file's index (files only; an image is parsed in place)
@@ -166,7 +179,7 @@ struct TinyAIMappedModel {
   // The runtime directory when precisions are applied (reader_ uses it).
   tinyai::Array<tinyai::tmai::LayerEntry> dir_layers_;
   tinyai::Array<tinyai::tmai::TensorEntry> dir_tensors_;
-  Calibration calibration_;  // ColumnStatsOf
+  Calibration calibration_;  // CalibrationOf
   tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models

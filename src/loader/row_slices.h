@@ -8,7 +8,7 @@
 // target. A row larger than the target is a slice of its own. A zstd tensor's
 // slices are its frames (docs/format.md), each decoded alone. A tensor the
 // runtime directory gives another dtype than the file (a model with
-// precisions applied, quant/mixed_precision.h) has slices of its own too,
+// precisions applied, loader/precision_plan.h) has slices of its own too,
 // about the target once encoded, each converted from the stored rows as it
 // loads. Slices never span layers.
 //

@@ -10,8 +10,6 @@
 #include "common/panels.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
-#include "kernels/kernels.h"
-#include "quant/quantize.h"
 
 #if TINYAI_WITH_THREADS
 #include <concurrentqueue/blockingconcurrentqueue.h>
@@ -49,8 +47,9 @@ uint64_t PageRound(uint64_t n) {
 WeightCache::~WeightCache() { Shutdown(); }
 
 TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* source, const RowSliceTable* table,
-                               const TinyAIMmapConfig& config) {
+                               const TinyAIMmapConfig& config, const RowTransform& transform) {
   reader_ = reader;
+  transform_ = transform;
   source_ = source;
   table_ = table;
   config_ = config;
@@ -950,9 +949,9 @@ TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64
   const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
   const size_t cols = static_cast<size_t>(e.shape[e.ndims - 1]);
   const uint64_t srb = table_->stored_row_bytes(tensor), rb = table_->row_bytes(tensor);
-  const kernels::WeightKernels* decode =
-      stored.dtype == TINYAI_DTYPE_F32 ? nullptr : kernels::WeightKernelsFor(kernels::Ref(), stored.dtype);
-  if (stored.dtype != TINYAI_DTYPE_F32 && decode == nullptr) {
+  const RowDecoder decode =
+      stored.dtype == TINYAI_DTYPE_F32 || !transform_.decoder ? nullptr : transform_.decoder(stored.dtype);
+  if ((stored.dtype != TINYAI_DTYPE_F32 && decode == nullptr) || !transform_.encode_rows) {
     return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", reader_->source(),
                     stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
   }
@@ -978,11 +977,11 @@ TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64
     const float* x = reinterpret_cast<const float*>(p);
     if (decode) {
       float* f = reinterpret_cast<float*>(st->buffer + AlignUp(chunk * srb, kDataAlignmentSlack));
-      for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, f + i * cols, cols);
+      for (uint64_t i = 0; i < n; ++i) decode(p + i * srb, f + i * cols, cols);
       x = f;
     }
-    s = quant::EncodeRows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, nullptr,
-                          column_stats_ ? column_stats_(stats_owner_, tensor) : quant::ColumnStats());
+    s = transform_.encode_rows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb,
+                               calibration_ ? calibration_(calibration_owner_, tensor) : TensorCalibration());
     if (s != TINYAI_OK) {
       char what[160];
       std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
@@ -995,23 +994,6 @@ TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64
   st->busy = false;
   changed_.notify_all();
   return s;
-}
-
-namespace {
-std::atomic<bool> g_panels{true};
-}  // namespace
-
-void SetPanelsForTesting(bool on) { g_panels.store(on, std::memory_order_relaxed); }
-
-uint32_t PanelDTypes(const WeightSource& source) {
-  if (source.InPlace(0) || !g_panels.load(std::memory_order_relaxed)) return 0;
-  uint32_t mask = 0;
-  for (int32_t d = 0; d < kernels::kWeightDtypes; ++d) {
-    if (!PanelDType(d)) continue;
-    const kernels::WeightKernels* k = kernels::WeightKernelsFor(kernels::Best(), d);
-    if (k && k->matvec_panels) mask |= 1u << d;
-  }
-  return mask;
 }
 
 }  // namespace tinyai

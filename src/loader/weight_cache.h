@@ -56,9 +56,9 @@
 #include "format/tmai_reader.h"
 #include "loader/cache_policy.h"
 #include "loader/row_slices.h"
+#include "loader/row_transform.h"
 #include "loader/weight_source.h"
 #include "port/port.h"
-#include "quant/quantize.h"
 #include "tinyai/utils/mmap_loader.h"
 
 namespace tinyai {
@@ -97,10 +97,11 @@ class WeightCache {
   WeightCache& operator=(const WeightCache&) = delete;
   ~WeightCache();
 
-  // The reader, source and table must outlive the cache. Starts the
-  // prefetch workers.
+  // The reader, source and table must outlive the cache. transform
+  // converts the table's transformed tensors as they load (its panels are
+  // the table's already). Starts the prefetch workers.
   TinyAIStatus Init(const TmaiReader* reader, const WeightSource* source, const RowSliceTable* table,
-                    const TinyAIMmapConfig& config);
+                    const TinyAIMmapConfig& config, const RowTransform& transform);
   // Stops the workers (queued prefetches are dropped) and frees everything.
   void Shutdown();
 
@@ -142,11 +143,11 @@ class WeightCache {
   bool adaptive() const { return config_.adaptiveCaching; }
 
   // Where ConvertRows finds what calibration measured of a tensor's
-  // inputs (quant::ColumnStats; none by default); set before Init.
-  using ColumnStatsFn = quant::ColumnStats (*)(const void* owner, int32_t tensor);
-  void UseColumnStats(const void* owner, ColumnStatsFn fn) {
-    stats_owner_ = owner;
-    column_stats_ = fn;
+  // inputs (none by default); set before Init.
+  using CalibrationFn = TensorCalibration (*)(const void* owner, int32_t tensor);
+  void UseCalibration(const void* owner, CalibrationFn fn) {
+    calibration_owner_ = owner;
+    calibration_ = fn;
   }
 
   // An entry is pinned or being loaded (the model cannot be changed under it).
@@ -285,21 +286,14 @@ class WeightCache {
   int32_t loading_ = 0;
   CacheStats stats_;
 
-  const void* stats_owner_ = nullptr;
-  ColumnStatsFn column_stats_ = nullptr;
+  RowTransform transform_;
+  const void* calibration_owner_ = nullptr;
+  CalibrationFn calibration_ = nullptr;
 
   PrefetchQueue* queue_ = nullptr;
   Array<port::Thread> workers_;
   std::atomic<bool> stopping_{false};
 };
-
-// The dtypes whose row slices a weight cache over source holds in panels
-// (common/panels.h; bit 1 << dtype): those kernels::Best() has a panel
-// product for, when the cache owns the bytes (a source used in place, an
-// image in flash, is never rewritten). RowSliceTable::Build takes it.
-uint32_t PanelDTypes(const WeightSource& source);
-// Tests: off, models opened from now on keep every row in the row layout.
-void SetPanelsForTesting(bool on);
 
 }  // namespace tinyai
 
