@@ -113,6 +113,22 @@ class RowSliceTable {
   int32_t largest_slice_ = -1;
 };
 
+// The weight cache's entries are the table's slices (0 .. slice_count()-1),
+// then one per layer (whole layers: tinyaiGetLayerWeights). True when the
+// entry's bytes are used where source holds them (an image in memory): a
+// slice, or every tensor of a layer, uncompressed and not converted. Such an
+// entry takes no memory of the cache's own.
+inline bool UsedInPlace(const RowSliceTable& table, const TmaiReader& reader, const WeightSource& source,
+                        int32_t entry) {
+  if (!source.InPlace(0)) return false;
+  if (entry < table.slice_count()) return table.slice(entry).frame < 0 && !table.slice(entry).transform;
+  const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.slice_count())];
+  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+    if (reader.tensors()[t].codec != TINYAI_CODEC_NONE || table.transformed(static_cast<int32_t>(t))) return false;
+  }
+  return true;
+}
+
 }  // namespace tinyai
 
 #endif  // TINYAI_LOADER_ROW_BLOCKS_H_
