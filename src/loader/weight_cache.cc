@@ -20,6 +20,9 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   TINYAI_RETURN_IF_ERROR(entries_.Allocate(static_cast<size_t>(table->slice_count()) + reader->layers().size(),
                                            "weight cache entries"));
   TINYAI_RETURN_IF_ERROR(arena_.Init(reader, source, table));
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    entries_[i].in_place = arena_.EntryBytes(static_cast<int32_t>(i)) == 0;
+  }
   TINYAI_RETURN_IF_ERROR(loader_.Init(reader, source, table, config, transform));
   if (config.prefetchEnabled && config.prefetchThreads > 0) {
     TINYAI_RETURN_IF_ERROR(workers_.Start(config.prefetchThreads, &WeightCache::PrefetchEntry, this));
@@ -67,7 +70,7 @@ int32_t WeightCache::PickVictim(double below, bool allow_small) const {
   double best = 0.0;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
-    if (e.state != kResident || e.pins > 0 || !arena_.buffer(static_cast<int32_t>(i))) continue;
+    if (e.state != kResident || e.pins > 0 || e.in_place) continue;
     const int32_t id = static_cast<int32_t>(i);
     if (!allow_small && IsSmall(id)) continue;  // not worth evicting, unless nothing else is left
     double s = Score(id);

@@ -160,6 +160,7 @@ class WeightCache {
     State state = kEmpty;
     bool queued = false;
     bool by_prefetch = false;  // the current load was a prefetch's
+    bool in_place = false;     // takes no memory (UsedInPlace): loaded, it has none to give back
     float priority = 1.0f;
     EntryUse use;
   };
