@@ -1,11 +1,13 @@
 // extern "C" shims of <tinyai/utils/mmap_loader.h>: argument checks, then the
-// loader. Every failure is recorded as the thread's last error.
+// loader, with the models' row transform (model/weight_transform.h). Every
+// failure is recorded as the thread's last error.
 #include <cstring>
 
 #include "capi/handles.h"
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "loader/mapped_model.h"
+#include "model/weight_transform.h"
 #include "tinyai/utils/mmap_loader.h"
 
 using tinyai::SetError;
@@ -27,7 +29,7 @@ TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfi
   tinyai::ModelOrigin origin;
   origin.path = path;
   TinyAIMappedModel* model = nullptr;
-  TinyAIMappedModel::Open(origin, config, &model);
+  TinyAIMappedModel::Open(origin, config, tinyai::ModelRowTransform(), &model);
   return model;
 }
 
@@ -41,7 +43,7 @@ TinyAIMappedModel* tinyaiOpenMappedModelFromMemory(const void* data, size_t size
   origin.data = data;
   origin.size = size;
   TinyAIMappedModel* model = nullptr;
-  TinyAIMappedModel::Open(origin, config, &model);
+  TinyAIMappedModel::Open(origin, config, tinyai::ModelRowTransform(), &model);
   return model;
 }
 
@@ -56,7 +58,7 @@ TinyAIMappedModel* tinyaiOpenMappedModelFromReader(TinyAIReadCallback read, void
   origin.user = user;
   origin.size = size;
   TinyAIMappedModel* model = nullptr;
-  TinyAIMappedModel::Open(origin, config, &model);
+  TinyAIMappedModel::Open(origin, config, tinyai::ModelRowTransform(), &model);
   return model;
 }
 

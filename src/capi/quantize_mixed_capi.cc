@@ -1,6 +1,6 @@
 // extern "C" shims of <tinyai/utils/quantize_mixed.h>: argument checks, then
 // loader/precision_plan.h (what each tensor becomes), the loader (running
-// it so) and loader/save_model.h (writing it out).
+// it so) and model/save_model.h (writing it out).
 #include <cstdio>
 #include <cstring>
 
@@ -10,8 +10,8 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "loader/mapped_model.h"
-#include "loader/save_model.h"
 #include "loader/precision_plan.h"
+#include "model/save_model.h"
 #include "port/port.h"
 #include "quant/hessian.h"
 #include "text/sampler.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "common/checked_math.h"
-#include "port/port.h"
+#include "common/seam.h"
 
 namespace tinyai {
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <new>
 
-#include "port/port.h"
+#include "common/seam.h"
 
 namespace tinyai {
 

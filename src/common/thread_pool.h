@@ -35,7 +35,7 @@
 
 #include "common/array.h"
 #include "common/config.h"
-#include "port/port.h"
+#include "common/seam.h"
 
 #if TINYAI_WITH_THREADS
 #include <atomic>

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
@@ -479,20 +478,20 @@ TinyAIStatus TmaiWriter::WriteValues(const float* values, size_t count) {
 
 TinyAIStatus TmaiWriter::EncodeBatch(int32_t tensor, int32_t dtype, size_t cols, size_t row_bytes, size_t rows) {
   row_bytes_buf_.assign(rows * row_bytes, 0);
-  size_t threads = encode_threads_ > 0 ? encode_threads_ : std::thread::hardware_concurrency();
-  if (threads == 0) threads = 1;
-  if (threads > rows) threads = rows;
+  if (!pool_started_) {
+    const size_t threads = encode_threads_ > 0 ? encode_threads_ : static_cast<size_t>(port::CpuCount());
+    TINYAI_RETURN_IF_ERROR(pool_.Start(threads > static_cast<size_t>(kMaxEncodeThreads) ? kMaxEncodeThreads
+                                                                               : static_cast<int>(threads)));
+    pool_started_ = true;
+  }
   std::vector<uint8_t> failed(rows, 0);
-  auto encode = [&](size_t begin, size_t end) {
+  // The work of a value as model/save_model.cc counts it for the same encoder.
+  pool_.ParallelFor(rows, 1, static_cast<uint64_t>(rows) * cols * 40, [&](size_t begin, size_t end, int) {
     for (size_t r = begin; r < end; ++r) {
       failed[r] = encoder_(tensor, dtype, row_values_.data() + r * cols, cols, row_bytes_buf_.data() + r * row_bytes) !=
                   TINYAI_OK;
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < threads; ++i) pool.emplace_back(encode, rows * i / threads, rows * (i + 1) / threads);
-  encode(0, rows / threads);
-  for (std::thread& th : pool) th.join();
+  });
   for (size_t r = 0; r < rows; ++r) {
     // The encoder is deterministic: its error, run again on this thread,
     // records the message here.

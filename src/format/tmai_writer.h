@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "format/tmai_format.h"
 #include "port/port.h"
 #include "tinyai/status.h"
@@ -94,16 +95,23 @@ class TmaiWriter {
   // Encodes one row of a grouped tensor (src/common/groups.h): cols values
   // into the row's bytes. tensor is the directory index (for a report of
   // each tensor's error). quant::EncodeRows is the one TinyAI uses; the
-  // writer itself knows no quantizer. Rows are encoded in batches on several
-  // threads at once (SetEncodeThreads), so the encoder must be thread-safe
-  // and deterministic; the bytes are written in order either way.
+  // writer itself knows no quantizer. Rows are encoded in batches on the
+  // writer's thread pool (common/thread_pool.h; SetEncodeThreads), so the
+  // encoder must be thread-safe and deterministic; the bytes are written in
+  // order either way.
   using RowEncoder = std::function<TinyAIStatus(int32_t tensor, int32_t dtype, const float* row, size_t cols,
                                                 uint8_t* out)>;
   void SetRowEncoder(RowEncoder encoder) { encoder_ = std::move(encoder); }
-  // Threads that encode grouped rows (0, the default: one per core).
-  void SetEncodeThreads(size_t threads) { encode_threads_ = threads; }
+  // Threads that encode grouped rows, the caller's included (0, the
+  // default: one per core); the pool starts at the first batch.
+  void SetEncodeThreads(size_t threads) {
+    encode_threads_ = threads;
+    pool_started_ = false;
+  }
   // Values of grouped rows collected before they are encoded together.
   static constexpr size_t kEncodeBatchBytes = size_t{8} << 20;
+  // The most encoding threads (the pool's threads are an int).
+  static constexpr int kMaxEncodeThreads = 1024;
   // Appends values in directory order, each stored in its tensor's dtype:
   // f32 as given, f16 rounded to nearest even (common/half.h), a grouped
   // dtype a row at a time by the row encoder; a chunk may span tensors and
@@ -112,8 +120,9 @@ class TmaiWriter {
   TinyAIStatus WriteValues(const float* values, size_t count);
   // Decoded bytes the tensor still expects (the current one when index < 0).
   uint64_t TensorBytes(int32_t index) const;
-  // Writes the index with every checksum, closes the file and renames it
-  // to the path Open was given. Fails if any tensor is incomplete.
+  // Writes the index with every checksum and puts the file in place at the
+  // path Open was given (port::CommitOutput). Fails if any tensor is
+  // incomplete.
   TinyAIStatus Finish();
   // Totals of the finished file (zero before Finish succeeds).
   const TmaiWriteStats& stats() const { return stats_; }
@@ -178,6 +187,8 @@ class TmaiWriter {
   std::vector<float> row_values_;  // a grouped tensor's rows collected so far
   std::vector<uint8_t> row_bytes_buf_;
   size_t encode_threads_ = 0;
+  ThreadPool pool_;  // encodes batches of grouped rows
+  bool pool_started_ = false;
   // Encodes the rows collected in row_values_ into row_bytes_buf_.
   TinyAIStatus EncodeBatch(int32_t tensor, int32_t dtype, size_t cols, size_t row_bytes, size_t rows);
   uint32_t crc_ = 0;

@@ -75,7 +75,14 @@ TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteO
     TinyAIMappedModel* m;
     ~Close() { tinyaiCloseMappedModel(m); }
   } close{model};
+  return ReencodeModel(model, outPath, options, keep_dtypes, stats);
+}
+
+TinyAIStatus ReencodeModel(TinyAIMappedModel* model, const char* outPath, const WriteOptions& options,
+                           bool keep_dtypes, TmaiWriteStats* stats) {
+  TINYAI_RETURN_IF_ERROR(CheckWriteOptions(options));
   const TmaiReader& r = model->reader();
+  const char* inPath = r.source();
   const auto tensors = r.tensors();
   auto dtype_of = [&](const tmai::TensorEntry& e) {
     return e.ndims == 2 && !keep_dtypes ? options.matrix_dtype : static_cast<TinyAIDType>(e.dtype);

@@ -5,6 +5,7 @@
 
 #include "import/builder.h"
 #include "tinyai/status.h"
+#include "tinyai/utils/mmap_loader.h"
 
 namespace tinyai {
 
@@ -17,6 +18,10 @@ namespace tinyai {
 // for a bad input.
 TinyAIStatus ReencodeModel(const char* inPath, const char* outPath, const WriteOptions& options, bool keep_dtypes,
                            TmaiWriteStats* stats = nullptr);
+// The same from a model open already (read through its weight cache as
+// it was opened: tests choose its row transform); messages name its source.
+TinyAIStatus ReencodeModel(TinyAIMappedModel* model, const char* outPath, const WriteOptions& options,
+                           bool keep_dtypes, TmaiWriteStats* stats = nullptr);
 
 }  // namespace tinyai
 

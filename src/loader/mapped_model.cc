@@ -49,7 +49,7 @@ TinyAIMmapConfig DefaultMmapConfig() {
 }  // namespace tinyai
 
 TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
-                                     TinyAIMappedModel** out) {
+                                     const tinyai::RowTransform& transform, TinyAIMappedModel** out) {
   *out = nullptr;
   TinyAIMmapConfig cfg = tinyai::DefaultMmapConfig();
   TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAIMmapConfig, maxCacheSize),
@@ -64,6 +64,7 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
   }
   TinyAIMappedModel* model = tinyai::New<TinyAIMappedModel>();
   if (!model) return tinyai::OutOfMemory("mapped model", sizeof(TinyAIMappedModel));
+  model->transform_ = transform;
   TinyAIStatus s = model->Init(origin, cfg);
   if (s != TINYAI_OK) {
     tinyai::Delete(model);
@@ -86,20 +87,18 @@ TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
                       "tinyaiCloseMappedModel: %p is not an open model (closed twice, or never opened)",
                       static_cast<void*>(model));
     }
-    LockGuard runners(model->runners_mutex_);
-    for (tinyai::RunnerLink* r = model->runners_; r; r = r->next) {
-      if (r->busy.load()) {
+    LockGuard users(model->users_mutex_);
+    for (tinyai::ModelUser* u = model->users_; u; u = u->next) {
+      if (u->busy.load()) {
         return SetError(TINYAI_ERR_MISUSE,
                         "tinyaiCloseMappedModel: a runner on '%s' is generating (called from its text callback?); the "
                         "model stays open", model->reader_.source());
       }
     }
-    // Its runners outlive it: every call on them now fails, destroying them is safe.
-    for (tinyai::RunnerLink* r = model->runners_; r; r = r->next) {
-      if (r->claimed) model->cache_.RemovePeakWatch(&r->peak);
-      r->orphaned.store(true);
-    }
-    model->runners_ = nullptr;
+    // Its users outlive it: every call on them now fails, destroying them is
+    // safe. (A runner's peak watch goes with the cache.)
+    for (tinyai::ModelUser* u = model->users_; u; u = u->next) u->orphaned.store(true);
+    model->users_ = nullptr;
     *link = model->next_live_;
   }
   tinyai::Delete(model);
@@ -112,86 +111,6 @@ bool TinyAIMappedModel::IsOpen(const TinyAIMappedModel* model) {
     if (m == model) return true;
   }
   return false;
-}
-
-void TinyAIMappedModel::BindRunner(tinyai::RunnerLink* runner) {
-  LockGuard lock(runners_mutex_);
-  runner->next = runners_;
-  runners_ = runner;
-}
-
-namespace {
-
-// The least non-zero of a and b (0 = no cap).
-uint64_t Tighter(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 ? a : (a < b ? a : b); }
-
-}  // namespace
-
-void TinyAIMappedModel::UnbindRunner(tinyai::RunnerLink* runner) {
-  LockGuard lock(runners_mutex_);
-  tinyai::RunnerLink** link = &runners_;
-  while (*link && *link != runner) link = &(*link)->next;
-  if (!*link) return;
-  *link = runner->next;
-  if (!runner->claimed) return;
-  cache_.RemovePeakWatch(&runner->peak);
-  uint64_t cap = config_.maxCacheSize;
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r->claimed) cap = Tighter(cap, r->allows);
-  }
-  // Never below what the remaining runners hold; no slots carved for a cap
-  // no runner claims (on a static arena that would take room as it is given back).
-  cache_.SetCapacity(cap, /*carve=*/false);
-}
-
-uint64_t TinyAIMappedModel::SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const {
-  LockGuard lock(runners_mutex_);
-  uint64_t cap = config_.maxCacheSize;
-  const char* from = "maxCacheSize";
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed || Tighter(cap, r->floor) == cap) continue;
-    cap = r->floor;
-    from = "another runner's memory limit";
-  }
-  if (source) *source = from;
-  return cap;
-}
-
-TinyAIStatus TinyAIMappedModel::ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t floor, uint64_t needs,
-                                           const char* mode) {
-  LockGuard lock(runners_mutex_);
-  if (floor == 0 || (allows != 0 && floor > allows)) floor = allows;
-  // What the runners need is checked against the least the cap will ever be.
-  uint64_t least = Tighter(config_.maxCacheSize, floor);
-  uint64_t cap = Tighter(config_.maxCacheSize, allows);
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed) continue;
-    cap = Tighter(cap, r->allows);
-    least = Tighter(least, r->floor);
-  }
-  if (least != 0 && needs > least) {
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "'%s': this runner (%s) needs %llu bytes of weights in the model's weight cache, which the other "
-                    "runners on the model and maxCacheSize cap at %llu", reader_.source(), mode,
-                    static_cast<unsigned long long>(needs), static_cast<unsigned long long>(least));
-  }
-  for (const tinyai::RunnerLink* r = runners_; r; r = r->next) {
-    if (r == runner || !r->claimed || least == 0 || r->needs <= least) continue;
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "'%s': the runners on a model share its weight cache, whose cap is the least any of their memory "
-                    "limits allows: this runner's limit leaves it %llu bytes, but another runner on the model (%s) "
-                    "needs %llu; create this one first, or give the other a memory limit or a streaming mode",
-                    reader_.source(), static_cast<unsigned long long>(least), r->mode,
-                    static_cast<unsigned long long>(r->needs));
-  }
-  runner->allows = allows;
-  runner->floor = floor;
-  runner->needs = needs;
-  runner->mode = mode;
-  const TinyAIStatus s = cache_.SetCapacity(cap);
-  if (!runner->claimed) cache_.AddPeakWatch(&runner->peak);
-  runner->claimed = true;
-  return s;
 }
 
 TinyAIMappedModel::~TinyAIMappedModel() { cache_.Shutdown(); }
@@ -220,8 +139,12 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
     TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
   }
   TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-  TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize, tinyai::PanelDTypes(source_)));
-  return cache_.Init(&reader_, &source_, &table_, config_);
+  TINYAI_RETURN_IF_ERROR(BuildTable());
+  return cache_.Init(&reader_, &source_, &table_, config_, transform_);
+}
+
+TinyAIStatus TinyAIMappedModel::BuildTable() {
+  return table_.Build(reader_, source_, config_.rowSliceSize, source_.InPlace(0) ? 0 : transform_.panel_dtypes);
 }
 
 TinyAIStatus TinyAIMappedModel::ReadIndex() {
@@ -285,8 +208,8 @@ uint64_t TinyAIMappedModel::Calibration::bytes() const {
 
 TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* calibration, Calibration* replaced) {
   {
-    LockGuard lock(runners_mutex_);
-    if (runners_ != nullptr) {
+    LockGuard lock(users_mutex_);
+    if (users_ != nullptr) {
       return SetError(TINYAI_ERR_MISUSE, "'%s': an LLM or scheduler runs on this model; change its precisions before "
                       "creating one (or after destroying it)", reader_.source());
     }
@@ -298,6 +221,10 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
   bool any = false;
   const auto file = reader_.file_tensors();
   for (size_t t = 0; t < file.size(); ++t) any |= dtypes[t] != file[t].dtype;
+  if (any && !transform_.converts()) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the model was opened without a row codec (RowTransform); its "
+                    "precisions cannot change", reader_.source());
+  }
   tinyai::Array<tinyai::tmai::LayerEntry> layers;
   tinyai::Array<tinyai::tmai::TensorEntry> tensors;
   if (any) TINYAI_RETURN_IF_ERROR(tinyai::LayoutDirectory(reader_, dtypes, &layers, &tensors));
@@ -306,9 +233,9 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
     reader_.UseDirectory(tinyai::Span<const tinyai::tmai::LayerEntry>(l.data(), l.size()),
                          tinyai::Span<const tinyai::tmai::TensorEntry>(t.data(), t.size()));
     TINYAI_RETURN_IF_ERROR(BuildDescriptors());
-    TINYAI_RETURN_IF_ERROR(table_.Build(reader_, source_, config_.rowSliceSize, tinyai::PanelDTypes(source_)));
-    cache_.UseColumnStats(this, &ColumnStatsFor);
-    return cache_.Init(&reader_, &source_, &table_, config_);
+    TINYAI_RETURN_IF_ERROR(BuildTable());
+    cache_.UseCalibration(this, &CalibrationFor);
+    return cache_.Init(&reader_, &source_, &table_, config_, transform_);
   };
   // The cache reads the calibration as it converts: set before it starts.
   Calibration old = static_cast<Calibration&&>(calibration_);
@@ -327,8 +254,8 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
   return s;
 }
 
-tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsOf(int32_t tensor) const {
-  tinyai::quant::ColumnStats s;
+tinyai::TensorCalibration TinyAIMappedModel::CalibrationOf(int32_t tensor) const {
+  tinyai::TensorCalibration s;
   if (calibration_.slot_of.size() == 0 || calibration_.slot_of[static_cast<size_t>(tensor)] < 0) return s;
   const size_t slot = static_cast<size_t>(calibration_.slot_of[static_cast<size_t>(tensor)]);
   if (calibration_.importance[slot].size() > 0) s.importance = calibration_.importance[slot].data();
@@ -336,8 +263,8 @@ tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsOf(int32_t tensor) cons
   return s;
 }
 
-tinyai::quant::ColumnStats TinyAIMappedModel::ColumnStatsFor(const void* model, int32_t tensor) {
-  return static_cast<const TinyAIMappedModel*>(model)->ColumnStatsOf(tensor);
+tinyai::TensorCalibration TinyAIMappedModel::CalibrationFor(const void* model, int32_t tensor) {
+  return static_cast<const TinyAIMappedModel*>(model)->CalibrationOf(tensor);
 }
 
 uint64_t TinyAIMappedModel::overhead_bytes() const {

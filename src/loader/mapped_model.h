@@ -18,6 +18,7 @@
 #include "common/sync.h"
 #include "format/tmai_reader.h"
 #include "loader/row_slices.h"
+#include "loader/row_transform.h"
 #include "loader/weight_cache.h"
 #include "loader/weight_source.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -27,36 +28,30 @@ namespace tinyai {
 // The loader's defaults (what tinyaiCreateDefaultMmapConfig returns).
 TinyAIMmapConfig DefaultMmapConfig();
 
-// A runner bound to a model: a forward scheduler (every TinyAILLM has one).
-// Runners on one model share its weight cache, whose cap is the least that
-// maxCacheSize and every runner's memory limit allow, so each runner's limit
-// holds however many share the weights; a runner whose limit would take the
-// cache below what another runner needs (all its weights, in NORMAL mode)
-// is refused. Closing the model orphans its runners: every later call on
-// them is TINYAI_ERR_MISUSE, and destroying them is still safe.
-struct RunnerLink {
-  uint64_t allows = 0;        // the cap its memory limit leaves the cache (0 = no limit)
-  uint64_t floor = 0;         // the least it will ever allow (below allows while a growable KV
-                              // cache lends the weights its room); others are planned against it
-  uint64_t needs = 0;         // the least cap it runs under
-  const char* mode = "";      // its mode's name, for messages
-  bool claimed = false;       // allows/needs are set (the runner is prepared)
-  tinyai::PeakWatch peak;     // the cache's peak since it claimed it
+// Something that runs on a model and may outlive it: a runner (a forward
+// scheduler; every TinyAILLM has one). Closing the model orphans its users:
+// every later call on them is TINYAI_ERR_MISUSE, and destroying them is
+// still safe. How runners share the model's weight cache is decided above
+// the loader (scheduler/cache_budget.h, which binds them).
+struct ModelUser {
   std::atomic<bool> orphaned{false};  // its model was closed
   std::atomic<bool> busy{false};      // in a call that runs the caller's callbacks
-  RunnerLink* next = nullptr;
+  ModelUser* next = nullptr;
 };
 
 }  // namespace tinyai
 
 struct TinyAIMappedModel {
  public:
+  // transform (loader/row_transform.h: the panel layout, the row codec) is
+  // the caller's decision: the C API hands the models' one
+  // (model/weight_transform.h). The model keeps a copy.
   static TinyAIStatus Open(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig* config,
-                           TinyAIMappedModel** out);
+                           const tinyai::RowTransform& transform, TinyAIMappedModel** out);
   // Closes a model Open() returned; TINYAI_ERR_MISUSE (and nothing freed) for
   // a pointer that is not an open model, e.g. one closed already, or while a
   // runner on it is in a call (its text callback closing the model). Its
-  // runners are orphaned (RunnerLink).
+  // users are orphaned (ModelUser).
   static TinyAIStatus Close(TinyAIMappedModel* model);
 
   const tinyai::TmaiReader& reader() const { return reader_; }
@@ -111,13 +106,15 @@ struct TinyAIMappedModel {
   // Index of the tensor called name, or TINYAI_ERR_NOT_FOUND.
   TinyAIStatus FindTensor(const char* name, int32_t* index) const;
 
-  // Runs tensor t at dtypes[t] from now on (quant/mixed_precision.h resolved
+  // Runs tensor t at dtypes[t] from now on (loader/precision_plan.h resolved
   // and checked them): the runtime directory is laid out again, the slice
   // table rebuilt and the weight cache started afresh (what it held is
   // dropped; its cap is maxCacheSize). TINYAI_ERR_MISUSE, nothing changed,
-  // while a runner is bound or an entry is pinned.
+  // while a runner is bound or an entry is pinned; TINYAI_ERR_UNSUPPORTED
+  // when a dtype changes and the model was opened with a transform that
+  // does not convert.
   // What calibration measured, per slot (an input: the tensors one
-  // product reads share a slot), as quant::ColumnStats takes it.
+  // product reads share a slot), as TensorCalibration hands it on.
   struct Calibration {
     tinyai::Array<int32_t> slot_of;                  // per tensor: its slot, -1 for none
     tinyai::Array<tinyai::Array<float>> importance;  // per slot: cols values, or none
@@ -130,7 +127,9 @@ struct TinyAIMappedModel {
   // (so a caller can put it back), else dropped.
   TinyAIStatus ApplyDTypes(const uint8_t* dtypes, Calibration* calibration = nullptr, Calibration* replaced = nullptr);
   // What ApplyDTypes' calibration gave tensor (nulls for none).
-  tinyai::quant::ColumnStats ColumnStatsOf(int32_t tensor) const;
+  tinyai::TensorCalibration CalibrationOf(int32_t tensor) const;
+  // What the model was opened with.
+  const tinyai::RowTransform& transform() const { return transform_; }
 
   // TINYAI_ERR_INVALID_ARGUMENT naming the call when layer is out of range.
   TinyAIStatus CheckLayer(int32_t layer, const char* call) const;
@@ -138,22 +137,20 @@ struct TinyAIMappedModel {
   // True when model is a model Open() returned and Close() has not closed.
   static bool IsOpen(const TinyAIMappedModel* model);
 
-  // ---- runners sharing the weight cache (RunnerLink above) ----
-  void BindRunner(tinyai::RunnerLink* runner);
-  // Unbinds; the cap rises to what the remaining runners allow.
-  void UnbindRunner(tinyai::RunnerLink* runner);
-  // The cap the cache may have at most for runner: maxCacheSize and every
-  // other claimed runner's allowance (0 = none). *source (may be null) gets
-  // what sets it: "maxCacheSize" or "another runner's memory limit".
-  uint64_t SharedCacheCap(const tinyai::RunnerLink* runner, const char** source) const;
-  // Claims the cache for a prepared runner and sets the cap to the least
-  // any runner allows (its peak is watched from then on);
-  // TINYAI_ERR_RESOURCE_EXHAUSTED (nothing changed) when the least any
-  // runner will ever allow (their floors) is below what this or another
-  // runner needs. floor <= allows: the least this runner will allow (a
-  // growable KV cache's runner claims again as it grows, down to it).
-  TinyAIStatus ClaimCache(tinyai::RunnerLink* runner, uint64_t allows, uint64_t floor, uint64_t needs,
-                          const char* mode);
+  // ---- users (ModelUser above) ----
+  // Runs f(users) with the users' lock held and returns what it returns:
+  // users is the head of the list of bound users (linked by next), which f
+  // may change (bind, unbind); Close and ApplyDTypes wait meanwhile.
+  template <class F>
+  auto WithUsers(F&& f) {
+    tinyai::LockGuard lock(users_mutex_);
+    return f(users_);
+  }
+  template <class F>
+  auto WithUsers(F&& f) const {
+    tinyai::LockGuard lock(users_mutex_);
+    return f(static_cast<const tinyai::ModelUser*>(users_));
+  }
 
  private:
   template <class T, class... Args>
@@ -163,11 +160,16 @@ struct TinyAIMappedModel {
   TinyAIMappedModel() = default;
   ~TinyAIMappedModel();
   TinyAIStatus Init(const tinyai::ModelOrigin& origin, const TinyAIMmapConfig& config);
+  // The slice table over the runtime directory: panels as the transform
+  // asks, where the cache owns the bytes (a source used in place is never
+  // rewritten).
+  TinyAIStatus BuildTable();
   TinyAIStatus ReadIndex();
   TinyAIStatus BuildDescriptors();
-  static tinyai::quant::ColumnStats ColumnStatsFor(const void* model, int32_t tensor);
+  static tinyai::TensorCalibration CalibrationFor(const void* model, int32_t tensor);
 
   TinyAIMmapConfig config_{};
+  tinyai::RowTransform transform_;
   tinyai::Array<char> source_name_;  // path for messages
   tinyai::WeightSource source_;
   tinyai::AlignedBuffer index_;  // the file's index (files only; an image is parsed in place)
@@ -177,12 +179,12 @@ struct TinyAIMappedModel {
   // The runtime directory when precisions are applied (reader_ uses it).
   tinyai::Array<tinyai::tmai::LayerEntry> dir_layers_;
   tinyai::Array<tinyai::tmai::TensorEntry> dir_tensors_;
-  Calibration calibration_;  // ColumnStatsOf
+  Calibration calibration_;  // CalibrationOf
   tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models
-  mutable tinyai::Mutex runners_mutex_;
-  tinyai::RunnerLink* runners_ = nullptr;
+  mutable tinyai::Mutex users_mutex_;
+  tinyai::ModelUser* users_ = nullptr;
 };
 
 #endif  // TINYAI_LOADER_MAPPED_MODEL_H_

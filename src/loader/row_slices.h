@@ -8,7 +8,7 @@
 // target. A row larger than the target is a slice of its own. A zstd tensor's
 // slices are its frames (docs/format.md), each decoded alone. A tensor the
 // runtime directory gives another dtype than the file (a model with
-// precisions applied, quant/mixed_precision.h) has slices of its own too,
+// precisions applied, loader/precision_plan.h) has slices of its own too,
 // about the target once encoded, each converted from the stored rows as it
 // loads. Slices never span layers.
 //
@@ -112,6 +112,22 @@ class RowSliceTable {
   uint64_t max_stored_frame_ = 0;
   int32_t largest_slice_ = -1;
 };
+
+// The weight cache's entries are the table's slices (0 .. slice_count()-1),
+// then one per layer (whole layers: tinyaiGetLayerWeights). True when the
+// entry's bytes are used where source holds them (an image in memory): a
+// slice, or every tensor of a layer, uncompressed and not converted. Such an
+// entry takes no memory of the cache's own.
+inline bool UsedInPlace(const RowSliceTable& table, const TmaiReader& reader, const WeightSource& source,
+                        int32_t entry) {
+  if (!source.InPlace(0)) return false;
+  if (entry < table.slice_count()) return table.slice(entry).frame < 0 && !table.slice(entry).transform;
+  const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.slice_count())];
+  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
+    if (reader.tensors()[t].codec != TINYAI_CODEC_NONE || table.transformed(static_cast<int32_t>(t))) return false;
+  }
+  return true;
+}
 
 }  // namespace tinyai
 

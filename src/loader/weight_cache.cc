@@ -1,187 +1,42 @@
 #include "loader/weight_cache.h"
 
 #include <cstdio>
-#include <cstring>
-#include <new>
 
-#include "common/checked_math.h"
-#include "common/crc32c.h"
-#include "common/memory.h"
-#include "common/panels.h"
 #include "common/status.h"
-#include "format/zstd_frames.h"
-#include "kernels/kernels.h"
-#include "quant/quantize.h"
-
-#if TINYAI_WITH_THREADS
-#include <concurrentqueue/blockingconcurrentqueue.h>
-#endif
 
 namespace tinyai {
-
-#if TINYAI_WITH_THREADS
-class PrefetchQueue {
- public:
-  moodycamel::BlockingConcurrentQueue<int32_t> queue;
-};
-#else
-class PrefetchQueue {};
-#endif
-
-namespace {
-
-constexpr int32_t kStopWorker = -1;
-// The least a staging buffer holds: it also streams a compressed tensor's
-// stored bytes through for their checksum, this much per read.
-constexpr uint64_t kStagingMinBytes = 16u * 1024u;
-// What a staging buffer holds when tensors are converted as they load: a
-// run of stored rows and the same rows as fp32 (at least one row of each).
-constexpr uint64_t kConvertStagingBytes = 16u * 1024u;
-constexpr uint64_t kDataAlignmentSlack = 64;  // the fp32 rows start 64-aligned after the stored ones
-
-uint64_t PageRound(uint64_t n) {
-  const uint64_t page = port::PageSize();
-  return (n + page - 1) / page * page;
-}
-
-}  // namespace
 
 WeightCache::~WeightCache() { Shutdown(); }
 
 TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* source, const RowSliceTable* table,
-                               const TinyAIMmapConfig& config) {
+                               const TinyAIMmapConfig& config, const RowTransform& transform) {
   reader_ = reader;
-  source_ = source;
   table_ = table;
   config_ = config;
   capacity_ = config.maxCacheSize;
-  stopping_.store(false);
   stats_ = CacheStats();
-  held_ = resident_ = tick_ = 0;
+  resident_ = tick_ = 0;
   loading_ = 0;
-  slot_bytes_ = PageRound(table->max_decoded_bytes());
-  port::ArenaStats arena;
-  fixed_slots_ = port::GetArenaStats(&arena) == TINYAI_OK;
-  const size_t tensor_count = reader->tensors().size();
   TINYAI_RETURN_IF_ERROR(entries_.Allocate(static_cast<size_t>(table->slice_count()) + reader->layers().size(),
                                            "weight cache entries"));
-  TINYAI_RETURN_IF_ERROR(free_slots_.Allocate(static_cast<size_t>(table->slice_count()), "weight cache slots"));
-  TINYAI_RETURN_IF_ERROR(verified_.Allocate(tensor_count, "checksum states"));
-  has_zstd_ = false;
-  for (size_t t = 0; t < tensor_count; ++t) {
-    if (!config.verifyChecksums) verified_[t].store(1, std::memory_order_relaxed);
-    if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
+  TINYAI_RETURN_IF_ERROR(arena_.Init(reader, source, table));
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    entries_[i].in_place = arena_.EntryBytes(static_cast<int32_t>(i)) == 0;
   }
-  owned_slices_ = 0;
-  for (int32_t i = 0; i < table->slice_count(); ++i) owned_slices_ += InPlace(i) ? 0 : 1;
-  const bool converts = table->any_transformed();
-  if (has_zstd_ || converts || table->any_panels()) {
-    // What zstd costs: a decoding context (96 KiB) and a buffer of one
-    // compressed slice (a frame is read and decoded a slice at a time; 16
-    // KiB for the frames TinyAI writes) per thread that can decode at once:
-    // one per prefetch worker, at least one; the thread that uses the model
-    // shares them (a miss waits for one, at most a slice's decode). Tensors
-    // converted as they load (ConvertRows) use the same buffers.
-    size_t decoders = 1;
-#if TINYAI_WITH_THREADS
-    if (config.prefetchEnabled && config.prefetchThreads > 1) decoders = static_cast<size_t>(config.prefetchThreads);
-#endif
-    TINYAI_RETURN_IF_ERROR(staging_.Allocate(decoders, "staging buffers"));
-    uint64_t bytes = 0;
-    if (has_zstd_ && !source->InPlace(0)) {
-      bytes = kStagingMinBytes;
-      // Every frame of a tensor has its first frame's window (checked as it decodes).
-      for (size_t t = 0; t < tensor_count; ++t) {
-        const tmai::TensorEntry& e = reader->tensors()[t];
-        if (e.codec != TINYAI_CODEC_ZSTD || table->spans(static_cast<int32_t>(t)).size() == 0) continue;
-        const uint64_t* off = table->frame_offsets(static_cast<int32_t>(t));
-        uint8_t head[18] = {};
-        const uint64_t frame = off[1] - off[0];
-        const size_t n = frame < sizeof head ? static_cast<size_t>(frame) : sizeof head;
-        TINYAI_RETURN_IF_ERROR(source->Read(e.offset + off[0], n, head, reader->source()));
-        const uint64_t bound = ZstdFrameBlockBound(head, n);
-        if (bound > bytes) bytes = bound;
-      }
-    }
-    if (converts) {
-      if (bytes < kConvertStagingBytes) bytes = kConvertStagingBytes;
-      for (size_t t = 0; t < tensor_count; ++t) {
-        const int32_t ti = static_cast<int32_t>(t);
-        if (!table->transformed(ti)) continue;
-        const tmai::TensorEntry& e = reader->tensors()[t];
-        const uint64_t row = kDataAlignmentSlack + table->stored_row_bytes(ti) + 4 * e.shape[e.ndims - 1];
-        if (row > bytes) bytes = row;
-      }
-    }
-    // Packing rows into panels copies one panel's rows aside first.
-    for (size_t t = 0; t < tensor_count; ++t) {
-      if (!table->panels(static_cast<int32_t>(t))) continue;
-      const uint64_t panel = PanelBytes(static_cast<size_t>(table->row_bytes(static_cast<int32_t>(t))));
-      if (panel > bytes) bytes = panel;
-    }
-    staging_bytes_ = static_cast<size_t>(PageRound(bytes));
-    for (Staging& s : staging_) {
-      if (has_zstd_) {
-        s.decoder = New<ZstdDecoder>();
-        if (!s.decoder) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decoder");
-        TINYAI_RETURN_IF_ERROR(s.decoder->Init());
-      }
-      if (staging_bytes_ > 0) {
-        s.buffer = static_cast<uint8_t*>(port::PageAlloc(staging_bytes_));
-        if (!s.buffer) {
-          return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a %zu-byte staging buffer", staging_bytes_);
-        }
-      }
-    }
-  }
-#if TINYAI_WITH_THREADS
+  TINYAI_RETURN_IF_ERROR(loader_.Init(reader, source, table, config, transform));
   if (config.prefetchEnabled && config.prefetchThreads > 0) {
-    queue_ = New<PrefetchQueue>();
-    if (!queue_) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate the prefetch queue");
-    TINYAI_RETURN_IF_ERROR(workers_.Allocate(static_cast<size_t>(config.prefetchThreads), "prefetch workers"));
-    for (port::Thread& t : workers_) TINYAI_RETURN_IF_ERROR(port::StartThread(&t, &WeightCache::WorkerMain, this));
+    TINYAI_RETURN_IF_ERROR(workers_.Start(config.prefetchThreads, &WeightCache::PrefetchEntry, this));
   }
-#endif
   return TINYAI_OK;
 }
 
 void WeightCache::Shutdown() {
-#if TINYAI_WITH_THREADS
-  if (queue_) {
-    stopping_.store(true);
-    // Workers skip what is still queued once stopping_ is set and exit at
-    // their stop item; a worker mid-load finishes that load first.
-    for (port::Thread& t : workers_) {
-      if (t.started) queue_->queue.enqueue(kStopWorker);
-    }
-    for (port::Thread& t : workers_) port::JoinThread(&t);
-    Delete(queue_);
-    queue_ = nullptr;
-  }
-#endif
-  for (Entry& e : entries_) {
-    if (e.buffer && !InRegion(e.buffer)) {
-      port::PageFree(e.buffer, e.in_slot ? static_cast<size_t>(slot_bytes_) : static_cast<size_t>(e.bytes));
-    }
-    e = Entry();
-  }
-  port::HugeRegionFree(region_, static_cast<size_t>(region_bytes_));
-  region_ = nullptr;
-  region_bytes_ = 0;
-  region_decided_ = region_huge_ = false;
-  offset_slice_ = 0;
-  offset_bytes_ = 0;
-  for (size_t i = 0; i < free_slot_count_; ++i) port::PageFree(free_slots_[i], static_cast<size_t>(slot_bytes_));
-  free_slot_count_ = 0;
-  for (Staging& s : staging_) {
-    port::PageFree(s.buffer, staging_bytes_);
-    Delete(s.decoder);
-    s = Staging();
-  }
-  staging_ = Array<Staging>();
-  staging_bytes_ = 0;
+  // Workers skip what is still queued and exit; a worker mid-load finishes
+  // that load first.
+  workers_.Stop();
+  arena_.Shutdown();
+  loader_.Shutdown();
   entries_ = Array<Entry>();
-  held_ = 0;
   resident_ = 0;
 }
 
@@ -194,27 +49,6 @@ bool WeightCache::AnyPinned() const {
 }
 
 // ---- sizes and scores (under mutex_) ----
-
-bool WeightCache::InPlace(int32_t entry) const {
-  if (!source_->InPlace(0)) return false;
-  if (entry < table_->slice_count()) return table_->slice(entry).frame < 0 && !table_->slice(entry).transform;
-  const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(entry - table_->slice_count())];
-  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
-    if (reader_->tensors()[t].codec != TINYAI_CODEC_NONE || table_->transformed(static_cast<int32_t>(t))) return false;
-  }
-  return true;
-}
-
-uint64_t WeightCache::EntryBytes(int32_t entry) const {
-  if (InPlace(entry)) return 0;
-  if (entry < table_->slice_count()) {
-    uint64_t decoded = table_->slice(entry).decoded_size;
-    // Slices of at least half the largest share slots; smaller ones (a
-    // layer's tail) get a buffer of their own size.
-    return fixed_slots_ || decoded * 2 >= slot_bytes_ ? slot_bytes_ : PageRound(decoded);
-  }
-  return PageRound(reader_->layers()[static_cast<size_t>(entry - table_->slice_count())].decoded_size);
-}
 
 uint64_t WeightCache::DecodedSize(int32_t entry) const {
   if (entry < table_->slice_count()) return table_->slice(entry).decoded_size;
@@ -236,12 +70,12 @@ int32_t WeightCache::PickVictim(double below, bool allow_small) const {
   double best = 0.0;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
-    if (e.state != kResident || e.pins > 0 || !e.buffer) continue;
+    if (e.state != kResident || e.pins > 0 || e.in_place) continue;
     const int32_t id = static_cast<int32_t>(i);
     if (!allow_small && IsSmall(id)) continue;  // not worth evicting, unless nothing else is left
     double s = Score(id);
     if (below >= 0.0 && s >= below) continue;
-    if (victim < 0 || s < best || (s == best && e.bytes > entries_[static_cast<size_t>(victim)].bytes)) {
+    if (victim < 0 || s < best || (s == best && arena_.bytes(id) > arena_.bytes(victim))) {
       victim = id;
       best = s;
     }
@@ -249,29 +83,10 @@ int32_t WeightCache::PickVictim(double below, bool allow_small) const {
   return victim;
 }
 
-void WeightCache::FreeMemory(Entry& e) {
-  if (!e.buffer) return;
-  if (InRegion(e.buffer)) {
-    // Evicted, or its load failed: from now on the region's memory must be
-    // what it holds.
-    EndHugeFaults();
-    port::HugeRegionDiscard(e.buffer, static_cast<size_t>(e.bytes));
-    held_ -= e.bytes;
-  } else if (e.in_slot) {
-    free_slots_[free_slot_count_++] = e.buffer;
-  } else {
-    port::PageFree(e.buffer, static_cast<size_t>(e.bytes));
-    held_ -= e.bytes;
-  }
-  e.buffer = nullptr;
-  e.in_slot = false;
-  e.bytes = 0;
-}
-
 void WeightCache::Evict(int32_t entry) {
   Entry& e = entries_[static_cast<size_t>(entry)];
-  resident_ -= e.bytes;
-  FreeMemory(e);
+  resident_ -= arena_.bytes(entry);
+  arena_.Free(entry);
   e.state = kEmpty;
   e.data = nullptr;
   e.by_prefetch = false;
@@ -279,67 +94,17 @@ void WeightCache::Evict(int32_t entry) {
   ++stats_.evictions;
 }
 
-void WeightCache::DecideRegion() {
-  region_decided_ = true;
-  if (fixed_slots_ || owned_slices_ == 0) return;
-  const uint64_t huge = port::HugePageSize();
-  if (huge == 0) return;
-  const uint64_t total = RegionOffset(table_->slice_count());
-  if (total == 0 || total > SIZE_MAX - 2 * huge) return;
-  // A fault commits a whole huge page, more than the slice written: the cap
-  // must hold the whole region (it ends at total: nothing past it commits).
-  if (capacity_ != 0 && capacity_ < total) return;
-  region_ = static_cast<uint8_t*>(port::HugeRegionReserve(static_cast<size_t>(total)));
-  if (!region_) return;
-  region_bytes_ = total;
-  region_huge_ = true;
-  KeepRegionUnderCap();  // a layer held already shares the cap
-}
-
-bool WeightCache::LayersHeld() const {
-  for (size_t i = static_cast<size_t>(table_->slice_count()); i < entries_.size(); ++i) {
-    if (entries_[i].buffer) return true;
-  }
-  return false;
-}
-
-uint64_t WeightCache::RegionOffset(int32_t slice) {
-  // O(the distance from the last slice asked for), either way.
-  for (; offset_slice_ < slice; ++offset_slice_) offset_bytes_ += EntryBytes(offset_slice_);
-  while (offset_slice_ > slice) offset_bytes_ -= EntryBytes(--offset_slice_);
-  return offset_bytes_;
-}
-
-void WeightCache::KeepRegionUnderCap() {
-  if (region_huge_ && capacity_ != 0 && (capacity_ < region_bytes_ || LayersHeld())) EndHugeFaults();
-}
-
-void WeightCache::EndHugeFaults() {
-  if (!region_huge_) return;
-  region_huge_ = false;
-  port::HugeRegionNoHuge(region_, static_cast<size_t>(region_bytes_));
-  // The ranges of slices not loaded may sit in huge pages their neighbours
-  // committed: give them back, so what is committed is what is held.
-  uint64_t offset = 0;
-  for (int32_t i = 0; i < table_->slice_count(); ++i) {
-    const uint64_t bytes = EntryBytes(i);
-    if (bytes > 0 && !entries_[static_cast<size_t>(i)].buffer) {
-      port::HugeRegionDiscard(region_ + offset, static_cast<size_t>(bytes));
-    }
-    offset += bytes;
-  }
-}
-
 void WeightCache::NoteHeld() {
-  if (held_ > stats_.peak_held_bytes) stats_.peak_held_bytes = held_;
+  const uint64_t held = arena_.held();
+  if (held > stats_.peak_held_bytes) stats_.peak_held_bytes = held;
   for (PeakWatch* w = watches_; w; w = w->next) {
-    if (held_ > w->peak) w->peak = held_;
+    if (held > w->peak) w->peak = held;
   }
 }
 
 void WeightCache::AddPeakWatch(PeakWatch* watch) {
   LockGuard lock(mutex_);
-  watch->peak = held_;
+  watch->peak = arena_.held();
   watch->next = watches_;
   watches_ = watch;
 }
@@ -357,7 +122,7 @@ void WeightCache::RemovePeakWatch(PeakWatch* watch) {
 uint64_t WeightCache::RestartPeakWatch(PeakWatch* watch) {
   LockGuard lock(mutex_);
   const uint64_t peak = watch->peak;
-  watch->peak = held_;
+  watch->peak = arena_.held();
   return peak;
 }
 
@@ -390,14 +155,14 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
   (void)lock;
   *room = true;
   Entry& e = entries_[static_cast<size_t>(entry)];
-  const uint64_t need = EntryBytes(entry);
+  const uint64_t need = arena_.EntryBytes(entry);
   if (need == 0) return TINYAI_OK;
-  if (entry < table_->slice_count() && !region_decided_) DecideRegion();
+  if (entry < table_->slice_count() && !arena_.region_decided()) arena_.DecideRegion(capacity_);
   // A layer's buffer shares the cap with the region, which then may hold no
   // more than its slices do.
-  if (entry >= table_->slice_count() && capacity_ != 0) EndHugeFaults();
-  const bool in_region = region_ && entry < table_->slice_count();
-  const bool slot = !in_region && entry < table_->slice_count() && need == slot_bytes_;
+  if (entry >= table_->slice_count() && capacity_ != 0) arena_.EndHugeFaults();
+  const bool in_region = arena_.has_region() && entry < table_->slice_count();
+  const bool slot = !in_region && entry < table_->slice_count() && need == arena_.slot_bytes();
   if (capacity_ > 0 && need > capacity_) {
     if (prefetch) {
       *room = false;
@@ -416,38 +181,17 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
     below = KeepScore(u, e.priority, tick_, config_.adaptiveCaching);
   }
   for (;;) {
-    if (slot && free_slot_count_ > 0) {
-      e.buffer = free_slots_[--free_slot_count_];
-      e.in_slot = true;
-      e.bytes = need;
-      return TINYAI_OK;
-    }
-    if (in_region && (capacity_ == 0 || held_ + need <= capacity_)) {
-      held_ += need;
-      NoteHeld();
-      e.buffer = region_ + RegionOffset(entry);
-      e.in_slot = false;
-      e.bytes = need;
-      return TINYAI_OK;
-    }
-    if (capacity_ == 0 || held_ + need <= capacity_) {
-      void* p = port::PageAlloc(static_cast<size_t>(need));
-      if (!p) {
-        return SetError(TINYAI_ERR_OUT_OF_MEMORY, "'%s': cannot allocate %llu bytes for weights", reader_->source(),
-                        static_cast<unsigned long long>(need));
+    if (slot && arena_.TakeFreeSlot(entry)) return TINYAI_OK;
+    if (capacity_ == 0 || arena_.held() + need <= capacity_) {
+      if (in_region) {
+        arena_.PlaceInRegion(entry, need);
+      } else {
+        TINYAI_RETURN_IF_ERROR(arena_.Allocate(entry, need, reader_->source()));
       }
-      held_ += need;
       NoteHeld();
-      e.buffer = static_cast<uint8_t*>(p);
-      e.in_slot = slot;
-      e.bytes = need;
       return TINYAI_OK;
     }
-    if (free_slot_count_ > 0) {
-      port::PageFree(free_slots_[--free_slot_count_], static_cast<size_t>(slot_bytes_));
-      held_ -= slot_bytes_;
-      continue;
-    }
+    if (arena_.ReleaseFreeSlot()) continue;
     int32_t victim = PickVictim(below, false);
     if (victim < 0 && !prefetch) victim = PickVictim(below, true);
     if (victim >= 0) {
@@ -465,8 +209,8 @@ TinyAIStatus WeightCache::Reserve(UniqueLock& lock, int32_t entry, bool prefetch
     }
 #endif
     uint64_t pinned = 0;
-    for (const Entry& x : entries_) {
-      if (x.pins > 0) pinned += x.bytes;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].pins > 0) pinned += arena_.bytes(static_cast<int32_t>(i));
     }
     char what[128];
     Describe(*reader_, *table_, entry, what, sizeof what);
@@ -545,13 +289,11 @@ TinyAIStatus WeightCache::Prefetch(int32_t entry) {
     Entry& e = entries_[static_cast<size_t>(entry)];
     if (e.state != kEmpty || e.queued) return TINYAI_OK;
     ++stats_.prefetch_requests;
-#if TINYAI_WITH_THREADS
-    if (queue_) {
+    if (workers_.running()) {
       e.queued = true;
-      if (!queue_->queue.enqueue(entry)) e.queued = false;  // the queue could not grow: drop it
+      if (!workers_.Enqueue(entry)) e.queued = false;  // the queue could not grow: drop it
       return TINYAI_OK;
     }
-#endif
   }
   PrefetchLoad(entry);
   return TINYAI_OK;
@@ -561,7 +303,7 @@ void WeightCache::PrefetchLoad(int32_t entry) {
   UniqueLock lock(mutex_);
   Entry& e = entries_[static_cast<size_t>(entry)];
   e.queued = false;
-  if (stopping_.load() || e.state != kEmpty) return;
+  if (workers_.stopping() || e.state != kEmpty) return;
   e.state = kLoading;
   bool room = true;
   if (Reserve(lock, entry, true, &room) != TINYAI_OK || !room) {
@@ -583,45 +325,33 @@ TinyAIStatus WeightCache::LoadReserved(UniqueLock& lock, int32_t entry, bool pre
   Entry& e = entries_[static_cast<size_t>(entry)];
   ++loading_;
   e.by_prefetch = prefetch;
-  uint8_t* dst = e.buffer;
+  uint8_t* dst = arena_.buffer(entry);
+  const size_t dst_bytes = static_cast<size_t>(arena_.bytes(entry));
   const uint8_t* loaded = nullptr;
   uint64_t read = 0;
 #if TINYAI_WITH_THREADS
   lock.unlock();
 #endif
-  TinyAIStatus s = Load(entry, dst, &loaded, &read);
+  TinyAIStatus s = loader_.Load(entry, dst, dst_bytes, &loaded, &read);
 #if TINYAI_WITH_THREADS
   lock.lock();
 #endif
   --loading_;
   stats_.bytes_read += read;
   if (s != TINYAI_OK) {
-    FreeMemory(e);
+    arena_.Free(entry);
     e.state = kEmpty;
     e.by_prefetch = false;
     return s;
   }
   e.data = loaded;
   e.state = kResident;
-  resident_ += e.bytes;
+  resident_ += arena_.bytes(entry);
   stats_.bytes_loaded += DecodedSize(entry);
   return TINYAI_OK;
 }
 
-void WeightCache::WorkerMain(void* self) {
-#if TINYAI_WITH_THREADS
-  WeightCache* cache = static_cast<WeightCache*>(self);
-  for (;;) {
-    int32_t item = kStopWorker;
-    cache->queue_->queue.wait_dequeue(item);
-    if (item == kStopWorker) return;
-    if (cache->stopping_.load()) continue;
-    cache->PrefetchLoad(item);
-  }
-#else
-  (void)self;
-#endif
-}
+void WeightCache::PrefetchEntry(void* self, int32_t entry) { static_cast<WeightCache*>(self)->PrefetchLoad(entry); }
 
 void WeightCache::SetLayerPriority(int32_t layer, float priority) {
   LockGuard lock(mutex_);
@@ -636,25 +366,14 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
   capacity_ = bytes;
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
   if (bytes == 0) return TINYAI_OK;
-  KeepRegionUnderCap();
-  if (carve && fixed_slots_ && slot_bytes_ > 0) {
-    // Slices used in place (an image in flash) never take one.
-    uint64_t slots = bytes / slot_bytes_;
-    if (slots > owned_slices_) slots = owned_slices_;
-    while (held_ + slot_bytes_ <= slots * slot_bytes_) {
-      void* p = port::PageAlloc(static_cast<size_t>(slot_bytes_));
-      if (!p) return OutOfMemory("weight cache slot", static_cast<size_t>(slot_bytes_));
-      free_slots_[free_slot_count_++] = static_cast<uint8_t*>(p);
-      held_ += slot_bytes_;
-      NoteHeld();
-    }
+  arena_.KeepRegionUnderCap(capacity_);
+  if (carve) {
+    const TinyAIStatus carved = arena_.CarveSlots(bytes);
+    NoteHeld();
+    TINYAI_RETURN_IF_ERROR(carved);
   }
-  while (held_ > capacity_) {
-    if (free_slot_count_ > 0) {
-      port::PageFree(free_slots_[--free_slot_count_], static_cast<size_t>(slot_bytes_));
-      held_ -= slot_bytes_;
-      continue;
-    }
+  while (arena_.held() > capacity_) {
+    if (arena_.ReleaseFreeSlot()) continue;
     int32_t victim = PickVictim(-1.0, true);
 #if TINYAI_WITH_THREADS
     if (victim < 0 && loading_ > 0) {  // a load in flight (a prefetch) will end and become evictable
@@ -665,7 +384,7 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
     if (victim < 0) {
       return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "'%s': cannot shrink the weight cache to %llu bytes: %llu bytes are in use", reader_->source(),
-                      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(held_));
+                      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(arena_.held()));
     }
     Evict(victim);
   }
@@ -674,13 +393,13 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
 
 uint64_t WeightCache::held_bytes() const {
   LockGuard lock(mutex_);
-  return held_;
+  return arena_.held();
 }
 
 CacheStats WeightCache::stats() const {
   LockGuard lock(mutex_);
   CacheStats s = stats_;
-  s.held_bytes = held_;
+  s.held_bytes = arena_.held();
   s.resident_bytes = resident_;
   s.capacity = capacity_;
   return s;
@@ -689,329 +408,25 @@ CacheStats WeightCache::stats() const {
 void WeightCache::ResetStats() {
   LockGuard lock(mutex_);
   stats_ = CacheStats();
-  stats_.peak_held_bytes = held_;
+  stats_.peak_held_bytes = arena_.held();
 }
 
 uint64_t WeightCache::overhead_bytes() const {
-  uint64_t b = entries_.size() * sizeof(Entry) + free_slots_.size() * sizeof(uint8_t*) + verified_.size();
-  for (const Staging& s : staging_) b += staging_bytes_ + (s.decoder ? s.decoder->bytes() : 0);
-  return b;
+  return entries_.size() * sizeof(Entry) + arena_.overhead_bytes() + loader_.overhead_bytes();
 }
+
+uint64_t WeightCache::EntryBytes(int32_t entry) const { return arena_.EntryBytes(entry); }
 
 bool WeightCache::CheckInvariants() const {
   LockGuard lock(mutex_);
-  if (capacity_ > 0 && held_ > capacity_) return false;
-  uint64_t counted = free_slot_count_ * slot_bytes_, resident = 0;
-  for (const Entry& e : entries_) {
-    if (e.buffer) counted += e.in_slot ? slot_bytes_ : e.bytes;
-    if (e.state == kResident) resident += e.bytes;
+  if (capacity_ > 0 && arena_.held() > capacity_) return false;
+  uint64_t resident = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.state == kResident) resident += arena_.bytes(static_cast<int32_t>(i));
     if (e.pins < 0 || (e.pins > 0 && e.state != kResident)) return false;
   }
-  return counted == held_ && resident == resident_;
-}
-
-// ---- loading (outside mutex_) ----
-
-bool WeightCache::NeedsVerify(int32_t tensor) const {
-  return verified_[static_cast<size_t>(tensor)].load(std::memory_order_acquire) == 0;
-}
-
-TinyAIStatus WeightCache::VerifyInMemory(int32_t tensor, const uint8_t* stored) {
-  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
-  TINYAI_RETURN_IF_ERROR(reader_->CheckTensorChecksum(static_cast<uint32_t>(tensor),
-                                                      Crc32c(0, stored, static_cast<size_t>(e.stored_size))));
-  verified_[static_cast<size_t>(tensor)].store(1, std::memory_order_release);
-  return TINYAI_OK;
-}
-
-TinyAIStatus WeightCache::GrabStaging(UniqueLock& lock, Staging** out) {
-  (void)lock;
-  for (;;) {
-    for (Staging& s : staging_) {
-      if (!s.busy) {
-        s.busy = true;
-        *out = &s;
-        return TINYAI_OK;
-      }
-    }
-#if TINYAI_WITH_THREADS
-    changed_.wait(lock);
-#else
-    return SetError(TINYAI_ERR_INTERNAL, "no staging buffer free");
-#endif
-  }
-}
-
-TinyAIStatus WeightCache::VerifyStreaming(int32_t tensor, uint8_t* bounce, size_t bounce_size, uint64_t* bytes_read) {
-  if (!NeedsVerify(tensor)) return TINYAI_OK;
-  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
-  if (const uint8_t* p = source_->InPlace(e.offset)) {
-    *bytes_read += e.stored_size;
-    return VerifyInMemory(tensor, p);
-  }
-  Staging* st = nullptr;
-  if (!bounce) {
-    UniqueLock lock(mutex_);
-    TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
-    bounce = st->buffer;
-    bounce_size = staging_bytes_;
-  }
-  uint32_t crc = 0;
-  TinyAIStatus s = TINYAI_OK;
-  for (uint64_t done = 0; done < e.stored_size && s == TINYAI_OK;) {
-    size_t n = e.stored_size - done < bounce_size ? static_cast<size_t>(e.stored_size - done) : bounce_size;
-    s = source_->Read(e.offset + done, n, bounce, reader_->source());
-    if (s == TINYAI_OK) crc = Crc32c(crc, bounce, n);
-    done += n;
-    *bytes_read += n;
-  }
-  if (st) {
-    UniqueLock lock(mutex_);
-    st->busy = false;
-    changed_.notify_all();
-  }
-  TINYAI_RETURN_IF_ERROR(s);
-  TINYAI_RETURN_IF_ERROR(reader_->CheckTensorChecksum(static_cast<uint32_t>(tensor), crc));
-  verified_[static_cast<size_t>(tensor)].store(1, std::memory_order_release);
-  return TINYAI_OK;
-}
-
-TinyAIStatus WeightCache::DecodeFrame(int32_t tensor, int32_t frame, uint8_t* dst, uint64_t* bytes_read) {
-  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
-  const uint64_t* off = table_->frame_offsets(tensor);
-  const uint64_t at = e.offset + off[frame];
-  const size_t size = static_cast<size_t>(off[frame + 1] - off[frame]);
-  uint64_t first_row = 0, row_count = 0;
-  TINYAI_RETURN_IF_ERROR(ZstdFrameRows(e, static_cast<uint32_t>(frame), &first_row, &row_count));
-  Staging* st = nullptr;
-  {
-    UniqueLock lock(mutex_);
-    TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
-  }
-  const uint8_t* src = source_->InPlace(at);
-  const size_t capacity = static_cast<size_t>(row_count * table_->row_bytes(tensor));
-  TinyAIStatus s = TINYAI_OK;
-  if (src) {  // in memory: decoded in one call
-    s = st->decoder->DecodeFrame(e, static_cast<uint32_t>(frame), src, size, dst, capacity, reader_->source());
-  } else {  // read a zstd slice at a time through the staging buffer
-    s = st->decoder->DecodeFrameStreaming(e, static_cast<uint32_t>(frame), &WeightCache::ReadSource, this, at, size,
-                                          st->buffer, staging_bytes_, dst, capacity, reader_->source());
-  }
-  *bytes_read += size;
-  UniqueLock lock(mutex_);
-  st->busy = false;
-  changed_.notify_all();
-  return s;
-}
-
-TinyAIStatus WeightCache::ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst) {
-  const WeightCache* c = static_cast<const WeightCache*>(self);
-  return c->source_->Read(offset, size, dst, c->reader_->source());
-}
-
-TinyAIStatus WeightCache::Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
-  if (entry < table_->slice_count()) return LoadSlice(entry, dst, data, bytes_read);
-  return LoadLayer(entry - table_->slice_count(), dst, data, bytes_read);
-}
-
-TinyAIStatus WeightCache::LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
-  TINYAI_RETURN_IF_ERROR(LoadSliceRows(slice, dst, data, bytes_read));
-  if (!table_->any_panels() || *data != dst) return TINYAI_OK;  // bytes used in place stay as they are
-  return PackPanels(slice, dst);
-}
-
-TinyAIStatus WeightCache::PackPanels(int32_t slice, uint8_t* dst) {
-  const RowSlice& b = table_->slice(slice);
-  const tmai::LayerEntry& layer = reader_->layers()[static_cast<size_t>(b.layer)];
-  Staging* st = nullptr;
-  for (uint32_t t = static_cast<uint32_t>(b.tensor); t < layer.first_tensor + layer.tensor_count; ++t) {
-    const int32_t ti = static_cast<int32_t>(t);
-    const Span<const TensorSpan> spans = table_->spans(ti);
-    if (spans.size() > 0 && spans[0].slice > slice) break;  // this tensor and the rest start after the slice
-    if (!table_->panels(ti)) continue;
-    const size_t rb = static_cast<size_t>(table_->row_bytes(ti)), panel = PanelBytes(rb);
-    for (const TensorSpan& span : spans) {
-      if (span.slice != slice) continue;
-      uint64_t first = 0, end = 0;
-      table_->SpanPanels(ti, span, &first, &end);
-      if (first == end) continue;
-      if (!st) {
-        UniqueLock lock(mutex_);
-        TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
-      }
-      uint8_t* at = dst + span.offset + (first - span.row_begin) * rb;
-      for (uint64_t r = first; r < end; r += kPanelRows, at += panel) {
-        std::memcpy(st->buffer, at, panel);
-        PackPanel(st->buffer, rb, at);
-      }
-    }
-  }
-  if (st) {
-    UniqueLock lock(mutex_);
-    st->busy = false;
-    changed_.notify_all();
-  }
-  return TINYAI_OK;
-}
-
-TinyAIStatus WeightCache::LoadSliceRows(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
-  const RowSlice& b = table_->slice(slice);
-  if (b.transform) {
-    const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(b.tensor)];
-    const uint64_t srb = table_->stored_row_bytes(b.tensor);
-    TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
-    TINYAI_RETURN_IF_ERROR(ConvertRows(b.tensor, (b.stored_offset - e.offset) / srb, b.stored_size / srb, dst, bytes_read));
-    *data = dst;
-    return TINYAI_OK;
-  }
-  if (b.frame >= 0) {
-    TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
-    TINYAI_RETURN_IF_ERROR(DecodeFrame(b.tensor, b.frame, dst, bytes_read));
-    *data = dst;
-    return TINYAI_OK;
-  }
-  const uint64_t begin = b.stored_offset, end = b.stored_offset + b.stored_size;
-  const tmai::LayerEntry& layer = reader_->layers()[static_cast<size_t>(b.layer)];
-  const uint32_t last = layer.first_tensor + layer.tensor_count;
-  // Tensors only partly in this slice are checked by streaming them once
-  // through the slice's own buffer, before it is filled.
-  const size_t bounce = static_cast<size_t>(EntryBytes(slice));
-  for (uint32_t t = static_cast<uint32_t>(b.tensor); t < last; ++t) {
-    const tmai::TensorEntry& e = reader_->tensors()[t];
-    if (e.offset >= end) break;
-    if (e.codec != TINYAI_CODEC_NONE || !NeedsVerify(static_cast<int32_t>(t))) continue;
-    if (e.offset < begin || e.offset + e.stored_size > end) {
-      TINYAI_RETURN_IF_ERROR(VerifyStreaming(static_cast<int32_t>(t), dst, bounce, bytes_read));
-    }
-  }
-  const uint8_t* p = source_->InPlace(begin);
-  if (!p) {
-    TINYAI_RETURN_IF_ERROR(source_->Read(begin, static_cast<size_t>(b.stored_size), dst, reader_->source()));
-    p = dst;
-  }
-  *bytes_read += b.stored_size;
-  for (uint32_t t = static_cast<uint32_t>(b.tensor); t < last; ++t) {
-    const tmai::TensorEntry& e = reader_->tensors()[t];
-    if (e.offset >= end) break;
-    if (e.codec != TINYAI_CODEC_NONE || !NeedsVerify(static_cast<int32_t>(t))) continue;
-    if (e.offset >= begin && e.offset + e.stored_size <= end) {
-      TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), p + (e.offset - begin)));
-    }
-  }
-  *data = p;
-  return TINYAI_OK;
-}
-
-TinyAIStatus WeightCache::LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read) {
-  const tmai::LayerEntry& l = reader_->layers()[static_cast<size_t>(layer)];
-  const int32_t entry = LayerEntry(layer);
-  if (InPlace(entry)) {
-    const uint8_t* p = source_->InPlace(l.offset);
-    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
-      const tmai::TensorEntry& e = reader_->tensors()[t];
-      if (NeedsVerify(static_cast<int32_t>(t))) TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), p + (e.offset - l.offset)));
-    }
-    *bytes_read += l.stored_size;
-    *data = p;
-    return TINYAI_OK;
-  }
-  for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
-    const tmai::TensorEntry& e = reader_->tensors()[t];
-    uint8_t* out = dst + e.decoded_offset;
-    if (table_->transformed(static_cast<int32_t>(t))) {
-      TINYAI_RETURN_IF_ERROR(VerifyStreaming(static_cast<int32_t>(t), nullptr, 0, bytes_read));
-      TINYAI_RETURN_IF_ERROR(ConvertRows(static_cast<int32_t>(t), 0, table_->rows(static_cast<int32_t>(t)), out, bytes_read));
-    } else if (e.codec == TINYAI_CODEC_NONE) {
-      TINYAI_RETURN_IF_ERROR(source_->Read(e.offset, static_cast<size_t>(e.stored_size), out, reader_->source()));
-      *bytes_read += e.stored_size;
-      if (NeedsVerify(static_cast<int32_t>(t))) TINYAI_RETURN_IF_ERROR(VerifyInMemory(static_cast<int32_t>(t), out));
-    } else if (e.codec == TINYAI_CODEC_ZSTD) {
-      TINYAI_RETURN_IF_ERROR(VerifyStreaming(static_cast<int32_t>(t), nullptr, 0, bytes_read));
-      const uint32_t frames = ZstdFrameCount(e);
-      const uint64_t row_bytes = table_->row_bytes(static_cast<int32_t>(t));
-      for (uint32_t f = 0; f < frames; ++f) {
-        uint64_t first_row = 0, rows = 0;
-        TINYAI_RETURN_IF_ERROR(ZstdFrameRows(e, f, &first_row, &rows));
-        TINYAI_RETURN_IF_ERROR(DecodeFrame(static_cast<int32_t>(t), static_cast<int32_t>(f), out + first_row * row_bytes,
-                                           bytes_read));
-      }
-    } else {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' uses codec %s, which this build cannot load",
-                      reader_->source(), e.name, tinyaiCodecName(static_cast<TinyAICodec>(e.codec)));
-    }
-  }
-  *data = dst;
-  return TINYAI_OK;
-}
-
-TinyAIStatus WeightCache::ConvertRows(int32_t tensor, uint64_t first_row, uint64_t rows, uint8_t* dst,
-                                      uint64_t* bytes_read) {
-  const tmai::TensorEntry& stored = reader_->file_tensors()[static_cast<size_t>(tensor)];
-  const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
-  const size_t cols = static_cast<size_t>(e.shape[e.ndims - 1]);
-  const uint64_t srb = table_->stored_row_bytes(tensor), rb = table_->row_bytes(tensor);
-  const kernels::WeightKernels* decode =
-      stored.dtype == TINYAI_DTYPE_F32 ? nullptr : kernels::WeightKernelsFor(kernels::Ref(), stored.dtype);
-  if (stored.dtype != TINYAI_DTYPE_F32 && decode == nullptr) {
-    return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", reader_->source(),
-                    stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
-  }
-  Staging* st = nullptr;
-  {
-    UniqueLock lock(mutex_);
-    TINYAI_RETURN_IF_ERROR(GrabStaging(lock, &st));
-  }
-  // A run of stored rows, then the same rows as fp32, 64-aligned.
-  uint64_t chunk = (staging_bytes_ - kDataAlignmentSlack) / (srb + 4 * cols);
-  if (chunk == 0) chunk = 1;  // Init sized the buffer for one row
-  TinyAIStatus s = TINYAI_OK;
-  for (uint64_t r = 0; r < rows && s == TINYAI_OK;) {
-    const uint64_t n = rows - r < chunk ? rows - r : chunk;
-    const uint64_t at = stored.offset + (first_row + r) * srb;
-    const uint8_t* p = source_->InPlace(at);
-    if (!p) {
-      s = source_->Read(at, static_cast<size_t>(n * srb), st->buffer, reader_->source());
-      if (s != TINYAI_OK) break;
-      p = st->buffer;
-    }
-    *bytes_read += n * srb;
-    const float* x = reinterpret_cast<const float*>(p);
-    if (decode) {
-      float* f = reinterpret_cast<float*>(st->buffer + AlignUp(chunk * srb, kDataAlignmentSlack));
-      for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, f + i * cols, cols);
-      x = f;
-    }
-    s = quant::EncodeRows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, nullptr,
-                          column_stats_ ? column_stats_(stats_owner_, tensor) : quant::ColumnStats());
-    if (s != TINYAI_OK) {
-      char what[160];
-      std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
-                    tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
-      s = AddErrorContext(s, "%s", what);
-    }
-    r += n;
-  }
-  UniqueLock lock(mutex_);
-  st->busy = false;
-  changed_.notify_all();
-  return s;
-}
-
-namespace {
-std::atomic<bool> g_panels{true};
-}  // namespace
-
-void SetPanelsForTesting(bool on) { g_panels.store(on, std::memory_order_relaxed); }
-
-uint32_t PanelDTypes(const WeightSource& source) {
-  if (source.InPlace(0) || !g_panels.load(std::memory_order_relaxed)) return 0;
-  uint32_t mask = 0;
-  for (int32_t d = 0; d < kernels::kWeightDtypes; ++d) {
-    if (!PanelDType(d)) continue;
-    const kernels::WeightKernels* k = kernels::WeightKernelsFor(kernels::Best(), d);
-    if (k && k->matvec_panels) mask |= 1u << d;
-  }
-  return mask;
+  return arena_.Consistent() && resident == resident_;
 }
 
 }  // namespace tinyai

@@ -18,28 +18,24 @@
 // touched bytes would not hold. Compressed tensors and ports without mmap
 // need owned buffers anyway. With owned buffers the process's growth is what
 // the cache counts (tests/model/memory_limit_test.cc: within 1% measured);
-// in the huge-page region below, a fault may commit a neighbour's range
-// before its slice loads, never past the region, which the cap then holds.
+// in the huge-page region (slice_arena.h), a fault may commit a neighbour's
+// range before its slice loads, never past the region, which the cap then
+// holds.
 // Slices of an image in memory (flash) are used in place and cost nothing.
 //
-// Memory is taken in slots of the largest slice's size, kept for reuse when
-// their slice is evicted (counted as held: a reused slot needs no page
-// faults), and given back to the OS when a layer-sized buffer needs room.
-// Where every slice the cache must load fits the cap at once (no cap, or a
-// cap of at least their bytes) and the OS has huge pages
-// (port::HugeRegionReserve), the slices instead live at fixed offsets of one
-// region asked to be in huge pages: a decode that streams them then misses
-// the TLB less (docs/benchmarks.md, "Huge pages"). A huge page commits more
-// than the slice whose fault took it, never more than the region, which the
-// cap holds. Once that could break the cap - a slice evicted, a cap set
-// below the region, a layer's buffer under a cap - later faults take small
-// pages and the ranges of slices not loaded are given back
-// (port::HugeRegionDiscard), as is an evicted slice's range.
-//
-// Prefetch: Prefetch() queues an entry for the worker threads (a moodycamel
-// BlockingConcurrentQueue); a worker loads it only if it can make room
-// without evicting anything the policy values more. With no workers (or no
-// threads on the port) a prefetch loads inline.
+// The cache is four parts, each in its own file:
+//  - this one, the core: the cap, pins, stats and what to evict (the keep
+//    score, cache_policy.h), under one lock;
+//  - the slice arena (slice_arena.h): where an entry's memory comes from -
+//    slots, buffers, the huge-page region - and the count of it the cap
+//    bounds;
+//  - the slice loader (slice_loader.h): read, CRC, zstd, then the row
+//    transform the model was opened with (row_transform.h: dtype
+//    conversion, the panel layout), outside the lock;
+//  - the prefetch workers (prefetch_workers.h): Prefetch() queues an entry
+//    for them; a worker loads it only if it can make room without evicting
+//    anything the policy values more. With no workers (or no threads on the
+//    port) a prefetch loads inline.
 //
 // Thread safety: every public member may be called from any thread. Loads
 // run outside the lock, their entry marked as loading; a thread that needs
@@ -55,16 +51,15 @@
 #include "common/sync.h"
 #include "format/tmai_reader.h"
 #include "loader/cache_policy.h"
+#include "loader/prefetch_workers.h"
 #include "loader/row_slices.h"
+#include "loader/row_transform.h"
+#include "loader/slice_arena.h"
+#include "loader/slice_loader.h"
 #include "loader/weight_source.h"
-#include "port/port.h"
-#include "quant/quantize.h"
 #include "tinyai/utils/mmap_loader.h"
 
 namespace tinyai {
-
-class ZstdDecoder;
-class PrefetchQueue;
 
 // The most the cache has held since the watch was added (a runner's own
 // peak, when several share the cache).
@@ -97,10 +92,11 @@ class WeightCache {
   WeightCache& operator=(const WeightCache&) = delete;
   ~WeightCache();
 
-  // The reader, source and table must outlive the cache. Starts the
-  // prefetch workers.
+  // The reader, source and table must outlive the cache. transform
+  // converts the table's transformed tensors as they load (its panels are
+  // the table's already). Starts the prefetch workers.
   TinyAIStatus Init(const TmaiReader* reader, const WeightSource* source, const RowSliceTable* table,
-                    const TinyAIMmapConfig& config);
+                    const TinyAIMmapConfig& config, const RowTransform& transform);
   // Stops the workers (queued prefetches are dropped) and frees everything.
   void Shutdown();
 
@@ -141,13 +137,9 @@ class WeightCache {
   uint64_t EntryBytes(int32_t entry) const;
   bool adaptive() const { return config_.adaptiveCaching; }
 
-  // Where ConvertRows finds what calibration measured of a tensor's
-  // inputs (quant::ColumnStats; none by default); set before Init.
-  using ColumnStatsFn = quant::ColumnStats (*)(const void* owner, int32_t tensor);
-  void UseColumnStats(const void* owner, ColumnStatsFn fn) {
-    stats_owner_ = owner;
-    column_stats_ = fn;
-  }
+  // Where conversions find what calibration measured of a tensor's inputs
+  // (none by default).
+  void UseCalibration(const void* owner, SliceLoader::CalibrationFn fn) { loader_.UseCalibration(owner, fn); }
 
   // An entry is pinned or being loaded (the model cannot be changed under it).
   bool AnyPinned() const;
@@ -157,149 +149,65 @@ class WeightCache {
   // The row slices live in the huge-page region (tests).
   bool huge_region() const {
     LockGuard lock(mutex_);
-    return region_ != nullptr;
+    return arena_.has_region();
   }
 
  private:
   enum State : uint8_t { kEmpty, kLoading, kResident };
   struct Entry {
-    const uint8_t* data = nullptr;  // where the bytes are (owned buffer or in place)
-    uint8_t* buffer = nullptr;      // owned memory, nullptr when in place
-    uint64_t bytes = 0;             // memory held (0 in place)
+    const uint8_t* data = nullptr;  // where the bytes are (the arena's memory, or in place)
     int32_t pins = 0;
     State state = kEmpty;
     bool queued = false;
-    bool in_slot = false;
     bool by_prefetch = false;  // the current load was a prefetch's
+    bool in_place = false;     // takes no memory (UsedInPlace): loaded, it has none to give back
     float priority = 1.0f;
     EntryUse use;
   };
-  struct Staging {
-    uint8_t* buffer = nullptr;
-    ZstdDecoder* decoder = nullptr;
-    bool busy = false;
-  };
 
   // --- under mutex_ ---
-  // Finds memory for entry (a slot or an exact buffer), evicting as needed.
-  // For a prefetch, *room is false (and OK returned) when making room would
-  // evict something worth more.
+  // Finds memory for entry (SliceArena), evicting as needed. For a
+  // prefetch, *room is false (and OK returned) when making room would evict
+  // something worth more.
   TinyAIStatus Reserve(UniqueLock& lock, int32_t entry, bool prefetch, bool* room);
   // The unpinned loaded entry with the lowest keep score (below below_score
   // when >= 0); entries of layers under minLayerCacheSize only if allow_small.
   int32_t PickVictim(double below_score, bool allow_small) const;
   void Evict(int32_t entry);
-  void FreeMemory(Entry& e);
   double Score(int32_t entry) const;
   bool IsSmall(int32_t entry) const;
   uint64_t DecodedSize(int32_t entry) const;
+  // Records the peak of what the arena holds (stats, watches).
   void NoteHeld();
-  TinyAIStatus GrabStaging(UniqueLock& lock, Staging** out);
-  // Reserves the huge-page region for the row slices if it should be (see
-  // above); called at the first slice's reservation, when the cap is known.
-  void DecideRegion();
-  // Where slice's range starts in the region: the bytes of the slices before
-  // it, counted from the last slice asked for (slices load in order, so this
-  // is O(1) a load in a decode).
-  uint64_t RegionOffset(int32_t slice);
-  bool InRegion(const uint8_t* buffer) const {
-    return region_ && buffer >= region_ && buffer < region_ + region_bytes_;
-  }
-  // Ends huge faults in the region (EndHugeFaults) when a cap no longer
-  // holds it whole: a cap below it, or a layer's buffer beside it.
-  void KeepRegionUnderCap();
-  bool LayersHeld() const;
-  // Once the region's memory must be exactly what it holds (a slice
-  // evicted, a cap below it, a layer sharing the cap): later faults commit
-  // small pages, and the ranges of slices not loaded, which huge pages their
-  // neighbours took may have committed, are given back.
-  void EndHugeFaults();
 
-  // Loads entry (marked kLoading, memory reserved) with the lock released,
-  // then marks it resident, or empty with its memory returned on failure.
+  // Loads entry (marked kLoading, memory reserved) with the lock released
+  // (SliceLoader), then marks it resident, or empty with its memory
+  // returned on failure.
   TinyAIStatus LoadReserved(UniqueLock& lock, int32_t entry, bool prefetch);
-
-  // --- outside mutex_, entry marked kLoading ---
-  TinyAIStatus Load(int32_t entry, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
-  TinyAIStatus LoadSlice(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
-  TinyAIStatus LoadSliceRows(int32_t slice, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
-  // Puts the rows of dst (slice's bytes, loaded) that lie in panels into
-  // the panel layout (common/panels.h), in place.
-  TinyAIStatus PackPanels(int32_t slice, uint8_t* dst);
-  TinyAIStatus LoadLayer(int32_t layer, uint8_t* dst, const uint8_t** data, uint64_t* bytes_read);
-  // Reads a source's bytes (ZstdReadFn).
-  static TinyAIStatus ReadSource(void* self, uint64_t offset, size_t size, uint8_t* dst);
-  // Reads rows [first_row, first_row + rows) of tensor as the file stores
-  // them and writes them to dst in its runtime dtype (RowSlice::transform).
-  TinyAIStatus ConvertRows(int32_t tensor, uint64_t first_row, uint64_t rows, uint8_t* dst, uint64_t* bytes_read);
-  // Reads and decodes a zstd frame of tensor t into dst.
-  TinyAIStatus DecodeFrame(int32_t tensor, int32_t frame, uint8_t* dst, uint64_t* bytes_read);
-  // Checks tensor t's CRC (once per tensor), reading its stored bytes through
-  // bounce (bounce_size bytes) unless they are in place.
-  TinyAIStatus VerifyStreaming(int32_t tensor, uint8_t* bounce, size_t bounce_size, uint64_t* bytes_read);
-  TinyAIStatus VerifyInMemory(int32_t tensor, const uint8_t* stored);
-  bool NeedsVerify(int32_t tensor) const;
-  bool InPlace(int32_t entry) const;
 
   // Loads entry as a prefetch (worker threads or inline).
   void PrefetchLoad(int32_t entry);
-  static void WorkerMain(void* self);
+  static void PrefetchEntry(void* self, int32_t entry);
 
   const TmaiReader* reader_ = nullptr;
-  const WeightSource* source_ = nullptr;
   const RowSliceTable* table_ = nullptr;
   TinyAIMmapConfig config_{};
-  uint64_t slot_bytes_ = 0;
-  // On a static arena (ports without a heap) the cap is carved into slots
-  // when it is set (at most one per slice that is not used in place), and
-  // every row slice takes one: loading a slice then never allocates.
-  bool fixed_slots_ = false;
-  // Row slices that need memory of their own (not used in place): the most
-  // slots a static arena is carved into.
-  uint64_t owned_slices_ = 0;
-  bool has_zstd_ = false;
-  // The huge-page region of the row slices (DecideRegion); nullptr when
-  // they take slots and buffers of their own. (The small members first,
-  // in has_zstd_'s padding: a static arena holds this object.)
-  bool region_decided_ = false;
-  bool region_huge_ = false;  // faults may still commit huge pages
-  int32_t offset_slice_ = 0;  // RegionOffset's cursor: slice offset_slice_ starts at offset_bytes_
-  uint8_t* region_ = nullptr;
-  uint64_t region_bytes_ = 0;
-  uint64_t offset_bytes_ = 0;
 
   mutable Mutex mutex_;
-  CondVar changed_;  // an entry finished (or failed) loading, a staging buffer was released
+  CondVar changed_;  // an entry finished (or failed) loading
   Array<Entry> entries_;
-  Array<uint8_t*> free_slots_;
-  size_t free_slot_count_ = 0;
-  Array<Staging> staging_;
-  size_t staging_bytes_ = 0;
-  Array<std::atomic<uint8_t>> verified_;  // per tensor: CRC checked
+  SliceArena arena_;
   uint64_t capacity_ = 0;
   std::atomic<uint32_t> cap_epoch_{0};
   PeakWatch* watches_ = nullptr;
-  uint64_t held_ = 0;
   uint64_t resident_ = 0;
   uint64_t tick_ = 0;
   int32_t loading_ = 0;
   CacheStats stats_;
 
-  const void* stats_owner_ = nullptr;
-  ColumnStatsFn column_stats_ = nullptr;
-
-  PrefetchQueue* queue_ = nullptr;
-  Array<port::Thread> workers_;
-  std::atomic<bool> stopping_{false};
+  SliceLoader loader_;
+  PrefetchWorkers workers_;
 };
-
-// The dtypes whose row slices a weight cache over source holds in panels
-// (common/panels.h; bit 1 << dtype): those kernels::Best() has a panel
-// product for, when the cache owns the bytes (a source used in place, an
-// image in flash, is never rewritten). RowSliceTable::Build takes it.
-uint32_t PanelDTypes(const WeightSource& source);
-// Tests: off, models opened from now on keep every row in the row layout.
-void SetPanelsForTesting(bool on);
 
 }  // namespace tinyai
 

@@ -1,11 +1,14 @@
 // The platform seam. Each port (ports/<target>/) implements these link-time
-// functions; the core calls nothing of the OS except through them.
+// functions, and those common/seam.h declares (memory, threads, a clock:
+// what common itself needs); the core calls nothing of the OS except
+// through them.
 #ifndef TINYAI_PORT_PORT_H_
 #define TINYAI_PORT_PORT_H_
 
 #include <cstddef>
 #include <cstdint>
 
+#include "common/seam.h"
 #include "tinyai/status.h"
 
 namespace tinyai {
@@ -79,15 +82,10 @@ enum class Advice { kWillNeed, kDontNeed, kSequential, kRandom };
 void AdviseRange(const void* data, size_t size, Advice advice);
 
 size_t PageSize();
-int CpuCount();
-uint64_t MonotonicNanos();
 
 // Resident set size of the process (0 if unknown): peak (VmHWM) and now.
 uint64_t PeakRssBytes();
 uint64_t CurrentRssBytes();
-
-void* AlignedAlloc(size_t alignment, size_t size);  // NULL on failure
-void AlignedFree(void* p);                           // NULL ok
 
 // Whole pages for large buffers that must go back to the OS when freed (the
 // weight cache's slots): NULL on failure; PageFree takes the size given to
@@ -113,10 +111,6 @@ void HugeRegionDiscard(void* p, size_t size);
 void HugeRegionNoHuge(void* p, size_t size);
 void HugeRegionFree(void* p, size_t size);  // the size given to HugeRegionReserve; NULL ok
 
-// Appends to an out-of-memory message what the port knows of its memory,
-// e.g. " (static arena: 1024 of 4096 bytes free, ...)"; "" when nothing.
-void DescribeMemory(char* out, size_t capacity);
-
 // A static arena: ports without a heap (ports/baremetal) serve every
 // allocation from a region the caller gives them. Ports with a heap return
 // TINYAI_ERR_UNSUPPORTED from SetArena and false from GetArenaStats.
@@ -139,21 +133,6 @@ size_t ArenaTop();
 // The caller's clock (ports without an OS clock); TINYAI_ERR_UNSUPPORTED on
 // ports that have one.
 TinyAIStatus SetClock(uint64_t (*now)(void));
-
-}  // namespace port
-}  // namespace tinyai
-
-
-namespace tinyai {
-namespace port {
-
-// Threads (ports without threads return TINYAI_ERR_UNSUPPORTED).
-struct Thread {
-  uintptr_t handle = 0;
-  bool started = false;
-};
-TinyAIStatus StartThread(Thread* thread, void (*fn)(void*), void* arg);
-void JoinThread(Thread* thread);  // no-op for a thread that never started
 
 }  // namespace port
 }  // namespace tinyai

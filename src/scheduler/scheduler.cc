@@ -78,7 +78,7 @@ uint64_t SatAdd(uint64_t a, uint64_t b) {
 ForwardScheduler::ForwardScheduler() = default;
 
 ForwardScheduler::~ForwardScheduler() {
-  if (model_ && !link_.orphaned.load()) model_->UnbindRunner(&link_);
+  if (model_ && !link_.orphaned.load()) UnbindRunner(model_, &link_);
   if (runtime_) runtime_->Destroy();
   Delete(abstract_);
   Delete(batch_loop_);
@@ -117,7 +117,7 @@ TinyAIStatus ForwardScheduler::Init(TinyAIMappedModel* model, TinyAIExecutionMod
   batch_ = config.batchSize;
   model_ = model;
   if (model) {
-    model->BindRunner(&link_);
+    BindRunner(model, &link_);
     return TINYAI_OK;
   }
   abstract_ = New<AbstractProgram>();
@@ -333,7 +333,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   const uint64_t slice = weights_.largest_slice;
   // The cache may be shared with other runners on the model: its cap is the
   // least of maxCacheSize and their memory limits' allowances.
-  const uint64_t configured_cap = model_ ? model_->SharedCacheCap(&link_, &cap_source_) : 0;
+  const uint64_t configured_cap = model_ ? SharedCacheCap(*model_, &link_, &cap_source_) : 0;
 
   if (configured_cap != 0 && slice > configured_cap) {
     char what[192];
@@ -638,7 +638,7 @@ TinyAIStatus ForwardScheduler::ClaimWeightCache(uint64_t persistent) {
   if (limit_ != 0 && memory_.persistent > persistent) allows += memory_.persistent - persistent;
   if (!link_.claimed || allows != claimed_allows_) {
     const uint64_t needs = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
-    TINYAI_RETURN_IF_ERROR(model_->ClaimCache(&link_, allows, limit_allows_, needs, tinyaiExecutionModeName(mode_)));
+    TINYAI_RETURN_IF_ERROR(ClaimCache(model_, &link_, allows, limit_allows_, needs, tinyaiExecutionModeName(mode_)));
     claimed_allows_ = allows;
     if (ProgramWeights* stream = program_->weights()) stream->UpdateStreaming();
   }
@@ -794,7 +794,7 @@ TinyAIStatus ForwardScheduler::OptimalBatch(uint64_t input_size, uint64_t output
   if (max_batch < 1) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "maxBatch %d is below 1", max_batch);
   TINYAI_RETURN_IF_ERROR(BuildGraph());
   const uint64_t weights = requested_mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
-  const uint64_t configured_cap = model_ ? model_->SharedCacheCap(&link_, nullptr) : 0;
+  const uint64_t configured_cap = model_ ? SharedCacheCap(*model_, &link_, nullptr) : 0;
   if (configured_cap != 0 && weights > configured_cap) {
     return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "%s needs %llu bytes of weights in the cache, which is capped at %llu",
                     tinyaiExecutionModeName(requested_mode_), static_cast<unsigned long long>(weights),

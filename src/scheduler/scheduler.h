@@ -34,6 +34,7 @@
 #include "loader/mapped_model.h"
 #include "planner/activation_graph.h"
 #include "planner/arena_planner.h"
+#include "scheduler/cache_budget.h"
 #include "scheduler/layer_graph.h"
 #include "scheduler/program.h"
 #include "tinyai/utils/forward_scheduler.h"

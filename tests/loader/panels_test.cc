@@ -20,8 +20,8 @@
 #include "import/synthetic.h"
 #include "kernels/kernels.h"
 #include "loader/mapped_model.h"
-#include "loader/weight_cache.h"
 #include "model/weight_stream.h"
+#include "model/weight_transform.h"
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -59,12 +59,16 @@ bool BestHasPanels(int32_t dtype) {
   return k && k->matvec_panels;
 }
 
-// Opens path with panels on or off.
+// Opens path with panels on or off: the C API's row transform
+// (model/weight_transform.h), or the same without panels.
 tinyai_tools::ModelHandle Open(const std::string& path, bool panels, const TinyAIMmapConfig* cfg = nullptr) {
-  tinyai::SetPanelsForTesting(panels);
-  tinyai_tools::ModelHandle m = tinyai_tools::OpenModel(path, cfg);
-  tinyai::SetPanelsForTesting(true);
-  return m;
+  tinyai::RowTransform transform = tinyai::ModelRowTransform();
+  if (!panels) transform.panel_dtypes = 0;
+  tinyai::ModelOrigin origin;
+  origin.path = path.c_str();
+  TinyAIMappedModel* m = nullptr;
+  EXPECT_EQ(TinyAIMappedModel::Open(origin, cfg, transform, &m), TINYAI_OK) << tt::LastMessage();
+  return tinyai_tools::ModelHandle(m);
 }
 
 std::vector<float> Logits(TinyAIMappedModel* m, int threads = 1) {
@@ -230,9 +234,9 @@ TEST(Panels, ReencodedModelIsTheSame) {
     const std::string out = dir.File(panels ? "a.tmai" : "b.tmai");
     tinyai::WriteOptions o;
     o.name = "same";
-    tinyai::SetPanelsForTesting(panels);
-    const TinyAIStatus s = tinyai::ReencodeModel(path.c_str(), out.c_str(), o, true);
-    tinyai::SetPanelsForTesting(true);
+    tinyai_tools::ModelHandle m = Open(path, panels);
+    ASSERT_EQ(m->slices().any_panels(), panels && BestHasPanels(TINYAI_DTYPE_Q4_G32));
+    const TinyAIStatus s = tinyai::ReencodeModel(m.get(), out.c_str(), o, true);
     ASSERT_EQ(s, TINYAI_OK) << tt::LastMessage();
     written.emplace_back();
     ASSERT_TRUE(tt::ReadFileBytes(out, &written.back()));

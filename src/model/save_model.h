@@ -1,10 +1,13 @@
 // tinyaiSaveMappedModel: a model written out as it runs (its applied
 // precisions), as a new .tmai. The index is the input's with the layer
 // table and tensor directory laid out again (every tensor uncompressed);
-// matrices that change dtype are read as stored and encoded here, a run of
-// rows at a time, so the output streams whatever the model's size.
-#ifndef TINYAI_LOADER_SAVE_MODEL_H_
-#define TINYAI_LOADER_SAVE_MODEL_H_
+// matrices that change dtype are read as stored and converted here, a run
+// of rows at a time, so the output streams whatever the model's size. Here,
+// not in the loader: it converts as the models' transform does
+// (model/weight_transform.h: the reference decoders, the quantizer, whose
+// error it reports), so the file holds the bytes the model runs.
+#ifndef TINYAI_MODEL_SAVE_MODEL_H_
+#define TINYAI_MODEL_SAVE_MODEL_H_
 
 #include <cstdint>
 
@@ -24,4 +27,4 @@ TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void
 
 }  // namespace tinyai
 
-#endif  // TINYAI_LOADER_SAVE_MODEL_H_
+#endif  // TINYAI_MODEL_SAVE_MODEL_H_

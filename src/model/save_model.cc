@@ -1,4 +1,4 @@
-#include "loader/save_model.h"
+#include "model/save_model.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "common/crc32c.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
-#include "kernels/kernels.h"
+#include "model/weight_transform.h"
 #include "quant/quantize.h"
 
 namespace tinyai {
@@ -100,6 +100,15 @@ struct Buffers {
   }
 };
 
+// What the model's calibration gives tensor t, as the quantizer takes it.
+quant::ColumnStats ColumnStatsOf(const TinyAIMappedModel& m, int32_t t) {
+  const TensorCalibration c = m.CalibrationOf(t);
+  quant::ColumnStats s;
+  s.importance = c.importance;
+  s.factor = c.factor;
+  return s;
+}
+
 // Copies (raw) or converts (dtype changed) tensor t's stored rows into the
 // output at out.offset; the stored bytes' CRC is checked on the way.
 // Encodes rows x rows of cols values into out on the pool's threads (the
@@ -155,9 +164,9 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, cons
   uint64_t chunk = kChunkBytes / srb;
   if (chunk == 0) chunk = 1;
   if (chunk > rows) chunk = rows;
-  const kernels::WeightKernels* decode = nullptr;
+  RowDecoder decode = nullptr;
   if (convert) {
-    if (stored.dtype != TINYAI_DTYPE_F32) decode = kernels::WeightKernelsFor(kernels::Ref(), stored.dtype);
+    if (stored.dtype != TINYAI_DTYPE_F32) decode = ReferenceRowDecoder(stored.dtype);
     if (stored.dtype != TINYAI_DTYPE_F32 && !decode) {
       return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", r.source(),
                       stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
@@ -179,11 +188,11 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, cons
     if (convert) {
       const float* x = reinterpret_cast<const float*>(p);
       if (decode) {
-        for (uint64_t i = 0; i < n; ++i) decode->dequantize_row(p + i * srb, b->values.data() + i * cols, cols);
+        for (uint64_t i = 0; i < n; ++i) decode(p + i * srb, b->values.data() + i * cols, cols);
         x = b->values.data();
       }
       TinyAIStatus s = EncodeParallel(pool, out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err,
-                                      m->ColumnStatsOf(t));
+                                      ColumnStatsOf(*m, t));
       if (s != TINYAI_OK) {
         return AddErrorContext(s, "'%s': converting tensor '%s' to %s: ", r.source(), stored.name,
                                tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));

@@ -1,0 +1,40 @@
+// What common itself needs of the platform: memory (common/memory.h,
+// common/array.h), threads and a clock (common/thread_pool.h). Declared
+// here, at the bottom of the core, so that common depends on nothing but
+// itself and the public headers; defined by the port, like the rest of the
+// platform seam (src/port/port.h, which includes this header: a port
+// implements both). Link-time functions, as every port function is.
+#ifndef TINYAI_COMMON_SEAM_H_
+#define TINYAI_COMMON_SEAM_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tinyai/status.h"
+
+namespace tinyai {
+namespace port {
+
+// Every allocation of the core: NULL on failure; AlignedFree takes NULL.
+void* AlignedAlloc(size_t alignment, size_t size);
+void AlignedFree(void* p);
+
+// Appends to an out-of-memory message what the port knows of its memory,
+// e.g. " (static arena: 1024 of 4096 bytes free, ...)"; "" when nothing.
+void DescribeMemory(char* out, size_t capacity);
+
+int CpuCount();
+uint64_t MonotonicNanos();
+
+// Threads (ports without threads return TINYAI_ERR_UNSUPPORTED).
+struct Thread {
+  uintptr_t handle = 0;
+  bool started = false;
+};
+TinyAIStatus StartThread(Thread* thread, void (*fn)(void*), void* arg);
+void JoinThread(Thread* thread);  // no-op for a thread that never started
+
+}  // namespace port
+}  // namespace tinyai
+
+#endif  // TINYAI_COMMON_SEAM_H_

@@ -1,0 +1,57 @@
+// The weight cache's prefetch workers: threads (started through the port)
+// that take entries off a queue (a moodycamel BlockingConcurrentQueue, the
+// only user of concurrentqueue) and hand each to the cache's load function,
+// which loads it only if it can make room without evicting anything the
+// policy values more (loader/weight_cache.h). Without threads (the port has
+// none, or the build) there are no workers: the cache loads a prefetch
+// inline.
+#ifndef TINYAI_LOADER_PREFETCH_WORKERS_H_
+#define TINYAI_LOADER_PREFETCH_WORKERS_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/array.h"
+#include "common/seam.h"
+#include "tinyai/status.h"
+
+namespace tinyai {
+
+class PrefetchQueue;
+
+class PrefetchWorkers {
+ public:
+  // Loads entry (on a worker thread).
+  using LoadFn = void (*)(void* ctx, int32_t entry);
+
+  PrefetchWorkers() = default;
+  PrefetchWorkers(const PrefetchWorkers&) = delete;
+  PrefetchWorkers& operator=(const PrefetchWorkers&) = delete;
+  ~PrefetchWorkers() { Stop(); }
+
+  // Starts threads workers that call load(ctx, entry) for each entry
+  // queued. A no-op in a build without threads.
+  TinyAIStatus Start(int threads, LoadFn load, void* ctx);
+  // Stops the workers: what is still queued is dropped, a load in progress
+  // finishes first.
+  void Stop();
+  bool running() const { return queue_ != nullptr; }
+  // Queues entry for the workers (running() only); false when the queue
+  // could not grow (the prefetch is dropped).
+  bool Enqueue(int32_t entry);
+  // True while Stop() drains the workers: a load that sees it does nothing.
+  bool stopping() const { return stopping_.load(); }
+
+ private:
+  static void Main(void* self);
+
+  PrefetchQueue* queue_ = nullptr;
+  Array<port::Thread> threads_;
+  LoadFn load_ = nullptr;
+  void* ctx_ = nullptr;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace tinyai
+
+#endif  // TINYAI_LOADER_PREFETCH_WORKERS_H_
