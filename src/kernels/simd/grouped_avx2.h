@@ -373,7 +373,7 @@ struct Micro : grouped::Defaults<Micro> {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.Dot(x)), _mm256_set1_ps(w.d * x.d), acc);
   }
   template <int32_t DType>
-  static constexpr grouped::MatvecFn OwnMatvec() {
+  static constexpr auto OwnMatvec() {
     if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
       return &MatvecQ8;
     } else {
@@ -381,7 +381,7 @@ struct Micro : grouped::Defaults<Micro> {
     }
   }
   template <int32_t DType>
-  static constexpr grouped::MatmulFn OwnMatmul() {
+  static constexpr auto OwnMatmul() {
     return &MatmulQ<DType>;
   }
 

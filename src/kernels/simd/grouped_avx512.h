@@ -446,7 +446,7 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
   // rows come from memory once for all inputs.
   static constexpr size_t kMatmulPanelBytes = 16u << 10;
   template <int32_t DType>
-  static constexpr grouped::MatvecFn OwnMatvec() {
+  static constexpr auto OwnMatvec() {
     if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
       return nullptr;
     } else {
@@ -454,7 +454,7 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
     }
   }
   template <int32_t DType>
-  static constexpr grouped::MatmulFirstFn<DType> OwnMatmulFirst() {
+  static constexpr auto OwnMatmulFirst() {
     if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
       return &Matmul8LanesFirst<kVnni>;
     } else {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/groups.h"
 #include "common/panels.h"
@@ -34,6 +35,15 @@ using DequantizeFn = void (*)(const uint8_t*, float*, size_t);
 template <int32_t DType>
 using MatmulFirstFn = size_t (*)(const uint8_t*, size_t, const InputGroupOf<DType>*, size_t, float*, size_t, size_t,
                                  size_t, size_t);
+
+// Whether a micro-kernel names a product of its own: its Own...() returns a
+// function pointer, not std::nullptr_t. Told by the type, not by comparing
+// the pointer with null, which GCC does not take as a constant expression
+// under -fsanitize=undefined.
+template <class OwnFn>
+constexpr bool Has() {
+  return !std::is_null_pointer<OwnFn>::value;
+}
 
 // What a micro-kernel does not say, a micro-kernel MK derives from
 // Defaults<MK> (a template on MK, so that each ISA's copy is its own): no
@@ -53,15 +63,15 @@ struct Defaults {
   }
   static constexpr size_t kMatmulPanelBytes = 0;
   template <int32_t DType>
-  static constexpr MatvecFn OwnMatvec() {
+  static constexpr std::nullptr_t OwnMatvec() {
     return nullptr;
   }
   template <int32_t DType>
-  static constexpr MatmulFn OwnMatmul() {
+  static constexpr std::nullptr_t OwnMatmul() {
     return nullptr;
   }
   template <int32_t DType>
-  static constexpr MatmulFirstFn<DType> OwnMatmulFirst() {
+  static constexpr std::nullptr_t OwnMatmulFirst() {
     return nullptr;
   }
   template <int32_t DType>
@@ -130,10 +140,10 @@ void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
 }
 
 // The matvec of the table: MK's own for dtypes where another blocking pays
-// (MK::OwnMatvec<DType>() not null), else the driver's.
+// (MK::OwnMatvec<DType>() a function, not nullptr), else the driver's.
 template <class MK, int32_t DType>
 constexpr MatvecFn Matvec() {
-  if constexpr (MK::template OwnMatvec<DType>() != nullptr) {
+  if constexpr (Has<decltype(MK::template OwnMatvec<DType>())>()) {
     return MK::template OwnMatvec<DType>();
   } else {
     return &MatvecQ<MK, DType>;
@@ -153,7 +163,7 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
   using In = InputGroupOf<DType>;
   const In* x = static_cast<const In*>(input);
   size_t first = 0;
-  if constexpr (MK::template OwnMatmulFirst<DType>() != nullptr) {
+  if constexpr (Has<decltype(MK::template OwnMatmulFirst<DType>())>()) {
     first = MK::template OwnMatmulFirst<DType>()(w, row_bytes, x, ldx, y, ldy, rows, cols, n);
     if (first >= n) return;
   }
@@ -186,7 +196,7 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
 
 template <class MK, int32_t DType>
 constexpr MatmulFn Matmul() {
-  if constexpr (MK::template OwnMatmul<DType>() != nullptr) {
+  if constexpr (Has<decltype(MK::template OwnMatmul<DType>())>()) {
     return MK::template OwnMatmul<DType>();
   } else {
     return &MatmulQ<MK, DType>;
