@@ -345,6 +345,25 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       tinyaiGetPersistentEntry(s, name.c_str(), &e) == TINYAI_OK ? e.dtype : TINYAI_PTYPE_F32;
   size_t bytes = 0;
   TinyAIStatus st = TINYAI_OK;
+  // A failure is checked right after the call, before anything else the
+  // target calls (Contents() reads the store) records errors of its own.
+  bool failure_checked = false;
+  auto CheckFailureOf = [&](TinyAIStatus failed) {
+    failure_checked = true;
+    CheckFailure(failed, "an operation");
+    // (An index naming a scalar may show the scalar's value, INT64_MIN too.)
+    const size_t open = ref.find('[');
+    const bool numbers_only =
+        open == std::string::npos ||
+        std::none_of(ref.begin() + static_cast<std::ptrdiff_t>(open), ref.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; });
+    if ((op == 'r' || op == 'w' || op == 'v' || op == 'z') && numbers_only) {
+      for (const char* wrapped : {"-9223372036854775808", "-9223372036854775807"}) {
+        FUZZ_CHECK(std::strstr(tinyaiGetLastErrorMessage(), wrapped) == nullptr || ref.find(wrapped) != std::string::npos,
+                   "%s: the message shows %s, which the reference does not give", ref.c_str(), wrapped);
+      }
+    }
+  };
   switch (op) {
     case 'r':
       st = tinyaiPersistentRead(s, ref.c_str(), dtype, buf.data(), buf.size(), &bytes);
@@ -359,6 +378,7 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       const uint64_t used = tinyaiGetPersistentMemoryUsage(s);
       st = tinyaiPersistentWrite(s, ref.c_str(), dtype, buf.data(), bytes);
       if (st != TINYAI_OK) {
+        CheckFailureOf(st);
         FUZZ_CHECK(Contents(s) == before, "a refused write (%s) changed the store", ref.c_str());
         FUZZ_CHECK(tinyaiGetPersistentMemoryUsage(s) == used, "a refused write changed the memory held");
       } else if (bytes == 0) {  // a write of no values changes nothing (and grows nothing)
@@ -383,6 +403,7 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       for (size_t i = 0; i + each <= bytes; i += each) std::memcpy(buf.data() + i, value, each);
       const std::string before = Contents(s);
       st = tinyaiPersistentWrite(s, ref.c_str(), dtype, buf.data(), bytes);
+      if (st != TINYAI_OK) CheckFailureOf(st);
       if (st != TINYAI_OK || bytes == 0) {
         FUZZ_CHECK(Contents(s) == before, "a refused or empty write (%s) changed the store", ref.c_str());
       } else {
@@ -402,6 +423,7 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       Scalar before;
       if (scalar) before = ReadScalar(s, ref.c_str(), e.dtype);
       st = op == 'i' ? tinyaiPersistentIncrement(s, ref.c_str(), number) : tinyaiPersistentDecrement(s, ref.c_str(), number);
+      if (st != TINYAI_OK) CheckFailureOf(st);
       if (number < 0) FUZZ_CHECK(st == TINYAI_ERR_INVALID_ARGUMENT, "a negative count (%lld) was taken", static_cast<long long>(number));
       if (!scalar || number < 0) break;
       const Scalar after = ReadScalar(s, ref.c_str(), e.dtype);
@@ -432,21 +454,7 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
     case 'z': st = tinyaiPersistentReset(s, ref.c_str()); break;
     default: return;
   }
-  if (st != TINYAI_OK) {
-    CheckFailure(st, "an operation");
-    // (An index naming a scalar may show the scalar's value, INT64_MIN too.)
-    const size_t open = ref.find('[');
-    const bool numbers_only =
-        open == std::string::npos ||
-        std::none_of(ref.begin() + static_cast<std::ptrdiff_t>(open), ref.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; });
-    if ((op == 'r' || op == 'w' || op == 'v' || op == 'z') && numbers_only) {
-      for (const char* wrapped : {"-9223372036854775808", "-9223372036854775807"}) {
-        FUZZ_CHECK(std::strstr(tinyaiGetLastErrorMessage(), wrapped) == nullptr || ref.find(wrapped) != std::string::npos,
-                   "%s: the message shows %s, which the reference does not give", ref.c_str(), wrapped);
-      }
-    }
-  }
+  if (st != TINYAI_OK && !failure_checked) CheckFailureOf(st);
   CheckAccounts(s);
 }
 
