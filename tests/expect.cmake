@@ -5,7 +5,7 @@
 # sanitizer's report of a crash, which exits with 1 by default).
 #
 #   cmake -DEXPECT_STATUS=N [-DEXPECT_OUTPUT=REGEX] [-DEMULATOR=...] [-DREQUIRES=FILE]
-#         -P tests/expect.cmake -- COMMAND [ARGUMENT...]
+#         [-DEXPECT_TIMEOUT=SECONDS] -P tests/expect.cmake -- COMMAND [ARGUMENT...]
 #
 # EXPECT_STATUS  the exit status COMMAND must end with: 0 for success, or the
 #                one the program documents for the failure (1 a runtime error,
@@ -18,6 +18,9 @@
 #                error, merged, must contain.
 # EMULATOR       space-separated words that run a cross-built COMMAND
 #                (tests/CMakeLists.txt's TINYAI_TEST_EMULATOR; empty natively).
+# EXPECT_TIMEOUT the seconds COMMAND may run before it counts as hung and is
+#                killed (default below): a timeout is for a hang, never for a
+#                slow machine, so 10x the slowest command measured.
 # REQUIRES       a file COMMAND needs from ../shared (or made from it, such as
 #                the converted stories260K): when it is missing the test skips
 #                (it prints "tinyai-test-skip: ...", which the test's
@@ -69,13 +72,23 @@ foreach(var ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS)
   endif()
 endforeach()
 
+# The slowest commands run here: the guide's examples and tinyai-arena on
+# stories260K, 2.7 s under ASan beside other builds (the whole test); the
+# heaviest stories260K run measured under qemu-aarch64 (tinyai-generate of
+# 2,043 tokens, more than any example makes) took 14.1 s: 10x that.
+if(NOT DEFINED EXPECT_TIMEOUT)
+  set(EXPECT_TIMEOUT 150)
+endif()
 separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
-execute_process(COMMAND ${emulator} ${command} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output)
+execute_process(COMMAND ${emulator} ${command} TIMEOUT ${EXPECT_TIMEOUT} RESULT_VARIABLE status OUTPUT_VARIABLE output
+                ERROR_VARIABLE output)
 # The command's output first, as CTest shows a test's own.
 message("${output}")
 
 set(problems "")
-if(NOT status MATCHES "^[0-9]+$")
+if(status STREQUAL "Process terminated due to timeout")
+  string(APPEND problems "\n  it ran past EXPECT_TIMEOUT (${EXPECT_TIMEOUT} s) and was killed: a hang")
+elseif(NOT status MATCHES "^[0-9]+$")
   string(APPEND problems "\n  it did not exit: killed by a signal or not run (${status})")
 elseif(NOT status EQUAL EXPECT_STATUS)
   string(APPEND problems "\n  it exited with status ${status}")

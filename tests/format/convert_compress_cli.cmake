@@ -9,8 +9,28 @@ file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(spec dim=32,hidden=64,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=16,shared=0)
 
+# Seconds one run may take: a timeout is for hangs, never for a slow machine,
+# so 10x the slowest run measured on a 2-core machine loaded by other builds
+# (0.1 s in release, 0.4 s under ASan; a tinyai-convert --synthetic of this
+# size took 1.9 s under qemu-aarch64). -DCLI_TIMES=FILE appends each run's
+# milliseconds and command to FILE.
+set(RUN_TIMEOUT 20)
+function(timed_run)
+  string(TIMESTAMP started "%s%f")
+  execute_process(COMMAND ${ARGN} TIMEOUT ${RUN_TIMEOUT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(TIMESTAMP ended "%s%f")
+  if(CLI_TIMES)
+    math(EXPR ms "(${ended} - ${started}) / 1000")
+    string(REPLACE ";" " " what "${ARGN}")
+    file(APPEND ${CLI_TIMES} "${ms} ${what}\n")
+  endif()
+  set(rc "${rc}" PARENT_SCOPE)
+  set(out "${out}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+endfunction()
+
 function(run_convert expect_rc expect_text)
-  execute_process(COMMAND ${CONVERT} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  timed_run(${CONVERT} ${ARGN})
   if(NOT rc EQUAL expect_rc)
     message(FATAL_ERROR "tinyai-convert ${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}${err}")
   endif()
@@ -21,7 +41,7 @@ function(run_convert expect_rc expect_text)
 endfunction()
 
 function(expect_opens file)
-  execute_process(COMMAND ${INSPECT} ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  timed_run(${INSPECT} ${file})
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "tinyai-inspect ${file}: exit ${rc}\n${out}${err}")
   endif()

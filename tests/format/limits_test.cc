@@ -4,9 +4,9 @@
 // (llama.cc's hyper-parameters and tokenizer), with a specific status and a
 // message naming the field and the limit; and the synthetic writer stays
 // fast on the largest vocabularies.
-#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -228,7 +228,10 @@ TEST_F(LimitsTest, SyntheticSpecNumbersAreDigitsInRange) {
 
 TEST_F(LimitsTest, SyntheticVocabularyIsWrittenInLinearTime) {
   // 2^19 pieces: a scan of every earlier piece per piece (quadratic) took
-  // 67 s; a hash set takes about a second (4 s under ASan).
+  // 67 s; a hash set takes about a second (4 s under ASan). What is bounded
+  // is how the cost grows from 2^14 to 2^19 pieces (CPU time, so neither a
+  // slow nor a busy machine changes it), never a time: linear measured
+  // n^1.0-1.1 (release, ASan), the scan n^1.8.
   LlamaShape s;
   s.dim = 2;
   s.hidden_dim = 1;
@@ -236,12 +239,13 @@ TEST_F(LimitsTest, SyntheticVocabularyIsWrittenInLinearTime) {
   s.heads = 1;
   s.kv_heads = 1;
   s.seq_len = 2;
-  s.vocab_size = 1 << 19;
   const std::string path = dir_.File("big-vocab.tmai");
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(tinyai::WriteSyntheticModel(s, path.c_str()), TINYAI_OK) << LastMessage();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(seconds, 30.0) << "writing a 2^19-piece vocabulary took " << seconds << " s";
+  auto write = [&](int64_t pieces) {
+    s.vocab_size = static_cast<int32_t>(pieces);
+    ASSERT_EQ(tinyai::WriteSyntheticModel(s, path.c_str()), TINYAI_OK) << LastMessage();
+  };
+  EXPECT_TRUE(tt::GrowsLinearly(write, 1 << 14, 1 << 19)) << "writing a synthetic vocabulary";
+  ASSERT_FALSE(HasFatalFailure());
   // Every piece is unique and the runtime takes the model.
   EXPECT_EQ(CreateLLM(path), TINYAI_OK) << LastMessage();
   TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);

@@ -1,7 +1,9 @@
 #include "format/test_models.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -320,6 +322,48 @@ std::vector<std::string> SyntheticAndStoriesTest::Models() const {
                 Env("TINYAI_STORIES_TMAI").c_str());
   }
   return m;
+}
+
+namespace {
+
+uint64_t ThreadCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t CpuNanosOf(const std::function<void(int64_t)>& run, int64_t n) {
+  const uint64_t t0 = ThreadCpuNanos();
+  run(n);
+  const uint64_t t = ThreadCpuNanos() - t0;
+  return t == 0 ? 1 : t;
+}
+
+}  // namespace
+
+::testing::AssertionResult GrowsLinearly(const std::function<void(int64_t n)>& run, int64_t small, int64_t big) {
+  run(small);
+  uint64_t small_ns = UINT64_MAX;
+  for (int i = 0; i < 3; ++i) {
+    const uint64_t t = CpuNanosOf(run, small);
+    if (t < small_ns) small_ns = t;
+  }
+  auto exponent = [&](uint64_t big_ns) {
+    return std::log(static_cast<double>(big_ns) / static_cast<double>(small_ns)) /
+           std::log(static_cast<double>(big) / static_cast<double>(small));
+  };
+  uint64_t big_ns = CpuNanosOf(run, big);
+  if (exponent(big_ns) >= kLinearGrowthBound) {
+    const uint64_t again = CpuNanosOf(run, big);
+    if (again < big_ns) big_ns = again;
+  }
+  char detail[160];
+  std::snprintf(detail, sizeof detail, "n=%lld: %.1f ms, n=%lld: %.1f ms of CPU time: the cost grows as n^%.2f",
+                static_cast<long long>(small), static_cast<double>(small_ns) * 1e-6, static_cast<long long>(big),
+                static_cast<double>(big_ns) * 1e-6, exponent(big_ns));
+  std::printf("[ growth   ] %s\n", detail);
+  if (exponent(big_ns) < kLinearGrowthBound) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "not linear: " << detail << " (linear: under n^" << kLinearGrowthBound << ")";
 }
 
 }  // namespace testing

@@ -131,6 +131,25 @@ inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// Whether the cost of run(n) grows linearly with n, judged by the exponent
+// log(cost(big) / cost(small)) / log(big / small): 1 for linear work, 2 for
+// quadratic; it must stay under kLinearGrowthBound. Costs are the calling
+// thread's CPU time, which stops while the thread is preempted, and the
+// machine's speed cancels out in the ratio, so the answer holds on a slow or
+// busy machine: a test bounds the growth, never a time. run(small) goes once
+// unmeasured first (caches, an emulator's translation) and then counts as
+// the least of three runs; run(big) runs once, and a second time (the least
+// counts) only when the first grew too fast: a first run pays the page
+// faults of its new memory. Prints the times. Make big / small 16 or more,
+// and small large enough that a quadratic term would already outweigh the
+// linear one there.
+::testing::AssertionResult GrowsLinearly(const std::function<void(int64_t n)>& run, int64_t small, int64_t big);
+// Linear work measured up to n^1.6 where its memory outgrows the caches
+// between the two sizes (a hash set of 2^19 strings costs 4x more per string
+// than one of 2^14; more beside a build); the quadratic scans these tests
+// replaced n^1.9 to n^2.0.
+constexpr double kLinearGrowthBound = 1.75;
+
 // A fixture with the models runner tests use: a small synthetic llama model
 // (always written) and stories260K (when converted; REQUIRE_STORIES() skips
 // without it, or fails under TINYAI_REQUIRE_SHARED).
