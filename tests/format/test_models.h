@@ -140,14 +140,14 @@ inline bool Contains(const std::string& haystack, const std::string& needle) {
 // unmeasured first (caches, an emulator's translation) and then counts as
 // the least of three runs; run(big) runs once, and a second time (the least
 // counts) only when the first grew too fast: a first run pays the page
-// faults of its new memory. Prints the times. Make big / small 16 or more,
-// and small large enough that a quadratic term would already outweigh the
-// linear one there.
+// faults of its new memory. Prints the times. Make big / small 100 or more:
+// the cost of linear work per item grows where its memory outgrows the caches,
+// which a wide range spreads over more of the exponent's denominator.
 ::testing::AssertionResult GrowsLinearly(const std::function<void(int64_t n)>& run, int64_t small, int64_t big);
-// Linear work measured up to n^1.6 where its memory outgrows the caches
-// between the two sizes (a hash set of 2^19 strings costs 4x more per string
-// than one of 2^14; more beside a build); the quadratic scans these tests
-// replaced n^1.9 to n^2.0.
+// Linear work measured up to n^1.38 over a 128x range on a loaded machine
+// (up to n^1.7 over 16x: a hash set of 2^19 strings costs 4-6x more per
+// string than one of 2^14); the quadratic scans these tests replaced n^1.9
+// to n^2.0.
 constexpr double kLinearGrowthBound = 1.75;
 
 // A fixture with the models runner tests use: a small synthetic llama model
