@@ -196,6 +196,18 @@ bool RunALoopWithAStuckWorker(ThreadPool* pool, bool* hung) {
   return pool->stats().stalls > stalls;
 }
 
+// Runs loops with a stuck worker until the pool counts a stall (20 tries:
+// the caller may be preempted between its last chunk and its clock).
+::testing::AssertionResult Stall(ThreadPool* pool) {
+  bool stalled = false, hung = false;
+  for (int attempt = 0; attempt < 20 && !stalled && !hung; ++attempt) stalled = RunALoopWithAStuckWorker(pool, &hung);
+  if (hung) return ::testing::AssertionFailure() << "the worker never joined the loop, or the caller never ran the other chunks";
+  if (!stalled) {
+    return ::testing::AssertionFailure() << "a worker held its chunk long after the caller ran out, and no stall was counted";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
   // A backoff far longer than anything here takes: the loop right after the
   // stall falls inside it on any machine.
@@ -204,12 +216,7 @@ TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
     ASSERT_EQ(pool.Start(2), TINYAI_OK);
     pool.set_always_split_for_testing(true);
     pool.set_min_backoff_for_testing(uint64_t{3600} * 1000 * 1000 * 1000);
-    bool stalled = false, hung = false;
-    for (int attempt = 0; attempt < 20 && !stalled && !hung; ++attempt) {
-      stalled = RunALoopWithAStuckWorker(&pool, &hung);
-    }
-    ASSERT_FALSE(hung) << "the worker never joined the loop, or the caller never ran the other chunks";
-    ASSERT_TRUE(stalled) << "a worker held its chunk long after the caller ran out, and no stall was counted";
+    ASSERT_TRUE(Stall(&pool));
     // Right after it, loops run on the caller alone, however large.
     const ThreadPool::Stats before = pool.stats();
     std::atomic<int> other_threads{0};
@@ -222,12 +229,7 @@ TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
   ThreadPool pool;
   ASSERT_EQ(pool.Start(2), TINYAI_OK);
   pool.set_always_split_for_testing(true);
-  bool stalled = false, hung = false;
-  for (int attempt = 0; attempt < 20 && !stalled && !hung; ++attempt) {
-    stalled = RunALoopWithAStuckWorker(&pool, &hung);
-  }
-  ASSERT_FALSE(hung) << "the worker never joined the loop, or the caller never ran the other chunks";
-  ASSERT_TRUE(stalled) << "a worker held its chunk long after the caller ran out, and no stall was counted";
+  ASSERT_TRUE(Stall(&pool));
   const ThreadPool::Stats before = pool.stats();
   std::this_thread::sleep_for(std::chrono::nanoseconds(ThreadPool::kMinBackoffNanos));
   pool.ParallelFor(64, 1, kBig, [&](size_t, size_t, int) {});

@@ -364,6 +364,26 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       }
     }
   };
+  // Writes buf's first `bytes` values' bytes to ref: a refused write or one
+  // of no values changes nothing (the contents, the memory held), and a
+  // write reads back as written.
+  auto WriteChecked = [&] {
+    const std::string before = Contents(s);
+    const uint64_t used = tinyaiGetPersistentMemoryUsage(s);
+    st = tinyaiPersistentWrite(s, ref.c_str(), dtype, buf.data(), bytes);
+    if (st != TINYAI_OK) CheckFailureOf(st);
+    if (st != TINYAI_OK || bytes == 0) {
+      FUZZ_CHECK(Contents(s) == before, "a refused or empty write (%s) changed the store", ref.c_str());
+      FUZZ_CHECK(tinyaiGetPersistentMemoryUsage(s) == used, "a refused or empty write (%s) changed the memory held",
+                 ref.c_str());
+      return;
+    }
+    std::vector<uint8_t> back(bytes + 1);
+    size_t got = 0;
+    FUZZ_CHECK(tinyaiPersistentRead(s, ref.c_str(), dtype, back.data(), back.size(), &got) == TINYAI_OK,
+               "a written slice (%s) does not read", ref.c_str());
+    FUZZ_CHECK(got == bytes && std::memcmp(back.data(), buf.data(), bytes) == 0, "%s reads back otherwise", ref.c_str());
+  };
   switch (op) {
     case 'r':
       st = tinyaiPersistentRead(s, ref.c_str(), dtype, buf.data(), buf.size(), &bytes);
@@ -374,24 +394,7 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       TinyAIStatus rs = tinyaiPersistentRead(s, ref.c_str(), dtype, buf.data(), buf.size(), &bytes);
       if (rs != TINYAI_OK) bytes = line.size() * 4 % 64;
       for (size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 7 + line.size());
-      const std::string before = Contents(s);
-      const uint64_t used = tinyaiGetPersistentMemoryUsage(s);
-      st = tinyaiPersistentWrite(s, ref.c_str(), dtype, buf.data(), bytes);
-      if (st != TINYAI_OK) {
-        CheckFailureOf(st);
-        FUZZ_CHECK(Contents(s) == before, "a refused write (%s) changed the store", ref.c_str());
-        FUZZ_CHECK(tinyaiGetPersistentMemoryUsage(s) == used, "a refused write changed the memory held");
-      } else if (bytes == 0) {  // a write of no values changes nothing (and grows nothing)
-        FUZZ_CHECK(Contents(s) == before && tinyaiGetPersistentMemoryUsage(s) == used, "an empty write (%s) changed the store",
-                   ref.c_str());
-      } else {
-        std::vector<uint8_t> back(bytes + 1);
-        size_t got = 0;
-        FUZZ_CHECK(tinyaiPersistentRead(s, ref.c_str(), dtype, back.data(), back.size(), &got) == TINYAI_OK,
-                   "a written slice (%s) does not read", ref.c_str());
-        FUZZ_CHECK(got == bytes && std::memcmp(back.data(), buf.data(), bytes) == 0, "%s reads back otherwise",
-                   ref.c_str());
-      }
+      WriteChecked();
       break;
     }
     case 'v': {
@@ -401,19 +404,7 @@ void Operate(TinyAIPersistentStore* s, const std::string& line) {
       uint8_t value[8];
       EdgeValue(dtype, static_cast<unsigned>(number < 0 ? -(number + 1) : number), value);
       for (size_t i = 0; i + each <= bytes; i += each) std::memcpy(buf.data() + i, value, each);
-      const std::string before = Contents(s);
-      st = tinyaiPersistentWrite(s, ref.c_str(), dtype, buf.data(), bytes);
-      if (st != TINYAI_OK) CheckFailureOf(st);
-      if (st != TINYAI_OK || bytes == 0) {
-        FUZZ_CHECK(Contents(s) == before, "a refused or empty write (%s) changed the store", ref.c_str());
-      } else {
-        std::vector<uint8_t> back(bytes + 1);
-        size_t got = 0;
-        FUZZ_CHECK(tinyaiPersistentRead(s, ref.c_str(), dtype, back.data(), back.size(), &got) == TINYAI_OK,
-                   "a written slice (%s) does not read", ref.c_str());
-        FUZZ_CHECK(got == bytes && std::memcmp(back.data(), buf.data(), bytes) == 0, "%s reads back otherwise",
-                   ref.c_str());
-      }
+      WriteChecked();
       break;
     }
     case 'i':
