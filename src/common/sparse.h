@@ -1,0 +1,125 @@
+// Block-sparse weight matrices: the byte layout of a pruned tensor
+// (docs/format.md, "Block-sparse tensors") and the arithmetic of its
+// products (kernels::WeightKernels::sparse_matmul).
+//
+// A matrix of rows x cols is cut into bands of B rows (B the block size,
+// 1 = unstructured) and each band's columns into blocks of B (B x B
+// squares; the last block of a row whose length is not a multiple of B is
+// narrower, the last band of a matrix whose row count is not one has fewer
+// rows). Every band keeps the same number K of its NB = ceil(cols / B)
+// blocks, so every band takes the same bytes and a band is the row unit of
+// the file, the row slices and the weight cache (a row stride in bytes):
+//
+//   band = uint64 bitmap[ceil(NB / 64)]          bit j of word j/64 (LSB first) set
+//                                                = column block j kept; exactly K set
+//          row[B] of the dtype, K*B values each  the band's rows in order, each row's
+//                                                kept values, block after block
+//                                                (ascending), B values a block
+//          zero padding to a multiple of 8 bytes
+//
+// A row holds K*B values stored as a dense row of the dtype would be
+// (f32, f16, or groups of 32 with their scale for q8_g32, q4_g32,
+// q4nl_g32: the groups run over the kept values, not the dense columns).
+// Values past the matrix (the columns of a narrow last block, the rows of a
+// short last band) are stored as zero.
+//
+// Products: with fp32 inputs (f32, f16 weights) row r's value is
+// sum over kept blocks k and i < B of w[r][k*B + i] * x[col], col = the
+// block's first column + i, x = 0 past cols. With grouped weights the input
+// is quantized once over the dense columns, as for a dense product
+// (kernels::KernelTable::quantize_input, groups of 32 columns), and each
+// kept value meets the code of its column and the scale of that column's
+// input group: row r's value is sum over its stored groups g of
+// d_w[g] * sum over the group's values p of code_w(p) * q[col(p)] * d_x[col(p) / 32].
+// Blocks of 4 or more columns never span two input groups (B divides 32), so
+// their kernels take one input scale per 4 values.
+#ifndef TINYAI_COMMON_SPARSE_H_
+#define TINYAI_COMMON_SPARSE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/checked_math.h"
+#include "common/groups.h"
+#include "tinyai/types.h"
+
+namespace tinyai {
+
+// tmai::TensorEntry::flags bit: the tensor is block-sparse; its entry then
+// has ndims 2, shape[2] = B and shape[3] = K (docs/format.md).
+constexpr uint8_t kTensorFlagBlockSparse = 1;
+
+// Block sizes the format and the kernels take: 1 (unstructured) and the
+// powers of two up to 32 (divisors of an input group).
+constexpr bool IsSparseBlock(uint64_t block) {
+  return block == 1 || block == 2 || block == 4 || block == 8 || block == 16 || block == 32;
+}
+
+// Bytes of one dense row of cols values of a weight dtype; 0 for a dtype
+// that is not one, or on overflow.
+inline uint64_t WeightRowBytes(int32_t dtype, uint64_t cols) {
+  uint64_t bytes = 0;
+  switch (dtype) {
+    case TINYAI_DTYPE_F32: return CheckedMul(cols, 4, &bytes) ? bytes : 0;
+    case TINYAI_DTYPE_F16: return CheckedMul(cols, 2, &bytes) ? bytes : 0;
+    default:
+      if (!IsGroupedDType(dtype)) return 0;
+      return CheckedMul(cols / kGroup + (cols % kGroup != 0), GroupBytes(dtype), &bytes) ? bytes : 0;
+  }
+}
+
+struct SparseLayout {
+  int32_t dtype = 0;
+  uint64_t rows = 0, cols = 0;   // the dense shape
+  uint64_t block = 0;            // B
+  uint64_t kept = 0;             // K: blocks each band keeps
+  uint64_t blocks = 0;           // NB = ceil(cols / B): blocks in a band
+  uint64_t bands = 0;            // ceil(rows / B)
+  uint64_t bitmap_bytes = 0;     // 8 * ceil(NB / 64)
+  uint64_t kept_cols = 0;        // K * B: values a stored row holds
+  uint64_t kept_row_bytes = 0;   // WeightRowBytes(dtype, K * B)
+  uint64_t band_bytes = 0;       // bitmap + B rows, rounded up to 8
+
+  // Offset of row i (< B) of a band from the band's start.
+  uint64_t row_offset(uint64_t i) const { return bitmap_bytes + i * kept_row_bytes; }
+  // Bytes of the whole matrix: bands * band_bytes.
+  uint64_t bytes() const { return bands * band_bytes; }
+};
+
+// Fills *out for a rows x cols matrix of dtype in blocks of `block` keeping
+// `kept` blocks a band. False (and *out unspecified) when dtype is not a
+// weight dtype, block is not IsSparseBlock, rows or cols is 0, kept > NB,
+// or a size overflows 64 bits.
+inline bool MakeSparseLayout(int32_t dtype, uint64_t rows, uint64_t cols, uint64_t block, uint64_t kept,
+                             SparseLayout* out) {
+  if (!IsSparseBlock(block) || rows == 0 || cols == 0 || WeightRowBytes(dtype, 1) == 0) return false;
+  SparseLayout s;
+  s.dtype = dtype;
+  s.rows = rows;
+  s.cols = cols;
+  s.block = block;
+  s.blocks = cols / block + (cols % block != 0);
+  s.bands = rows / block + (rows % block != 0);
+  if (kept > s.blocks) return false;
+  s.kept = kept;
+  s.bitmap_bytes = (s.blocks / 64 + (s.blocks % 64 != 0)) * 8;
+  s.kept_cols = kept * block;
+  s.kept_row_bytes = kept == 0 ? 0 : WeightRowBytes(dtype, s.kept_cols);
+  if (kept != 0 && s.kept_row_bytes == 0) return false;
+  uint64_t rows_bytes = 0, band = 0, total = 0;
+  if (!CheckedMul(block, s.kept_row_bytes, &rows_bytes) || !CheckedAdd(rows_bytes, s.bitmap_bytes, &band) ||
+      !CheckedAdd(band, 7, &band)) {
+    return false;
+  }
+  s.band_bytes = band / 8 * 8;
+  if (!CheckedMul(s.bands, s.band_bytes, &total)) return false;
+  *out = s;
+  return true;
+}
+
+// Whether column block j is kept in a band's bitmap.
+inline bool BlockKept(const uint8_t* band, uint64_t j) { return (band[j / 8] >> (j % 8)) & 1u; }
+
+}  // namespace tinyai
+
+#endif  // TINYAI_COMMON_SPARSE_H_
