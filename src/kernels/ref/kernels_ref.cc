@@ -229,6 +229,115 @@ TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4NL_G32);
 
 }  // namespace ref
 
+// ---- block-sparse weights (common/sparse.h), as its definition reads ----
+
+namespace ref {
+namespace {
+
+// The first block from `from` on that the band keeps, or s.blocks.
+size_t NextKeptBlock(const SparseLayout& s, const uint8_t* band, size_t from) {
+  while (from < s.blocks && !BlockKept(band, from)) ++from;
+  return from;
+}
+
+// The columns of a band's kept values, in the order the rows store them:
+// Next() gives the column of value 0, 1, 2, ... (s.cols and past for the
+// values past the matrix).
+class KeptColumns {
+ public:
+  KeptColumns(const SparseLayout& s, const uint8_t* band) : s_(s), band_(band), block_(NextKeptBlock(s, band, 0)) {}
+  size_t Next() {
+    if (p_ > 0 && p_ % s_.block == 0) block_ = NextKeptBlock(s_, band_, block_ + 1);
+    return block_ * s_.block + p_++ % s_.block;
+  }
+
+ private:
+  const SparseLayout& s_;
+  const uint8_t* band_;
+  size_t block_, p_ = 0;
+};
+
+float WeightF(int32_t dtype, const uint8_t* row, size_t p) {
+  if (dtype == TINYAI_DTYPE_F16) return RefHalfAt(row, p);
+  float v;
+  std::memcpy(&v, row + 4 * p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+// f32 and f16: row r's value is the sum over its kept values of w * x[col],
+// left to right, the columns past the matrix left out.
+template <int32_t DType>
+void SparseMatmulF(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
+                   size_t bands, size_t n) {
+  const float* in = static_cast<const float*>(x);
+  for (size_t b = 0; b < bands; ++b) {
+    const uint8_t* band = w + b * s.band_bytes;
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t i = 0; i < s.block; ++i) {
+        const uint8_t* row = band + s.row_offset(i);
+        KeptColumns columns(s, band);
+        float sum = 0.0f;
+        for (size_t p = 0; p < s.kept_cols; ++p) {
+          const size_t col = columns.Next();
+          if (col < s.cols) sum += WeightF(DType, row, p) * in[j * ldx + col];
+        }
+        y[j * ldy + b * s.block + i] = sum;
+      }
+    }
+  }
+}
+
+// Grouped dtypes: per stored group, the integer products of its codes with
+// the codes of their columns, summed in runs that meet one input group and
+// scaled by that group's d; the runs' sum times the group's own d; those
+// summed over the row's groups.
+template <int32_t DType>
+void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
+                   size_t bands, size_t n) {
+  const InputGroupOf<DType>* in = static_cast<const InputGroupOf<DType>*>(x);
+  const size_t bytes = GroupBytes(DType);
+  for (size_t b = 0; b < bands; ++b) {
+    const uint8_t* band = w + b * s.band_bytes;
+    for (size_t j = 0; j < n; ++j) {
+      const InputGroupOf<DType>* xj = in + j * ldx;
+      for (size_t i = 0; i < s.block; ++i) {
+        const uint8_t* row = band + s.row_offset(i);
+        KeptColumns columns(s, band);
+        float sum = 0.0f;
+        for (size_t p0 = 0; p0 < s.kept_cols; p0 += kGroup) {
+          const uint8_t* group = row + (p0 / kGroup) * bytes;
+          float inner = 0.0f;
+          int32_t isum = 0;
+          size_t input_group = SIZE_MAX;
+          for (size_t t = 0; t < kGroup && p0 + t < s.kept_cols; ++t) {
+            const size_t col = columns.Next();
+            if (col / kGroup != input_group) {
+              if (input_group != SIZE_MAX) inner += static_cast<float>(isum) * xj[input_group].d;
+              input_group = col / kGroup;
+              isum = 0;
+            }
+            isum += Value<DType>(group, t) * xj[input_group].q[col % kGroup];
+          }
+          inner += static_cast<float>(isum) * xj[input_group].d;
+          sum += HalfAt(group) * inner;
+        }
+        y[j * ldy + b * s.block + i] = sum;
+      }
+    }
+  }
+}
+
+template void SparseMatmulQ<TINYAI_DTYPE_Q8_G32>(const uint8_t*, const SparseLayout&, const void*, size_t, float*,
+                                                 size_t, size_t, size_t);
+template void SparseMatmulQ<TINYAI_DTYPE_Q4_G32>(const uint8_t*, const SparseLayout&, const void*, size_t, float*,
+                                                 size_t, size_t, size_t);
+template void SparseMatmulQ<TINYAI_DTYPE_Q4NL_G32>(const uint8_t*, const SparseLayout&, const void*, size_t, float*,
+                                                   size_t, size_t, size_t);
+
+}  // namespace ref
+
 namespace {
 
 constexpr KernelTable kRefTable = {
@@ -244,8 +353,10 @@ constexpr KernelTable kRefTable = {
     &ref::QuantizeInput,
     &ref::QuantizeInput16,
     {
-        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr},
-        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr, kInputF32, nullptr, nullptr},
+        /* TINYAI_DTYPE_F32 */ {&RefMatvecF32, &RefMatmulF32, &RefDequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr,
+                               &ref::SparseMatmulF<TINYAI_DTYPE_F32>},
+        /* TINYAI_DTYPE_F16 */ {&RefMatvecF16, &RefMatmulF16, &RefDequantizeRowF16, nullptr, nullptr, kInputF32, nullptr, nullptr,
+                               &ref::SparseMatmulF<TINYAI_DTYPE_F16>},
         /* TINYAI_DTYPE_Q8_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q8_G32>(),
         /* TINYAI_DTYPE_Q4_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4_G32>(),
         /* TINYAI_DTYPE_Q4NL_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4NL_G32>(),

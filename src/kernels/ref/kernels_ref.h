@@ -20,10 +20,17 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, floa
 template <int32_t DType>
 void DequantizeRowQ(const uint8_t* row, float* out, size_t cols);
 
+// Block-sparse products (WeightKernels::sparse_matmul) of a grouped dtype:
+// every table's for now.
+template <int32_t DType>
+void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
+                   size_t bands, size_t n);
+
 // The grouped dtypes' entries of the reference, as a WeightKernels.
 template <int32_t DType>
 constexpr WeightKernels GroupedKernels() {
-  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType), nullptr, nullptr};
+  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType), nullptr, nullptr,
+                       &SparseMatmulQ<DType>};
 }
 
 }  // namespace ref

@@ -349,8 +349,10 @@ struct Table {
   }
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
+    // Block-sparse products: the reference's for now (a micro-kernel step
+    // with one input scale per 4 values is to come).
     return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<MK, DType>(), Matmul<MK, DType>(),
-                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>()};
+                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>(), &ref::SparseMatmulQ<DType>};
   }
 };
 

@@ -824,6 +824,98 @@ struct TableFns {
   static void DequantizeRowF16(const uint8_t* row, float* out, size_t cols) {
     dequantize_f16_k{}(Arch{}, row, out, cols);
   }
+
+  // Block-sparse products of f32 (W = float) and f16 (W = uint16_t) weights
+  // (WeightKernels::sparse_matmul). A band's rows hold their kept values
+  // compactly, one after the other: the same rows a dense matrix of
+  // kept_cols columns would have. So per band, its kept columns are taken
+  // kSparseChunk at a time; per chunk, each input's values at those columns
+  // are gathered into a compact vector on the stack and this table's dense
+  // matvec runs over the band's rows' chunk, the chunks' sums added. The
+  // chunk loop is outside the inputs': the band's chunk comes from memory
+  // once and stays in cache while every input passes over it, and each
+  // input meets it as a single input would (a row's value does not depend
+  // on n).
+  static constexpr size_t kSparseChunk = 512;  // values: 2 KiB gathered, a multiple of every block
+
+  template <class W>
+  static void SparseMatmulFloat(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y,
+                                size_t ldy, size_t bands, size_t n) {
+    switch (s.block) {
+      case 1: return SparseBands<W, 1>(w, s, static_cast<const float*>(x), ldx, y, ldy, bands, n);
+      case 2: return SparseBands<W, 2>(w, s, static_cast<const float*>(x), ldx, y, ldy, bands, n);
+      case 4: return SparseBands<W, 4>(w, s, static_cast<const float*>(x), ldx, y, ldy, bands, n);
+      case 8: return SparseBands<W, 8>(w, s, static_cast<const float*>(x), ldx, y, ldy, bands, n);
+      case 16: return SparseBands<W, 16>(w, s, static_cast<const float*>(x), ldx, y, ldy, bands, n);
+      default: return SparseBands<W, 32>(w, s, static_cast<const float*>(x), ldx, y, ldy, bands, n);
+    }
+  }
+
+  // The first block from `from` on that a band keeps, or nb.
+  static size_t NextKept(const uint8_t* band, size_t from, size_t nb) {
+    while (from < nb) {
+      const unsigned bits = static_cast<unsigned>(band[from / 8]) >> (from % 8);
+      if (bits != 0) {
+        const size_t j = from + static_cast<size_t>(__builtin_ctz(bits));
+        return j < nb ? j : nb;
+      }
+      from = (from / 8 + 1) * 8;
+    }
+    return nb;
+  }
+
+  template <class W, size_t BS>
+  static void SparseBands(const uint8_t* w, const SparseLayout& s, const float* x, size_t ldx, float* y, size_t ldy,
+                          size_t bands, size_t n) {
+    static_assert(kSparseChunk % BS == 0, "a chunk holds whole blocks");
+    const size_t cols = static_cast<size_t>(s.cols), nb = static_cast<size_t>(s.blocks);
+    const size_t kept_cols = static_cast<size_t>(s.kept_cols), band_bytes = static_cast<size_t>(s.band_bytes);
+    alignas(64) float gathered[kSparseChunk];
+    size_t first[kSparseChunk / BS];  // the chunk's kept blocks' first columns
+    float part[BS];
+    for (size_t b = 0; b < bands; ++b) {
+      const uint8_t* band = w + b * band_bytes;
+      float* yb = y + b * BS;
+      if (kept_cols == 0) {
+        for (size_t j = 0; j < n; ++j)
+          for (size_t i = 0; i < BS; ++i) yb[j * ldy + i] = 0.0f;
+        continue;
+      }
+      const W* rows = reinterpret_cast<const W*>(band + s.bitmap_bytes);
+      size_t next = 0;
+      for (size_t p0 = 0; p0 < kept_cols; p0 += kSparseChunk) {
+        const size_t m = kept_cols - p0 < kSparseChunk ? kept_cols - p0 : kSparseChunk, blocks = m / BS;
+        for (size_t k = 0; k < blocks; ++k) {
+          next = NextKept(band, next, nb);
+          first[k] = next++ * BS;
+        }
+        for (size_t j = 0; j < n; ++j) {
+          const float* xj = x + j * ldx;
+          for (size_t k = 0; k < blocks; ++k) {
+            float* g = gathered + k * BS;
+            const size_t c0 = first[k];
+            if (c0 + BS <= cols) {
+              for (size_t t = 0; t < BS; ++t) g[t] = xj[c0 + t];
+            } else {  // a narrow last block (or a bitmap short of kept blocks): zero past the matrix
+              for (size_t t = 0; t < BS; ++t) g[t] = c0 + t < cols ? xj[c0 + t] : 0.0f;
+            }
+          }
+          if constexpr (std::is_same<W, float>::value) {
+            matvec_k{}(Arch{}, rows + p0, kept_cols, gathered, part, BS, m);
+          } else {
+            matvec_f16_k{}(Arch{}, reinterpret_cast<const uint8_t*>(rows + p0), kept_cols * sizeof(W), gathered, part,
+                           BS, m);
+          }
+          float* yj = yb + j * ldy;
+          if (p0 == 0) {
+            for (size_t i = 0; i < BS; ++i) yj[i] = part[i];
+          } else {
+            for (size_t i = 0; i < BS; ++i) yj[i] += part[i];
+          }
+        }
+      }
+    }
+  }
 };
 
 // Products for the grouped integer dtypes of an arch that has none of its
@@ -856,9 +948,11 @@ constexpr KernelTable MakeTable(const char* name) {
       Grouped::Quantizer16(),
       {
           /* TINYAI_DTYPE_F32 */ {&TableFns<Arch>::MatvecF32, &TableFns<Arch>::MatmulF32,
-                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr},
+                                  &TableFns<Arch>::DequantizeRowF32, nullptr, nullptr, kInputF32, nullptr, nullptr,
+                                  &TableFns<Arch>::template SparseMatmulFloat<float>},
           /* TINYAI_DTYPE_F16 */ {&TableFns<Arch>::MatvecF16, &TableFns<Arch>::MatmulF16,
-                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr, kInputF32, nullptr, nullptr},
+                                  &TableFns<Arch>::DequantizeRowF16, nullptr, nullptr, kInputF32, nullptr, nullptr,
+                                  &TableFns<Arch>::template SparseMatmulFloat<uint16_t>},
           /* TINYAI_DTYPE_Q8_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q8_G32>(),
           /* TINYAI_DTYPE_Q4_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4_G32>(),
           /* TINYAI_DTYPE_Q4NL_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4NL_G32>(),
