@@ -285,6 +285,32 @@ TEST(SparseMatmul, ASliceOfTheBands) {
   }
 }
 
+// A band whose bitmap keeps fewer blocks than its layout says (a file the
+// loader should have refused) is read within its bytes and the input's: the
+// missing blocks' values meet zero. Under ASan the exact-size buffers below
+// catch a read past them.
+TEST(SparseMatmul, AShortBitmapReadsNothingPastTheInput) {
+  for (int32_t dtype : kDTypes) {
+    Pruned p = MakePruned(dtype, 32, 64, 32, 2, 3);  // every block kept
+    p.bands[0] = 1;  // block 1 dropped from the bitmap
+    for (const KernelTable* t : AllTables()) {
+      const WeightKernels& k = *WeightKernelsFor(*t, dtype);
+      std::vector<float> x(64, 0.5f), y(32, kSentinel), want(32, kSentinel);
+      std::vector<uint8_t> q(QuantizedInputBytes(InputFormOf(dtype), 64));
+      const void* in = x.data();
+      if (InputFormOf(dtype) == kInputInt8) t->quantize_input(x.data(), 64, reinterpret_cast<InputGroup*>(q.data()));
+      if (InputFormOf(dtype) == kInputInt16) t->quantize_input16(x.data(), 64, reinterpret_cast<InputGroup16*>(q.data()));
+      if (InputFormOf(dtype) != kInputF32) in = q.data();
+      k.sparse_matmul(p.bands.data(), p.s, in, 0, y.data(), 0, 1, 1);
+      WeightKernelsFor(Ref(), dtype)->sparse_matmul(p.bands.data(), p.s, in, 0, want.data(), 0, 1, 1);
+      for (size_t r = 0; r < 32; ++r) {
+        ASSERT_TRUE(std::isfinite(y[r])) << t->name << " " << Name(dtype) << " row " << r;
+        ASSERT_NEAR(y[r], want[r], 1e-4f * (1.0f + std::fabs(want[r]))) << t->name << " " << Name(dtype) << " row " << r;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kernels
 }  // namespace tinyai

@@ -313,6 +313,7 @@ void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_
           size_t input_group = SIZE_MAX;
           for (size_t t = 0; t < kGroup && p0 + t < s.kept_cols; ++t) {
             const size_t col = columns.Next();
+            if (col >= s.cols) continue;  // past the matrix: the input is zero there (or has no group)
             if (col / kGroup != input_group) {
               if (input_group != SIZE_MAX) inner += static_cast<float>(isum) * xj[input_group].d;
               input_group = col / kGroup;
@@ -320,7 +321,7 @@ void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_
             }
             isum += Value<DType>(group, t) * xj[input_group].q[col % kGroup];
           }
-          inner += static_cast<float>(isum) * xj[input_group].d;
+          if (input_group != SIZE_MAX) inner += static_cast<float>(isum) * xj[input_group].d;
           sum += HalfAt(group) * inner;
         }
         y[j * ldy + b * s.block + i] = sum;
