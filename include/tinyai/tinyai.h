@@ -18,6 +18,7 @@
 #include "types.h"
 #include "utils/forward_scheduler.h"
 #include "utils/mmap_loader.h"
+#include "utils/prune.h"
 #include "utils/quantize_mixed.h"
 
 #define TINYAI_VERSION_MAJOR 0

@@ -49,6 +49,8 @@ namespace tinyai {
 // has ndims 2, shape[2] = B and shape[3] = K (docs/format.md).
 constexpr uint8_t kTensorFlagBlockSparse = 1;
 
+constexpr uint64_t kMaxSparseBlock = 32;
+
 // Block sizes the format and the kernels take: 1 (unstructured) and the
 // powers of two up to 32 (divisors of an input group).
 constexpr bool IsSparseBlock(uint64_t block) {

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "common/sparse.h"
+
 namespace tinyai {
 namespace tmai {
 
@@ -81,7 +83,7 @@ struct TensorEntry {
   uint8_t dtype;                   // TinyAIDType
   uint8_t codec;                   // TinyAICodec
   uint8_t ndims;                   // 1..4
-  uint8_t flags;                   // 0 in v1
+  uint8_t flags;                   // kTensorFlagBlockSparse (common/sparse.h) or 0
   uint64_t shape[kMaxDims];        // outermost first; unused dims are 0
   uint64_t offset;                 // file offset of the stored bytes, 64-aligned
   uint64_t stored_size;            // bytes in the file
@@ -100,6 +102,15 @@ enum MetaType : uint8_t {
   kMetaFloatArray = 4,   // uint32 count + count float32
   kMetaStringArray = 5,  // uint32 count + count x (uint32 length + bytes)
 };
+
+// Whether e is block-sparse (flags kTensorFlagBlockSparse: ndims 2,
+// shape[2] = block, shape[3] = blocks kept a band; common/sparse.h), and
+// then its layout; false for a dense entry or one whose numbers make no
+// layout (the reader refuses those).
+inline bool IsBlockSparse(const TensorEntry& e) { return (e.flags & kTensorFlagBlockSparse) != 0; }
+inline bool SparseLayoutOf(const TensorEntry& e, SparseLayout* out) {
+  return IsBlockSparse(e) && e.ndims == 2 && MakeSparseLayout(e.dtype, e.shape[0], e.shape[1], e.shape[2], e.shape[3], out);
+}
 
 // Bytes a tensor of this dtype and shape occupies decoded, or 0 when the
 // dtype is unknown or the shape does not suit it (e.g. a grouped type whose

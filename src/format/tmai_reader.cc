@@ -392,10 +392,12 @@ TinyAIStatus TmaiReader::ParseTensors() {
         }
       }
       const char* name = t.name;
-      if (t.flags != 0) {
-        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor %u ('%s') has flags 0x%02x (v1 defines none: 0)", src,
-                        ti, name, t.flags);
+      if ((t.flags & ~kTensorFlagBlockSparse) != 0) {
+        return SetError(TINYAI_ERR_BAD_FORMAT,
+                        "'%s': tensor %u ('%s') has flags 0x%02x (defined: 0x01, block-sparse; the rest must be 0)",
+                        src, ti, name, t.flags);
       }
+      const bool sparse = tmai::IsBlockSparse(t);
       if (t.layer != li) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' says layer %u but sits in layer %u",
                         src, name, t.layer, li);
@@ -404,7 +406,13 @@ TinyAIStatus TmaiReader::ParseTensors() {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' has %u dimensions (1..4 allowed)", src,
                         name, t.ndims);
       }
-      for (uint32_t d = 0; d < tmai::kMaxDims; ++d) {
+      if (sparse && t.ndims != 2) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': block-sparse tensor '%s' has %u dimensions (a matrix: 2)", src,
+                        name, t.ndims);
+      }
+      // A block-sparse matrix's dimensions 2 and 3 are its block and the
+      // blocks a band keeps (checked with its layout below).
+      for (uint32_t d = 0; d < (sparse ? 2u : tmai::kMaxDims); ++d) {
         if ((d < t.ndims) != (t.shape[d] != 0)) {
           return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' dimension %u is %llu", src, name, d,
                           static_cast<unsigned long long>(t.shape[d]));
@@ -417,7 +425,30 @@ TinyAIStatus TmaiReader::ParseTensors() {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has unknown codec %u", src, name, t.codec);
       }
       bool overflow = false;
-      uint64_t bytes = tmai::DecodedBytes(t.dtype, t.shape, t.ndims, &overflow);
+      uint64_t bytes = 0;
+      if (sparse) {
+        SparseLayout layout;
+        if (!IsSparseBlock(t.shape[2])) {
+          return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': block-sparse tensor '%s' has block %llu (1, 2, 4, 8, 16 or 32)",
+                          src, name, static_cast<unsigned long long>(t.shape[2]));
+        }
+        if (!tmai::SparseLayoutOf(t, &layout)) {
+          return SetError(TINYAI_ERR_BAD_FORMAT,
+                          "'%s': block-sparse tensor '%s' [%llu, %llu] keeps %llu blocks of %llu a band: more than "
+                          "its %llu, or sizes past 64 bits",
+                          src, name, static_cast<unsigned long long>(t.shape[0]),
+                          static_cast<unsigned long long>(t.shape[1]), static_cast<unsigned long long>(t.shape[3]),
+                          static_cast<unsigned long long>(t.shape[2]),
+                          static_cast<unsigned long long>((t.shape[1] + t.shape[2] - 1) / t.shape[2]));
+        }
+        if (t.codec != TINYAI_CODEC_NONE) {
+          return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': block-sparse tensor '%s' is stored with codec %s (only none)",
+                          src, name, tinyaiCodecName(static_cast<TinyAICodec>(t.codec)));
+        }
+        bytes = layout.bytes();
+      } else {
+        bytes = tmai::DecodedBytes(t.dtype, t.shape, t.ndims, &overflow);
+      }
       if (overflow) {
         return SetError(TINYAI_ERR_OVERFLOW,
                         "'%s': tensor '%s' shape [%llu, %llu, %llu, %llu] overflows 64-bit sizes", src, name,

@@ -34,6 +34,12 @@ uint64_t FrameCount64(uint64_t rows, uint64_t rows_per_frame) {
 }  // namespace
 
 TinyAIStatus TensorRowLayout(const tmai::TensorEntry& e, uint64_t* rows, uint64_t* row_bytes) {
+  SparseLayout sparse;
+  if (tmai::SparseLayoutOf(e, &sparse)) {  // a band is a row
+    *rows = sparse.bands;
+    *row_bytes = sparse.band_bytes;
+    return TINYAI_OK;
+  }
   const uint64_t r = e.ndims >= 2 ? e.shape[0] : 1;
   if (r == 0 || e.decoded_size == 0 || e.decoded_size % r != 0) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "tensor '%.*s': %llu decoded bytes do not split into %llu whole rows",

@@ -26,7 +26,8 @@ typedef struct ZSTD_DCtx_s ZSTD_DCtx;
 namespace tinyai {
 
 // The row layout of any tensor, whatever its codec: rows = shape[0] when
-// ndims >= 2, else 1; row_bytes = decoded_size / rows. TINYAI_ERR_BAD_FORMAT
+// ndims >= 2, else 1; row_bytes = decoded_size / rows. A block-sparse
+// matrix's rows are its bands (common/sparse.h), row_bytes a band's bytes. TINYAI_ERR_BAD_FORMAT
 // when the shape has no rows or decoded_size does not split into whole rows.
 TinyAIStatus TensorRowLayout(const tmai::TensorEntry& e, uint64_t* rows, uint64_t* row_bytes);
 

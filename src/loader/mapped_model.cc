@@ -207,27 +207,42 @@ uint64_t TinyAIMappedModel::Calibration::bytes() const {
 }
 
 TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* calibration, Calibration* replaced) {
+  tinyai::Array<tinyai::TensorPlan> plan;
+  TINYAI_RETURN_IF_ERROR(CurrentPlan(&plan));
+  for (size_t t = 0; t < plan.size(); ++t) plan[t].dtype = dtypes[t];
+  return ApplyPlan(plan.data(), calibration, replaced);
+}
+
+TinyAIStatus TinyAIMappedModel::ApplyPlan(const tinyai::TensorPlan* plan, Calibration* calibration,
+                                          Calibration* replaced, bool keep_calibration) {
   {
     LockGuard lock(users_mutex_);
     if (users_ != nullptr) {
-      return SetError(TINYAI_ERR_MISUSE, "'%s': an LLM or scheduler runs on this model; change its precisions before "
-                      "creating one (or after destroying it)", reader_.source());
+      return SetError(TINYAI_ERR_MISUSE, "'%s': an LLM or scheduler runs on this model; change its precisions or "
+                      "pruning before creating one (or after destroying it)", reader_.source());
     }
   }
   if (cache_.AnyPinned()) {
     return SetError(TINYAI_ERR_MISUSE, "'%s': a layer's weights are pinned (tinyaiGetLayerWeights without "
-                    "tinyaiReleaseLayerWeights); release them before changing precisions", reader_.source());
+                    "tinyaiReleaseLayerWeights); release them before changing precisions or pruning", reader_.source());
   }
   bool any = false;
   const auto file = reader_.file_tensors();
-  for (size_t t = 0; t < file.size(); ++t) any |= dtypes[t] != file[t].dtype;
+  for (size_t t = 0; t < file.size(); ++t) {
+    any |= plan[t].dtype != file[t].dtype || (plan[t].block != 0 && !tinyai::tmai::IsBlockSparse(file[t]));
+  }
   if (any && !transform_.converts()) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the model was opened without a row codec (RowTransform); its "
-                    "precisions cannot change", reader_.source());
+                    "precisions and pruning cannot change", reader_.source());
   }
   tinyai::Array<tinyai::tmai::LayerEntry> layers;
   tinyai::Array<tinyai::tmai::TensorEntry> tensors;
-  if (any) TINYAI_RETURN_IF_ERROR(tinyai::LayoutDirectory(reader_, dtypes, &layers, &tensors));
+  tinyai::Array<uint8_t> scores;
+  if (any) {
+    TINYAI_RETURN_IF_ERROR(tinyai::LayoutDirectory(reader_, plan, &layers, &tensors));
+    TINYAI_RETURN_IF_ERROR(scores.Allocate(file.size(), "pruning scores"));
+    for (size_t t = 0; t < file.size(); ++t) scores[t] = tinyai::tmai::IsBlockSparse(file[t]) ? 0 : plan[t].score;
+  }
   cache_.Shutdown();
   auto use = [this](tinyai::Array<tinyai::tmai::LayerEntry>& l, tinyai::Array<tinyai::tmai::TensorEntry>& t) {
     reader_.UseDirectory(tinyai::Span<const tinyai::tmai::LayerEntry>(l.data(), l.size()),
@@ -237,25 +252,33 @@ TinyAIStatus TinyAIMappedModel::ApplyDTypes(const uint8_t* dtypes, Calibration* 
     cache_.UseCalibration(this, &CalibrationFor);
     return cache_.Init(&reader_, &source_, &table_, config_, transform_);
   };
-  // The cache reads the calibration as it converts: set before it starts.
-  Calibration old = static_cast<Calibration&&>(calibration_);
-  if (calibration) calibration_ = static_cast<Calibration&&>(*calibration);
+  // The cache reads the calibration and the scores as it converts: set
+  // before it starts.
+  Calibration old;
+  if (!keep_calibration) {
+    old = static_cast<Calibration&&>(calibration_);
+    if (calibration) calibration_ = static_cast<Calibration&&>(*calibration);
+  }
+  tinyai::Array<uint8_t> old_scores = static_cast<tinyai::Array<uint8_t>&&>(prune_scores_);
+  prune_scores_ = static_cast<tinyai::Array<uint8_t>&&>(scores);
   TinyAIStatus s = use(layers, tensors);
   if (s == TINYAI_OK) {
     dir_layers_ = static_cast<tinyai::Array<tinyai::tmai::LayerEntry>&&>(layers);
     dir_tensors_ = static_cast<tinyai::Array<tinyai::tmai::TensorEntry>&&>(tensors);
-    if (replaced) *replaced = static_cast<Calibration&&>(old);
+    if (replaced && !keep_calibration) *replaced = static_cast<Calibration&&>(old);
     return TINYAI_OK;
   }
   // Back to what it was (which built before).
   cache_.Shutdown();
-  calibration_ = static_cast<Calibration&&>(old);
+  if (!keep_calibration) calibration_ = static_cast<Calibration&&>(old);
+  prune_scores_ = static_cast<tinyai::Array<uint8_t>&&>(old_scores);
   (void)use(dir_layers_, dir_tensors_);
   return s;
 }
 
 tinyai::TensorCalibration TinyAIMappedModel::CalibrationOf(int32_t tensor) const {
   tinyai::TensorCalibration s;
+  s.prune_score = PruneScoreOf(tensor);
   if (calibration_.slot_of.size() == 0 || calibration_.slot_of[static_cast<size_t>(tensor)] < 0) return s;
   const size_t slot = static_cast<size_t>(calibration_.slot_of[static_cast<size_t>(tensor)]);
   if (calibration_.importance[slot].size() > 0) s.importance = calibration_.importance[slot].data();

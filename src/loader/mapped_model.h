@@ -18,6 +18,7 @@
 #include "common/sync.h"
 #include "format/tmai_reader.h"
 #include "loader/row_slices.h"
+#include "loader/precision_plan.h"
 #include "loader/row_transform.h"
 #include "loader/weight_cache.h"
 #include "loader/weight_source.h"
@@ -126,6 +127,21 @@ struct TinyAIMappedModel {
   // the one it had). The one it replaces is moved to *replaced when given
   // (so a caller can put it back), else dropped.
   TinyAIStatus ApplyDTypes(const uint8_t* dtypes, Calibration* calibration = nullptr, Calibration* replaced = nullptr);
+  // As ApplyDTypes for a whole plan (loader/precision_plan.h): dtypes and
+  // the blocks of matrices pruned as they load. ApplyDTypes keeps each
+  // tensor's pruning; this replaces it. keep_calibration: calibration is
+  // ignored and the model's own kept (nothing moves to *replaced).
+  TinyAIStatus ApplyPlan(const tinyai::TensorPlan* plan, Calibration* calibration = nullptr,
+                         Calibration* replaced = nullptr, bool keep_calibration = false);
+  // The plan the model runs now.
+  TinyAIStatus CurrentPlan(tinyai::Array<tinyai::TensorPlan>* plan) const {
+    return tinyai::CurrentPlan(reader_, prune_scores_.size() ? prune_scores_.data() : nullptr, plan);
+  }
+  // How tensor's blocks are chosen as it loads (quant::PruneScore; 0 when
+  // it is not pruned as it loads).
+  uint8_t PruneScoreOf(int32_t tensor) const {
+    return prune_scores_.size() ? prune_scores_[static_cast<size_t>(tensor)] : 0;
+  }
   // What ApplyDTypes' calibration gave tensor (nulls for none).
   tinyai::TensorCalibration CalibrationOf(int32_t tensor) const;
   // What the model was opened with.
@@ -180,6 +196,7 @@ struct TinyAIMappedModel {
   tinyai::Array<tinyai::tmai::LayerEntry> dir_layers_;
   tinyai::Array<tinyai::tmai::TensorEntry> dir_tensors_;
   Calibration calibration_;  // CalibrationOf
+  tinyai::Array<uint8_t> prune_scores_;  // per tensor, PruneScoreOf (empty: none pruned as it loads)
   tinyai::RowSliceTable table_;
   tinyai::WeightCache cache_;
   TinyAIMappedModel* next_live_ = nullptr;  // the registry of open models

@@ -220,7 +220,24 @@ TinyAIStatus ResolveDTypes(const TmaiReader& reader, const TinyAIMixedPrecisionC
   return TINYAI_OK;
 }
 
-TinyAIStatus LayoutDirectory(const TmaiReader& reader, const uint8_t* dtypes, Array<tmai::LayerEntry>* layers,
+TinyAIStatus CurrentPlan(const TmaiReader& reader, const uint8_t* scores, Array<TensorPlan>* plan) {
+  const auto tensors = reader.tensors();
+  TINYAI_RETURN_IF_ERROR(plan->Allocate(tensors.size(), "tensor plan"));
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const tmai::TensorEntry& e = tensors[t];
+    TensorPlan& p = (*plan)[t];
+    p = TensorPlan();
+    p.dtype = e.dtype;
+    if (tmai::IsBlockSparse(e)) {
+      p.block = static_cast<uint8_t>(e.shape[2]);
+      p.kept = e.shape[3];
+      p.score = scores ? scores[t] : 0;
+    }
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus LayoutDirectory(const TmaiReader& reader, const TensorPlan* plan, Array<tmai::LayerEntry>* layers,
                              Array<tmai::TensorEntry>* tensors) {
   const auto file_layers = reader.file_layers();
   const auto file_tensors = reader.file_tensors();
@@ -228,21 +245,43 @@ TinyAIStatus LayoutDirectory(const TmaiReader& reader, const uint8_t* dtypes, Ar
   TINYAI_RETURN_IF_ERROR(tensors->Allocate(file_tensors.size(), "tensor directory"));
   std::memcpy(layers->data(), file_layers.data(), file_layers.size() * sizeof(tmai::LayerEntry));
   std::memcpy(tensors->data(), file_tensors.data(), file_tensors.size() * sizeof(tmai::TensorEntry));
+  auto changes = [&](uint32_t t) {
+    const tmai::TensorEntry& f = file_tensors[t];
+    const bool sparse = tmai::IsBlockSparse(f);
+    return plan[t].dtype != f.dtype || (!sparse && plan[t].block != 0);
+  };
   for (size_t li = 0; li < file_layers.size(); ++li) {
     tmai::LayerEntry& l = (*layers)[li];
     bool changed = false;
-    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) changed |= dtypes[t] != file_tensors[t].dtype;
+    for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) changed |= changes(t);
     if (!changed) continue;
     uint64_t end = 0;
     for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
       tmai::TensorEntry& e = (*tensors)[t];
       bool overflow = false;
-      const uint64_t bytes = tmai::DecodedBytes(dtypes[t], e.shape, e.ndims, &overflow);
+      uint64_t bytes = 0;
+      if (plan[t].block != 0 && !tmai::IsBlockSparse(e)) {
+        e.flags |= kTensorFlagBlockSparse;
+        e.shape[2] = plan[t].block;
+        e.shape[3] = plan[t].kept;
+      }
+      e.dtype = plan[t].dtype;
+      SparseLayout sparse;
+      if (tmai::IsBlockSparse(e)) {
+        if (!tmai::SparseLayoutOf(e, &sparse)) {
+          return SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s': tensor '%s' has no block-sparse layout as %s in blocks "
+                          "of %llu keeping %llu a band", reader.source(), e.name,
+                          tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)), static_cast<unsigned long long>(e.shape[2]),
+                          static_cast<unsigned long long>(e.shape[3]));
+        }
+        bytes = sparse.bytes();
+      } else {
+        bytes = tmai::DecodedBytes(e.dtype, e.shape, e.ndims, &overflow);
+      }
       if (overflow || bytes == 0) {
         return SetError(TINYAI_ERR_OVERFLOW, "'%s': tensor '%s' has no size as %s", reader.source(), e.name,
-                        tinyaiDTypeName(static_cast<TinyAIDType>(dtypes[t])));
+                        tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
       }
-      e.dtype = dtypes[t];
       e.decoded_offset = AlignUp(end, tmai::kDataAlignment);
       e.decoded_size = bytes;
       end = e.decoded_offset + bytes;

@@ -22,10 +22,25 @@ uint64_t PanelTake(uint64_t fit, uint64_t left) {
   return left < fit ? left : fit;
 }
 
+// The per-tensor tables Pack reads.
+struct PackTables {
+  const uint64_t* rows;
+  const uint64_t* row_bytes;
+  const uint64_t* stored_row_bytes;
+  const uint64_t* stored_per_row;
+  const uint64_t* stored_rows;
+  const uint8_t* transformed;
+  const uint8_t* panels;
+};
+
 template <class EmitSlice, class EmitSpan, class Frames>
-void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const uint64_t* row_bytes,
-          const uint64_t* stored_row_bytes, const uint8_t* transformed, const uint8_t* panels, Frames&& frames,
+void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, Frames&& frames,
           EmitSlice&& emit_slice, EmitSpan&& emit_span) {
+  const uint64_t* rows = tables.rows;
+  const uint64_t* row_bytes = tables.row_bytes;
+  const uint64_t* stored_row_bytes = tables.stored_row_bytes;
+  const uint8_t* transformed = tables.transformed;
+  const uint8_t* panels = tables.panels;
   const auto layers = reader.layers();
   const auto tensors = reader.tensors();
   int32_t next_slice = 0;
@@ -66,14 +81,15 @@ void Pack(const TmaiReader& reader, uint64_t target, const uint64_t* rows, const
       const uint64_t rb = row_bytes[t];
       if (transformed[t]) {  // slices of its own, about the target once converted
         close();
-        const uint64_t srb = stored_row_bytes[t];
+        const uint64_t srb = stored_row_bytes[t], per = tables.stored_per_row[t], srows = tables.stored_rows[t];
         uint64_t fit = target / rb;
         if (fit == 0) fit = 1;
         for (uint64_t r = 0; r < rows[t];) {
           const uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : rows[t] - r < fit ? rows[t] - r : fit;
+          const uint64_t s0 = r * per, s1 = (r + take) * per < srows ? (r + take) * per : srows;
           RowSlice b;
-          b.stored_offset = e.offset + r * srb;
-          b.stored_size = take * srb;
+          b.stored_offset = e.offset + s0 * srb;
+          b.stored_size = (s1 - s0) * srb;
           b.decoded_size = take * rb;
           b.layer = static_cast<int32_t>(l);
           b.tensor = ti;
@@ -127,6 +143,8 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
   TINYAI_RETURN_IF_ERROR(rows_.Allocate(n, "row counts"));
   TINYAI_RETURN_IF_ERROR(row_bytes_.Allocate(n, "row sizes"));
   TINYAI_RETURN_IF_ERROR(stored_row_bytes_.Allocate(n, "stored row sizes"));
+  TINYAI_RETURN_IF_ERROR(stored_per_row_.Allocate(n, "stored rows per row"));
+  TINYAI_RETURN_IF_ERROR(stored_rows_.Allocate(n, "stored row counts"));
   TINYAI_RETURN_IF_ERROR(transformed_.Allocate(n, "converted tensors"));
   TINYAI_RETURN_IF_ERROR(panels_.Allocate(n, "tensors in panels"));
   TINYAI_RETURN_IF_ERROR(first_frame_.Allocate(n, "frame table index"));
@@ -137,13 +155,17 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
     TINYAI_RETURN_IF_ERROR(TensorRowLayout(tensors[t], &rows_[t], &row_bytes_[t]));
     const int32_t dtype = tensors[t].dtype;
     panels_[t] = PanelDType(dtype) && (panel_dtypes >> dtype & 1u) != 0 && row_bytes_[t] % kQ4GroupBytes == 0 &&
-                 rows_[t] >= kPanelRows;
+                 rows_[t] >= kPanelRows && !tmai::IsBlockSparse(tensors[t]);
     any_panels_ = any_panels_ || panels_[t] != 0;
     stored_row_bytes_[t] = row_bytes_[t];
-    transformed_[t] = tensors[t].dtype != reader.file_tensors()[t].dtype;
+    stored_per_row_[t] = 1;
+    stored_rows_[t] = rows_[t];
+    const tmai::TensorEntry& f = reader.file_tensors()[t];
+    const bool pruned_here = tmai::IsBlockSparse(tensors[t]) && !tmai::IsBlockSparse(f);
+    transformed_[t] = tensors[t].dtype != f.dtype || pruned_here;
     if (transformed_[t]) {
-      uint64_t stored_rows = 0;
-      TINYAI_RETURN_IF_ERROR(TensorRowLayout(reader.file_tensors()[t], &stored_rows, &stored_row_bytes_[t]));
+      TINYAI_RETURN_IF_ERROR(TensorRowLayout(f, &stored_rows_[t], &stored_row_bytes_[t]));
+      if (pruned_here) stored_per_row_[t] = tensors[t].shape[2];
       any_transformed_ = true;
     }
     first_frame_[t] = kNoFrames;
@@ -168,9 +190,11 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
   if (target == 0) target = 1;
   auto frames = [this](int32_t t) { return frames_.data() + first_frame_[static_cast<size_t>(t)]; };
 
+  const PackTables tables{rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), stored_per_row_.data(),
+                          stored_rows_.data(), transformed_.data(), panels_.data()};
   // Count, then fill.
   size_t slices = 0, spans = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), panels_.data(), frames,
+  Pack(reader, target, tables, frames,
        [&](const RowSlice&) { ++slices; },
        [&](int32_t, const TensorSpan&) { ++spans; });
   TINYAI_RETURN_IF_ERROR(slices_.Allocate(slices, "row slices"));
@@ -183,7 +207,7 @@ TinyAIStatus RowSliceTable::Build(const TmaiReader& reader, const WeightSource& 
   span_count_ = 0;
   int32_t last_tensor = -1;
   for (size_t t = 0; t <= n; ++t) first_span_[t] = 0;
-  Pack(reader, target, rows_.data(), row_bytes_.data(), stored_row_bytes_.data(), transformed_.data(), panels_.data(), frames,
+  Pack(reader, target, tables, frames,
        [&](const RowSlice& b) {
          slices_[slice_count_++] = b;
        },
@@ -247,7 +271,8 @@ const uint64_t* RowSliceTable::frame_offsets(int32_t tensor) const {
 
 uint64_t RowSliceTable::bytes() const {
   return slices_.size() * sizeof(RowSlice) + spans_.size() * sizeof(TensorSpan) + first_span_.size() * 4 +
-         (rows_.size() + row_bytes_.size() + stored_row_bytes_.size() + frames_.size() + first_frame_.size()) * 8 +
+         (rows_.size() + row_bytes_.size() + stored_row_bytes_.size() + stored_per_row_.size() + stored_rows_.size() +
+          frames_.size() + first_frame_.size()) * 8 +
          transformed_.size() + panels_.size() +
          layer_first_slice_.size() * 4;
 }

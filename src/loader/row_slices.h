@@ -72,7 +72,12 @@ class RowSliceTable {
   uint64_t row_bytes(int32_t tensor) const { return row_bytes_[static_cast<size_t>(tensor)]; }
   // Bytes of one row as the file stores it (row_bytes() unless transformed).
   uint64_t stored_row_bytes(int32_t tensor) const { return stored_row_bytes_[static_cast<size_t>(tensor)]; }
-  // The tensor's runtime dtype differs from the file's.
+  // Stored rows one row holds: a band's rows (its block) for a matrix
+  // pruned as it loads, else 1. Row r of such a tensor is read from stored
+  // rows [r * n, min((r + 1) * n, stored_rows())).
+  uint64_t stored_rows_per_row(int32_t tensor) const { return stored_per_row_[static_cast<size_t>(tensor)]; }
+  uint64_t stored_rows(int32_t tensor) const { return stored_rows_[static_cast<size_t>(tensor)]; }
+  // The tensor's runtime dtype or layout differs from the file's.
   bool transformed(int32_t tensor) const { return transformed_[static_cast<size_t>(tensor)] != 0; }
   bool any_transformed() const { return any_transformed_; }
   // The tensor's rows are held in panels where whole panels fit a span.
@@ -102,7 +107,7 @@ class RowSliceTable {
   Array<TensorSpan> spans_;
   size_t span_count_ = 0;
   Array<uint32_t> first_span_;  // per tensor, +1 sentinel
-  Array<uint64_t> rows_, row_bytes_, stored_row_bytes_;
+  Array<uint64_t> rows_, row_bytes_, stored_row_bytes_, stored_per_row_, stored_rows_;
   Array<uint8_t> transformed_, panels_;
   bool any_transformed_ = false, any_panels_ = false;
   Array<uint64_t> frames_;          // zstd frame tables, concatenated

@@ -17,15 +17,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/sparse.h"
 #include "tinyai/status.h"
 
 namespace tinyai {
 
 // What calibration measured of the inputs a matrix's columns meet
 // (TinyAIMappedModel::Calibration), handed to the encoder with its rows.
+// With it, how a matrix pruned as it loads chooses its blocks.
 struct TensorCalibration {
   const float* importance = nullptr;  // cols values, or null
   const float* factor = nullptr;      // cols x cols, or null
+  int32_t prune_score = 0;            // quant::PruneScore
 };
 
 // out[c] = value c of one row, in fp32, for c < cols.
@@ -44,6 +47,15 @@ struct RowTransform {
   // column.
   TinyAIStatus (*encode_rows)(int32_t dtype, const float* x, size_t rows, size_t cols, uint8_t* out,
                               TensorCalibration calibration) = nullptr;
+  // Prunes `rows` stored rows (as fp32, row r at x + r * s.cols) into
+  // ceil(rows / s.block) bands of s at out (common/sparse.h): rows is a
+  // multiple of s.block except at the matrix's end. Deterministic.
+  TinyAIStatus (*encode_bands)(const SparseLayout& s, const float* x, size_t rows, uint8_t* out,
+                               TensorCalibration calibration) = nullptr;
+  // Bands of a matrix the file stores block-sparse, re-encoded in to.dtype
+  // (the same blocks kept).
+  TinyAIStatus (*transcode_bands)(const SparseLayout& from, const SparseLayout& to, const uint8_t* in, size_t bands,
+                                  uint8_t* out, TensorCalibration calibration) = nullptr;
   // Without a decoder and an encoder the model's precisions cannot change.
   bool converts() const { return decoder != nullptr && encode_rows != nullptr; }
 };

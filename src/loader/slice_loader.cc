@@ -78,7 +78,10 @@ TinyAIStatus SliceLoader::Init(const TmaiReader* reader, const WeightSource* sou
         const int32_t ti = static_cast<int32_t>(t);
         if (!table->transformed(ti)) continue;
         const tmai::TensorEntry& e = reader->tensors()[t];
-        const uint64_t row = kDataAlignmentSlack + table->stored_row_bytes(ti) + 4 * e.shape[e.ndims - 1];
+        // A run's unit: a stored row (a band's rows for a matrix pruned as
+        // it loads) and its values in fp32.
+        const uint64_t row = kDataAlignmentSlack + table->stored_rows_per_row(ti) *
+                                                       (table->stored_row_bytes(ti) + 4 * e.shape[e.ndims - 1]);
         if (row > bytes) bytes = row;
       }
     }
@@ -264,7 +267,11 @@ TinyAIStatus SliceLoader::LoadSliceRows(int32_t slice, uint8_t* dst, size_t dst_
     const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(b.tensor)];
     const uint64_t srb = table_->stored_row_bytes(b.tensor);
     TINYAI_RETURN_IF_ERROR(VerifyStreaming(b.tensor, nullptr, 0, bytes_read));
-    TINYAI_RETURN_IF_ERROR(ConvertRows(b.tensor, (b.stored_offset - e.offset) / srb, b.stored_size / srb, dst, bytes_read));
+    // Its stored rows, as runtime rows (a band's rows each for a matrix
+    // pruned as it loads; the matrix's last band may be short).
+    const uint64_t per = table_->stored_rows_per_row(b.tensor), stored_rows = b.stored_size / srb;
+    TINYAI_RETURN_IF_ERROR(ConvertRows(b.tensor, (b.stored_offset - e.offset) / srb / per,
+                                       (stored_rows + per - 1) / per, dst, bytes_read));
     *data = dst;
     return TINYAI_OK;
   }
@@ -353,40 +360,65 @@ TinyAIStatus SliceLoader::ConvertRows(int32_t tensor, uint64_t first_row, uint64
   const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
   const size_t cols = static_cast<size_t>(e.shape[e.ndims - 1]);
   const uint64_t srb = table_->stored_row_bytes(tensor), rb = table_->row_bytes(tensor);
+  // A runtime row is `per` stored rows: a band's when the matrix is pruned
+  // as it loads (then the last may be short), else one.
+  const uint64_t per = table_->stored_rows_per_row(tensor), stored_rows = table_->stored_rows(tensor);
+  SparseLayout from, to;
+  const bool transcode = tmai::SparseLayoutOf(stored, &from);  // stored pruned: bands to bands
+  const bool prune = !transcode && tmai::SparseLayoutOf(e, &to);
+  if (transcode && !tmai::SparseLayoutOf(e, &to)) {
+    return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is stored block-sparse but runs dense", reader_->source(),
+                    stored.name);
+  }
   const RowDecoder decode =
-      stored.dtype == TINYAI_DTYPE_F32 || !transform_.decoder ? nullptr : transform_.decoder(stored.dtype);
-  if ((stored.dtype != TINYAI_DTYPE_F32 && decode == nullptr) || !transform_.encode_rows) {
+      transcode || stored.dtype == TINYAI_DTYPE_F32 || !transform_.decoder ? nullptr : transform_.decoder(stored.dtype);
+  const bool can = transcode ? transform_.transcode_bands != nullptr
+                             : (stored.dtype == TINYAI_DTYPE_F32 || decode != nullptr) &&
+                                   (prune ? transform_.encode_bands != nullptr : transform_.encode_rows != nullptr);
+  if (!can) {
     return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", reader_->source(),
                     stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
   }
+  const TensorCalibration calibration = calibration_ ? calibration_(calibration_owner_, tensor) : TensorCalibration();
   Staging* st = nullptr;
   TINYAI_RETURN_IF_ERROR(GrabStaging(&st));
   // A run of stored rows, then the same rows as fp32, 64-aligned.
-  uint64_t chunk = (staging_bytes_ - kDataAlignmentSlack) / (srb + 4 * cols);
+  uint64_t chunk = (staging_bytes_ - kDataAlignmentSlack) / (per * (srb + 4 * cols));
   if (chunk == 0) chunk = 1;  // Init sized the buffer for one row
   TinyAIStatus s = TINYAI_OK;
   for (uint64_t r = 0; r < rows && s == TINYAI_OK;) {
     const uint64_t n = rows - r < chunk ? rows - r : chunk;
-    const uint64_t at = stored.offset + (first_row + r) * srb;
+    const uint64_t s0 = (first_row + r) * per;
+    const uint64_t s1 = (first_row + r + n) * per < stored_rows ? (first_row + r + n) * per : stored_rows;
+    const uint64_t at = stored.offset + s0 * srb;
     const uint8_t* p = source_->InPlace(at);
     if (!p) {
-      s = source_->Read(at, static_cast<size_t>(n * srb), st->buffer, reader_->source());
+      s = source_->Read(at, static_cast<size_t>((s1 - s0) * srb), st->buffer, reader_->source());
       if (s != TINYAI_OK) break;
       p = st->buffer;
     }
-    *bytes_read += n * srb;
-    const float* x = reinterpret_cast<const float*>(p);
-    if (decode) {
-      float* f = reinterpret_cast<float*>(st->buffer + AlignUp(chunk * srb, kDataAlignmentSlack));
-      for (uint64_t i = 0; i < n; ++i) decode(p + i * srb, f + i * cols, cols);
-      x = f;
+    *bytes_read += (s1 - s0) * srb;
+    if (transcode) {
+      s = transform_.transcode_bands(from, to, p, static_cast<size_t>(n), dst + r * rb, calibration);
+    } else {
+      const float* x = reinterpret_cast<const float*>(p);
+      if (decode) {
+        float* f = reinterpret_cast<float*>(st->buffer + AlignUp(chunk * per * srb, kDataAlignmentSlack));
+        for (uint64_t i = 0; i < s1 - s0; ++i) decode(p + i * srb, f + i * cols, cols);
+        x = f;
+      }
+      s = prune ? transform_.encode_bands(to, x, static_cast<size_t>(s1 - s0), dst + r * rb, calibration)
+                : transform_.encode_rows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb, calibration);
     }
-    s = transform_.encode_rows(e.dtype, x, static_cast<size_t>(n), cols, dst + r * rb,
-                               calibration_ ? calibration_(calibration_owner_, tensor) : TensorCalibration());
     if (s != TINYAI_OK) {
-      char what[160];
-      std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
-                    tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
+      char what[200];
+      if (prune) {
+        std::snprintf(what, sizeof what, "'%s': pruning tensor '%s' (%s, blocks of %llu): ", reader_->source(), e.name,
+                      tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)), static_cast<unsigned long long>(to.block));
+      } else {
+        std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
+                      tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
+      }
       s = AddErrorContext(s, "%s", what);
     }
     r += n;

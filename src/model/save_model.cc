@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "model/weight_transform.h"
+#include "quant/prune.h"
 #include "quant/quantize.h"
 
 namespace tinyai {
@@ -137,6 +138,33 @@ TinyAIStatus EncodeParallel(ThreadPool* pool, int32_t dtype, const float* x, siz
   return TINYAI_OK;
 }
 
+// As EncodeParallel for a matrix pruned as it is written: rows stored rows
+// of s.cols values into ceil(rows / s.block) bands, bands split across the
+// pool's threads.
+TinyAIStatus EncodeBandsParallel(ThreadPool* pool, const SparseLayout& sp, const float* x, size_t rows, uint8_t* out,
+                                 quant::EncodeError* err, quant::PruneScore score, quant::ColumnStats stats) {
+  const size_t block = static_cast<size_t>(sp.block), cols = static_cast<size_t>(sp.cols);
+  const size_t bands = (rows + block - 1) / block;
+  Array<quant::EncodeError> per_thread;
+  Array<TinyAIStatus> status;
+  TINYAI_RETURN_IF_ERROR(per_thread.Allocate(static_cast<size_t>(pool->size()), "encoding errors"));
+  TINYAI_RETURN_IF_ERROR(status.Allocate(static_cast<size_t>(pool->size()), "encoding status"));
+  pool->ParallelFor(bands, 1, static_cast<uint64_t>(rows) * cols * 40, [&](size_t begin, size_t end, int thread) {
+    quant::EncodeError e;
+    const size_t r0 = begin * block, r1 = end * block < rows ? end * block : rows;
+    const TinyAIStatus s = quant::EncodeBands(sp, x + r0 * cols, r1 - r0, out + begin * sp.band_bytes, score, stats, &e);
+    per_thread[static_cast<size_t>(thread)].Add(e);
+    if (s != TINYAI_OK && status[static_cast<size_t>(thread)] == TINYAI_OK) status[static_cast<size_t>(thread)] = s;
+  });
+  TinyAIStatus first = TINYAI_OK;
+  for (size_t i = 0; i < per_thread.size(); ++i) {
+    err->Add(per_thread[i]);
+    if (status[i] != TINYAI_OK) first = status[i];
+  }
+  if (first != TINYAI_OK) return quant::EncodeBands(sp, x, rows, out, score, stats, nullptr);
+  return TINYAI_OK;
+}
+
 TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, const tmai::TensorEntry& out, Sink* sink,
                          Buffers* b, uint32_t* crc_out, quant::EncodeError* err) {
   const TmaiReader& r = m->reader();
@@ -161,41 +189,55 @@ TinyAIStatus WriteTensor(TinyAIMappedModel* m, ThreadPool* pool, int32_t t, cons
   }
   const bool convert = table.transformed(t);
   const size_t cols = static_cast<size_t>(stored.shape[stored.ndims - 1]);
-  uint64_t chunk = kChunkBytes / srb;
+  // A row written is `per` stored rows: a band's when the matrix is pruned
+  // as it is written (the last may be short), else one.
+  const uint64_t per = table.stored_rows_per_row(t), stored_rows = table.stored_rows(t);
+  SparseLayout from, to;
+  const bool transcode = convert && tmai::SparseLayoutOf(stored, &from) && tmai::SparseLayoutOf(out, &to);
+  const bool prune = convert && !transcode && tmai::SparseLayoutOf(out, &to);
+  uint64_t chunk = kChunkBytes / (per * srb);
   if (chunk == 0) chunk = 1;
   if (chunk > rows) chunk = rows;
   RowDecoder decode = nullptr;
   if (convert) {
-    if (stored.dtype != TINYAI_DTYPE_F32) decode = ReferenceRowDecoder(stored.dtype);
+    if (stored.dtype != TINYAI_DTYPE_F32 || transcode) decode = ReferenceRowDecoder(stored.dtype);
     if (stored.dtype != TINYAI_DTYPE_F32 && !decode) {
       return SetError(TINYAI_ERR_INTERNAL, "'%s': tensor '%s' is %s, which cannot be converted", r.source(),
                       stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(stored.dtype)));
     }
-    TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->values, chunk * cols, "rows as fp32"));
+    if (!transcode) TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->values, chunk * per * cols, "rows as fp32"));
     TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->encoded, chunk * rb, "encoded rows"));
   }
-  if (!m->source().InPlace(0)) TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->stored, chunk * srb, "stored rows"));
+  if (!m->source().InPlace(0)) TINYAI_RETURN_IF_ERROR(Buffers::Fit(&b->stored, chunk * per * srb, "stored rows"));
   for (uint64_t row = 0; row < rows;) {
     const uint64_t n = rows - row < chunk ? rows - row : chunk;
-    const uint64_t at = stored.offset + row * srb;
+    const uint64_t s0 = row * per, s1 = (row + n) * per < stored_rows ? (row + n) * per : stored_rows;
+    const uint64_t at = stored.offset + s0 * srb;
     const uint8_t* p = m->source().InPlace(at);
     if (!p) {
-      TINYAI_RETURN_IF_ERROR(m->source().Read(at, static_cast<size_t>(n * srb), b->stored.data(), r.source()));
+      TINYAI_RETURN_IF_ERROR(m->source().Read(at, static_cast<size_t>((s1 - s0) * srb), b->stored.data(), r.source()));
       p = b->stored.data();
     }
-    stored_crc = Crc32c(stored_crc, p, static_cast<size_t>(n * srb));
+    stored_crc = Crc32c(stored_crc, p, static_cast<size_t>((s1 - s0) * srb));
     const uint8_t* w = p;
     if (convert) {
-      const float* x = reinterpret_cast<const float*>(p);
-      if (decode) {
-        for (uint64_t i = 0; i < n; ++i) decode(p + i * srb, b->values.data() + i * cols, cols);
-        x = b->values.data();
+      const quant::ColumnStats stats = ColumnStatsOf(*m, t);
+      TinyAIStatus s = TINYAI_OK;
+      if (transcode) {
+        s = quant::TranscodeBands(from, to, p, static_cast<size_t>(n), b->encoded.data(), decode, stats);
+      } else {
+        const float* x = reinterpret_cast<const float*>(p);
+        if (decode) {
+          for (uint64_t i = 0; i < s1 - s0; ++i) decode(p + i * srb, b->values.data() + i * cols, cols);
+          x = b->values.data();
+        }
+        s = prune ? EncodeBandsParallel(pool, to, x, static_cast<size_t>(s1 - s0), b->encoded.data(), err,
+                                        static_cast<quant::PruneScore>(m->PruneScoreOf(t)), stats)
+                  : EncodeParallel(pool, out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err, stats);
       }
-      TinyAIStatus s = EncodeParallel(pool, out.dtype, x, static_cast<size_t>(n), cols, b->encoded.data(), err,
-                                      ColumnStatsOf(*m, t));
       if (s != TINYAI_OK) {
-        return AddErrorContext(s, "'%s': converting tensor '%s' to %s: ", r.source(), stored.name,
-                               tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));
+        return AddErrorContext(s, "'%s': %s tensor '%s' to %s: ", r.source(), prune ? "pruning" : "converting",
+                               stored.name, tinyaiDTypeName(static_cast<TinyAIDType>(out.dtype)));
       }
       w = b->encoded.data();
     }

@@ -165,6 +165,10 @@ TinyAIStatus WeightStream::AcquireVector(int32_t tensor, const float** data, int
 TinyAIStatus WeightStream::OpsFor(int32_t tensor, const kernels::WeightKernels** ops) const {
   const tmai::TensorEntry& e = model_->reader().tensors()[static_cast<size_t>(tensor)];
   *ops = kernels::WeightKernelsFor(*k_, e.dtype);
+  if (*ops != nullptr && tmai::IsBlockSparse(e) && (*ops)->sparse_matmul == nullptr) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "tensor '%s' is block-sparse %s, which the '%s' kernels cannot multiply",
+                    e.name, tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)), k_->name);
+  }
   if (*ops == nullptr) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "tensor '%s' is %s, which the '%s' kernels cannot multiply", e.name,
                     tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)), k_->name);
@@ -175,6 +179,41 @@ TinyAIStatus WeightStream::OpsFor(int32_t tensor, const kernels::WeightKernels**
 TinyAIStatus WeightStream::ReadRow(int32_t tensor, uint64_t row, float* out, size_t cols) {
   const kernels::WeightKernels* ops = nullptr;
   TINYAI_RETURN_IF_ERROR(OpsFor(tensor, &ops));
+  SparseLayout sparse;
+  if (tmai::SparseLayoutOf(model_->reader().tensors()[static_cast<size_t>(tensor)], &sparse)) {
+    // The row's kept values decoded at the front of out, then moved to
+    // their columns from the last block back (each moves right or stays),
+    // the pruned ones zero.
+    TinyAIMappedModel::RowRun run;
+    const uint64_t band = row / sparse.block;
+    TINYAI_RETURN_IF_ERROR(model_->AcquireRun(tensor, band, &run));
+    const uint8_t* b = run.data + (band - run.first) * sparse.band_bytes;
+    const size_t block = static_cast<size_t>(sparse.block);
+    // A kept narrow last block holds more values than the row has room
+    // for: the row is then decoded aside.
+    Array<float> wide;
+    float* kept = out;
+    if (sparse.kept_cols > cols) {
+      TinyAIStatus s = wide.Allocate(static_cast<size_t>(sparse.kept_cols), "a block-sparse row");
+      if (s != TINYAI_OK) {
+        model_->ReleaseSlice(run.slice);
+        return s;
+      }
+      kept = wide.data();
+    }
+    if (sparse.kept > 0) ops->dequantize_row(b + sparse.row_offset(row % block), kept, static_cast<size_t>(sparse.kept_cols));
+    size_t k = static_cast<size_t>(sparse.kept);
+    for (size_t j = static_cast<size_t>(sparse.blocks); j-- > 0;) {
+      const size_t c0 = j * block, c1 = c0 + block < cols ? c0 + block : cols;
+      if (k > 0 && BlockKept(b, j)) {
+        --k;
+        for (size_t c = c1; c-- > c0;) out[c] = kept[k * block + (c - c0)];
+      } else {
+        for (size_t c = c0; c < c1; ++c) out[c] = 0.0f;
+      }
+    }
+    return model_->ReleaseSlice(run.slice);
+  }
   TinyAIMappedModel::RowRun run;
   TINYAI_RETURN_IF_ERROR(model_->AcquireRun(tensor, row, &run));
   const size_t rb = static_cast<size_t>(model_->slices().row_bytes(tensor));
@@ -277,15 +316,24 @@ TinyAIStatus WeightStream::MatMul(const int32_t* tensors, int count, const float
       const uint64_t avail = run.end - row;
       PrefetchAfter(slice);
       pinned_[segs] = slice;
+      // A block-sparse matrix's rows in the table are its bands: each gives
+      // a block of output rows (the last band what is left).
+      SparseLayout sparse;
+      uint64_t outputs = avail;
+      if (tmai::SparseLayoutOf(model_->reader().tensors()[static_cast<size_t>(tensors[k])], &sparse)) {
+        outputs = (row + avail) * sparse.block < sparse.rows ? avail * sparse.block : sparse.rows - row * sparse.block;
+      } else {
+        sparse = SparseLayout();
+      }
       segments_[segs] = Segment{run.data, static_cast<size_t>(table.row_bytes(tensors[k])), ops, out_row,
-                                static_cast<size_t>(avail), static_cast<size_t>(run.panels_first - row),
-                                static_cast<size_t>(run.panels_end - row)};
+                                static_cast<size_t>(outputs), static_cast<size_t>(run.panels_first - row),
+                                static_cast<size_t>(run.panels_end - row), sparse};
       ++segs;
       // What the cache holds for it: on a static arena every slice takes a
       // whole slot, however small (a 2 KB int4 slice a 34 KB slot).
       bytes += model_->cache().EntryBytes(slice);
       row += avail;
-      out_row += static_cast<size_t>(avail);
+      out_row += static_cast<size_t>(outputs);
       if (row == table.rows(tensors[k])) {
         ++k;
         row = 0;
@@ -322,6 +370,10 @@ void WeightStream::MultiplyWindow(size_t segs, const void* const* inputs, size_t
 
 void WeightStream::MultiplyRows(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx, float* y,
                                 size_t ldy, size_t cols, int32_t n) {
+  if (sg.sparse.block != 0) {
+    MultiplySparse(sg, a, b, inputs, ldx, y, ldy, cols, n);
+    return;
+  }
   auto plain = [&](size_t from, size_t to) {
     if (from >= to) return;
     const uint8_t* w = sg.w + from * sg.row_bytes;
@@ -349,6 +401,38 @@ void WeightStream::MultiplyRows(const Segment& sg, size_t a, size_t b, const voi
   plain(a, b < sg.panels_first ? b : sg.panels_first);
   if (lo < hi) MultiplyPanels(sg, lo, hi, inputs[sg.ops->input], y + (lo - a), ldy, cols, n);
   plain(a > sg.panels_end ? a : sg.panels_end, b);
+}
+
+void WeightStream::MultiplySparse(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx,
+                                  float* y, size_t ldy, size_t cols, int32_t n) {
+  const size_t block = static_cast<size_t>(sg.sparse.block);
+  const void* x = inputs[sg.ops->input];
+  const size_t lx = sg.ops->quantized_input() ? GroupsPerRow(cols) : ldx;
+  const size_t x_bytes = sg.ops->quantized_input() ? QuantizedInputBytes(sg.ops->input, cols) : ldx * sizeof(float);
+  // Bands [w0, w1) lie whole in [a, b) (b never passes the segment's rows,
+  // so a short last band is never among them).
+  const size_t w0 = (a + block - 1) / block, w1 = b / block;
+  if (w0 < w1) {
+    sg.ops->sparse_matmul(sg.w + w0 * sg.row_bytes, sg.sparse, x, lx, y + (w0 * block - a), ldy, w1 - w0,
+                          static_cast<size_t>(n));
+  }
+  // The bands the range cuts (at most one at each end): computed whole
+  // aside, eight inputs at a time, and the range's rows copied.
+  float whole[kMaxSparseBlock * 8];
+  for (size_t band = a / block; band * block < b; ++band) {
+    if (band >= w0 && band < w1) continue;
+    const size_t r0 = band * block;
+    const size_t from = r0 < a ? a : r0, to = r0 + block < b ? r0 + block : b;
+    for (int32_t j = 0; j < n;) {
+      const size_t m = static_cast<size_t>(n - j) < 8 ? static_cast<size_t>(n - j) : 8;
+      sg.ops->sparse_matmul(sg.w + band * sg.row_bytes, sg.sparse,
+                            static_cast<const uint8_t*>(x) + static_cast<size_t>(j) * x_bytes, lx, whole, block, 1, m);
+      for (size_t i = 0; i < m; ++i) {
+        for (size_t r = from; r < to; ++r) y[(static_cast<size_t>(j) + i) * ldy + (r - a)] = whole[i * block + (r - r0)];
+      }
+      j += static_cast<int32_t>(m);
+    }
+  }
 }
 
 // Rows [a, b) of the segment's panels, y at row a's output. Whole panels go

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "common/array.h"
+#include "common/sparse.h"
 #include "common/thread_pool.h"
 #include "kernels/kernels.h"
 #include "loader/mapped_model.h"
@@ -99,11 +100,20 @@ class WeightStream final : public ProgramWeights {
     // Its rows [panels_first, panels_end) (from the segment's first) are
     // held in panels (common/panels.h); equal when none are.
     size_t panels_first, panels_end;
+    // A block-sparse matrix (sparse.block != 0): w is a run of its bands
+    // (row_bytes a band's bytes) and rows counts the output rows they give
+    // (the last band of the matrix may give fewer than its block).
+    SparseLayout sparse;
   };
   // Rows [a, b) of a segment (from its first) against the inputs; y points
   // at row a's output.
   static void MultiplyRows(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx, float* y,
                            size_t ldy, size_t cols, int32_t n);
+  // Output rows [a, b) of a block-sparse segment: whole bands straight to
+  // y, a band the range cuts (or the matrix's short last band) computed
+  // whole aside and the range's rows copied.
+  static void MultiplySparse(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx, float* y,
+                             size_t ldy, size_t cols, int32_t n);
   static void MultiplyPanels(const Segment& sg, size_t a, size_t b, const void* x, float* y, size_t ldy, size_t cols,
                              int32_t n);
   // The products for tensor's dtype, or an error naming it.

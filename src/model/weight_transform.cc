@@ -1,7 +1,9 @@
 #include "model/weight_transform.h"
 
 #include "common/panels.h"
+#include "common/status.h"
 #include "kernels/kernels.h"
+#include "quant/prune.h"
 #include "quant/quantize.h"
 
 namespace tinyai {
@@ -13,6 +15,23 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
   stats.importance = calibration.importance;
   stats.factor = calibration.factor;
   return quant::EncodeRows(dtype, x, rows, cols, out, nullptr, stats);
+}
+
+TinyAIStatus EncodeBands(const SparseLayout& s, const float* x, size_t rows, uint8_t* out,
+                         TensorCalibration calibration) {
+  quant::ColumnStats stats;
+  stats.importance = calibration.importance;
+  stats.factor = calibration.factor;
+  return quant::EncodeBands(s, x, rows, out, static_cast<quant::PruneScore>(calibration.prune_score), stats, nullptr);
+}
+
+TinyAIStatus TranscodeBands(const SparseLayout& from, const SparseLayout& to, const uint8_t* in, size_t bands,
+                            uint8_t* out, TensorCalibration calibration) {
+  const RowDecoder decode = ReferenceRowDecoder(from.dtype);
+  if (!decode) return SetError(TINYAI_ERR_UNSUPPORTED, "no decoder for %s", tinyaiDTypeName(static_cast<TinyAIDType>(from.dtype)));
+  quant::ColumnStats stats;
+  stats.importance = calibration.importance;
+  return quant::TranscodeBands(from, to, in, bands, out, decode, stats);
 }
 
 }  // namespace
@@ -37,6 +56,8 @@ RowTransform ModelRowTransform() {
   t.panel_dtypes = ModelPanelDTypes();
   t.decoder = &ReferenceRowDecoder;
   t.encode_rows = &EncodeRows;
+  t.encode_bands = &EncodeBands;
+  t.transcode_bands = &TranscodeBands;
   return t;
 }
 

@@ -23,6 +23,7 @@
 
 #include <tinyai/tinyai.h>
 #include <tinyai/utils/forward_scheduler.h>
+#include <tinyai/utils/prune.h>
 
 static int g_passed = 0;
 static int g_failed = 0;
@@ -931,6 +932,79 @@ static void test_mixed_precision(const char* model_path, const char* tmp) {
     tinyaiCloseMappedModel(model);
 }
 
+/* The guide's "Model Pruning" block as written, then the pruned model
+ * generates, is saved and read back at its pruned size. */
+static void test_prune(const char* model_path, const char* tmp) {
+    TinyAIMappedModel* model = tinyaiOpenMappedModel(model_path, NULL);
+    TinyAIMappedModel* saved = NULL;
+    TinyAITensorSparsity sp;
+    TinyAIPruneMethod method = TINYAI_PRUNE_MAGNITUDE;
+    TinyAILLM* llm = NULL;
+    char path[1024];
+    char text[256];
+    int32_t index = -1;
+    size_t savedBytes = 0;
+    CHECK(model != NULL);
+    if (!model) return;
+    {
+        // Create pruning configuration
+        TinyAIPruneConfig pruneConfig;
+        tinyaiInitPruneConfig(&pruneConfig);
+
+        // Set pruning parameters
+        pruneConfig.method = TINYAI_PRUNE_MAGNITUDE;   // Magnitude-based pruning
+        pruneConfig.sparsity = 0.7;                    // Target 70% sparsity
+        pruneConfig.blockSize = 4;                     // 4x4 block pruning
+        pruneConfig.layerSparsity[0] = 0.5;            // Custom sparsity for layer 0
+
+        // Apply pruning to the model
+        CHECK_STATUS(tinyaiPruneModel(model, &pruneConfig), TINYAI_OK);
+
+        // Calculate memory savings
+        savedBytes = tinyaiCalculatePruningSavings(model);
+        printf("Memory saved: %.2f MB\n", savedBytes / (1024.0 * 1024.0));
+        pruneConfig.blockSize = 3;
+        CHECK_STATUS(tinyaiPruneModel(model, &pruneConfig), TINYAI_ERR_UNSUPPORTED);
+        pruneConfig.blockSize = 0;
+        CHECK_STATUS(tinyaiPruneModel(model, &pruneConfig), TINYAI_ERR_INVALID_ARGUMENT);
+        pruneConfig.blockSize = 4;
+        pruneConfig.sparsity = 1.0;
+        CHECK_STATUS(tinyaiPruneModel(model, &pruneConfig), TINYAI_ERR_INVALID_ARGUMENT);
+    }
+    CHECK(savedBytes > 0 && savedBytes == tinyaiCalculatePruningSavings(model));
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = sizeof sp;
+    CHECK_STATUS(tinyaiFindMappedTensor(model, "blk.1.ffn_up", &index), TINYAI_OK);
+    CHECK_STATUS(tinyaiGetTensorSparsity(model, index, &sp), TINYAI_OK);
+    CHECK(sp.blockSize == 4 && sp.sparsity > 0.6 && sp.sparsity < 0.8 && sp.bytes < sp.denseBytes);
+    CHECK_STATUS(tinyaiFindMappedTensor(model, "blk.0.attn_q", &index), TINYAI_OK);
+    CHECK_STATUS(tinyaiGetTensorSparsity(model, index, &sp), TINYAI_OK);
+    CHECK(sp.blockSize == 4 && sp.sparsity == 0.5);
+    CHECK_STATUS(tinyaiParsePruneMethod("activation", &method), TINYAI_OK);
+    CHECK(method == TINYAI_PRUNE_ACTIVATION && strcmp(tinyaiPruneMethodName(method), "activation") == 0);
+    CHECK_STATUS(tinyaiParsePruneMethod("random", &method), TINYAI_ERR_INVALID_ARGUMENT);
+
+    snprintf(path, sizeof path, "%s/c_api_pruned.tmai", tmp);
+    CHECK_STATUS(tinyaiSaveMappedModel(model, path, NULL), TINYAI_OK);
+    saved = tinyaiOpenMappedModel(path, NULL);
+    CHECK(saved != NULL);
+    if (saved) {
+        CHECK(tinyaiCalculatePruningSavings(saved) == savedBytes);
+        CHECK(tinyaiGetMappedModelFileSize(saved) + savedBytes / 2 < tinyaiGetMappedModelFileSize(model));
+        CHECK_STATUS(tinyaiCreateLLM(saved, NULL, &llm), TINYAI_OK);
+        if (llm) {
+            TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+            gp.maxNewTokens = 16;
+            CHECK_STATUS(tinyaiLLMGenerate(llm, "Once upon a time", &gp, text, sizeof text, NULL, NULL), TINYAI_OK);
+            CHECK(strlen(text) > 10);
+            tinyaiDestroyLLM(llm);
+        }
+        tinyaiCloseMappedModel(saved);
+    }
+    remove(path);
+    tinyaiCloseMappedModel(model);
+}
+
 /* The persistent store from C, as <tinyai/persistent.h>'s example uses it. */
 static void test_persistent_store(const char* tmp) {
     TinyAIPersistentStore* store = NULL;
@@ -1086,6 +1160,8 @@ static void check_dead_model(TinyAIMappedModel* m, const char* word, const char*
     TinyAIModelInfo minfo;
     TinyAIMemoryReport report;
     TinyAIMixedPrecisionConfig mix;
+    TinyAIPruneConfig prune;
+    TinyAITensorSparsity sparsity;
     TinyAISchedulerConfig sc = tinyaiCreateDefaultSchedulerConfig();
     TinyAIPrecision precision = TINYAI_PREC_FP32;
     TinyAILLM* llm = (TinyAILLM*)&minfo; /* overwritten with NULL */
@@ -1104,6 +1180,9 @@ static void check_dead_model(TinyAIMappedModel* m, const char* word, const char*
     memset(&report, 0, sizeof report);
     report.structSize = sizeof report;
     tinyaiInitMixedPrecisionConfig(&mix);
+    tinyaiInitPruneConfig(&prune);
+    memset(&sparsity, 0, sizeof sparsity);
+    sparsity.structSize = sizeof sparsity;
     snprintf(path, sizeof path, "%s/c_api_dead_model.tmai", tmp);
     remove(path);
 
@@ -1139,6 +1218,11 @@ static void check_dead_model(TinyAIMappedModel* m, const char* word, const char*
     CHECK_DEAD(tinyaiGetSavedModelSize(m, &size), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiSaveMappedModelTo(m, write_nothing, &writes, NULL), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiSaveMappedModel(m, path, NULL), TINYAI_ERR_MISUSE, word);
+    /* prune.h */
+    CHECK_DEAD(tinyaiPruneModel(m, &prune), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiCalculatePruningSavings(m), 0, word);
+    CHECK_DEAD(tinyaiGetTensorSparsity(m, 0, &sparsity), TINYAI_ERR_MISUSE, word);
+    CHECK(sparsity.blockSize == 0);
     CHECK(size == 7 && writes == 0 && precision == TINYAI_PREC_FP32);
     CHECK(!file_exists(path));
 }
@@ -1317,6 +1401,7 @@ int main(int argc, char** argv) {
     CHECK_SENTINEL(tinyaiOpenMappedModelFromMemory(image + 1, size - 1, NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
     test_reader_and_platform(image, size);
     test_mixed_precision(model_path, tmp);
+    test_prune(model_path, tmp);
 
     {
         TinyAILLM* llm = NULL;

@@ -1,0 +1,252 @@
+// tinyai-prune: a .tmai model written again with its weight matrices pruned
+// block-sparse (<tinyai/utils/prune.h>: tinyaiPruneModel, then
+// tinyaiSaveMappedModel), with a report of what each tensor became and what
+// it costs in quality.
+//
+//   tinyai-prune [--sparsity S] [--block B] [--method M] [--layer N=S ...] [--calibrate N]
+//                [--calibration-text FILE] [--eval N] IN.tmai OUT.tmai
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tinyai/utils/prune.h"
+#include "tinyai/utils/quantize_mixed.h"
+#include "tools/common/cli.h"
+#include "tools/eval/compare.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: tinyai-prune [--sparsity S] [--block B] [--method M] [--layer N=S ...] [--output-too]\n"
+    "                    [--calibrate N] [--calibration-text FILE] [--eval N] [-t THREADS] [--quiet] IN.tmai OUT.tmai\n"
+    "       tinyai-prune -h | --help | --version\n"
+    "  Writes IN again as OUT with its weight matrices pruned: in every band of B rows, the B x B blocks\n"
+    "  that score lowest are removed and never stored, cached or read (docs/pruning.md). The kept values\n"
+    "  keep IN's dtype (prune the fp32 or fp16 model; tinyai-quantize OUT then quantizes what is kept).\n"
+    "  Streams: holds a few MB besides the model's index (and calibration's statistics).\n"
+    "  --sparsity S    the share of each matrix's blocks removed, 0 <= S < 1 (default 0.5)\n"
+    "  --block B       blocks of B x B weights: 1 (unstructured), 2, 4, 8, 16, 32 (default 4)\n"
+    "  --method M      magnitude: |w|; activation: |w| x the RMS of its inputs (Wanda; measures);\n"
+    "                  sparsegpt: activation's choice, kept weights corrected (measures; default activation)\n"
+    "  --layer N=S     transformer block N (a dense network: weight matrix N) at sparsity S (repeatable;\n"
+    "                  0 keeps it dense)\n"
+    "  --output-too    prune the classifier too (default: kept dense)\n"
+    "  --calibrate N   positions the model runs to measure its inputs (activation, sparsegpt; default 2048)\n"
+    "  --calibration-text FILE  run those on FILE's text (default: a stream the model samples itself);\n"
+    "                  FILE (or - for standard input) holds up to 64 bytes per position\n"
+    "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
+    "                  tinyai-eval); 0 skips (default 512; language models only)\n"
+    "  -t THREADS      threads pruning (and comparing), 0..256 (default 0 = one per core)\n"
+    "  --quiet         no per-tensor table\n"
+    "  -h, --help      this help; --version: the library's version\n";
+
+// A sparsity: a share of blocks removed, in [0, 1).
+double ParseSparsity(const std::string& flag, const char* v) {
+  const double x = tinyai_tools::ParseFloat(flag, v, 0.0, 1.0);
+  if (x >= 1.0) throw tinyai_tools::UsageError(flag + ": " + v + " removes every block; a sparsity is in [0, 1)");
+  return x;
+}
+
+struct Report {
+  bool table = true;
+  bool bar = false;
+  int last_pct = -1;
+  std::vector<TinyAISaveProgress> rows;
+  std::vector<std::string> names;
+};
+
+int OnTensor(void* user, const TinyAISaveProgress* p) {
+  Report* r = static_cast<Report*>(user);
+  r->rows.push_back(*p);
+  r->names.emplace_back(p->tensorName);
+  if (r->bar) {
+    const int pct = p->bytesTotal ? static_cast<int>(100 * p->bytesDone / p->bytesTotal) : 100;
+    if (pct != r->last_pct || p->tensorIndex + 1 == p->tensorCount) {
+      r->last_pct = pct;
+      std::fprintf(stderr, "\rtinyai-prune: [%-40.*s] %3d%% tensor %d/%d %-24.24s", pct * 40 / 100,
+                   "========================================", pct, p->tensorIndex + 1, p->tensorCount,
+                   p->tensorName);
+      if (p->tensorIndex + 1 == p->tensorCount) std::fputc('\n', stderr);
+    }
+  }
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  TinyAIPruneConfig cfg;
+  tinyai_tools::Check(tinyaiInitPruneConfig(&cfg));
+  cfg.method = TINYAI_PRUNE_ACTIVATION;
+  std::vector<std::string> positional;
+  int64_t eval_tokens = 512;
+  int32_t threads = 0;
+  std::string calibration_file, calibration_text;
+  Report report;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      return tinyai_tools::PrintVersion("tinyai-prune");
+    } else if (a == "--sparsity") {
+      cfg.sparsity = ParseSparsity(a, value());
+    } else if (a == "--block") {
+      cfg.blockSize = tinyai_tools::ParseInt32(a, value(), 0, 1 << 20);
+    } else if (a == "--method") {
+      if (tinyaiParsePruneMethod(value(), &cfg.method) != TINYAI_OK) {
+        throw tinyai_tools::UsageError(a + ": " + tinyaiGetLastErrorMessage());
+      }
+    } else if (a == "--layer") {
+      const std::string v = value();
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+        throw tinyai_tools::UsageError(a + " takes N=SPARSITY, got '" + v + "'");
+      }
+      const int32_t n = tinyai_tools::ParseInt32(a, v.substr(0, eq).c_str(), 0, TINYAI_PRUNE_MAX_LAYERS - 1,
+                                                 "a transformer block's index");
+      cfg.layerSparsity[n] = ParseSparsity(a, v.substr(eq + 1).c_str());
+    } else if (a == "--output-too") {
+      cfg.pruneOutput = 1;
+    } else if (a == "--calibrate") {
+      cfg.calibrationTokens = tinyai_tools::ParseInt32(a, value(), 0, 1000000);
+    } else if (a == "--calibration-text") {
+      calibration_file = value();
+    } else if (a == "--eval") {
+      eval_tokens = tinyai_tools::ParseInt(a, value(), 0, 100000000);
+    } else if (a == "-t") {
+      threads = tinyai_tools::ParseThreads(a, value());
+    } else if (a == "--quiet") {
+      report.table = false;
+    } else if (!a.empty() && a[0] == '-') {
+      throw tinyai_tools::UsageError("unknown option " + a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) throw tinyai_tools::UsageError("give IN.tmai and OUT.tmai");
+  const std::string& in = positional[0];
+  const std::string& out = positional[1];
+  tinyai_tools::CheckOutputPath(out, "OUT.tmai");
+  if (!calibration_file.empty()) {
+    // Calibration takes the text's first N tokens (--calibrate N): more
+    // than N tokens' worth of bytes would never be read.
+    const std::string what = "the calibration text '" + calibration_file + "'";
+    tinyai_tools::InputBound bound;
+    bound.bytes = static_cast<uint64_t>(cfg.calibrationTokens) * tinyai_tools::kTextBytesPerToken;
+    bound.status = TINYAI_ERR_INVALID_ARGUMENT;
+    bound.rule = "--calibrate " + std::to_string(cfg.calibrationTokens) + " positions at up to " +
+                 std::to_string(tinyai_tools::kTextBytesPerToken) + " bytes a token: calibration reads no further";
+    bound.fix = "give its first " + std::to_string(bound.bytes) + " bytes (head -c " + std::to_string(bound.bytes) +
+                "), or a larger --calibrate N";
+    calibration_text = tinyai_tools::ReadInput(calibration_file, what, bound);
+    if (calibration_text.empty()) {
+      throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT, what + " is empty; give a text to calibrate on");
+    }
+    if (calibration_text.find('\0') != std::string::npos) {
+      throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
+                                       what + " holds a NUL byte at offset " +
+                                           std::to_string(calibration_text.find('\0')) + "; a calibration text is text");
+    }
+    cfg.calibrationText = calibration_text.c_str();
+  }
+
+  // A small cache: the matrices pruned are read straight from the file; the
+  // rest stream through it a slice at a time.
+  TinyAIMmapConfig mc = tinyaiCreateDefaultMmapConfig();
+  mc.maxCacheSize = 16u << 20;
+  mc.prefetchEnabled = false;
+  mc.prefetchThreads = 0;
+  tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(in, &mc);
+  tinyai_tools::Check(tinyaiPruneModel(model.get(), &cfg));
+  const size_t saved = tinyaiCalculatePruningSavings(model.get());
+  TinyAISaveOptions so = tinyaiCreateDefaultSaveOptions();
+  so.progress = OnTensor;
+  so.progressUser = &report;
+  so.threads = threads;
+  report.bar = isatty(STDERR_FILENO) != 0;
+  tinyai_tools::Check(tinyaiSaveMappedModel(model.get(), out.c_str(), &so));
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  const uint64_t peak_rss = static_cast<uint64_t>(ru.ru_maxrss) * 1024u;
+
+  uint64_t before = 0, after = 0;
+  for (const TinyAISaveProgress& p : report.rows) {
+    before += p.bytesBefore;
+    after += p.bytesAfter;
+  }
+  if (report.table) {
+    std::printf("%-28s %-9s %6s %9s %12s %12s %10s\n", "tensor", "dtype", "block", "sparsity", "bytes in",
+                "bytes out", "rel. RMS");
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+      const TinyAISaveProgress& p = report.rows[i];
+      TinyAITensorSparsity sp;
+      std::memset(&sp, 0, sizeof sp);
+      sp.structSize = sizeof sp;
+      tinyai_tools::Check(tinyaiGetTensorSparsity(model.get(), p.tensorIndex, &sp));
+      char block[32] = "-", sparsity[32] = "-";
+      if (sp.blockSize > 0) {
+        std::snprintf(block, sizeof block, "%dx%d", sp.blockSize, sp.blockSize);
+        std::snprintf(sparsity, sizeof sparsity, "%.1f%%", 100.0 * sp.sparsity);
+      }
+      std::printf("%-28s %-9s %6s %9s %12llu %12llu %10.3g\n", report.names[i].c_str(),
+                  tinyaiDTypeName(p.savedDType), block, sparsity, static_cast<unsigned long long>(p.bytesBefore),
+                  static_cast<unsigned long long>(p.bytesAfter), p.relativeRmsError);
+    }
+  }
+  const uint64_t in_size = tinyaiGetMappedModelFileSize(model.get());
+  uint64_t out_size = 0;
+  tinyai_tools::Check(tinyaiGetSavedModelSize(model.get(), &out_size));
+  std::printf("%s -> %s: %s -> %s (%.2fx smaller; tensors %s -> %s; pruning saves %s); peak RSS %s\n", in.c_str(),
+              out.c_str(), tinyai_tools::MibText(in_size).c_str(), tinyai_tools::MibText(out_size).c_str(),
+              static_cast<double>(in_size) / static_cast<double>(out_size), tinyai_tools::MibText(before).c_str(),
+              tinyai_tools::MibText(after).c_str(), tinyai_tools::MibText(saved).c_str(),
+              tinyai_tools::MibText(peak_rss).c_str());
+  model.reset();
+
+  if (eval_tokens > 0) {
+    tinyai_tools::ModelHandle ref_model = tinyai_tools::OpenModel(in, nullptr);
+    int64_t dim = 0;
+    if (tinyaiGetMetadataInt(ref_model.get(), "llama.dim", &dim) != TINYAI_OK) {
+      std::printf("quality: not a language model; no comparison\n");
+      return 0;
+    }
+    tinyai_tools::ModelHandle new_model = tinyai_tools::OpenModel(out, nullptr);
+    TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    lc.threads = threads;
+    tinyai_tools::LLMHandle ref = tinyai_tools::CreateLLM(ref_model.get(), lc);
+    tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(new_model.get(), lc);
+    tinyai_tools::CompareOptions co;
+    co.tokens = eval_tokens;
+    int last = -1;
+    const bool bar = report.bar;
+    const tinyai_tools::CompareResult r =
+        tinyai_tools::CompareModels(ref.get(), llm.get(), co, [&](int64_t done, int64_t total) {
+          const int pct = static_cast<int>(100 * done / total);
+          if (!bar || pct == last) return;
+          last = pct;
+          std::fprintf(stderr, "\rtinyai-prune: comparing [%-40.*s] %3d%%", pct * 40 / 100,
+                       "========================================", pct);
+          if (done == total) std::fputc('\n', stderr);
+        });
+    std::printf("quality against %s over %lld positions (seed %llu; tinyai-eval --ref IN OUT --tokens N for more): "
+                "mean KL %.6g  p99 KL %.6g  top-1 agreement %.4f\n",
+                in.c_str(), static_cast<long long>(r.positions), static_cast<unsigned long long>(co.seed), r.mean_kld,
+                r.p99_kld, r.top1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tinyai_tools::Main("tinyai-prune", kUsage, [&] { return Run(argc, argv); });
+}
