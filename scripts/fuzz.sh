@@ -43,7 +43,7 @@ if [[ $build == 1 ]]; then
     "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" \
     "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" > "$fuzz.configure.log" 2>&1 \
     || { cat "$fuzz.configure.log"; exit 1; }
-  cmake --build "$fuzz" -j "$(nproc)" --target tinyai-convert $(printf 'tinyai_%s_fuzz ' "${targets[@]}")
+  cmake --build "$fuzz" -j "$(nproc)" --target tinyai-convert tinyai-prune tinyai-quantize $(printf 'tinyai_%s_fuzz ' "${targets[@]}")
 fi
 
 # Longest input per target: whole small models for the file formats, less
@@ -69,6 +69,13 @@ seeds() {
     "$convert" --compress zstd --synthetic dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=260,seq_len=8,seed=2 \
       "$dir/zstd.tmai" 2>/dev/null
     "$convert" --dense models/mlp_residual.def "$dir/mlp-residual.tmai" 2>/dev/null
+    # Block-sparse matrices (tinyai-prune): f32 in 4x4 blocks, and q4 in
+    # unstructured ones (the bitmaps, the bands, a narrow last block).
+    local prune=$fuzz/bin/tinyai-prune quantize=$fuzz/bin/tinyai-quantize
+    "$prune" --method magnitude --eval 0 --quiet "$dir/untied.tmai" "$dir/pruned.tmai" >/dev/null 2>&1
+    "$prune" --method magnitude --block 1 --sparsity 0.3 --eval 0 --quiet "$dir/tiny.tmai" "$dir/pruned-b1.tmai" \
+      >/dev/null 2>&1
+    "$quantize" --all int4 --eval 0 --quiet "$dir/pruned-b1.tmai" "$dir/pruned-b1-q4.tmai" >/dev/null 2>&1
   else
     # The other targets write their own (TINYAI_FUZZ_WRITE_SEEDS).
     TINYAI_FUZZ_WRITE_SEEDS=$dir "$fuzz/tests/tinyai_${t}_fuzz" > /dev/null 2>&1 \

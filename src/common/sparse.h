@@ -122,6 +122,30 @@ inline bool MakeSparseLayout(int32_t dtype, uint64_t rows, uint64_t cols, uint64
 // Whether column block j is kept in a band's bitmap.
 inline bool BlockKept(const uint8_t* band, uint64_t j) { return (band[j / 8] >> (j % 8)) & 1u; }
 
+// The first band of `bands` at data whose bitmap does not keep exactly
+// s.kept blocks, all below s.blocks: true with *band and its *count of set
+// bits (those past NB included), false when every band is well formed.
+inline bool FindBadBand(const SparseLayout& s, const uint8_t* data, uint64_t bands, uint64_t* band, uint64_t* count) {
+  const uint64_t words = s.bitmap_bytes / 8;
+  for (uint64_t b = 0; b < bands; ++b) {
+    const uint8_t* p = data + b * s.band_bytes;
+    uint64_t n = 0, past = 0;
+    for (uint64_t w = 0; w < words; ++w) {
+      uint64_t v = 0;
+      for (int k = 7; k >= 0; --k) v = v << 8 | p[w * 8 + static_cast<uint64_t>(k)];
+      n += static_cast<uint64_t>(__builtin_popcountll(v));
+      const uint64_t first = w * 64;  // bits at or past NB in this word
+      if (first + 64 > s.blocks) past += static_cast<uint64_t>(__builtin_popcountll(first >= s.blocks ? v : v >> (s.blocks - first)));
+    }
+    if (n != s.kept || past != 0) {
+      *band = b;
+      *count = n;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace tinyai
 
 #endif  // TINYAI_COMMON_SPARSE_H_

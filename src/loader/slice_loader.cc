@@ -135,6 +135,17 @@ TinyAIStatus SliceLoader::VerifyInMemory(int32_t tensor, const uint8_t* stored) 
   const tmai::TensorEntry& e = reader_->tensors()[static_cast<size_t>(tensor)];
   TINYAI_RETURN_IF_ERROR(reader_->CheckTensorChecksum(static_cast<uint32_t>(tensor),
                                                       Crc32c(0, stored, static_cast<size_t>(e.stored_size))));
+  // A block-sparse tensor's bitmaps keep what its entry says (the products
+  // read safely past a bad one, but would compute with the wrong blocks).
+  SparseLayout sparse;
+  uint64_t band = 0, bits = 0;
+  if (tmai::SparseLayoutOf(reader_->file_tensors()[static_cast<size_t>(tensor)], &sparse) &&
+      FindBadBand(sparse, stored, sparse.bands, &band, &bits)) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': block-sparse tensor '%s': band %llu's bitmap sets %llu bits; its "
+                    "entry keeps %llu of %llu blocks a band", reader_->source(), e.name,
+                    static_cast<unsigned long long>(band), static_cast<unsigned long long>(bits),
+                    static_cast<unsigned long long>(sparse.kept), static_cast<unsigned long long>(sparse.blocks));
+  }
   verified_[static_cast<size_t>(tensor)].store(1, std::memory_order_release);
   return TINYAI_OK;
 }

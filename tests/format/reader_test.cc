@@ -663,14 +663,20 @@ TEST_F(ReaderTest, BytesAfterTheNameTerminatorAreBadFormat) {
   ExpectOpenFails(c, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(other)).c_str(), "after the NUL"});
 }
 
-TEST_F(ReaderTest, NonZeroTensorFlagsAreBadFormat) {
+// Flags other than bit 0 (block-sparse) are refused; bit 0 on a dense
+// entry (no block in shape[2]) is refused as a block-sparse tensor without
+// a block.
+TEST_F(ReaderTest, UnknownTensorFlagsAreBadFormat) {
   const uint32_t ti = TensorIndex("blk.0.ffn_down");
-  for (uint8_t flags : {uint8_t{1}, uint8_t{0x80}, uint8_t{0xff}}) {
+  for (uint8_t flags : {uint8_t{2}, uint8_t{0x80}, uint8_t{0xff}}) {
     SCOPED_TRACE(static_cast<int>(flags));
     Bytes b = image_;
     tt::PatchTensor(&b, ti, [flags](tmai::TensorEntry& t) { t.flags = flags; });
     ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {("tensor " + std::to_string(ti)).c_str(), "blk.0.ffn_down", "flags"});
   }
+  Bytes b = image_;
+  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.flags = 1; });
+  ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {"block-sparse tensor 'blk.0.ffn_down' has block 0"});
 }
 
 TEST_F(ReaderTest, WriterRefusesANameWithANulByte) {

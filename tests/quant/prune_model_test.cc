@@ -9,11 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "common/crc32c.h"
 #include "format/test_models.h"
+#include "format/tmai_format.h"
 #include "import/model_builder.h"
 #include "import/synthetic.h"
 #include "tinyai/llm.h"
@@ -388,6 +391,61 @@ TEST(PruneModel, RefusalsLeaveTheModelAsItWas) {
   EXPECT_NE(std::string(tt::LastMessage()).find("calibrationText has no tokens"), std::string::npos)
       << tt::LastMessage();
   EXPECT_TRUE(SameFloats(Logits(m.get()), before));
+}
+
+// A pruned file's entries checked by the reader, its bitmaps by the loader
+// (each against the checksum-sealed file: what a tool that writes its own
+// block-sparse tensors could get wrong).
+TEST(PruneModel, ReaderAndLoaderRefuseBadBlockSparseEntries) {
+  tt::TempDir dir;
+  tinyai_tools::ModelHandle m = tinyai_tools::OpenModel(WriteModel(dir, "f32.tmai"), nullptr);
+  const TinyAIPruneConfig c = Config(0.5, 4);
+  ASSERT_EQ(tinyaiPruneModel(m.get(), &c), TINYAI_OK) << tt::LastMessage();
+  const std::string pruned = dir.File("pruned.tmai");
+  ASSERT_EQ(tinyaiSaveMappedModel(m.get(), pruned.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+  tt::Bytes good;
+  ASSERT_TRUE(tt::ReadFileBytes(pruned, &good));
+  const int32_t q = tt::FindTensor(good, "blk.0.attn_q");
+  ASSERT_GE(q, 0);
+  ASSERT_EQ(tt::GetTensor(good, static_cast<uint32_t>(q)).flags, 1);
+  auto refused = [&](const tt::Bytes& image, TinyAIStatus status, const char* says) {
+    const std::string path = dir.File("bad.tmai");
+    ASSERT_TRUE(tt::WriteFileBytes(path, image));
+    TinyAIMappedModel* bad = tinyaiOpenMappedModel(path.c_str(), nullptr);
+    TinyAIStatus s = bad ? TINYAI_OK : tinyaiGetLastError();
+    if (bad) {  // the bitmaps are checked as the weights load
+      s = tinyaiGetLayerWeights(bad, 1) ? TINYAI_OK : tinyaiGetLastError();
+      tinyaiCloseMappedModel(bad);
+    }
+    EXPECT_EQ(s, status) << says;
+    EXPECT_NE(std::string(tt::LastMessage()).find(says), std::string::npos) << tt::LastMessage();
+  };
+  auto patched = [&](const std::function<void(tinyai::tmai::TensorEntry&)>& edit) {
+    tt::Bytes image = good;
+    tt::PatchTensor(&image, static_cast<uint32_t>(q), edit);
+    return image;
+  };
+  refused(patched([](tinyai::tmai::TensorEntry& e) { e.flags = 3; }), TINYAI_ERR_BAD_FORMAT, "has flags 0x03");
+  refused(patched([](tinyai::tmai::TensorEntry& e) { e.shape[2] = 3; }), TINYAI_ERR_BAD_FORMAT, "has block 3");
+  refused(patched([](tinyai::tmai::TensorEntry& e) { e.shape[3] = 13; }), TINYAI_ERR_BAD_FORMAT, "keeps 13 blocks");
+  refused(patched([](tinyai::tmai::TensorEntry& e) { e.shape[3] = 5; }), TINYAI_ERR_BAD_FORMAT, "needs");
+  refused(patched([](tinyai::tmai::TensorEntry& e) {
+            e.ndims = 3;
+          }),
+          TINYAI_ERR_BAD_FORMAT, "has 3 dimensions (a matrix: 2)");
+  refused(patched([](tinyai::tmai::TensorEntry& e) { e.codec = TINYAI_CODEC_ZSTD; }), TINYAI_ERR_UNSUPPORTED,
+          "is stored with codec zstd");
+  // A bitmap with a bit more than its entry keeps, the checksum made to match.
+  tt::Bytes image = good;
+  tinyai::tmai::TensorEntry e = tt::GetTensor(image, static_cast<uint32_t>(q));
+  uint8_t* band = image.data() + e.offset + 3 * (e.stored_size / 12);  // band 3 of 12
+  uint32_t bit = 0;
+  while (band[bit / 8] >> (bit % 8) & 1u) ++bit;
+  band[bit / 8] = static_cast<uint8_t>(band[bit / 8] | 1u << (bit % 8));
+  tt::PatchTensor(&image, static_cast<uint32_t>(q), [&](tinyai::tmai::TensorEntry& t) {
+    t.checksum = tinyai::Crc32c(0, image.data() + t.offset, static_cast<size_t>(t.stored_size));
+  });
+  refused(image, TINYAI_ERR_BAD_FORMAT, "band 3's bitmap sets 7 bits; its entry keeps 6 of 12 blocks");
 }
 
 // The measured methods on the trained model: each runs, each keeps as many

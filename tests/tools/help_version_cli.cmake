@@ -10,6 +10,7 @@ set(sources
   tinyai-convert=tools/convert/tinyai_convert.cc
   tinyai-eval=tools/eval/tinyai_eval.cc
   tinyai-quantize=tools/quantize/tinyai_quantize.cc
+    tinyai-prune=tools/prune/tinyai_prune.cc
   tinyai-generate=tools/generate/tinyai_generate.cc
   tinyai-inspect=tools/inspect/tinyai_inspect.cc
   tinyai-bench=tools/bench/tinyai_bench.cc

@@ -19,6 +19,7 @@
 
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/forward_scheduler.h"
+#include "tinyai/utils/prune.h"
 #include "tools/common/cli.h"
 #include "tools/common/dag.h"
 
@@ -247,7 +248,15 @@ int Run(int argc, char** argv) {
                     tt::JsonString(info.name).c_str(), tinyaiTensorRoleName(info.role), tinyaiDTypeName(info.dtype),
                     tinyaiCodecName(info.codec));
         for (int k = 0; k < info.nDims; ++k) std::printf("%s%" PRIu64, k ? "," : "", info.shape[k]);
-        std::printf("],\"bytes\":%" PRIu64 ",\"crc32c\":\"%08x\"}", info.decodedSize, info.checksum);
+        std::printf("],\"bytes\":%" PRIu64 ",\"crc32c\":\"%08x\"", info.decodedSize, info.checksum);
+        TinyAITensorSparsity sp;
+        std::memset(&sp, 0, sizeof sp);
+        sp.structSize = sizeof sp;
+        if (tinyaiGetTensorSparsity(model, t, &sp) == TINYAI_OK && sp.blockSize > 0) {
+          std::printf(",\"block\":%d,\"kept_blocks\":%" PRIu64 ",\"blocks_per_band\":%" PRIu64 ",\"dense_bytes\":%" PRIu64,
+                      sp.blockSize, sp.keptBlocks, sp.blocksPerBand, sp.denseBytes);
+        }
+        std::printf("}");
       }
       std::printf("]}");
     }
@@ -306,9 +315,18 @@ int Run(int argc, char** argv) {
         char shape[96];
         int n = 0;
         for (int k = 0; k < info.nDims; ++k) n += std::snprintf(shape + n, sizeof shape - n, "%s%" PRIu64, k ? " x " : "", info.shape[k]);
-        std::printf("        %-22s %-16s %-6s %-5s [%s]  %" PRIu64 " bytes  crc32c %08x\n", info.name,
+        // A pruned matrix: its blocks and what it would take dense.
+        char sparse[128] = "";
+        TinyAITensorSparsity sp;
+        std::memset(&sp, 0, sizeof sp);
+        sp.structSize = sizeof sp;
+        if (tinyaiGetTensorSparsity(model, t, &sp) == TINYAI_OK && sp.blockSize > 0) {
+          std::snprintf(sparse, sizeof sparse, "  %dx%d blocks, %" PRIu64 " of %" PRIu64 " kept (%" PRIu64 " bytes dense)",
+                        sp.blockSize, sp.blockSize, sp.keptBlocks, sp.blocksPerBand, sp.denseBytes);
+        }
+        std::printf("        %-22s %-16s %-6s %-5s [%s]  %" PRIu64 " bytes  crc32c %08x%s\n", info.name,
                     tinyaiTensorRoleName(info.role), tinyaiDTypeName(info.dtype), tinyaiCodecName(info.codec), shape,
-                    info.decodedSize, info.checksum);
+                    info.decodedSize, info.checksum, sparse);
       }
     }
   }
