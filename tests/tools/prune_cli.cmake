@@ -45,6 +45,16 @@ expect_run(RC 0 STDOUT_HAS "smaller" COMMAND ${PRUNE} --method activation --cali
 expect_run(RC 0 STDOUT_HAS "smaller" COMMAND ${PRUNE} --method sparsegpt --calibrate 40 --calibration-text
            ${OUT_DIR}/calib.txt --eval 0 --quiet ${OUT_DIR}/f32.tmai ${OUT_DIR}/sgpt.tmai)
 
+# A dense network: its weight matrices pruned by magnitude (--layer N is
+# its N-th), no calibration, no comparison.
+file(WRITE ${OUT_DIR}/mlp.def "input 32\nlayer fc1 out=64 act=relu\nlayer fc2 out=10 act=none\n")
+expect_run(RC 0 COMMAND ${CONVERT} --dense ${OUT_DIR}/mlp.def ${OUT_DIR}/mlp.tmai)
+expect_run(RC 0 STDOUT_HAS "not a language model" COMMAND ${PRUNE} --method magnitude --layer 1=0.25
+           ${OUT_DIR}/mlp.tmai ${OUT_DIR}/mlp-pruned.tmai)
+expect_rows("tinyai-prune of a dense network" "dense.0.weight[^\n]*4x4[^\n]*50.0%" "dense.1.weight[^\n]*4x4[^\n]*25.0%")
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "measures a language model's inputs" ${PRUNE} --method activation
+                     ${OUT_DIR}/mlp.tmai ${OUT_DIR}/x.tmai)
+
 expect_usage_error("give IN.tmai and OUT.tmai" ${PRUNE} ${OUT_DIR}/f32.tmai)
 expect_usage_error("--sparsity: 1 removes every block" ${PRUNE} --sparsity 1 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--sparsity: -0.5 is out of range" ${PRUNE} --sparsity -0.5 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
