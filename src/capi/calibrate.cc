@@ -202,5 +202,34 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const CalibrationRequest& cfg, 
   return TINYAI_OK;
 }
 
+TinyAIStatus CalibrateAndApply(TinyAIMappedModel* model, const CalibrationRequest& request, const TensorPlan* plan,
+                               const char* what_for) {
+  StringView arch;
+  if (model->reader().GetString("general.architecture", &arch) != TINYAI_OK || arch.size != 5 ||
+      std::memcmp(arch.data, "llama", 5) != 0) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "%s: %s; '%s' is not one (%s)", request.call,
+                    "calibration runs language models only", model->reader().source(), what_for);
+  }
+  Array<TensorPlan> current, stored;
+  TINYAI_RETURN_IF_ERROR(model->CurrentPlan(&current));
+  TINYAI_RETURN_IF_ERROR(stored.Allocate(current.size(), "tensor plan"));
+  const auto file = model->reader().file_tensors();
+  for (size_t t = 0; t < file.size(); ++t) {  // a tensor stored pruned keeps its blocks
+    stored[t] = TensorPlan();
+    stored[t].dtype = file[t].dtype;
+  }
+  TinyAIMappedModel::Calibration previous, calibration;
+  TINYAI_RETURN_IF_ERROR(model->ApplyPlan(stored.data(), nullptr, &previous));
+  TinyAIStatus s = Calibrate(model, request, &calibration);
+  if (s == TINYAI_OK) s = model->ApplyPlan(plan, &calibration);
+  if (s != TINYAI_OK) {
+    char message[512];
+    std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
+    model->ApplyPlan(current.data(), &previous);
+    return SetError(s, "%s", message);
+  }
+  return TINYAI_OK;
+}
+
 }  // namespace capi
 }  // namespace tinyai

@@ -27,6 +27,14 @@ struct CalibrationRequest {
 // second moment. Language models only (the caller checks).
 TinyAIStatus Calibrate(TinyAIMappedModel* model, const CalibrationRequest& request, TinyAIMappedModel::Calibration* c);
 
+// Measures on the model as its file stores it (its plan set aside), then
+// runs plan with what was measured. TINYAI_ERR_UNSUPPORTED naming
+// request.call for a model that is not a language model (what_for says
+// what the caller may do instead). On failure the model is put back as it
+// was, with the calibration it had, and the first error kept.
+TinyAIStatus CalibrateAndApply(TinyAIMappedModel* model, const CalibrationRequest& request, const TensorPlan* plan,
+                               const char* what_for);
+
 }  // namespace capi
 }  // namespace tinyai
 

@@ -207,40 +207,13 @@ TinyAIStatus tinyaiPruneModel(TinyAIMappedModel* model, const TinyAIPruneConfig*
   tinyai::Array<tinyai::TensorPlan> plan;
   TINYAI_RETURN_IF_ERROR(MakePlan(*model, cfg, &plan));
   if (!Measures(cfg.method)) return model->ApplyPlan(plan.data(), nullptr, nullptr, /*keep_calibration=*/true);
-  tinyai::StringView arch;
-  if (model->reader().GetString("general.architecture", &arch) != TINYAI_OK || arch.size != 5 ||
-      std::memcmp(arch.data, "llama", 5) != 0) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "%s: the %s method measures a language model's inputs; '%s' is not one "
-                    "(use TINYAI_PRUNE_MAGNITUDE)", kCall, tinyaiPruneMethodName(cfg.method), model->reader().source());
-  }
-  // Measured on the model as its file stores it; on failure it is put back
-  // as it was, with the calibration it had.
-  tinyai::Array<tinyai::TensorPlan> current, stored;
-  TINYAI_RETURN_IF_ERROR(model->CurrentPlan(&current));
-  TINYAI_RETURN_IF_ERROR(stored.Allocate(current.size(), "tensor plan"));
-  const auto file = model->reader().file_tensors();
-  for (size_t t = 0; t < file.size(); ++t) {
-    stored[t] = tinyai::TensorPlan();
-    stored[t].dtype = file[t].dtype;
-  }
-  TinyAIMappedModel::Calibration previous;
-  TINYAI_RETURN_IF_ERROR(model->ApplyPlan(stored.data(), nullptr, &previous));
-  TinyAIMappedModel::Calibration calibration;
   tinyai::capi::CalibrationRequest request;
   request.tokens = cfg.calibrationTokens;
   request.text = cfg.calibrationText;
   request.seed = cfg.calibrationSeed;
   request.feedback = cfg.method == TINYAI_PRUNE_SPARSEGPT;
   request.call = kCall;
-  TinyAIStatus s = tinyai::capi::Calibrate(model, request, &calibration);
-  if (s == TINYAI_OK) s = model->ApplyPlan(plan.data(), &calibration);
-  if (s != TINYAI_OK) {
-    char message[512];
-    std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
-    model->ApplyPlan(current.data(), &previous);
-    return SetError(s, "%s", message);
-  }
-  return TINYAI_OK;
+  return tinyai::capi::CalibrateAndApply(model, request, plan.data(), "use TINYAI_PRUNE_MAGNITUDE");
 }
 
 TinyAIStatus tinyaiGetTensorSparsity(const TinyAIMappedModel* model, int tensorIndex, TinyAITensorSparsity* out) {

@@ -110,8 +110,7 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
                     cfg.calibrationErrorFeedback);
   }
   // The pruning applied stays (the kept values take the new precisions).
-  tinyai::Array<tinyai::TensorPlan> current, plan;
-  TINYAI_RETURN_IF_ERROR(model->CurrentPlan(&current));
+  tinyai::Array<tinyai::TensorPlan> plan;
   TINYAI_RETURN_IF_ERROR(model->CurrentPlan(&plan));
   bool measured = false, feedback = false;  // pruning that chose its blocks by a calibration
   for (size_t t = 0; t < plan.size(); ++t) {
@@ -128,44 +127,13 @@ TinyAIStatus tinyaiApplyMixedPrecision(TinyAIMappedModel* model, const TinyAIMix
     TinyAIMappedModel::Calibration none;
     return model->ApplyPlan(plan.data(), &none);
   }
-  tinyai::StringView arch;
-  if (model->reader().GetString("general.architecture", &arch) != TINYAI_OK || arch.size != 5 ||
-      std::memcmp(arch.data, "llama", 5) != 0) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "tinyaiApplyMixedPrecision: calibration runs language models only; "
-                    "'%s' is not one (set calibrationTokens to 0)", model->reader().source());
-  }
-  // Calibrated on the model as its file stores it (unpruned: what pruning
-  // measures too, as the one calibration serves both); on failure it is put
-  // back as it was, with the calibration it had.
-  const auto file = model->reader().file_tensors();
-  tinyai::Array<tinyai::TensorPlan> stored;
-  TINYAI_RETURN_IF_ERROR(stored.Allocate(file.size(), "tensor plan"));
-  for (size_t t = 0; t < file.size(); ++t) {
-    stored[t] = tinyai::TensorPlan();
-    stored[t].dtype = file[t].dtype;
-    if (tinyai::tmai::IsBlockSparse(file[t])) {
-      stored[t].block = static_cast<uint8_t>(file[t].shape[2]);
-      stored[t].kept = file[t].shape[3];
-    }
-  }
-  TinyAIMappedModel::Calibration previous;
-  TINYAI_RETURN_IF_ERROR(model->ApplyPlan(stored.data(), nullptr, &previous));
-  TinyAIMappedModel::Calibration calibration;
   tinyai::capi::CalibrationRequest request;
   request.tokens = cfg.calibrationTokens;
   request.text = cfg.calibrationText;
   request.seed = cfg.calibrationSeed;
   request.feedback = cfg.calibrationErrorFeedback != 0 || feedback;
   request.call = "tinyaiApplyMixedPrecision";
-  TinyAIStatus s = tinyai::capi::Calibrate(model, request, &calibration);
-  if (s == TINYAI_OK) s = model->ApplyPlan(plan.data(), &calibration);
-  if (s != TINYAI_OK) {
-    char message[512];
-    std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
-    model->ApplyPlan(current.data(), &previous);
-    return SetError(s, "%s", message);
-  }
-  return TINYAI_OK;
+  return tinyai::capi::CalibrateAndApply(model, request, plan.data(), "set calibrationTokens to 0");
 }
 
 TinyAIStatus tinyaiGetTensorPrecision(const TinyAIMappedModel* model, int tensorIndex, TinyAIPrecision* out) {

@@ -303,6 +303,25 @@ TinyAICacheStats CacheStats(const TinyAIMappedModel* model) {
   return s;
 }
 
+TinyAIDType TensorDType(const TinyAIMappedModel* model, int tensor) {
+  TinyAITensorInfo info;
+  info.structSize = sizeof info;
+  EXPECT_EQ(tinyaiGetMappedTensorInfo(model, tensor, &info), TINYAI_OK);
+  return info.dtype;
+}
+
+std::vector<uint8_t> TensorBytes(TinyAIMappedModel* model, int tensor) {
+  TinyAITensorInfo info;
+  info.structSize = sizeof info;
+  EXPECT_EQ(tinyaiGetMappedTensorInfo(model, tensor, &info), TINYAI_OK);
+  const uint8_t* layer = static_cast<const uint8_t*>(tinyaiGetLayerWeights(model, info.layer));
+  EXPECT_NE(layer, nullptr) << LastMessage();
+  if (!layer) return {};
+  std::vector<uint8_t> bytes(layer + info.offsetInLayer, layer + info.offsetInLayer + info.decodedSize);
+  EXPECT_EQ(tinyaiReleaseLayerWeights(model, info.layer), TINYAI_OK);
+  return bytes;
+}
+
 void SyntheticAndStoriesTest::SetUp() {
   ASSERT_FALSE(dir_.path().empty());
   synthetic_ = dir_.File("tiny.tmai");

@@ -126,6 +126,10 @@ inline std::string LastMessage() { return tinyaiGetLastErrorMessage(); }
 
 // The model's weight cache statistics (a failed call fails the test).
 TinyAICacheStats CacheStats(const TinyAIMappedModel* model);
+// A tensor's dtype as the model runs it.
+TinyAIDType TensorDType(const TinyAIMappedModel* model, int tensor);
+// A tensor's loaded bytes, through its whole layer (tinyaiGetLayerWeights).
+std::vector<uint8_t> TensorBytes(TinyAIMappedModel* model, int tensor);
 
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;

@@ -53,13 +53,6 @@ TinyAIPrecision PrecisionOf(const TinyAIMappedModel* m, const char* name) {
   return p;
 }
 
-TinyAIDType DTypeOf(const TinyAIMappedModel* m, int index) {
-  TinyAITensorInfo info;
-  info.structSize = sizeof info;
-  EXPECT_EQ(tinyaiGetMappedTensorInfo(m, index, &info), TINYAI_OK);
-  return info.dtype;
-}
-
 // Greedy logits over a few positions.
 std::vector<float> Logits(TinyAIMappedModel* m) {
   tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(m, tinyaiCreateDefaultLLMConfig());
@@ -74,18 +67,6 @@ std::vector<float> Logits(TinyAIMappedModel* m) {
     token = static_cast<int32_t>((token * 31 + 7) % info.vocabSize);
   }
   return all;
-}
-
-// Every tensor's loaded bytes, through whole layers.
-std::vector<uint8_t> TensorBytes(TinyAIMappedModel* m, int tensor) {
-  TinyAITensorInfo info;
-  info.structSize = sizeof info;
-  EXPECT_EQ(tinyaiGetMappedTensorInfo(m, tensor, &info), TINYAI_OK);
-  const uint8_t* layer = static_cast<const uint8_t*>(tinyaiGetLayerWeights(m, info.layer));
-  EXPECT_NE(layer, nullptr) << tt::LastMessage();
-  std::vector<uint8_t> bytes(layer + info.offsetInLayer, layer + info.offsetInLayer + info.decodedSize);
-  EXPECT_EQ(tinyaiReleaseLayerWeights(m, info.layer), TINYAI_OK);
-  return bytes;
 }
 
 TinyAIMixedPrecisionConfig All(TinyAIPrecision p) {
@@ -149,7 +130,7 @@ TEST(MixedPrecision, ResolvesKindsBlocksAndTensors) {
   EXPECT_EQ(PrecisionOf(m.get(), "output_norm"), TINYAI_PREC_FP32);
   int32_t q = -1;
   ASSERT_EQ(tinyaiFindMappedTensor(m.get(), "blk.0.attn_q", &q), TINYAI_OK);
-  EXPECT_EQ(DTypeOf(m.get(), q), TINYAI_DTYPE_Q4NL_G32);
+  EXPECT_EQ(tt::TensorDType(m.get(), q), TINYAI_DTYPE_Q4NL_G32);
   // The tensor's entry wins over its block's where it is listed, not because
   // it comes later; of two entries for the same block or tensor, the last.
   const TinyAIPrecisionOverride reordered[] = {
@@ -268,7 +249,7 @@ TEST(MixedPrecision, AppliedEqualsSavedEqualsConverted) {
     two.threads = 2;  // the same bytes as one thread (and as the converter)
     ASSERT_EQ(tinyaiSaveMappedModel(m.get(), saved.c_str(), &two), TINYAI_OK) << tt::LastMessage();
     EXPECT_FALSE(tt::FileExists(saved + ".part"));
-    const TinyAIDType d = DTypeOf(m.get(), 2);  // blk.0.attn_q
+    const TinyAIDType d = tt::TensorDType(m.get(), 2);  // blk.0.attn_q
     const std::string converted = WriteModel(dir, std::string("conv-") + tinyaiPrecisionName(p) + ".tmai", shape, d);
     tinyai_tools::ModelHandle s = tinyai_tools::OpenModel(saved, nullptr);
     tinyai_tools::ModelHandle v = tinyai_tools::OpenModel(converted, nullptr);
@@ -276,10 +257,10 @@ TEST(MixedPrecision, AppliedEqualsSavedEqualsConverted) {
     ASSERT_EQ(tinyaiGetMappedTensorCount(s.get()), tinyaiGetMappedTensorCount(m.get()));
     for (int t = 0; t < tinyaiGetMappedTensorCount(m.get()); ++t) {
       SCOPED_TRACE(t);
-      EXPECT_EQ(DTypeOf(s.get(), t), DTypeOf(m.get(), t));
-      const std::vector<uint8_t> applied = TensorBytes(m.get(), t);
-      EXPECT_EQ(TensorBytes(s.get(), t), applied);
-      EXPECT_EQ(TensorBytes(v.get(), t), applied);
+      EXPECT_EQ(tt::TensorDType(s.get(), t), tt::TensorDType(m.get(), t));
+      const std::vector<uint8_t> applied = tt::TensorBytes(m.get(), t);
+      EXPECT_EQ(tt::TensorBytes(s.get(), t), applied);
+      EXPECT_EQ(tt::TensorBytes(v.get(), t), applied);
     }
     const std::vector<float> la = Logits(m.get()), ls = Logits(s.get());
     ASSERT_EQ(la.size(), ls.size());
@@ -367,7 +348,7 @@ TEST(MixedPrecision, FromMemoryAndThroughACallback) {
   tt::AlignedImage saved(out);
   TinyAIMappedModel* s = tinyaiOpenMappedModelFromMemory(saved.data(), saved.size(), nullptr);
   ASSERT_NE(s, nullptr) << tt::LastMessage();
-  for (int t = 0; t < tinyaiGetMappedTensorCount(m); ++t) EXPECT_EQ(TensorBytes(s, t), TensorBytes(m, t)) << t;
+  for (int t = 0; t < tinyaiGetMappedTensorCount(m); ++t) EXPECT_EQ(tt::TensorBytes(s, t), tt::TensorBytes(m, t)) << t;
   const std::vector<float> a = Logits(m), b = Logits(s);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
   // A failing write is TINYAI_ERR_IO naming the callback's value.
@@ -388,7 +369,7 @@ TEST(MixedPrecision, WidensQuantizedExactly) {
   ASSERT_EQ(tinyaiApplyMixedPrecision(b.get(), &c), TINYAI_OK) << tt::LastMessage();
   int32_t q = -1;
   ASSERT_EQ(tinyaiFindMappedTensor(a.get(), "blk.0.attn_q", &q), TINYAI_OK);
-  EXPECT_EQ(DTypeOf(b.get(), q), TINYAI_DTYPE_F32);
+  EXPECT_EQ(tt::TensorDType(b.get(), q), TINYAI_DTYPE_F32);
   const std::vector<float> la = Logits(a.get()), lb = Logits(b.get());
   // (Counted, not a max reduction: aarch64 GCC 12 crashes vectorizing
   // std::fmax over this loop, an internal compiler error in
@@ -543,44 +524,44 @@ TEST(MixedPrecision, Calibration) {
   ASSERT_EQ(tinyaiApplyMixedPrecision(text.get(), &c), TINYAI_OK) << tt::LastMessage();
   int32_t q = -1;
   ASSERT_EQ(tinyaiFindMappedTensor(plain.get(), "blk.1.ffn_down", &q), TINYAI_OK);
-  const std::vector<uint8_t> a = TensorBytes(plain.get(), q), b = TensorBytes(sampled.get(), q),
-                             t = TensorBytes(text.get(), q);
+  const std::vector<uint8_t> a = tt::TensorBytes(plain.get(), q), b = tt::TensorBytes(sampled.get(), q),
+                             t = tt::TensorBytes(text.get(), q);
   EXPECT_NE(a, b);
   EXPECT_NE(b, t);
   const std::string saved = dir.File("calibrated.tmai");
   ASSERT_EQ(tinyaiSaveMappedModel(sampled.get(), saved.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
   tinyai_tools::ModelHandle s = tinyai_tools::OpenModel(saved, nullptr);
-  for (int i = 0; i < tinyaiGetMappedTensorCount(s.get()); ++i) EXPECT_EQ(TensorBytes(s.get(), i), TensorBytes(sampled.get(), i)) << i;
+  for (int i = 0; i < tinyaiGetMappedTensorCount(s.get()); ++i) EXPECT_EQ(tt::TensorBytes(s.get(), i), tt::TensorBytes(sampled.get(), i)) << i;
   // Calibrated twice the same way: the same bytes (the stream is seeded).
   tinyai_tools::ModelHandle again = tinyai_tools::OpenModel(f32, nullptr);
   c.calibrationText = nullptr;
   ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK);
-  EXPECT_EQ(TensorBytes(again.get(), q), b);
+  EXPECT_EQ(tt::TensorBytes(again.get(), q), b);
   // The scales' weighting alone (no error feedback) rounds otherwise.
   c.calibrationErrorFeedback = 0;
   ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK) << tt::LastMessage();
-  const std::vector<uint8_t> weighted = TensorBytes(again.get(), q);
+  const std::vector<uint8_t> weighted = tt::TensorBytes(again.get(), q);
   EXPECT_NE(weighted, b);
   EXPECT_NE(weighted, a);
   c.calibrationErrorFeedback = 2;
   EXPECT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tt::LastMessage()).find("calibrationErrorFeedback is 2"), std::string::npos)
       << tt::LastMessage();
-  EXPECT_EQ(TensorBytes(again.get(), q), weighted);  // as it was
+  EXPECT_EQ(tt::TensorBytes(again.get(), q), weighted);  // as it was
   c.calibrationErrorFeedback = 1;
   ASSERT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_OK);
-  EXPECT_EQ(TensorBytes(again.get(), q), b);
+  EXPECT_EQ(tt::TensorBytes(again.get(), q), b);
 
   c.calibrationTokens = -1;
   EXPECT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(TensorBytes(again.get(), q), b);  // as it was
+  EXPECT_EQ(tt::TensorBytes(again.get(), q), b);  // as it was
   c.calibrationTokens = 10;
   c.calibrationText = "";
   EXPECT_EQ(tinyaiApplyMixedPrecision(again.get(), &c), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tt::LastMessage()).find("calibrationText has no tokens"), std::string::npos)
       << tt::LastMessage();
   EXPECT_EQ(PrecisionOf(again.get(), "blk.1.ffn_down"), TINYAI_PREC_INT4);  // put back
-  EXPECT_EQ(TensorBytes(again.get(), q), b);  // with its calibration, not rounded without it
+  EXPECT_EQ(tt::TensorBytes(again.get(), q), b);  // with its calibration, not rounded without it
 }
 
 // A quantized model through every execution mode, 1 and 2 threads, and the

@@ -65,13 +65,6 @@ TinyAITensorSparsity SparsityOf(const TinyAIMappedModel* m, const char* name) {
   return s;
 }
 
-TinyAIDType DTypeOf(const TinyAIMappedModel* m, int index) {
-  TinyAITensorInfo info;
-  info.structSize = sizeof info;
-  EXPECT_EQ(tinyaiGetMappedTensorInfo(m, index, &info), TINYAI_OK);
-  return info.dtype;
-}
-
 std::vector<float> Logits(TinyAIMappedModel* m, int threads = 1) {
   TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
   lc.threads = threads;
@@ -93,17 +86,6 @@ std::vector<float> Logits(TinyAIMappedModel* m, int threads = 1) {
       << tt::LastMessage();
   all.insert(all.end(), logits.begin(), logits.end());
   return all;
-}
-
-std::vector<uint8_t> TensorBytes(TinyAIMappedModel* m, int tensor) {
-  TinyAITensorInfo info;
-  info.structSize = sizeof info;
-  EXPECT_EQ(tinyaiGetMappedTensorInfo(m, tensor, &info), TINYAI_OK);
-  const uint8_t* layer = static_cast<const uint8_t*>(tinyaiGetLayerWeights(m, info.layer));
-  EXPECT_NE(layer, nullptr) << tt::LastMessage();
-  std::vector<uint8_t> bytes(layer + info.offsetInLayer, layer + info.offsetInLayer + info.decodedSize);
-  EXPECT_EQ(tinyaiReleaseLayerWeights(m, info.layer), TINYAI_OK);
-  return bytes;
 }
 
 TinyAIPruneConfig Config(double sparsity, int block, TinyAIPruneMethod method = TINYAI_PRUNE_MAGNITUDE) {
@@ -170,7 +152,7 @@ TEST(PruneModel, AppliedEqualsSaved) {
     EXPECT_EQ(tinyaiGetMappedModelFileSize(s.get()), expect_size);
     for (int t = 0; t < tinyaiGetMappedTensorCount(m.get()); ++t) {
       SCOPED_TRACE(t);
-      EXPECT_EQ(TensorBytes(s.get(), t), TensorBytes(m.get(), t));
+      EXPECT_EQ(tt::TensorBytes(s.get(), t), tt::TensorBytes(m.get(), t));
     }
     EXPECT_EQ(SparsityOf(s.get(), "blk.1.ffn_down").keptBlocks, SparsityOf(m.get(), "blk.1.ffn_down").keptBlocks);
     const std::vector<float> applied = Logits(m.get()), reopened = Logits(s.get());
@@ -257,7 +239,7 @@ TEST(PruneModel, ComposesWithPrecisions) {
   ASSERT_EQ(tinyaiApplyMixedPrecision(b.get(), &mp), TINYAI_OK) << tt::LastMessage();
   ASSERT_EQ(tinyaiPruneModel(b.get(), &c), TINYAI_OK) << tt::LastMessage();
   const int up = TensorIndex(a.get(), "blk.0.ffn_up");
-  EXPECT_EQ(DTypeOf(a.get(), up), TINYAI_DTYPE_Q4NL_G32);
+  EXPECT_EQ(tt::TensorDType(a.get(), up), TINYAI_DTYPE_Q4NL_G32);
   EXPECT_EQ(SparsityOf(a.get(), "blk.0.ffn_up").blockSize, 4);
   // The f32 model pruned, saved, then quantized as a file.
   tinyai_tools::ModelHandle p = tinyai_tools::OpenModel(f32, nullptr);
@@ -268,9 +250,9 @@ TEST(PruneModel, ComposesWithPrecisions) {
   ASSERT_EQ(tinyaiApplyMixedPrecision(q.get(), &mp), TINYAI_OK) << tt::LastMessage();
   for (int t = 0; t < tinyaiGetMappedTensorCount(a.get()); ++t) {
     SCOPED_TRACE(t);
-    const std::vector<uint8_t> bytes = TensorBytes(a.get(), t);
-    EXPECT_EQ(TensorBytes(b.get(), t), bytes);
-    EXPECT_EQ(TensorBytes(q.get(), t), bytes);
+    const std::vector<uint8_t> bytes = tt::TensorBytes(a.get(), t);
+    EXPECT_EQ(tt::TensorBytes(b.get(), t), bytes);
+    EXPECT_EQ(tt::TensorBytes(q.get(), t), bytes);
   }
   const std::vector<float> whole = Logits(a.get());
   EXPECT_TRUE(SameFloats(Logits(q.get()), whole));

@@ -52,7 +52,7 @@ expect_run(RC 0 COMMAND ${CONVERT} --dense ${OUT_DIR}/mlp.def ${OUT_DIR}/mlp.tma
 expect_run(RC 0 STDOUT_HAS "not a language model" COMMAND ${PRUNE} --method magnitude --layer 1=0.25
            ${OUT_DIR}/mlp.tmai ${OUT_DIR}/mlp-pruned.tmai)
 expect_rows("tinyai-prune of a dense network" "dense.0.weight[^\n]*4x4[^\n]*50.0%" "dense.1.weight[^\n]*4x4[^\n]*25.0%")
-expect_runtime_error(TINYAI_ERR_UNSUPPORTED "measures a language model's inputs" ${PRUNE} --method activation
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "calibration runs language models only" ${PRUNE} --method activation
                      ${OUT_DIR}/mlp.tmai ${OUT_DIR}/x.tmai)
 
 expect_usage_error("give IN.tmai and OUT.tmai" ${PRUNE} ${OUT_DIR}/f32.tmai)

@@ -5,7 +5,6 @@
 //   tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]
 //                   [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--eval N] IN.tmai OUT.tmai
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +15,7 @@
 
 #include "tinyai/utils/quantize_mixed.h"
 #include "tools/common/cli.h"
-#include "tools/eval/compare.h"
+#include "tools/common/rewrite.h"
 
 namespace {
 
@@ -70,30 +69,6 @@ TinyAIPrecision ParsePrecision(const std::string& flag, const char* v) {
   return p;
 }
 
-struct Report {
-  bool table = true;
-  bool bar = false;
-  int last_pct = -1;
-  std::vector<TinyAISaveProgress> rows;
-  std::vector<std::string> names;
-};
-
-int OnTensor(void* user, const TinyAISaveProgress* p) {
-  Report* r = static_cast<Report*>(user);
-  r->rows.push_back(*p);
-  r->names.emplace_back(p->tensorName);
-  if (r->bar) {
-    const int pct = p->bytesTotal ? static_cast<int>(100 * p->bytesDone / p->bytesTotal) : 100;
-    if (pct != r->last_pct || p->tensorIndex + 1 == p->tensorCount) {
-      r->last_pct = pct;
-      std::fprintf(stderr, "\rtinyai-quantize: [%-40.*s] %3d%% tensor %d/%d %-24.24s", pct * 40 / 100,
-                   "========================================", pct, p->tensorIndex + 1, p->tensorCount,
-                   p->tensorName);
-      if (p->tensorIndex + 1 == p->tensorCount) std::fputc('\n', stderr);
-    }
-  }
-  return 0;
-}
 
 int Run(int argc, char** argv) {
   TinyAIMixedPrecisionConfig cfg;
@@ -103,7 +78,7 @@ int Run(int argc, char** argv) {
   int64_t eval_tokens = 512;
   int32_t threads = 0;
   std::string calibration_file, calibration_text;
-  Report report;
+  tinyai_tools::SaveReport report("tinyai-quantize");
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -163,23 +138,7 @@ int Run(int argc, char** argv) {
     // Calibration takes the text's first N tokens (--calibrate N): more
     // than N tokens' worth of bytes would never be read.
     if (cfg.calibrationTokens == 0) cfg.calibrationTokens = 2048;
-    const std::string what = "the calibration text '" + calibration_file + "'";
-    tinyai_tools::InputBound bound;
-    bound.bytes = static_cast<uint64_t>(cfg.calibrationTokens) * tinyai_tools::kTextBytesPerToken;
-    bound.status = TINYAI_ERR_INVALID_ARGUMENT;
-    bound.rule = "--calibrate " + std::to_string(cfg.calibrationTokens) + " positions at up to " +
-                 std::to_string(tinyai_tools::kTextBytesPerToken) + " bytes a token: calibration reads no further";
-    bound.fix = "give its first " + std::to_string(bound.bytes) + " bytes (head -c " + std::to_string(bound.bytes) +
-                "), or a larger --calibrate N";
-    calibration_text = tinyai_tools::ReadInput(calibration_file, what, bound);
-    if (calibration_text.empty()) {
-      throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT, what + " is empty; give a text to calibrate on");
-    }
-    if (calibration_text.find('\0') != std::string::npos) {
-      throw tinyai_tools::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT,
-                                       what + " holds a NUL byte at offset " +
-                                           std::to_string(calibration_text.find('\0')) + "; a calibration text is text");
-    }
+    calibration_text = tinyai_tools::ReadCalibrationText(calibration_file, cfg.calibrationTokens);
     cfg.calibrationText = calibration_text.c_str();
   }
   cfg.overrides = overrides.data();
@@ -194,10 +153,9 @@ int Run(int argc, char** argv) {
   tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(in, &mc);
   tinyai_tools::Check(tinyaiApplyMixedPrecision(model.get(), &cfg));
   TinyAISaveOptions so = tinyaiCreateDefaultSaveOptions();
-  so.progress = OnTensor;
+  so.progress = tinyai_tools::SaveReport::OnTensor;
   so.progressUser = &report;
   so.threads = threads;
-  report.bar = isatty(STDERR_FILENO) != 0;
   tinyai_tools::Check(tinyaiSaveMappedModel(model.get(), out.c_str(), &so));
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -230,36 +188,7 @@ int Run(int argc, char** argv) {
               tinyai_tools::MibText(largest).c_str());
   model.reset();
 
-  if (eval_tokens > 0) {
-    tinyai_tools::ModelHandle ref_model = tinyai_tools::OpenModel(in, nullptr);
-    int64_t dim = 0;
-    if (tinyaiGetMetadataInt(ref_model.get(), "llama.dim", &dim) != TINYAI_OK) {
-      std::printf("quality: not a language model; no comparison\n");
-      return 0;
-    }
-    tinyai_tools::ModelHandle new_model = tinyai_tools::OpenModel(out, nullptr);
-    TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
-    lc.threads = threads;
-    tinyai_tools::LLMHandle ref = tinyai_tools::CreateLLM(ref_model.get(), lc);
-    tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(new_model.get(), lc);
-    tinyai_tools::CompareOptions co;
-    co.tokens = eval_tokens;
-    int last = -1;
-    const bool bar = report.bar;
-    const tinyai_tools::CompareResult r =
-        tinyai_tools::CompareModels(ref.get(), llm.get(), co, [&](int64_t done, int64_t total) {
-          const int pct = static_cast<int>(100 * done / total);
-          if (!bar || pct == last) return;
-          last = pct;
-          std::fprintf(stderr, "\rtinyai-quantize: comparing [%-40.*s] %3d%%", pct * 40 / 100,
-                       "========================================", pct);
-          if (done == total) std::fputc('\n', stderr);
-        });
-    std::printf("quality against %s over %lld positions (seed %llu; tinyai-eval --ref IN OUT --tokens N for more): "
-                "mean KL %.6g  p99 KL %.6g  top-1 agreement %.4f\n",
-                in.c_str(), static_cast<long long>(r.positions), static_cast<unsigned long long>(co.seed), r.mean_kld,
-                r.p99_kld, r.top1);
-  }
+  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar, "tinyai-quantize");
   return 0;
 }
 

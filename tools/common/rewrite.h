@@ -1,0 +1,108 @@
+// What the tools that write a model again share (tinyai-quantize,
+// tinyai-prune): the calibration text read within its bound, the progress bar
+// and per-tensor rows of tinyaiSaveMappedModel's progress, and the comparison
+// of the written model with its input (tinyai-eval's).
+#ifndef TINYAI_TOOLS_COMMON_REWRITE_H_
+#define TINYAI_TOOLS_COMMON_REWRITE_H_
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tinyai/utils/quantize_mixed.h"
+#include "tools/common/cli.h"
+#include "tools/eval/compare.h"
+
+namespace tinyai_tools {
+
+// The calibration text in file (or - for standard input): calibration reads
+// its first `tokens` positions, so more than tokens x kTextBytesPerToken
+// bytes is refused by its size, and so are an empty text and one holding a
+// NUL byte (each naming the file).
+inline std::string ReadCalibrationText(const std::string& file, int32_t tokens) {
+  const std::string what = "the calibration text '" + file + "'";
+  InputBound bound;
+  bound.bytes = static_cast<uint64_t>(tokens) * kTextBytesPerToken;
+  bound.status = TINYAI_ERR_INVALID_ARGUMENT;
+  bound.rule = "--calibrate " + std::to_string(tokens) + " positions at up to " + std::to_string(kTextBytesPerToken) +
+               " bytes a token: calibration reads no further";
+  bound.fix = "give its first " + std::to_string(bound.bytes) + " bytes (head -c " + std::to_string(bound.bytes) +
+              "), or a larger --calibrate N";
+  std::string text = ReadInput(file, what, bound);
+  if (text.empty()) throw RuntimeError(TINYAI_ERR_INVALID_ARGUMENT, what + " is empty; give a text to calibrate on");
+  if (text.find('\0') != std::string::npos) {
+    throw RuntimeError(TINYAI_ERR_INVALID_ARGUMENT, what + " holds a NUL byte at offset " +
+                                                        std::to_string(text.find('\0')) + "; a calibration text is text");
+  }
+  return text;
+}
+
+// What tinyaiSaveMappedModel reported, a tensor at a time, with a progress
+// bar on stderr when it is a terminal.
+struct SaveReport {
+  explicit SaveReport(const char* tool_name) : tool(tool_name), bar(isatty(STDERR_FILENO) != 0) {}
+  const char* tool;
+  bool table = true;
+  bool bar;
+  int last_pct = -1;
+  std::vector<TinyAISaveProgress> rows;
+  std::vector<std::string> names;
+
+  // TinyAISaveOptions' progress callback, user = the report.
+  static int OnTensor(void* user, const TinyAISaveProgress* p) {
+    SaveReport* r = static_cast<SaveReport*>(user);
+    r->rows.push_back(*p);
+    r->names.emplace_back(p->tensorName);
+    if (r->bar) {
+      const int pct = p->bytesTotal ? static_cast<int>(100 * p->bytesDone / p->bytesTotal) : 100;
+      if (pct != r->last_pct || p->tensorIndex + 1 == p->tensorCount) {
+        r->last_pct = pct;
+        std::fprintf(stderr, "\r%s: [%-40.*s] %3d%% tensor %d/%d %-24.24s", r->tool, pct * 40 / 100,
+                     "========================================", pct, p->tensorIndex + 1, p->tensorCount,
+                     p->tensorName);
+        if (p->tensorIndex + 1 == p->tensorCount) std::fputc('\n', stderr);
+      }
+    }
+    return 0;
+  }
+};
+
+// Compares out with in over `tokens` positions (tinyai-eval's mean and p99
+// KL and top-1) and prints the line; a model that is not a language model
+// gets a line saying so. 0 tokens: nothing.
+inline void CompareWithInput(const std::string& in, const std::string& out, int64_t tokens, int32_t threads, bool bar,
+                             const char* tool) {
+  if (tokens <= 0) return;
+  ModelHandle ref_model = OpenModel(in, nullptr);
+  int64_t dim = 0;
+  if (tinyaiGetMetadataInt(ref_model.get(), "llama.dim", &dim) != TINYAI_OK) {
+    std::printf("quality: not a language model; no comparison\n");
+    return;
+  }
+  ModelHandle new_model = OpenModel(out, nullptr);
+  TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+  lc.threads = threads;
+  LLMHandle ref = CreateLLM(ref_model.get(), lc);
+  LLMHandle llm = CreateLLM(new_model.get(), lc);
+  CompareOptions co;
+  co.tokens = tokens;
+  int last = -1;
+  const CompareResult r = CompareModels(ref.get(), llm.get(), co, [&](int64_t done, int64_t total) {
+    const int pct = static_cast<int>(100 * done / total);
+    if (!bar || pct == last) return;
+    last = pct;
+    std::fprintf(stderr, "\r%s: comparing [%-40.*s] %3d%%", tool, pct * 40 / 100,
+                 "========================================", pct);
+    if (done == total) std::fputc('\n', stderr);
+  });
+  std::printf("quality against %s over %lld positions (seed %llu; tinyai-eval --ref IN OUT --tokens N for more): "
+              "mean KL %.6g  p99 KL %.6g  top-1 agreement %.4f\n",
+              in.c_str(), static_cast<long long>(r.positions), static_cast<unsigned long long>(co.seed), r.mean_kld,
+              r.p99_kld, r.top1);
+}
+
+}  // namespace tinyai_tools
+
+#endif  // TINYAI_TOOLS_COMMON_REWRITE_H_
