@@ -38,6 +38,22 @@ eval_json() {  # REF MODEL -> "mean_kld top1"
     sed -E 's/.*"mean_kld": *([^,]*),.*"top1": *([^,}]*).*/\1 \2/'
 }
 
+# One table row: LABEL, then M (as is and quantized to each dtype) against
+# the dense fp32 REF.
+table_row() {  # LABEL REF M
+  local row=$1 d m
+  for d in "${dtypes[@]}"; do
+    m=$3
+    if [[ $d != f32 ]]; then
+      m=$work/q-$d.tmai
+      "$bin/tinyai-quantize" --all "$d" --embedding keep --output keep --eval 0 --quiet "$3" "$m" >/dev/null
+    fi
+    read -r kl top <<< "$(eval_json "$2" "$m")"
+    row+=" $kl | $top |"
+  done
+  echo "$row"
+}
+
 for model in "$@"; do
   name=$(basename "$model" .tmai)
   for block in "${blocks[@]}"; do
@@ -53,33 +69,13 @@ for model in "$@"; do
     echo "$header"
     echo "$rule"
     # The dense model at each dtype: what quantization alone costs.
-    row="| dense | 0 |"
-    for d in "${dtypes[@]}"; do
-      m=$model
-      if [[ $d != f32 ]]; then
-        m=$work/dense-$d.tmai
-        "$bin/tinyai-quantize" --all "$d" --embedding keep --output keep --eval 0 --quiet "$model" "$m" >/dev/null
-      fi
-      read -r kl top <<< "$(eval_json "$model" "$m")"
-      row+=" $kl | $top |"
-    done
-    echo "$row"
+    table_row "| dense | 0 |" "$model" "$model"
     for method in "${methods[@]}"; do
       for s in "${sparsities[@]}"; do
         pruned=$work/p.tmai
         "$bin/tinyai-prune" --sparsity "$s" --block "$block" --method "$method" --calibrate "$calibrate" \
           "${text[@]}" --eval 0 --quiet "$model" "$pruned" >/dev/null
-        row="| $method | $s |"
-        for d in "${dtypes[@]}"; do
-          m=$pruned
-          if [[ $d != f32 ]]; then
-            m=$work/p-$d.tmai
-            "$bin/tinyai-quantize" --all "$d" --embedding keep --output keep --eval 0 --quiet "$pruned" "$m" >/dev/null
-          fi
-          read -r kl top <<< "$(eval_json "$model" "$m")"
-          row+=" $kl | $top |"
-        done
-        echo "$row"
+        table_row "| $method | $s |" "$model" "$pruned"
       done
     done
   done
