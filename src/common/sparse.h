@@ -23,21 +23,22 @@
 // Values past the matrix (the columns of a narrow last block, the rows of a
 // short last band) are stored as zero.
 //
-// Products: with fp32 inputs (f32, f16 weights) row r's value is
+// Products take an fp32 input. With f32 and f16 weights row r's value is
 // sum over kept blocks k and i < B of w[r][k*B + i] * x[col], col = the
-// block's first column + i, x = 0 past cols. With grouped weights the input
-// is quantized once over the dense columns, as for a dense product
-// (kernels::KernelTable::quantize_input, groups of 32 columns), and each
-// kept value meets the code of its column and the scale of that column's
-// input group: row r's value is sum over its stored groups g of
-// d_w[g] * sum over the group's values p of code_w(p) * q[col(p)] * d_x[col(p) / 32].
-// Blocks of 4 or more columns never span two input groups (B divides 32), so
-// their kernels take one input scale per 4 values.
+// block's first column + i, x = 0 past cols. With grouped weights a stored
+// row is a dense row of K*B values of the dtype, and the product is the
+// dense product of that row with the input gathered at its kept columns
+// (x = 0 past cols): the gathered vector quantized in groups of 32 as a
+// dense product quantizes its input (kernels::KernelTable::quantize_input),
+// so each weight group of 32 kept values meets one input group with one
+// scale - the arithmetic, and the rounding, of a dense matrix of K*B
+// columns.
 #ifndef TINYAI_COMMON_SPARSE_H_
 #define TINYAI_COMMON_SPARSE_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "common/checked_math.h"
 #include "common/groups.h"
@@ -121,6 +122,53 @@ inline bool MakeSparseLayout(int32_t dtype, uint64_t rows, uint64_t cols, uint64
 
 // Whether column block j is kept in a band's bitmap.
 inline bool BlockKept(const uint8_t* band, uint64_t j) { return (band[j / 8] >> (j % 8)) & 1u; }
+
+// A band's kept blocks in ascending order, a bitmap word at a time (the
+// bytes of a word least significant first: one load on a little-endian
+// machine). Next() gives the next kept block, then s.blocks
+// for ever - also when the bitmap sets fewer than s.kept bits, which a
+// product then meets as zero columns past the matrix.
+class KeptBlocks {
+ public:
+  KeptBlocks(const uint8_t* band, uint64_t blocks)
+      : band_(band), words_(blocks / 64 + (blocks % 64 != 0)), blocks_(blocks), bits_(words_ > 0 ? Word(0) : 0) {}
+  uint64_t Next() {
+    while (bits_ == 0) {
+      if (++word_ >= words_) return blocks_;
+      bits_ = Word(word_);
+    }
+    const uint64_t j = word_ * 64 + static_cast<uint64_t>(__builtin_ctzll(bits_));
+    bits_ &= bits_ - 1;
+    return j < blocks_ ? j : blocks_;
+  }
+
+ private:
+  uint64_t Word(uint64_t w) const {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    std::memcpy(&v, band_ + w * 8, sizeof v);  // GCC 12 did not fuse the byte loop below into one load
+    return v;
+#else
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; --k) v = v << 8 | band_[w * 8 + static_cast<uint64_t>(k)];
+    return v;
+#endif
+  }
+  const uint8_t* band_;
+  uint64_t words_, blocks_, word_ = 0, bits_;
+};
+
+// Products over bands prefetch the band this many bytes ahead (at least the
+// next) while they work on one: bands of 1-6 KB are streams too short for
+// the hardware prefetcher to reach full speed. SparseAhead(s) is the
+// distance in bands; PrefetchBand(p, bytes) asks for every line of one.
+constexpr uint64_t kSparseAheadBytes = 8192;
+inline uint64_t SparseAhead(const SparseLayout& s) {
+  return s.band_bytes == 0 ? 1 : (kSparseAheadBytes + s.band_bytes - 1) / s.band_bytes;
+}
+inline void PrefetchBand(const uint8_t* p, uint64_t bytes) {
+  for (uint64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+}
 
 // The first band of `bands` at data whose bitmap does not keep exactly
 // s.kept blocks, all below s.blocks: true with *band and its *count of set

@@ -65,15 +65,13 @@ struct WeightKernels {
   // entry's dtype): `bands` bands of s.band_bytes from w give
   // y[j*ldy + b*s.block + i] for b < bands, i < s.block (every row of a
   // band, a short last band's padding rows included: they are zero), j < n.
-  // x as for matvec/matmul (fp32, input j at x + j*ldx floats) for f32 and
-  // f16, else the input quantized in `input` form over s.cols values (input
-  // j ldx groups after x); the sums are those sparse.h writes out, in fp32,
-  // each band read from memory once for all n inputs, and a row's value does
-  // not depend on n. Every table has it for every dtype it has products
-  // for: f32 and f16 gather a band's kept inputs, 512 at a time, and run the
-  // table's own dense product over the band's rows; the grouped dtypes
-  // take the reference's product on every table for now (micro-kernels
-  // with one input scale per 4 values are the next step).
+  // x is fp32 for every dtype (input j at x + j*ldx floats; read at columns
+  // < s.cols only); the sums are those sparse.h writes out, in fp32, each
+  // band read from memory once for all n inputs, and a row's value does not
+  // depend on n. Every table has it for every dtype it has products for:
+  // a band's kept inputs are gathered into a compact vector and the table's
+  // own dense product runs over the band's rows (the grouped dtypes
+  // quantize the gathered vector first, with the table's quantizer).
   void (*sparse_matmul)(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
                         size_t bands, size_t n);
 

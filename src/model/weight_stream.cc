@@ -406,9 +406,10 @@ void WeightStream::MultiplyRows(const Segment& sg, size_t a, size_t b, const voi
 void WeightStream::MultiplySparse(const Segment& sg, size_t a, size_t b, const void* const* inputs, size_t ldx,
                                   float* y, size_t ldy, size_t cols, int32_t n) {
   const size_t block = static_cast<size_t>(sg.sparse.block);
-  const void* x = inputs[sg.ops->input];
-  const size_t lx = sg.ops->quantized_input() ? GroupsPerRow(cols) : ldx;
-  const size_t x_bytes = sg.ops->quantized_input() ? QuantizedInputBytes(sg.ops->input, cols) : ldx * sizeof(float);
+  // Every dtype's block-sparse product takes the fp32 input (the grouped
+  // ones quantize what each band gathers).
+  const void* x = inputs[kInputF32];
+  const size_t lx = ldx, x_bytes = ldx * sizeof(float);
   // Bands [w0, w1) lie whole in [a, b) (b never passes the segment's rows,
   // so a short last band is never among them).
   const size_t w0 = (a + block - 1) / block, w1 = b / block;

@@ -4,18 +4,15 @@
 // kept, one input and several):
 //  - the reference against what sparse.h defines, evaluated exactly (in
 //    double) from the decoded kept weights and the input as the product
-//    takes it (fp32, or quantized and dequantized);
-//  - for f32 and f16, the reference bit for bit against the reference's
-//    dense product of the same weights with zeros in the pruned blocks;
-//    for the grouped dtypes that statement holds where the weight groups
-//    are the dense ones (blocks of 32): the sparse product equals, within
-//    fp32 rounding, the dense product of rows whose groups are the kept
-//    blocks' and zero elsewhere. With smaller blocks a kept group gathers
-//    columns of several input groups, which a dense row of the same dtype
-//    cannot hold: the exact evaluation above is the statement then;
+//    takes it (fp32; for the grouped dtypes gathered at the kept columns,
+//    quantized in groups of 32 over the kept values and dequantized);
+//  - the reference bit for bit against its own dense product: for f32 and
+//    f16 of the weights with zeros in the pruned blocks, for the grouped
+//    dtypes of the band's stored rows (dense rows of K*B values) with the
+//    gathered input quantized;
 //  - every table against the reference, and against its own dense product
-//    of the weights with zeros; a row's value the same for one input as
-//    among several; nothing written outside y's rows.
+//    of the same rows; a row's value the same for one input as among
+//    several; nothing written outside y's rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,51 +72,64 @@ Pruned MakePruned(int32_t dtype, size_t rows, size_t cols, size_t block, size_t 
   return p;
 }
 
-// n inputs as a product of dtype takes them: fp32 (ldx floats apart), or
-// quantized by the table (ldx groups apart); and the values they stand for.
+// n fp32 inputs (every dtype's sparse product takes them), ldx floats
+// apart, NaN between them.
 struct Inputs {
-  InputForm form;
-  size_t ldx;  // floats or groups
+  size_t ldx;
   std::vector<float> fp32;
-  std::vector<uint8_t> groups;
-  std::vector<double> values;  // n x cols: what the product multiplies
 
-  const void* data() const { return form == kInputF32 ? static_cast<const void*>(fp32.data()) : groups.data(); }
+  const void* data() const { return fp32.data(); }
+  const float* at(size_t j) const { return fp32.data() + j * ldx; }
 };
 
-Inputs MakeInputs(const KernelTable& t, int32_t dtype, size_t cols, size_t n, uint32_t seed) {
+Inputs MakeInputs(size_t cols, size_t n, uint32_t seed) {
   Inputs in;
-  in.form = InputFormOf(dtype);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-  const size_t ld = cols + 3;
-  std::vector<float> x(n * ld, NAN);  // NaN between the inputs: a product that reads past cols fails
+  in.ldx = cols + 3;
+  in.fp32.assign(n * in.ldx, NAN);  // a product that reads past cols fails
   for (size_t j = 0; j < n; ++j)
-    for (size_t c = 0; c < cols; ++c) x[j * ld + c] = uniform(rng);
-  in.values.assign(n * cols, 0.0);
-  if (in.form == kInputF32) {
-    in.fp32 = x;
-    in.ldx = ld;
-    for (size_t j = 0; j < n; ++j)
-      for (size_t c = 0; c < cols; ++c) in.values[j * cols + c] = x[j * ld + c];
-    return in;
-  }
-  const size_t groups = GroupsPerRow(cols), bytes = QuantizedInputBytes(in.form, cols) / groups;
-  in.ldx = groups + 1;
-  in.groups.assign(n * in.ldx * bytes, 0xa5);
-  for (size_t j = 0; j < n; ++j) {
-    uint8_t* dst = in.groups.data() + j * in.ldx * bytes;
-    if (in.form == kInputInt8) {
-      InputGroup* g = reinterpret_cast<InputGroup*>(dst);
-      t.quantize_input(x.data() + j * ld, cols, g);
-      for (size_t c = 0; c < cols; ++c) in.values[j * cols + c] = static_cast<double>(g[c / kGroup].d) * g[c / kGroup].q[c % kGroup];
-    } else {
-      InputGroup16* g = reinterpret_cast<InputGroup16*>(dst);
-      t.quantize_input16(x.data() + j * ld, cols, g);
-      for (size_t c = 0; c < cols; ++c) in.values[j * cols + c] = static_cast<double>(g[c / kGroup].d) * g[c / kGroup].q[c % kGroup];
-    }
-  }
+    for (size_t c = 0; c < cols; ++c) in.fp32[j * in.ldx + c] = uniform(rng);
   return in;
+}
+
+// The columns of band b's kept values, in the order its rows store them
+// (s.kept_cols of them; s.cols and past for values past the matrix).
+std::vector<size_t> KeptColumnsOf(const Pruned& p, size_t b) {
+  const SparseLayout& s = p.s;
+  const uint8_t* band = p.bands.data() + b * s.band_bytes;
+  std::vector<size_t> cols;
+  for (size_t j = 0; j < s.blocks; ++j) {
+    if (!BlockKept(band, j)) continue;
+    for (size_t i = 0; i < s.block; ++i) cols.push_back(j * s.block + i);
+  }
+  cols.resize(s.kept_cols, SIZE_MAX);  // a short bitmap: zero columns past the matrix
+  return cols;
+}
+
+// The input a band's rows multiply: x at its kept columns (zero past the
+// matrix), for the grouped dtypes quantized in groups of 32 by table t
+// (into *groups, when not null) and dequantized.
+std::vector<double> BandInput(const KernelTable& t, const Pruned& p, size_t b, const float* x,
+                              std::vector<uint8_t>* groups) {
+  const std::vector<size_t> cols = KeptColumnsOf(p, b);
+  std::vector<float> g(cols.size());
+  for (size_t i = 0; i < cols.size(); ++i) g[i] = cols[i] < p.s.cols ? x[cols[i]] : 0.0f;
+  std::vector<double> v(g.begin(), g.end());
+  const InputForm form = InputFormOf(p.s.dtype);
+  if (form == kInputF32 || g.empty()) return v;
+  std::vector<uint8_t> q(QuantizedInputBytes(form, g.size()));
+  if (form == kInputInt8) {
+    const InputGroup* in = reinterpret_cast<const InputGroup*>(q.data());
+    t.quantize_input(g.data(), g.size(), reinterpret_cast<InputGroup*>(q.data()));
+    for (size_t i = 0; i < g.size(); ++i) v[i] = static_cast<double>(in[i / kGroup].d) * in[i / kGroup].q[i % kGroup];
+  } else {
+    const InputGroup16* in = reinterpret_cast<const InputGroup16*>(q.data());
+    t.quantize_input16(g.data(), g.size(), reinterpret_cast<InputGroup16*>(q.data()));
+    for (size_t i = 0; i < g.size(); ++i) v[i] = static_cast<double>(in[i / kGroup].d) * in[i / kGroup].q[i % kGroup];
+  }
+  if (groups != nullptr) *groups = q;
+  return v;
 }
 
 // y of the table's sparse product: rows() x n, ldy = rows() + 2, the two
@@ -139,45 +149,36 @@ std::vector<float> Sparse(const WeightKernels& k, const Pruned& p, const Inputs&
   return y;
 }
 
-// The table's dense product of rows whose values are p's decoded weights
-// (zero where pruned), in p's dtype: f32 and f16 rows re-encoded exactly;
-// grouped rows, for blocks of 32 only, with each kept block's group copied
-// to its dense place and zero groups elsewhere. Returns false when no such
-// rows exist.
-bool Dense(const WeightKernels& k, const Pruned& p, const Inputs& in, size_t n, std::vector<float>* y) {
+// The table's dense product that the sparse one stands for, input j: f32
+// and f16, of p's decoded weights (zero where pruned) re-encoded exactly,
+// against x; grouped, of each band's stored rows (dense rows of kept_cols
+// values) against the band's gathered input quantized by the table.
+std::vector<float> Dense(const KernelTable& t, const WeightKernels& k, const Pruned& p, const Inputs& in, size_t j) {
   const SparseLayout& s = p.s;
   const size_t rows = s.bands * s.block, cols = s.cols;
-  const size_t row_bytes = WeightRowBytes(s.dtype, cols);
-  std::vector<uint8_t> w(rows * row_bytes + 1, 0);
-  if (s.dtype == TINYAI_DTYPE_F32) {
-    std::memcpy(w.data(), p.dense.data(), rows * cols * sizeof(float));
-  } else if (s.dtype == TINYAI_DTYPE_F16) {
-    for (size_t i = 0; i < rows * cols; ++i) {
-      const uint16_t h = FloatToHalf(p.dense[i]);
-      std::memcpy(w.data() + 2 * i, &h, 2);
-    }
-  } else {
-    if (s.block != kGroup) return false;
-    const size_t gb = GroupBytes(s.dtype);
-    for (size_t b = 0; b < s.bands; ++b) {
-      const uint8_t* band = p.bands.data() + b * s.band_bytes;
-      size_t k_index = 0;
-      for (size_t j = 0; j < s.blocks; ++j) {
-        if (!BlockKept(band, j)) continue;
-        for (size_t i = 0; i < s.block; ++i) {
-          std::memcpy(w.data() + (b * s.block + i) * row_bytes + j * gb, band + s.row_offset(i) + k_index * gb, gb);
-        }
-        ++k_index;
+  std::vector<float> y(rows, 0.0f);
+  if (s.dtype == TINYAI_DTYPE_F32 || s.dtype == TINYAI_DTYPE_F16) {
+    const size_t row_bytes = WeightRowBytes(s.dtype, cols);
+    std::vector<uint8_t> w(rows * row_bytes + 1, 0);
+    if (s.dtype == TINYAI_DTYPE_F32) {
+      std::memcpy(w.data(), p.dense.data(), rows * cols * sizeof(float));
+    } else {
+      for (size_t i = 0; i < rows * cols; ++i) {
+        const uint16_t h = FloatToHalf(p.dense[i]);
+        std::memcpy(w.data() + 2 * i, &h, 2);
       }
     }
+    k.matvec(w.data(), row_bytes, in.at(j), y.data(), rows, cols);
+    return y;
   }
-  y->assign(n * rows, 0.0f);
-  if (s.dtype == TINYAI_DTYPE_F32 || s.dtype == TINYAI_DTYPE_F16) {
-    k.matmul(w.data(), row_bytes, static_cast<const float*>(in.data()), in.ldx, y->data(), rows, rows, cols, n);
-  } else {
-    k.matmul_q(w.data(), row_bytes, in.data(), in.ldx, y->data(), rows, rows, cols, n);
+  if (s.kept_cols == 0) return y;
+  for (size_t b = 0; b < s.bands; ++b) {
+    std::vector<uint8_t> q;
+    BandInput(t, p, b, in.at(j), &q);
+    k.matvec_q(p.bands.data() + b * s.band_bytes + s.bitmap_bytes, s.kept_row_bytes, q.data(), y.data() + b * s.block,
+               s.block, s.kept_cols);
   }
-  return true;
+  return y;
 }
 
 // Every table, every dtype, blocks 1 to 32, columns 1 to 1000, rows not a
@@ -204,31 +205,31 @@ TEST(SparseMatmul, EveryTableOnOddShapes) {
             ASSERT_NE(k->sparse_matmul, nullptr) << t->name;
             const WeightKernels& ref = *WeightKernelsFor(Ref(), dtype);
             for (size_t n : {1u, 2u, 5u}) {
-              const Inputs in = MakeInputs(*t, dtype, cols, n, static_cast<uint32_t>(n + cols));
+              const Inputs in = MakeInputs(cols, n, static_cast<uint32_t>(n + cols));
               size_t ldy = 0;
               const std::vector<float> got = Sparse(*k, p, in, n, &ldy);
               const std::vector<float> want = Sparse(ref, p, in, n, &ldy);
-              std::vector<float> dense_ref, dense_table;
-              const bool has_dense = Dense(ref, p, in, n, &dense_ref) && Dense(*k, p, in, n, &dense_table);
               for (size_t j = 0; j < n; ++j) {
-                for (size_t r = 0; r < out_rows; ++r) {
-                  // What sparse.h defines, exactly, and the scale of its rounding.
-                  double exact = 0.0, scale = 0.0;
-                  for (size_t c = 0; c < cols; ++c) {
-                    const double term = static_cast<double>(p.dense[r * cols + c]) * in.values[j * cols + c];
-                    exact += term;
-                    scale += std::fabs(term);
-                  }
-                  const float g = got[j * ldy + r], w = want[j * ldy + r];
-                  ASSERT_NEAR(w, exact, 2e-6 * scale + 1e-12) << "ref, row " << r << " input " << j;
-                  ASSERT_NEAR(g, w, 2e-6 * scale + 1e-12) << t->name << " row " << r << " input " << j << " of " << n;
-                  if (r >= rows || kept == 0) ASSERT_EQ(g, 0.0f) << t->name << " a row without weights";
-                  if (dtype == TINYAI_DTYPE_F32 || dtype == TINYAI_DTYPE_F16) {
-                    ASSERT_EQ(w, dense_ref[j * out_rows + r]) << "ref against its dense product, row " << r;
-                  }
-                  if (has_dense) {
-                    ASSERT_NEAR(w, dense_ref[j * out_rows + r], 2e-6 * scale + 1e-12) << "ref dense, row " << r;
-                    ASSERT_NEAR(g, dense_table[j * out_rows + r], 2e-6 * scale + 1e-12) << t->name << " dense, row " << r;
+                const std::vector<float> dense_ref = Dense(Ref(), ref, p, in, j);
+                const std::vector<float> dense_table = Dense(*t, *k, p, in, j);
+                for (size_t b = 0; b < p.s.bands; ++b) {
+                  const std::vector<size_t> columns = KeptColumnsOf(p, b);
+                  const std::vector<double> x = BandInput(Ref(), p, b, in.at(j), nullptr);
+                  for (size_t r = b * block; r < (b + 1) * block; ++r) {
+                    // What sparse.h defines, exactly, and the scale of its rounding.
+                    double exact = 0.0, scale = 0.0;
+                    for (size_t i = 0; i < columns.size(); ++i) {
+                      if (columns[i] >= cols) continue;
+                      const double term = static_cast<double>(p.dense[r * cols + columns[i]]) * x[i];
+                      exact += term;
+                      scale += std::fabs(term);
+                    }
+                    const float g = got[j * ldy + r], w = want[j * ldy + r];
+                    ASSERT_NEAR(w, exact, 2e-6 * scale + 1e-12) << "ref, row " << r << " input " << j;
+                    ASSERT_NEAR(g, w, 2e-6 * scale + 1e-12) << t->name << " row " << r << " input " << j << " of " << n;
+                    if (r >= rows || kept == 0) ASSERT_EQ(g, 0.0f) << t->name << " a row without weights";
+                    ASSERT_EQ(w, dense_ref[r]) << "ref against its dense product, row " << r;
+                    ASSERT_NEAR(g, dense_table[r], 2e-6 * scale + 1e-12) << t->name << " dense, row " << r;
                   }
                 }
               }
@@ -236,12 +237,7 @@ TEST(SparseMatmul, EveryTableOnOddShapes) {
               if (n > 1) {
                 for (size_t j = 0; j < n; ++j) {
                   Inputs one = in;
-                  if (in.form == kInputF32) {
-                    one.fp32.erase(one.fp32.begin(), one.fp32.begin() + j * in.ldx);
-                  } else {
-                    const size_t bytes = QuantizedInputBytes(in.form, cols) / GroupsPerRow(cols);
-                    one.groups.erase(one.groups.begin(), one.groups.begin() + j * in.ldx * bytes);
-                  }
+                  one.fp32.erase(one.fp32.begin(), one.fp32.begin() + j * in.ldx);
                   size_t ld1 = 0;
                   const std::vector<float> alone = Sparse(*k, p, one, 1, &ld1);
                   for (size_t r = 0; r < out_rows; ++r) {
@@ -266,7 +262,7 @@ TEST(SparseMatmul, ASliceOfTheBands) {
     const Pruned p = MakePruned(dtype, 37, 172, 4, 20, 5);
     for (const KernelTable* t : AllTables()) {
       const WeightKernels& k = *WeightKernelsFor(*t, dtype);
-      const Inputs in = MakeInputs(*t, dtype, 172, 3, 8);
+      const Inputs in = MakeInputs(172, 3, 8);
       size_t ldy = 0;
       const std::vector<float> whole = Sparse(k, p, in, 3, &ldy);
       const size_t first = 3, count = 5;
@@ -296,11 +292,7 @@ TEST(SparseMatmul, AShortBitmapReadsNothingPastTheInput) {
     for (const KernelTable* t : AllTables()) {
       const WeightKernels& k = *WeightKernelsFor(*t, dtype);
       std::vector<float> x(64, 0.5f), y(32, kSentinel), want(32, kSentinel);
-      std::vector<uint8_t> q(QuantizedInputBytes(InputFormOf(dtype), 64));
-      const void* in = x.data();
-      if (InputFormOf(dtype) == kInputInt8) t->quantize_input(x.data(), 64, reinterpret_cast<InputGroup*>(q.data()));
-      if (InputFormOf(dtype) == kInputInt16) t->quantize_input16(x.data(), 64, reinterpret_cast<InputGroup16*>(q.data()));
-      if (InputFormOf(dtype) != kInputF32) in = q.data();
+      const float* in = x.data();
       k.sparse_matmul(p.bands.data(), p.s, in, 0, y.data(), 0, 1, 1);
       WeightKernelsFor(Ref(), dtype)->sparse_matmul(p.bands.data(), p.s, in, 0, want.data(), 0, 1, 1);
       for (size_t r = 0; r < 32; ++r) {

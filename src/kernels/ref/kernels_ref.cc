@@ -289,43 +289,44 @@ void SparseMatmulF(const uint8_t* w, const SparseLayout& s, const void* x, size_
   }
 }
 
-// Grouped dtypes: per stored group, the integer products of its codes with
-// the codes of their columns, summed in runs that meet one input group and
-// scaled by that group's d; the runs' sum times the group's own d; those
-// summed over the row's groups.
+// Grouped dtypes: a stored row is a dense row of kept_cols values of the
+// dtype, and the input the product takes is fp32: per stored group, the
+// input's values at its columns (zero past the matrix) are quantized as one
+// input group (the reference's quantizer) and meet it as in the dense
+// product; the groups' values summed left to right. So a row's value is,
+// bit for bit, the reference's dense product of the stored row with the
+// gathered input.
 template <int32_t DType>
 void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
                    size_t bands, size_t n) {
-  const InputGroupOf<DType>* in = static_cast<const InputGroupOf<DType>*>(x);
+  const float* in = static_cast<const float*>(x);
   const size_t bytes = GroupBytes(DType);
   for (size_t b = 0; b < bands; ++b) {
     const uint8_t* band = w + b * s.band_bytes;
     for (size_t j = 0; j < n; ++j) {
-      const InputGroupOf<DType>* xj = in + j * ldx;
-      for (size_t i = 0; i < s.block; ++i) {
-        const uint8_t* row = band + s.row_offset(i);
-        KeptColumns columns(s, band);
-        float sum = 0.0f;
-        for (size_t p0 = 0; p0 < s.kept_cols; p0 += kGroup) {
-          const uint8_t* group = row + (p0 / kGroup) * bytes;
-          float inner = 0.0f;
-          int32_t isum = 0;
-          size_t input_group = SIZE_MAX;
-          for (size_t t = 0; t < kGroup && p0 + t < s.kept_cols; ++t) {
-            const size_t col = columns.Next();
-            if (col >= s.cols) continue;  // past the matrix: the input is zero there (or has no group)
-            if (col / kGroup != input_group) {
-              if (input_group != SIZE_MAX) inner += static_cast<float>(isum) * xj[input_group].d;
-              input_group = col / kGroup;
-              isum = 0;
-            }
-            isum += Value<DType>(group, t) * xj[input_group].q[col % kGroup];
-          }
-          if (input_group != SIZE_MAX) inner += static_cast<float>(isum) * xj[input_group].d;
-          sum += HalfAt(group) * inner;
+      const float* xj = in + j * ldx;
+      float sum[kMaxSparseBlock] = {};
+      KeptColumns columns(s, band);
+      for (size_t p0 = 0; p0 < s.kept_cols; p0 += kGroup) {
+        const size_t m = s.kept_cols - p0 < kGroup ? static_cast<size_t>(s.kept_cols - p0) : kGroup;
+        float gathered[kGroup];
+        for (size_t t = 0; t < m; ++t) {
+          const size_t col = columns.Next();
+          gathered[t] = col < s.cols ? xj[col] : 0.0f;
         }
-        y[j * ldy + b * s.block + i] = sum;
+        InputGroupOf<DType> q;
+        if constexpr (InputFormOf(DType) == kInputInt16) {
+          QuantizeInput16(gathered, m, &q);
+        } else {
+          QuantizeInput(gathered, m, &q);
+        }
+        for (size_t i = 0; i < s.block; ++i) {
+          float part = 0.0f;
+          MatvecQ<DType>(band + s.row_offset(i) + (p0 / kGroup) * bytes, bytes, &q, &part, 1, m);
+          sum[i] += part;
+        }
       }
+      for (size_t i = 0; i < s.block; ++i) y[j * ldy + b * s.block + i] = sum[i];
     }
   }
 }

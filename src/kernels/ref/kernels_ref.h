@@ -21,7 +21,7 @@ template <int32_t DType>
 void DequantizeRowQ(const uint8_t* row, float* out, size_t cols);
 
 // Block-sparse products (WeightKernels::sparse_matmul) of a grouped dtype:
-// every table's for now.
+// the fp32 input gathered and quantized one stored group at a time.
 template <int32_t DType>
 void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
                    size_t bands, size_t n);

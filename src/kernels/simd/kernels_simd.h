@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -851,25 +852,13 @@ struct TableFns {
     }
   }
 
-  // The first block from `from` on that a band keeps, or nb.
-  static size_t NextKept(const uint8_t* band, size_t from, size_t nb) {
-    while (from < nb) {
-      const unsigned bits = static_cast<unsigned>(band[from / 8]) >> (from % 8);
-      if (bits != 0) {
-        const size_t j = from + static_cast<size_t>(__builtin_ctz(bits));
-        return j < nb ? j : nb;
-      }
-      from = (from / 8 + 1) * 8;
-    }
-    return nb;
-  }
-
   template <class W, size_t BS>
   static void SparseBands(const uint8_t* w, const SparseLayout& s, const float* x, size_t ldx, float* y, size_t ldy,
                           size_t bands, size_t n) {
     static_assert(kSparseChunk % BS == 0, "a chunk holds whole blocks");
     const size_t cols = static_cast<size_t>(s.cols), nb = static_cast<size_t>(s.blocks);
     const size_t kept_cols = static_cast<size_t>(s.kept_cols), band_bytes = static_cast<size_t>(s.band_bytes);
+    const size_t ahead = static_cast<size_t>(SparseAhead(s));
     alignas(64) float gathered[kSparseChunk];
     size_t first[kSparseChunk / BS];  // the chunk's kept blocks' first columns
     float part[BS];
@@ -882,20 +871,18 @@ struct TableFns {
         continue;
       }
       const W* rows = reinterpret_cast<const W*>(band + s.bitmap_bytes);
-      size_t next = 0;
+      if (b + ahead < bands) PrefetchBand(band + ahead * band_bytes, band_bytes);
+      KeptBlocks kept(band, nb);
       for (size_t p0 = 0; p0 < kept_cols; p0 += kSparseChunk) {
         const size_t m = kept_cols - p0 < kSparseChunk ? kept_cols - p0 : kSparseChunk, blocks = m / BS;
-        for (size_t k = 0; k < blocks; ++k) {
-          next = NextKept(band, next, nb);
-          first[k] = next++ * BS;
-        }
+        for (size_t k = 0; k < blocks; ++k) first[k] = static_cast<size_t>(kept.Next()) * BS;
         for (size_t j = 0; j < n; ++j) {
           const float* xj = x + j * ldx;
           for (size_t k = 0; k < blocks; ++k) {
             float* g = gathered + k * BS;
             const size_t c0 = first[k];
             if (c0 + BS <= cols) {
-              for (size_t t = 0; t < BS; ++t) g[t] = xj[c0 + t];
+              std::memcpy(g, xj + c0, BS * sizeof(float));
             } else {  // a narrow last block (or a bitmap short of kept blocks): zero past the matrix
               for (size_t t = 0; t < BS; ++t) g[t] = c0 + t < cols ? xj[c0 + t] : 0.0f;
             }
