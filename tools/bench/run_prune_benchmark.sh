@@ -53,7 +53,7 @@ median_of() { tr ' ' '\n' <<< "$1" | grep . | median; }
 declare -A decode prompt bytes
 echo "pruning benchmark: $spec, ${sparsity} of ${block}x${block} blocks, $threads threads, prompt ${PROMPT:-128}," \
      "gen ${GEN:-64}, $runs rounds, dense and pruned alternated"
-for _ in $(seq "$runs"); do
+for _ in $(seq "$runs"); do  # RUNS=0: the capped runs alone
   for d in "${dtypes[@]}"; do
     for k in dense pruned; do
       j=$("$bin/tinyai-bench" -m "${model[$d/$k]}" -t "$threads" --prompt "${PROMPT:-128}" --gen "${GEN:-64}" --json)
@@ -68,10 +68,10 @@ for _ in $(seq "$runs"); do
     done
   done
 done
-echo
-echo "| dtype | bytes a token dense / pruned | byte reduction | decode dense / pruned (tokens/s) | decode speed-up | speed-up / byte reduction | prompt dense / pruned | prompt ratio |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-for d in "${dtypes[@]}"; do
+(( runs > 0 )) && echo
+(( runs > 0 )) && echo "| dtype | bytes a token dense / pruned | byte reduction | decode dense / pruned (tokens/s) | decode speed-up | speed-up / byte reduction | prompt dense / pruned | prompt ratio |"
+(( runs > 0 )) && echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+(( runs > 0 )) && for d in "${dtypes[@]}"; do
   awk -v d="$d" -v bd="${bytes[$d/dense]}" -v bp="${bytes[$d/pruned]}" -v dd="$(median_of "${decode[$d/dense]}")" \
       -v dp="$(median_of "${decode[$d/pruned]}")" -v pd="$(median_of "${prompt[$d/dense]}")" \
       -v pp="$(median_of "${prompt[$d/pruned]}")" \
@@ -84,12 +84,18 @@ if [[ -n "${CAP_MB:-}" ]]; then
   capped=../shared/tools/run-capped
   [[ -x $capped ]] || { echo "$capped not found" >&2; exit 1; }
   echo
-  echo "cold, under a kernel-enforced limit of $CAP_MB MB (tinyai-generate -n 16 --mem-limit $((CAP_MB - 24))M --stats):"
-  for d in "${dtypes[@]}"; do
-    for k in dense pruned; do
-      out=$("$capped" "$CAP_MB" --cold -- "$bin/tinyai-generate" -m "${model[$d/$k]}" -p "Once upon a time there was" \
-            -n 16 -t "$threads" --context 256 --mem-limit "$((CAP_MB - 24))M" --stats --quiet 2>&1 >/dev/null || true)
-      echo "$d $k: $(grep -E 'read|capped|tokens/s' <<< "$out" | tr '\n' ' ')"
+  echo "cold, under a kernel-enforced limit of $CAP_MB MB (tinyai-generate -n 16 --mem-limit $((CAP_MB - 24))M --stats)," \
+       "${CAP_RUNS:-3} rounds alternated:"
+  for _ in $(seq "${CAP_RUNS:-3}"); do
+    for d in "${dtypes[@]}"; do
+      for k in dense pruned; do
+        out=$("$capped" "$CAP_MB" --cold -- "$bin/tinyai-generate" -m "${model[$d/$k]}" -p "Once upon a time there was" \
+              -n 16 -t "$threads" --context 256 --mem-limit "$((CAP_MB - 24))M" --stats 2>&1 >/dev/null || true)
+        gen=$(sed -n 's/.* generated at \([0-9.]*\) tokens\/s.*/\1/p' <<< "$out")
+        per=$(sed -n 's/.*(\([0-9.]*\) MiB per position).*/\1/p' <<< "$out")
+        wall=$(sed -n 's/.*capped: rc=\([0-9]*\).*peak_rss=\([0-9]*MB\) wall=\([0-9.]*s\).*/rc \1, peak RSS \2, wall \3/p' <<< "$out")
+        echo "$d $k: decode ${gen:-?} tokens/s, ${per:-?} MiB read from storage per position, $wall"
+      done
     done
   done
 fi
