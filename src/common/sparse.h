@@ -170,6 +170,22 @@ inline void PrefetchBand(const uint8_t* p, uint64_t bytes) {
   for (uint64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
 }
 
+// The products' gather: out[k*BS + t] = x[first[k] + t] for k < blocks,
+// t < BS (first: the kept blocks' first columns), zero at columns >= cols
+// (a narrow last block, or a bitmap short of kept blocks).
+template <size_t BS>
+inline void GatherBlocks(const float* x, size_t cols, const size_t* first, size_t blocks, float* out) {
+  for (size_t k = 0; k < blocks; ++k) {
+    float* g = out + k * BS;
+    const size_t c0 = first[k];
+    if (c0 + BS <= cols) {
+      std::memcpy(g, x + c0, BS * sizeof(float));
+    } else {
+      for (size_t t = 0; t < BS; ++t) g[t] = c0 + t < cols ? x[c0 + t] : 0.0f;
+    }
+  }
+}
+
 // The first band of `bands` at data whose bitmap does not keep exactly
 // s.kept blocks, all below s.blocks: true with *band and its *count of set
 // bits (those past NB included), false when every band is well formed.

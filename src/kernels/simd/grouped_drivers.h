@@ -364,16 +364,7 @@ void SparseBandsQ(const uint8_t* w, const SparseLayout& s, const float* x, size_
       const size_t m = kept_cols - p0 < kSparseChunk ? kept_cols - p0 : kSparseChunk, blocks = m / BS;
       for (size_t k = 0; k < blocks; ++k) first[k] = static_cast<size_t>(kept.Next()) * BS;
       for (size_t j = 0; j < n; ++j) {
-        const float* xj = x + j * ldx;
-        for (size_t k = 0; k < blocks; ++k) {
-          float* g = gathered + k * BS;
-          const size_t c0 = first[k];
-          if (c0 + BS <= cols) {
-            std::memcpy(g, xj + c0, BS * sizeof(float));
-          } else {  // a narrow last block (or a bitmap short of kept blocks): zero past the matrix
-            for (size_t t = 0; t < BS; ++t) g[t] = c0 + t < cols ? xj[c0 + t] : 0.0f;
-          }
-        }
+        GatherBlocks<BS>(x + j * ldx, cols, first, blocks, gathered);
         QuantizeKept<MK, DType>(gathered, m, q);
         Matvec<MK, DType>()(band + bitmap + (p0 / kGroup) * kBytes, row_bytes, q, part, band_rows, m);
         float* yj = yb + j * ldy;
