@@ -186,6 +186,56 @@ inline void GatherBlocks(const float* x, size_t cols, const size_t* first, size_
   }
 }
 
+// The loop of a SIMD table's block-sparse product (the reference walks its
+// own): per band, its kept values kChunk at a time (the chunk's columns
+// found once for all inputs), per input the values at those columns
+// gathered into a compact vector (GatherBlocks) and
+// product(rows, nrows, p0, m, gathered, part) - the table's dense product of
+// the band's nrows = BS rows (rows: the first's bytes) over kept values
+// [p0, p0 + m) against it, into part[0, BS); nrows is read from s, as a
+// constant it let GCC 12 warn of the dense products' row tails, which it
+// could not see are empty - the chunks' sums added in order into
+// y[j*ldy + b*BS + i]. The chunk loop is outside the inputs': a band's chunk
+// comes from memory once and stays in cache while every input meets it, each
+// as a single input would, so a row's value depends only on its band and its
+// input. Bands are prefetched SparseAhead(s) ahead.
+template <size_t BS, size_t kChunk, class Product>
+inline void ForSparseBands(const uint8_t* w, const SparseLayout& s, const float* x, size_t ldx, float* y, size_t ldy,
+                           size_t bands, size_t n, Product&& product) {
+  static_assert(kChunk % BS == 0 && kChunk % 32 == 0, "a chunk holds whole blocks and whole groups");
+  const size_t cols = static_cast<size_t>(s.cols), nb = static_cast<size_t>(s.blocks);
+  const size_t kept_cols = static_cast<size_t>(s.kept_cols), band_bytes = static_cast<size_t>(s.band_bytes);
+  const size_t ahead = static_cast<size_t>(SparseAhead(s)), nrows = static_cast<size_t>(s.block);
+  alignas(64) float gathered[kChunk];
+  size_t first[kChunk / BS];  // the chunk's kept blocks' first columns
+  float part[BS];
+  for (size_t b = 0; b < bands; ++b) {
+    const uint8_t* band = w + b * band_bytes;
+    float* yb = y + b * BS;
+    if (kept_cols == 0) {
+      for (size_t j = 0; j < n; ++j)
+        for (size_t i = 0; i < BS; ++i) yb[j * ldy + i] = 0.0f;
+      continue;
+    }
+    if (b + ahead < bands) PrefetchBand(band + ahead * band_bytes, band_bytes);
+    KeptBlocks kept(band, nb);
+    for (size_t p0 = 0; p0 < kept_cols; p0 += kChunk) {
+      const size_t m = kept_cols - p0 < kChunk ? kept_cols - p0 : kChunk, blocks = m / BS;
+      for (size_t k = 0; k < blocks; ++k) first[k] = static_cast<size_t>(kept.Next()) * BS;
+      for (size_t j = 0; j < n; ++j) {
+        GatherBlocks<BS>(x + j * ldx, cols, first, blocks, gathered);
+        product(band + s.bitmap_bytes, nrows, p0, m, static_cast<const float*>(gathered), part);
+        float* yj = yb + j * ldy;
+        if (p0 == 0) {
+          for (size_t i = 0; i < BS; ++i) yj[i] = part[i];
+        } else {
+          for (size_t i = 0; i < BS; ++i) yj[i] += part[i];
+        }
+      }
+    }
+  }
+}
+
 // The first band of `bands` at data whose bitmap does not keep exactly
 // s.kept blocks, all below s.blocks: true with *band and its *count of set
 // bits (those past NB included), false when every band is well formed.

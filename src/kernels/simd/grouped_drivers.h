@@ -303,16 +303,13 @@ void DequantizeRowQ8(const uint8_t* row, float* out, size_t cols) {
 // ---- Block-sparse bands (common/sparse.h) ----------------------------------------------
 //
 // A band's rows hold their kept values as dense rows of kept_cols values
-// would, in groups of 32: per band, each input's values at the kept columns
-// are gathered (fp32) and quantized in groups of 32 over the kept values
-// (the table's quantizer, as for a dense product), and the table's matvec
-// runs the band's rows against them - the dense product of the stored rows.
-// Kept values are taken kSparseChunk at a time (the gathered input stays in
-// L1), the chunk loop outside the inputs' (a band's chunk comes from memory
-// once and stays in cache while every input meets it, each as a single
-// input would: a row's value does not depend on n; a table's matmul may sum
-// in another order than its matvec, AVX2's q8); a chunk's sums are added to
-// the earlier chunks'.
+// would, in groups of 32: ForSparseBands (common/sparse.h) gathers each
+// input's values at a chunk of kept columns (fp32), they are quantized in
+// groups of 32 over the kept values (the table's quantizer, as for a dense
+// product), and the table's matvec runs the band's rows against them - the
+// dense product of the stored rows. One input at a time, so a row's value
+// does not depend on n (a table's matmul may sum in another order than its
+// matvec: AVX2's q8).
 
 constexpr size_t kSparseChunk = 1024;  // kept values: 32 groups
 
@@ -336,46 +333,15 @@ inline void QuantizeKept(const float* x, size_t m, InputGroupOf<DType>* out) {
 template <class MK, int32_t DType, size_t BS>
 void SparseBandsQ(const uint8_t* w, const SparseLayout& s, const float* x, size_t ldx, float* y, size_t ldy,
                   size_t bands, size_t n) {
-  static_assert(kSparseChunk % BS == 0 && kSparseChunk % kGroup == 0, "a chunk holds whole blocks and groups");
-  using In = InputGroupOf<DType>;
   constexpr size_t kBytes = GroupBytes(DType);
-  const size_t cols = static_cast<size_t>(s.cols), nb = static_cast<size_t>(s.blocks);
-  const size_t kept_cols = static_cast<size_t>(s.kept_cols), band_bytes = static_cast<size_t>(s.band_bytes);
-  const size_t row_bytes = static_cast<size_t>(s.kept_row_bytes), bitmap = static_cast<size_t>(s.bitmap_bytes);
-  // BS, read from s: a constant row count let GCC 12 warn of the 4-bit
-  // AVX-512 matvec's row tail, which it could not see is empty.
-  const size_t band_rows = static_cast<size_t>(s.block);
-  const size_t ahead = static_cast<size_t>(SparseAhead(s));
-  alignas(64) float gathered[kSparseChunk];
-  alignas(64) In q[kSparseChunk / kGroup];
-  size_t first[kSparseChunk / BS];  // the chunk's kept blocks' first columns
-  float part[BS];
-  for (size_t b = 0; b < bands; ++b) {
-    const uint8_t* band = w + b * band_bytes;
-    float* yb = y + b * BS;
-    if (kept_cols == 0) {
-      for (size_t j = 0; j < n; ++j)
-        for (size_t i = 0; i < BS; ++i) yb[j * ldy + i] = 0.0f;
-      continue;
-    }
-    if (b + ahead < bands) PrefetchBand(band + ahead * band_bytes, band_bytes);
-    KeptBlocks kept(band, nb);
-    for (size_t p0 = 0; p0 < kept_cols; p0 += kSparseChunk) {
-      const size_t m = kept_cols - p0 < kSparseChunk ? kept_cols - p0 : kSparseChunk, blocks = m / BS;
-      for (size_t k = 0; k < blocks; ++k) first[k] = static_cast<size_t>(kept.Next()) * BS;
-      for (size_t j = 0; j < n; ++j) {
-        GatherBlocks<BS>(x + j * ldx, cols, first, blocks, gathered);
-        QuantizeKept<MK, DType>(gathered, m, q);
-        Matvec<MK, DType>()(band + bitmap + (p0 / kGroup) * kBytes, row_bytes, q, part, band_rows, m);
-        float* yj = yb + j * ldy;
-        if (p0 == 0) {
-          for (size_t i = 0; i < BS; ++i) yj[i] = part[i];
-        } else {
-          for (size_t i = 0; i < BS; ++i) yj[i] += part[i];
-        }
-      }
-    }
-  }
+  const size_t row_bytes = static_cast<size_t>(s.kept_row_bytes);
+  alignas(64) InputGroupOf<DType> q[kSparseChunk / kGroup];
+  ForSparseBands<BS, kSparseChunk>(w, s, x, ldx, y, ldy, bands, n,
+                                   [&](const uint8_t* rows, size_t nrows, size_t p0, size_t m, const float* g,
+                                       float* part) {
+                                     QuantizeKept<MK, DType>(g, m, q);
+                                     Matvec<MK, DType>()(rows + (p0 / kGroup) * kBytes, row_bytes, q, part, nrows, m);
+                                   });
 }
 
 template <class MK, int32_t DType>

@@ -829,14 +829,10 @@ struct TableFns {
   // Block-sparse products of f32 (W = float) and f16 (W = uint16_t) weights
   // (WeightKernels::sparse_matmul). A band's rows hold their kept values
   // compactly, one after the other: the same rows a dense matrix of
-  // kept_cols columns would have. So per band, its kept columns are taken
-  // kSparseChunk at a time; per chunk, each input's values at those columns
-  // are gathered into a compact vector on the stack and this table's dense
-  // matvec runs over the band's rows' chunk, the chunks' sums added. The
-  // chunk loop is outside the inputs': the band's chunk comes from memory
-  // once and stays in cache while every input passes over it, and each
-  // input meets it as a single input would (a row's value does not depend
-  // on n).
+  // kept_cols columns would have. So ForSparseBands (common/sparse.h)
+  // gathers each input's values at a chunk of kept columns and this
+  // table's dense matvec runs over the band's rows' chunk (a row's value
+  // does not depend on n).
   static constexpr size_t kSparseChunk = 512;  // values: 2 KiB gathered, a multiple of every block
 
   template <class W>
@@ -855,45 +851,20 @@ struct TableFns {
   template <class W, size_t BS>
   static void SparseBands(const uint8_t* w, const SparseLayout& s, const float* x, size_t ldx, float* y, size_t ldy,
                           size_t bands, size_t n) {
-    static_assert(kSparseChunk % BS == 0, "a chunk holds whole blocks");
-    const size_t cols = static_cast<size_t>(s.cols), nb = static_cast<size_t>(s.blocks);
-    const size_t kept_cols = static_cast<size_t>(s.kept_cols), band_bytes = static_cast<size_t>(s.band_bytes);
-    const size_t ahead = static_cast<size_t>(SparseAhead(s));
-    alignas(64) float gathered[kSparseChunk];
-    size_t first[kSparseChunk / BS];  // the chunk's kept blocks' first columns
-    float part[BS];
-    for (size_t b = 0; b < bands; ++b) {
-      const uint8_t* band = w + b * band_bytes;
-      float* yb = y + b * BS;
-      if (kept_cols == 0) {
-        for (size_t j = 0; j < n; ++j)
-          for (size_t i = 0; i < BS; ++i) yb[j * ldy + i] = 0.0f;
-        continue;
-      }
-      const W* rows = reinterpret_cast<const W*>(band + s.bitmap_bytes);
-      if (b + ahead < bands) PrefetchBand(band + ahead * band_bytes, band_bytes);
-      KeptBlocks kept(band, nb);
-      for (size_t p0 = 0; p0 < kept_cols; p0 += kSparseChunk) {
-        const size_t m = kept_cols - p0 < kSparseChunk ? kept_cols - p0 : kSparseChunk, blocks = m / BS;
-        for (size_t k = 0; k < blocks; ++k) first[k] = static_cast<size_t>(kept.Next()) * BS;
-        for (size_t j = 0; j < n; ++j) {
-          GatherBlocks<BS>(x + j * ldx, cols, first, blocks, gathered);
-          if constexpr (std::is_same<W, float>::value) {
-            matvec_k{}(Arch{}, rows + p0, kept_cols, gathered, part, BS, m);
-          } else {
-            matvec_f16_k{}(Arch{}, reinterpret_cast<const uint8_t*>(rows + p0), kept_cols * sizeof(W), gathered, part,
-                           BS, m);
-          }
-          float* yj = yb + j * ldy;
-          if (p0 == 0) {
-            for (size_t i = 0; i < BS; ++i) yj[i] = part[i];
-          } else {
-            for (size_t i = 0; i < BS; ++i) yj[i] += part[i];
-          }
-        }
-      }
-    }
+    const size_t kept_cols = static_cast<size_t>(s.kept_cols);
+    ForSparseBands<BS, kSparseChunk>(w, s, x, ldx, y, ldy, bands, n,
+                                     [&](const uint8_t* rows, size_t nrows, size_t p0, size_t m, const float* g,
+                                         float* part) {
+                                       if constexpr (std::is_same<W, float>::value) {
+                                         matvec_k{}(Arch{}, reinterpret_cast<const float*>(rows) + p0, kept_cols, g,
+                                                    part, nrows, m);
+                                       } else {
+                                         matvec_f16_k{}(Arch{}, rows + p0 * sizeof(W), kept_cols * sizeof(W), g, part,
+                                                        nrows, m);
+                                       }
+                                     });
   }
+
 };
 
 // Products for the grouped integer dtypes of an arch that has none of its
