@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "llm.h"
+#include "memory.h"
 #include "persistent.h"
 #include "platform.h"
 #include "status.h"

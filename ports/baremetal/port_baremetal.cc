@@ -279,6 +279,9 @@ TinyAIStatus SetClock(uint64_t (*now)(void)) {
   return TINYAI_OK;
 }
 
+// No OS to ask: the caller's arena is the bound (tinyaiSetStaticArena).
+TinyAIStatus ReadMemoryBounds(const char* root, MemoryBounds* out) { return TINYAI_ERR_UNSUPPORTED; }
+
 TinyAIStatus StartThread(Thread* thread, void (*fn)(void*), void* arg) {
   return SetError(TINYAI_ERR_UNSUPPORTED, "the bare-metal port has no threads");
 }

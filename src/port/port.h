@@ -111,6 +111,24 @@ void HugeRegionDiscard(void* p, size_t size);
 void HugeRegionNoHuge(void* p, size_t size);
 void HugeRegionFree(void* p, size_t size);  // the size given to HugeRegionReserve; NULL ok
 
+// The memory bounds the system puts on this process: the memory cgroups
+// (v1 or v2) it is in - its own and each ancestor up to the hierarchy's
+// mount, found through /proc/self/cgroup and /proc/self/mountinfo - and
+// /proc/meminfo's MemAvailable. Files are read under root ("" for the
+// system's; tests give a directory laid out like it). Of the cgroups with a
+// limit, the one with the least room (limit - usage + inactive page cache)
+// is reported. TINYAI_ERR_UNSUPPORTED (not recorded) when the port has no
+// such files; a cgroup file that cannot be read or parsed is skipped.
+struct MemoryBounds {
+  int cgroup_version = 0;          // 0: no cgroup limit found, else 1 or 2
+  uint64_t cgroup_limit = 0;       // that cgroup's limit (v2: memory.max, or memory.high when lower)
+  uint64_t cgroup_usage = 0;       // its usage now, page cache included
+  uint64_t cgroup_reclaimable = 0; // its inactive page cache
+  uint64_t system_available = 0;   // MemAvailable; 0: none read
+  char cgroup_dir[256] = {0};      // the cgroup's directory ("..." and its end when longer)
+};
+TinyAIStatus ReadMemoryBounds(const char* root, MemoryBounds* out);
+
 // A static arena: ports without a heap (ports/baremetal) serve every
 // allocation from a region the caller gives them. Ports with a heap return
 // TINYAI_ERR_UNSUPPORTED from SetArena and false from GetArenaStats.

@@ -220,6 +220,23 @@ foreach(plan "" "--plan")
              --mem-limit 64M)
   expect_run(RC 0 STDOUT_HAS "plan: mode" "limit 67108864 bytes" COMMAND ${INSPECT} ${model} ${plan} --mem-limit 64M)
 endforeach()
+# --mem-limit auto: the room this process's memory cgroup (else MemAvailable)
+# leaves, less the process overhead, said on stderr; given to every tool
+# that takes --mem-limit. (Under an emulator /proc is the host's: the same.)
+if(EXISTS /proc/meminfo)
+  expect_run(RC 0 EXPECT "tinyai-inspect: --mem-limit auto: " "less 16.0 MiB for the process" STDOUT_HAS "\"fits\":true"
+             COMMAND ${INSPECT} ${model} --json --mem-limit auto)
+  expect_run(RC 0 EXPECT "tinyai-generate: --mem-limit auto: " STDOUT_HAS "Once upon a time"
+             COMMAND ${GENERATE} -m ${model} -n 6 -p "Once upon a time" --mem-limit auto)
+  # --quiet: the text alone.
+  expect_run(RC 0 COMMAND ${G} -p "Once upon a time" --mem-limit auto)
+  if(NOT RUN_ERR STREQUAL "" OR NOT RUN_OUT STREQUAL "${expected}")
+    cli_fail("--quiet --mem-limit auto: stderr '${RUN_ERR}', stdout '${RUN_OUT}' (expected '${expected}')")
+  endif()
+  expect_run(RC 0 EXPECT "--mem-limit auto: " COMMAND ${BENCH} -m ${model} --prompt 4 --gen 4 --no-probe
+             --mem-limit auto)
+endif()
+expect_usage_error("--mem-limit" ${G} -p Once --mem-limit automatic)
 # The other plan flags are not ignored either: each implies --plan.
 foreach(flag "--mode;normal" "--batch;2" "--shape;1:8" "--debug-exec")
   expect_run(RC 0 STDOUT_HAS "\"arena_bytes\":" COMMAND ${INSPECT} ${model} --json ${flag})

@@ -34,7 +34,8 @@ const char kUsage[] =
     "  --kv-type T       KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N     a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
     "  --kv-sink K       with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
-    "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M or 1.5M (default: none)\n"
+    "  --mem-limit SIZE  the LLM's memoryLimit, e.g. 1M or 1.5M, or auto: what this process's memory\n"
+    "                    cgroup (else MemAvailable) leaves, less 16 MiB for the process (default: none)\n"
     "  --reader          weights read through a callback into the weight cache, not used in place\n"
     "  --json            one JSON object on stdout (\"context\" is the context used, \"requested_context\"\n"
     "                    the one asked for)\n"
@@ -121,7 +122,7 @@ int Run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--context") cfg.contextLength = tt::ParseContext(a, value());
-    else if (a == "--mem-limit") cfg.memoryLimit = tt::ParseByteLimit(a, value());
+    else if (a == "--mem-limit") cfg.memoryLimit = tt::ParseMemLimit(a, value());
     else if (a == "--kv-type") cfg.kvType = tt::ParseKvType(a, value());
     else if (a == "--kv-window") cfg.kvWindow = tt::ParseKvWindow(a, value());
     else if (a == "--kv-sink") cfg.kvSinks = tt::ParseKvSinks(a, value());
@@ -135,6 +136,7 @@ int Run(int argc, char** argv) {
   }
   if (path.empty()) throw tt::UsageError("a model is required");
   if (cfg.kvSinks > 0 && cfg.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
+  tt::SayMemLimit(kTool);
 
   // The image: the whole file, read straight into the aligned buffer; its
   // size (a regular file's, known before reading) is the bound.

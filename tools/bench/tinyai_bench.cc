@@ -36,7 +36,8 @@ const char kUsage[] =
     "  --gen N           tokens decoded one at a time, 1..1048576 (default 128)\n"
     "  --context N       tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len)\n"
     "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 232M\n"
-    "                    (default: no limit)\n"
+    "                    or auto: what this process's memory cgroup (else MemAvailable) leaves, less\n"
+    "                    16 MiB for the process (default: no limit)\n"
     "  --cache SIZE      cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch     no loading ahead\n"
@@ -247,7 +248,7 @@ int Run(int argc, char** argv) {
     else if (a == "--prompt") o.prompt_n = tt::ParseInt32(a, value(), 1, tinyai::limits::kMaxSeqLen);
     else if (a == "--gen") o.gen_n = tt::ParseInt32(a, value(), 1, tinyai::limits::kMaxSeqLen);
     else if (a == "--context") o.context = tt::ParseContext(a, value());
-    else if (a == "--mem-limit") o.mem_limit = tt::ParseByteLimit(a, value());
+    else if (a == "--mem-limit") o.mem_limit = tt::ParseMemLimit(a, value());
     else if (a == "--cache") o.mmap.maxCacheSize = tt::ParseByteLimit(a, value());
     else if (a == "--prefetch-threads") o.mmap.prefetchThreads = tt::ParsePrefetchThreads(a, value());
     else if (a == "--no-prefetch") o.mmap.prefetchEnabled = false;
@@ -265,6 +266,7 @@ int Run(int argc, char** argv) {
   if (!probe_only && model.empty()) throw tt::UsageError("-m MODEL or --probe is required");
   if (probe_only && !model.empty()) throw tt::UsageError("--probe measures the machine alone; drop -m MODEL");
   if (probe_only) probe = true;
+  tt::SayMemLimit(kTool);
   const int cores = tinyai::port::CpuCount();
   if (o.threads <= 0) o.threads = cores;
   const int threads = o.threads;

@@ -502,6 +502,42 @@ inline std::string MibText(uint64_t bytes) {
   return text;
 }
 
+// What --mem-limit auto found, for SayMemLimit().
+inline std::string& MemLimitNote() {
+  static std::string note;
+  return note;
+}
+
+// --mem-limit SIZE, or auto: the room the system leaves this process (its
+// memory cgroup's limit less what the cgroup holds, or MemAvailable:
+// tinyaiDetectMemoryLimit) less the README's process overhead; what it
+// found waits in MemLimitNote() for SayMemLimit(). A system that shows no
+// bound, or leaves no room, fails with the library's message.
+inline size_t ParseMemLimit(const std::string& flag, const char* v) {
+  if (std::string(v) != "auto") return ParseByteLimit(flag, v);
+  TinyAIMemoryEnvironment env;
+  env.structSize = sizeof env;
+  const TinyAIStatus s = tinyaiDetectMemoryLimit(&env);
+  if (s != TINYAI_OK) ThrowLastError(s);
+  std::string from;
+  if (env.source == TINYAI_MEMORY_SOURCE_SYSTEM) {
+    from = MibText(env.roomBytes) + " available (MemAvailable)";
+  } else {
+    from = MibText(env.roomBytes) + " of room in the memory cgroup " + env.cgroupPath + " (limit " +
+           MibText(env.cgroupLimitBytes) + ", holding " + MibText(env.cgroupUsageBytes) + ", of which " +
+           MibText(env.cgroupReclaimableBytes) + " page cache it can give back)";
+  }
+  MemLimitNote() = flag + " auto: " + MibText(env.limitBytes) + ": " + from + " less " + MibText(env.overheadBytes) +
+                   " for the process";
+  return env.limitBytes;
+}
+
+// Says on stderr what --mem-limit auto found (nothing without it): a tool
+// calls it once its arguments are read, unless told to be quiet.
+inline void SayMemLimit(const char* tool) {
+  if (!MemLimitNote().empty()) std::fprintf(stderr, "%s: %s\n", tool, MemLimitNote().c_str());
+}
+
 // A memory figure printed as a limit (a least --mem-limit), to be given
 // back: MiB rounded up to two decimals, never down, so that the figure given
 // back (--mem-limit 0.76M) is at least the bytes, and the exact bytes beside

@@ -50,7 +50,8 @@ const char kUsage[] =
     "  --kv-sink K      with --kv-window: the first positions kept (attention sinks), 0..1048576 (default 0;\n"
     "                   4 is the usual choice)\n"
     "  --mem-limit SIZE bound everything TinyAI holds (weights, KV, activations, tables), e.g. 64M or 1.5G\n"
-    "                   (default: no limit)\n"
+    "                   or auto: what this process's memory cgroup (else MemAvailable) leaves, less\n"
+    "                   16 MiB for the process (default: no limit)\n"
     "  --cache SIZE     cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch    no loading ahead\n"
@@ -134,7 +135,7 @@ int Run(int argc, char** argv) {
     else if (a == "--seed") params.sampler.seed = tt::ParseUint64(a, value());
     else if (a == "-t") config.threads = tt::ParseThreads(a, value());
     else if (a == "--context") config.contextLength = tt::ParseContext(a, value());
-    else if (a == "--mem-limit") config.memoryLimit = tt::ParseByteLimit(a, value());
+    else if (a == "--mem-limit") config.memoryLimit = tt::ParseMemLimit(a, value());
     else if (a == "--kv-type") config.kvType = tt::ParseKvType(a, value());
     else if (a == "--kv-window") config.kvWindow = tt::ParseKvWindow(a, value());
     else if (a == "--kv-sink") config.kvSinks = tt::ParseKvSinks(a, value());
@@ -158,6 +159,7 @@ int Run(int argc, char** argv) {
   if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (config.kvGrowable && config.kvWindow > 0) throw tt::UsageError("--kv-growable does not go with --kv-window");
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
+  if (!quiet) tt::SayMemLimit(kTool);
 
   tt::ModelHandle model = tt::OpenModel(model_path, &mmap_config);
   tt::LLMHandle llm = tt::CreateLLM(model.get(), config);

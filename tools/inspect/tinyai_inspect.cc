@@ -45,7 +45,8 @@ const char kUsage[] =
     "  --plan        the forward scheduler's plan: arena, lower bound, naive total, weights, KV cache, tables,\n"
     "                least memory limit and the mode chosen under --mem-limit (default: no limit)\n"
     "  --mem-limit SIZE  check the model fits this limit, e.g. 4M or 1.5G (implies --plan; exit status 1 when\n"
-    "                nothing fits)\n"
+    "                nothing fits), or auto: what this process's memory cgroup (else MemAvailable) leaves,\n"
+    "                less 16 MiB for the process\n"
     "  --mode M      normal, memory_opt, streaming or adaptive (default) (implies --plan)\n"
     "  --batch N     rows per run of a dense network, 1..2147483647 (default 1) (implies --plan)\n"
     "  --shape R:C   a max shape to plan for (rows per pass 1..2147483647 : positions 0..1048576, 0 = the\n"
@@ -79,7 +80,7 @@ int Run(int argc, char** argv) {
     // Every flag of the plan implies --plan: none is ignored.
     if (a == "--json") json = true;
     else if (a == "--plan") plan = true;
-    else if (a == "--mem-limit") { limit = tt::ParseByteLimit(a, value()); plan = true; }
+    else if (a == "--mem-limit") { limit = tt::ParseMemLimit(a, value()); plan = true; }
     else if (a == "--mode") { mode = tt::ParseMode(a, value()); plan = true; }
     else if (a == "--batch") { sched_config.batchSize = tt::ParseInt32(a, value(), 1, INT32_MAX); plan = true; }
     else if (a == "--shape") {
@@ -103,6 +104,7 @@ int Run(int argc, char** argv) {
   if (path.empty()) throw tt::UsageError("MODEL.tmai is required");
   if (llm_config.kvSinks > 0 && llm_config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
+  tt::SayMemLimit(kTool);
   TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
   tt::ModelHandle model_handle = tt::OpenModel(path, &cfg);
   TinyAIMappedModel* model = model_handle.get();
