@@ -14,6 +14,8 @@
 #ifndef TINYAI_STATUS_H
 #define TINYAI_STATUS_H
 
+#include <stdint.h>
+
 #include "api.h"
 
 #ifdef __cplusplus
@@ -78,6 +80,59 @@ TINYAI_API TinyAIStatus tinyaiGetLastError(void);
 TINYAI_API const char* tinyaiGetLastErrorMessage(void);
 
 TINYAI_API void tinyaiClearLastError(void);
+
+/* What a program needs to act on the last failure without parsing its
+ * message: which resource ran out, by how much, where, and what would make
+ * it fit. Filled where TinyAI knows it (every TINYAI_ERR_RESOURCE_EXHAUSTED
+ * of a memory plan, a cache cap or the system's room); other failures leave
+ * resource NONE and only status and message set. */
+typedef enum TinyAIResource TINYAI_ENUM_BASE {
+    TINYAI_RESOURCE_NONE = 0,
+    TINYAI_RESOURCE_MEMORY_LIMIT = 1, /* a runner's memoryLimit (LLM, scheduler) */
+    TINYAI_RESOURCE_WEIGHT_CACHE = 2, /* the weight cache's cap: maxCacheSize or what other runners allow */
+    TINYAI_RESOURCE_SYSTEM = 3        /* the room the system leaves the process (tinyaiDetectMemoryLimit) */
+} TinyAIResource;
+
+/* Where it ran out: the stages of a run. */
+typedef enum TinyAIStage TINYAI_ENUM_BASE {
+    TINYAI_STAGE_NONE = 0,
+    TINYAI_STAGE_OPEN = 1,     /* opening a model, reading its index */
+    TINYAI_STAGE_PLAN = 2,     /* creating a runner: the mode, the arena, the KV cache, the cache's cap */
+    TINYAI_STAGE_GENERATE = 3, /* a prompt or decode */
+    TINYAI_STAGE_ENVIRONMENT = 4 /* reading what the system allows */
+} TinyAIStage;
+
+/* What would make it fit; remedyValue says how. */
+typedef enum TinyAIRemedy TINYAI_ENUM_BASE {
+    TINYAI_REMEDY_NONE = 0,
+    TINYAI_REMEDY_RAISE_LIMIT = 1,  /* remedyValue: the least memoryLimit that runs as configured */
+    TINYAI_REMEDY_KV_TYPE = 2,      /* remedyValue: a TinyAIKVType that fits the limit as it is */
+    TINYAI_REMEDY_MODE = 3,         /* remedyValue: a TinyAIExecutionMode that fits the limit as it is */
+    TINYAI_REMEDY_RAISE_CACHE = 4,  /* remedyValue: the least weight cache cap that runs */
+    TINYAI_REMEDY_FREE_MEMORY = 5   /* remedyValue: the bytes the system must give the process beyond what it has */
+} TinyAIRemedy;
+
+typedef struct TinyAIErrorInfo {
+    uint32_t structSize;       /* set to sizeof(TinyAIErrorInfo) before the call */
+    TinyAIStatus status;       /* tinyaiGetLastError() */
+    TinyAIResource resource;   /* what ran out; NONE for other failures */
+    TinyAIStage stage;
+    uint64_t bytesNeeded;      /* what the configuration needs of it */
+    uint64_t bytesLimit;       /* what it has */
+    int32_t layer;             /* the transformer block involved, -1 for none */
+    char tensor[96];           /* the tensor involved (a row slice's), "" for none */
+    TinyAIRemedy remedy;
+    uint64_t remedyValue;
+    TinyAIRemedy remedy2;      /* a second way, or NONE (a smaller KV type, and a higher limit) */
+    uint64_t remedy2Value;
+    char message[512];         /* tinyaiGetLastErrorMessage() */
+} TinyAIErrorInfo;
+
+/* Fills out (set out->structSize first) with this thread's last failure;
+ * status TINYAI_OK and resource NONE when there is none. Errors:
+ * TINYAI_ERR_INVALID_ARGUMENT (out NULL or structSize too small; not
+ * recorded, so the last failure stays to be read). */
+TINYAI_API TinyAIStatus tinyaiGetLastErrorInfo(TinyAIErrorInfo* out);
 
 #ifdef __cplusplus
 }

@@ -44,13 +44,21 @@ TinyAIStatus DetectMemoryLimit(const char* root, TinyAIMemoryEnvironment* env) {
   if (room > SIZE_MAX) room = SIZE_MAX;
   env->roomBytes = static_cast<size_t>(room);
   if (env->roomBytes <= env->overheadBytes) {
+    ErrorDetail d;
+    d.resource = TINYAI_RESOURCE_SYSTEM;
+    d.stage = TINYAI_STAGE_ENVIRONMENT;
+    d.needed = env->overheadBytes + 1;  // the overhead and a byte for TinyAI
+    d.limit = env->roomBytes;
+    d.remedy = TINYAI_REMEDY_FREE_MEMORY;
+    d.remedy_value = d.needed - d.limit;
     if (env->source == TINYAI_MEMORY_SOURCE_SYSTEM) {
-      return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+      SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "tinyaiDetectMemoryLimit: the system has %.1f MiB available (MemAvailable), no more than the "
                       "%.1f MiB a process needs beyond TinyAI; free memory or give a limit yourself",
                       static_cast<double>(env->roomBytes) / kMiB, static_cast<double>(env->overheadBytes) / kMiB);
+      return SetErrorDetail(d);
     }
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+    SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                     "tinyaiDetectMemoryLimit: the memory cgroup %s allows %.1f MiB and holds %.1f MiB (%.1f MiB of it "
                     "page cache it can give back): %.1f MiB of room, no more than the %.1f MiB a process needs beyond "
                     "TinyAI; raise the cgroup's limit by %.1f MiB or more",
@@ -58,6 +66,7 @@ TinyAIStatus DetectMemoryLimit(const char* root, TinyAIMemoryEnvironment* env) {
                     static_cast<double>(b.cgroup_usage) / kMiB, static_cast<double>(b.cgroup_reclaimable) / kMiB,
                     static_cast<double>(env->roomBytes) / kMiB, static_cast<double>(env->overheadBytes) / kMiB,
                     static_cast<double>(env->overheadBytes - env->roomBytes) / kMiB + 1.0);
+    return SetErrorDetail(d);
   }
   env->limitBytes = env->roomBytes - env->overheadBytes;
   return TINYAI_OK;

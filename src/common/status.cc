@@ -1,6 +1,7 @@
 #include "common/status.h"
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -14,6 +15,7 @@ constexpr size_t kMessageCapacity = 512;
 struct LastError {
   TinyAIStatus code = TINYAI_OK;
   char message[kMessageCapacity] = {0};
+  ErrorDetail detail;
 };
 
 LastError& ThreadLastError() {
@@ -29,17 +31,29 @@ void SaveLastError(SavedError* out) {
   const LastError& last = ThreadLastError();
   out->code = last.code;
   std::memcpy(out->message, last.message, kMessageCapacity);
+  out->detail = last.detail;
 }
 
 void RestoreLastError(const SavedError& saved) {
   LastError& last = ThreadLastError();
   last.code = saved.code;
   std::memcpy(last.message, saved.message, kMessageCapacity);
+  last.detail = saved.detail;
 }
+
+TinyAIStatus SetErrorDetail(const ErrorDetail& d) {
+  LastError& last = ThreadLastError();
+  last.detail = d;
+  last.detail.tensor[sizeof last.detail.tensor - 1] = '\0';
+  return last.code;
+}
+
+const ErrorDetail& LastErrorDetail() { return ThreadLastError().detail; }
 
 TinyAIStatus SetError(TinyAIStatus code, const char* format, ...) {
   LastError& last = ThreadLastError();
   last.code = code;
+  last.detail = ErrorDetail();
   va_list args;
   va_start(args, format);
   std::vsnprintf(last.message, kMessageCapacity, format, args);
@@ -101,9 +115,39 @@ TinyAIStatus tinyaiGetLastError(void) { return tinyai::ThreadLastError().code; }
 
 const char* tinyaiGetLastErrorMessage(void) { return tinyai::ThreadLastError().message; }
 
+TinyAIStatus tinyaiGetLastErrorInfo(TinyAIErrorInfo* out) {
+  // Not recorded: the failure being asked about stays the last one.
+  if (out == nullptr || out->structSize < offsetof(TinyAIErrorInfo, resource) + sizeof out->resource) {
+    return TINYAI_ERR_INVALID_ARGUMENT;
+  }
+  const tinyai::LastError& last = tinyai::ThreadLastError();
+  const tinyai::ErrorDetail& d = last.detail;
+  TinyAIErrorInfo full;
+  std::memset(&full, 0, sizeof full);
+  full.status = last.code;
+  full.resource = d.resource;
+  full.stage = d.stage;
+  full.bytesNeeded = d.needed;
+  full.bytesLimit = d.limit;
+  full.layer = d.layer;
+  static_assert(sizeof full.tensor == sizeof d.tensor, "the tensor's name fits whole");
+  std::memcpy(full.tensor, d.tensor, sizeof full.tensor);
+  full.remedy = d.remedy;
+  full.remedyValue = d.remedy_value;
+  full.remedy2 = d.remedy2;
+  full.remedy2Value = d.remedy2_value;
+  static_assert(sizeof full.message == tinyai::kMessageCapacity, "the message fits whole");
+  std::memcpy(full.message, last.message, sizeof full.message);
+  const uint32_t size = out->structSize;
+  full.structSize = size;
+  std::memcpy(static_cast<void*>(out), &full, size < sizeof full ? size : sizeof full);
+  return TINYAI_OK;
+}
+
 void tinyaiClearLastError(void) {
   tinyai::ThreadLastError().code = TINYAI_OK;
   tinyai::ThreadLastError().message[0] = '\0';
+  tinyai::ThreadLastError().detail = tinyai::ErrorDetail();
 }
 
 }  // extern "C"

@@ -5,6 +5,8 @@
 #ifndef TINYAI_COMMON_STATUS_H_
 #define TINYAI_COMMON_STATUS_H_
 
+#include <cstdint>
+
 #include "tinyai/status.h"
 
 namespace tinyai {
@@ -25,11 +27,32 @@ TinyAIStatus AddErrorContext(TinyAIStatus code, const char* format, ...)
 #endif
     ;
 
+// What a program can act on beside the message (tinyaiGetLastErrorInfo):
+// a failure site that knows it calls SetErrorDetail right after SetError.
+// SetError clears it, so a detail never outlives its message;
+// AddErrorContext keeps it.
+struct ErrorDetail {
+  TinyAIResource resource = TINYAI_RESOURCE_NONE;
+  TinyAIStage stage = TINYAI_STAGE_NONE;
+  uint64_t needed = 0;  // bytes the configuration needs of the resource
+  uint64_t limit = 0;   // bytes it has
+  int32_t layer = -1;
+  char tensor[96] = {0};
+  TinyAIRemedy remedy = TINYAI_REMEDY_NONE;
+  uint64_t remedy_value = 0;
+  TinyAIRemedy remedy2 = TINYAI_REMEDY_NONE;
+  uint64_t remedy2_value = 0;
+};
+// Attaches d to the thread's last error; returns the last error's code.
+TinyAIStatus SetErrorDetail(const ErrorDetail& d);
+const ErrorDetail& LastErrorDetail();
+
 // The thread's last error, kept while work whose failures are expected
 // and handled runs (a scheduler's trial plans), and put back after it.
 struct SavedError {
   TinyAIStatus code = TINYAI_OK;
   char message[512] = {0};
+  ErrorDetail detail;
 };
 void SaveLastError(SavedError* out);
 void RestoreLastError(const SavedError& saved);

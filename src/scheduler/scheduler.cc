@@ -304,27 +304,82 @@ uint64_t ForwardScheduler::TablesBytes(size_t plans) const {
          node_output_.size() * sizeof(int32_t) + scheduled_layers_.size() + plans * per_plan;
 }
 
+// d's tensor and layer: row slice `slice`'s main tensor and its transformer
+// block (-1 for none).
+void ForwardScheduler::SliceDetail(int32_t slice, ErrorDetail* d) const {
+  const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
+  if (stream == nullptr || model_ == nullptr || slice < 0) return;
+  const int32_t main = stream->MainTensor(slice);
+  if (main < 0) return;
+  std::snprintf(d->tensor, sizeof d->tensor, "%s", model_->reader().tensors()[static_cast<size_t>(main)].name);
+  const RowSlice& b = model_->slices().slice(slice);
+  d->layer = model_->reader().layers()[static_cast<size_t>(b.layer)].block_index;
+}
+
+// The detail of a limit below what the configuration needs (needed, of which
+// memory_.persistent the persistent state's): the most faithful less
+// faithful persistent form (a KV type) that fits the limit as it is, then
+// the limit that runs as configured. *fix: the KV type's words for the
+// message ("" for none).
+ErrorDetail ForwardScheduler::LimitDetail(uint64_t needed, char* fix, size_t capacity) const {
+  ErrorDetail d;
+  SliceDetail(weights_.slice, &d);
+  d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+  d.stage = TINYAI_STAGE_PLAN;
+  d.needed = needed;
+  d.limit = limit_;
+  if (capacity > 0) fix[0] = '\0';
+  SavedError before;  // a form that cannot be sized records an error: not this one's
+  SaveLastError(&before);
+  int32_t type = 0;
+  uint64_t bytes = 0;
+  char name[16];
+  for (int32_t i = 0; program_->PersistentAlternative(i, &type, &bytes, name, sizeof name); ++i) {
+    const uint64_t alt = SatAdd(needed - memory_.persistent, bytes);
+    if (alt <= limit_) {
+      d.remedy = TINYAI_REMEDY_KV_TYPE;
+      d.remedy_value = static_cast<uint64_t>(type);
+      std::snprintf(fix, capacity, "; with an %s KV cache (%llu bytes) it needs %llu and fits (kvType %s)", name,
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(alt), name);
+      break;
+    }
+  }
+  RestoreLastError(before);
+  if (d.remedy == TINYAI_REMEDY_NONE) {
+    d.remedy = TINYAI_REMEDY_RAISE_LIMIT;
+    d.remedy_value = needed;
+  } else {
+    d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
+    d.remedy2_value = needed;
+  }
+  return d;
+}
+
 TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
   const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
+  char fix[160];
+  ErrorDetail d = LimitDetail(needed, fix, sizeof fix);
   if (stream && model_) {
     char what[192];
     stream->DescribeSlice(weights_.slice, what, sizeof what);
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "memory limit of %llu bytes is below this model's minimum of %llu: its largest row slice (%s) "
-                    "takes %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
-                    "scratch (the arena for 1 row per pass) and %llu of tables",
-                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed), what,
-                    static_cast<unsigned long long>(weights_.largest_slice),
-                    static_cast<unsigned long long>(memory_.persistent), program_->context_length(),
-                    static_cast<unsigned long long>(needed - weights_.largest_slice - memory_.persistent -
-                                                    tables_bytes_),
-                    static_cast<unsigned long long>(tables_bytes_));
+    SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+             "memory limit of %llu bytes is below this model's minimum of %llu: its largest row slice (%s) "
+             "takes %llu bytes, on top of %llu bytes of KV cache (context %d), %llu of activations and "
+             "scratch (the arena for 1 row per pass) and %llu of tables%s",
+             static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed), what,
+             static_cast<unsigned long long>(weights_.largest_slice),
+             static_cast<unsigned long long>(memory_.persistent), program_->context_length(),
+             static_cast<unsigned long long>(needed - weights_.largest_slice - memory_.persistent -
+                                             tables_bytes_),
+             static_cast<unsigned long long>(tables_bytes_), fix);
+    return SetErrorDetail(d);
   }
-  return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                  "memory limit of %llu bytes is below this schedule's minimum of %llu: an arena of %llu bytes "
-                  "for 1 row per pass and %llu of tables",
-                  static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed),
-                  static_cast<unsigned long long>(needed - tables_bytes_), static_cast<unsigned long long>(tables_bytes_));
+  SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+           "memory limit of %llu bytes is below this schedule's minimum of %llu: an arena of %llu bytes "
+           "for 1 row per pass and %llu of tables%s",
+           static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed),
+           static_cast<unsigned long long>(needed - tables_bytes_), static_cast<unsigned long long>(tables_bytes_), fix);
+  return SetErrorDetail(d);
 }
 
 TinyAIStatus ForwardScheduler::ChooseMode() {
@@ -338,11 +393,19 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   if (configured_cap != 0 && slice > configured_cap) {
     char what[192];
     stream->DescribeSlice(weights_.slice, what, sizeof what);
-    return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                    "the model's weight cache is capped at %llu bytes (%s), below its largest row slice of %llu (%s); "
-                    "raise the cap or lower rowSliceSize",
-                    static_cast<unsigned long long>(configured_cap), cap_source_, static_cast<unsigned long long>(slice),
-                    what);
+    SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+             "the model's weight cache is capped at %llu bytes (%s), below its largest row slice of %llu (%s); "
+             "raise the cap or lower rowSliceSize",
+             static_cast<unsigned long long>(configured_cap), cap_source_, static_cast<unsigned long long>(slice), what);
+    ErrorDetail d;
+    d.resource = TINYAI_RESOURCE_WEIGHT_CACHE;
+    d.stage = TINYAI_STAGE_PLAN;
+    d.needed = slice;
+    d.limit = configured_cap;
+    SliceDetail(weights_.slice, &d);
+    d.remedy = TINYAI_REMEDY_RAISE_CACHE;
+    d.remedy_value = slice;
+    return SetErrorDetail(d);
   }
   Array<PassShape> shapes;
   TINYAI_RETURN_IF_ERROR(MakeShapes(0, &shapes));
@@ -377,13 +440,23 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   if (requested_mode_ == TINYAI_EXEC_NORMAL || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && normal)) {
     if (!normal) {
       if (configured_cap != 0 && all_weights > configured_cap) {
-        return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                        "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
-                        "%llu (%s); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
-                        static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap),
-                        cap_source_);
+        SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                 "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
+                 "%llu (%s); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
+                 static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap),
+                 cap_source_);
+        ErrorDetail d;
+        d.resource = TINYAI_RESOURCE_WEIGHT_CACHE;
+        d.stage = TINYAI_STAGE_PLAN;
+        d.needed = all_weights;
+        d.limit = configured_cap;
+        d.remedy = TINYAI_REMEDY_MODE;
+        d.remedy_value = memopt ? TINYAI_EXEC_MEMORY_OPT : TINYAI_EXEC_STREAMING;
+        d.remedy2 = TINYAI_REMEDY_RAISE_CACHE;
+        d.remedy2_value = all_weights;
+        return SetErrorDetail(d);
       }
-      return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+      SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "NORMAL keeps all %llu bytes of weights resident: with the arena's %llu, %llu of KV cache and "
                       "%llu of tables that is %llu, over the memory limit of %llu; MEMORY_OPT needs %llu and STREAMING "
                       "%llu (ADAPTIVE chooses for you)",
@@ -394,6 +467,16 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                       static_cast<unsigned long long>(limit_),
                       static_cast<unsigned long long>(need(slice, arena_full)),
                       static_cast<unsigned long long>(minimum_limit_));
+      ErrorDetail d;
+      d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+      d.stage = TINYAI_STAGE_PLAN;
+      d.needed = need(all_weights, arena_full);
+      d.limit = limit_;
+      d.remedy = TINYAI_REMEDY_MODE;
+      d.remedy_value = memopt ? TINYAI_EXEC_MEMORY_OPT : TINYAI_EXEC_STREAMING;
+      d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
+      d.remedy2_value = d.needed;
+      return SetErrorDetail(d);
     }
     mode_ = TINYAI_EXEC_NORMAL;
     if (limit_ == 0) {
@@ -407,7 +490,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     }
   } else if (requested_mode_ == TINYAI_EXEC_MEMORY_OPT || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && memopt)) {
     if (!memopt) {
-      return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+      SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                       "MEMORY_OPT with %d rows per pass needs %llu bytes (a row slice of %llu, an arena of %llu, "
                       "%llu of KV cache, %llu of tables), over the memory limit of %llu; STREAMING needs %llu",
                       full_rows, static_cast<unsigned long long>(need(slice, arena_full)),
@@ -415,6 +498,16 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                       static_cast<unsigned long long>(memory_.persistent),
                       static_cast<unsigned long long>(tables_bytes_), static_cast<unsigned long long>(limit_),
                       static_cast<unsigned long long>(minimum_limit_));
+      ErrorDetail d;
+      d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+      d.stage = TINYAI_STAGE_PLAN;
+      d.needed = need(slice, arena_full);
+      d.limit = limit_;
+      d.remedy = TINYAI_REMEDY_MODE;
+      d.remedy_value = TINYAI_EXEC_STREAMING;
+      d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
+      d.remedy2_value = d.needed;
+      return SetErrorDetail(d);
     }
     mode_ = TINYAI_EXEC_MEMORY_OPT;
     if (normal) {  // requested, though NORMAL fits

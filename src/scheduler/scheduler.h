@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "common/array.h"
+#include "common/status.h"
 #include "common/thread_pool.h"
 #include "loader/mapped_model.h"
 #include "planner/activation_graph.h"
@@ -157,6 +158,8 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const;
   TinyAIStatus PlanShapes(const Array<PassShape>& shapes, Array<ShapePlan>* plans, uint64_t* arena) const;
   TinyAIStatus ChooseMode();
+  ErrorDetail LimitDetail(uint64_t needed, char* fix, size_t capacity) const;
+  void SliceDetail(int32_t slice, ErrorDetail* d) const;
   // Switches the program to persistent option `option`, builds and plans.
   TinyAIStatus PlanOption(int32_t option);
   // How good the chosen mode is: NORMAL > MEMORY_OPT > STREAMING by its

@@ -519,6 +519,90 @@ struct Stopper {
     size_t bytes;
 };
 
+/* The structured last error (tinyaiGetLastErrorInfo): a limit below the
+ * model's minimum says by how much, which tensor's row slice, and that a
+ * smaller KV type fits (then the limit that runs as configured); NORMAL
+ * over its limit names a mode that fits; each remedy, applied, runs. */
+static void test_error_info(TinyAIMappedModel* model) {
+    TinyAIErrorInfo info;
+    TinyAIMemoryReport est;
+    TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
+    TinyAILLM* llm = NULL;
+    uint64_t minimum;
+
+    memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
+    tinyaiClearLastError();
+    CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+    CHECK(info.status == TINYAI_OK && info.resource == TINYAI_RESOURCE_NONE && info.message[0] == '\0');
+    CHECK(info.structSize == sizeof info);
+
+    /* A failure without detail: status and message, resource NONE. */
+    CHECK_STATUS(tinyaiCreateLLM(NULL, NULL, &llm), TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+    CHECK(info.status == TINYAI_ERR_INVALID_ARGUMENT && info.resource == TINYAI_RESOURCE_NONE);
+    CHECK(strcmp(info.message, tinyaiGetLastErrorMessage()) == 0 && info.layer == -1 && info.tensor[0] == '\0');
+    /* Bad arguments are not recorded: the failure asked about stays. */
+    CHECK(tinyaiGetLastErrorInfo(NULL) == TINYAI_ERR_INVALID_ARGUMENT);
+    info.structSize = 4;
+    CHECK(tinyaiGetLastErrorInfo(&info) == TINYAI_ERR_INVALID_ARGUMENT);
+    CHECK(tinyaiGetLastError() == TINYAI_ERR_INVALID_ARGUMENT);
+    info.structSize = sizeof info;
+
+    memset(&est, 0, sizeof est);
+    est.structSize = sizeof est;
+    lc.threads = 1;
+    lc.kvType = TINYAI_KV_F32;
+    CHECK_STATUS(tinyaiEstimateLLMMemory(model, &lc, &est), TINYAI_OK);
+    minimum = est.minimumMemoryLimit;
+    CHECK(minimum > est.kvCacheBytes / 2);
+
+    /* One byte below the minimum with an f32 KV cache: f16 fits. */
+    lc.memoryLimit = (size_t)(minimum - 1);
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+    CHECK(info.status == TINYAI_ERR_RESOURCE_EXHAUSTED && info.resource == TINYAI_RESOURCE_MEMORY_LIMIT);
+    CHECK(info.stage == TINYAI_STAGE_PLAN && info.bytesNeeded == minimum && info.bytesLimit == minimum - 1);
+    CHECK(info.remedy == TINYAI_REMEDY_KV_TYPE && info.remedyValue == TINYAI_KV_F16);
+    CHECK(info.remedy2 == TINYAI_REMEDY_RAISE_LIMIT && info.remedy2Value == minimum);
+    CHECK(info.tensor[0] != '\0' && strstr(info.message, info.tensor) != NULL);
+    CHECK(strstr(info.message, "(kvType f16)") != NULL);
+    lc.kvType = (TinyAIKVType)info.remedyValue;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
+    tinyaiDestroyLLM(llm);
+    llm = NULL;
+    lc.kvType = TINYAI_KV_F32;
+    lc.memoryLimit = (size_t)info.remedy2Value;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
+    tinyaiDestroyLLM(llm);
+    llm = NULL;
+
+    /* Below what even an int8 KV cache needs: only a higher limit. */
+    lc.memoryLimit = (size_t)(minimum - est.kvCacheBytes);
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+    CHECK(info.remedy == TINYAI_REMEDY_RAISE_LIMIT && info.remedyValue == minimum);
+    CHECK(info.remedy2 == TINYAI_REMEDY_NONE);
+
+    /* NORMAL asked for, at the minimum: a mode that fits. */
+    lc.memoryLimit = (size_t)minimum;
+    lc.mode = TINYAI_EXEC_NORMAL;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+    CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+    CHECK(info.resource == TINYAI_RESOURCE_MEMORY_LIMIT && info.remedy == TINYAI_REMEDY_MODE);
+    CHECK(info.remedyValue == TINYAI_EXEC_MEMORY_OPT || info.remedyValue == TINYAI_EXEC_STREAMING);
+    CHECK(info.remedy2 == TINYAI_REMEDY_RAISE_LIMIT && info.remedy2Value > minimum);
+    CHECK(info.bytesNeeded == info.remedy2Value && info.bytesLimit == minimum);
+    lc.mode = (TinyAIExecutionMode)info.remedyValue;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
+    tinyaiDestroyLLM(llm);
+    llm = NULL;
+
+    tinyaiClearLastError();
+    CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+    CHECK(info.status == TINYAI_OK && info.resource == TINYAI_RESOURCE_NONE && info.remedy == TINYAI_REMEDY_NONE);
+}
+
 static int on_text(const char* piece, size_t len, void* user) {
     struct Stopper* s = (struct Stopper*)user;
     (void)piece;
@@ -1412,6 +1496,7 @@ int main(int argc, char** argv) {
         }
     }
     test_llm(model, argc > 3 ? argv[3] : NULL);
+    test_error_info(model);
     test_session(model, tmp);
     test_scheduler(model);
     tinyaiCloseMappedModel(model);

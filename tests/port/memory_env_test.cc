@@ -111,6 +111,15 @@ TEST(MemoryBounds, AnAncestorWithLessRoomBounds) {
   const std::string msg = tinyaiGetLastErrorMessage();
   EXPECT_NE(msg.find("sys/fs/cgroup/memory/a allows 100.0 MiB and holds 90.0 MiB"), std::string::npos) << msg;
   EXPECT_NE(msg.find("raise the cgroup's limit by 7.0 MiB"), std::string::npos) << msg;
+  TinyAIErrorInfo info;
+  info.structSize = sizeof info;
+  ASSERT_EQ(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
+  EXPECT_EQ(info.resource, TINYAI_RESOURCE_SYSTEM);
+  EXPECT_EQ(info.stage, TINYAI_STAGE_ENVIRONMENT);
+  EXPECT_EQ(info.bytesLimit, 10 * kMiB);
+  EXPECT_EQ(info.bytesNeeded, 16 * kMiB + 1);
+  EXPECT_EQ(info.remedy, TINYAI_REMEDY_FREE_MEMORY);
+  EXPECT_EQ(info.remedyValue, 6 * kMiB + 1);
 }
 
 // cgroup v2: memory.max up the tree, memory.high when lower, "max" for none.

@@ -237,6 +237,16 @@ if(EXISTS /proc/meminfo)
              --mem-limit auto)
 endif()
 expect_usage_error("--mem-limit" ${G} -p Once --mem-limit automatic)
+# A limit the run does not fit: the library's remedies as flags
+# (tinyaiGetLastErrorInfo), each of which runs.
+expect_run(RC 1 EXPECT "TINYAI_ERR_RESOURCE_EXHAUSTED" "tinyai-generate: to fit: --mem-limit " STDOUT_EMPTY
+           COMMAND ${G} -p Once --mem-limit 1K)
+string(REGEX MATCH "to fit: --mem-limit ([0-9]+)" fix "${RUN_ERR}")
+set(least ${CMAKE_MATCH_1})
+expect_run(RC 0 COMMAND ${G} -p Once --mem-limit ${least})
+expect_run(RC 1 EXPECT "tinyai-generate: to fit: --mode " COMMAND ${G} -p Once --mem-limit ${least} --mode normal)
+string(REGEX MATCH "to fit: --mode ([a-z_]+)" fix "${RUN_ERR}")
+expect_run(RC 0 COMMAND ${G} -p Once --mem-limit ${least} --mode ${CMAKE_MATCH_1})
 # The other plan flags are not ignored either: each implies --plan.
 foreach(flag "--mode;normal" "--batch;2" "--shape;1:8" "--debug-exec")
   expect_run(RC 0 STDOUT_HAS "\"arena_bytes\":" COMMAND ${INSPECT} ${model} --json ${flag})

@@ -45,14 +45,51 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A failure at run time: exit 1, "tool: STATUS_NAME: message" on stderr.
+// A failure at run time: exit 1, "tool: STATUS_NAME: message" on stderr,
+// and "tool: to fit: ..." when the library named a remedy.
 struct RuntimeError : std::runtime_error {
-  RuntimeError(TinyAIStatus s, const std::string& message) : std::runtime_error(message), status(s) {}
+  RuntimeError(TinyAIStatus s, const std::string& message, const std::string& remedy = std::string())
+      : std::runtime_error(message), status(s), fix(remedy) {}
   TinyAIStatus status;
+  std::string fix;
 };
 
-// Throws the last TinyAI error (status s) as a RuntimeError.
-[[noreturn]] inline void ThrowLastError(TinyAIStatus s) { throw RuntimeError(s, tinyaiGetLastErrorMessage()); }
+// A remedy of tinyaiGetLastErrorInfo as the tools' flags ("" for none).
+inline std::string RemedyFlags(TinyAIRemedy remedy, uint64_t value) {
+  char text[96];
+  switch (remedy) {
+    case TINYAI_REMEDY_RAISE_LIMIT:
+      std::snprintf(text, sizeof text, "--mem-limit %llu", static_cast<unsigned long long>(value));
+      return text;
+    case TINYAI_REMEDY_KV_TYPE: return std::string("--kv-type ") + tinyaiKVTypeName(static_cast<TinyAIKVType>(value));
+    case TINYAI_REMEDY_MODE:
+      return value == TINYAI_EXEC_MEMORY_OPT ? "--mode memory_opt"
+             : value == TINYAI_EXEC_STREAMING ? "--mode streaming"
+                                              : "--mode adaptive";
+    case TINYAI_REMEDY_RAISE_CACHE:
+      std::snprintf(text, sizeof text, "--cache %llu", static_cast<unsigned long long>(value));
+      return text;
+    case TINYAI_REMEDY_FREE_MEMORY:
+      std::snprintf(text, sizeof text, "%llu more bytes for the process", static_cast<unsigned long long>(value));
+      return text;
+    default: return "";
+  }
+}
+
+// Throws the last TinyAI error (status s) as a RuntimeError, with its
+// remedies as flags.
+[[noreturn]] inline void ThrowLastError(TinyAIStatus s) {
+  TinyAIErrorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  std::string fix;
+  if (tinyaiGetLastErrorInfo(&info) == TINYAI_OK && info.status == s) {
+    fix = RemedyFlags(info.remedy, info.remedyValue);
+    const std::string second = RemedyFlags(info.remedy2, info.remedy2Value);
+    if (!second.empty()) fix += (fix.empty() ? "" : ", or ") + second;
+  }
+  throw RuntimeError(s, tinyaiGetLastErrorMessage(), fix);
+}
 inline void Check(TinyAIStatus s) {
   if (s != TINYAI_OK) ThrowLastError(s);
 }
@@ -82,6 +119,7 @@ int Main(const char* tool, const char* usage, Body body) {
     return 2;
   } catch (const RuntimeError& e) {
     std::fprintf(stderr, "%s: %s: %s\n", tool, tinyaiStatusString(e.status), e.what());
+    if (!e.fix.empty()) std::fprintf(stderr, "%s: to fit: %s\n", tool, e.fix.c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: %s: out of memory\n", tool, tinyaiStatusString(TINYAI_ERR_OUT_OF_MEMORY));
