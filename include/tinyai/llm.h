@@ -220,6 +220,14 @@ TINYAI_API TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelI
 /* Fills out (set out->structSize first). */
 TINYAI_API TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* out);
 
+/* A configuration that runs, but much slower than it could, in the record a
+ * failure gives (tinyaiGetLastErrorInfo): out->status TINYAI_OK, and
+ * resource NONE when there is nothing to say. Today: the weight cache's cap
+ * (maxCacheSize, 256 MB by default) below the model's weights while the
+ * memory limit (or none) would hold them - every token reads every weight
+ * from storage; remedy RAISE_CACHE with the weights' bytes. */
+TINYAI_API TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInfo* out);
+
 /* What an LLM for model with config (may be NULL) would need, without
  * creating it: minimumMemoryLimit, kvCacheBytes, activationBytes, otherBytes and the
  * largest row slice (the weight fields are 0). With TINYAI_KV_AUTO, for the type

@@ -252,6 +252,32 @@ TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMemoryReport* 
   return TINYAI_OK;
 }
 
+TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInfo* out) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMWarning", true));
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMWarning: out is NULL");
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIErrorInfo, resource), "tinyaiGetLLMWarning: out"));
+  const tinyai::ForwardScheduler& s = llm->impl();
+  const tinyai::ErrorDetail& d = s.warning();
+  TinyAIErrorInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  info.status = TINYAI_OK;
+  info.resource = d.resource;
+  info.stage = d.stage;
+  info.bytesNeeded = d.needed;
+  info.bytesLimit = d.limit;
+  info.layer = d.layer;
+  std::memcpy(info.tensor, d.tensor, sizeof info.tensor);
+  info.remedy = d.remedy;
+  info.remedyValue = d.remedy_value;
+  info.remedy2 = d.remedy2;
+  info.remedy2Value = d.remedy2_value;
+  std::snprintf(info.message, sizeof info.message, "%s", s.warning_text());
+  tinyai::WriteVersioned(info, out);
+  return TINYAI_OK;
+}
+
 TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                      TinyAIMemoryReport* out) {
   TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiEstimateLLMMemory"));

@@ -592,6 +592,28 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     limit_allows_ = limit_ - need(0, arena_bytes_);
     cache_cap_ = configured_cap != 0 && configured_cap < limit_allows_ ? configured_cap : limit_allows_;
   }
+  // A run that will be much slower than it could: the cache's cap alone
+  // keeps the weights from staying resident (the memory limit, if any,
+  // would hold them), so every token reads them all from storage again.
+  warning_ = ErrorDetail();
+  warning_text_[0] = '\0';
+  if (mode_ != TINYAI_EXEC_NORMAL && requested_mode_ == TINYAI_EXEC_ADAPTIVE && configured_cap != 0 &&
+      all_weights > configured_cap && (limit_ == 0 || need(all_weights, arena_full) <= limit_)) {
+    warning_.resource = TINYAI_RESOURCE_WEIGHT_CACHE;
+    warning_.stage = TINYAI_STAGE_PLAN;
+    warning_.needed = all_weights;
+    warning_.limit = configured_cap;
+    warning_.remedy = TINYAI_REMEDY_RAISE_CACHE;
+    warning_.remedy_value = all_weights;
+    std::snprintf(warning_text_, sizeof warning_text_,
+                  "the weight cache's cap of %.2f MiB (%s; 256 MB unless set) is below the model's %.2f MiB of "
+                  "weights%s: every token reads them from storage again (%s), many times slower than with them "
+                  "resident; raise the cap to %llu bytes or more (maxCacheSize, or 0 for none)",
+                  Mib(configured_cap), cap_source_, Mib(all_weights),
+                  limit_ != 0 ? ", which the memory limit would hold" : "",
+                  mode_ == TINYAI_EXEC_MEMORY_OPT ? "MEMORY_OPT" : "STREAMING",
+                  static_cast<unsigned long long>(all_weights));
+  }
   return TINYAI_OK;
 }
 

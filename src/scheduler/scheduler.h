@@ -148,6 +148,10 @@ class ForwardScheduler : private OpNamer {
   uint64_t joint_peak() const;
   LayerProgram* program() const { return program_; }
   TinyAIMappedModel* model() const { return model_; }
+  // A plan that runs, but much slower than it could (the weight cache's cap
+  // keeps the weights from staying resident): resource NONE when none.
+  const ErrorDetail& warning() const { return warning_; }
+  const char* warning_text() const { return warning_text_; }
   const ActivationGraph& graph() const { return act_; }
   int32_t shape_count() const { return static_cast<int32_t>(plans_.size()); }
   const ShapePlan& plan(int32_t i) const { return plans_[static_cast<size_t>(i)]; }
@@ -194,6 +198,8 @@ class ForwardScheduler : private OpNamer {
   Array<uint8_t> scheduled_layers_;  // per model layer: 1 when the schedule has it
   WeightTotals weights_;
   const char* cap_source_ = "maxCacheSize";  // what caps the cache when ChooseMode ran
+  ErrorDetail warning_;       // the plan's warning (resource NONE: none)
+  char warning_text_[384] = {0};
   Array<ShapePlan> plans_;
   AlignedBuffer arena_;
   uint64_t arena_bytes_ = 0;

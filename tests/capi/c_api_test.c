@@ -523,7 +523,7 @@ struct Stopper {
  * model's minimum says by how much, which tensor's row slice, and that a
  * smaller KV type fits (then the limit that runs as configured); NORMAL
  * over its limit names a mode that fits; each remedy, applied, runs. */
-static void test_error_info(TinyAIMappedModel* model) {
+static void test_error_info(TinyAIMappedModel* model, const char* model_path) {
     TinyAIErrorInfo info;
     TinyAIMemoryReport est;
     TinyAILLMConfig lc = tinyaiCreateDefaultLLMConfig();
@@ -601,6 +601,52 @@ static void test_error_info(TinyAIMappedModel* model) {
     tinyaiClearLastError();
     CHECK_STATUS(tinyaiGetLastErrorInfo(&info), TINYAI_OK);
     CHECK(info.status == TINYAI_OK && info.resource == TINYAI_RESOURCE_NONE && info.remedy == TINYAI_REMEDY_NONE);
+
+    /* A run much slower than it could be, in the same record: no warning with
+     * the weights resident; a cache capped below them warns, and its remedy
+     * (the cap it names) takes the warning away. */
+    lc = tinyaiCreateDefaultLLMConfig();
+    lc.threads = 1;
+    CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_OK);
+    if (llm) {
+        CHECK_STATUS(tinyaiGetLLMWarning(llm, &info), TINYAI_OK);
+        CHECK(info.status == TINYAI_OK && info.resource == TINYAI_RESOURCE_NONE && info.message[0] == '\0');
+        tinyaiDestroyLLM(llm);
+        llm = NULL;
+    }
+    CHECK_STATUS(tinyaiGetLLMWarning(NULL, &info), TINYAI_ERR_INVALID_ARGUMENT);
+    {
+        TinyAIMmapConfig mc = tinyaiCreateDefaultMmapConfig();
+        TinyAIMappedModel* capped;
+        uint64_t weights = 0;
+        mc.maxCacheSize = (size_t)est.largestSliceBytes;
+        capped = tinyaiOpenMappedModel(model_path, &mc);
+        CHECK(capped != NULL);
+        if (!capped) return;
+        CHECK_STATUS(tinyaiCreateLLM(capped, &lc, &llm), TINYAI_OK);
+        if (llm) {
+            CHECK_STATUS(tinyaiGetLLMWarning(llm, &info), TINYAI_OK);
+            CHECK(info.status == TINYAI_OK && info.resource == TINYAI_RESOURCE_WEIGHT_CACHE);
+            CHECK(info.bytesLimit == est.largestSliceBytes && info.bytesNeeded > info.bytesLimit);
+            CHECK(info.remedy == TINYAI_REMEDY_RAISE_CACHE && info.remedyValue == info.bytesNeeded);
+            CHECK(strstr(info.message, "every token reads them from storage again") != NULL);
+            weights = info.remedyValue;
+            tinyaiDestroyLLM(llm);
+            llm = NULL;
+        }
+        tinyaiCloseMappedModel(capped);
+        mc.maxCacheSize = (size_t)weights;
+        capped = tinyaiOpenMappedModel(model_path, &mc);
+        CHECK(capped != NULL);
+        if (!capped) return;
+        CHECK_STATUS(tinyaiCreateLLM(capped, &lc, &llm), TINYAI_OK);
+        if (llm) {
+            CHECK_STATUS(tinyaiGetLLMWarning(llm, &info), TINYAI_OK);
+            CHECK(info.resource == TINYAI_RESOURCE_NONE);
+            tinyaiDestroyLLM(llm);
+        }
+        tinyaiCloseMappedModel(capped);
+    }
 }
 
 static int on_text(const char* piece, size_t len, void* user) {
@@ -1335,6 +1381,12 @@ static void check_dead_llm(TinyAILLM* l, const char* word, const char* tmp, int 
     if (!live) CHECK_DEAD((tinyaiDestroyLLM(l), 0), 0, word);
     CHECK_DEAD(tinyaiGetLLMModelInfo(l, &info), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiGetLLMMemoryReport(l, &report), TINYAI_ERR_MISUSE, word);
+    {
+        TinyAIErrorInfo warning;
+        memset(&warning, 0, sizeof warning);
+        warning.structSize = sizeof warning;
+        CHECK_DEAD(tinyaiGetLLMWarning(l, &warning), TINYAI_ERR_MISUSE, word);
+    }
     CHECK_DEAD(tinyaiLLMTokenize(l, "Once", 1, ids, 4, &count), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiLLMDecodeToken(l, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiLLMEval(l, ids, 1, logits), TINYAI_ERR_MISUSE, word);
@@ -1496,7 +1548,7 @@ int main(int argc, char** argv) {
         }
     }
     test_llm(model, argc > 3 ? argv[3] : NULL);
-    test_error_info(model);
+    test_error_info(model, model_path);
     test_session(model, tmp);
     test_scheduler(model);
     tinyaiCloseMappedModel(model);

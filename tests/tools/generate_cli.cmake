@@ -247,6 +247,20 @@ expect_run(RC 0 COMMAND ${G} -p Once --mem-limit ${least})
 expect_run(RC 1 EXPECT "tinyai-generate: to fit: --mode " COMMAND ${G} -p Once --mem-limit ${least} --mode normal)
 string(REGEX MATCH "to fit: --mode ([a-z_]+)" fix "${RUN_ERR}")
 expect_run(RC 0 COMMAND ${G} -p Once --mem-limit ${least} --mode ${CMAKE_MATCH_1})
+# A weight cache capped below a row slice fails with the least cap; at that
+# cap it runs, but warns that every token reads the weights again and names
+# the cap that holds them; at that one, no warning.
+set(GV ${GENERATE} -m ${model} -n 6)
+expect_run(RC 1 EXPECT "tinyai-generate: to fit: --cache " COMMAND ${GV} -p Once --cache 1K)
+string(REGEX MATCH "to fit: --cache ([0-9]+)" fix "${RUN_ERR}")
+expect_run(RC 0 EXPECT "tinyai-generate: warning: the weight cache's cap of" "tinyai-generate: to run faster: --cache "
+           COMMAND ${GV} -p Once --cache ${CMAKE_MATCH_1})
+string(REGEX MATCH "to run faster: --cache ([0-9]+)" fix "${RUN_ERR}")
+expect_run(RC 0 COMMAND ${GV} -p Once --cache ${CMAKE_MATCH_1})
+string(FIND "${RUN_ERR}" "warning" at)
+if(NOT at EQUAL -1)
+  cli_fail("--cache ${CMAKE_MATCH_1} (the weights' bytes) still warns:\n${RUN_ERR}")
+endif()
 # The other plan flags are not ignored either: each implies --plan.
 foreach(flag "--mode;normal" "--batch;2" "--shape;1:8" "--debug-exec")
   expect_run(RC 0 STDOUT_HAS "\"arena_bytes\":" COMMAND ${INSPECT} ${model} --json ${flag})

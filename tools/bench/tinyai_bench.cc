@@ -159,6 +159,7 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   cfg.kvType = o.kv_type;
   tinyai_tools::LLMHandle llm_handle = tinyai_tools::CreateLLM(model, cfg);
   TinyAILLM* llm = llm_handle.get();
+  tinyai_tools::SayLLMWarning(kTool, llm);
   TinyAIStatus s = TINYAI_OK;
   f->info.structSize = sizeof f->info;
   tinyaiGetLLMModelInfo(llm, &f->info);

@@ -529,6 +529,19 @@ inline LLMHandle CreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig& conf
   return LLMHandle(llm);
 }
 
+// Says on stderr what tinyaiGetLLMWarning has to say of llm (a run much
+// slower than it could be), with its remedy as a flag; nothing when it has
+// nothing.
+inline void SayLLMWarning(const char* tool, const TinyAILLM* llm) {
+  TinyAIErrorInfo w;
+  std::memset(&w, 0, sizeof w);
+  w.structSize = sizeof w;
+  if (tinyaiGetLLMWarning(llm, &w) != TINYAI_OK || w.resource == TINYAI_RESOURCE_NONE) return;
+  std::fprintf(stderr, "%s: warning: %s\n", tool, w.message);
+  const std::string fix = RemedyFlags(w.remedy, w.remedyValue);
+  if (!fix.empty()) std::fprintf(stderr, "%s: to run faster: %s\n", tool, fix.c_str());
+}
+
 // ---- Output ----------------------------------------------------------------------
 
 inline double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }

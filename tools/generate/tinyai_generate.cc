@@ -163,6 +163,7 @@ int Run(int argc, char** argv) {
 
   tt::ModelHandle model = tt::OpenModel(model_path, &mmap_config);
   tt::LLMHandle llm = tt::CreateLLM(model.get(), config);
+  if (!quiet) tt::SayLLMWarning(kTool, llm.get());
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);
   info.structSize = sizeof info;
