@@ -235,6 +235,41 @@ TINYAI_API TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInf
 TINYAI_API TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                                 TinyAIMemoryReport* out);
 
+/* Before anything is allocated: what tinyaiCreateLLM(model, config) would
+ * choose and hold. Planned exactly as it plans (the limit, the mode, the KV
+ * type - TINYAI_KV_AUTO chosen -, the weight cache's cap), allocating only
+ * the plan's tables for the call. */
+typedef struct TinyAIPreflight {
+    uint32_t structSize;           /* set to sizeof(TinyAIPreflight) before the call */
+    TinyAIExecutionMode mode;      /* NORMAL, MEMORY_OPT or STREAMING: what the limit allows */
+    TinyAIKVType kvType;           /* the KV cache's type (TINYAI_KV_AUTO: the one chosen) */
+    int32_t rowsPerPass;           /* tokens a pass takes (STREAMING: fewer) */
+    uint64_t memoryLimit;          /* the config's; 0 = none */
+    uint64_t minimumMemoryLimit;   /* the least memoryLimit that runs this config */
+    uint64_t weightBytes;          /* the most the weight cache will hold: every weight in NORMAL,
+                                      else its cap (or every weight, when that is less); it holds
+                                      whole row slices, so streaming it may stay up to one
+                                      largestSliceBytes below */
+    uint64_t largestSliceBytes;    /* the largest row slice */
+    uint64_t weightTotalBytes;     /* every weight, resident */
+    uint64_t kvCacheBytes;         /* the KV cache at its largest */
+    uint64_t activationBytes;      /* the activation arena */
+    uint64_t otherBytes;           /* tokenizer, sampler, slice tables, model index */
+    uint64_t peakBytes;            /* the most TinyAI will hold: the four above */
+    uint64_t processPeakBytes;     /* peakBytes + TINYAI_PROCESS_OVERHEAD_BYTES: the most the process's RSS
+                                      reaches on its account (less where the KV cache is never filled) */
+    uint64_t decodeBytesPerToken;  /* weights and KV cache a token reads at the last position */
+    uint64_t storageBytesPerToken; /* of the weights, what the cache cannot hold: read from storage
+                                      each token (0 when all are resident) */
+} TinyAIPreflight;
+
+/* Fills out (set out->structSize first). Errors: those tinyaiCreateLLM
+ * gives for this config before it allocates - a limit nothing fits is
+ * TINYAI_ERR_RESOURCE_EXHAUSTED with tinyaiGetLastErrorInfo() saying by how
+ * much and what would fit. */
+TINYAI_API TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
+                                           TinyAIPreflight* out);
+
 /* Encodes text (SentencePiece-style BPE with byte fallback and a dummy-prefix
  * space). addBos != 0 adds the special tokens the model adds to a text, as
  * llama.cpp's add_special: BOS first (unless the model's tokenizer.add_bos

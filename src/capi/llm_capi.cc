@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "kv/kv_cache.h"
+#include "tinyai/memory.h"
 #include "model/session.h"
 #include "capi/handles.h"
 #include "capi/llm_internal.h"
@@ -318,6 +319,46 @@ TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyA
   report.totalBytes = report.kvCacheBytes + report.activationBytes + report.otherBytes;
   report.peakTotalBytes = report.totalBytes;
   tinyai::WriteVersioned(report, out);
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMConfig* config, TinyAIPreflight* out) {
+  TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiPreflightLLM"));
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiPreflightLLM: out is NULL");
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIPreflight, mode), "tinyaiPreflightLLM: out"));
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiPreflightLLM: config"));
+  // tinyaiCreateLLM's plan, without its Prepare() (which allocates).
+  tinyai::ForwardScheduler s;
+  tinyai::LlamaRuntime* llama = nullptr;
+  TINYAI_RETURN_IF_ERROR(InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg, &llama));
+  TinyAIPreflight p;
+  std::memset(&p, 0, sizeof p);
+  p.structSize = sizeof p;
+  p.mode = s.mode();
+  p.kvType = static_cast<TinyAIKVType>(llama->model().kv_cache().shape().type);
+  p.rowsPerPass = s.rows_per_pass();
+  p.memoryLimit = s.limit();
+  p.minimumMemoryLimit = s.minimum_limit();
+  p.weightTotalBytes = s.weights().resident;
+  const uint64_t cap = s.planned_cache_cap();
+  p.weightBytes = s.mode() == TINYAI_EXEC_NORMAL || cap == 0 || cap > p.weightTotalBytes ? p.weightTotalBytes : cap;
+  p.largestSliceBytes = s.weights().largest_slice;
+  p.kvCacheBytes = s.program_memory().persistent;
+  p.activationBytes = s.arena_bytes();
+  p.otherBytes = s.tables_bytes();
+  p.peakBytes = p.weightBytes + p.kvCacheBytes + p.activationBytes + p.otherBytes;
+  p.processPeakBytes = p.peakBytes + TINYAI_PROCESS_OVERHEAD_BYTES;
+  // A decoded token reads every weight once, but of the embedding table one
+  // row (unless it is the classifier too), and the whole KV cache at the
+  // last position.
+  const tinyai::LlamaModel& m = llama->model();
+  const uint64_t table = m.embedding_bytes(), vocab = static_cast<uint64_t>(m.params().vocab_size);
+  const uint64_t read = p.weightTotalBytes - (m.shared_classifier() ? 0 : table - (vocab > 0 ? table / vocab : 0));
+  p.decodeBytesPerToken = read + p.kvCacheBytes;
+  p.storageBytesPerToken = p.weightBytes >= p.weightTotalBytes ? 0 : read - (p.weightBytes < read ? p.weightBytes : read);
+  tinyai::WriteVersioned(p, out);
   return TINYAI_OK;
 }
 

@@ -129,6 +129,11 @@ class LlamaModel final : public LayerProgram {
   int32_t position() const { return position_; }
   void set_position(int32_t p) { position_ = p; }
   const LlamaHyperParams& params() const { return hp_; }
+  // The embedding table's bytes in memory, and whether it is the classifier too.
+  uint64_t embedding_bytes() const {
+    return embedding_ < 0 ? 0 : model_->reader().tensors()[static_cast<size_t>(embedding_)].decoded_size;
+  }
+  bool shared_classifier() const { return classifier_ == embedding_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   Sampler& sampler() { return sampler_; }
   TinyAIMappedModel* mapped_model() const { return model_; }

@@ -125,6 +125,8 @@ class ForwardScheduler : private OpNamer {
   // Whether tinyaiExecuteNextLayer() writes text at output.
   bool writes_text() const { return loop_ && loop_->writes_text(); }
 
+  // The weight cache's cap the plan gives it (0: none).
+  uint64_t planned_cache_cap() const { return cache_cap_; }
   TinyAIExecutionMode mode() const { return mode_; }
   int32_t rows_per_pass() const { return rows_per_pass_; }
   int32_t batch_size() const { return batch_; }

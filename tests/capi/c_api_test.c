@@ -1342,6 +1342,12 @@ static void check_dead_model(TinyAIMappedModel* m, const char* word, const char*
     CHECK_DEAD(tinyaiCreateLLM(m, NULL, &llm), TINYAI_ERR_MISUSE, word);
     CHECK(llm == NULL);
     CHECK_DEAD(tinyaiEstimateLLMMemory(m, NULL, &report), TINYAI_ERR_MISUSE, word);
+    {
+        TinyAIPreflight preflight;
+        memset(&preflight, 0, sizeof preflight);
+        preflight.structSize = sizeof preflight;
+        CHECK_DEAD(tinyaiPreflightLLM(m, NULL, &preflight), TINYAI_ERR_MISUSE, word);
+    }
     /* quantize_mixed.h */
     CHECK_DEAD(tinyaiApplyMixedPrecision(m, &mix), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiGetTensorPrecision(m, 0, &precision), TINYAI_ERR_MISUSE, word);

@@ -261,6 +261,21 @@ string(FIND "${RUN_ERR}" "warning" at)
 if(NOT at EQUAL -1)
   cli_fail("--cache ${CMAKE_MATCH_1} (the weights' bytes) still warns:\n${RUN_ERR}")
 endif()
+# --estimate: tinyaiPreflightLLM before anything is allocated; what does not
+# fit fails with the remedies, each of which the estimate then accepts.
+expect_run(RC 0 STDOUT_HAS "\"mode\":\"NORMAL\"" "\"peak_bytes\":" "\"peak_rss_bytes\":" "\"memory_gbps\":40.00"
+           "\"bandwidth_source\":\"given\"" "\"storage_bytes_per_token\":0,"
+           COMMAND ${INSPECT} ${model} --estimate --json --bandwidth 40)
+expect_run(RC 0 STDOUT_HAS "estimate, before anything is allocated" "TinyAI holds at most" "decode at most"
+           COMMAND ${INSPECT} ${model} --estimate --bandwidth 40 --kv-type int8 --context 16)
+expect_run(RC 1 EXPECT "TINYAI_ERR_RESOURCE_EXHAUSTED" "tinyai-inspect: to fit: --mem-limit " STDOUT_EMPTY
+           COMMAND ${INSPECT} ${model} --estimate --bandwidth 40 --mem-limit 1K)
+string(REGEX MATCH "to fit: --mem-limit ([0-9]+)" fix "${RUN_ERR}")
+expect_run(RC 0 STDOUT_HAS "\"mem_limit_bytes\":${CMAKE_MATCH_1}," "\"peak_bytes\":${CMAKE_MATCH_1},"
+           COMMAND ${INSPECT} ${model} --estimate --json --bandwidth 40 --mem-limit ${CMAKE_MATCH_1})
+expect_usage_error("--cache and --bandwidth go with --estimate" ${INSPECT} ${model} --bandwidth 40)
+expect_usage_error("--estimate is a language model's" ${INSPECT} ${model} --estimate --batch 2)
+expect_usage_error("--bandwidth" ${INSPECT} ${model} --estimate --bandwidth 0)
 # The other plan flags are not ignored either: each implies --plan.
 foreach(flag "--mode;normal" "--batch;2" "--shape;1:8" "--debug-exec")
   expect_run(RC 0 STDOUT_HAS "\"arena_bytes\":" COMMAND ${INSPECT} ${model} --json ${flag})

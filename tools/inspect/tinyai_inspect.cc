@@ -20,6 +20,7 @@
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/forward_scheduler.h"
 #include "tinyai/utils/prune.h"
+#include "tools/bench/bandwidth_probe.h"
 #include "tools/common/cli.h"
 #include "tools/common/dag.h"
 
@@ -31,6 +32,8 @@ const char kUsage[] =
     "usage: tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
     "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
+    "       tinyai-inspect MODEL.tmai --estimate [--mem-limit SIZE] [--cache SIZE] [--context N] [--kv-type T]\n"
+    "                      [-t THREADS] [--mode M] [--bandwidth GBPS] [--json]\n"
     "       tinyai-inspect -h | --help | --version\n"
     "  the model's name and source (the format and file it was converted from), hyper-parameters, layers and\n"
     "  tensors, and the least --mem-limit a llama model runs under with tinyai-generate's options: the\n"
@@ -53,12 +56,87 @@ const char kUsage[] =
     "                context); up to 8 (implies --plan)\n"
     "  --debug-exec  plan without in-place reuse (implies --plan)\n"
     "  --dump-dag F  write the activation DAG and the plans as YAML to F (implies --plan)\n"
+    "  --estimate    before anything is allocated, what tinyai-generate with these options would choose and\n"
+    "                hold (tinyaiPreflightLLM): the mode and KV type, the most TinyAI and the process hold, the\n"
+    "                bytes a token reads (from memory and from storage) and the decode speed they allow at this\n"
+    "                machine's memory bandwidth (measured, about a second, unless --bandwidth); exit status 1,\n"
+    "                with what would fit, when nothing does (instead of the model's contents)\n"
+    "  --cache SIZE  with --estimate: cap only the weight cache, as tinyai-generate --cache (default: none)\n"
+    "  --bandwidth GBPS  with --estimate: the memory bandwidth to assume, in 1e9 bytes/s, 0.1..100000\n"
     "  -h, --help    this help; --version: the library's version\n"
     "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
     "Exit status: 0 success, 1 runtime error or nothing fits --mem-limit (\"tinyai-inspect: STATUS: message\" on\n"
     "stderr), 2 usage error.\n";
 
 void PrintJsonString(const char* s, size_t n) { std::fputs(tinyai_tools::JsonString(s, n).c_str(), stdout); }
+
+const char* ModeName(TinyAIExecutionMode m) {
+  switch (m) {
+    case TINYAI_EXEC_NORMAL: return "NORMAL";
+    case TINYAI_EXEC_MEMORY_OPT: return "MEMORY_OPT";
+    case TINYAI_EXEC_STREAMING: return "STREAMING";
+    default: return "ADAPTIVE";
+  }
+}
+
+// --estimate: tinyaiPreflightLLM, and the decode speed the bytes a token
+// reads allow at the memory bandwidth (measured in a child process unless
+// given).
+int Estimate(TinyAIMappedModel* model, const TinyAILLMConfig& config, double gbps, bool json) {
+  namespace tt = tinyai_tools;
+  TinyAIPreflight p;
+  std::memset(&p, 0, sizeof p);
+  p.structSize = sizeof p;
+  tt::Check(tinyaiPreflightLLM(model, &config, &p));
+  const int threads = config.threads > 0 ? config.threads : tt::CpuCount();
+  const char* source = "given";
+  if (gbps == 0) {
+    gbps = tt::MeasureReadBandwidthInChild(threads, size_t{256} << 20, 3).best_gbps;
+    source = "measured";
+  }
+  const double tps = gbps > 0 && p.decodeBytesPerToken > 0 ? gbps * 1e9 / static_cast<double>(p.decodeBytesPerToken) : 0;
+  const std::string kv = tinyaiKVTypeName(p.kvType);
+  if (json) {
+    std::printf("{\"mode\":\"%s\",\"kv_type\":\"%s\",\"rows_per_pass\":%d,\"mem_limit_bytes\":%llu,"
+                "\"minimum_mem_limit_bytes\":%llu,\"peak_bytes\":%llu,\"peak_rss_bytes\":%llu,\"weight_bytes\":%llu,"
+                "\"weight_total_bytes\":%llu,\"largest_slice_bytes\":%llu,\"kv_cache_bytes\":%llu,"
+                "\"activation_bytes\":%llu,\"other_bytes\":%llu,\"decode_bytes_per_token\":%llu,"
+                "\"storage_bytes_per_token\":%llu,\"memory_gbps\":%.2f,\"bandwidth_source\":\"%s\","
+                "\"decode_tokens_per_s_max\":%.1f}\n",
+                ModeName(p.mode), kv.c_str(), p.rowsPerPass, static_cast<unsigned long long>(p.memoryLimit),
+                static_cast<unsigned long long>(p.minimumMemoryLimit), static_cast<unsigned long long>(p.peakBytes),
+                static_cast<unsigned long long>(p.processPeakBytes), static_cast<unsigned long long>(p.weightBytes),
+                static_cast<unsigned long long>(p.weightTotalBytes), static_cast<unsigned long long>(p.largestSliceBytes),
+                static_cast<unsigned long long>(p.kvCacheBytes), static_cast<unsigned long long>(p.activationBytes),
+                static_cast<unsigned long long>(p.otherBytes), static_cast<unsigned long long>(p.decodeBytesPerToken),
+                static_cast<unsigned long long>(p.storageBytesPerToken), gbps, source, tps);
+    return 0;
+  }
+  std::printf("estimate, before anything is allocated (%d thread%s, KV cache %s, %s):\n", threads,
+              threads == 1 ? "" : "s", kv.c_str(),
+              p.memoryLimit == 0 ? "no memory limit" : ("--mem-limit " + std::to_string(p.memoryLimit)).c_str());
+  std::printf("  mode %s, %d rows per pass\n", ModeName(p.mode), p.rowsPerPass);
+  std::printf("  TinyAI holds at most %s: weights %s%s, KV cache %s, activations %s, tables %s\n",
+              tt::MibText(p.peakBytes).c_str(), tt::MibText(p.weightBytes).c_str(),
+              p.weightBytes < p.weightTotalBytes ? (" of " + tt::MibText(p.weightTotalBytes) + " (the cache's cap; it "
+                                                    "holds whole row slices of up to " +
+                                                    tt::MibText(p.largestSliceBytes) + ")").c_str()
+                                                 : "",
+              tt::MibText(p.kvCacheBytes).c_str(), tt::MibText(p.activationBytes).c_str(),
+              tt::MibText(p.otherBytes).c_str());
+  std::printf("  the process at most %s (with %s for code, libraries and stacks; less while the KV cache is not "
+              "filled)\n",
+              tt::MibText(p.processPeakBytes).c_str(), tt::MibText(p.processPeakBytes - p.peakBytes).c_str());
+  std::printf("  a decoded token reads %s at the last position", tt::MibText(p.decodeBytesPerToken).c_str());
+  if (p.storageBytesPerToken > 0) {
+    std::printf(", %s of its weights from storage (they do not fit the cache)", tt::MibText(p.storageBytesPerToken).c_str());
+  }
+  std::printf("\n  decode at most %.1f tokens/s at %.1f GB/s of memory bandwidth (%s)%s\n", tps, gbps, source,
+              p.storageBytesPerToken > 0 ? ", less as fast as storage delivers the rest" : "");
+  std::printf("  least --mem-limit %s (%llu bytes)\n", tt::MibText(p.minimumMemoryLimit).c_str(),
+              static_cast<unsigned long long>(p.minimumMemoryLimit));
+  return 0;
+}
 
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
@@ -71,6 +149,9 @@ int Run(int argc, char** argv) {
   TinyAISchedulerConfig sched_config = tinyaiCreateDefaultSchedulerConfig();
   TinyAILLMConfig llm_config = tinyaiCreateDefaultLLMConfig();
   llm_config.threads = 0;  // tinyai-generate's default: one per core
+  bool estimate = false;
+  uint64_t cache = 0;
+  double bandwidth = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -90,6 +171,9 @@ int Run(int argc, char** argv) {
     }
     else if (a == "--debug-exec") { sched_config.debugExecution = true; plan = true; }
     else if (a == "--dump-dag") { dump_path = value(); plan = true; }
+    else if (a == "--estimate") estimate = true;
+    else if (a == "--cache") cache = tt::ParseByteLimit(a, value());
+    else if (a == "--bandwidth") bandwidth = tt::ParseFloat(a, value(), 0.1, 100000.0);
     else if (a == "--context") llm_config.contextLength = tt::ParseContext(a, value());
     else if (a == "-t") llm_config.threads = tt::ParseThreads(a, value());
     else if (a == "--kv-type") llm_config.kvType = tt::ParseKvType(a, value());
@@ -104,10 +188,20 @@ int Run(int argc, char** argv) {
   if (path.empty()) throw tt::UsageError("MODEL.tmai is required");
   if (llm_config.kvSinks > 0 && llm_config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
+  if (!estimate && (cache != 0 || bandwidth != 0)) throw tt::UsageError("--cache and --bandwidth go with --estimate");
+  if (estimate && (!shapes.empty() || sched_config.batchSize != 1 || !dump_path.empty() || sched_config.debugExecution)) {
+    throw tt::UsageError("--estimate is a language model's: --batch, --shape, --debug-exec and --dump-dag are --plan's");
+  }
   tt::SayMemLimit(kTool);
   TinyAIMmapConfig cfg = tinyaiCreateDefaultMmapConfig();
+  if (estimate) cfg.maxCacheSize = static_cast<size_t>(cache);  // tinyai-generate's: no cap unless --cache
   tt::ModelHandle model_handle = tt::OpenModel(path, &cfg);
   TinyAIMappedModel* model = model_handle.get();
+  if (estimate) {
+    llm_config.memoryLimit = static_cast<size_t>(limit);
+    llm_config.mode = mode;
+    return Estimate(model, llm_config, bandwidth, json);
+  }
 
   static const char* kIntKeys[] = {"llama.dim", "llama.hidden_dim", "llama.layers", "llama.heads", "llama.kv_heads",
                                    "llama.vocab_size", "llama.seq_len", "llama.shared_classifier"};
