@@ -266,7 +266,9 @@ typedef struct TinyAIPreflight {
 /* Fills out (set out->structSize first). Errors: those tinyaiCreateLLM
  * gives for this config before it allocates - a limit nothing fits is
  * TINYAI_ERR_RESOURCE_EXHAUSTED with tinyaiGetLastErrorInfo() saying by how
- * much and what would fit. */
+ * much and what would fit. Not checked: the claim tinyaiCreateLLM then makes
+ * on a weight cache other runners of the model share (they may leave it
+ * less than this plan's cap). */
 TINYAI_API TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                            TinyAIPreflight* out);
 

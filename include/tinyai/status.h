@@ -83,9 +83,13 @@ TINYAI_API void tinyaiClearLastError(void);
 
 /* What a program needs to act on the last failure without parsing its
  * message: which resource ran out, by how much, where, and what would make
- * it fit. Filled where TinyAI knows it (every TINYAI_ERR_RESOURCE_EXHAUSTED
- * of a memory plan, a cache cap or the system's room); other failures leave
- * resource NONE and only status and message set. */
+ * it fit. Filled where a plan is refused (tinyaiCreateLLM,
+ * tinyaiPreflightLLM, tinyaiCreateForwardScheduler's plan: a memory limit
+ * or the weight cache's cap too small for the mode asked for, or for any)
+ * and by tinyaiDetectMemoryLimit; a KV type as a remedy is one the LLM's
+ * plan was tried with and fits. Other failures - a runner's claim on a cache
+ * other runners share, OptimalBatch, the cache refusing a load - leave
+ * resource NONE with status and message set. */
 typedef enum TinyAIResource TINYAI_ENUM_BASE {
     TINYAI_RESOURCE_NONE = 0,
     TINYAI_RESOURCE_MEMORY_LIMIT = 1, /* a runner's memoryLimit (LLM, scheduler) */
@@ -105,7 +109,7 @@ typedef enum TinyAIStage TINYAI_ENUM_BASE {
 /* What would make it fit; remedyValue says how. */
 typedef enum TinyAIRemedy TINYAI_ENUM_BASE {
     TINYAI_REMEDY_NONE = 0,
-    TINYAI_REMEDY_RAISE_LIMIT = 1,  /* remedyValue: the least memoryLimit that runs as configured */
+    TINYAI_REMEDY_RAISE_LIMIT = 1,  /* remedyValue: the least memoryLimit that runs as configured (in the mode asked for) */
     TINYAI_REMEDY_KV_TYPE = 2,      /* remedyValue: a TinyAIKVType that fits the limit as it is */
     TINYAI_REMEDY_MODE = 3,         /* remedyValue: a TinyAIExecutionMode that fits the limit as it is */
     TINYAI_REMEDY_RAISE_CACHE = 4,  /* remedyValue: the least weight cache cap that runs */
@@ -130,8 +134,9 @@ typedef struct TinyAIErrorInfo {
 
 /* Fills out (set out->structSize first) with this thread's last failure;
  * status TINYAI_OK and resource NONE when there is none. Errors:
- * TINYAI_ERR_INVALID_ARGUMENT (out NULL or structSize too small; not
- * recorded, so the last failure stays to be read). */
+ * TINYAI_ERR_INVALID_ARGUMENT (out NULL, or structSize below the first
+ * fields or above sizeof(TinyAIErrorInfo) of this library; not recorded, so
+ * the last failure stays to be read). */
 TINYAI_API TinyAIStatus tinyaiGetLastErrorInfo(TinyAIErrorInfo* out);
 
 #ifdef __cplusplus

@@ -117,6 +117,44 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
   return s->Plan();
 }
 
+// After cfg's plan was refused for its memory limit: the most faithful of
+// the less faithful KV types that plans within it - planned as
+// tinyaiCreateLLM plans it, not estimated - becomes the last error's first
+// remedy (its other one second) and its message says so. status: the
+// plan's; returned unchanged.
+TinyAIStatus AddKvRemedy(TinyAIMappedModel* model, const TinyAILLMConfig& cfg, TinyAIStatus status) {
+  if (status != TINYAI_ERR_RESOURCE_EXHAUSTED || tinyai::LastErrorDetail().resource != TINYAI_RESOURCE_MEMORY_LIMIT ||
+      cfg.kvType == TINYAI_KV_AUTO) {
+    return status;
+  }
+  tinyai::SavedError refused;
+  tinyai::SaveLastError(&refused);
+  static const TinyAIKVType kLessFaithful[] = {TINYAI_KV_F16, TINYAI_KV_INT8};
+  int32_t fits = -1;
+  for (TinyAIKVType t : kLessFaithful) {
+    if (static_cast<int32_t>(t) <= static_cast<int32_t>(cfg.kvType)) continue;
+    TinyAILLMConfig c = cfg;
+    c.kvType = t;
+    tinyai::ForwardScheduler s;
+    tinyai::LlamaRuntime* llama = nullptr;
+    if (InitLLMScheduler(&s, model, c, &llama) == TINYAI_OK) {
+      fits = static_cast<int32_t>(t);
+      break;
+    }
+  }
+  tinyai::RestoreLastError(refused);
+  if (fits < 0) return status;
+  tinyai::ErrorDetail d = refused.detail;
+  d.remedy2 = d.remedy;
+  d.remedy2_value = d.remedy_value;
+  d.remedy = TINYAI_REMEDY_KV_TYPE;
+  d.remedy_value = static_cast<uint64_t>(fits);
+  const char* name = tinyaiKVTypeName(static_cast<TinyAIKVType>(fits));
+  tinyai::AppendToLastError("; with an %s KV cache it fits (kvType %s)", name, name);
+  tinyai::SetErrorDetail(d);
+  return status;
+}
+
 // Fills the fields an estimate and a report share.
 void FillPlan(const tinyai::ForwardScheduler& s, TinyAIMemoryReport* out) {
   out->memoryLimit = s.limit();
@@ -176,7 +214,11 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
   // The limit is checked (by planning) before anything large is allocated.
   TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
-  if (s == TINYAI_OK) s = llm->impl().Prepare();
+  if (s != TINYAI_OK) {
+    tinyai::Delete(llm);
+    return AddKvRemedy(model, cfg, s);
+  }
+  s = llm->impl().Prepare();
   if (s != TINYAI_OK) {
     tinyai::Delete(llm);
     return s;
@@ -332,7 +374,8 @@ TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMC
   // tinyaiCreateLLM's plan, without its Prepare() (which allocates).
   tinyai::ForwardScheduler s;
   tinyai::LlamaRuntime* llama = nullptr;
-  TINYAI_RETURN_IF_ERROR(InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg, &llama));
+  const TinyAIStatus planned = InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg, &llama);
+  if (planned != TINYAI_OK) return AddKvRemedy(const_cast<TinyAIMappedModel*>(model), cfg, planned);
   TinyAIPreflight p;
   std::memset(&p, 0, sizeof p);
   p.structSize = sizeof p;
@@ -353,11 +396,16 @@ TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMC
   // A decoded token reads every weight once, but of the embedding table one
   // row (unless it is the classifier too), and the whole KV cache at the
   // last position.
+  // (The weights themselves, not the cache's slots: a model used in place
+  // takes no slots.)
   const tinyai::LlamaModel& m = llama->model();
   const uint64_t table = m.embedding_bytes(), vocab = static_cast<uint64_t>(m.params().vocab_size);
-  const uint64_t read = p.weightTotalBytes - (m.shared_classifier() ? 0 : table - (vocab > 0 ? table / vocab : 0));
+  const uint64_t decoded = s.weights().decoded;
+  const uint64_t skipped = m.shared_classifier() ? 0 : table - (vocab > 0 ? table / vocab : 0);
+  const uint64_t read = decoded > skipped ? decoded - skipped : 0;
   p.decodeBytesPerToken = read + p.kvCacheBytes;
-  p.storageBytesPerToken = p.weightBytes >= p.weightTotalBytes ? 0 : read - (p.weightBytes < read ? p.weightBytes : read);
+  // What the cache cannot hold comes from storage again each token.
+  p.storageBytesPerToken = p.weightBytes >= p.weightTotalBytes || p.weightBytes >= read ? 0 : read - p.weightBytes;
   tinyai::WriteVersioned(p, out);
   return TINYAI_OK;
 }

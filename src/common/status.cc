@@ -50,6 +50,18 @@ TinyAIStatus SetErrorDetail(const ErrorDetail& d) {
 
 const ErrorDetail& LastErrorDetail() { return ThreadLastError().detail; }
 
+TinyAIStatus AppendToLastError(const char* format, ...) {
+  LastError& last = ThreadLastError();
+  const size_t used = std::strlen(last.message);
+  if (used + 1 < kMessageCapacity) {
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(last.message + used, kMessageCapacity - used, format, args);
+    va_end(args);
+  }
+  return last.code;
+}
+
 TinyAIStatus SetError(TinyAIStatus code, const char* format, ...) {
   LastError& last = ThreadLastError();
   last.code = code;
@@ -117,7 +129,8 @@ const char* tinyaiGetLastErrorMessage(void) { return tinyai::ThreadLastError().m
 
 TinyAIStatus tinyaiGetLastErrorInfo(TinyAIErrorInfo* out) {
   // Not recorded: the failure being asked about stays the last one.
-  if (out == nullptr || out->structSize < offsetof(TinyAIErrorInfo, resource) + sizeof out->resource) {
+  if (out == nullptr || out->structSize < offsetof(TinyAIErrorInfo, resource) + sizeof out->resource ||
+      out->structSize > sizeof(TinyAIErrorInfo)) {
     return TINYAI_ERR_INVALID_ARGUMENT;
   }
   const tinyai::LastError& last = tinyai::ThreadLastError();

@@ -47,6 +47,14 @@ struct ErrorDetail {
 TinyAIStatus SetErrorDetail(const ErrorDetail& d);
 const ErrorDetail& LastErrorDetail();
 
+// Appends the printf-style text to the last error's message (as much as
+// fits), keeping its code and detail. Returns the code.
+TinyAIStatus AppendToLastError(const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 // The thread's last error, kept while work whose failures are expected
 // and handled runs (a scheduler's trial plans), and put back after it.
 struct SavedError {

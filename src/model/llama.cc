@@ -233,20 +233,6 @@ void LlamaModel::NamePersistentOption(int32_t option, char* out, size_t capacity
                 static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-bool LlamaModel::PersistentAlternative(int32_t i, int32_t* kv_type, uint64_t* bytes, char* name,
-                                       size_t capacity) const {
-  if (kv_auto_ || i < 0) return false;
-  KvShape shape = kv_.shape();
-  int32_t at = 0;  // the configured type's place among kKvAutoTypes
-  while (at < kKvAutoTypeCount && kKvAutoTypes[at] != shape.type) ++at;
-  if (at + 1 + i >= kKvAutoTypeCount) return false;
-  shape.type = kKvAutoTypes[at + 1 + i];
-  if (KvCache::Bytes(shape, bytes) != TINYAI_OK) return false;
-  *kv_type = shape.type;
-  std::snprintf(name, capacity, "%s", KvCache::TypeName(shape.type));
-  return true;
-}
-
 ProgramMemory LlamaModel::Memory() const {
   const uint64_t vocab = static_cast<uint64_t>(hp_.vocab_size);
   ProgramMemory m;

@@ -93,8 +93,6 @@ class LlamaModel final : public LayerProgram {
   int32_t PersistentOptions() const override { return kv_auto_ ? kKvAutoTypeCount : 1; }
   TinyAIStatus UsePersistentOption(int32_t option) override;
   void NamePersistentOption(int32_t option, char* out, size_t capacity) const override;
-  bool PersistentAlternative(int32_t i, int32_t* kv_type, uint64_t* bytes, char* name,
-                             size_t capacity) const override;
   // Positions a query attends to at most (the cache's slots): the context,
   // or with a window the sinks and the window.
   int32_t context_length() const override { return context_; }

@@ -133,14 +133,6 @@ class LayerProgram {
   virtual void NamePersistentOption(int32_t, char* out, size_t capacity) const {
     if (capacity > 0) out[0] = '\0';
   }
-  // Less faithful forms of the persistent state than the one configured,
-  // for a failure's remedy (tinyaiGetLastErrorInfo): alternative i (0 the
-  // most faithful) as a TinyAIKVType, its bytes and its name ("int8");
-  // false past the last (and always where the caller lets the scheduler
-  // choose, or has none).
-  virtual bool PersistentAlternative(int32_t, int32_t* kv_type, uint64_t* bytes, char* name, size_t capacity) const {
-    return false;
-  }
   // Allocates persistent state (after the budget check).
   virtual TinyAIStatus AllocateState() = 0;
   // Positions attended to (0 for programs without attention).

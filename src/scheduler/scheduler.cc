@@ -316,51 +316,33 @@ void ForwardScheduler::SliceDetail(int32_t slice, ErrorDetail* d) const {
   d->layer = model_->reader().layers()[static_cast<size_t>(b.layer)].block_index;
 }
 
-// The detail of a limit below what the configuration needs (needed, of which
-// memory_.persistent the persistent state's): the most faithful less
-// faithful persistent form (a KV type) that fits the limit as it is, then
-// the limit that runs as configured. *fix: the KV type's words for the
-// message ("" for none).
-ErrorDetail ForwardScheduler::LimitDetail(uint64_t needed, char* fix, size_t capacity) const {
+// The detail of a limit below what the configuration needs: needed, the
+// least limit that runs it in the requested mode. (A less faithful KV type
+// that would fit is found by planning it: the C API's tinyaiCreateLLM.)
+ErrorDetail ForwardScheduler::LimitDetail(uint64_t needed) const {
   ErrorDetail d;
   SliceDetail(weights_.slice, &d);
   d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
   d.stage = TINYAI_STAGE_PLAN;
   d.needed = needed;
   d.limit = limit_;
-  if (capacity > 0) fix[0] = '\0';
-  SavedError before;  // a form that cannot be sized records an error: not this one's
-  SaveLastError(&before);
-  int32_t type = 0;
-  uint64_t bytes = 0;
-  char name[16];
-  for (int32_t i = 0; program_->PersistentAlternative(i, &type, &bytes, name, sizeof name); ++i) {
-    const uint64_t alt = SatAdd(needed - memory_.persistent, bytes);
-    if (alt <= limit_) {
-      d.remedy = TINYAI_REMEDY_KV_TYPE;
-      d.remedy_value = static_cast<uint64_t>(type);
-      std::snprintf(fix, capacity, "; with an %s KV cache (%llu bytes) it needs %llu and fits (kvType %s)", name,
-                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(alt), name);
-      break;
-    }
-  }
-  RestoreLastError(before);
-  if (d.remedy == TINYAI_REMEDY_NONE) {
-    d.remedy = TINYAI_REMEDY_RAISE_LIMIT;
-    d.remedy_value = needed;
-  } else {
-    d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
-    d.remedy2_value = needed;
-  }
+  d.remedy = TINYAI_REMEDY_RAISE_LIMIT;
+  d.remedy_value = needed;
   return d;
 }
 
-TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
+// needed: the least limit of any mode; for_mode: of the requested one.
+TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed, uint64_t for_mode) const {
   const ProgramWeights* stream = const_cast<ForwardScheduler*>(this)->program_->weights();
-  char fix[160];
-  ErrorDetail d = LimitDetail(needed, fix, sizeof fix);
+  const ErrorDetail d = LimitDetail(for_mode > needed ? for_mode : needed);
+  char more[96] = "";
+  if (for_mode > needed) {
+    std::snprintf(more, sizeof more, "; %s as requested needs %llu",
+                  requested_mode_ == TINYAI_EXEC_NORMAL ? "NORMAL" : "MEMORY_OPT",
+                  static_cast<unsigned long long>(for_mode));
+  }
   if (stream && model_) {
-    char what[192];
+    char what[160];
     stream->DescribeSlice(weights_.slice, what, sizeof what);
     SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
              "memory limit of %llu bytes is below this model's minimum of %llu: its largest row slice (%s) "
@@ -371,14 +353,15 @@ TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed) const {
              static_cast<unsigned long long>(memory_.persistent), program_->context_length(),
              static_cast<unsigned long long>(needed - weights_.largest_slice - memory_.persistent -
                                              tables_bytes_),
-             static_cast<unsigned long long>(tables_bytes_), fix);
+             static_cast<unsigned long long>(tables_bytes_), more);
     return SetErrorDetail(d);
   }
   SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
            "memory limit of %llu bytes is below this schedule's minimum of %llu: an arena of %llu bytes "
            "for 1 row per pass and %llu of tables%s",
            static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(needed),
-           static_cast<unsigned long long>(needed - tables_bytes_), static_cast<unsigned long long>(tables_bytes_), fix);
+           static_cast<unsigned long long>(needed - tables_bytes_), static_cast<unsigned long long>(tables_bytes_),
+           more);
   return SetErrorDetail(d);
 }
 
@@ -430,7 +413,12 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   minimum_limit_ = need(slice, arena_one);
 
   // Below the least limit nothing runs, whatever the mode.
-  if (limit_ != 0 && minimum_limit_ > limit_) return TooSmall(minimum_limit_);
+  if (limit_ != 0 && minimum_limit_ > limit_) {
+    const uint64_t for_mode = requested_mode_ == TINYAI_EXEC_NORMAL       ? need(all_weights, arena_full)
+                              : requested_mode_ == TINYAI_EXEC_MEMORY_OPT ? need(slice, arena_full)
+                                                                          : minimum_limit_;
+    return TooSmall(minimum_limit_, for_mode);
+  }
   const bool normal = fits(all_weights, arena_full);
   const bool memopt = fits(slice, arena_full);
   const char* how = requested_mode_ == TINYAI_EXEC_ADAPTIVE ? "" : " (requested)";
@@ -529,7 +517,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     }
   } else {
     // STREAMING: the most rows per pass whose arena fits beside one row slice.
-    if (!fits(slice, arena_one)) return TooSmall(minimum_limit_);
+    if (!fits(slice, arena_one)) return TooSmall(minimum_limit_, minimum_limit_);
     int32_t lo = 1, hi = full_rows;
     Array<PassShape> trial;
     Array<ShapePlan> trial_plans;
@@ -603,8 +591,12 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     warning_.stage = TINYAI_STAGE_PLAN;
     warning_.needed = all_weights;
     warning_.limit = configured_cap;
-    warning_.remedy = TINYAI_REMEDY_RAISE_CACHE;
-    warning_.remedy_value = all_weights;
+    // Another runner's limit can take the cap lower than maxCacheSize:
+    // raising maxCacheSize would not help then.
+    if (std::strcmp(cap_source_, "maxCacheSize") == 0) {
+      warning_.remedy = TINYAI_REMEDY_RAISE_CACHE;
+      warning_.remedy_value = all_weights;
+    }
     std::snprintf(warning_text_, sizeof warning_text_,
                   "the weight cache's cap of %.2f MiB (%s; 256 MB unless set) is below the model's %.2f MiB of "
                   "weights%s: every token reads them from storage again (%s), many times slower than with them "

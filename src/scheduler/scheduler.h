@@ -164,7 +164,7 @@ class ForwardScheduler : private OpNamer {
   TinyAIStatus MakeShapes(int32_t max_rows, Array<PassShape>* shapes) const;
   TinyAIStatus PlanShapes(const Array<PassShape>& shapes, Array<ShapePlan>* plans, uint64_t* arena) const;
   TinyAIStatus ChooseMode();
-  ErrorDetail LimitDetail(uint64_t needed, char* fix, size_t capacity) const;
+  ErrorDetail LimitDetail(uint64_t needed) const;
   void SliceDetail(int32_t slice, ErrorDetail* d) const;
   // Switches the program to persistent option `option`, builds and plans.
   TinyAIStatus PlanOption(int32_t option);
@@ -175,8 +175,9 @@ class ForwardScheduler : private OpNamer {
   int64_t ModeRank() const;
   // Bytes of tables held with `plans` plans (see TinyAISchedulerReport.tableBytes).
   uint64_t TablesBytes(size_t plans) const;
-  // TINYAI_ERR_RESOURCE_EXHAUSTED: the limit is below `needed`, the least.
-  TinyAIStatus TooSmall(uint64_t needed) const;
+  // TINYAI_ERR_RESOURCE_EXHAUSTED: the limit is below `needed`, the least
+  // of any mode (`for_mode`: of the requested one, the remedy's limit).
+  TinyAIStatus TooSmall(uint64_t needed, uint64_t for_mode) const;
   TinyAIStatus RunOp(int32_t op);
   void Name(const GraphOp& op, char* out, size_t capacity) const override;
 
