@@ -212,6 +212,13 @@ uint64_t MonotonicNanos() { return g_clock ? g_clock() : 0; }
 // The arena is the whole of memory: its high-water mark is the peak.
 uint64_t PeakRssBytes() { return g_arena.stats.peak; }
 uint64_t CurrentRssBytes() { return g_arena.stats.used; }
+void ReadProcessMemory(ProcessMemory* out) {
+  *out = ProcessMemory();
+  if (!g_arena.base) return;
+  out->known = true;
+  out->rss = out->anon = g_arena.stats.used;
+  out->peak = g_arena.stats.peak;
+}
 
 void* AlignedAlloc(size_t alignment, size_t size) { return Allocate(alignment, size); }
 void AlignedFree(void* p) { Release(p); }

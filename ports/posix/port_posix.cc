@@ -211,6 +211,34 @@ uint64_t PeakRssBytes() {
 
 uint64_t CurrentRssBytes() { return ProcStatusKb("VmRSS") * 1024; }
 
+void ReadProcessMemory(ProcessMemory* out) {
+  *out = ProcessMemory();
+  FILE* f = ::fopen("/proc/self/status", "r");
+  if (!f) return;
+  char line[256];
+  uint64_t shmem = 0;
+  while (::fgets(line, sizeof line, f)) {
+    uint64_t* field = nullptr;
+    size_t keylen = 0;
+    static const struct {
+      const char* key;
+      int which;
+    } kKeys[] = {{"VmRSS", 0}, {"RssAnon", 1}, {"RssFile", 2}, {"RssShmem", 3}, {"VmHWM", 4}};
+    for (const auto& k : kKeys) {
+      keylen = strlen(k.key);
+      if (strncmp(line, k.key, keylen) == 0 && line[keylen] == ':') {
+        field = k.which == 0 ? &out->rss : k.which == 1 ? &out->anon : k.which == 2 ? &out->file
+                : k.which == 3 ? &shmem : &out->peak;
+        break;
+      }
+    }
+    if (field) *field = strtoull(line + keylen + 1, nullptr, 10) * 1024;
+  }
+  ::fclose(f);
+  out->file += shmem;
+  out->known = out->rss > 0;
+}
+
 void* AlignedAlloc(size_t alignment, size_t size) {
   void* p = nullptr;
   if (::posix_memalign(&p, alignment, size) != 0) return nullptr;

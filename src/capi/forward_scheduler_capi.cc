@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "capi/handles.h"
+#include "capi/llm_internal.h"
 #include "model/runtime.h"
 #include "scheduler/scheduler.h"
 #include "tinyai/utils/forward_scheduler.h"
@@ -88,6 +89,9 @@ TinyAIForwardScheduler* tinyaiCreateForwardSchedulerWithConfig(TinyAIMappedModel
     SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateForwardScheduler: cannot allocate the scheduler");
     return nullptr;
   }
+  // (No set_created_at: layers are added by hand before Prepare, with
+  // whatever else the caller allocates on this thread meanwhile.)
+  s->impl.set_runner_bytes(tinyai::RunnerHandleBytes());
   if (tinyai::InitScheduler(&s->impl, model, mode, memoryLimit, cfg, &s->llama) != TINYAI_OK) {
     tinyai::Delete(s);
     return nullptr;

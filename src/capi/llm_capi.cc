@@ -35,6 +35,10 @@ struct TinyAILLM {
 
 namespace tinyai {
 
+size_t RunnerHandleBytes() {
+  return sizeof(TinyAILLM) > sizeof(TinyAIForwardScheduler) ? sizeof(TinyAILLM) : sizeof(TinyAIForwardScheduler);
+}
+
 WeightStream* LLMWeightStream(TinyAILLM* llm) { return llm->model().weights(); }
 const Tokenizer& LLMTokenizer(const TinyAILLM* llm) { return llm->model().tokenizer(); }
 
@@ -106,6 +110,7 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
   sc.kvWindow = cfg.kvWindow;
   sc.kvSinks = cfg.kvSinks;
   sc.kvGrowable = cfg.kvGrowable;
+  s->set_runner_bytes(tinyai::RunnerHandleBytes());
   TINYAI_RETURN_IF_ERROR(tinyai::InitScheduler(s, model, cfg.mode, cfg.memoryLimit, sc, llama));
   if (!*llama) {
     StringView arch;
@@ -210,8 +215,10 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiCreateLLM"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiCreateLLM: config"));
+  const int64_t created_at = tinyai::LedgerThreadBytes();
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
+  llm->impl().set_created_at(created_at);
   // The limit is checked (by planning) before anything large is allocated.
   TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
   if (s != TINYAI_OK) {
@@ -240,6 +247,7 @@ void tinyaiDestroyLLM(TinyAILLM* llm) {
   g_llms.Remove(llm);
   tinyai::capi::RemoveScheduler(&llm->sched);
   tinyai::Delete(llm);
+  tinyai::LedgerMark(TINYAI_MEMORY_STAGE_CLOSE, -1);
 }
 
 TinyAIStatus tinyaiGetLLMModelInfo(const TinyAILLM* llm, TinyAIModelInfo* out) {

@@ -8,6 +8,11 @@
 
 namespace tinyai {
 
+// What a runner's handle takes, counted in its plan's tables: the LLM's or
+// the scheduler's handle, whichever is larger, so tinyai-inspect's plan (a
+// scheduler) and tinyaiCreateLLM's agree on the least limit.
+size_t RunnerHandleBytes();
+
 // The weight stream of llm's model (calibration observes its products).
 WeightStream* LLMWeightStream(TinyAILLM* llm);
 // The tokenizer of llm's model (calibration follows its add_bos and add_eos).

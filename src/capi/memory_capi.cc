@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "capi/memory_env.h"
+#include "common/ledger.h"
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "port/port.h"
@@ -84,6 +85,30 @@ TinyAIStatus tinyaiDetectMemoryLimit(TinyAIMemoryEnvironment* out) {
   const TinyAIStatus s = tinyai::DetectMemoryLimit("", &full);
   tinyai::WriteVersioned(full, out);
   return s;
+}
+
+}  // extern "C"
+
+extern "C" {
+
+TinyAIStatus tinyaiSetMemoryObserver(TinyAIMemoryObserver observer, void* user, int32_t everyTokens) {
+  if (everyTokens < 0) {
+    return tinyai::SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                            "tinyaiSetMemoryObserver: everyTokens is %d; give 0 (stages only) or a positive count",
+                            static_cast<int>(everyTokens));
+  }
+  tinyai::SetLedgerObserver(observer, user, everyTokens);
+  return TINYAI_OK;
+}
+
+TinyAIStatus tinyaiGetMemorySnapshot(TinyAIMemorySnapshot* out) {
+  if (!out) return tinyai::SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetMemorySnapshot: out is NULL");
+  TINYAI_RETURN_IF_ERROR(tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIMemorySnapshot, peakRssBytes),
+                                                  "tinyaiGetMemorySnapshot: out"));
+  TinyAIMemorySnapshot s;
+  tinyai::FillMemorySnapshot(TINYAI_MEMORY_STAGE_NOW, -1, &s);
+  tinyai::WriteVersioned(s, out);
+  return TINYAI_OK;
 }
 
 }  // extern "C"

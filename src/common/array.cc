@@ -20,7 +20,7 @@ TinyAIStatus AlignedBuffer::Allocate(size_t bytes, const char* what, Fill fill) 
   if (rounded < bytes || rounded > SIZE_MAX) {
     return SetError(TINYAI_ERR_OVERFLOW, "%s: %zu bytes overflow the address space", what, bytes);
   }
-  data_ = port::AlignedAlloc(kAlignment, static_cast<size_t>(rounded));
+  data_ = LedgerAlloc(kAlignment, static_cast<size_t>(rounded));
   if (!data_) return OutOfMemory(what, bytes);
   if (fill == kZeroed) std::memset(data_, 0, static_cast<size_t>(rounded));
   bytes_ = bytes;
@@ -28,7 +28,7 @@ TinyAIStatus AlignedBuffer::Allocate(size_t bytes, const char* what, Fill fill) 
 }
 
 void AlignedBuffer::Free() {
-  if (data_) port::AlignedFree(data_);
+  if (data_) LedgerFree(data_);
   data_ = nullptr;
   bytes_ = 0;
 }

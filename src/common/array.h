@@ -48,7 +48,7 @@ class Array {
     if (count > SIZE_MAX / sizeof(T)) {
       return SetError(TINYAI_ERR_OVERFLOW, "%s: %zu elements overflow the address space", what, count);
     }
-    void* p = port::AlignedAlloc(AllocAlignment<T>(), count * sizeof(T));
+    void* p = LedgerAlloc(AllocAlignment<T>(), count * sizeof(T));
     if (!p) return OutOfMemory(what, count * sizeof(T));
     data_ = static_cast<T*>(p);
     for (size_t i = 0; i < count; ++i) ::new (data_ + i) T();
@@ -69,7 +69,7 @@ class Array {
  private:
   void Reset() {
     for (size_t i = 0; i < size_; ++i) data_[i].~T();
-    port::AlignedFree(data_);
+    LedgerFree(data_);
     data_ = nullptr;
     size_ = 0;
   }

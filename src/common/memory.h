@@ -1,6 +1,8 @@
 // Objects on the port's allocator. Every byte the core allocates goes
-// through port::AlignedAlloc, so a port without a heap (ports/baremetal)
-// serves it from the caller's static arena; nothing calls operator new.
+// through the recording allocator (common/ledger.h) to port::AlignedAlloc,
+// so a port without a heap (ports/baremetal) serves it from the caller's
+// static arena and TinyAI's account is what it took; nothing calls
+// operator new.
 //
 //   Foo* f = New<Foo>(args...);   // nullptr when out of memory
 //   Delete(f);                    // nullptr ok
@@ -10,6 +12,7 @@
 #include <cstddef>
 #include <new>
 
+#include "common/ledger.h"
 #include "common/seam.h"
 
 namespace tinyai {
@@ -25,7 +28,7 @@ constexpr size_t AllocAlignment() {
 
 template <class T, class... Args>
 T* New(Args&&... args) {
-  void* p = port::AlignedAlloc(AllocAlignment<T>(), sizeof(T));
+  void* p = LedgerAlloc(AllocAlignment<T>(), sizeof(T));
   return p ? ::new (p) T(static_cast<Args&&>(args)...) : nullptr;
 }
 
@@ -33,7 +36,7 @@ template <class T>
 void Delete(T* p) {
   if (!p) return;
   p->~T();
-  port::AlignedFree(p);
+  LedgerFree(p);
 }
 
 }  // namespace tinyai

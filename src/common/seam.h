@@ -23,6 +23,18 @@ void AlignedFree(void* p);
 // e.g. " (static arena: 1024 of 4096 bytes free, ...)"; "" when nothing.
 void DescribeMemory(char* out, size_t capacity);
 
+// The process's memory as the OS sees it (the recording allocator's
+// snapshots put it beside TinyAI's account). known false: the port cannot
+// tell (the fields are 0). A port without an OS reports its arena.
+struct ProcessMemory {
+  bool known = false;
+  uint64_t rss = 0;   // resident now
+  uint64_t anon = 0;  // of which anonymous
+  uint64_t file = 0;  // of which file-backed (and shared memory)
+  uint64_t peak = 0;  // the resident set's peak
+};
+void ReadProcessMemory(ProcessMemory* out);
+
 int CpuCount();
 uint64_t MonotonicNanos();
 

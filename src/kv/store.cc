@@ -117,6 +117,7 @@ TinyAIStatus PNameIndex::Add(int32_t count, NameOf name_of, const void* owner) {
     return TINYAI_OK;
   }
   Array<int32_t> grown;
+  MemScope scope(kMemKv);
   TINYAI_RETURN_IF_ERROR(grown.Allocate(want, "persistent store name table"));
   for (int32_t& s : grown) s = -1;
   for (int32_t p = 0; p < count; ++p) Place(&grown, p, name_of, owner);
@@ -125,6 +126,7 @@ TinyAIStatus PNameIndex::Add(int32_t count, NameOf name_of, const void* owner) {
 }
 
 void PNameIndex::Rebuild(int32_t count, NameOf name_of, const void* owner) {
+  MemScope scope(kMemKv);
   Array<int32_t> fresh;
   if (count == 0 || fresh.Allocate(SlotsFor(count), "persistent store name table") != TINYAI_OK) {
     // No names, or no memory for a smaller table: the one there is holds them.
@@ -274,7 +276,8 @@ void StoreInit(int32_t t, double v, uint8_t* p) {
 
 uint8_t* AllocZeroed(uint64_t bytes) {
   if (bytes > SIZE_MAX) return nullptr;
-  void* p = port::AlignedAlloc(64, static_cast<size_t>(bytes == 0 ? 1 : bytes));
+  MemScope scope(kMemKv);
+  void* p = LedgerAlloc(64, static_cast<size_t>(bytes == 0 ? 1 : bytes));
   if (p) std::memset(p, 0, static_cast<size_t>(bytes == 0 ? 1 : bytes));
   return static_cast<uint8_t*>(p);
 }
@@ -385,15 +388,15 @@ void PersistentStore::Truncate(int32_t count) {
   while (static_cast<int32_t>(entries_.size()) > count) {
     Entry* x = entries_.back();
     ResetEntry(static_cast<int32_t>(entries_.size()) - 1);  // frees chunks and matrices' blocks
-    if (x->single) { port::AlignedFree(x->single); Refund(x->elem_bytes); }
+    if (x->single) { LedgerFree(x->single); Refund(x->elem_bytes); }
     if (x->block) {
-      port::AlignedFree(x->block);
+      LedgerFree(x->block);
       uint64_t n = x->elem_bytes;
       for (int32_t i = 0; i < x->d.index_count; ++i) n *= static_cast<uint64_t>(x->d.fixed[i]);  // checked at Declare
       Refund(n);
     }
-    if (x->dir) { port::AlignedFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
-    if (x->mats) { port::AlignedFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
+    if (x->dir) { LedgerFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
+    if (x->mats) { LedgerFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
     Refund(sizeof(Entry) + kEntryListBytes);
     Delete(x);
     entries_.PopBack();
@@ -535,6 +538,7 @@ TinyAIStatus PersistentStore::Declare(const PDecl& given) {
     const size_t b = std::strlen(d.index_names[i]);
     std::memset(d.index_names[i] + b, 0, sizeof d.index_names[i] - b);
   }
+  MemScope scope(kMemKv);  // a store is state: the KV cache's, or one the caller made
   Entry* x = New<Entry>();
   if (!x) return OutOfMemory("persistent store entry", sizeof(Entry));
   x->d = d;
@@ -543,10 +547,10 @@ TinyAIStatus PersistentStore::Declare(const PDecl& given) {
   TinyAIStatus s = Charge(sizeof(Entry) + kEntryListBytes, n);
   if (s != TINYAI_OK) { Delete(x); return s; }
   auto fail = [&](TinyAIStatus status) {
-    if (x->single) { port::AlignedFree(x->single); Refund(x->elem_bytes); }
-    if (x->dir) { port::AlignedFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
-    if (x->block) port::AlignedFree(x->block);
-    if (x->mats) { port::AlignedFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
+    if (x->single) { LedgerFree(x->single); Refund(x->elem_bytes); }
+    if (x->dir) { LedgerFree(x->dir); Refund(x->dir_entries * sizeof(uint8_t*)); }
+    if (x->block) LedgerFree(x->block);
+    if (x->mats) { LedgerFree(x->mats); Refund(x->mat_entries * sizeof(Matrix)); }
     Refund(sizeof(Entry) + kEntryListBytes);
     Delete(x);
     return status;
@@ -575,7 +579,7 @@ TinyAIStatus PersistentStore::Declare(const PDecl& given) {
       if (!CheckedMul(rows, elem, &bytes) || bytes > SIZE_MAX) return fail(SetError(TINYAI_ERR_OVERFLOW, "'%s' overflows", n));
       if ((s = Charge(bytes, n)) != TINYAI_OK) return fail(s);
       x->block = zero_fixed_ ? AllocZeroed(bytes)
-                             : static_cast<uint8_t*>(port::AlignedAlloc(64, static_cast<size_t>(bytes == 0 ? 1 : bytes)));
+                             : static_cast<uint8_t*>(LedgerAlloc(64, static_cast<size_t>(bytes == 0 ? 1 : bytes)));
       if (!x->block) { Refund(bytes); return fail(OutOfMemory(n, static_cast<size_t>(bytes))); }
       const int64_t last = d.fixed[d.index_count - 1];
       x->chunk = last;
@@ -658,7 +662,7 @@ TinyAIStatus PersistentStore::GrowDir(Entry* x, const int64_t* where) {
       }
       dir[DenseIndex(at, cap, k)] = x->dir[old];
     }
-    port::AlignedFree(x->dir);
+    LedgerFree(x->dir);
     Refund(x->dir_entries * sizeof(uint8_t*));
   }
   x->dir = dir;
@@ -728,7 +732,7 @@ TinyAIStatus PersistentStore::GrowMats(Entry* x, const int64_t* tuple) {
       }
       mats[DenseIndex(at, cap, k)] = x->mats[old];
     }
-    port::AlignedFree(x->mats);
+    LedgerFree(x->mats);
     Refund(x->mat_entries * sizeof(Matrix));
   }
   x->mats = mats;
@@ -774,7 +778,7 @@ TinyAIStatus PersistentStore::GrowGrid(const Entry* x, Matrix* m, int64_t rows, 
     for (int64_t c = 0; c < m->grid_cols; ++c) grid[r * gc + c] = m->grid[r * m->grid_cols + c];
   }
   if (m->grid) {
-    port::AlignedFree(m->grid);
+    LedgerFree(m->grid);
     Refund(static_cast<uint64_t>(m->grid_rows) * static_cast<uint64_t>(m->grid_cols) * sizeof(uint8_t*));
   }
   m->grid = grid;
@@ -809,12 +813,12 @@ void PersistentStore::FreeMatrix(const Entry* x, Matrix* m) {
   const uint64_t block = static_cast<uint64_t>(kAutoBlock * kAutoBlock) * PTypeBytes(x->d.dtype);
   for (int64_t i = 0; i < m->grid_rows * m->grid_cols; ++i) {
     if (m->grid[i]) {
-      port::AlignedFree(m->grid[i]);
+      LedgerFree(m->grid[i]);
       Refund(block);
     }
   }
   if (m->grid) {
-    port::AlignedFree(m->grid);
+    LedgerFree(m->grid);
     Refund(static_cast<uint64_t>(m->grid_rows) * static_cast<uint64_t>(m->grid_cols) * sizeof(uint8_t*));
   }
   m->grid = nullptr;
@@ -1560,7 +1564,7 @@ TinyAIStatus PersistentStore::ResetEntry(int32_t e) {
   if (x->dir) {
     for (uint64_t i = 0; i < x->dir_entries; ++i) {
       if (x->dir[i]) {
-        port::AlignedFree(x->dir[i]);
+        LedgerFree(x->dir[i]);
         Refund(static_cast<uint64_t>(x->chunk) * x->elem_bytes);
         x->dir[i] = nullptr;
       }

@@ -62,6 +62,8 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.rowSliceSize is %zu; it must be at least 64 bytes",
                     cfg.rowSliceSize);
   }
+  tinyai::MemScope scope(tinyai::kMemModel);
+  const int64_t opened_at = tinyai::LedgerThreadBytes();
   TinyAIMappedModel* model = tinyai::New<TinyAIMappedModel>();
   if (!model) return tinyai::OutOfMemory("mapped model", sizeof(TinyAIMappedModel));
   model->transform_ = transform;
@@ -70,10 +72,18 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
     tinyai::Delete(model);
     return s;
   }
-  LockGuard lock(g_live_mutex);
-  model->next_live_ = g_live_head;
-  g_live_head = model;
+  // What the model holds that overhead_bytes() does not list (the model
+  // itself, its queues, the allocator's headers), as the ledger recorded it.
+  const int64_t taken = tinyai::LedgerThreadBytes() - opened_at;
+  const uint64_t listed = model->overhead_bytes();
+  model->unlisted_ = taken > 0 && static_cast<uint64_t>(taken) > listed ? static_cast<uint64_t>(taken) - listed : 0;
+  {
+    LockGuard lock(g_live_mutex);
+    model->next_live_ = g_live_head;
+    g_live_head = model;
+  }
   *out = model;
+  tinyai::LedgerMark(TINYAI_MEMORY_STAGE_INDEX, -1);  // no lock held: the observer may call back
   return TINYAI_OK;
 }
 
@@ -102,6 +112,7 @@ TinyAIStatus TinyAIMappedModel::Close(TinyAIMappedModel* model) {
     *link = model->next_live_;
   }
   tinyai::Delete(model);
+  tinyai::LedgerMark(TINYAI_MEMORY_STAGE_CLOSE, -1);
   return TINYAI_OK;
 }
 
@@ -130,12 +141,14 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
     } else {
       source_.UseCallback(origin.read, origin.user, size);
     }
+    tinyai::LedgerMark(TINYAI_MEMORY_STAGE_OPEN, -1);
     TINYAI_RETURN_IF_ERROR(ReadIndex());
   } else {
     if (reinterpret_cast<uintptr_t>(data) % 64 != 0) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "model image at %p is not 64-byte aligned", data);
     }
     source_.UseMemory(static_cast<const uint8_t*>(data), size);
+    tinyai::LedgerMark(TINYAI_MEMORY_STAGE_OPEN, -1);
     TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
   }
   TINYAI_RETURN_IF_ERROR(BuildDescriptors());
@@ -293,7 +306,7 @@ tinyai::TensorCalibration TinyAIMappedModel::CalibrationFor(const void* model, i
 uint64_t TinyAIMappedModel::overhead_bytes() const {
   return dir_layers_.size() * sizeof(tinyai::tmai::LayerEntry) + calibration_.bytes() +
          dir_tensors_.size() * sizeof(tinyai::tmai::TensorEntry) + index_.bytes() + descriptors_.size() * sizeof(TinyAILayerDescriptor) + layer_names_.size() +
-         table_.bytes() + cache_.overhead_bytes();
+         table_.bytes() + cache_.overhead_bytes() + unlisted_;
 }
 
 TinyAIStatus TinyAIMappedModel::CheckLayer(int32_t layer, const char* call) const {

@@ -100,7 +100,8 @@ struct TinyAIMappedModel {
   const tinyai::WeightCache& cache() const { return cache_; }
 
   // Bytes the model holds besides weights: the index, slice tables, cache
-  // bookkeeping and staging.
+  // bookkeeping and staging, and what the recording allocator found held
+  // at open beyond those (the model itself, its queues, headers).
   uint64_t overhead_bytes() const;
 
   TinyAIStatus TensorInfo(int32_t tensor, TinyAITensorInfo* out) const;
@@ -169,6 +170,7 @@ struct TinyAIMappedModel {
   }
 
  private:
+  uint64_t unlisted_ = 0;  // see overhead_bytes()
   template <class T, class... Args>
   friend T* tinyai::New(Args&&... args);
   template <class T>

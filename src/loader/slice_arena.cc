@@ -1,5 +1,6 @@
 #include "loader/slice_arena.h"
 
+#include "common/ledger.h"
 #include "common/status.h"
 #include "port/port.h"
 
@@ -17,7 +18,7 @@ TinyAIStatus SliceArena::Init(const TmaiReader* reader, const WeightSource* sour
   reader_ = reader;
   source_ = source;
   table_ = table;
-  held_ = 0;
+  Unhold(held_);
   slot_bytes_ = PageRound(table->max_decoded_bytes());
   port::ArenaStats arena;
   fixed_slots_ = port::GetArenaStats(&arena) == TINYAI_OK;
@@ -43,7 +44,7 @@ void SliceArena::Shutdown() {
   for (size_t i = 0; i < free_slot_count_; ++i) port::PageFree(free_slots_[i], static_cast<size_t>(slot_bytes_));
   free_slot_count_ = 0;
   memory_ = Array<Memory>();
-  held_ = 0;
+  Unhold(held_);
 }
 
 uint64_t SliceArena::EntryBytes(int32_t entry) const {
@@ -67,7 +68,7 @@ bool SliceArena::TakeFreeSlot(int32_t entry) {
 
 void SliceArena::PlaceInRegion(int32_t entry, uint64_t bytes) {
   Memory& m = memory_[static_cast<size_t>(entry)];
-  held_ += bytes;
+  Hold(bytes);
   m.buffer = region_ + RegionOffset(entry);
   m.bytes = bytes;
 }
@@ -78,7 +79,7 @@ TinyAIStatus SliceArena::Allocate(int32_t entry, uint64_t bytes, const char* sou
     return SetError(TINYAI_ERR_OUT_OF_MEMORY, "'%s': cannot allocate %llu bytes for weights", source,
                     static_cast<unsigned long long>(bytes));
   }
-  held_ += bytes;
+  Hold(bytes);
   Memory& m = memory_[static_cast<size_t>(entry)];
   m.buffer = static_cast<uint8_t*>(p);
   m.bytes = bytes;
@@ -88,7 +89,7 @@ TinyAIStatus SliceArena::Allocate(int32_t entry, uint64_t bytes, const char* sou
 bool SliceArena::ReleaseFreeSlot() {
   if (free_slot_count_ == 0) return false;
   port::PageFree(free_slots_[--free_slot_count_], static_cast<size_t>(slot_bytes_));
-  held_ -= slot_bytes_;
+  Unhold(slot_bytes_);
   return true;
 }
 
@@ -100,12 +101,12 @@ void SliceArena::Free(int32_t entry) {
     // what it holds.
     EndHugeFaults();
     port::HugeRegionDiscard(m.buffer, static_cast<size_t>(m.bytes));
-    held_ -= m.bytes;
+    Unhold(m.bytes);
   } else if (InSlot(entry, m)) {
     free_slots_[free_slot_count_++] = m.buffer;
   } else {
     port::PageFree(m.buffer, static_cast<size_t>(m.bytes));
-    held_ -= m.bytes;
+    Unhold(m.bytes);
   }
   m = Memory();
 }
@@ -119,7 +120,7 @@ TinyAIStatus SliceArena::CarveSlots(uint64_t cap) {
     void* p = port::PageAlloc(static_cast<size_t>(slot_bytes_));
     if (!p) return OutOfMemory("weight cache slot", static_cast<size_t>(slot_bytes_));
     free_slots_[free_slot_count_++] = static_cast<uint8_t*>(p);
-    held_ += slot_bytes_;
+    Hold(slot_bytes_);
   }
   return TINYAI_OK;
 }

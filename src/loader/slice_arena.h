@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "common/array.h"
+#include "common/ledger.h"
 #include "format/tmai_reader.h"
 #include "loader/row_slices.h"
 #include "loader/weight_source.h"
@@ -135,6 +136,15 @@ class SliceArena {
   uint8_t* region_ = nullptr;
   uint64_t region_bytes_ = 0;
   uint64_t offset_bytes_ = 0;
+  // held_ and the ledger's weights together.
+  void Hold(uint64_t bytes) {
+    held_ += bytes;
+    LedgerPages(kMemWeights, bytes, true);
+  }
+  void Unhold(uint64_t bytes) {
+    held_ -= bytes;
+    LedgerPages(kMemWeights, bytes, false);
+  }
   uint64_t held_ = 0;
   Array<Memory> memory_;  // per entry
   Array<uint8_t*> free_slots_;

@@ -299,9 +299,19 @@ TinyAIStatus WeightCache::Prefetch(int32_t entry) {
   return TINYAI_OK;
 }
 
-void WeightCache::PrefetchLoad(int32_t entry) {
+void WeightCache::DropQueuedPrefetches() {
+  LockGuard lock(mutex_);
+  for (Entry& e : entries_) {
+    if (!e.queued) continue;
+    e.queued = false;
+    ++stats_.prefetch_dropped;
+  }
+}
+
+void WeightCache::PrefetchLoad(int32_t entry, bool queued) {
   UniqueLock lock(mutex_);
   Entry& e = entries_[static_cast<size_t>(entry)];
+  if (queued && !e.queued) return;  // dropped while it waited
   e.queued = false;
   if (workers_.stopping() || e.state != kEmpty) return;
   e.state = kLoading;
@@ -351,7 +361,9 @@ TinyAIStatus WeightCache::LoadReserved(UniqueLock& lock, int32_t entry, bool pre
   return TINYAI_OK;
 }
 
-void WeightCache::PrefetchEntry(void* self, int32_t entry) { static_cast<WeightCache*>(self)->PrefetchLoad(entry); }
+void WeightCache::PrefetchEntry(void* self, int32_t entry) {
+  static_cast<WeightCache*>(self)->PrefetchLoad(entry, true);
+}
 
 void WeightCache::SetLayerPriority(int32_t layer, float priority) {
   LockGuard lock(mutex_);

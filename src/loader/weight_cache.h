@@ -112,6 +112,10 @@ class WeightCache {
   // Asks for the entry to be loaded ahead of use; never fails for lack of
   // room (the prefetch is dropped).
   TinyAIStatus Prefetch(int32_t entry);
+  // Drops the prefetches queued and not yet started (a runner leaving: what
+  // it asked for ahead would load into a cache nobody caps for it, and be
+  // used by nobody).
+  void DropQueuedPrefetches();
   // Priority of a layer's entry and its slices (cache_policy.h).
   void SetLayerPriority(int32_t layer, float priority);
   // Changes the cap, evicting down to it. TINYAI_ERR_RESOURCE_EXHAUSTED if
@@ -186,7 +190,8 @@ class WeightCache {
   TinyAIStatus LoadReserved(UniqueLock& lock, int32_t entry, bool prefetch);
 
   // Loads entry as a prefetch (worker threads or inline).
-  void PrefetchLoad(int32_t entry);
+  // queued: from the workers' queue (skipped when dropped meanwhile).
+  void PrefetchLoad(int32_t entry, bool queued = false);
   static void PrefetchEntry(void* self, int32_t entry);
 
   const TmaiReader* reader_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/ledger.h"
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "port/port.h"
@@ -129,7 +130,10 @@ uint64_t TextSession::ReserveBytes(const LlamaModel& llama) {
 TinyAIStatus TextSession::Reserve() {
   const LlamaModel& llama = *llama_;
   const size_t context = static_cast<size_t>(llama.prompt_capacity());
-  if (tokens_.size() < context) TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
+  if (tokens_.size() < context) {
+    MemScope scope(kMemText);
+    TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
+  }
   return scratch_.Reserve(static_cast<size_t>(PromptBytes(llama)), llama.tokenizer().max_piece_length());
 }
 
@@ -241,7 +245,10 @@ TinyAIStatus TextSession::NextPass() {
   TINYAI_RETURN_IF_ERROR(CheckModelLogits(*llama_, logits, llama_->position() - 1));
   TINYAI_RETURN_IF_ERROR(llama_->sampler().Sample(logits, params_.sampler.temperature, params_.sampler.topP, &rng_,
                                                   &next));
-  if (stats_.generatedTokens == 0) stats_.firstTokenSeconds = SecondsSince(t0_);
+  if (stats_.generatedTokens == 0) {
+    stats_.firstTokenSeconds = SecondsSince(t0_);
+    LedgerMark(TINYAI_MEMORY_STAGE_FIRST_TOKEN, llama_->position());
+  }
   if (next == llama_->tokenizer().bos_id()) {
     stats_.stopReason = TINYAI_STOP_BOS;
   } else {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/checked_math.h"
+#include "common/ledger.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "model/generate.h"
@@ -163,6 +164,7 @@ TinyAIStatus LlamaModel::BindTensors() {
 }
 
 TinyAIStatus LlamaModel::BindTokenizer() {
+  MemScope scope(kMemText);
   const TmaiReader& r = model_->reader();
   const MetaEntry* tokens = r.FindMeta("tokenizer.tokens");
   const MetaEntry* scores = r.FindMeta("tokenizer.scores");
@@ -248,8 +250,21 @@ ProgramMemory LlamaModel::Memory() const {
 TinyAIStatus LlamaModel::AllocateState() {
   // Not zero-filled: attention reads only positions already written, and
   // untouched pages of a large cache stay uncommitted until used.
-  TINYAI_RETURN_IF_ERROR(kv_.Allocate());
+  {
+    MemScope scope(kMemKv);
+    TINYAI_RETURN_IF_ERROR(kv_.Allocate());
+  }
+  MemScope scope(kMemText);
   return sampler_.Init(static_cast<size_t>(hp_.vocab_size));
+}
+
+void LlamaModel::NoteKvTouched() {
+  const int32_t slots = kv_.slots();
+  if (slots <= 0) return;
+  const uint64_t touched = kv_.bytes() / static_cast<uint64_t>(slots) * static_cast<uint64_t>(kv_.SlotsUsed(position_));
+  if (touched <= kv_touched_) return;
+  LedgerKvTouched(static_cast<int64_t>(touched - kv_touched_));
+  kv_touched_ = touched;
 }
 
 uint64_t LlamaModel::BytesPerToken(int32_t position) const {
@@ -421,12 +436,16 @@ void LlamaModel::NameOp(const GraphOp& op, char* out, size_t capacity) const {
 
 TinyAIStatus LlamaModel::BeginPass(const PassContext& pass) {
   if (!kv_.growable()) return TINYAI_OK;
+  MemScope scope(kMemKv);
   return kv_.Reserve(pass.position + pass.shape.rows);
 }
 
 void LlamaModel::EndPass(const PassContext& pass) {
+  const int32_t previous = position_;
   position_ = pass.position + pass.shape.rows;
   stream_.NextPass();
+  NoteKvTouched();
+  LedgerTokens(previous, position_);
 }
 
 // ---- the operators ----

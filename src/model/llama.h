@@ -59,7 +59,7 @@ class LlamaModel final : public LayerProgram {
   LlamaModel() = default;
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
-  ~LlamaModel() = default;
+  ~LlamaModel() { LedgerKvTouched(-static_cast<int64_t>(kv_touched_)); }
 
   // Binds the model's tensors and tokenizer for a KV cache of `context`
   // positions (0 = the model's seq_len; with a window in `kv`, the longest
@@ -122,7 +122,12 @@ class LlamaModel final : public LayerProgram {
   // Empties the cache (a growable one gives its chunks back).
   void Reset() override {
     position_ = 0;
+    MemScope scope(kMemKv);
     kv_.Release();
+    if (kv_.growable()) {  // its chunks are given back: nothing written stays
+      LedgerKvTouched(-static_cast<int64_t>(kv_touched_));
+      kv_touched_ = 0;
+    }
   }
   int32_t position() const { return position_; }
   void set_position(int32_t p) { position_ = p; }
@@ -183,6 +188,10 @@ class LlamaModel final : public LayerProgram {
   int32_t context_ = 0;          // slots of the KV cache: positions attended at most
   int32_t prompt_capacity_ = 0;  // contextLength
   int32_t position_ = 0;
+  // The KV rows written at least once (their pages are resident), as told
+  // to the ledger: the most any position has reached.
+  void NoteKvTouched();
+  uint64_t kv_touched_ = 0;
 
   int32_t embedding_ = -1;  // tensor indices
   int32_t output_norm_ = -1;

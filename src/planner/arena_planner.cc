@@ -50,6 +50,7 @@
 #include <type_traits>
 
 #include "common/checked_math.h"
+#include "common/ledger.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -95,7 +96,7 @@ bool LifetimesShare(const PlanBuffer& a, const PlanBuffer& b) { return a.first <
 // An uninitialised scratch array that fails quietly (no SetError): the free
 // functions below have no status channel and fall back to slower code.
 struct PortFree {
-  void operator()(void* p) const { port::AlignedFree(p); }
+  void operator()(void* p) const { LedgerFree(p); }
 };
 template <class T>
 using Scratch = std::unique_ptr<T[], PortFree>;
@@ -104,7 +105,8 @@ template <class T>
 Scratch<T> QuietAlloc(size_t n) {
   static_assert(std::is_trivial<T>::value, "uninitialised scratch of trivial types");
   if (n == 0 || n > SIZE_MAX / sizeof(T)) return nullptr;
-  return Scratch<T>(static_cast<T*>(port::AlignedAlloc(kMinAlignment, n * sizeof(T))));
+  MemScope scope(kMemScratch);  // the planner's temporaries
+  return Scratch<T>(static_cast<T*>(LedgerAlloc(kMinAlignment, n * sizeof(T))));
 }
 
 // Sorts the buffers of nonzero size by (first or last step, index) into ids;
@@ -217,6 +219,7 @@ struct Gathered {
 template <class T>
 TinyAIStatus Reserve(Array<T>* a, size_t n, const char* what) {
   if (a->size() >= n) return TINYAI_OK;
+  MemScope scope(kMemScratch);  // the planner's working tables
   return a->Allocate(n, what);
 }
 

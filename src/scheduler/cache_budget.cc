@@ -28,6 +28,7 @@ void UnbindRunner(TinyAIMappedModel* model, RunnerLink* runner) {
     *link = runner->next;
     if (!runner->claimed) return;
     model->cache().RemovePeakWatch(&runner->peak);
+    model->cache().DropQueuedPrefetches();
     uint64_t cap = model->config().maxCacheSize;
     for (const ModelUser* u = users; u; u = u->next) {
       if (AsRunner(u)->claimed) cap = Tighter(cap, AsRunner(u)->allows);

@@ -300,8 +300,13 @@ uint64_t ForwardScheduler::TablesBytes(size_t plans) const {
   // scheduler's graphs and plans (offsets and buffers of every planned buffer).
   const uint64_t per_plan =
       sizeof(ShapePlan) + static_cast<uint64_t>(act_.buffer_count()) * (sizeof(uint64_t) + sizeof(PlanBuffer));
+  // And the recording allocator's headers: 16 bytes an allocation (64 for
+  // the KV store's and the arena's), for the few dozen a runner holds (about
+  // 2.1 KB on the test models; Prepare() checks what it really took).
+  constexpr uint64_t kHeaders = 4096;
   return memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
-         node_output_.size() * sizeof(int32_t) + scheduled_layers_.size() + plans * per_plan;
+         node_output_.size() * sizeof(int32_t) + scheduled_layers_.size() + plans * per_plan + runner_bytes_ +
+         kHeaders;
 }
 
 // d's tensor and layer: row slice `slice`'s main tensor and its transformer
@@ -576,9 +581,11 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   // or than another runner on the model allows).
   cache_cap_ = configured_cap;
   limit_allows_ = 0;
+  cap_from_limit_ = false;
   if (limit_ != 0) {
     limit_allows_ = limit_ - need(0, arena_bytes_);
-    cache_cap_ = configured_cap != 0 && configured_cap < limit_allows_ ? configured_cap : limit_allows_;
+    cap_from_limit_ = !(configured_cap != 0 && configured_cap < limit_allows_);
+    cache_cap_ = cap_from_limit_ ? limit_allows_ : configured_cap;
   }
   // A run that will be much slower than it could: the cache's cap alone
   // keeps the weights from staying resident (the memory limit, if any,
@@ -710,19 +717,77 @@ TinyAIStatus ForwardScheduler::Prepare() {
     return SetError(TINYAI_ERR_OVERFLOW, "the activation arena of %llu bytes exceeds this target's address space",
                     static_cast<unsigned long long>(arena_bytes_));
   }
-  TINYAI_RETURN_IF_ERROR(arena_.Allocate(arena_size, "activation arena"));
+  {
+    MemScope scope(kMemActivations);
+    TINYAI_RETURN_IF_ERROR(arena_.Allocate(arena_size, "activation arena"));
+  }
   TINYAI_RETURN_IF_ERROR(program_->AllocateState());
-  if (loop_) TINYAI_RETURN_IF_ERROR(loop_->Reserve());
+  if (loop_) {
+    MemScope scope(kMemKv);  // the batch loop's per-sequence state
+    TINYAI_RETURN_IF_ERROR(loop_->Reserve());
+  }
+  TINYAI_RETURN_IF_ERROR(CountUnplanned());
   ProgramWeights* stream = program_->weights();
   if (model_) {
     claimed_allows_ = 0;
     TINYAI_RETURN_IF_ERROR(ClaimWeightCache(program_->PersistentHeld()));
   }
+  LedgerMark(TINYAI_MEMORY_STAGE_PLAN, -1);
   if (stream) {
     stream->UpdateStreaming();
     if (mode_ == TINYAI_EXEC_NORMAL) TINYAI_RETURN_IF_ERROR(stream->Preload(scheduled_layers_.data()));
   }
+  LedgerMark(TINYAI_MEMORY_STAGE_WARMUP, -1);
   prepared_ = true;
+  return TINYAI_OK;
+}
+
+TinyAIStatus ForwardScheduler::CountUnplanned() {
+  if (created_at_ < 0) return TINYAI_OK;
+  // Everything this runner holds but weights was allocated on this thread
+  // since creation began: the runner, its tables, arena and state.
+  const int64_t taken = LedgerThreadBytes() - created_at_;
+  const uint64_t model_part = model_ ? model_->overhead_bytes() : 0;
+  const uint64_t own_tables = tables_bytes_ > model_part ? tables_bytes_ - model_part : 0;
+  const uint64_t planned = arena_bytes_ + program_->PersistentHeld() + own_tables;
+  if (taken <= 0) return TINYAI_OK;
+  if (static_cast<uint64_t>(taken) <= planned) {
+    // The plan's allowance (the allocator's headers) was more than taken:
+    // the tables are what was taken, and the weights get the rest - never
+    // more than the plan's own tables' count.
+    uint64_t spare = planned - static_cast<uint64_t>(taken);
+    if (spare > own_tables) spare = own_tables;
+    tables_bytes_ -= spare;
+    if (limit_ != 0) {
+      if (cap_from_limit_) cache_cap_ += spare;
+      limit_allows_ += spare;
+    }
+    return TINYAI_OK;
+  }
+  const uint64_t extra = static_cast<uint64_t>(taken) - planned;
+  unplanned_ += extra;
+  tables_bytes_ += extra;
+  if (limit_ == 0) return TINYAI_OK;
+  const uint64_t weights_need = mode_ == TINYAI_EXEC_NORMAL ? weights_.resident : weights_.largest_slice;
+  if (limit_allows_ < extra + weights_need) {
+    ErrorDetail d;
+    d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+    d.stage = TINYAI_STAGE_PLAN;
+    d.needed = limit_ - limit_allows_ + extra + weights_need;
+    d.limit = limit_;
+    d.remedy = TINYAI_REMEDY_RAISE_LIMIT;
+    d.remedy_value = d.needed;
+    SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+                    "memory limit of %llu bytes: once planned, TinyAI holds %llu bytes of tables and state more than "
+                    "its plan counted, which leaves the weights %llu of the %llu %s needs; a limit of %llu runs",
+                    static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(extra),
+                    static_cast<unsigned long long>(limit_allows_ > extra ? limit_allows_ - extra : 0),
+                    static_cast<unsigned long long>(weights_need), tinyaiExecutionModeName(mode_),
+                    static_cast<unsigned long long>(limit_ - limit_allows_ + extra + weights_need));
+    return SetErrorDetail(d);
+  }
+  limit_allows_ -= extra;
+  if (cache_cap_ > limit_allows_) cache_cap_ = limit_allows_;
   return TINYAI_OK;
 }
 

@@ -76,6 +76,17 @@ class ForwardScheduler : private OpNamer {
   // Everything but allocation (see above); again after a change restarts.
   TinyAIStatus Plan();
   TinyAIStatus Prepare();
+  // The recording allocator's reading (LedgerThreadBytes) on the creating
+  // thread before anything of this runner was allocated: Prepare() then
+  // compares what was taken with the plan, and the weight cache gets the
+  // limit less what is really held (tables the plan's count missed, the
+  // allocator's headers), never more.
+  void set_created_at(int64_t ledger_bytes) { created_at_ = ledger_bytes; }
+  // The object that holds this scheduler (an LLM's handle), counted in the
+  // tables; set before Plan().
+  void set_runner_bytes(uint64_t bytes) { runner_bytes_ = bytes; }
+  // What Prepare() found held beyond the plan (0: the plan counted it all).
+  uint64_t unplanned_bytes() const { return unplanned_; }
   bool planned() const { return planned_; }
   bool prepared() const { return prepared_; }
 
@@ -210,6 +221,12 @@ class ForwardScheduler : private OpNamer {
   uint64_t naive_bytes_ = 0;
   ProgramMemory memory_;
   uint64_t tables_bytes_ = 0;
+  int64_t created_at_ = -1;  // set_created_at's reading; -1: not taken
+  uint64_t runner_bytes_ = 0;
+  bool cap_from_limit_ = false;  // cache_cap_ is limit_allows_ (not maxCacheSize or another runner's)
+  uint64_t unplanned_ = 0;
+  // Prepare(): what is held beyond the plan goes to the tables, out of the weights' share.
+  TinyAIStatus CountUnplanned();
   uint64_t minimum_limit_ = 0;
   uint64_t cache_cap_ = 0;     // the cache's cap when prepared (this runner's allowance and the others')
   uint64_t limit_allows_ = 0;  // what this runner's own limit leaves the cache (0 = no limit)

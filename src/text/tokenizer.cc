@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/checked_math.h"
+#include "common/ledger.h"
 #include "common/status.h"
 
 // Encode reproduces llama2.c's encode() token for token:
@@ -185,6 +186,7 @@ TinyAIStatus EncodeScratch::Reserve(size_t text_bytes, uint32_t max_piece_length
     return SetError(TINYAI_ERR_OVERFLOW, "tokenizer: text of %zu bytes is too long to encode", text_bytes);
   }
   const size_t nodes = text_bytes + 1;
+  MemScope scope(kMemText);
   if (nodes_.size() < nodes) {
     TINYAI_RETURN_IF_ERROR(nodes_.Allocate(nodes, "tokenizer: encode tokens"));
     TINYAI_RETURN_IF_ERROR(heap_.Allocate(HeapSlots(nodes), "tokenizer: encode merge heap"));

@@ -216,7 +216,10 @@ TEST(BaremetalPort, F16ImageGoldenInExactEstimate) {
 
 TEST(BaremetalPort, F16ReadCallbackGoldenInExactEstimate) {
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-  cfg.memoryLimit = 900u << 10;  // under the 0.53 MiB of f16 weights plus 0.62 of KV cache: they stream
+  // Under the 0.53 MiB of f16 weights plus 0.62 of KV cache: they stream
+  // (the least limit is 0.89 MiB since the runner's handle and the
+  // allocator's headers are counted).
+  cfg.memoryLimit = 960u << 10;
   RunGoldenInExactArena(true, &cfg, TINYAI_TEST_STORIES_F16_TMAI);
 }
 
@@ -362,8 +365,12 @@ TEST(BaremetalPort, PromptAtItsBoundAllocatesNothing) {
   std::memset(&report, 0, sizeof report);
   report.structSize = sizeof report;
   ASSERT_EQ(tinyaiGetLLMMemoryReport(llm, &report), TINYAI_OK) << tinyaiGetLastErrorMessage();
-  EXPECT_EQ(planned.otherBytes, report.otherBytes);
-  EXPECT_EQ(planned.totalBytes, report.totalBytes);
+  // The estimate counts the tables by the plan, with an allowance for the
+  // recording allocator's headers; the report has what was taken.
+  EXPECT_LE(report.otherBytes, planned.otherBytes);
+  EXPECT_GE(report.otherBytes + 4096, planned.otherBytes);
+  EXPECT_LE(report.totalBytes, planned.totalBytes);
+  EXPECT_GE(report.totalBytes + 4096, planned.totalBytes);
   EXPECT_GE(created.usedBytes, report.totalBytes);
   EXPECT_LE(created.usedBytes, report.totalBytes + (16u << 10));
 
