@@ -14,7 +14,8 @@ set(sources
   tinyai-generate=tools/generate/tinyai_generate.cc
   tinyai-inspect=tools/inspect/tinyai_inspect.cc
   tinyai-bench=tools/bench/tinyai_bench.cc
-  tinyai-arena=tools/arena/tinyai_arena.cc)
+  tinyai-arena=tools/arena/tinyai_arena.cc
+  tinyai-memplot=tools/memplot/tinyai_memplot.cc)
 
 string(REPLACE "," ";" TOOLS "${TOOLS}")
 foreach(entry IN LISTS TOOLS)

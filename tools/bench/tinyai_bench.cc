@@ -5,6 +5,7 @@
 //   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]
 //                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
 //                [--lru] [--kv-type T] [--no-probe] [--huge-pages] [--json]
+//                [--memory-report FILE] [--memory-trace FILE]
 //   tinyai-bench --probe [-t THREADS] [--huge-pages] [--json]
 #include <chrono>
 #include <cinttypes>
@@ -18,6 +19,7 @@
 #include "tools/bench/bandwidth_probe.h"
 #include "tools/bench/huge_pages.h"
 #include "tools/common/cli.h"
+#include "tools/common/memory_report.h"
 #include "tools/eval/compare.h"
 
 namespace {
@@ -28,6 +30,7 @@ const char kUsage[] =
     "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
     "                    [--lru] [--kv-type T] [--no-probe] [--probe-mib M] [--huge-pages] [--json]\n"
+    "                    [--memory-report FILE] [--memory-trace FILE]\n"
     "       tinyai-bench --probe [-t THREADS] [--probe-mib M] [--huge-pages] [--json]\n"
     "       tinyai-bench -h | --help | --version\n"
     "  -m MODEL.tmai     the model (a llama .tmai)\n"
@@ -52,6 +55,10 @@ const char kUsage[] =
     "                    says how many bytes the kernel gave in huge pages (default: the model opened\n"
     "                    from its file, its weights read into the weight cache)\n"
     "  --json            one JSON object on stdout\n"
+    "  --memory-report FILE  write where memory went as JSON: TinyAI's account by category (recorded\n"
+    "                    at each allocation) beside the OS's RSS (anonymous and file) at open, index,\n"
+    "                    plan, warm-up, every 16 tokens and close; peak_bytes and peak_rss_bytes\n"
+    "  --memory-trace FILE  the same at every token as CSV, for tinyai-memplot FILE -o FILE.svg\n"
     "  -h, --help        this help; --version: the library's version\n"
     "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
     "Exit status: 0 success, 1 runtime error (\"tinyai-bench: STATUS: message\" on stderr), 2 usage error.\n";
@@ -230,7 +237,7 @@ double Fraction(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
-  std::string model;
+  std::string model, report_path, trace_path;
   bool json = false, probe_only = false, probe = true;
   int probe_mib = 1024;
   BenchOptions o;
@@ -259,6 +266,8 @@ int Run(int argc, char** argv) {
     else if (a == "--no-probe") probe = false;
     else if (a == "--huge-pages") o.huge_pages = true;
     else if (a == "--json") json = true;
+    else if (a == "--memory-report") report_path = value();
+    else if (a == "--memory-trace") trace_path = value();
     else if (a == "--probe") probe_only = true;
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else if (a == "--version") return tt::PrintVersion(kTool);
@@ -267,6 +276,9 @@ int Run(int argc, char** argv) {
   if (!probe_only && model.empty()) throw tt::UsageError("-m MODEL or --probe is required");
   if (probe_only && !model.empty()) throw tt::UsageError("--probe measures the machine alone; drop -m MODEL");
   if (probe_only) probe = true;
+  if (probe_only && (!report_path.empty() || !trace_path.empty())) {
+    throw tt::UsageError("--memory-report and --memory-trace record a model's run; --probe runs none");
+  }
   tt::SayMemLimit(kTool);
   const int cores = tinyai::port::CpuCount();
   if (o.threads <= 0) o.threads = cores;
@@ -281,7 +293,16 @@ int Run(int argc, char** argv) {
   tinyai_tools::BandwidthResult bw;
   if (!probe_only && probe) bw = tinyai_tools::MeasureReadBandwidthInChild(cores, probe_bytes, 7, o.huge_pages);
   ModelFigures f;
-  if (!probe_only) BenchModel(model, o, &f);
+  if (!probe_only) {
+    // Around the model only: the probe's buffer is the tool's, not TinyAI's.
+    tt::MemoryRecorder recorder(kTool, report_path, trace_path, {model});
+    recorder.Note("model", tt::JsonString(model));
+    recorder.Note("mem_limit", std::to_string(o.mem_limit));
+    BenchModel(model, o, &f);
+    recorder.Note("prompt_tokens", std::to_string(f.prompt_n));
+    recorder.Note("generated_tokens", std::to_string(f.gen_n));
+    recorder.Finish();
+  }
   tinyai_tools::BandwidthResult same = bw;
   if (probe) {
     tinyai_tools::BandwidthResult after = tinyai_tools::MeasureReadBandwidth(cores, probe_bytes, 7, o.huge_pages);

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "port/port.h"
 #include "tools/common/cli.h"
+#include "tools/common/output.h"
 
 namespace tinyai_tools {
 
@@ -19,16 +19,8 @@ inline void WriteDag(const TinyAIForwardScheduler* sched, const std::string& pat
   tinyaiDumpActivationDag(sched, nullptr, 0, &needed);
   std::string text(needed, '\0');
   Check(tinyaiDumpActivationDag(sched, &text[0], text.size(), &needed));
-  const size_t n = needed > 0 ? needed - 1 : 0;  // without the terminating NUL
-  tinyai::port::OutputFile out;
-  TinyAIStatus s = tinyai::port::BeginOutput(path.c_str(), &out);
-  if (s == TINYAI_OK) s = tinyai::port::WriteAt(out.file, 0, text.data(), n, path.c_str());
-  if (s == TINYAI_OK) {
-    s = tinyai::port::CommitOutput(&out);
-  } else {
-    tinyai::port::AbortOutput(&out);
-  }
-  if (s != TINYAI_OK) throw RuntimeError(s, std::string("cannot write the activation DAG: ") + tinyaiGetLastErrorMessage());
+  text.resize(needed > 0 ? needed - 1 : 0);  // without the terminating NUL
+  WriteOutputFile(path, text, "the activation DAG");
 }
 
 }  // namespace tinyai_tools

@@ -2,7 +2,8 @@
 // reference's (e.g. a quantized model against its f32 original).
 //
 //   tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]
-//               [--kv-type T] [--kv-window N] [--kv-sink K] [--json]
+//               [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE] [--json]
+//               [--memory-report FILE] [--memory-trace FILE]
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,13 +11,15 @@
 #include <vector>
 
 #include "tools/common/cli.h"
+#include "tools/common/memory_report.h"
 #include "tools/eval/compare.h"
 
 namespace {
 
 const char kUsage[] =
     "usage: tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]\n"
-    "                   [--kv-type T] [--kv-window N] [--kv-sink K] [--json]\n"
+    "                   [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE] [--json]\n"
+    "                   [--memory-report FILE] [--memory-trace FILE]\n"
     "       tinyai-eval -h | --help | --version\n"
     "  Both models read one token stream sampled from REF (temperature 1, sequences of L tokens, each from BOS\n"
     "  when the models start a text with it - tokenizer.add_bos - else from a token drawn uniformly); at each\n"
@@ -30,11 +33,16 @@ const char kUsage[] =
     "                  REF's file, to measure the KV storage alone)\n"
     "  --kv-window N   MODEL's KV cache as a rolling window of N positions, 1..1048576\n"
     "  --kv-sink K     with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
+    "  --mem-limit SIZE  bound everything TinyAI holds for MODEL, e.g. 64M, or auto (REF runs without)\n"
     "  --json          print one JSON object: positions, mean_kld, p99_kld, max_kld, top1, ref, model\n"
+    "  --memory-report FILE  write where memory went as JSON: TinyAI's account by category (both models)\n"
+    "                  beside the OS's RSS at open, index, plan, warm-up, every 16 positions and close;\n"
+    "                  peak_bytes and peak_rss_bytes\n"
+    "  --memory-trace FILE  the same at every position as CSV, for tinyai-memplot FILE -o FILE.svg\n"
     "  -h, --help      this help; --version: the library's version\n";
 
 int Run(int argc, char** argv) {
-  std::string ref_path;
+  std::string ref_path, report_path, trace_path;
   std::vector<std::string> positional;
   tinyai_tools::CompareOptions options;
   int32_t threads = 0;
@@ -67,6 +75,12 @@ int Run(int argc, char** argv) {
       kv.kvWindow = tinyai_tools::ParseKvWindow(a, value());
     } else if (a == "--kv-sink") {
       kv.kvSinks = tinyai_tools::ParseKvSinks(a, value());
+    } else if (a == "--mem-limit") {
+      kv.memoryLimit = tinyai_tools::ParseMemLimit(a, value());
+    } else if (a == "--memory-report") {
+      report_path = value();
+    } else if (a == "--memory-trace") {
+      trace_path = value();
     } else if (a == "--json") {
       json = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -81,6 +95,11 @@ int Run(int argc, char** argv) {
   const std::string& model_path = positional[0];
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   cfg.threads = threads;
+  tinyai_tools::SayMemLimit("tinyai-eval");
+  tinyai_tools::MemoryRecorder recorder("tinyai-eval", report_path, trace_path, {ref_path, model_path});
+  recorder.Note("ref", tinyai_tools::JsonString(ref_path));
+  recorder.Note("model", tinyai_tools::JsonString(model_path));
+  recorder.Note("mem_limit", std::to_string(kv.memoryLimit));
   tinyai_tools::ModelHandle ref_model = tinyai_tools::OpenModel(ref_path, nullptr);
   tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(model_path, nullptr);
   tinyai_tools::LLMHandle ref = tinyai_tools::CreateLLM(ref_model.get(), cfg);
@@ -88,6 +107,7 @@ int Run(int argc, char** argv) {
   model_cfg.kvType = kv.kvType;
   model_cfg.kvWindow = kv.kvWindow;
   model_cfg.kvSinks = kv.kvSinks;
+  model_cfg.memoryLimit = kv.memoryLimit;
   tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(model.get(), model_cfg);
   const bool bar = isatty(STDERR_FILENO) != 0;
   int last = -1;
@@ -116,6 +136,12 @@ int Run(int argc, char** argv) {
                 ref_path.c_str(), static_cast<long long>(r.positions),
                 static_cast<unsigned long long>(options.seed), r.mean_kld, r.p99_kld, r.max_kld, r.top1);
   }
+  recorder.Note("positions", std::to_string(r.positions));
+  llm.reset();
+  ref.reset();
+  model.reset();
+  ref_model.reset();
+  recorder.Finish();
   return 0;
 }
 

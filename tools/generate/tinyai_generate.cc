@@ -4,7 +4,8 @@
 //                   [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
-//                   [--mode M] [--debug-exec] [--dump-dag FILE]
+//                   [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]
+//                   [--memory-trace FILE]
 #include <cfloat>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "tinyai/tinyai.h"
 #include "tools/common/cli.h"
 #include "tools/common/dag.h"
+#include "tools/common/memory_report.h"
 
 namespace {
 
@@ -23,7 +25,8 @@ const char kUsage[] =
     "                       [--top-p P] [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
     "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
-    "                       [--mode M] [--debug-exec] [--dump-dag FILE]\n"
+    "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
+    "                       [--memory-trace FILE]\n"
     "       tinyai-generate -h | --help | --version\n"
     "  -m MODEL.tmai    the model (a llama .tmai)\n"
     "  -p PROMPT        the prompt; -p - reads it from standard input\n"
@@ -63,6 +66,10 @@ const char kUsage[] =
     "                   memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
     "  --debug-exec     no in-place reuse of activations (the text must not change)\n"
     "  --dump-dag FILE  write the activation DAG and the arena plans as YAML\n"
+    "  --memory-report FILE  write where memory went as JSON: TinyAI's account by category (recorded at\n"
+    "                   each allocation) beside the OS's RSS (anonymous and file) at open, index, plan,\n"
+    "                   warm-up, first token, every 16 tokens and close; peak_bytes and peak_rss_bytes\n"
+    "  --memory-trace FILE  the same at every token as CSV, for tinyai-memplot FILE -o FILE.svg\n"
     "  -h, --help       this help; --version: the library's version\n"
     "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
     "Exit status: 0 success, 1 runtime error (\"tinyai-generate: STATUS: message\" on stderr), 2 usage error.\n";
@@ -112,7 +119,7 @@ std::string ReadPrompt(const std::string& path, int32_t context, size_t mem_limi
 
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
-  std::string model_path, prompt, prompt_file, dump_path;
+  std::string model_path, prompt, prompt_file, dump_path, report_path, trace_path;
   bool have_prompt = false, quiet = false, show_stats = false;
   TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   mmap_config.maxCacheSize = 0;
@@ -149,6 +156,8 @@ int Run(int argc, char** argv) {
     else if (a == "--mode") config.mode = tt::ParseMode(a, value());
     else if (a == "--debug-exec") config.debugExecution = true;
     else if (a == "--dump-dag") dump_path = value();
+    else if (a == "--memory-report") report_path = value();
+    else if (a == "--memory-trace") trace_path = value();
     else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
     else if (a == "--version") return tt::PrintVersion(kTool);
     else throw tt::UsageError("unknown argument " + a);
@@ -161,6 +170,9 @@ int Run(int argc, char** argv) {
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
   if (!quiet) tt::SayMemLimit(kTool);
 
+  tt::MemoryRecorder recorder(kTool, report_path, trace_path, {model_path, prompt_file});
+  recorder.Note("model", tt::JsonString(model_path));
+  recorder.Note("mem_limit", std::to_string(config.memoryLimit));
   tt::ModelHandle model = tt::OpenModel(model_path, &mmap_config);
   tt::LLMHandle llm = tt::CreateLLM(model.get(), config);
   if (!quiet) tt::SayLLMWarning(kTool, llm.get());
@@ -186,7 +198,14 @@ int Run(int argc, char** argv) {
   if (s == TINYAI_OK || out.printed) std::fputc('\n', stdout);
   std::fflush(stdout);
   tt::Check(s);
-  if (quiet) return 0;
+  recorder.Note("prompt_tokens", std::to_string(stats.promptTokens));
+  recorder.Note("generated_tokens", std::to_string(stats.generatedTokens));
+  if (quiet) {
+    llm.reset();
+    model.reset();
+    recorder.Finish();
+    return 0;
+  }
   double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
   double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
   std::fprintf(stderr,
@@ -234,6 +253,9 @@ int Run(int argc, char** argv) {
                  mem.memoryLimit ? (std::to_string(mem.memoryLimit) + " bytes").c_str() : "none",
                  tt::LimitText(mem.minimumMemoryLimit).c_str(), config.threads == 0 ? tt::CpuCount() : config.threads);
   }
+  llm.reset();
+  model.reset();
+  recorder.Finish();
   return 0;
 }
 
