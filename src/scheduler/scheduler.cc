@@ -9,6 +9,7 @@
 #include "common/memory.h"
 #include "common/status.h"
 #include "port/port.h"
+#include "scheduler/mode_table.h"
 #include "scheduler/batch_loop.h"
 
 namespace tinyai {
@@ -405,9 +406,6 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   tables_bytes_ = TablesBytes(plans_.size());
   const uint64_t rest = SatAdd(memory_.persistent, tables_bytes_);
   auto need = [&](uint64_t weights, uint64_t arena) { return SatAdd(SatAdd(weights, arena), rest); };
-  auto fits = [&](uint64_t weights, uint64_t arena) {
-    return (limit_ == 0 || need(weights, arena) <= limit_) && (configured_cap == 0 || weights <= configured_cap);
-  };
 
   // The least limit: streaming, one row per pass.
   Array<PassShape> one;
@@ -417,61 +415,89 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   TINYAI_RETURN_IF_ERROR(PlanShapes(one, &one_plans, &arena_one));
   minimum_limit_ = need(slice, arena_one);
 
+  ModeNeeds n;
+  n.limit = limit_;
+  n.cache_cap = configured_cap;
+  n.all_weights = all_weights;
+  n.largest_slice = slice;
+  n.arena_full = arena_full;
+  n.arena_one = arena_one;
+  n.rest = rest;
+  const ModeStrategy& normal_s = Strategy(StrategyOf(TINYAI_EXEC_NORMAL));
+  const ModeStrategy& memopt_s = Strategy(StrategyOf(TINYAI_EXEC_MEMORY_OPT));
   // Below the least limit nothing runs, whatever the mode.
   if (limit_ != 0 && minimum_limit_ > limit_) {
-    const uint64_t for_mode = requested_mode_ == TINYAI_EXEC_NORMAL       ? need(all_weights, arena_full)
-                              : requested_mode_ == TINYAI_EXEC_MEMORY_OPT ? need(slice, arena_full)
-                                                                          : minimum_limit_;
+    const int32_t asked = StrategyOf(requested_mode_);
+    const uint64_t for_mode = asked < 0 ? minimum_limit_ : StrategyNeeds(Strategy(asked), n);
     return TooSmall(minimum_limit_, for_mode);
   }
-  const bool normal = fits(all_weights, arena_full);
-  const bool memopt = fits(slice, arena_full);
+  const bool normal = StrategyFits(normal_s, n);
+  const bool memopt = StrategyFits(memopt_s, n);
+  const ModeChoice choice = ChooseStrategy(n, requested_mode_);
   const char* how = requested_mode_ == TINYAI_EXEC_ADAPTIVE ? "" : " (requested)";
   const double limit_mib = Mib(limit_);
   rows_per_pass_ = full_rows;
   uint64_t arena = arena_full;
-  if (requested_mode_ == TINYAI_EXEC_NORMAL || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && normal)) {
-    if (!normal) {
-      if (configured_cap != 0 && all_weights > configured_cap) {
-        SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                 "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
-                 "%llu (%s); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
-                 static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap),
-                 cap_source_);
-        ErrorDetail d;
-        d.resource = TINYAI_RESOURCE_WEIGHT_CACHE;
-        d.stage = TINYAI_STAGE_PLAN;
-        d.needed = all_weights;
-        d.limit = configured_cap;
-        d.remedy = TINYAI_REMEDY_MODE;
-        d.remedy_value = memopt ? TINYAI_EXEC_MEMORY_OPT : TINYAI_EXEC_STREAMING;
-        d.remedy2 = TINYAI_REMEDY_RAISE_CACHE;
-        d.remedy2_value = all_weights;
-        return SetErrorDetail(d);
-      }
+  if (choice.chosen < 0 && choice.refused == StrategyOf(TINYAI_EXEC_NORMAL)) {
+    if (choice.cache_cap) {
       SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                      "NORMAL keeps all %llu bytes of weights resident: with the arena's %llu, %llu of KV cache and "
-                      "%llu of tables that is %llu, over the memory limit of %llu; MEMORY_OPT needs %llu and STREAMING "
-                      "%llu (ADAPTIVE chooses for you)",
-                      static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(arena_full),
-                      static_cast<unsigned long long>(memory_.persistent),
-                      static_cast<unsigned long long>(tables_bytes_),
-                      static_cast<unsigned long long>(need(all_weights, arena_full)),
-                      static_cast<unsigned long long>(limit_),
-                      static_cast<unsigned long long>(need(slice, arena_full)),
-                      static_cast<unsigned long long>(minimum_limit_));
+               "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
+               "%llu (%s); MEMORY_OPT streams them (ADAPTIVE chooses for you)",
+               static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(configured_cap),
+               cap_source_);
       ErrorDetail d;
-      d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+      d.resource = TINYAI_RESOURCE_WEIGHT_CACHE;
       d.stage = TINYAI_STAGE_PLAN;
-      d.needed = need(all_weights, arena_full);
-      d.limit = limit_;
+      d.needed = all_weights;
+      d.limit = configured_cap;
       d.remedy = TINYAI_REMEDY_MODE;
       d.remedy_value = memopt ? TINYAI_EXEC_MEMORY_OPT : TINYAI_EXEC_STREAMING;
-      d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
-      d.remedy2_value = d.needed;
+      d.remedy2 = TINYAI_REMEDY_RAISE_CACHE;
+      d.remedy2_value = all_weights;
       return SetErrorDetail(d);
     }
-    mode_ = TINYAI_EXEC_NORMAL;
+    SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+             "NORMAL keeps all %llu bytes of weights resident: with the arena's %llu, %llu of KV cache and "
+             "%llu of tables that is %llu, over the memory limit of %llu; MEMORY_OPT needs %llu and STREAMING "
+             "%llu (ADAPTIVE chooses for you)",
+             static_cast<unsigned long long>(all_weights), static_cast<unsigned long long>(arena_full),
+             static_cast<unsigned long long>(memory_.persistent), static_cast<unsigned long long>(tables_bytes_),
+             static_cast<unsigned long long>(need(all_weights, arena_full)), static_cast<unsigned long long>(limit_),
+             static_cast<unsigned long long>(need(slice, arena_full)),
+             static_cast<unsigned long long>(minimum_limit_));
+    ErrorDetail d;
+    d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+    d.stage = TINYAI_STAGE_PLAN;
+    d.needed = need(all_weights, arena_full);
+    d.limit = limit_;
+    d.remedy = TINYAI_REMEDY_MODE;
+    d.remedy_value = memopt ? TINYAI_EXEC_MEMORY_OPT : TINYAI_EXEC_STREAMING;
+    d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
+    d.remedy2_value = d.needed;
+    return SetErrorDetail(d);
+  }
+  if (choice.chosen < 0 && choice.refused == StrategyOf(TINYAI_EXEC_MEMORY_OPT)) {
+    SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
+             "MEMORY_OPT with %d rows per pass needs %llu bytes (a row slice of %llu, an arena of %llu, "
+             "%llu of KV cache, %llu of tables), over the memory limit of %llu; STREAMING needs %llu",
+             full_rows, static_cast<unsigned long long>(need(slice, arena_full)),
+             static_cast<unsigned long long>(slice), static_cast<unsigned long long>(arena_full),
+             static_cast<unsigned long long>(memory_.persistent), static_cast<unsigned long long>(tables_bytes_),
+             static_cast<unsigned long long>(limit_), static_cast<unsigned long long>(minimum_limit_));
+    ErrorDetail d;
+    d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
+    d.stage = TINYAI_STAGE_PLAN;
+    d.needed = need(slice, arena_full);
+    d.limit = limit_;
+    d.remedy = TINYAI_REMEDY_MODE;
+    d.remedy_value = TINYAI_EXEC_STREAMING;
+    d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
+    d.remedy2_value = d.needed;
+    return SetErrorDetail(d);
+  }
+  if (choice.chosen < 0) return TooSmall(minimum_limit_, minimum_limit_);
+  mode_ = Strategy(choice.chosen).mode;
+  if (mode_ == TINYAI_EXEC_NORMAL) {
     if (limit_ == 0) {
       std::snprintf(reason_, sizeof reason_, "NORMAL%s: no memory limit%s, so all %.2f MiB of weights stay resident",
                     how, configured_cap ? " and the weights fit the weight cache's cap" : "", Mib(all_weights));
@@ -481,28 +507,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
                     "MiB of tables in the limit of %.2f MiB",
                     how, Mib(all_weights), Mib(arena_full), Mib(memory_.persistent), Mib(tables_bytes_), limit_mib);
     }
-  } else if (requested_mode_ == TINYAI_EXEC_MEMORY_OPT || (requested_mode_ == TINYAI_EXEC_ADAPTIVE && memopt)) {
-    if (!memopt) {
-      SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
-                      "MEMORY_OPT with %d rows per pass needs %llu bytes (a row slice of %llu, an arena of %llu, "
-                      "%llu of KV cache, %llu of tables), over the memory limit of %llu; STREAMING needs %llu",
-                      full_rows, static_cast<unsigned long long>(need(slice, arena_full)),
-                      static_cast<unsigned long long>(slice), static_cast<unsigned long long>(arena_full),
-                      static_cast<unsigned long long>(memory_.persistent),
-                      static_cast<unsigned long long>(tables_bytes_), static_cast<unsigned long long>(limit_),
-                      static_cast<unsigned long long>(minimum_limit_));
-      ErrorDetail d;
-      d.resource = TINYAI_RESOURCE_MEMORY_LIMIT;
-      d.stage = TINYAI_STAGE_PLAN;
-      d.needed = need(slice, arena_full);
-      d.limit = limit_;
-      d.remedy = TINYAI_REMEDY_MODE;
-      d.remedy_value = TINYAI_EXEC_STREAMING;
-      d.remedy2 = TINYAI_REMEDY_RAISE_LIMIT;
-      d.remedy2_value = d.needed;
-      return SetErrorDetail(d);
-    }
-    mode_ = TINYAI_EXEC_MEMORY_OPT;
+  } else if (mode_ == TINYAI_EXEC_MEMORY_OPT) {
     if (normal) {  // requested, though NORMAL fits
       std::snprintf(reason_, sizeof reason_,
                     "MEMORY_OPT%s: weights streamed in row slices of at most %.3f MiB, though all %.2f MiB of them "
@@ -522,22 +527,19 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     }
   } else {
     // STREAMING: the most rows per pass whose arena fits beside one row slice.
-    if (!fits(slice, arena_one)) return TooSmall(minimum_limit_, minimum_limit_);
-    int32_t lo = 1, hi = full_rows;
     Array<PassShape> trial;
     Array<ShapePlan> trial_plans;
-    while (lo < hi) {
-      const int32_t mid = static_cast<int32_t>(lo + (static_cast<int64_t>(hi) - lo + 1) / 2);
-      uint64_t a = 0;
-      TINYAI_RETURN_IF_ERROR(MakeShapes(mid, &trial));
-      TINYAI_RETURN_IF_ERROR(PlanShapes(trial, &trial_plans, &a));
-      if (fits(slice, a)) lo = mid;
-      else hi = mid - 1;
-    }
+    TinyAIStatus planned = TINYAI_OK;
+    const int32_t lo = MostRowsThatFit(n, full_rows, [&](int32_t rows, uint64_t* a) {
+      planned = MakeShapes(rows, &trial);
+      if (planned == TINYAI_OK) planned = PlanShapes(trial, &trial_plans, a);
+      return planned == TINYAI_OK;
+    });
+    TINYAI_RETURN_IF_ERROR(planned);
+    if (lo < 1) return TooSmall(minimum_limit_, minimum_limit_);
     rows_per_pass_ = lo;
     TINYAI_RETURN_IF_ERROR(MakeShapes(lo, &shapes));
     TINYAI_RETURN_IF_ERROR(PlanShapes(shapes, &plans_, &arena));
-    mode_ = TINYAI_EXEC_STREAMING;
     std::snprintf(reason_, sizeof reason_,
                   "STREAMING%s: with %d rows per pass the arena (%.3f MiB) does not fit beside a %.3f MiB row slice "
                   "in the limit of %.2f MiB; %d row%s per pass (arena %.3f MiB) %s",
