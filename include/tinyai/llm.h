@@ -74,6 +74,29 @@ typedef enum TinyAIKVType TINYAI_ENUM_BASE {
                            minimumMemoryLimit is the least of any type's. */
 } TinyAIKVType;
 
+/* A step of the fallback chain (TinyAILLMConfig.fallback): what
+ * tinyaiCreateLLM and tinyaiPreflightLLM change, in the caller's order, when
+ * the configuration does not fit memoryLimit or the weight cache's cap. Each
+ * step applies on top of those before it; the first level that plans within
+ * the limit is created, before anything large is allocated. A step that
+ * changes nothing (the cache already int8, the mode already STREAMING or
+ * ADAPTIVE) is logged as skipped. Prefetch needs no step: it stays inside the
+ * weight cache's cap (a quarter of it ahead) and is never why a run does not
+ * fit. */
+typedef enum TinyAIFallback TINYAI_ENUM_BASE {
+    TINYAI_FALLBACK_END = 0,        /* ends the chain (the default: no fallback) */
+    TINYAI_FALLBACK_KV_F16 = 1,     /* an f32 KV cache becomes f16 */
+    TINYAI_FALLBACK_KV_INT8 = 2,    /* an f32 or f16 KV cache becomes int8 */
+    TINYAI_FALLBACK_MEMORY_OPT = 3, /* NORMAL becomes MEMORY_OPT: weights streamed in row slices */
+    TINYAI_FALLBACK_STREAMING = 4,  /* NORMAL or MEMORY_OPT becomes STREAMING: fewer rows per pass,
+                                       as many as fit */
+    TINYAI_FALLBACK_KV_WINDOW = 5   /* a rolling KV window, the longest that fits (kvSinks sinks, or
+                                       4 when 0): a text runs on past it in constant memory, each
+                                       token seeing only the window (not with kvGrowable: cleared) */
+} TinyAIFallback;
+
+#define TINYAI_MAX_FALLBACK_STEPS 8
+
 typedef struct TinyAILLMConfig {
     uint32_t structSize;    /* sizeof(TinyAILLMConfig); set by tinyaiCreateDefaultLLMConfig() */
     int32_t contextLength;  /* tokens the KV cache holds; 0 = the model's seq_len */
@@ -101,6 +124,12 @@ typedef struct TinyAILLMConfig {
                                conversation holds little, and under memoryLimit the weight cache
                                has the room the KV cache has not taken yet (the limit still
                                plans for the whole context). Not with kvWindow. */
+    TinyAIFallback fallback[TINYAI_MAX_FALLBACK_STEPS]; /* the fallback chain, in order, ended by
+                               TINYAI_FALLBACK_END (all END by default: a configuration that does
+                               not fit fails). tinyaiGetLLMFallback() says which level ran and
+                               logs every step tried; when no level fits, tinyaiCreateLLM fails
+                               once, with the last level's error. E.g. {KV_F16, KV_INT8,
+                               MEMORY_OPT, STREAMING, KV_WINDOW}. */
 } TinyAILLMConfig;
 
 typedef struct TinyAIModelInfo {
@@ -228,6 +257,28 @@ TINYAI_API TinyAIStatus tinyaiGetLLMMemoryReport(const TinyAILLM* llm, TinyAIMem
  * from storage; remedy RAISE_CACHE with the weights' bytes. */
 TINYAI_API TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInfo* out);
 
+/* What the fallback chain did (TinyAILLMConfig.fallback). */
+typedef struct TinyAIFallbackReport {
+    uint32_t structSize;         /* set to sizeof(TinyAIFallbackReport) before the call */
+    int32_t level;               /* steps applied: 0 = the configuration as given */
+    TinyAIExecutionMode mode;    /* the configuration that runs: its mode as requested, */
+    TinyAIKVType kvType;         /* KV type, */
+    int32_t kvWindow;            /* window (0: none) */
+    int32_t kvSinks;             /* and sinks */
+    char log[1024];              /* one line a level tried: the step, then what it needs or that it
+                                    fits ("" when the configuration fitted as given) */
+} TinyAIFallbackReport;
+
+/* Fills out (set out->structSize first). llm NULL: the chain this thread
+ * ran last in tinyaiCreateLLM or tinyaiPreflightLLM - after a failure, the
+ * levels it tried (level: the steps it applied) - and the last error is left
+ * as it is. */
+TINYAI_API TinyAIStatus tinyaiGetLLMFallback(const TinyAILLM* llm, TinyAIFallbackReport* out);
+
+/* "kv-f16", "kv-int8", "memory-opt", "streaming", "kv-window" ("end"; "?" for
+ * any other value): the names the tools' --fallback takes. */
+TINYAI_API const char* tinyaiFallbackName(TinyAIFallback step);
+
 /* What an LLM for model with config (may be NULL) would need, without
  * creating it: minimumMemoryLimit, kvCacheBytes, activationBytes, otherBytes and the
  * largest row slice (the weight fields are 0). With TINYAI_KV_AUTO, for the type
@@ -261,6 +312,9 @@ typedef struct TinyAIPreflight {
     uint64_t decodeBytesPerToken;  /* weights and KV cache a token reads at the last position */
     uint64_t storageBytesPerToken; /* of the weights, what the cache cannot hold: read from storage
                                       each token (0 when all are resident) */
+    int32_t fallbackLevel;         /* config->fallback steps applied (0: none needed) */
+    int32_t kvWindow;              /* the KV window that runs (a KV_WINDOW step's; 0: none) */
+    int32_t kvSinks;               /* and its sinks */
 } TinyAIPreflight;
 
 /* Fills out (set out->structSize first). Errors: those tinyaiCreateLLM

@@ -13,6 +13,7 @@
 #include "tinyai/memory.h"
 #include "model/session.h"
 #include "capi/handles.h"
+#include "capi/llm_fallback.h"
 #include "capi/llm_internal.h"
 #include "model/generate.h"
 #include "model/llama.h"
@@ -28,6 +29,10 @@ using tinyai::StringView;
 struct TinyAILLM {
   TinyAIForwardScheduler sched;
   TinyAILLM* next_live = nullptr;  // LLMs created and not yet destroyed
+  TinyAILLMConfig config;          // as created: the fallback chain's level applied
+  int32_t fallback_level = 0;      // steps of the chain applied
+  tinyai::FallbackRun* fallback = nullptr;  // its log, kept only when config had a chain
+  ~TinyAILLM() { tinyai::Delete(fallback); }
   tinyai::ForwardScheduler& impl() { return sched.impl; }
   const tinyai::ForwardScheduler& impl() const { return sched.impl; }
   tinyai::LlamaModel& model() const { return sched.llama->model(); }
@@ -48,6 +53,17 @@ namespace {
 
 // LLMs created and not yet destroyed.
 tinyai::LiveList<TinyAILLM> g_llms;
+
+// The fallback chain this thread ran last (tinyaiCreateLLM or
+// tinyaiPreflightLLM with a chain), fitted or not: tinyaiGetLLMFallback(NULL).
+struct LastChain {
+  tinyai::FallbackRun run;
+  TinyAILLMConfig config;  // the level it reached
+};
+TINYAI_THREAD_LOCAL LastChain g_last_chain;
+
+// Runs cfg's chain (PlanWithFallback) and keeps its log as the thread's last.
+TinyAIStatus RunChain(TinyAIMappedModel* model, TinyAILLMConfig* cfg, tinyai::FallbackRun* run);
 
 // NULL or a pointer that is not a live LLM: the status to return.
 TinyAIStatus CheckHandle(const TinyAILLM* llm, const char* call) {
@@ -120,6 +136,15 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
   }
   TINYAI_RETURN_IF_ERROR(s->AddModelLayers());
   return s->Plan();
+}
+
+TinyAIStatus RunChain(TinyAIMappedModel* model, TinyAILLMConfig* cfg, tinyai::FallbackRun* run) {
+  const TinyAIStatus s = tinyai::PlanWithFallback(model, cfg, InitLLMScheduler, run);
+  if (cfg->fallback[0] != TINYAI_FALLBACK_END) {
+    g_last_chain.run = *run;
+    g_last_chain.config = *cfg;
+  }
+  return s;
 }
 
 // After cfg's plan was refused for its memory limit: the most faithful of
@@ -215,12 +240,26 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiCreateLLM"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiCreateLLM: config"));
+  TINYAI_RETURN_IF_ERROR(tinyai::CheckFallback(cfg, "tinyaiCreateLLM: config"));
+  // The limit is checked (by planning) before anything large is allocated,
+  // the fallback chain's levels too.
+  tinyai::FallbackRun run;
+  TinyAIStatus s = RunChain(model, &cfg, &run);
+  if (s != TINYAI_OK) return AddKvRemedy(model, cfg, s);
   const int64_t created_at = tinyai::LedgerThreadBytes();
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
   llm->impl().set_created_at(created_at);
-  // The limit is checked (by planning) before anything large is allocated.
-  TinyAIStatus s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
+  llm->config = cfg;
+  llm->fallback_level = run.level;
+  if (cfg.fallback[0] != TINYAI_FALLBACK_END) {
+    llm->fallback = tinyai::New<tinyai::FallbackRun>(run);
+    if (!llm->fallback) {
+      tinyai::Delete(llm);
+      return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the fallback chain's log");
+    }
+  }
+  s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
   if (s != TINYAI_OK) {
     tinyai::Delete(llm);
     return AddKvRemedy(model, cfg, s);
@@ -329,6 +368,38 @@ TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInfo* out) {
   return TINYAI_OK;
 }
 
+TinyAIStatus tinyaiGetLLMFallback(const TinyAILLM* llm, TinyAIFallbackReport* out) {
+  if (llm) TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiGetLLMFallback", true));
+  if (!out) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiGetLLMFallback: out is NULL");
+  TINYAI_RETURN_IF_ERROR(
+      tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIFallbackReport, level), "tinyaiGetLLMFallback: out"));
+  TinyAIFallbackReport r;
+  std::memset(&r, 0, sizeof r);
+  r.structSize = sizeof r;
+  const TinyAILLMConfig& cfg = llm ? llm->config : g_last_chain.config;
+  r.level = llm ? llm->fallback_level : g_last_chain.run.level;
+  r.mode = cfg.mode;
+  r.kvType = cfg.kvType;
+  r.kvWindow = cfg.kvWindow;
+  r.kvSinks = cfg.kvSinks;
+  const char* log = llm ? (llm->fallback ? llm->fallback->log : "") : g_last_chain.run.log;
+  std::snprintf(r.log, sizeof r.log, "%s", log);
+  tinyai::WriteVersioned(r, out);
+  return TINYAI_OK;
+}
+
+const char* tinyaiFallbackName(TinyAIFallback step) {
+  switch (step) {
+    case TINYAI_FALLBACK_END: return "end";
+    case TINYAI_FALLBACK_KV_F16: return "kv-f16";
+    case TINYAI_FALLBACK_KV_INT8: return "kv-int8";
+    case TINYAI_FALLBACK_MEMORY_OPT: return "memory-opt";
+    case TINYAI_FALLBACK_STREAMING: return "streaming";
+    case TINYAI_FALLBACK_KV_WINDOW: return "kv-window";
+  }
+  return "?";
+}
+
 TinyAIStatus tinyaiEstimateLLMMemory(const TinyAIMappedModel* model, const TinyAILLMConfig* config,
                                      TinyAIMemoryReport* out) {
   TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiEstimateLLMMemory"));
@@ -379,11 +450,17 @@ TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMC
       tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIPreflight, mode), "tinyaiPreflightLLM: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiPreflightLLM: config"));
-  // tinyaiCreateLLM's plan, without its Prepare() (which allocates).
+  TINYAI_RETURN_IF_ERROR(tinyai::CheckFallback(cfg, "tinyaiPreflightLLM: config"));
+  // tinyaiCreateLLM's plan, its fallback chain's too, without its Prepare()
+  // (which allocates).
+  tinyai::FallbackRun run;
+  TinyAIMappedModel* m_ = const_cast<TinyAIMappedModel*>(model);
+  TinyAIStatus planned = RunChain(m_, &cfg, &run);
+  if (planned != TINYAI_OK) return AddKvRemedy(m_, cfg, planned);
   tinyai::ForwardScheduler s;
   tinyai::LlamaRuntime* llama = nullptr;
-  const TinyAIStatus planned = InitLLMScheduler(&s, const_cast<TinyAIMappedModel*>(model), cfg, &llama);
-  if (planned != TINYAI_OK) return AddKvRemedy(const_cast<TinyAIMappedModel*>(model), cfg, planned);
+  planned = InitLLMScheduler(&s, m_, cfg, &llama);
+  if (planned != TINYAI_OK) return AddKvRemedy(m_, cfg, planned);
   TinyAIPreflight p;
   std::memset(&p, 0, sizeof p);
   p.structSize = sizeof p;
@@ -414,6 +491,9 @@ TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMC
   p.decodeBytesPerToken = read + p.kvCacheBytes;
   // What the cache cannot hold comes from storage again each token.
   p.storageBytesPerToken = p.weightBytes >= p.weightTotalBytes || p.weightBytes >= read ? 0 : read - p.weightBytes;
+  p.fallbackLevel = run.level;
+  p.kvWindow = cfg.kvWindow;
+  p.kvSinks = cfg.kvSinks;
   tinyai::WriteVersioned(p, out);
   return TINYAI_OK;
 }

@@ -647,6 +647,25 @@ static void test_error_info(TinyAIMappedModel* model, const char* model_path) {
         }
         tinyaiCloseMappedModel(capped);
     }
+    /* A fallback chain from C: nothing fits 1 byte; the levels tried are
+     * the thread's last chain's. */
+    {
+        TinyAIFallbackReport fr;
+        memset(&fr, 0, sizeof fr);
+        fr.structSize = sizeof fr;
+        lc = tinyaiCreateDefaultLLMConfig();
+        lc.memoryLimit = 1;
+        lc.fallback[0] = TINYAI_FALLBACK_KV_F16;
+        lc.fallback[1] = TINYAI_FALLBACK_END;
+        llm = NULL;
+        CHECK_STATUS(tinyaiCreateLLM(model, &lc, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+        CHECK(llm == NULL);
+        CHECK(strstr(tinyaiGetLastErrorMessage(), "the fallback chain (kv-f16) was tried to its end") != NULL);
+        CHECK_STATUS(tinyaiGetLLMFallback(NULL, &fr), TINYAI_OK);
+        CHECK(fr.level == 1 && fr.kvType == TINYAI_KV_F16);
+        CHECK(strstr(fr.log, "1. kv-f16: KV cache f32 -> f16: needs") != NULL);
+        CHECK(strcmp(tinyaiFallbackName(TINYAI_FALLBACK_STREAMING), "streaming") == 0);
+    }
 }
 
 static int on_text(const char* piece, size_t len, void* user) {
@@ -1392,6 +1411,12 @@ static void check_dead_llm(TinyAILLM* l, const char* word, const char* tmp, int 
         memset(&warning, 0, sizeof warning);
         warning.structSize = sizeof warning;
         CHECK_DEAD(tinyaiGetLLMWarning(l, &warning), TINYAI_ERR_MISUSE, word);
+    }
+    {
+        TinyAIFallbackReport fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.structSize = sizeof fallback;
+        CHECK_DEAD(tinyaiGetLLMFallback(l, &fallback), TINYAI_ERR_MISUSE, word);
     }
     CHECK_DEAD(tinyaiLLMTokenize(l, "Once", 1, ids, 4, &count), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiLLMDecodeToken(l, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_MISUSE, word);

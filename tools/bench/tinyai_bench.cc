@@ -4,7 +4,7 @@
 // cap, what the weight cache read from storage per decoded token.
 //   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]
 //                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
-//                [--lru] [--kv-type T] [--no-probe] [--huge-pages] [--json]
+//                [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--huge-pages] [--json]
 //                [--memory-report FILE] [--memory-trace FILE]
 //   tinyai-bench --probe [-t THREADS] [--huge-pages] [--json]
 #include <chrono>
@@ -29,8 +29,8 @@ const char kTool[] = "tinyai-bench";
 const char kUsage[] =
     "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
-    "                    [--lru] [--kv-type T] [--no-probe] [--probe-mib M] [--huge-pages] [--json]\n"
-    "                    [--memory-report FILE] [--memory-trace FILE]\n"
+    "                    [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--probe-mib M] [--huge-pages]\n"
+    "                    [--json] [--memory-report FILE] [--memory-trace FILE]\n"
     "       tinyai-bench --probe [-t THREADS] [--probe-mib M] [--huge-pages] [--json]\n"
     "       tinyai-bench -h | --help | --version\n"
     "  -m MODEL.tmai     the model (a llama .tmai)\n"
@@ -45,6 +45,7 @@ const char kUsage[] =
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch     no loading ahead\n"
     "  --lru             plain LRU eviction instead of the adaptive policy\n"
+    "  --fallback STEPS  when it does not fit --mem-limit: the steps to take, as tinyai-generate --fallback\n"
     "  --kv-type T       how the KV cache stores keys and values: f32 (default), f16, int8, or auto\n"
     "                    (the most precise that reaches the best mode within --mem-limit)\n"
     "  --no-probe        skip the memory bandwidth probe (its 1 GiB buffer would not fit a memory cgroup)\n"
@@ -74,6 +75,7 @@ struct BenchOptions {
   int threads = 0, prompt_n = 128, gen_n = 128, context = 0;
   uint64_t mem_limit = 0;  // TinyAILLMConfig.memoryLimit; 0 = none
   TinyAIKVType kv_type = TINYAI_KV_F32;
+  TinyAIFallback fallback[TINYAI_MAX_FALLBACK_STEPS] = {};
   TinyAIMmapConfig mmap{};
   bool huge_pages = false;  // the model read into huge pages (huge_pages.h), not mapped
 };
@@ -164,8 +166,10 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   cfg.contextLength = o.context;
   cfg.memoryLimit = static_cast<size_t>(o.mem_limit);
   cfg.kvType = o.kv_type;
-  tinyai_tools::LLMHandle llm_handle = tinyai_tools::CreateLLM(model, cfg);
+  for (int i = 0; i < TINYAI_MAX_FALLBACK_STEPS; ++i) cfg.fallback[i] = o.fallback[i];
+  tinyai_tools::LLMHandle llm_handle = tinyai_tools::CreateLLM(model, cfg, kTool);
   TinyAILLM* llm = llm_handle.get();
+  tinyai_tools::SayFallback(kTool, llm);
   tinyai_tools::SayLLMWarning(kTool, llm);
   TinyAIStatus s = TINYAI_OK;
   f->info.structSize = sizeof f->info;
@@ -262,6 +266,7 @@ int Run(int argc, char** argv) {
     else if (a == "--no-prefetch") o.mmap.prefetchEnabled = false;
     else if (a == "--lru") o.mmap.adaptiveCaching = false;
     else if (a == "--kv-type") o.kv_type = tt::ParseKvType(a, value());
+    else if (a == "--fallback") tt::ParseFallback(a, value(), o.fallback);
     else if (a == "--probe-mib") probe_mib = tt::ParseInt32(a, value(), 16, kMaxProbeMib);
     else if (a == "--no-probe") probe = false;
     else if (a == "--huge-pages") o.huge_pages = true;

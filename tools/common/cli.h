@@ -299,6 +299,38 @@ inline TinyAIKVType ParseKvType(const std::string& flag, const std::string& v, b
   throw UsageError(flag + (with_auto ? " takes f32, f16, int8 or auto, got '" : " takes f32, f16 or int8, got '") +
                    v + "'");
 }
+// --fallback STEPS: the fallback chain (TinyAILLMConfig.fallback), its
+// steps comma-separated in order, or all: kv-f16,kv-int8,memory-opt,
+// streaming,kv-window.
+inline void ParseFallback(const std::string& flag, const std::string& v, TinyAIFallback* chain) {
+  static const TinyAIFallback kAll[] = {TINYAI_FALLBACK_KV_F16, TINYAI_FALLBACK_KV_INT8, TINYAI_FALLBACK_MEMORY_OPT,
+                                        TINYAI_FALLBACK_STREAMING, TINYAI_FALLBACK_KV_WINDOW};
+  for (int i = 0; i < TINYAI_MAX_FALLBACK_STEPS; ++i) chain[i] = TINYAI_FALLBACK_END;
+  if (v == "all") {
+    for (size_t i = 0; i < sizeof kAll / sizeof kAll[0]; ++i) chain[i] = kAll[i];
+    return;
+  }
+  int n = 0;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = v.find(',', at);
+    const std::string name = v.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    TinyAIFallback step = TINYAI_FALLBACK_END;
+    for (TinyAIFallback s : kAll) {
+      if (name == tinyaiFallbackName(s)) step = s;
+    }
+    if (step == TINYAI_FALLBACK_END) {
+      throw UsageError(flag + " takes steps from kv-f16, kv-int8, memory-opt, streaming, kv-window, comma-separated "
+                       "in the order to try them (or all), got '" + name + "'");
+    }
+    for (int i = 0; i < n; ++i) {
+      if (chain[i] == step) throw UsageError(flag + " names " + name + " twice; give each step once");
+    }
+    chain[n++] = step;
+    if (comma == std::string::npos) return;
+    at = comma + 1;
+  }
+}
 // --kv-window N: 1..limits::kMaxSeqLen positions; --kv-sink K: 0..the same.
 inline int32_t ParseKvWindow(const std::string& flag, const char* v) {
   return ParseInt32(flag, v, 1, tinyai::limits::kMaxSeqLen);
@@ -523,9 +555,33 @@ inline ModelHandle OpenModel(const std::string& path, const TinyAIMmapConfig* co
 }
 
 // Creates an LLM over model or throws its error.
-inline LLMHandle CreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig& config) {
+// Says on stderr what the fallback chain did (each level tried, and the
+// one that runs); nothing when the configuration fitted as given. llm NULL:
+// the chain this thread ran last, which created nothing.
+inline void SayFallback(const char* tool, const TinyAILLM* llm) {
+  TinyAIFallbackReport r;
+  std::memset(&r, 0, sizeof r);
+  r.structSize = sizeof r;
+  if (tinyaiGetLLMFallback(llm, &r) != TINYAI_OK || r.log[0] == '\0') return;
+  const char* line = r.log;
+  while (*line) {
+    const char* end = std::strchr(line, '\n');
+    const int len = end ? static_cast<int>(end - line) : static_cast<int>(std::strlen(line));
+    std::fprintf(stderr, "%s: fallback: %.*s\n", tool, len, line);
+    line += len + (end ? 1 : 0);
+  }
+  if (llm) std::fprintf(stderr, "%s: fallback: level %d runs\n", tool, r.level);
+}
+
+// tinyaiCreateLLM; when it fails after a fallback chain (config.fallback),
+// the levels it tried are said on stderr first (tool given).
+inline LLMHandle CreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig& config, const char* tool = nullptr) {
   TinyAILLM* llm = nullptr;
-  Check(tinyaiCreateLLM(model, &config, &llm));
+  const TinyAIStatus s = tinyaiCreateLLM(model, &config, &llm);
+  if (s != TINYAI_OK && tool && config.fallback[0] != TINYAI_FALLBACK_END) {
+    SayFallback(tool, nullptr);  // leaves the last error as it is
+  }
+  Check(s);
   return LLMHandle(llm);
 }
 

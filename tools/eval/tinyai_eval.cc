@@ -18,7 +18,7 @@ namespace {
 
 const char kUsage[] =
     "usage: tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]\n"
-    "                   [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE] [--json]\n"
+    "                   [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE] [--fallback STEPS] [--json]\n"
     "                   [--memory-report FILE] [--memory-trace FILE]\n"
     "       tinyai-eval -h | --help | --version\n"
     "  Both models read one token stream sampled from REF (temperature 1, sequences of L tokens, each from BOS\n"
@@ -34,6 +34,8 @@ const char kUsage[] =
     "  --kv-window N   MODEL's KV cache as a rolling window of N positions, 1..1048576\n"
     "  --kv-sink K     with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
     "  --mem-limit SIZE  bound everything TinyAI holds for MODEL, e.g. 64M, or auto (REF runs without)\n"
+    "  --fallback STEPS  when MODEL does not fit --mem-limit, the steps to take, as tinyai-generate --fallback\n"
+    "                  (so the quality the level reached costs is measured)\n"
     "  --json          print one JSON object: positions, mean_kld, p99_kld, max_kld, top1, ref, model\n"
     "  --memory-report FILE  write where memory went as JSON: TinyAI's account by category (both models)\n"
     "                  beside the OS's RSS at open, index, plan, warm-up, every 16 positions and close;\n"
@@ -77,6 +79,8 @@ int Run(int argc, char** argv) {
       kv.kvSinks = tinyai_tools::ParseKvSinks(a, value());
     } else if (a == "--mem-limit") {
       kv.memoryLimit = tinyai_tools::ParseMemLimit(a, value());
+    } else if (a == "--fallback") {
+      tinyai_tools::ParseFallback(a, value(), kv.fallback);
     } else if (a == "--memory-report") {
       report_path = value();
     } else if (a == "--memory-trace") {
@@ -108,7 +112,9 @@ int Run(int argc, char** argv) {
   model_cfg.kvWindow = kv.kvWindow;
   model_cfg.kvSinks = kv.kvSinks;
   model_cfg.memoryLimit = kv.memoryLimit;
-  tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(model.get(), model_cfg);
+  for (int i = 0; i < TINYAI_MAX_FALLBACK_STEPS; ++i) model_cfg.fallback[i] = kv.fallback[i];
+  tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(model.get(), model_cfg, "tinyai-eval");
+  tinyai_tools::SayFallback("tinyai-eval", llm.get());
   const bool bar = isatty(STDERR_FILENO) != 0;
   int last = -1;
   const tinyai_tools::CompareResult r =

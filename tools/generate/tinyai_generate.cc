@@ -2,7 +2,7 @@
 // golden files show it; figures go to stderr.
 //   tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T] [--top-p P]
 //                   [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
-//                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]
+//                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]
 //                   [--memory-trace FILE]
@@ -23,7 +23,7 @@ const char kTool[] = "tinyai-generate";
 const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
     "                       [--top-p P] [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
-    "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
+    "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
     "                       [--memory-trace FILE]\n"
@@ -64,6 +64,10 @@ const char kUsage[] =
     "  --quiet          no figures on stderr\n"
     "  --mode M         how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
     "                   memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
+    "  --fallback STEPS when the run does not fit --mem-limit, step down in this order, each step on top\n"
+    "                   of the last, until one fits: kv-f16, kv-int8 (a smaller KV cache), memory-opt,\n"
+    "                   streaming (from --mode normal), kv-window (the longest rolling window that fits),\n"
+    "                   comma-separated, or all (that order); each level tried is logged on stderr\n"
     "  --debug-exec     no in-place reuse of activations (the text must not change)\n"
     "  --dump-dag FILE  write the activation DAG and the arena plans as YAML\n"
     "  --memory-report FILE  write where memory went as JSON: TinyAI's account by category (recorded at\n"
@@ -154,6 +158,7 @@ int Run(int argc, char** argv) {
     else if (a == "--stats") show_stats = true;
     else if (a == "--quiet") quiet = true;
     else if (a == "--mode") config.mode = tt::ParseMode(a, value());
+    else if (a == "--fallback") tt::ParseFallback(a, value(), config.fallback);
     else if (a == "--debug-exec") config.debugExecution = true;
     else if (a == "--dump-dag") dump_path = value();
     else if (a == "--memory-report") report_path = value();
@@ -174,7 +179,8 @@ int Run(int argc, char** argv) {
   recorder.Note("model", tt::JsonString(model_path));
   recorder.Note("mem_limit", std::to_string(config.memoryLimit));
   tt::ModelHandle model = tt::OpenModel(model_path, &mmap_config);
-  tt::LLMHandle llm = tt::CreateLLM(model.get(), config);
+  tt::LLMHandle llm = tt::CreateLLM(model.get(), config, quiet ? nullptr : kTool);
+  if (!quiet) tt::SayFallback(kTool, llm.get());
   if (!quiet) tt::SayLLMWarning(kTool, llm.get());
   TinyAIModelInfo info;
   std::memset(&info, 0, sizeof info);

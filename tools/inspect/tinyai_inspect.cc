@@ -33,7 +33,7 @@ const char kUsage[] =
     "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
     "       tinyai-inspect MODEL.tmai --estimate [--mem-limit SIZE] [--cache SIZE] [--context N] [--kv-type T]\n"
-    "                      [-t THREADS] [--mode M] [--bandwidth GBPS] [--json]\n"
+    "                      [-t THREADS] [--mode M] [--fallback STEPS] [--bandwidth GBPS] [--json]\n"
     "       tinyai-inspect -h | --help | --version\n"
     "  the model's name and source (the format and file it was converted from), hyper-parameters, layers and\n"
     "  tensors, and the least --mem-limit a llama model runs under with tinyai-generate's options: the\n"
@@ -63,6 +63,8 @@ const char kUsage[] =
     "                with what would fit, when nothing does (instead of the model's contents)\n"
     "  --cache SIZE  with --estimate: cap only the weight cache, as tinyai-generate --cache (default: none)\n"
     "  --bandwidth GBPS  with --estimate: the memory bandwidth to assume, in 1e9 bytes/s, 0.1..100000\n"
+    "  --fallback STEPS  with --estimate: the fallback chain, as tinyai-generate --fallback; the level it\n"
+    "                reaches is reported\n"
     "  -h, --help    this help; --version: the library's version\n"
     "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
     "Exit status: 0 success, 1 runtime error or nothing fits --mem-limit (\"tinyai-inspect: STATUS: message\" on\n"
@@ -102,20 +104,27 @@ int Estimate(TinyAIMappedModel* model, const TinyAILLMConfig& config, double gbp
                 "\"weight_total_bytes\":%llu,\"largest_slice_bytes\":%llu,\"kv_cache_bytes\":%llu,"
                 "\"activation_bytes\":%llu,\"other_bytes\":%llu,\"decode_bytes_per_token\":%llu,"
                 "\"storage_bytes_per_token\":%llu,\"memory_gbps\":%.2f,\"bandwidth_source\":\"%s\","
-                "\"decode_tokens_per_s_max\":%.1f}\n",
+                "\"decode_tokens_per_s_max\":%.1f,\"fallback_level\":%d,\"kv_window\":%d,\"kv_sinks\":%d}\n",
                 ModeName(p.mode), kv.c_str(), p.rowsPerPass, static_cast<unsigned long long>(p.memoryLimit),
                 static_cast<unsigned long long>(p.minimumMemoryLimit), static_cast<unsigned long long>(p.peakBytes),
                 static_cast<unsigned long long>(p.processPeakBytes), static_cast<unsigned long long>(p.weightBytes),
                 static_cast<unsigned long long>(p.weightTotalBytes), static_cast<unsigned long long>(p.largestSliceBytes),
                 static_cast<unsigned long long>(p.kvCacheBytes), static_cast<unsigned long long>(p.activationBytes),
                 static_cast<unsigned long long>(p.otherBytes), static_cast<unsigned long long>(p.decodeBytesPerToken),
-                static_cast<unsigned long long>(p.storageBytesPerToken), gbps, source, tps);
+                static_cast<unsigned long long>(p.storageBytesPerToken), gbps, source, tps, p.fallbackLevel,
+                p.kvWindow, p.kvSinks);
     return 0;
   }
   std::printf("estimate, before anything is allocated (%d thread%s, KV cache %s, %s):\n", threads,
               threads == 1 ? "" : "s", kv.c_str(),
               p.memoryLimit == 0 ? "no memory limit" : ("--mem-limit " + std::to_string(p.memoryLimit)).c_str());
   std::printf("  mode %s, %d rows per pass\n", ModeName(p.mode), p.rowsPerPass);
+  if (p.fallbackLevel > 0) {
+    std::printf("  after %d step%s of --fallback: KV cache %s", p.fallbackLevel, p.fallbackLevel == 1 ? "" : "s",
+                kv.c_str());
+    if (p.kvWindow > 0) std::printf(", a rolling window of %d positions and %d sinks", p.kvWindow, p.kvSinks);
+    std::printf("\n");
+  }
   std::printf("  TinyAI holds at most %s: weights %s%s, KV cache %s, activations %s, tables %s\n",
               tt::MibText(p.peakBytes).c_str(), tt::MibText(p.weightBytes).c_str(),
               p.weightBytes < p.weightTotalBytes ? (" of " + tt::MibText(p.weightTotalBytes) + " (the cache's cap; it "
@@ -172,6 +181,7 @@ int Run(int argc, char** argv) {
     else if (a == "--debug-exec") { sched_config.debugExecution = true; plan = true; }
     else if (a == "--dump-dag") { dump_path = value(); plan = true; }
     else if (a == "--estimate") estimate = true;
+    else if (a == "--fallback") tt::ParseFallback(a, value(), llm_config.fallback);
     else if (a == "--cache") cache = tt::ParseByteLimit(a, value());
     else if (a == "--bandwidth") bandwidth = tt::ParseFloat(a, value(), 0.1, 100000.0);
     else if (a == "--context") llm_config.contextLength = tt::ParseContext(a, value());
@@ -189,6 +199,9 @@ int Run(int argc, char** argv) {
   if (llm_config.kvSinks > 0 && llm_config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
   if (!estimate && (cache != 0 || bandwidth != 0)) throw tt::UsageError("--cache and --bandwidth go with --estimate");
+  if (!estimate && llm_config.fallback[0] != TINYAI_FALLBACK_END) {
+    throw tt::UsageError("--fallback goes with --estimate");
+  }
   if (estimate && (!shapes.empty() || sched_config.batchSize != 1 || !dump_path.empty() || sched_config.debugExecution)) {
     throw tt::UsageError("--estimate is a language model's: --batch, --shape, --debug-exec and --dump-dag are --plan's");
   }

@@ -1,0 +1,215 @@
+#include "capi/llm_fallback.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "common/status.h"
+#include "format/llama_params.h"
+#include "loader/mapped_model.h"
+#include "scheduler/scheduler.h"
+
+namespace tinyai {
+
+void FallbackRun::Add(const char* format, ...) {
+  if (used + 1 >= sizeof log) return;
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(log + used, sizeof log - used, format, args);
+  va_end(args);
+  if (n > 0) used = used + static_cast<size_t>(n) < sizeof log ? used + static_cast<size_t>(n) : sizeof log - 1;
+}
+
+namespace {
+
+constexpr int32_t kLastStep = TINYAI_FALLBACK_KV_WINDOW;
+constexpr int32_t kDefaultSinks = 4;
+
+const char* ModeName(TinyAIExecutionMode m) {
+  switch (m) {
+    case TINYAI_EXEC_NORMAL: return "NORMAL";
+    case TINYAI_EXEC_MEMORY_OPT: return "MEMORY_OPT";
+    case TINYAI_EXEC_STREAMING: return "STREAMING";
+    case TINYAI_EXEC_ADAPTIVE: return "ADAPTIVE";
+  }
+  return "?";
+}
+
+// A refusal the chain may answer: the memory limit or the weight cache's
+// cap was too small for the plan.
+bool ForMemory(TinyAIStatus s) {
+  if (s != TINYAI_ERR_RESOURCE_EXHAUSTED) return false;
+  const TinyAIResource r = LastErrorDetail().resource;
+  return r == TINYAI_RESOURCE_MEMORY_LIMIT || r == TINYAI_RESOURCE_WEIGHT_CACHE;
+}
+
+// What the last refusal needed, for the log.
+void LogRefusal(FallbackRun* run) {
+  const ErrorDetail& d = LastErrorDetail();
+  run->Add("needs %llu bytes, over the %s of %llu\n", static_cast<unsigned long long>(d.needed),
+           d.resource == TINYAI_RESOURCE_WEIGHT_CACHE ? "weight cache's cap" : "memory limit",
+           static_cast<unsigned long long>(d.limit));
+}
+
+// The longest window (with its sinks) that plans; 0 when none does. A
+// window shorter than the context only: the cache holds sinks + window.
+TinyAIStatus LongestWindow(TinyAIMappedModel* model, TinyAILLMConfig c, LLMPlanner plan, int32_t* window) {
+  *window = 0;
+  LlamaHyperParams hp;
+  TINYAI_RETURN_IF_ERROR(hp.Load(model->reader()));
+  const int32_t context = c.contextLength > 0 ? c.contextLength : hp.seq_len;
+  int32_t lo = 0, hi = context - c.kvSinks - 1;  // lo fits (0: none yet)
+  while (lo < hi) {
+    const int32_t mid = static_cast<int32_t>(lo + (static_cast<int64_t>(hi) - lo + 1) / 2);
+    c.kvWindow = mid;
+    ForwardScheduler s;
+    LlamaRuntime* llama = nullptr;
+    const TinyAIStatus st = plan(&s, model, c, &llama);
+    if (st == TINYAI_OK) {
+      lo = mid;
+    } else if (ForMemory(st)) {
+      hi = mid - 1;
+    } else {
+      return st;
+    }
+  }
+  *window = lo;
+  return TINYAI_OK;
+}
+
+// Applies step to c: false (and why, in the log) when it changes nothing.
+TinyAIStatus Apply(TinyAIFallback step, TinyAIMappedModel* model, LLMPlanner plan, TinyAILLMConfig* c,
+                   FallbackRun* run, bool* changed) {
+  *changed = false;
+  switch (step) {
+    case TINYAI_FALLBACK_KV_F16:
+    case TINYAI_FALLBACK_KV_INT8: {
+      const TinyAIKVType to = step == TINYAI_FALLBACK_KV_F16 ? TINYAI_KV_F16 : TINYAI_KV_INT8;
+      if (c->kvType == TINYAI_KV_AUTO) {
+        run->Add("skipped: kvType auto chooses the type already\n");
+      } else if (static_cast<int32_t>(c->kvType) >= static_cast<int32_t>(to)) {
+        run->Add("skipped: the KV cache is %s already\n", tinyaiKVTypeName(c->kvType));
+      } else {
+        run->Add("KV cache %s -> %s: ", tinyaiKVTypeName(c->kvType), tinyaiKVTypeName(to));
+        c->kvType = to;
+        *changed = true;
+      }
+      return TINYAI_OK;
+    }
+    case TINYAI_FALLBACK_MEMORY_OPT:
+    case TINYAI_FALLBACK_STREAMING: {
+      const TinyAIExecutionMode to =
+          step == TINYAI_FALLBACK_MEMORY_OPT ? TINYAI_EXEC_MEMORY_OPT : TINYAI_EXEC_STREAMING;
+      if (c->mode == TINYAI_EXEC_ADAPTIVE) {
+        run->Add("skipped: ADAPTIVE chooses the mode already\n");
+      } else if (static_cast<int32_t>(c->mode) >= static_cast<int32_t>(to)) {
+        run->Add("skipped: the mode is %s already\n", ModeName(c->mode));
+      } else {
+        run->Add("mode %s -> %s: ", ModeName(c->mode), ModeName(to));
+        c->mode = to;
+        *changed = true;
+      }
+      return TINYAI_OK;
+    }
+    case TINYAI_FALLBACK_KV_WINDOW: {
+      TinyAILLMConfig w = *c;
+      w.kvGrowable = 0;
+      if (w.kvWindow == 0 && w.kvSinks == 0) w.kvSinks = kDefaultSinks;
+      int32_t window = 0;
+      TINYAI_RETURN_IF_ERROR(LongestWindow(model, w, plan, &window));
+      if (c->kvWindow > 0 && (window == 0 || window >= c->kvWindow)) {
+        run->Add("skipped: a window of %d positions is set already\n", c->kvWindow);
+        return TINYAI_OK;
+      }
+      // None fits: the shortest, so the level's error says what it needs.
+      w.kvWindow = window > 0 ? window : 1;
+      run->Add("KV window of %d positions and %d sinks%s: ", w.kvWindow, w.kvSinks,
+               c->kvGrowable ? " (no longer growable)" : "");
+      *c = w;
+      *changed = true;
+      return TINYAI_OK;
+    }
+    case TINYAI_FALLBACK_END: break;
+  }
+  return TINYAI_OK;
+}
+
+}  // namespace
+
+TinyAIStatus CheckFallback(const TinyAILLMConfig& cfg, const char* call) {
+  for (int32_t i = 0; i < TINYAI_MAX_FALLBACK_STEPS; ++i) {
+    const int32_t v = static_cast<int32_t>(cfg.fallback[i]);
+    if (v == TINYAI_FALLBACK_END) continue;
+    if (v < 0 || v > kLastStep) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                      "%s: fallback[%d] is %d, not a step (TINYAI_FALLBACK_KV_F16 %d .. KV_WINDOW %d; "
+                      "TINYAI_FALLBACK_END ends the chain)",
+                      call, static_cast<int>(i), static_cast<int>(v), TINYAI_FALLBACK_KV_F16, kLastStep);
+    }
+    for (int32_t j = 0; j < i; ++j) {
+      if (cfg.fallback[j] == cfg.fallback[i]) {
+        return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: fallback[%d] repeats fallback[%d] (%s); give each step once",
+                        call, static_cast<int>(i), static_cast<int>(j), tinyaiFallbackName(cfg.fallback[i]));
+      }
+    }
+    if (i > 0 && cfg.fallback[i - 1] == TINYAI_FALLBACK_END) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                      "%s: fallback[%d] (%s) comes after TINYAI_FALLBACK_END, which ends the chain", call,
+                      static_cast<int>(i), tinyaiFallbackName(cfg.fallback[i]));
+    }
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus PlanWithFallback(TinyAIMappedModel* model, TinyAILLMConfig* cfg, LLMPlanner plan, FallbackRun* run) {
+  *run = FallbackRun();
+  SavedError before;
+  SaveLastError(&before);
+  TinyAIStatus s;
+  {
+    ForwardScheduler trial;
+    LlamaRuntime* llama = nullptr;
+    s = plan(&trial, model, *cfg, &llama);
+  }
+  if (s == TINYAI_OK || !ForMemory(s) || cfg->fallback[0] == TINYAI_FALLBACK_END) return s;
+  run->Add("as configured: ");
+  LogRefusal(run);
+  TinyAILLMConfig c = *cfg;
+  int32_t tried = 0;
+  char names[128] = "";
+  size_t n = 0;
+  for (int32_t i = 0; i < TINYAI_MAX_FALLBACK_STEPS && cfg->fallback[i] != TINYAI_FALLBACK_END; ++i) {
+    const TinyAIFallback step = cfg->fallback[i];
+    run->Add("%d. %s: ", static_cast<int>(i + 1), tinyaiFallbackName(step));
+    const int w = std::snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", tinyaiFallbackName(step));
+    if (w > 0) n = n + static_cast<size_t>(w) < sizeof names ? n + static_cast<size_t>(w) : sizeof names - 1;
+    bool changed = false;
+    SavedError refused;
+    SaveLastError(&refused);
+    TINYAI_RETURN_IF_ERROR(Apply(step, model, plan, &c, run, &changed));
+    ++tried;
+    if (!changed) {
+      RestoreLastError(refused);
+      continue;
+    }
+    ForwardScheduler trial;
+    LlamaRuntime* llama = nullptr;
+    s = plan(&trial, model, c, &llama);
+    if (s == TINYAI_OK) {
+      run->Add("fits (%s, %d row%s per pass)\n", ModeName(trial.mode()), static_cast<int>(trial.rows_per_pass()),
+               trial.rows_per_pass() == 1 ? "" : "s");
+      run->level = i + 1;
+      *cfg = c;
+      RestoreLastError(before);
+      return TINYAI_OK;
+    }
+    if (!ForMemory(s)) return s;
+    LogRefusal(run);
+  }
+  // Nothing fits: the last level's refusal, naming the chain.
+  run->level = tried;
+  *cfg = c;
+  AppendToLastError("; the fallback chain (%s) was tried to its end", names);
+  return s;
+}
+
+}  // namespace tinyai
