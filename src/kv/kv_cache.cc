@@ -62,6 +62,9 @@ void Hadamard(float* x, size_t count, size_t n) {
 namespace {
 
 constexpr int kStoreEntries = 3;
+// The recording allocator's header before each of the store's allocations
+// (64-byte aligned: common/ledger.h).
+constexpr uint64_t kAllocHeader = 64;
 
 // The store's declarations for a cache of `slots` slots of `row` bytes:
 // fixed tables, or (growable) tables of chunks.
@@ -171,7 +174,7 @@ TinyAIStatus KvCache::Bytes(const KvShape& s, uint64_t* bytes) {
     const uint64_t chunks = (slots + kKvChunk - 1) / kKvChunk;
     const uint64_t rows = static_cast<uint64_t>(s.layers) * static_cast<uint64_t>(s.kv_heads) * kKvChunk * row;
     n += 2 * GrowableBytes(chunks, rows) + GrowableBytes(chunks, kKvChunk * sizeof(int32_t)) +
-         3 * chunks * sizeof(uint8_t*);
+         3 * chunks * sizeof(uint8_t*) + ChunkHeaders(static_cast<int32_t>(chunks)) + kStoreEntries * kAllocHeader;
   }
   *bytes = n;
   return TINYAI_OK;
@@ -268,6 +271,11 @@ TinyAIStatus KvCache::Reserve(int32_t end) {
   return TINYAI_OK;
 }
 
+uint64_t KvCache::ChunkHeaders(int32_t chunks) {
+  // A chunk of each entry, and each entry's directory once it has one.
+  return chunks <= 0 ? 0 : (static_cast<uint64_t>(chunks) + 1) * kStoreEntries * kAllocHeader;
+}
+
 uint64_t KvCache::HeldAfter(int32_t end) const {
   if (!shape_.growable) return held();
   const int32_t want = end <= 0 ? 0 : (end > slots_ ? slots_ : end);
@@ -280,11 +288,14 @@ uint64_t KvCache::HeldAfter(int32_t end) const {
   };
   const uint64_t per_chunk = 2u * static_cast<uint64_t>(shape_.layers) * static_cast<uint64_t>(shape_.kv_heads) *
                                  kKvChunk * row_bytes_ + kKvChunk * sizeof(int32_t);
-  uint64_t after = held() + static_cast<uint64_t>(need - reserved_) * per_chunk;
+  uint64_t after = held() + static_cast<uint64_t>(need - reserved_) * per_chunk + ChunkHeaders(need) -
+                   ChunkHeaders(reserved_);
   const int64_t cap = pow2(need);
   // A directory that doubles holds its old and new copies for a moment (at
   // most cap / 2 and cap pointers, however many doublings it takes).
-  if (cap > pow2(reserved_)) after += kStoreEntries * static_cast<uint64_t>(cap + cap / 2) * sizeof(uint8_t*);
+  if (cap > pow2(reserved_)) {
+    after += kStoreEntries * (static_cast<uint64_t>(cap + cap / 2) * sizeof(uint8_t*) + kAllocHeader);
+  }
   return after;
 }
 

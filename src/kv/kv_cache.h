@@ -140,7 +140,9 @@ class KvCache {
   // and for int8 the key being rotated: at most (growable: when every
   // position is reached) and now, and the most it has held.
   uint64_t bytes() const { return bytes_; }
-  uint64_t held() const { return growable() ? store_.used() + extra_ : bytes_; }
+  // (Growable: with the recording allocator's header before each chunk and
+  // directory the store took, which its own count leaves out.)
+  uint64_t held() const { return growable() ? store_.used() + extra_ + ChunkHeaders(reserved_) : bytes_; }
   uint64_t peak() const { return growable() ? peak_ : bytes_; }
   size_t row_bytes() const { return row_bytes_; }
   int32_t slots() const { return slots_; }
@@ -238,6 +240,8 @@ class KvCache {
   uint8_t* keys_ = nullptr;
   uint8_t* values_ = nullptr;
   int32_t* tokens_ = nullptr;
+  // The headers of `chunks` chunks' allocations and their directories.
+  static uint64_t ChunkHeaders(int32_t chunks);
   Array<uint8_t*> chunks_;
   int32_t reserved_ = 0;  // chunks reserved
   uint64_t extra_ = 0;

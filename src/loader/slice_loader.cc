@@ -6,6 +6,7 @@
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "common/ledger.h"
 #include "common/memory.h"
 #include "common/panels.h"
 #include "common/status.h"
@@ -93,16 +94,22 @@ TinyAIStatus SliceLoader::Init(const TmaiReader* reader, const WeightSource* sou
     }
     staging_bytes_ = static_cast<size_t>(PageRound(bytes));
     for (Staging& s : staging_) {
+      // zstd's context (its own malloc) and the buffer (pages) are taken
+      // outside the recording allocator: told to it by hand.
       if (has_zstd_) {
         s.decoder = New<ZstdDecoder>();
         if (!s.decoder) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a zstd decoder");
         TINYAI_RETURN_IF_ERROR(s.decoder->Init());
+        s.recorded += s.decoder->bytes();
+        LedgerPages(kMemModel, s.decoder->bytes(), true);
       }
       if (staging_bytes_ > 0) {
         s.buffer = static_cast<uint8_t*>(port::PageAlloc(staging_bytes_));
         if (!s.buffer) {
           return SetError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate a %zu-byte staging buffer", staging_bytes_);
         }
+        s.recorded += staging_bytes_;
+        LedgerPages(kMemModel, staging_bytes_, true);
       }
     }
   }
@@ -113,6 +120,7 @@ void SliceLoader::Shutdown() {
   for (Staging& s : staging_) {
     port::PageFree(s.buffer, staging_bytes_);
     Delete(s.decoder);
+    if (s.recorded) LedgerPages(kMemModel, s.recorded, false);
     s = Staging();
   }
   staging_ = Array<Staging>();

@@ -64,6 +64,7 @@ class SliceLoader {
   struct Staging {
     uint8_t* buffer = nullptr;
     ZstdDecoder* decoder = nullptr;
+    uint64_t recorded = 0;  // its bytes the ledger was told of (zstd's context and the buffer)
     bool busy = false;
   };
 

@@ -217,6 +217,48 @@ TEST_F(MemoryLedgerTest, TheRecordedPeakStaysInsideTheLimit) {
   }
 }
 
+// A growable KV cache takes 64 positions at a time, three allocations a
+// chunk (keys, values, tokens) and directories that double: with their
+// headers, what it holds stays inside the limit as it grows, at the least
+// limit too, and after a reset gives the chunks back and takes them again.
+TEST_F(MemoryLedgerTest, AGrowableCacheStaysInsideTheLimitAsItGrowsAndResets) {
+  const std::string long_path = dir_.File("long.tmai");
+  LlamaShape shape = tt::TinyShape();
+  shape.seq_len = 1024;
+  ASSERT_EQ(tt::WriteTinyModel(long_path, shape), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  const TinyAIMemorySnapshot unopened = Now();
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(long_path.c_str(), nullptr);
+  ASSERT_NE(model, nullptr) << tinyaiGetLastErrorMessage();
+  TinyAILLMConfig config = tinyaiCreateDefaultLLMConfig();
+  config.threads = 1;
+  config.kvGrowable = 1;
+  TinyAIPreflight p;
+  std::memset(&p, 0, sizeof p);
+  p.structSize = sizeof p;
+  ASSERT_EQ(tinyaiPreflightLLM(model, &config, &p), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  config.memoryLimit = static_cast<size_t>(p.minimumMemoryLimit);
+  TinyAILLM* llm = nullptr;
+  ASSERT_EQ(tinyaiCreateLLM(model, &config, &llm), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  std::vector<int32_t> tokens(32, 5);
+  uint64_t grown = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (int32_t at = 0; at + 32 <= 1024; at += 32) {
+      ASSERT_EQ(tinyaiLLMEval(llm, tokens.data(), 32, nullptr), TINYAI_OK) << tinyaiGetLastErrorMessage();
+    }
+    const TinyAIMemorySnapshot s = Now();
+    // Everything recorded - the model's own too - within the limit.
+    const uint64_t peak = s.peakTotalBytes - unopened.totalBytes;
+    EXPECT_LE(peak, config.memoryLimit) << "round " << round << ": TinyAI held " << peak << " bytes at most";
+    if (round == 0) grown = s.bytes[TINYAI_MEMORY_KV];
+    EXPECT_EQ(s.bytes[TINYAI_MEMORY_KV], grown) << "the same chunks again after the reset";
+    ASSERT_EQ(tinyaiResetLLM(llm), TINYAI_OK);
+    EXPECT_LT(Now().bytes[TINYAI_MEMORY_KV], grown / 4) << "a reset gives the chunks back";
+  }
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+  EXPECT_EQ(Now().totalBytes, unopened.totalBytes);
+}
+
 TEST_F(MemoryLedgerTest, TheOSsSideIsThere) {
   const TinyAIMemorySnapshot s = Now();
   ASSERT_EQ(s.rssKnown, 1) << "this test runs on a port with an OS";
@@ -241,11 +283,14 @@ TEST_F(MemoryLedgerTest, BadArgumentsAreRefusedByName) {
   EXPECT_STREQ(tinyaiMemoryCategoryName(static_cast<TinyAIMemoryCategory>(99)), "?");
   EXPECT_STREQ(tinyaiMemoryStageName(TINYAI_MEMORY_STAGE_FIRST_TOKEN), "first_token");
   EXPECT_STREQ(tinyaiMemoryStageName(static_cast<TinyAIMemoryStage>(-1)), "?");
-  // No observer: stages cost nothing and call nobody.
+  // An observer taken away is called no more: a whole run reaches nobody.
+  Seen seen;
+  ASSERT_EQ(tinyaiSetMemoryObserver(Record, &seen, 1), TINYAI_OK);
   ASSERT_EQ(tinyaiSetMemoryObserver(nullptr, nullptr, 0), TINYAI_OK);
   TinyAILLMConfig config = tinyaiCreateDefaultLLMConfig();
   config.threads = 1;
   RunOnce(config, 4);
+  EXPECT_TRUE(seen.snapshots.empty()) << seen.snapshots.size() << " snapshots after the observer was removed";
 }
 
 }  // namespace

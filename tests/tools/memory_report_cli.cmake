@@ -92,15 +92,31 @@ check_report(${OUT_DIR}/generate16.json tinyai-generate)
 if(TOKEN_ROWS LESS 2 OR TOKEN_ROWS GREATER 4)
   cli_fail("every 16 positions over about 45: ${TOKEN_ROWS} token snapshots")
 endif()
-# Under a limit, TinyAI's accounted peak stays inside it.
-expect_run(RC 0 COMMAND ${GENERATE} -m ${model} -p "Once upon a time" -n 8 --quiet --mem-limit 2M
-           --memory-report ${OUT_DIR}/limited.json)
-check_report(${OUT_DIR}/limited.json tinyai-generate)
-file(READ ${OUT_DIR}/limited.json json)
-string(JSON peak GET "${json}" peak_bytes)
-if(peak GREATER 2097152)
-  cli_fail("--mem-limit 2M: TinyAI held ${peak} bytes")
+# Under a limit, TinyAI's accounted peak stays inside it: at the model's
+# least limit (as the refusal of 1 byte names it: "--mem-limit N"), where
+# TinyAI holds most of it, and at 2M.
+execute_process(COMMAND ${TOOL_EMULATOR} ${GENERATE} -m ${model} -p "Once upon a time" -n 8 --mem-limit 1
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX MATCH "to fit: --mem-limit ([0-9]+)" found "${err}")
+set(least ${CMAKE_MATCH_1})
+if(NOT rc EQUAL 1 OR NOT least)
+  cli_fail("--mem-limit 1: exit status ${rc}, no least limit in: ${err}")
+  set(least 2097152)
 endif()
+foreach(limit ${least} 2097152)
+  expect_run(RC 0 COMMAND ${GENERATE} -m ${model} -p "Once upon a time" -n 8 --quiet --mem-limit ${limit}
+             --memory-report ${OUT_DIR}/limited.json)
+  check_report(${OUT_DIR}/limited.json tinyai-generate)
+  file(READ ${OUT_DIR}/limited.json json)
+  string(JSON peak GET "${json}" peak_bytes)
+  if(peak GREATER limit)
+    cli_fail("--mem-limit ${limit}: TinyAI held ${peak} bytes")
+  endif()
+  math(EXPR half "${least} / 2")
+  if(limit EQUAL least AND NOT peak GREATER half)
+    cli_fail("--mem-limit ${limit}: TinyAI held ${peak} bytes, not most of its least limit: not its whole account")
+  endif()
+endforeach()
 
 # ---- tinyai-bench and tinyai-eval -------------------------------------------------------
 expect_run(RC 0 COMMAND ${BENCH} -m ${model} --prompt 8 --gen 8 --no-probe --json
