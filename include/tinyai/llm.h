@@ -80,9 +80,11 @@ typedef enum TinyAIKVType TINYAI_ENUM_BASE {
  * step applies on top of those before it; the first level that plans within
  * the limit is created, before anything large is allocated. A step that
  * changes nothing (the cache already int8, the mode already STREAMING or
- * ADAPTIVE) is logged as skipped. Prefetch needs no step: it stays inside the
- * weight cache's cap (a quarter of it ahead) and is never why a run does not
- * fit. */
+ * ADAPTIVE, no window that fits) is logged as skipped and is not a level.
+ * Prefetch has no step: what it reads ahead stays inside the weight cache's
+ * cap (a quarter of it), which the plan already counts; its workers' staging
+ * buffers and stacks belong to the model, fixed when it is opened
+ * (TinyAIMmapConfig.prefetchThreads), so an LLM's chain cannot change them. */
 typedef enum TinyAIFallback TINYAI_ENUM_BASE {
     TINYAI_FALLBACK_END = 0,        /* ends the chain (the default: no fallback) */
     TINYAI_FALLBACK_KV_F16 = 1,     /* an f32 KV cache becomes f16 */
@@ -91,8 +93,10 @@ typedef enum TinyAIFallback TINYAI_ENUM_BASE {
     TINYAI_FALLBACK_STREAMING = 4,  /* NORMAL or MEMORY_OPT becomes STREAMING: fewer rows per pass,
                                        as many as fit */
     TINYAI_FALLBACK_KV_WINDOW = 5   /* a rolling KV window, the longest that fits (kvSinks sinks, or
-                                       4 when 0): a text runs on past it in constant memory, each
-                                       token seeing only the window (not with kvGrowable: cleared) */
+                                       4 when 0; shorter than the context less the sinks and a
+                                       pass's 32 positions): a text runs on past it in constant
+                                       memory, each token seeing only the window (kvGrowable is
+                                       cleared) */
 } TinyAIFallback;
 
 #define TINYAI_MAX_FALLBACK_STEPS 8
@@ -260,7 +264,8 @@ TINYAI_API TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInf
 /* What the fallback chain did (TinyAILLMConfig.fallback). */
 typedef struct TinyAIFallbackReport {
     uint32_t structSize;         /* set to sizeof(TinyAIFallbackReport) before the call */
-    int32_t level;               /* steps applied: 0 = the configuration as given */
+    int32_t level;               /* steps applied (skipped ones not counted): 0 = the configuration
+                                    as given; -1 (llm NULL) = no chain ran */
     TinyAIExecutionMode mode;    /* the configuration that runs: its mode as requested, */
     TinyAIKVType kvType;         /* KV type, */
     int32_t kvWindow;            /* window (0: none) */
@@ -269,10 +274,11 @@ typedef struct TinyAIFallbackReport {
                                     fits ("" when the configuration fitted as given) */
 } TinyAIFallbackReport;
 
-/* Fills out (set out->structSize first). llm NULL: the chain this thread
- * ran last in tinyaiCreateLLM or tinyaiPreflightLLM - after a failure, the
- * levels it tried (level: the steps it applied) - and the last error is left
- * as it is. */
+/* Fills out (set out->structSize first). llm NULL: the chain the last
+ * tinyaiCreateLLM or tinyaiPreflightLLM on this thread ran - after a failure,
+ * the levels it tried, the configuration its last level had; level -1 when
+ * that call ran none (no chain, or it failed before) - and the last error is
+ * left as it is. */
 TINYAI_API TinyAIStatus tinyaiGetLLMFallback(const TinyAILLM* llm, TinyAIFallbackReport* out);
 
 /* "kv-f16", "kv-int8", "memory-opt", "streaming", "kv-window" ("end"; "?" for

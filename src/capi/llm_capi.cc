@@ -57,6 +57,7 @@ tinyai::LiveList<TinyAILLM> g_llms;
 // The fallback chain this thread ran last (tinyaiCreateLLM or
 // tinyaiPreflightLLM with a chain), fitted or not: tinyaiGetLLMFallback(NULL).
 struct LastChain {
+  bool ran = false;        // a chain ran since the last tinyaiCreateLLM / tinyaiPreflightLLM began
   tinyai::FallbackRun run;
   TinyAILLMConfig config;  // the level it reached
 };
@@ -139,11 +140,12 @@ TinyAIStatus InitLLMScheduler(tinyai::ForwardScheduler* s, TinyAIMappedModel* mo
 }
 
 TinyAIStatus RunChain(TinyAIMappedModel* model, TinyAILLMConfig* cfg, tinyai::FallbackRun* run) {
+  g_last_chain.ran = false;
+  if (cfg->fallback[0] == TINYAI_FALLBACK_END) return TINYAI_OK;  // planned once, by the caller
   const TinyAIStatus s = tinyai::PlanWithFallback(model, cfg, InitLLMScheduler, run);
-  if (cfg->fallback[0] != TINYAI_FALLBACK_END) {
-    g_last_chain.run = *run;
-    g_last_chain.config = *cfg;
-  }
+  g_last_chain.ran = true;
+  g_last_chain.run = *run;
+  g_last_chain.config = *cfg;
   return s;
 }
 
@@ -239,11 +241,13 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   *out = nullptr;
   TINYAI_RETURN_IF_ERROR(tinyai::capi::CheckModel(model, "tinyaiCreateLLM"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  g_last_chain.ran = false;
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiCreateLLM: config"));
   TINYAI_RETURN_IF_ERROR(tinyai::CheckFallback(cfg, "tinyaiCreateLLM: config"));
   // The limit is checked (by planning) before anything large is allocated,
   // the fallback chain's levels too.
   tinyai::FallbackRun run;
+  const TinyAIExecutionMode asked = cfg.mode;
   TinyAIStatus s = RunChain(model, &cfg, &run);
   if (s != TINYAI_OK) return AddKvRemedy(model, cfg, s);
   const int64_t created_at = tinyai::LedgerThreadBytes();
@@ -258,6 +262,11 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
       tinyai::Delete(llm);
       return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the fallback chain's log");
     }
+  }
+  if (run.level > 0 && cfg.mode != asked) {
+    char how[40];
+    std::snprintf(how, sizeof how, " (fallback level %d)", static_cast<int>(run.level));
+    llm->impl().set_mode_origin(how);
   }
   s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
   if (s != TINYAI_OK) {
@@ -376,6 +385,11 @@ TinyAIStatus tinyaiGetLLMFallback(const TinyAILLM* llm, TinyAIFallbackReport* ou
   TinyAIFallbackReport r;
   std::memset(&r, 0, sizeof r);
   r.structSize = sizeof r;
+  if (!llm && !g_last_chain.ran) {  // no chain ran: level -1, nothing else
+    r.level = -1;
+    tinyai::WriteVersioned(r, out);
+    return TINYAI_OK;
+  }
   const TinyAILLMConfig& cfg = llm ? llm->config : g_last_chain.config;
   r.level = llm ? llm->fallback_level : g_last_chain.run.level;
   r.mode = cfg.mode;
@@ -449,6 +463,7 @@ TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMC
   TINYAI_RETURN_IF_ERROR(
       tinyai::CheckOutputSize(out, TINYAI_STRUCT_MIN(TinyAIPreflight, mode), "tinyaiPreflightLLM: out"));
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  g_last_chain.ran = false;
   TINYAI_RETURN_IF_ERROR(ReadLLMConfig(config, &cfg, "tinyaiPreflightLLM: config"));
   TINYAI_RETURN_IF_ERROR(tinyai::CheckFallback(cfg, "tinyaiPreflightLLM: config"));
   // tinyaiCreateLLM's plan, its fallback chain's too, without its Prepare()

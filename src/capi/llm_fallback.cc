@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "format/llama_params.h"
 #include "loader/mapped_model.h"
+#include "model/llama.h"
 #include "scheduler/scheduler.h"
 
 namespace tinyai {
@@ -35,42 +36,59 @@ const char* ModeName(TinyAIExecutionMode m) {
 }
 
 // A refusal the chain may answer: the memory limit or the weight cache's
-// cap was too small for the plan.
+// cap was too small for the plan, or a size beyond this target's address
+// space (a smaller KV cache may fit it).
 bool ForMemory(TinyAIStatus s) {
+  if (s == TINYAI_ERR_OVERFLOW) return true;
   if (s != TINYAI_ERR_RESOURCE_EXHAUSTED) return false;
   const TinyAIResource r = LastErrorDetail().resource;
   return r == TINYAI_RESOURCE_MEMORY_LIMIT || r == TINYAI_RESOURCE_WEIGHT_CACHE;
 }
 
-// What the last refusal needed, for the log.
-void LogRefusal(FallbackRun* run) {
+// What the last refusal (status s) needed, for the log.
+void LogRefusal(FallbackRun* run, TinyAIStatus s) {
+  if (s == TINYAI_ERR_OVERFLOW) {
+    run->Add("does not fit this target's address space\n");
+    return;
+  }
   const ErrorDetail& d = LastErrorDetail();
   run->Add("needs %llu bytes, over the %s of %llu\n", static_cast<unsigned long long>(d.needed),
            d.resource == TINYAI_RESOURCE_WEIGHT_CACHE ? "weight cache's cap" : "memory limit",
            static_cast<unsigned long long>(d.limit));
 }
 
-// The longest window (with its sinks) that plans; 0 when none does. A
-// window shorter than the context only: the cache holds sinks + window.
-TinyAIStatus LongestWindow(TinyAIMappedModel* model, TinyAILLMConfig c, LLMPlanner plan, int32_t* window) {
+// The longest window (with its sinks) that plans; 0 when none does, with
+// *shortest_needs what a window of one position needs (0 when the context
+// leaves no room for a window). A window's cache holds the sinks, the
+// window and a pass's rows less one (its ring), so only windows shorter
+// than the context less those save anything.
+TinyAIStatus LongestWindow(TinyAIMappedModel* model, TinyAILLMConfig c, LLMPlanner plan, int32_t* window,
+                           uint64_t* shortest_needs) {
   *window = 0;
+  *shortest_needs = 0;
   LlamaHyperParams hp;
   TINYAI_RETURN_IF_ERROR(hp.Load(model->reader()));
   const int32_t context = c.contextLength > 0 ? c.contextLength : hp.seq_len;
-  int32_t lo = 0, hi = context - c.kvSinks - 1;  // lo fits (0: none yet)
-  while (lo < hi) {
-    const int32_t mid = static_cast<int32_t>(lo + (static_cast<int64_t>(hi) - lo + 1) / 2);
-    c.kvWindow = mid;
+  const int32_t longest = context - c.kvSinks - static_cast<int32_t>(LlamaModel::kMaxChunk);
+  if (longest < 1) return TINYAI_OK;
+  auto fits = [&](int32_t w, bool* ok) {
+    c.kvWindow = w;
     ForwardScheduler s;
     LlamaRuntime* llama = nullptr;
     const TinyAIStatus st = plan(&s, model, c, &llama);
-    if (st == TINYAI_OK) {
-      lo = mid;
-    } else if (ForMemory(st)) {
-      hi = mid - 1;
-    } else {
-      return st;
-    }
+    *ok = st == TINYAI_OK;
+    if (!*ok && w == 1) *shortest_needs = st == TINYAI_ERR_OVERFLOW ? UINT64_MAX : LastErrorDetail().needed;
+    return st == TINYAI_OK || ForMemory(st) ? TINYAI_OK : st;
+  };
+  bool ok = false;
+  TINYAI_RETURN_IF_ERROR(fits(1, &ok));
+  if (!ok) return TINYAI_OK;
+  int32_t lo = 1, hi = longest;  // lo fits
+  while (lo < hi) {
+    const int32_t mid = static_cast<int32_t>(lo + (static_cast<int64_t>(hi) - lo + 1) / 2);
+    TINYAI_RETURN_IF_ERROR(fits(mid, &ok));
+    if (ok) lo = mid;
+    else hi = mid - 1;
   }
   *window = lo;
   return TINYAI_OK;
@@ -115,17 +133,26 @@ TinyAIStatus Apply(TinyAIFallback step, TinyAIMappedModel* model, LLMPlanner pla
       w.kvGrowable = 0;
       if (w.kvWindow == 0 && w.kvSinks == 0) w.kvSinks = kDefaultSinks;
       int32_t window = 0;
-      TINYAI_RETURN_IF_ERROR(LongestWindow(model, w, plan, &window));
+      uint64_t shortest = 0;
+      SavedError refused;
+      SaveLastError(&refused);
+      TINYAI_RETURN_IF_ERROR(LongestWindow(model, w, plan, &window, &shortest));
+      RestoreLastError(refused);
       if (c->kvWindow > 0 && (window == 0 || window >= c->kvWindow)) {
         run->Add("skipped: a window of %d positions is set already\n", c->kvWindow);
-        return TINYAI_OK;
+      } else if (window == 0 && shortest == 0) {
+        run->Add("skipped: the context leaves no room for a window (%d sinks and %d positions a pass)\n", w.kvSinks,
+                 static_cast<int>(LlamaModel::kMaxChunk));
+      } else if (window == 0) {
+        run->Add("skipped: no window fits (one position and %d sinks needs %llu bytes)\n", w.kvSinks,
+                 static_cast<unsigned long long>(shortest));
+      } else {
+        w.kvWindow = window;
+        run->Add("KV window of %d positions and %d sinks%s: ", w.kvWindow, w.kvSinks,
+                 c->kvGrowable ? " (no longer growable)" : "");
+        *c = w;
+        *changed = true;
       }
-      // None fits: the shortest, so the level's error says what it needs.
-      w.kvWindow = window > 0 ? window : 1;
-      run->Add("KV window of %d positions and %d sinks%s: ", w.kvWindow, w.kvSinks,
-               c->kvGrowable ? " (no longer growable)" : "");
-      *c = w;
-      *changed = true;
       return TINYAI_OK;
     }
     case TINYAI_FALLBACK_END: break;
@@ -172,9 +199,8 @@ TinyAIStatus PlanWithFallback(TinyAIMappedModel* model, TinyAILLMConfig* cfg, LL
   }
   if (s == TINYAI_OK || !ForMemory(s) || cfg->fallback[0] == TINYAI_FALLBACK_END) return s;
   run->Add("as configured: ");
-  LogRefusal(run);
+  LogRefusal(run, s);
   TinyAILLMConfig c = *cfg;
-  int32_t tried = 0;
   char names[128] = "";
   size_t n = 0;
   for (int32_t i = 0; i < TINYAI_MAX_FALLBACK_STEPS && cfg->fallback[i] != TINYAI_FALLBACK_END; ++i) {
@@ -185,30 +211,37 @@ TinyAIStatus PlanWithFallback(TinyAIMappedModel* model, TinyAILLMConfig* cfg, LL
     bool changed = false;
     SavedError refused;
     SaveLastError(&refused);
-    TINYAI_RETURN_IF_ERROR(Apply(step, model, plan, &c, run, &changed));
-    ++tried;
+    const TinyAIStatus applied = Apply(step, model, plan, &c, run, &changed);
+    if (applied != TINYAI_OK) {
+      *cfg = c;
+      return applied;
+    }
     if (!changed) {
       RestoreLastError(refused);
       continue;
     }
+    ++run->level;
     ForwardScheduler trial;
     LlamaRuntime* llama = nullptr;
     s = plan(&trial, model, c, &llama);
     if (s == TINYAI_OK) {
       run->Add("fits (%s, %d row%s per pass)\n", ModeName(trial.mode()), static_cast<int>(trial.rows_per_pass()),
                trial.rows_per_pass() == 1 ? "" : "s");
-      run->level = i + 1;
       *cfg = c;
       RestoreLastError(before);
       return TINYAI_OK;
     }
-    if (!ForMemory(s)) return s;
-    LogRefusal(run);
+    if (!ForMemory(s)) {
+      *cfg = c;
+      return s;
+    }
+    LogRefusal(run, s);
   }
-  // Nothing fits: the last level's refusal, naming the chain.
-  run->level = tried;
+  // Nothing fits: the last level's refusal, naming the chain; its figures
+  // and remedies are that level's (they hold with the chain kept).
   *cfg = c;
-  AppendToLastError("; the fallback chain (%s) was tried to its end", names);
+  AppendToLastError("; the fallback chain (%s) was tried to its end (figures of its last level, %d step%s applied)",
+                    names, static_cast<int>(run->level), run->level == 1 ? "" : "s");
   return s;
 }
 

@@ -51,7 +51,7 @@ ModeChoice ChooseStrategy(const ModeNeeds& n, TinyAIExecutionMode requested) {
     }
     if (c.refused < 0) {
       c.refused = i;
-      c.cache_cap = n.limit == 0 || StrategyNeeds(kTable[i], n) <= n.limit;
+      c.cache_cap = n.cache_cap != 0 && StrategyWeights(kTable[i], n) > n.cache_cap;
     }
   }
   return c;

@@ -48,7 +48,7 @@ bool StrategyFits(const ModeStrategy& s, const ModeNeeds& n);
 struct ModeChoice {
   int32_t chosen = -1;   // the strategy that runs; -1 when none of those allowed fits
   int32_t refused = -1;  // the first allowed strategy that did not fit (-1: the first fitted)
-  bool cache_cap = false;  // refused by the cache's cap (its bytes fit the limit)
+  bool cache_cap = false;  // the refused one's weights exceed the cache's cap (named first, limit or not)
 };
 
 // The first strategy of the requested mode's (ADAPTIVE: all of them, in

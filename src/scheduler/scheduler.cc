@@ -434,11 +434,13 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   const bool normal = StrategyFits(normal_s, n);
   const bool memopt = StrategyFits(memopt_s, n);
   const ModeChoice choice = ChooseStrategy(n, requested_mode_);
-  const char* how = requested_mode_ == TINYAI_EXEC_ADAPTIVE ? "" : " (requested)";
+  const char* how = requested_mode_ == TINYAI_EXEC_ADAPTIVE ? "" : mode_origin_;
   const double limit_mib = Mib(limit_);
   rows_per_pass_ = full_rows;
   uint64_t arena = arena_full;
-  if (choice.chosen < 0 && choice.refused == StrategyOf(TINYAI_EXEC_NORMAL)) {
+  // A requested mode that does not fit says why and what would (ADAPTIVE
+  // always finds one above the least limit and a slice within the cap).
+  if (choice.chosen < 0 && requested_mode_ == TINYAI_EXEC_NORMAL) {
     if (choice.cache_cap) {
       SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
                "NORMAL keeps all %llu bytes of weights resident, but the model's weight cache is capped at "
@@ -476,7 +478,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     d.remedy2_value = d.needed;
     return SetErrorDetail(d);
   }
-  if (choice.chosen < 0 && choice.refused == StrategyOf(TINYAI_EXEC_MEMORY_OPT)) {
+  if (choice.chosen < 0 && requested_mode_ == TINYAI_EXEC_MEMORY_OPT) {
     SetError(TINYAI_ERR_RESOURCE_EXHAUSTED,
              "MEMORY_OPT with %d rows per pass needs %llu bytes (a row slice of %llu, an arena of %llu, "
              "%llu of KV cache, %llu of tables), over the memory limit of %llu; STREAMING needs %llu",

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "common/array.h"
 #include "common/status.h"
@@ -85,6 +86,9 @@ class ForwardScheduler : private OpNamer {
   // The object that holds this scheduler (an LLM's handle), counted in the
   // tables; set before Plan().
   void set_runner_bytes(uint64_t bytes) { runner_bytes_ = bytes; }
+  // How the mode came to be asked for, in the plan's reason (" (requested)"
+  // by default; a fallback chain's level says so).
+  void set_mode_origin(const char* how) { std::snprintf(mode_origin_, sizeof mode_origin_, "%s", how); }
   // What Prepare() found held beyond the plan (0: the plan counted it all).
   uint64_t unplanned_bytes() const { return unplanned_; }
   bool planned() const { return planned_; }
@@ -239,6 +243,7 @@ class ForwardScheduler : private OpNamer {
   uint64_t earlier_joint_peak_ = 0;
   int32_t rows_per_pass_ = 1;
   char reason_[448] = {0};
+  char mode_origin_[40] = " (requested)";
   char plan_note_[384] = {0};  // the longest note (a 95-character op name, the widest numbers): 367 bytes
   bool graph_ready_ = false;  // BuildGraph() has succeeded
   bool planned_ = false;

@@ -200,7 +200,7 @@ TEST_F(FallbackTest, LevelTwoTheLongestKvWindowThatFits) {
   EXPECT_EQ(r.mode, TINYAI_EXEC_STREAMING);
   EXPECT_EQ(r.kvSinks, 4);
   EXPECT_GE(r.kvWindow, 32);
-  EXPECT_LT(r.kvWindow, 128 - 4);
+  EXPECT_LE(r.kvWindow, 128 - 4 - 32) << "the sinks and a pass's ring beside it: no longer saves anything";
   EXPECT_NE(std::strstr(r.log, "(no longer growable)"), nullptr) << r.log;
   // The longest: one position more does not fit.
   TinyAILLMConfig longer = Config(TINYAI_EXEC_STREAMING, TINYAI_KV_F32);
@@ -228,7 +228,7 @@ TEST_F(FallbackTest, StepsThatChangeNothingAreSkipped) {
   // f16 fits.
   c.kvType = TINYAI_KV_F32;
   r = Create(c);
-  EXPECT_EQ(r.level, 2);
+  EXPECT_EQ(r.level, 1) << "a skipped step is not a level";
   EXPECT_EQ(r.kvType, TINYAI_KV_F16);
   EXPECT_NE(std::strstr(r.log, "1. memory-opt: skipped: ADAPTIVE chooses the mode already"), nullptr) << r.log;
 }
@@ -261,14 +261,14 @@ TEST_F(FallbackTest, NothingFitsOneCleanErrorBeforeAnyWork) {
   std::memset(&r, 0, sizeof r);
   r.structSize = sizeof r;
   ASSERT_EQ(tinyaiGetLLMFallback(nullptr, &r), TINYAI_OK);
-  EXPECT_EQ(r.level, 5);
+  EXPECT_EQ(r.level, 4) << "no window fits: not a level";
   EXPECT_EQ(r.kvType, TINYAI_KV_INT8);
   EXPECT_EQ(r.mode, TINYAI_EXEC_STREAMING);
-  EXPECT_EQ(r.kvWindow, 1);
+  EXPECT_EQ(r.kvWindow, 0);
   for (const char* step : {"as configured: needs", "1. kv-f16: KV cache f32 -> f16: needs",
                            "2. kv-int8: KV cache f16 -> int8: needs", "3. memory-opt: mode NORMAL -> MEMORY_OPT: needs",
                            "4. streaming: mode MEMORY_OPT -> STREAMING: needs",
-                           "5. kv-window: KV window of 1 positions and 4 sinks: needs"}) {
+                           "5. kv-window: skipped: no window fits (one position and 4 sinks needs"}) {
     EXPECT_NE(std::strstr(r.log, step), nullptr) << step << " in\n" << r.log;
   }
   EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_RESOURCE_EXHAUSTED);
@@ -284,6 +284,73 @@ TEST_F(FallbackTest, NothingFitsOneCleanErrorBeforeAnyWork) {
   p.structSize = sizeof p;
   EXPECT_EQ(tinyaiPreflightLLM(model_, &c, &p), TINYAI_ERR_RESOURCE_EXHAUSTED);
   EXPECT_NE(std::strstr(tinyaiGetLastErrorMessage(), "tried to its end"), nullptr);
+}
+
+TEST_F(FallbackTest, AShortContextLeavesNoRoomForAWindow) {
+  // 32 positions: a window's ring alone takes a pass's 32.
+  TinyAILLMConfig c = Config(TINYAI_EXEC_NORMAL, TINYAI_KV_F32);
+  c.contextLength = 32;
+  c.memoryLimit = Needs(c) - 1;
+  c.fallback[0] = TINYAI_FALLBACK_KV_WINDOW;
+  TinyAILLM* llm = nullptr;
+  EXPECT_EQ(tinyaiCreateLLM(model_, &c, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  TinyAIFallbackReport r;
+  std::memset(&r, 0, sizeof r);
+  r.structSize = sizeof r;
+  ASSERT_EQ(tinyaiGetLLMFallback(nullptr, &r), TINYAI_OK);
+  EXPECT_EQ(r.level, 0);
+  EXPECT_NE(std::strstr(r.log, "1. kv-window: skipped: the context leaves no room for a window"), nullptr) << r.log;
+  // The error is the configuration's own: its least limit still holds.
+  EXPECT_EQ(LastInfo().bytesNeeded, c.memoryLimit + 1);
+}
+
+TEST_F(FallbackTest, TheThreadsLastChainIsOnlyTheLastCallsOwn) {
+  TinyAILLMConfig c = Config(TINYAI_EXEC_NORMAL, TINYAI_KV_F32);
+  TinyAIFallbackReport r;
+  std::memset(&r, 0, sizeof r);
+  r.structSize = sizeof r;
+  c.memoryLimit = 4096;
+  c.fallback[0] = TINYAI_FALLBACK_KV_INT8;
+  TinyAILLM* llm = nullptr;
+  EXPECT_EQ(tinyaiCreateLLM(model_, &c, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  ASSERT_EQ(tinyaiGetLLMFallback(nullptr, &r), TINYAI_OK);
+  EXPECT_EQ(r.level, 1);
+  // A later call without a chain, or refused before one ran, leaves none.
+  c.fallback[0] = TINYAI_FALLBACK_END;
+  EXPECT_EQ(tinyaiCreateLLM(model_, &c, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  ASSERT_EQ(tinyaiGetLLMFallback(nullptr, &r), TINYAI_OK);
+  EXPECT_EQ(r.level, -1);
+  EXPECT_STREQ(r.log, "");
+  c.fallback[0] = TINYAI_FALLBACK_KV_INT8;
+  EXPECT_EQ(tinyaiCreateLLM(model_, &c, &llm), TINYAI_ERR_RESOURCE_EXHAUSTED);
+  c.fallback[1] = TINYAI_FALLBACK_KV_INT8;  // refused before a chain runs
+  EXPECT_EQ(tinyaiCreateLLM(model_, &c, &llm), TINYAI_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(tinyaiGetLLMFallback(nullptr, &r), TINYAI_OK);
+  EXPECT_EQ(r.level, -1) << r.log;
+  // Another failure ends the chain at once: nothing applied, nothing logged.
+  c.fallback[1] = TINYAI_FALLBACK_END;
+  c.contextLength = -1;
+  EXPECT_EQ(tinyaiCreateLLM(model_, &c, &llm), TINYAI_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(tinyaiGetLLMFallback(nullptr, &r), TINYAI_OK);
+  EXPECT_EQ(r.level, 0);
+  EXPECT_STREQ(r.log, "");
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_INVALID_ARGUMENT) << "asking leaves the error";
+}
+
+TEST_F(FallbackTest, TheReasonSaysTheModeCameFromTheChain) {
+  TinyAILLMConfig c = Config(TINYAI_EXEC_NORMAL, TINYAI_KV_F32);
+  c.memoryLimit = Needs(Config(TINYAI_EXEC_MEMORY_OPT, TINYAI_KV_F32));
+  c.fallback[0] = TINYAI_FALLBACK_MEMORY_OPT;
+  Create(c);
+  ASSERT_NE(llm_, nullptr);
+  const TinyAIForwardScheduler* s = tinyaiGetLLMScheduler(llm_);
+  ASSERT_NE(s, nullptr);
+  TinyAISchedulerReport report;
+  std::memset(&report, 0, sizeof report);
+  report.structSize = sizeof report;
+  ASSERT_EQ(tinyaiGetSchedulerReport(s, &report), TINYAI_OK) << tinyaiGetLastErrorMessage();
+  ASSERT_NE(report.reason, nullptr);
+  EXPECT_NE(std::strstr(report.reason, "MEMORY_OPT (fallback level 1)"), nullptr) << report.reason;
 }
 
 TEST_F(FallbackTest, ChainsThatAreNotChainsAreRefusedByName) {

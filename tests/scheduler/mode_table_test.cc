@@ -82,7 +82,9 @@ TEST(ModeTable, TheCachesCapRulesOutWhatHoldsMoreWeights) {
   EXPECT_EQ(c.chosen, -1);
   EXPECT_TRUE(c.cache_cap);  // the limit would hold them
   c = ChooseStrategy(Model(100, 50), TINYAI_EXEC_NORMAL);
-  EXPECT_FALSE(c.cache_cap);  // the limit is what refuses
+  EXPECT_TRUE(c.cache_cap);  // both refuse: the cap is named (raising the limit alone would not do)
+  c = ChooseStrategy(Model(100, 0), TINYAI_EXEC_NORMAL);
+  EXPECT_FALSE(c.cache_cap);  // the limit alone refuses
   // A cap below a slice: nothing.
   c = ChooseStrategy(Model(0, 9), TINYAI_EXEC_ADAPTIVE);
   EXPECT_EQ(c.chosen, -1);

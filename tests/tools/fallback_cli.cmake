@@ -45,14 +45,15 @@ expect_run(RC 0 EXPECT "\"fallback_level\":1" "\"kv_type\":\"f16\"" "\"kv_window
            COMMAND ${INSPECT} ${model} --estimate --mem-limit ${limit} --bandwidth 10 --json --fallback kv-f16)
 expect_run(RC 0 EXPECT "after 1 step of --fallback: KV cache f16"
            COMMAND ${INSPECT} ${model} --estimate --mem-limit ${limit} --bandwidth 10 --fallback kv-f16)
-expect_run(RC 0 EXPECT "tinyai-bench: fallback: level 2 runs"
+expect_run(RC 0 EXPECT "tinyai-bench: fallback: 1. memory-opt: skipped: ADAPTIVE chooses the mode already"
+           "tinyai-bench: fallback: level 1 runs"
            COMMAND ${BENCH} -m ${model} --no-probe --prompt 4 --gen 4 --mem-limit ${limit} --fallback memory-opt,kv-int8)
 expect_run(RC 0 EXPECT "tinyai-eval: fallback: level 1 runs"
            COMMAND ${EVAL} --ref ${model} ${model} --tokens 16 --sequence 16 --mem-limit ${limit} --fallback kv-int8)
 # Nothing fits 64 KiB: every level said, then one error.
 expect_run(RC 1 STDOUT_EMPTY EXPECT "fallback: 1. kv-f16: KV cache f32 -> f16: needs"
            "fallback: 3. streaming: skipped: ADAPTIVE chooses the mode already"
-           "fallback: 4. kv-window: KV window of 1 positions and 4 sinks: needs"
+           "fallback: 4. kv-window: skipped: no window fits (one position and 4 sinks needs"
            "TINYAI_ERR_RESOURCE_EXHAUSTED: " "the fallback chain (kv-f16, kv-int8, streaming, kv-window) was tried to its end"
            COMMAND ${GENERATE} -m ${model} -p Once -n 4 --temp 0 --mem-limit 64K --fallback kv-f16,kv-int8,streaming,kv-window)
 expect_runtime_error(TINYAI_ERR_RESOURCE_EXHAUSTED "tried to its end"
