@@ -225,13 +225,22 @@ std::string Svg(const std::vector<Sample>& samples, const std::string& title) {
   line(&Sample::rss, "#212121", "");
   line(&Sample::anon, "#d32f2f", "6,4");
   // Stages (the token snapshots are the steps between them).
-  double last_label_x = -1e9;
-  int lane = 0;
+  // Each label in the lowest of four lanes whose last label ends 60 px
+  // before it (else the lane whose last one is furthest back).
+  constexpr int kLanes = 4;
+  double lane_x[kLanes] = {-1e9, -1e9, -1e9, -1e9};
   for (const Sample& s : samples) {
     if (s.stage == "tokens" || s.stage == "now") continue;
     const double x = X(s.ms);
-    lane = x - last_label_x < 60 ? (lane + 1) % 3 : 0;
-    last_label_x = x;
+    int lane = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      if (x - lane_x[l] >= 60) {
+        lane = l;
+        break;
+      }
+      if (lane_x[l] < lane_x[lane]) lane = l;
+    }
+    lane_x[lane] = x;
     o += "<line x1=\"" + Num(x) + "\" x2=\"" + Num(x) + "\" y1=\"" + Num(kTop) + "\" y2=\"" + Num(kTop + ph) +
          "\" stroke=\"#616161\" stroke-dasharray=\"2,3\"/>\n";
     std::string label = s.stage + (s.tokens >= 0 ? " @" + std::to_string(s.tokens) : "");
