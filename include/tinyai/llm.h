@@ -81,10 +81,10 @@ typedef enum TinyAIKVType TINYAI_ENUM_BASE {
  * the limit is created, before anything large is allocated. A step that
  * changes nothing (the cache already int8, the mode already STREAMING or
  * ADAPTIVE, no window that fits) is logged as skipped and is not a level.
- * Prefetch has no step: what it reads ahead stays inside the weight cache's
- * cap (a quarter of it), which the plan already counts; its workers' staging
- * buffers and stacks belong to the model, fixed when it is opened
- * (TinyAIMmapConfig.prefetchThreads), so an LLM's chain cannot change them. */
+ * What prefetch reads ahead stays inside the weight cache's cap (a quarter
+ * of it) and never takes a run over its limit; what its workers cost is a
+ * staging set each (a zstd context and a buffer, when the model decodes,
+ * converts or packs as it loads), which the PREFETCH step takes back. */
 typedef enum TinyAIFallback TINYAI_ENUM_BASE {
     TINYAI_FALLBACK_END = 0,        /* ends the chain (the default: no fallback) */
     TINYAI_FALLBACK_KV_F16 = 1,     /* an f32 KV cache becomes f16 */
@@ -92,11 +92,16 @@ typedef enum TinyAIFallback TINYAI_ENUM_BASE {
     TINYAI_FALLBACK_MEMORY_OPT = 3, /* NORMAL becomes MEMORY_OPT: weights streamed in row slices */
     TINYAI_FALLBACK_STREAMING = 4,  /* NORMAL or MEMORY_OPT becomes STREAMING: fewer rows per pass,
                                        as many as fit */
-    TINYAI_FALLBACK_KV_WINDOW = 5   /* a rolling KV window, the longest that fits (kvSinks sinks, or
+    TINYAI_FALLBACK_KV_WINDOW = 5,  /* a rolling KV window, the longest that fits (kvSinks sinks, or
                                        4 when 0; shorter than the context less the sinks and a
                                        pass's 32 positions): a text runs on past it in constant
                                        memory, each token seeing only the window (kvGrowable is
                                        cleared) */
+    TINYAI_FALLBACK_PREFETCH = 6    /* the model's prefetch workers share one staging set instead of
+                                       one each (TinyAIMmapConfig.prefetchThreads > 1): the others
+                                       are freed when the LLM is created, for good - the model's
+                                       other runners share the one too. The text does not change;
+                                       loads ahead may wait for each other. */
 } TinyAIFallback;
 
 #define TINYAI_MAX_FALLBACK_STEPS 8
@@ -132,7 +137,7 @@ typedef struct TinyAILLMConfig {
                                TINYAI_FALLBACK_END (all END by default: a configuration that does
                                not fit fails). tinyaiGetLLMFallback() says which level ran and
                                logs every step tried; when no level fits, tinyaiCreateLLM fails
-                               once, with the last level's error. E.g. {KV_F16, KV_INT8,
+                               once, with the last level's error. E.g. {PREFETCH, KV_F16, KV_INT8,
                                MEMORY_OPT, STREAMING, KV_WINDOW}. */
 } TinyAILLMConfig;
 
@@ -281,8 +286,8 @@ typedef struct TinyAIFallbackReport {
  * left as it is. */
 TINYAI_API TinyAIStatus tinyaiGetLLMFallback(const TinyAILLM* llm, TinyAIFallbackReport* out);
 
-/* "kv-f16", "kv-int8", "memory-opt", "streaming", "kv-window" ("end"; "?" for
- * any other value): the names the tools' --fallback takes. */
+/* "kv-f16", "kv-int8", "memory-opt", "streaming", "kv-window", "prefetch"
+ * ("end"; "?" for any other value): the names the tools' --fallback takes. */
 TINYAI_API const char* tinyaiFallbackName(TinyAIFallback step);
 
 /* What an LLM for model with config (may be NULL) would need, without

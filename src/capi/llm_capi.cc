@@ -250,6 +250,8 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   const TinyAIExecutionMode asked = cfg.mode;
   TinyAIStatus s = RunChain(model, &cfg, &run);
   if (s != TINYAI_OK) return AddKvRemedy(model, cfg, s);
+  // The prefetch step's level: the model's workers share its staging sets.
+  if (run.staging_sets > 0) model->cache().KeepStaging(run.staging_sets);
   const int64_t created_at = tinyai::LedgerThreadBytes();
   TinyAILLM* llm = tinyai::New<TinyAILLM>();
   if (!llm) return SetError(TINYAI_ERR_OUT_OF_MEMORY, "tinyaiCreateLLM: cannot allocate the runner");
@@ -410,6 +412,7 @@ const char* tinyaiFallbackName(TinyAIFallback step) {
     case TINYAI_FALLBACK_MEMORY_OPT: return "memory-opt";
     case TINYAI_FALLBACK_STREAMING: return "streaming";
     case TINYAI_FALLBACK_KV_WINDOW: return "kv-window";
+    case TINYAI_FALLBACK_PREFETCH: return "prefetch";
   }
   return "?";
 }
@@ -474,6 +477,7 @@ TinyAIStatus tinyaiPreflightLLM(const TinyAIMappedModel* model, const TinyAILLMC
   if (planned != TINYAI_OK) return AddKvRemedy(m_, cfg, planned);
   tinyai::ForwardScheduler s;
   tinyai::LlamaRuntime* llama = nullptr;
+  s.set_staging_sets(run.staging_sets);
   planned = InitLLMScheduler(&s, m_, cfg, &llama);
   if (planned != TINYAI_OK) return AddKvRemedy(m_, cfg, planned);
   TinyAIPreflight p;

@@ -22,7 +22,7 @@ void FallbackRun::Add(const char* format, ...) {
 
 namespace {
 
-constexpr int32_t kLastStep = TINYAI_FALLBACK_KV_WINDOW;
+constexpr int32_t kLastStep = TINYAI_FALLBACK_PREFETCH;
 constexpr int32_t kDefaultSinks = 4;
 
 const char* ModeName(TinyAIExecutionMode m) {
@@ -57,13 +57,21 @@ void LogRefusal(FallbackRun* run, TinyAIStatus s) {
            static_cast<unsigned long long>(d.limit));
 }
 
+// Plans c in a trial scheduler, the model's tables as with `staging` sets.
+TinyAIStatus Trial(TinyAIMappedModel* model, const TinyAILLMConfig& c, LLMPlanner plan, size_t staging,
+                   ForwardScheduler* s) {
+  LlamaRuntime* llama = nullptr;
+  s->set_staging_sets(staging);
+  return plan(s, model, c, &llama);
+}
+
 // The longest window (with its sinks) that plans; 0 when none does, with
 // *shortest_needs what a window of one position needs (0 when the context
 // leaves no room for a window). A window's cache holds the sinks, the
 // window and a pass's rows less one (its ring), so only windows shorter
 // than the context less those save anything.
-TinyAIStatus LongestWindow(TinyAIMappedModel* model, TinyAILLMConfig c, LLMPlanner plan, int32_t* window,
-                           uint64_t* shortest_needs) {
+TinyAIStatus LongestWindow(TinyAIMappedModel* model, TinyAILLMConfig c, LLMPlanner plan, size_t staging,
+                           int32_t* window, uint64_t* shortest_needs) {
   *window = 0;
   *shortest_needs = 0;
   LlamaHyperParams hp;
@@ -74,8 +82,7 @@ TinyAIStatus LongestWindow(TinyAIMappedModel* model, TinyAILLMConfig c, LLMPlann
   auto fits = [&](int32_t w, bool* ok) {
     c.kvWindow = w;
     ForwardScheduler s;
-    LlamaRuntime* llama = nullptr;
-    const TinyAIStatus st = plan(&s, model, c, &llama);
+    const TinyAIStatus st = Trial(model, c, plan, staging, &s);
     *ok = st == TINYAI_OK;
     if (!*ok && w == 1) *shortest_needs = st == TINYAI_ERR_OVERFLOW ? UINT64_MAX : LastErrorDetail().needed;
     return st == TINYAI_OK || ForMemory(st) ? TINYAI_OK : st;
@@ -136,7 +143,7 @@ TinyAIStatus Apply(TinyAIFallback step, TinyAIMappedModel* model, LLMPlanner pla
       uint64_t shortest = 0;
       SavedError refused;
       SaveLastError(&refused);
-      TINYAI_RETURN_IF_ERROR(LongestWindow(model, w, plan, &window, &shortest));
+      TINYAI_RETURN_IF_ERROR(LongestWindow(model, w, plan, run->staging_sets, &window, &shortest));
       RestoreLastError(refused);
       if (c->kvWindow > 0 && (window == 0 || window >= c->kvWindow)) {
         run->Add("skipped: a window of %d positions is set already\n", c->kvWindow);
@@ -151,6 +158,20 @@ TinyAIStatus Apply(TinyAIFallback step, TinyAIMappedModel* model, LLMPlanner pla
         run->Add("KV window of %d positions and %d sinks%s: ", w.kvWindow, w.kvSinks,
                  c->kvGrowable ? " (no longer growable)" : "");
         *c = w;
+        *changed = true;
+      }
+      return TINYAI_OK;
+    }
+    case TINYAI_FALLBACK_PREFETCH: {
+      const size_t sets = model->cache().staging_sets();
+      if (sets <= 1 || run->staging_sets == 1) {
+        run->Add(sets == 0 ? "skipped: the model holds no staging buffers (nothing decoded, converted or packed as "
+                             "it loads)\n"
+                           : "skipped: the prefetch workers share one staging set already\n");
+      } else {
+        run->Add("prefetch workers share 1 staging set of %zu (%llu bytes freed): ", sets,
+                 static_cast<unsigned long long>(model->overhead_bytes() - model->overhead_bytes(1)));
+        run->staging_sets = 1;
         *changed = true;
       }
       return TINYAI_OK;
@@ -194,8 +215,7 @@ TinyAIStatus PlanWithFallback(TinyAIMappedModel* model, TinyAILLMConfig* cfg, LL
   TinyAIStatus s;
   {
     ForwardScheduler trial;
-    LlamaRuntime* llama = nullptr;
-    s = plan(&trial, model, *cfg, &llama);
+    s = Trial(model, *cfg, plan, 0, &trial);
   }
   if (s == TINYAI_OK || !ForMemory(s) || cfg->fallback[0] == TINYAI_FALLBACK_END) return s;
   run->Add("as configured: ");
@@ -222,8 +242,7 @@ TinyAIStatus PlanWithFallback(TinyAIMappedModel* model, TinyAILLMConfig* cfg, LL
     }
     ++run->level;
     ForwardScheduler trial;
-    LlamaRuntime* llama = nullptr;
-    s = plan(&trial, model, c, &llama);
+    s = Trial(model, c, plan, run->staging_sets, &trial);
     if (s == TINYAI_OK) {
       run->Add("fits (%s, %d row%s per pass)\n", ModeName(trial.mode()), static_cast<int>(trial.rows_per_pass()),
                trial.rows_per_pass() == 1 ? "" : "s");

@@ -19,6 +19,7 @@ class LlamaRuntime;
 
 struct FallbackRun {
   int32_t level = 0;  // steps applied
+  size_t staging_sets = 0;  // the prefetch step's: the model's staging sets to keep (0: as they are)
   char log[1024] = {0};
   size_t used = 0;
   void Add(const char* format, ...)

@@ -303,10 +303,10 @@ tinyai::TensorCalibration TinyAIMappedModel::CalibrationFor(const void* model, i
   return static_cast<const TinyAIMappedModel*>(model)->CalibrationOf(tensor);
 }
 
-uint64_t TinyAIMappedModel::overhead_bytes() const {
+uint64_t TinyAIMappedModel::overhead_bytes(size_t staging_sets) const {
   return dir_layers_.size() * sizeof(tinyai::tmai::LayerEntry) + calibration_.bytes() +
          dir_tensors_.size() * sizeof(tinyai::tmai::TensorEntry) + index_.bytes() + descriptors_.size() * sizeof(TinyAILayerDescriptor) + layer_names_.size() +
-         table_.bytes() + cache_.overhead_bytes() + unlisted_;
+         table_.bytes() + cache_.overhead_bytes(staging_sets) + unlisted_;
 }
 
 TinyAIStatus TinyAIMappedModel::CheckLayer(int32_t layer, const char* call) const {

@@ -102,7 +102,9 @@ struct TinyAIMappedModel {
   // Bytes the model holds besides weights: the index, slice tables, cache
   // bookkeeping and staging, and what the recording allocator found held
   // at open beyond those (the model itself, its queues, headers).
-  uint64_t overhead_bytes() const;
+  // (staging_sets: as if the cache kept at most that many staging sets; 0:
+  // as it keeps now.)
+  uint64_t overhead_bytes(size_t staging_sets = 0) const;
 
   TinyAIStatus TensorInfo(int32_t tensor, TinyAITensorInfo* out) const;
   // Index of the tensor called name, or TINYAI_ERR_NOT_FOUND.

@@ -93,6 +93,7 @@ TinyAIStatus SliceLoader::Init(const TmaiReader* reader, const WeightSource* sou
       if (panel > bytes) bytes = panel;
     }
     staging_bytes_ = static_cast<size_t>(PageRound(bytes));
+    active_sets_ = staging_.size();
     for (Staging& s : staging_) {
       // zstd's context (its own malloc) and the buffer (pages) are taken
       // outside the recording allocator: told to it by hand.
@@ -124,13 +125,31 @@ void SliceLoader::Shutdown() {
     s = Staging();
   }
   staging_ = Array<Staging>();
+  active_sets_ = 0;
   staging_bytes_ = 0;
 }
 
-uint64_t SliceLoader::overhead_bytes() const {
+uint64_t SliceLoader::overhead_bytes(size_t sets) const {
+  const size_t kept = sets == 0 || sets > active_sets_ ? active_sets_ : sets;
   uint64_t b = verified_.size();
-  for (const Staging& s : staging_) b += staging_bytes_ + (s.decoder ? s.decoder->bytes() : 0);
+  for (size_t i = 0; i < kept; ++i) b += staging_bytes_ + (staging_[i].decoder ? staging_[i].decoder->bytes() : 0);
   return b;
+}
+
+void SliceLoader::KeepStaging(size_t sets) {
+  if (sets < 1) sets = 1;
+  UniqueLock lock(mutex_);
+  while (active_sets_ > sets) {
+    Staging& s = staging_[active_sets_ - 1];
+#if TINYAI_WITH_THREADS
+    while (s.busy) released_.wait(lock);
+#endif
+    port::PageFree(s.buffer, staging_bytes_);
+    Delete(s.decoder);
+    if (s.recorded) LedgerPages(kMemModel, s.recorded, false);
+    s = Staging();
+    --active_sets_;
+  }
 }
 
 // ---- loading (outside the cache's lock) ----
@@ -161,7 +180,8 @@ TinyAIStatus SliceLoader::VerifyInMemory(int32_t tensor, const uint8_t* stored) 
 TinyAIStatus SliceLoader::GrabStaging(Staging** out) {
   UniqueLock lock(mutex_);
   for (;;) {
-    for (Staging& s : staging_) {
+    for (size_t i = 0; i < active_sets_; ++i) {
+      Staging& s = staging_[i];
       if (!s.busy) {
         s.busy = true;
         *out = &s;

@@ -57,8 +57,17 @@ class SliceLoader {
   // are, *bytes_read what was read (stored bytes, checksum passes included).
   TinyAIStatus Load(int32_t entry, uint8_t* dst, size_t dst_bytes, const uint8_t** data, uint64_t* bytes_read);
 
-  // Bytes of the loader's bookkeeping and staging (not weights).
-  uint64_t overhead_bytes() const;
+  // Bytes of the loader's bookkeeping and staging (not weights); with at
+  // most `sets` staging sets (a decoding context and buffer each; 0: those
+  // it keeps now).
+  uint64_t overhead_bytes(size_t sets = 0) const;
+  // Staging sets kept (0 when the model needs none: nothing compressed,
+  // converted or packed as it loads).
+  size_t staging_sets() const { return active_sets_; }
+  // Keeps `sets` (>= 1) staging sets and frees the rest, waiting for any in
+  // use: the prefetch workers then share them (a fallback chain's prefetch
+  // step). More than kept is a no-op.
+  void KeepStaging(size_t sets);
 
  private:
   struct Staging {
@@ -102,6 +111,7 @@ class SliceLoader {
   mutable Mutex mutex_;  // staging_'s busy flags
   CondVar released_;     // a staging buffer was released
   Array<Staging> staging_;
+  size_t active_sets_ = 0;  // the first active_sets_ of staging_ are in use; the rest freed
   size_t staging_bytes_ = 0;
 };
 

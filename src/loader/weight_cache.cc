@@ -423,8 +423,8 @@ void WeightCache::ResetStats() {
   stats_.peak_held_bytes = arena_.held();
 }
 
-uint64_t WeightCache::overhead_bytes() const {
-  return entries_.size() * sizeof(Entry) + arena_.overhead_bytes() + loader_.overhead_bytes();
+uint64_t WeightCache::overhead_bytes(size_t staging_sets) const {
+  return entries_.size() * sizeof(Entry) + arena_.overhead_bytes() + loader_.overhead_bytes(staging_sets);
 }
 
 uint64_t WeightCache::EntryBytes(int32_t entry) const { return arena_.EntryBytes(entry); }

@@ -135,8 +135,11 @@ class WeightCache {
   uint64_t held_bytes() const;
   CacheStats stats() const;
   void ResetStats();
-  // Bytes of the cache's own bookkeeping and staging (not weights).
-  uint64_t overhead_bytes() const;
+  // Bytes of the cache's own bookkeeping and staging (not weights); with at
+  // most `staging_sets` staging sets (0: as kept now; SliceLoader).
+  uint64_t overhead_bytes(size_t staging_sets = 0) const;
+  size_t staging_sets() const { return loader_.staging_sets(); }
+  void KeepStaging(size_t sets) { loader_.KeepStaging(sets); }
   // Bytes an entry holds once loaded (0 when used in place).
   uint64_t EntryBytes(int32_t entry) const;
   bool adaptive() const { return config_.adaptiveCaching; }

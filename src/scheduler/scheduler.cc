@@ -305,7 +305,7 @@ uint64_t ForwardScheduler::TablesBytes(size_t plans) const {
   // the KV store's and the arena's), for the few dozen a runner holds (about
   // 2.1 KB on the test models; Prepare() checks what it really took).
   constexpr uint64_t kHeaders = 4096;
-  return memory_.tables + (model_ ? model_->overhead_bytes() : 0) + graph_.bytes() + act_.bytes() +
+  return memory_.tables + (model_ ? model_->overhead_bytes(staging_sets_) : 0) + graph_.bytes() + act_.bytes() +
          node_output_.size() * sizeof(int32_t) + scheduled_layers_.size() + plans * per_plan + runner_bytes_ +
          kHeaders;
 }

@@ -86,6 +86,9 @@ class ForwardScheduler : private OpNamer {
   // The object that holds this scheduler (an LLM's handle), counted in the
   // tables; set before Plan().
   void set_runner_bytes(uint64_t bytes) { runner_bytes_ = bytes; }
+  // Plans the model's tables as if its weight cache kept at most `sets`
+  // staging sets (0: as it keeps now; a fallback chain's prefetch step).
+  void set_staging_sets(size_t sets) { staging_sets_ = sets; }
   // How the mode came to be asked for, in the plan's reason (" (requested)"
   // by default; a fallback chain's level says so).
   void set_mode_origin(const char* how) { std::snprintf(mode_origin_, sizeof mode_origin_, "%s", how); }
@@ -244,6 +247,7 @@ class ForwardScheduler : private OpNamer {
   int32_t rows_per_pass_ = 1;
   char reason_[448] = {0};
   char mode_origin_[40] = " (requested)";
+  size_t staging_sets_ = 0;
   char plan_note_[384] = {0};  // the longest note (a 95-character op name, the widest numbers): 367 bytes
   bool graph_ready_ = false;  // BuildGraph() has succeeded
   bool planned_ = false;

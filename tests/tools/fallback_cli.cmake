@@ -58,8 +58,42 @@ expect_run(RC 1 STDOUT_EMPTY EXPECT "fallback: 1. kv-f16: KV cache f32 -> f16: n
            COMMAND ${GENERATE} -m ${model} -p Once -n 4 --temp 0 --mem-limit 64K --fallback kv-f16,kv-int8,streaming,kv-window)
 expect_runtime_error(TINYAI_ERR_RESOURCE_EXHAUSTED "tried to its end"
                      ${INSPECT} ${model} --estimate --mem-limit 64K --bandwidth 10 --fallback all)
+# The prefetch step: a compressed model's four prefetch workers hold a
+# staging set each (a zstd context and a buffer); one byte below the least
+# limit with them, sharing one fits, and the text is the same.
+set(zmodel ${OUT_DIR}/z.tmai)
+expect_run(RC 0 COMMAND ${CONVERT} --compress zstd
+           --synthetic dim=64,hidden=128,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=256 ${zmodel})
+execute_process(COMMAND ${TOOL_EMULATOR} ${GENERATE} -m ${zmodel} -p Once -n 4 --prefetch-threads 4 --mem-limit 1
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX MATCH "to fit: --mem-limit ([0-9]+)" found "${err}")
+set(zleast ${CMAKE_MATCH_1})
+if(NOT zleast)
+  cli_fail("--prefetch-threads 4 --mem-limit 1: no least limit in: ${err}")
+  set(zleast 1000000)
+endif()
+math(EXPR zlimit "${zleast} - 1")
+execute_process(COMMAND ${TOOL_EMULATOR} ${GENERATE} -m ${zmodel} -p Once -n 8 --temp 0 --quiet --prefetch-threads 4
+                RESULT_VARIABLE rc OUTPUT_VARIABLE reference ERROR_VARIABLE err)
+expect_runtime_error(TINYAI_ERR_RESOURCE_EXHAUSTED "below this model's minimum"
+                     ${GENERATE} -m ${zmodel} -p Once -n 8 --temp 0 --prefetch-threads 4 --mem-limit ${zlimit})
+expect_run(RC 0 EXPECT "fallback: 1. prefetch: prefetch workers share 1 staging set of 4 (" "bytes freed): fits ("
+           "fallback: level 1 runs"
+           COMMAND ${GENERATE} -m ${zmodel} -p Once -n 8 --temp 0 --prefetch-threads 4 --mem-limit ${zlimit}
+                   --fallback prefetch,kv-f16)
+execute_process(COMMAND ${TOOL_EMULATOR} ${GENERATE} -m ${zmodel} -p Once -n 8 --temp 0 --quiet --prefetch-threads 4
+                        --mem-limit ${zlimit} --fallback prefetch
+                RESULT_VARIABLE rc OUTPUT_VARIABLE shared ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT shared STREQUAL reference)
+  cli_fail("--fallback prefetch: exit status ${rc}, text '${shared}', without the limit '${reference}' ${err}")
+endif()
+# One worker has nothing to share.
+expect_run(RC 1 EXPECT "fallback: 1. prefetch: skipped: the prefetch workers share one staging set already"
+           COMMAND ${GENERATE} -m ${zmodel} -p Once -n 8 --prefetch-threads 1 --mem-limit 64K --fallback prefetch)
+expect_run(RC 1 EXPECT "fallback: 1. prefetch: skipped: the model holds no staging buffers"
+           COMMAND ${GENERATE} -m ${model} -p Once -n 8 --mem-limit 64K --fallback prefetch)
 # Usage errors.
-expect_usage_error("--fallback takes steps from kv-f16, kv-int8, memory-opt, streaming, kv-window"
+expect_usage_error("--fallback takes steps from prefetch, kv-f16, kv-int8, memory-opt, streaming, kv-window"
                    ${GENERATE} -m ${model} -p Once --fallback kv-f8)
 expect_usage_error("--fallback names kv-f16 twice" ${GENERATE} -m ${model} -p Once --fallback kv-f16,kv-f16)
 expect_usage_error("--fallback goes with --estimate" ${INSPECT} ${model} --fallback all)

@@ -300,11 +300,12 @@ inline TinyAIKVType ParseKvType(const std::string& flag, const std::string& v, b
                    v + "'");
 }
 // --fallback STEPS: the fallback chain (TinyAILLMConfig.fallback), its
-// steps comma-separated in order, or all: kv-f16,kv-int8,memory-opt,
-// streaming,kv-window.
+// steps comma-separated in order, or all: prefetch,kv-f16,kv-int8,
+// memory-opt,streaming,kv-window.
 inline void ParseFallback(const std::string& flag, const std::string& v, TinyAIFallback* chain) {
-  static const TinyAIFallback kAll[] = {TINYAI_FALLBACK_KV_F16, TINYAI_FALLBACK_KV_INT8, TINYAI_FALLBACK_MEMORY_OPT,
-                                        TINYAI_FALLBACK_STREAMING, TINYAI_FALLBACK_KV_WINDOW};
+  static const TinyAIFallback kAll[] = {TINYAI_FALLBACK_PREFETCH, TINYAI_FALLBACK_KV_F16, TINYAI_FALLBACK_KV_INT8,
+                                        TINYAI_FALLBACK_MEMORY_OPT, TINYAI_FALLBACK_STREAMING,
+                                        TINYAI_FALLBACK_KV_WINDOW};
   for (int i = 0; i < TINYAI_MAX_FALLBACK_STEPS; ++i) chain[i] = TINYAI_FALLBACK_END;
   if (v == "all") {
     for (size_t i = 0; i < sizeof kAll / sizeof kAll[0]; ++i) chain[i] = kAll[i];
@@ -320,8 +321,8 @@ inline void ParseFallback(const std::string& flag, const std::string& v, TinyAIF
       if (name == tinyaiFallbackName(s)) step = s;
     }
     if (step == TINYAI_FALLBACK_END) {
-      throw UsageError(flag + " takes steps from kv-f16, kv-int8, memory-opt, streaming, kv-window, comma-separated "
-                       "in the order to try them (or all), got '" + name + "'");
+      throw UsageError(flag + " takes steps from prefetch, kv-f16, kv-int8, memory-opt, streaming, kv-window, "
+                       "comma-separated in the order to try them (or all), got '" + name + "'");
     }
     for (int i = 0; i < n; ++i) {
       if (chain[i] == step) throw UsageError(flag + " names " + name + " twice; give each step once");
