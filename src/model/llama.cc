@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/checked_math.h"
+#include "common/fmath.h"
 #include "common/ledger.h"
 #include "common/status.h"
 #include "format/limits.h"
@@ -570,10 +571,11 @@ void LlamaModel::RopeTable(int32_t position, float* cs) const {
   // rope_freq_scale = 1 / factor). A factor of 1 multiplies by exactly 1.
   const float freq_scale = 1.0f / hp_.rope_linear_factor;
   for (int32_t pair = 0; pair < hp_.head_size() / 2; ++pair) {
-    float freq = 1.0f / powf(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
+    // TinyAI's own pow, cos and sin (common/fmath.h): the same table whatever
+    // the target's C library.
+    float freq = 1.0f / fmath::PowF(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
     float val = static_cast<float>(position) * freq * freq_scale;
-    cs[2 * pair] = cosf(val);
-    cs[2 * pair + 1] = sinf(val);
+    fmath::CosSinF(val, &cs[2 * pair], &cs[2 * pair + 1]);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "common/fmath.h"
 #include "common/half.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
@@ -57,7 +58,7 @@ void RefSoftmax(float* x, size_t n) {
   }
   float sum = 0.0f;
   for (size_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max_val);
+    x[i] = fmath::ExpF(x[i] - max_val);
     sum += x[i];
   }
   for (size_t i = 0; i < n; ++i) x[i] /= sum;
@@ -66,7 +67,7 @@ void RefSoftmax(float* x, size_t n) {
 void RefSwiglu(float* gate, const float* up, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     float v = gate[i];
-    v *= 1.0f / (1.0f + std::exp(-v));
+    v *= 1.0f / (1.0f + fmath::ExpF(-v));
     gate[i] = v * up[i];
   }
 }
