@@ -55,7 +55,8 @@ cmake -S examples/firmware -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DFIRMWARE_STEPS="$steps" -DFIRMWARE_ARENA_BYTES="${FIRMWARE_ARENA_BYTES:-0}" -DTINYAI_ARENA="$arena_tool" \
   > "$dir/configure.log" 2>&1 || { grep -v '^--' "$dir/configure.log" >&2 || true; exit 1; }
 grep '^-- firmware:' "$dir/configure.log" | sed 's/^-- //' >&2
-cmake --build "$dir" --target firmware > "$dir/build.log" 2>&1 || { grep -E 'error|overflow' "$dir/build.log" >&2; exit 1; }
+cmake --build "$dir" --target firmware > "$dir/build.log" 2>&1 || {
+  grep -E 'error|overflow|undefined' "$dir/build.log" >&2 || tail -20 "$dir/build.log" >&2; exit 1; }
 
 machine=$(sed -n 's/^set(FIRMWARE_QEMU_MACHINE \(.*\))/\1/p' "examples/firmware/boards/$board.cmake")
 rm -f "$dir/console.txt" "$dir/log.txt"

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/format.h"
 #include "common/status.h"
 #include "port/port.h"
 
@@ -235,7 +236,7 @@ void PageFree(void* p, size_t size) { Release(p); }
 void DescribeMemory(char* out, size_t capacity) {
   if (capacity == 0) return;
   if (!g_arena.base) {
-    std::snprintf(out, capacity, " (no static arena: call tinyaiSetStaticArena first)");
+    tinyai::Format(out, capacity, " (no static arena: call tinyaiSetStaticArena first)");
     return;
   }
   size_t largest = g_arena.size - g_arena.top;
@@ -244,7 +245,7 @@ void DescribeMemory(char* out, size_t capacity) {
     if (b.free && b.size > largest) largest = b.size;
     off += b.size;
   }
-  std::snprintf(out, capacity, " (static arena of %zu bytes: %zu in use, largest free block %zu)",
+  tinyai::Format(out, capacity, " (static arena of %zu bytes: %zu in use, largest free block %zu)",
                 g_arena.size, g_arena.stats.used, largest > kHeader ? largest - kHeader : 0);
 }
 

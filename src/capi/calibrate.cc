@@ -8,6 +8,7 @@
 
 #include "capi/llm_internal.h"
 #include "common/array.h"
+#include "common/format.h"
 #include "common/status.h"
 #include "quant/hessian.h"
 #include "text/sampler.h"
@@ -224,7 +225,7 @@ TinyAIStatus CalibrateAndApply(TinyAIMappedModel* model, const CalibrationReques
   if (s == TINYAI_OK) s = model->ApplyPlan(plan, &calibration);
   if (s != TINYAI_OK) {
     char message[512];
-    std::snprintf(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
+    tinyai::Format(message, sizeof message, "%s", tinyaiGetLastErrorMessage());
     model->ApplyPlan(current.data(), &previous);
     return SetError(s, "%s", message);
   }

@@ -15,6 +15,7 @@
 #include "capi/handles.h"
 #include "capi/llm_fallback.h"
 #include "capi/llm_internal.h"
+#include "common/format.h"
 #include "model/generate.h"
 #include "model/llama.h"
 #include "model/runtime.h"
@@ -100,7 +101,7 @@ TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
 // keeps llama2.c's behaviour: maxNewTokens 0 (steps alone), not 256.
 TinyAIStatus CopyGenerateParams(const TinyAIGenerateParams* in, TinyAIGenerateParams* out, const char* call) {
   char what[96];
-  std::snprintf(what, sizeof what, "%s: params", call);
+  tinyai::Format(what, sizeof what, "%s: params", call);
   TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(in, out, TINYAI_STRUCT_MIN(TinyAIGenerateParams, steps), what));
   if (in && in->structSize < TINYAI_STRUCT_MIN(TinyAIGenerateParams, maxNewTokens)) out->maxNewTokens = 0;
   if (out->sampler.structSize != sizeof(TinyAISamplerConfig)) {
@@ -267,7 +268,7 @@ TinyAIStatus tinyaiCreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig* co
   }
   if (run.level > 0 && cfg.mode != asked) {
     char how[40];
-    std::snprintf(how, sizeof how, " (fallback level %d)", static_cast<int>(run.level));
+    tinyai::Format(how, sizeof how, " (fallback level %d)", static_cast<int>(run.level));
     llm->impl().set_mode_origin(how);
   }
   s = InitLLMScheduler(&llm->impl(), model, cfg, &llm->sched.llama);
@@ -374,7 +375,7 @@ TinyAIStatus tinyaiGetLLMWarning(const TinyAILLM* llm, TinyAIErrorInfo* out) {
   info.remedyValue = d.remedy_value;
   info.remedy2 = d.remedy2;
   info.remedy2Value = d.remedy2_value;
-  std::snprintf(info.message, sizeof info.message, "%s", s.warning_text());
+  tinyai::Format(info.message, sizeof info.message, "%s", s.warning_text());
   tinyai::WriteVersioned(info, out);
   return TINYAI_OK;
 }
@@ -399,7 +400,7 @@ TinyAIStatus tinyaiGetLLMFallback(const TinyAILLM* llm, TinyAIFallbackReport* ou
   r.kvWindow = cfg.kvWindow;
   r.kvSinks = cfg.kvSinks;
   const char* log = llm ? (llm->fallback ? llm->fallback->log : "") : g_last_chain.run.log;
-  std::snprintf(r.log, sizeof r.log, "%s", log);
+  tinyai::Format(r.log, sizeof r.log, "%s", log);
   tinyai::WriteVersioned(r, out);
   return TINYAI_OK;
 }

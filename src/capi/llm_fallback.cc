@@ -3,6 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "common/format.h"
 #include "common/status.h"
 #include "format/llama_params.h"
 #include "loader/mapped_model.h"
@@ -15,7 +16,7 @@ void FallbackRun::Add(const char* format, ...) {
   if (used + 1 >= sizeof log) return;
   va_list args;
   va_start(args, format);
-  const int n = std::vsnprintf(log + used, sizeof log - used, format, args);
+  const int n = tinyai::VFormat(log + used, sizeof log - used, format, args);
   va_end(args);
   if (n > 0) used = used + static_cast<size_t>(n) < sizeof log ? used + static_cast<size_t>(n) : sizeof log - 1;
 }
@@ -226,7 +227,7 @@ TinyAIStatus PlanWithFallback(TinyAIMappedModel* model, TinyAILLMConfig* cfg, LL
   for (int32_t i = 0; i < TINYAI_MAX_FALLBACK_STEPS && cfg->fallback[i] != TINYAI_FALLBACK_END; ++i) {
     const TinyAIFallback step = cfg->fallback[i];
     run->Add("%d. %s: ", static_cast<int>(i + 1), tinyaiFallbackName(step));
-    const int w = std::snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", tinyaiFallbackName(step));
+    const int w = tinyai::Format(names + n, sizeof names - n, "%s%s", n ? ", " : "", tinyaiFallbackName(step));
     if (w > 0) n = n + static_cast<size_t>(w) < sizeof names ? n + static_cast<size_t>(w) : sizeof names - 1;
     bool changed = false;
     SavedError refused;

@@ -8,6 +8,7 @@
 #include "capi/calibrate.h"
 #include "capi/handles.h"
 #include "common/array.h"
+#include "common/format.h"
 #include "common/sparse.h"
 #include "common/status.h"
 #include "common/struct_size.h"
@@ -94,7 +95,7 @@ TinyAIStatus MakePlan(const TinyAIMappedModel& model, const TinyAIPruneConfig& c
     const double s = cfg.layerSparsity[i];
     if (s < 0.0) continue;
     char what[40];
-    std::snprintf(what, sizeof what, "layerSparsity[%d]", i);
+    tinyai::Format(what, sizeof what, "layerSparsity[%d]", i);
     TINYAI_RETURN_IF_ERROR(CheckSparsity(s, what));
     if (i >= layers) {
       return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: layerSparsity[%d] is set (%g) but '%s' has %d prunable "

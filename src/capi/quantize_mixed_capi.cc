@@ -8,6 +8,7 @@
 #include "capi/handles.h"
 #include "capi/llm_internal.h"
 #include "common/array.h"
+#include "common/format.h"
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "loader/mapped_model.h"
@@ -44,7 +45,7 @@ int WriteFile(void* user, uint64_t offset, const void* data, size_t size) {
   FileSink* f = static_cast<FileSink*>(user);
   f->status = tinyai::port::WriteAt(f->file, offset, data, size, f->name);
   if (f->status == TINYAI_OK) return 0;
-  std::snprintf(f->message, sizeof f->message, "%s", tinyaiGetLastErrorMessage());
+  tinyai::Format(f->message, sizeof f->message, "%s", tinyaiGetLastErrorMessage());
   return 1;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/config.h"
+#include "common/format.h"
 
 namespace tinyai {
 namespace {
@@ -56,7 +57,7 @@ TinyAIStatus AppendToLastError(const char* format, ...) {
   if (used + 1 < kMessageCapacity) {
     va_list args;
     va_start(args, format);
-    std::vsnprintf(last.message + used, kMessageCapacity - used, format, args);
+    tinyai::VFormat(last.message + used, kMessageCapacity - used, format, args);
     va_end(args);
   }
   return last.code;
@@ -68,7 +69,7 @@ TinyAIStatus SetError(TinyAIStatus code, const char* format, ...) {
   last.detail = ErrorDetail();
   va_list args;
   va_start(args, format);
-  std::vsnprintf(last.message, kMessageCapacity, format, args);
+  tinyai::VFormat(last.message, kMessageCapacity, format, args);
   va_end(args);
   return code;
 }
@@ -79,11 +80,11 @@ TinyAIStatus AddErrorContext(TinyAIStatus code, const char* format, ...) {
   std::memcpy(previous, last.message, kMessageCapacity);
   va_list args;
   va_start(args, format);
-  int n = std::vsnprintf(last.message, kMessageCapacity, format, args);
+  int n = tinyai::VFormat(last.message, kMessageCapacity, format, args);
   va_end(args);
   if (n < 0) n = 0;
   size_t used = static_cast<size_t>(n) < kMessageCapacity ? static_cast<size_t>(n) : kMessageCapacity - 1;
-  std::snprintf(last.message + used, kMessageCapacity - used, "%s", previous);
+  tinyai::Format(last.message + used, kMessageCapacity - used, "%s", previous);
   last.code = code;
   return code;
 }

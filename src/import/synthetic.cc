@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/format.h"
 #include "common/status.h"
 #include "format/tmai_writer.h"
 
@@ -23,7 +24,7 @@ void SyntheticTokenizer(int32_t vocab, uint64_t seed, std::vector<std::string>* 
   pieces->push_back("\n</s>\n");
   for (int b = 0; b < 256; ++b) {
     char buf[8];
-    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    tinyai::Format(buf, sizeof buf, "<0x%02X>", b);
     pieces->push_back(buf);
   }
   for (size_t i = 0; i < pieces->size(); ++i) scores->push_back(0.0f);

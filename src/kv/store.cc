@@ -1,5 +1,6 @@
 #include "kv/store.h"
 
+#include "common/format.h"
 #include "kv/store_internal.h"
 
 #include <cfloat>
@@ -342,7 +343,7 @@ TinyAIStatus PersistentStore::SetDim(const char* name, int64_t value) {
   // list kept below twice its size (DimBytes bounds what it holds).
   const uint64_t bytes = DimBytes();
   char what[kMaxPName + 32];
-  std::snprintf(what, sizeof what, "dimension %s", name);
+  tinyai::Format(what, sizeof what, "dimension %s", name);
   TINYAI_RETURN_IF_ERROR(Charge(bytes, what));
   NamedDim d;
   std::memset(&d, 0, sizeof d);
@@ -1005,12 +1006,12 @@ struct TupleText {
 
 TupleText MatrixAtText(const char* name, const int64_t* tuple, int32_t k) {
   TupleText t;
-  int n = std::snprintf(t.text, sizeof t.text, " (the matrix at %s[", name);
+  int n = tinyai::Format(t.text, sizeof t.text, " (the matrix at %s[", name);
   for (int32_t i = 0; i < k && n > 0 && static_cast<size_t>(n) < sizeof t.text; ++i) {
-    n += std::snprintf(t.text + n, sizeof t.text - static_cast<size_t>(n), "%s%lld", i ? ", " : "",
+    n += tinyai::Format(t.text + n, sizeof t.text - static_cast<size_t>(n), "%s%lld", i ? ", " : "",
                        static_cast<long long>(tuple[i]));
   }
-  if (n > 0 && static_cast<size_t>(n) < sizeof t.text) std::snprintf(t.text + n, sizeof t.text - static_cast<size_t>(n), "])");
+  if (n > 0 && static_cast<size_t>(n) < sizeof t.text) tinyai::Format(t.text + n, sizeof t.text - static_cast<size_t>(n), "])");
   return t;
 }
 
@@ -1040,22 +1041,22 @@ TinyAIStatus PersistentStore::ResolveIndex(const PRef& ref, const Entry* x, int3
     if (tuple) {
       which = MatrixAtText(d.name, tuple, table);
     } else {
-      std::snprintf(which.text, sizeof which.text, " (a matrix not yet written, at its declared shape)");
+      tinyai::Format(which.text, sizeof which.text, " (a matrix not yet written, at its declared shape)");
     }
   }
   // Refused as given (no sum is formed from a number past the limit).
   auto past = [&](int64_t reaches) {
     char why[96];
     if (!writing) {
-      std::snprintf(why, sizeof why, "it has %lld", static_cast<long long>(extent));
+      tinyai::Format(why, sizeof why, "it has %lld", static_cast<long long>(extent));
     } else if (!matrix) {
-      if (d.fixed[i] > 0) std::snprintf(why, sizeof why, "it is fixed at %lld", static_cast<long long>(cap));
-      else std::snprintf(why, sizeof why, "an index is below 2^40");
+      if (d.fixed[i] > 0) tinyai::Format(why, sizeof why, "it is fixed at %lld", static_cast<long long>(cap));
+      else tinyai::Format(why, sizeof why, "an index is below 2^40");
     } else if (extent >= cap) {
-      if (cap < kMaxPIndex) std::snprintf(why, sizeof why, "the matrix is fixed at %lld", static_cast<long long>(cap));
-      else std::snprintf(why, sizeof why, "a matrix holds at most 2^40");
+      if (cap < kMaxPIndex) tinyai::Format(why, sizeof why, "the matrix is fixed at %lld", static_cast<long long>(cap));
+      else tinyai::Format(why, sizeof why, "a matrix holds at most 2^40");
     } else {
-      std::snprintf(why, sizeof why, "the matrix has %lld; a write adds one more at most",
+      tinyai::Format(why, sizeof why, "the matrix has %lld; a write adds one more at most",
                     static_cast<long long>(extent));
     }
     return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "persistent store: '%s': index %d (%s) reaches %lld; %s%s", shown.text,

@@ -46,6 +46,7 @@
 #include "common/array.h"
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "common/format.h"
 #include "common/status.h"
 #include "kv/store.h"
 #include "kv/store_internal.h"
@@ -827,10 +828,10 @@ TinyAIStatus PersistentStore::Deserialize(Source source, void* user, uint64_t of
       const uint64_t frees = ResetFrees();
       char fix[160];
       if (frees > 0) {
-        std::snprintf(fix, sizeof fix, "reset the store first (tinyaiPersistentReset(store, NULL) frees %llu of "
+        tinyai::Format(fix, sizeof fix, "reset the store first (tinyaiPersistentReset(store, NULL) frees %llu of "
                       "them) or raise memoryLimit", static_cast<unsigned long long>(frees));
       } else {
-        std::snprintf(fix, sizeof fix, "raise memoryLimit");
+        tinyai::Format(fix, sizeof fix, "raise memoryLimit");
       }
       return SetError(TINYAI_ERR_RESOURCE_EXHAUSTED, "%s: its contents need more than the %llu bytes that "
                       "memoryLimit %llu leaves beside the %llu this store holds (a load holds both until it is "

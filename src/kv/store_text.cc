@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/format.h"
 #include "common/status.h"
 #include "kv/store.h"
 
@@ -101,9 +102,9 @@ struct Cursor {
     size_t n = 0;
     while (n < 12 && p[n] != '\0' && p[n] != '\n') ++n;
     if (n == 0) {
-      std::snprintf(e.text, sizeof e.text, "%s", *p == '\0' ? "the end of the text" : "the end of the line");
+      tinyai::Format(e.text, sizeof e.text, "%s", *p == '\0' ? "the end of the text" : "the end of the line");
     } else {
-      std::snprintf(e.text, sizeof e.text, "'%.*s'", static_cast<int>(n), p);
+      tinyai::Format(e.text, sizeof e.text, "'%.*s'", static_cast<int>(n), p);
     }
     return e;
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/format.h"
 #include "common/memory.h"
 #include "common/panels.h"
 #include "common/status.h"
@@ -201,11 +202,11 @@ TinyAIStatus TinyAIMappedModel::BuildDescriptors() {
     d.storedSize = l.stored_size;
     d.decodedSize = l.decoded_size;
     if (l.kind == TINYAI_LAYER_TRANSFORMER) {
-      std::snprintf(name, kNameCapacity, "block.%d", l.block_index);
+      tinyai::Format(name, kNameCapacity, "block.%d", l.block_index);
     } else if (l.kind == TINYAI_LAYER_DENSE && l.block_index >= 0) {
-      std::snprintf(name, kNameCapacity, "dense.%d", l.block_index);
+      tinyai::Format(name, kNameCapacity, "dense.%d", l.block_index);
     } else {
-      std::snprintf(name, kNameCapacity, "%s", tinyaiLayerKindName(d.kind));
+      tinyai::Format(name, kNameCapacity, "%s", tinyaiLayerKindName(d.kind));
     }
     d.name = name;
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/checked_math.h"
+#include "common/format.h"
 #include "common/groups.h"
 #include "common/status.h"
 
@@ -157,7 +158,7 @@ TinyAIStatus ResolveDTypes(const TmaiReader& reader, const TinyAIMixedPrecisionC
     for (size_t i = 0; i < c.overrideCount; ++i) {
       const TinyAIPrecisionOverride& o = c.overrides[i];
       char what[48];
-      std::snprintf(what, sizeof what, "overrides[%zu].precision", i);
+      tinyai::Format(what, sizeof what, "overrides[%zu].precision", i);
       TINYAI_RETURN_IF_ERROR(CheckPrecision(o.precision, what));
       const bool by_tensor = o.tensor != nullptr;
       if (by_tensor == (o.layer != -1)) {

@@ -6,6 +6,7 @@
 
 #include "common/checked_math.h"
 #include "common/crc32c.h"
+#include "common/format.h"
 #include "common/ledger.h"
 #include "common/memory.h"
 #include "common/panels.h"
@@ -452,10 +453,10 @@ TinyAIStatus SliceLoader::ConvertRows(int32_t tensor, uint64_t first_row, uint64
     if (s != TINYAI_OK) {
       char what[200];
       if (prune) {
-        std::snprintf(what, sizeof what, "'%s': pruning tensor '%s' (%s, blocks of %llu): ", reader_->source(), e.name,
+        tinyai::Format(what, sizeof what, "'%s': pruning tensor '%s' (%s, blocks of %llu): ", reader_->source(), e.name,
                       tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)), static_cast<unsigned long long>(to.block));
       } else {
-        std::snprintf(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
+        tinyai::Format(what, sizeof what, "'%s': converting tensor '%s' to %s: ", reader_->source(), e.name,
                       tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)));
       }
       s = AddErrorContext(s, "%s", what);

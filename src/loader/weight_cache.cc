@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/format.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -137,13 +138,13 @@ namespace {
 void Describe(const TmaiReader& reader, const RowSliceTable& table, int32_t entry, char* out, size_t size) {
   if (entry < table.slice_count()) {
     const RowSlice& b = table.slice(entry);
-    std::snprintf(out, size, "row slice %d (of tensor '%s')", entry, reader.tensors()[static_cast<size_t>(b.tensor)].name);
+    tinyai::Format(out, size, "row slice %d (of tensor '%s')", entry, reader.tensors()[static_cast<size_t>(b.tensor)].name);
   } else {
     const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.slice_count())];
     if (l.kind == TINYAI_LAYER_TRANSFORMER) {
-      std::snprintf(out, size, "layer %d ('block.%d')", entry - table.slice_count(), l.block_index);
+      tinyai::Format(out, size, "layer %d ('block.%d')", entry - table.slice_count(), l.block_index);
     } else {
-      std::snprintf(out, size, "layer %d ('%s')", entry - table.slice_count(),
+      tinyai::Format(out, size, "layer %d ('%s')", entry - table.slice_count(),
                     tinyaiLayerKindName(static_cast<TinyAILayerKind>(l.kind)));
     }
   }

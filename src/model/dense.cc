@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/format.h"
 #include "common/status.h"
 #include "format/limits.h"
 
@@ -70,8 +71,8 @@ TinyAIStatus DenseModel::CheckSchedule(const LayerGraph& graph) const {
       const int32_t width = from < 0 ? spec_.input_dim() : LayerSpec(from)->out;
       if (width != l->in) {
         char what[32];
-        if (from < 0) std::snprintf(what, sizeof what, "the network's input");
-        else std::snprintf(what, sizeof what, "layer %d", from);
+        if (from < 0) tinyai::Format(what, sizeof what, "the network's input");
+        else tinyai::Format(what, sizeof what, "layer %d", from);
         return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                         "'%s': layer %d takes %d floats per row, but its input from %s gives %d",
                         model_->reader().source(), l->layer, l->in, what, width);
@@ -108,7 +109,7 @@ TinyAIStatus DenseModel::EmitLayer(const LayerGraph& graph, int32_t node, const 
 }
 
 void DenseModel::NameOp(const GraphOp& op, char* out, size_t capacity) const {
-  std::snprintf(out, capacity, "%s/%s", model_->descriptor(op.layer).name, op.kind == kSum ? "sum" : "dense");
+  tinyai::Format(out, capacity, "%s/%s", model_->descriptor(op.layer).name, op.kind == kSum ? "sum" : "dense");
 }
 
 TinyAIStatus DenseModel::RunOp(const GraphOp& op, const OpIo& io, const PassContext& pass) {

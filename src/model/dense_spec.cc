@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/format.h"
 #include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
@@ -78,12 +79,12 @@ bool ParseIndex(const char* p, size_t n, int64_t* out) {
 
 // "[64, 32]" for messages.
 void FormatShape(const tmai::TensorEntry& t, char* buf, size_t cap) {
-  size_t used = static_cast<size_t>(std::snprintf(buf, cap, "["));
+  size_t used = static_cast<size_t>(tinyai::Format(buf, cap, "["));
   for (uint32_t d = 0; d < t.ndims && d < tmai::kMaxDims && used < cap; ++d) {
-    used += static_cast<size_t>(std::snprintf(buf + used, cap - used, "%s%llu", d ? ", " : "",
+    used += static_cast<size_t>(tinyai::Format(buf + used, cap - used, "%s%llu", d ? ", " : "",
                                               static_cast<unsigned long long>(t.shape[d])));
   }
-  if (used < cap) std::snprintf(buf + used, cap - used, "]");
+  if (used < cap) tinyai::Format(buf + used, cap - used, "]");
 }
 
 }  // namespace
@@ -133,7 +134,7 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
   // Every layer's input list first, to size the one array that holds them.
   size_t total_inputs = 0;
   for (int32_t l = 0; l < count; ++l) {
-    std::snprintf(key, sizeof key, "dense.%d.inputs", l);
+    tinyai::Format(key, sizeof key, "dense.%d.inputs", l);
     StringView list;
     TINYAI_RETURN_IF_ERROR(ReadString(r, key, &list));
     total_inputs += CountItems(list);
@@ -159,7 +160,7 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
     }
 
     StringView act;
-    std::snprintf(key, sizeof key, "dense.%d.activation", l);
+    tinyai::Format(key, sizeof key, "dense.%d.activation", l);
     TINYAI_RETURN_IF_ERROR(ReadString(r, key, &act));
     if (Equals(act, "none")) {
       s.activation = DenseActivation::kNone;
@@ -175,7 +176,7 @@ TinyAIStatus DenseNetSpec::Load(const TmaiReader& r) {
     // Inputs: indices of earlier layers, or -1 for the network input, all of
     // one width, which is the layer's input width.
     StringView list;
-    std::snprintf(key, sizeof key, "dense.%d.inputs", l);
+    tinyai::Format(key, sizeof key, "dense.%d.inputs", l);
     TINYAI_RETURN_IF_ERROR(ReadString(r, key, &list));
     s.first_input = static_cast<int32_t>(next_input);
     s.input_count = 0;

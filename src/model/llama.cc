@@ -6,6 +6,7 @@
 
 #include "common/checked_math.h"
 #include "common/fmath.h"
+#include "common/format.h"
 #include "common/ledger.h"
 #include "common/status.h"
 #include "format/limits.h"
@@ -232,7 +233,7 @@ void LlamaModel::NamePersistentOption(int32_t option, char* out, size_t capacity
   if (kv_auto_ && option >= 0 && option < PersistentOptions()) shape.type = kKvAutoTypes[option];
   uint64_t bytes = 0;
   (void)KvCache::Bytes(shape, &bytes);  // a shape Init took
-  std::snprintf(out, capacity, "%s KV cache (%.2f MiB)", KvCache::TypeName(shape.type),
+  tinyai::Format(out, capacity, "%s KV cache (%.2f MiB)", KvCache::TypeName(shape.type),
                 static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
@@ -432,7 +433,7 @@ void LlamaModel::NameOp(const GraphOp& op, char* out, size_t capacity) const {
   static const char* kNames[] = {"embed",  "attn_norm", "qkv",  "rope", "attention", "attn_out",   "attn_add",
                                  "ffn_norm", "gate_up", "swiglu", "down", "ffn_add",  "final_norm", "classify"};
   const char* name = op.kind >= 0 && op.kind <= kClassify ? kNames[op.kind] : "?";
-  std::snprintf(out, capacity, "%s/%s", model_->descriptor(op.layer).name, name);
+  tinyai::Format(out, capacity, "%s/%s", model_->descriptor(op.layer).name, name);
 }
 
 TinyAIStatus LlamaModel::BeginPass(const PassContext& pass) {

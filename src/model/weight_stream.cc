@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/format.h"
 #include "common/groups.h"
 #include "common/panels.h"
 #include "common/status.h"
@@ -70,7 +71,7 @@ int32_t WeightStream::MainTensor(int32_t slice) const {
 void WeightStream::DescribeSlice(int32_t slice, char* out, size_t capacity) const {
   const int32_t main = MainTensor(slice);
   if (main < 0) {
-    std::snprintf(out, capacity, "-");
+    tinyai::Format(out, capacity, "-");
     return;
   }
   const RowSlice& b = model_->slices().slice(slice);
@@ -87,9 +88,9 @@ void WeightStream::DescribeSlice(int32_t slice, char* out, size_t capacity) cons
   }
   const char* name = model_->reader().tensors()[static_cast<size_t>(main)].name;
   if (others == 0) {
-    std::snprintf(out, capacity, "tensor '%s'", name);
+    tinyai::Format(out, capacity, "tensor '%s'", name);
   } else {
-    std::snprintf(out, capacity, "tensor '%s' and %d smaller one%s of layer '%s'", name, others,
+    tinyai::Format(out, capacity, "tensor '%s' and %d smaller one%s of layer '%s'", name, others,
                   others == 1 ? "" : "s", model_->descriptor(b.layer).name);
   }
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/checked_math.h"
+#include "common/format.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -195,7 +196,7 @@ void TextBuffer::Printf(const char* format, ...) {
   va_list args;
   va_start(args, format);
   char dummy[1];
-  int n = std::vsnprintf(at ? at : dummy, at ? room : sizeof dummy, format, args);
+  int n = tinyai::VFormat(at ? at : dummy, at ? room : sizeof dummy, format, args);
   va_end(args);
   if (n > 0) length_ += static_cast<size_t>(n);
   if (buf_ && capacity_ && length_ + 1 > capacity_) buf_[capacity_ - 1] = '\0';

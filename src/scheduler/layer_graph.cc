@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/format.h"
 #include "common/status.h"
 
 namespace tinyai {
@@ -247,10 +248,10 @@ TinyAIStatus LayerGraph::ReportCycle(const Array<int32_t>& indegree) {
   const size_t start = static_cast<size_t>(seen_at[static_cast<size_t>(v)]);
   for (size_t i = start; i <= len && used + 16 < sizeof text; ++i) {
     const int32_t node = i < len ? path[i] : path[start];
-    int w = std::snprintf(text + used, sizeof text - used, "%s%d", i > start ? " -> " : "", nodes_[static_cast<size_t>(node)].layer);
+    int w = tinyai::Format(text + used, sizeof text - used, "%s%d", i > start ? " -> " : "", nodes_[static_cast<size_t>(node)].layer);
     if (w > 0) used += static_cast<size_t>(w);
   }
-  if (used + 16 >= sizeof text) std::snprintf(text + used, sizeof text - used, " ...");
+  if (used + 16 >= sizeof text) tinyai::Format(text + used, sizeof text - used, " ...");
   return SetError(TINYAI_ERR_GRAPH_CYCLE,
                   "the schedule's dependencies form a cycle: layer %s (each depends on the next)", text);
 }

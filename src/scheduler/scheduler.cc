@@ -6,6 +6,7 @@
 #include <new>
 
 #include "common/checked_math.h"
+#include "common/format.h"
 #include "common/memory.h"
 #include "common/status.h"
 #include "port/port.h"
@@ -52,7 +53,7 @@ class AbstractProgram final : public LayerProgram {
     return g->AddOp(op, SizeRule::Rows(n.output_size), output);
   }
   void NameOp(const GraphOp& op, char* out, size_t capacity) const override {
-    std::snprintf(out, capacity, "layer.%d/%s", op.layer, op.kind == kSum ? "sum" : "layer");
+    tinyai::Format(out, capacity, "layer.%d/%s", op.layer, op.kind == kSum ? "sum" : "layer");
   }
   TinyAIStatus RunOp(const GraphOp&, const OpIo&, const PassContext&) override {
     return SetError(TINYAI_ERR_UNSUPPORTED, "this schedule has no model: it plans memory and runs nothing");
@@ -317,7 +318,7 @@ void ForwardScheduler::SliceDetail(int32_t slice, ErrorDetail* d) const {
   if (stream == nullptr || model_ == nullptr || slice < 0) return;
   const int32_t main = stream->MainTensor(slice);
   if (main < 0) return;
-  std::snprintf(d->tensor, sizeof d->tensor, "%s", model_->reader().tensors()[static_cast<size_t>(main)].name);
+  tinyai::Format(d->tensor, sizeof d->tensor, "%s", model_->reader().tensors()[static_cast<size_t>(main)].name);
   const RowSlice& b = model_->slices().slice(slice);
   d->layer = model_->reader().layers()[static_cast<size_t>(b.layer)].block_index;
 }
@@ -343,7 +344,7 @@ TinyAIStatus ForwardScheduler::TooSmall(uint64_t needed, uint64_t for_mode) cons
   const ErrorDetail d = LimitDetail(for_mode > needed ? for_mode : needed);
   char more[96] = "";
   if (for_mode > needed) {
-    std::snprintf(more, sizeof more, "; %s as requested needs %llu",
+    tinyai::Format(more, sizeof more, "; %s as requested needs %llu",
                   requested_mode_ == TINYAI_EXEC_NORMAL ? "NORMAL" : "MEMORY_OPT",
                   static_cast<unsigned long long>(for_mode));
   }
@@ -501,28 +502,28 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
   mode_ = Strategy(choice.chosen).mode;
   if (mode_ == TINYAI_EXEC_NORMAL) {
     if (limit_ == 0) {
-      std::snprintf(reason_, sizeof reason_, "NORMAL%s: no memory limit%s, so all %.2f MiB of weights stay resident",
+      tinyai::Format(reason_, sizeof reason_, "NORMAL%s: no memory limit%s, so all %.2f MiB of weights stay resident",
                     how, configured_cap ? " and the weights fit the weight cache's cap" : "", Mib(all_weights));
     } else {
-      std::snprintf(reason_, sizeof reason_,
+      tinyai::Format(reason_, sizeof reason_,
                     "NORMAL%s: all %.2f MiB of weights fit beside the %.3f MiB arena, %.2f MiB of KV cache and %.3f "
                     "MiB of tables in the limit of %.2f MiB",
                     how, Mib(all_weights), Mib(arena_full), Mib(memory_.persistent), Mib(tables_bytes_), limit_mib);
     }
   } else if (mode_ == TINYAI_EXEC_MEMORY_OPT) {
     if (normal) {  // requested, though NORMAL fits
-      std::snprintf(reason_, sizeof reason_,
+      tinyai::Format(reason_, sizeof reason_,
                     "MEMORY_OPT%s: weights streamed in row slices of at most %.3f MiB, though all %.2f MiB of them "
                     "would fit %s (NORMAL keeps them resident)",
                     how, Mib(slice), Mib(all_weights),
                     limit_ == 0 ? "with no memory limit" : "beside the rest in the memory limit");
     } else if (limit_ != 0 && need(all_weights, arena_full) > limit_) {
-      std::snprintf(reason_, sizeof reason_,
+      tinyai::Format(reason_, sizeof reason_,
                     "MEMORY_OPT%s: the %.2f MiB of weights do not fit beside the rest (%.3f MiB) in the limit of %.2f "
                     "MiB; streamed in row slices of at most %.3f MiB",
                     how, Mib(all_weights), Mib(SatAdd(arena_full, rest)), limit_mib, Mib(slice));
     } else {  // the cache's cap rules NORMAL out
-      std::snprintf(reason_, sizeof reason_,
+      tinyai::Format(reason_, sizeof reason_,
                     "MEMORY_OPT%s: the %.2f MiB of weights do not fit the weight cache's cap of %.2f MiB (%s); "
                     "streamed in row slices of at most %.3f MiB",
                     how, Mib(all_weights), Mib(configured_cap), cap_source_, Mib(slice));
@@ -542,16 +543,16 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
     rows_per_pass_ = lo;
     TINYAI_RETURN_IF_ERROR(MakeShapes(lo, &shapes));
     TINYAI_RETURN_IF_ERROR(PlanShapes(shapes, &plans_, &arena));
-    std::snprintf(reason_, sizeof reason_,
+    tinyai::Format(reason_, sizeof reason_,
                   "STREAMING%s: with %d rows per pass the arena (%.3f MiB) does not fit beside a %.3f MiB row slice "
                   "in the limit of %.2f MiB; %d row%s per pass (arena %.3f MiB) %s",
                   how, full_rows, Mib(arena_full), Mib(slice), limit_mib, lo, lo == 1 ? "" : "s", Mib(arena),
                   lo == 1 ? "does" : "do");
     if (lo == full_rows && limit_ == 0) {
-      std::snprintf(reason_, sizeof reason_, "STREAMING%s: no memory limit; %d rows per pass (arena %.3f MiB), "
+      tinyai::Format(reason_, sizeof reason_, "STREAMING%s: no memory limit; %d rows per pass (arena %.3f MiB), "
                     "weights streamed in row slices of at most %.3f MiB", how, lo, Mib(arena), Mib(slice));
     } else if (lo == full_rows) {
-      std::snprintf(reason_, sizeof reason_, "STREAMING%s: %d rows per pass (arena %.3f MiB) fit beside a %.3f MiB "
+      tinyai::Format(reason_, sizeof reason_, "STREAMING%s: %d rows per pass (arena %.3f MiB) fit beside a %.3f MiB "
                     "row slice in the limit of %.2f MiB", how, lo, Mib(arena), Mib(slice), limit_mib);
     }
   }
@@ -570,7 +571,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
         Name(act_.ops()[static_cast<size_t>(pb.first < act_.op_count() ? pb.first : act_.op_count() - 1)], op_name,
              sizeof op_name);
       }
-      std::snprintf(plan_note_, sizeof plan_note_,
+      tinyai::Format(plan_note_, sizeof plan_note_,
                     "shape (%d rows, %d positions): the arena is %llu bytes above the lower bound of %llu; no placement "
                     "order tried fits every buffer under it (the best, '%s', places a buffer live from step %d, op "
                     "'%s', above it)",
@@ -608,7 +609,7 @@ TinyAIStatus ForwardScheduler::ChooseMode() {
       warning_.remedy = TINYAI_REMEDY_RAISE_CACHE;
       warning_.remedy_value = all_weights;
     }
-    std::snprintf(warning_text_, sizeof warning_text_,
+    tinyai::Format(warning_text_, sizeof warning_text_,
                   "the weight cache's cap of %.2f MiB (%s; 256 MB unless set) is below the model's %.2f MiB of "
                   "weights%s: every token reads them from storage again (%s), many times slower than with them "
                   "resident; raise the cap to %llu bytes or more (maxCacheSize, or 0 for none)",
@@ -687,16 +688,16 @@ TinyAIStatus ForwardScheduler::Plan() {
   const size_t used = std::strlen(reason_);
   program_->NamePersistentOption(best, name, sizeof name);
   if (best == 0) {
-    std::snprintf(reason_ + used, sizeof reason_ - used, "; %s, the most precise choice", name);
+    tinyai::Format(reason_ + used, sizeof reason_ - used, "; %s, the most precise choice", name);
   } else {
     char better[64];
     program_->NamePersistentOption(best - 1, better, sizeof better);
     const int64_t r = ranks[static_cast<size_t>(best - 1)];
     char what[64];
-    if (r < 0) std::snprintf(what, sizeof what, "it does not fit the limit");
-    else if (r == kMemoryOptRank) std::snprintf(what, sizeof what, "only MEMORY_OPT fits");
-    else std::snprintf(what, sizeof what, "only STREAMING with %lld rows per pass fits", static_cast<long long>(r));
-    std::snprintf(reason_ + used, sizeof reason_ - used, "; %s chosen: with %s %s", name, better, what);
+    if (r < 0) tinyai::Format(what, sizeof what, "it does not fit the limit");
+    else if (r == kMemoryOptRank) tinyai::Format(what, sizeof what, "only MEMORY_OPT fits");
+    else tinyai::Format(what, sizeof what, "only STREAMING with %lld rows per pass fits", static_cast<long long>(r));
+    tinyai::Format(reason_ + used, sizeof reason_ - used, "; %s chosen: with %s %s", name, better, what);
   }
   planned_ = true;
   return TINYAI_OK;

@@ -31,6 +31,7 @@
 #include <cstdio>
 
 #include "common/array.h"
+#include "common/format.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "loader/mapped_model.h"
@@ -91,7 +92,7 @@ class ForwardScheduler : private OpNamer {
   void set_staging_sets(size_t sets) { staging_sets_ = sets; }
   // How the mode came to be asked for, in the plan's reason (" (requested)"
   // by default; a fallback chain's level says so).
-  void set_mode_origin(const char* how) { std::snprintf(mode_origin_, sizeof mode_origin_, "%s", how); }
+  void set_mode_origin(const char* how) { tinyai::Format(mode_origin_, sizeof mode_origin_, "%s", how); }
   // What Prepare() found held beyond the plan (0: the plan counted it all).
   uint64_t unplanned_bytes() const { return unplanned_; }
   bool planned() const { return planned_; }

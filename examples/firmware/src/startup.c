@@ -18,6 +18,8 @@ void __libc_init_array(void);
 /* No crt0 (-nostartfiles): the constructors' _init and _fini are empty. */
 void _init(void) {}
 void _fini(void) {}
+/* What crtbegin would define: the C++ runtime registers static destructors against it. */
+void* __dso_handle = 0;
 
 #define STACK_PAINT 0xC5C5C5C5u
 
