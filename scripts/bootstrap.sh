@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libzstd-dev libxsimd-dev libconcurrentqueue-dev
           libgtest-dev libgmock-dev libbenchmark-dev python3-numpy python3-yaml clang-14 libclang-rt-14-dev
-          gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi
+          gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi qemu-system-arm
           nlohmann-json3-dev libsentencepiece-dev)
 # The default model's corpus: its test checks generated words against it.
 packages+=(fortunes)

@@ -13,6 +13,8 @@
 #   FIRMWARE_BUILD_DIR     the firmware's build tree (default build/firmware/BOARD)
 #   FIRMWARE_TIMEOUT       seconds before the emulator is stopped (default 900)
 #   FIRMWARE_ARENA_BYTES   the arena's bytes instead of tinyai-arena's figure (tests)
+#   FIRMWARE_KERNELS       TINYAI_KERNELS on the device, e.g. ref (default: the core's best: Helium
+#                          on a Cortex-M55, the DSP extension's products on the others)
 #   FIRMWARE_IMAGE         a file linked instead of MODEL, the arena still measured on MODEL (tests)
 #   FIRMWARE_FIGURES       a file to append one line of figures to (key=value)
 set -euo pipefail
@@ -52,7 +54,8 @@ echo "firmware: configure and build $dir" >&2
 cmake -S examples/firmware -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/examples/firmware/cmake/arm-none-eabi.cmake" -DFIRMWARE_BOARD="$board" \
   -DFIRMWARE_MODEL="$model" -DFIRMWARE_IMAGE="$image" -DFIRMWARE_PROMPT_FILE="$dir/prompt.txt" \
-  -DFIRMWARE_STEPS="$steps" -DFIRMWARE_ARENA_BYTES="${FIRMWARE_ARENA_BYTES:-0}" -DTINYAI_ARENA="$arena_tool" \
+  -DFIRMWARE_STEPS="$steps" -DFIRMWARE_ARENA_BYTES="${FIRMWARE_ARENA_BYTES:-0}" \
+  -DFIRMWARE_KERNELS="${FIRMWARE_KERNELS:-}" -DTINYAI_ARENA="$arena_tool" \
   > "$dir/configure.log" 2>&1 || { grep -v '^--' "$dir/configure.log" >&2 || true; exit 1; }
 grep '^-- firmware:' "$dir/configure.log" | sed 's/^-- //' >&2
 cmake --build "$dir" --target firmware > "$dir/build.log" 2>&1 || {
@@ -81,7 +84,7 @@ figure() { sed -n "s/^tinyai-firmware: $1 //p" "$dir/log.txt"; }
 code=$(( $(section .vectors) + $(section .text) + $(section .rodata) + $(section .ARM.exidx || echo 0) + $(section .data) ))
 data=$(( $(section .data) + $(section .bss) ))
 per_token() { local n=$1 t=$2; [ -n "$n" ] && [ -n "$t" ] && [ "$n" -gt 0 ] && echo $(( t / n )) || echo -; }
-line="board=$board model=$(basename "$model") steps=$steps status=$status code_bytes=$code model_bytes=$(section .model)"
+line="board=$board model=$(basename "$model") kernels=${FIRMWARE_KERNELS:-best} steps=$steps status=$status code_bytes=$code model_bytes=$(section .model)"
 line+=" data_bytes=$data arena_bytes=$(section .arena) arena_peak_bytes=$(figure arena_peak_bytes)"
 line+=" stack_bytes=$(figure stack_bytes) stack_reserved=$(section .stack)"
 line+=" prompt_tokens=$(figure prompt_tokens) prompt_insn_per_token=$(per_token "$(figure prompt_tokens)" "$(figure prompt_ns)")"

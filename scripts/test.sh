@@ -4,17 +4,18 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests (label
 # "threads", only what they need built) under ThreadSanitizer, the tests
 # labelled "portable" in a Debug build, and the libFuzzer targets (clang,
-# ASan+UBSan; scripts/fuzz.sh) for TINYAI_FUZZ_SECONDS each (default 20)
+# ASan+UBSan; scripts/fuzz.sh) for TINYAI_FUZZ_SECONDS each (default 10 here, 20 in scripts/fuzz.sh)
 # from seed corpora; then cross-built for ARM Linux and run under qemu-user
 # (scripts/cross-test.sh): the whole suite on aarch64 (qemu's default CPU,
 # with sdot), the tests labelled "portable" (kernels, KV cache, file format,
 # C API, golden texts; only what they need built) on aarch64 without sdot
 # (a Cortex-A53) and on armhf with NEON and without;
 # then builds the core for a Cortex-M7 (scripts/cortex-m.sh: its code size
-# against README.md's table); and a shared libtinyai (-DBUILD_SHARED_LIBS=ON)
+# against README.md's table); runs the firmware example on four emulated
+# Cortex-M boards (scripts/firmware-test.sh); and a shared libtinyai (-DBUILD_SHARED_LIBS=ON)
 # that the pure-C API test links, whose exported symbols must be exactly the
 # headers' functions (label "shared"). Build trees: build/{release,asan,tsan,
-# debug,fuzz,aarch64,armhf,armhf-nofpu-neon,cortex-m7,shared}.
+# debug,fuzz,aarch64,armhf,armhf-nofpu-neon,cortex-m7,firmware,shared}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests that read ../shared (stories260K, the golden outputs) fail instead
@@ -23,6 +24,16 @@ export TINYAI_REQUIRE_SHARED=1
 bash scripts/bootstrap.sh --recipe  # with the default model recipe's torch: its smoke test
 jobs=$(nproc)
 mkdir -p build
+# Tests whose work is numerical quality (quantized models, KV caches and
+# pruning against fp32, over hundreds of positions): the release build runs
+# them; elsewhere the kernel and KV cache parity tests check the same
+# products against the reference.
+quality='GroupedQuality|KvQuality|PruneQuality'
+# What else takes minutes under qemu-user (10-30x slower than the host):
+# long generations and sweeps whose code the rest of the suite runs too.
+slow_emulated="$quality|generate_mem_limit_320M|reference_unseen_prompts_steps256|IndexMutationSweep|QuantizedAppliedSavedAndReopened|tools_kv_cli"
+# libFuzzer's seconds per target (scripts/fuzz.sh; a campaign runs longer).
+export TINYAI_FUZZ_SECONDS=${TINYAI_FUZZ_SECONDS:-10}
 # Each stage's wall time, printed at the end (CI's budget is 60 minutes).
 timings=()
 started=$SECONDS
@@ -34,7 +45,11 @@ for variant in release asan tsan debug; do
   targets=()
   case $variant in
     release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-    asan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINYAI_SANITIZE=address,undefined -DTINYAI_BUILD_BENCH=OFF) ;;
+    # Without the quality figures (the numerics of quantized models, their
+    # KV caches and pruning, measured by the release run): the code they
+    # run is run under the sanitizers by the models' own tests.
+    asan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINYAI_SANITIZE=address,undefined -DTINYAI_BUILD_BENCH=OFF)
+          select=(-E "$quality") ;;
     # Only what the threaded tests need (their programs, the tools their
     # fixtures call).
     tsan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINYAI_SANITIZE=thread -DTINYAI_BUILD_BENCH=OFF)
@@ -54,24 +69,26 @@ done
 
 # Every libFuzzer target (the loader, the llama2.c checkpoint and tokenizer
 # imports, dense definitions, prompts, the C API's arguments) for
-# TINYAI_FUZZ_SECONDS each (default 20) from seed corpora the project's own
+# TINYAI_FUZZ_SECONDS each (10 here) from seed corpora the project's own
 # writers make; scripts/fuzz.sh fails at the first crash.
 bash scripts/fuzz.sh
 stage_done fuzz
 
-# ARM Linux under qemu-user: the whole suite on aarch64; on the 32-bit
-# targets the "portable" tests, without the quantized models' and KV
-# cache's quality (~70 s per target under qemu): the products they go
-# through are checked against the reference on every target by the kernel
-# and KV cache parity tests.
+# ARM Linux under qemu-user: the whole suite on aarch64 but what is slow
+# under emulation ($slow_emulated); on the 32-bit targets the "portable"
+# tests, without the quality figures: the products they go through are
+# checked against the reference on every target by the kernel and KV cache
+# parity tests.
 # TINYAI_EXPECT_KERNELS: the table Dispatch.TargetKernelSet requires to run.
-TINYAI_EXPECT_KERNELS=neon64dot bash scripts/cross-test.sh aarch64
+TINYAI_EXPECT_KERNELS=neon64dot bash scripts/cross-test.sh aarch64 -E "$slow_emulated"
 stage_done aarch64
 # The same build on a CPU without ARMv8.2's sdot (qemu's Cortex-A53), where
-# dispatch chooses the plain NEON table: its products and the golden texts.
-echo "=== aarch64 on a Cortex-A53 (no sdot): portable tests (under qemu)"
+# dispatch chooses the plain NEON table: the tests of what goes through the
+# table (products, KV cache, golden texts).
+echo "=== aarch64 on a Cortex-A53 (no sdot): the table's tests (under qemu)"
 (cd build/aarch64 && QEMU_CPU=cortex-a53 TINYAI_EXPECT_KERNELS=neon64 \
-  ctest --output-on-failure -j "$jobs" -L portable -E "GroupedQuality|KvQuality")
+  ctest --output-on-failure -j "$jobs" -L portable -R "Kernel|Grouped|Sparse|Dispatch|RefIs|Fmath|Kv|golden" \
+  -E "$quality")
 # The sdot file compiles whatever core the build names: one older than
 # ARMv8.2 (cortex-a72: it takes -march=armv8.2-a+dotprod) and a newer one
 # (cortex-a55: -mcpu=cortex-a55+dotprod). Only that object is built.
@@ -86,13 +103,21 @@ for cpu in cortex-a72 cortex-a55; do
 done
 stage_done aarch64-cortex-a53
 for target in armhf armhf-nofpu-neon; do
-  bash scripts/cross-test.sh "$target" --portable -E "GroupedQuality|KvQuality"
+  bash scripts/cross-test.sh "$target" --portable -E "$quality"
   stage_done "$target"
 done
 
 echo "=== cortex-m7: the core for a microcontroller, its code size"
 bash scripts/cortex-m.sh
 stage_done cortex-m7
+
+# Firmware on emulated microcontrollers (examples/firmware under
+# qemu-system-arm: Cortex-M4, M7, M33, M55): stories260K and the default
+# model, greedy, the host reference's text byte for byte; bad images and a
+# short arena stop with their status.
+echo "=== firmware: four Cortex-M boards under qemu-system-arm"
+bash scripts/firmware-test.sh
+stage_done firmware
 
 # The shared library: only what its tests need (the library, the converter
 # that makes stories260K for the C API test, that test).

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/mcu/kernels_cm.h"
 
 #if defined(TINYAI_KERNELS_X86) || defined(TINYAI_KERNELS_NEON64) || defined(TINYAI_KERNELS_NEON)
 #define TINYAI_KERNELS_HAVE_SIMD 1
@@ -131,6 +132,10 @@ TableList Detect() {
 #elif defined(TINYAI_KERNELS_NEON)
   if (cpu.neon) list.tables[list.count++] = &ArmNeonTable();
 #endif
+#else
+  // A Cortex-M: Helium (M55), the DSP extension (M4, M7, M33, M55).
+  if (CortexMMveNative()) list.tables[list.count++] = &CortexMMveTable();
+  if (CortexMDspNative()) list.tables[list.count++] = &CortexMDspTable();
 #endif
   list.tables[list.count++] = &Ref();
   return CapByEnvironment(list);
