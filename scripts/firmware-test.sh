@@ -4,7 +4,7 @@
 # byte for byte, what the host's reference kernels generate from the same file and prompt
 # (scripts/firmware.sh against TINYAI_KERNELS=ref tinyai-generate); and bad input on the device -
 # a corrupt image, an arena too small - must end in a TinyAI status printed on the log UART and a
-# clean stop (exit 1), never a fault. Figures (flash, RAM, stack, instructions per token) go to
+# clean stop (exit 1), never a fault; a model larger than the flash fails the build. Figures (flash, RAM, stack, instructions per token) go to
 # build/firmware/figures.txt. Needs a host build (TINYAI_HOST_BUILD, default build/release) with
 # its test data (stories260K converted from ../shared).
 set -euo pipefail
@@ -68,6 +68,16 @@ d=$PWD/$out/bad
 expect_status "corrupt magic" TINYAI_ERR_BAD_MAGIC FIRMWARE_BUILD_DIR=$d FIRMWARE_IMAGE=$PWD/$out/models/corrupt-magic.tmai
 expect_status "corrupt weights" TINYAI_ERR_CHECKSUM FIRMWARE_BUILD_DIR=$d FIRMWARE_IMAGE=$PWD/$out/models/corrupt-weights.tmai
 expect_status "arena too small" TINYAI_ERR_OUT_OF_MEMORY FIRMWARE_BUILD_DIR=$d FIRMWARE_ARENA_BYTES=65536
+# A model the board's flash cannot hold fails the build, with the sizes and what to do.
+status=0
+FIRMWARE_BUILD_DIR=$d bash scripts/firmware.sh mps2-an500 models/tinyai-fortunes.tmai "Love is" 16 \
+  > /dev/null 2> "$out/last.log" || status=$?
+if [ $status -ne 0 ] && grep -q "is 3707392 bytes; mps2-an500's flash holds 4194304 bytes.*quantize it" "$out/last.log"; then
+  echo "ok   model larger than the flash: $(grep -m1 'flash holds' "$out/last.log" | sed 's/^ *//' | cut -c1-150)"
+else
+  echo "FAIL model larger than the flash: exit $status (want a failed build naming the sizes)"; cat "$out/last.log"
+  failures=$((failures + 1))
+fi
 echo "=== firmware figures ($figures)"
 cat "$figures"
 [ $failures -eq 0 ] || { echo "firmware-test: $failures failed"; exit 1; }

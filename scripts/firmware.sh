@@ -56,7 +56,11 @@ cmake -S examples/firmware -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DFIRMWARE_MODEL="$model" -DFIRMWARE_IMAGE="$image" -DFIRMWARE_PROMPT_FILE="$dir/prompt.txt" \
   -DFIRMWARE_STEPS="$steps" -DFIRMWARE_ARENA_BYTES="${FIRMWARE_ARENA_BYTES:-0}" \
   -DFIRMWARE_KERNELS="${FIRMWARE_KERNELS:-}" -DTINYAI_ARENA="$arena_tool" \
-  > "$dir/configure.log" 2>&1 || { grep -v '^--' "$dir/configure.log" >&2 || true; exit 1; }
+  > "$dir/configure.log" 2>&1 || {
+  # CMake's error, on one line.
+  sed -n '/^CMake Error/,/^See also/p' "$dir/configure.log" | grep -v -e '^CMake Error' -e '^See also' |
+    tr -s ' \n' ' ' | sed 's/^ */firmware: /; s/ *-- Configuring incomplete.*//; s/ *$//' >&2
+  echo >&2; exit 1; }
 grep '^-- firmware:' "$dir/configure.log" | sed 's/^-- //' >&2
 cmake --build "$dir" --target firmware > "$dir/build.log" 2>&1 || {
   grep -E 'error|overflow|undefined' "$dir/build.log" >&2 || tail -20 "$dir/build.log" >&2; exit 1; }
