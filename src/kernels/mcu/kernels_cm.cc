@@ -259,7 +259,7 @@ int32_t MveGroupQ4(const uint8_t* packed, const int8_t* x) {
 }
 #endif
 
-// ---- Rows: the reference's float sums over the groups ---------------------------------------
+// ---- Helium rows (the reference's float sums over the groups), and the tables -------------
 
 enum class Isa { kDsp, kMve };
 
