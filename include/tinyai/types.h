@@ -20,8 +20,15 @@ typedef enum TinyAIDType TINYAI_ENUM_BASE {
     TINYAI_DTYPE_F16 = 1,     /* IEEE half (binary16) */
     TINYAI_DTYPE_Q8_G32 = 2,  /* int8 in groups of 32 with an f16 scale (GGUF Q8_0) */
     TINYAI_DTYPE_Q4_G32 = 3,  /* int4 in groups of 32 with an f16 scale (GGUF Q4_0) */
-    TINYAI_DTYPE_Q4NL_G32 = 4 /* 4-bit codes of a non-uniform grid, groups of 32 with an
+    TINYAI_DTYPE_Q4NL_G32 = 4,/* 4-bit codes of a non-uniform grid, groups of 32 with an
                                  f16 scale (GGUF IQ4_NL) */
+    TINYAI_DTYPE_Q4_K = 5,    /* GGUF Q4_K: blocks of 256, eight sub-blocks of 32 with 6-bit
+                                 scales and minimums (4.5 bits a value) */
+    TINYAI_DTYPE_Q5_K = 6,    /* GGUF Q5_K: as Q4_K with 5-bit codes (5.5 bits a value) */
+    TINYAI_DTYPE_Q6_K = 7,    /* GGUF Q6_K: blocks of 256, 6-bit codes, an int8 scale a
+                                 16 values (6.5625 bits a value) */
+    TINYAI_DTYPE_Q5_G32 = 8,  /* GGUF Q5_0: 5-bit codes in groups of 32 with an f16 scale */
+    TINYAI_DTYPE_Q5M_G32 = 9  /* GGUF Q5_1: as Q5_0 with an f16 minimum */
 } TinyAIDType;
 
 /* How a tensor's bytes are stored in the file. */

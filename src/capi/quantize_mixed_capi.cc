@@ -61,6 +61,11 @@ const char* tinyaiPrecisionName(TinyAIPrecision precision) {
     case TINYAI_PREC_INT4: return "int4";
     case TINYAI_PREC_INT4_SYMMETRIC: return "int4-sym";
     case TINYAI_PREC_AS_STORED: return "keep";
+    case TINYAI_PREC_Q4_K: return "q4_k";
+    case TINYAI_PREC_Q5_K: return "q5_k";
+    case TINYAI_PREC_Q6_K: return "q6_k";
+    case TINYAI_PREC_Q5_0: return "q5_0";
+    case TINYAI_PREC_Q5_1: return "q5_1";
     default: return "unknown";
   }
 }
@@ -69,14 +74,35 @@ TinyAIStatus tinyaiParsePrecision(const char* name, TinyAIPrecision* out) {
   if (!name || !out) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiParsePrecision: %s is NULL", !name ? "name" : "out");
   }
-  for (int p = TINYAI_PREC_FP32; p <= TINYAI_PREC_AS_STORED; ++p) {
-    if (std::strcmp(name, tinyaiPrecisionName(static_cast<TinyAIPrecision>(p))) == 0) {
+  char lower[16] = {};
+  for (size_t i = 0; name[i] != '\0'; ++i) {
+    if (i + 1 >= sizeof lower) {
+      lower[0] = '\0';
+      break;
+    }
+    lower[i] = static_cast<char>(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+  }
+  for (int p = TINYAI_PREC_FP32; p <= TINYAI_PREC_Q5_1; ++p) {
+    if (std::strcmp(lower, tinyaiPrecisionName(static_cast<TinyAIPrecision>(p))) == 0) {
       *out = static_cast<TinyAIPrecision>(p);
       return TINYAI_OK;
     }
   }
+  // GGUF's names for the same formats.
+  static const struct {
+    const char* name;
+    TinyAIPrecision p;
+  } kAliases[] = {{"f32", TINYAI_PREC_FP32},  {"f16", TINYAI_PREC_FP16},  {"q8_0", TINYAI_PREC_INT8},
+                  {"iq4_nl", TINYAI_PREC_INT4}, {"q4_0", TINYAI_PREC_INT4_SYMMETRIC}};
+  for (const auto& a : kAliases) {
+    if (std::strcmp(lower, a.name) == 0) {
+      *out = a.p;
+      return TINYAI_OK;
+    }
+  }
   return SetError(TINYAI_ERR_INVALID_ARGUMENT,
-                  "unknown precision '%s'; use fp32, fp16, int8, int4, int4-sym or keep", name);
+                  "unknown precision '%s'; use fp32, fp16, int8, int4, int4-sym, q4_k, q5_k, q6_k, q5_0, q5_1 or keep "
+                  "(GGUF's f32, f16, q8_0, iq4_nl and q4_0 name fp32, fp16, int8, int4 and int4-sym)", name);
 }
 
 TinyAISaveOptions tinyaiCreateDefaultSaveOptions(void) {

@@ -59,14 +59,15 @@ constexpr bool IsSparseBlock(uint64_t block) {
 }
 
 // Bytes of one dense row of cols values of a weight dtype; 0 for a dtype
-// that is not one, or on overflow.
+// that is not one, a K-quant (a band's rows are groups of 32), or on
+// overflow.
 inline uint64_t WeightRowBytes(int32_t dtype, uint64_t cols) {
   uint64_t bytes = 0;
   switch (dtype) {
     case TINYAI_DTYPE_F32: return CheckedMul(cols, 4, &bytes) ? bytes : 0;
     case TINYAI_DTYPE_F16: return CheckedMul(cols, 2, &bytes) ? bytes : 0;
     default:
-      if (!IsGroupedDType(dtype)) return 0;
+      if (!IsGroupedDType(dtype) || IsSuperBlockDType(dtype)) return 0;
       return CheckedMul(cols / kGroup + (cols % kGroup != 0), GroupBytes(dtype), &bytes) ? bytes : 0;
   }
 }

@@ -17,6 +17,11 @@ const char* tinyaiDTypeName(TinyAIDType dtype) {
     case TINYAI_DTYPE_Q8_G32: return "q8_g32";
     case TINYAI_DTYPE_Q4_G32: return "q4_g32";
     case TINYAI_DTYPE_Q4NL_G32: return "q4nl_g32";
+    case TINYAI_DTYPE_Q4_K: return "q4_k";
+    case TINYAI_DTYPE_Q5_K: return "q5_k";
+    case TINYAI_DTYPE_Q6_K: return "q6_k";
+    case TINYAI_DTYPE_Q5_G32: return "q5_g32";
+    case TINYAI_DTYPE_Q5M_G32: return "q5m_g32";
   }
   return "?";
 }

@@ -64,12 +64,19 @@ uint64_t DecodedBytes(uint32_t dtype, const uint64_t* shape, uint32_t ndims, boo
       return *overflow ? 0 : bytes;
     case TINYAI_DTYPE_Q8_G32:
     case TINYAI_DTYPE_Q4_G32:
-    case TINYAI_DTYPE_Q4NL_G32: {
-      // Rows of groups along the innermost dimension (src/kernels/groups.h):
-      // each row rounds up to whole groups, the last one padded.
+    case TINYAI_DTYPE_Q4NL_G32:
+    case TINYAI_DTYPE_Q4_K:
+    case TINYAI_DTYPE_Q5_K:
+    case TINYAI_DTYPE_Q6_K:
+    case TINYAI_DTYPE_Q5_G32:
+    case TINYAI_DTYPE_Q5M_G32: {
+      // Rows of blocks along the innermost dimension (src/common/groups.h):
+      // each row rounds up to whole blocks, the last one padded (a K-quant
+      // row is whole blocks: ParseTensors checks it).
       if (ndims == 0 || shape[ndims - 1] == 0) return 0;
       const uint64_t cols = shape[ndims - 1];
-      const uint64_t row_bytes = ((cols - 1) / kGroup + 1) * GroupBytes(static_cast<int32_t>(dtype));
+      const uint64_t values = BlockValues(static_cast<int32_t>(dtype));
+      const uint64_t row_bytes = ((cols - 1) / values + 1) * GroupBytes(static_cast<int32_t>(dtype));
       if (!CheckedMul(elements / cols, row_bytes, &bytes)) *overflow = true;
       return *overflow ? 0 : bytes;
     }
@@ -418,8 +425,16 @@ TinyAIStatus TmaiReader::ParseTensors() {
                           static_cast<unsigned long long>(t.shape[d]));
         }
       }
-      if (t.dtype > TINYAI_DTYPE_Q4NL_G32) {
+      if (t.dtype > TINYAI_DTYPE_Q5M_G32) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has unknown dtype %u", src, name, t.dtype);
+      }
+      if (IsSuperBlockDType(static_cast<int32_t>(t.dtype)) &&
+          (sparse || t.ndims == 0 || t.shape[t.ndims - 1] % kSuperBlock != 0)) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' is %s with rows of %llu values; %s", src, name,
+                        tinyaiDTypeName(static_cast<TinyAIDType>(t.dtype)),
+                        static_cast<unsigned long long>(t.ndims == 0 ? 0 : t.shape[sparse ? 1 : t.ndims - 1]),
+                        sparse ? "a block-sparse matrix cannot be a K-quant (its rows are groups of 32)"
+                               : "a K-quant's rows are whole blocks of 256 values");
       }
       if (t.codec > TINYAI_CODEC_TILE_SPARSE) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' has unknown codec %u", src, name, t.codec);

@@ -49,7 +49,12 @@ enum GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,
   kQ4_0 = 2,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
   kIQ4_NL = 20,
   kBF16 = 30,
 };

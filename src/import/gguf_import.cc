@@ -34,6 +34,11 @@ int32_t DTypeFor(uint32_t type, bool matrix) {
     case gguf::kQ8_0: return matrix ? TINYAI_DTYPE_Q8_G32 : -1;
     case gguf::kQ4_0: return matrix ? TINYAI_DTYPE_Q4_G32 : -1;
     case gguf::kIQ4_NL: return matrix ? TINYAI_DTYPE_Q4NL_G32 : -1;
+    case gguf::kQ5_0: return matrix ? TINYAI_DTYPE_Q5_G32 : -1;
+    case gguf::kQ5_1: return matrix ? TINYAI_DTYPE_Q5M_G32 : -1;
+    case gguf::kQ4_K: return matrix ? TINYAI_DTYPE_Q4_K : -1;
+    case gguf::kQ5_K: return matrix ? TINYAI_DTYPE_Q5_K : -1;
+    case gguf::kQ6_K: return matrix ? TINYAI_DTYPE_Q6_K : -1;
     default: return -1;
   }
 }
@@ -419,9 +424,9 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     }
     const int32_t dtype = DTypeFor(t->type, matrix);
     if (dtype < 0) {
-      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; TinyAI imports F32, F16, BF16, Q8_0, Q4_0 and "
-                      "IQ4_NL%s (requantize with llama.cpp's llama-quantize --pure to Q8_0 or Q4_0, or convert from "
-                      "F16)", ggufPath, gguf_name.c_str(), gguf::TypeName(t->type), matrix ? "" : " (norms: F32, F16, BF16)");
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; TinyAI imports F32, F16, BF16, Q8_0, Q4_0, "
+                      "IQ4_NL, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K%s (requantize with llama.cpp's llama-quantize to one "
+                      "of them, e.g. Q4_K_M, or convert from F16)", ggufPath, gguf_name.c_str(), gguf::TypeName(t->type), matrix ? "" : " (norms: F32, F16, BF16)");
     }
     Planned p;
     p.tmai = tmai_name;

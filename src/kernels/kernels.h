@@ -79,7 +79,7 @@ struct WeightKernels {
 };
 
 // TinyAIDType values a table can have weight products for.
-constexpr int kWeightDtypes = 5;
+constexpr int kWeightDtypes = 10;
 
 // A WeightKernels::matvec call over at least this many bytes of rows may
 // read them by another schedule than a smaller one (the AVX2 f16 kernel

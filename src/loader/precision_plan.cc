@@ -11,7 +11,7 @@
 namespace tinyai {
 namespace {
 
-bool KnownPrecision(int32_t p) { return p >= TINYAI_PREC_FP32 && p <= TINYAI_PREC_AS_STORED; }
+bool KnownPrecision(int32_t p) { return p >= TINYAI_PREC_FP32 && p <= TINYAI_PREC_Q5_1; }
 
 // Bits per value of a stored dtype.
 int DTypeFineness(int32_t dtype) {
@@ -19,8 +19,13 @@ int DTypeFineness(int32_t dtype) {
     case TINYAI_DTYPE_F32: return 32;
     case TINYAI_DTYPE_F16: return 16;
     case TINYAI_DTYPE_Q8_G32: return 8;
+    case TINYAI_DTYPE_Q6_K: return 6;
+    case TINYAI_DTYPE_Q5_K:
+    case TINYAI_DTYPE_Q5_G32:
+    case TINYAI_DTYPE_Q5M_G32: return 5;
     case TINYAI_DTYPE_Q4_G32:
-    case TINYAI_DTYPE_Q4NL_G32: return 4;
+    case TINYAI_DTYPE_Q4NL_G32:
+    case TINYAI_DTYPE_Q4_K: return 4;
     default: return 64;  // a dtype no precision names: the file's own choice wins
   }
 }
@@ -34,7 +39,12 @@ int Fineness(TinyAIPrecision p, int32_t stored) {
     case TINYAI_PREC_FP16: return 16;
     case TINYAI_PREC_INT8: return 8;
     case TINYAI_PREC_INT4:
-    case TINYAI_PREC_INT4_SYMMETRIC: return 4;
+    case TINYAI_PREC_INT4_SYMMETRIC:
+    case TINYAI_PREC_Q4_K: return 4;
+    case TINYAI_PREC_Q5_K:
+    case TINYAI_PREC_Q5_0:
+    case TINYAI_PREC_Q5_1: return 5;
+    case TINYAI_PREC_Q6_K: return 6;
     default: return DTypeFineness(stored);
   }
 }
@@ -43,7 +53,7 @@ TinyAIStatus CheckPrecision(int32_t p, const char* what) {
   if (KnownPrecision(p)) return TINYAI_OK;
   return SetError(TINYAI_ERR_INVALID_ARGUMENT,
                   "tinyaiApplyMixedPrecision: %s is %d, not a TinyAIPrecision (TINYAI_PREC_FP32 .. "
-                  "TINYAI_PREC_AS_STORED = 0 .. 5)", what, p);
+                  "TINYAI_PREC_Q5_1 = 0 .. 10)", what, p);
 }
 
 // The precision a tensor of this role gets from the per-kind fields.
@@ -99,6 +109,11 @@ int32_t PrecisionDType(TinyAIPrecision p) {
     case TINYAI_PREC_INT8: return TINYAI_DTYPE_Q8_G32;
     case TINYAI_PREC_INT4: return TINYAI_DTYPE_Q4NL_G32;
     case TINYAI_PREC_INT4_SYMMETRIC: return TINYAI_DTYPE_Q4_G32;
+    case TINYAI_PREC_Q4_K: return TINYAI_DTYPE_Q4_K;
+    case TINYAI_PREC_Q5_K: return TINYAI_DTYPE_Q5_K;
+    case TINYAI_PREC_Q6_K: return TINYAI_DTYPE_Q6_K;
+    case TINYAI_PREC_Q5_0: return TINYAI_DTYPE_Q5_G32;
+    case TINYAI_PREC_Q5_1: return TINYAI_DTYPE_Q5M_G32;
     default: return -1;
   }
 }
@@ -110,6 +125,11 @@ TinyAIPrecision DTypePrecision(int32_t dtype) {
     case TINYAI_DTYPE_Q8_G32: return TINYAI_PREC_INT8;
     case TINYAI_DTYPE_Q4NL_G32: return TINYAI_PREC_INT4;
     case TINYAI_DTYPE_Q4_G32: return TINYAI_PREC_INT4_SYMMETRIC;
+    case TINYAI_DTYPE_Q4_K: return TINYAI_PREC_Q4_K;
+    case TINYAI_DTYPE_Q5_K: return TINYAI_PREC_Q5_K;
+    case TINYAI_DTYPE_Q6_K: return TINYAI_PREC_Q6_K;
+    case TINYAI_DTYPE_Q5_G32: return TINYAI_PREC_Q5_0;
+    case TINYAI_DTYPE_Q5M_G32: return TINYAI_PREC_Q5_1;
     default: return TINYAI_PREC_AS_STORED;
   }
 }
@@ -192,7 +212,14 @@ TinyAIStatus ResolveDTypes(const TmaiReader& reader, const TinyAIMixedPrecisionC
   for (size_t t = 0; t < tensors.size(); ++t) {
     const tmai::TensorEntry& e = tensors[t];
     const TinyAIPrecision p = static_cast<TinyAIPrecision>(chosen[t]);
-    const int32_t want = p == TINYAI_PREC_AS_STORED ? e.dtype : PrecisionDType(p);
+    int32_t want = p == TINYAI_PREC_AS_STORED ? e.dtype : PrecisionDType(p);
+    // A K-quant's blocks hold 256 values: rows that are not whole blocks
+    // take llama.cpp's fallback (llama_tensor_get_type), which the report
+    // of what each tensor became then shows.
+    if (IsSuperBlockDType(want) && want != e.dtype && e.ndims == 2 && !RowFits(want, e.shape[1])) {
+      want = want == TINYAI_DTYPE_Q4_K ? TINYAI_DTYPE_Q5_G32
+             : want == TINYAI_DTYPE_Q5_K ? TINYAI_DTYPE_Q5M_G32 : TINYAI_DTYPE_Q8_G32;
+    }
     out[t] = static_cast<uint8_t>(want);
     if (want == e.dtype) continue;
     const char* from = tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype));

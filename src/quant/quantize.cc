@@ -8,6 +8,7 @@
 #include "common/half.h"
 #include "common/status.h"
 #include "kernels/kernels.h"
+#include "quant/quantize_blocks.h"
 
 namespace tinyai {
 namespace quant {
@@ -193,11 +194,16 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
     return SetError(TINYAI_ERR_UNSUPPORTED, "cannot encode values as dtype %d (%s)", dtype,
                     tinyaiDTypeName(static_cast<TinyAIDType>(dtype)));
   }
+  if (!RowFits(dtype, cols)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "rows of %zu values cannot be %s, whose blocks hold %zu values; "
+                    "choose a dtype of groups of 32 for them (q5_g32, q5m_g32 or q8_g32, as llama.cpp falls back)",
+                    cols, tinyaiDTypeName(static_cast<TinyAIDType>(dtype)), BlockValues(dtype));
+  }
   const kernels::WeightKernels* decode = kernels::WeightKernelsFor(kernels::Ref(), dtype);
-  float decoded[kGroup];
   const bool feedback = stats.factor != nullptr && dtype != TINYAI_DTYPE_F32 && dtype != TINYAI_DTYPE_F16;
-  Array<float> work;
-  if (feedback) TINYAI_RETURN_IF_ERROR(work.Allocate(cols, "the row being encoded"));
+  Array<float> work, decoded;
+  if (feedback || IsBlockEncoded(dtype)) TINYAI_RETURN_IF_ERROR(work.Allocate(cols, "the row being encoded"));
+  if (err != nullptr) TINYAI_RETURN_IF_ERROR(decoded.Allocate(cols, "the row encoded, decoded"));
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     uint8_t* dst = out + r * row_bytes;
@@ -218,6 +224,9 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
         const uint16_t h = FloatToHalf(row[c]);
         std::memcpy(dst + 2 * c, &h, sizeof h);
       }
+    } else if (IsBlockEncoded(dtype)) {
+      std::memcpy(work.data(), row, cols * sizeof(float));
+      EncodeBlockRow(dtype, work.data(), cols, stats.importance, feedback ? stats.factor : nullptr, dst);
     } else if (feedback) {
       std::memcpy(work.data(), row, cols * sizeof(float));
       EncodeRowWithFeedback(dtype, work.data(), cols, stats, dst);
@@ -229,20 +238,12 @@ TinyAIStatus EncodeRows(int32_t dtype, const float* x, size_t rows, size_t cols,
       }
     }
     if (err == nullptr) continue;
-    for (size_t first = 0; first < cols; first += kGroup) {
-      const size_t n = cols - first < kGroup ? cols - first : kGroup;
-      if (dtype == TINYAI_DTYPE_F32 || dtype == TINYAI_DTYPE_F16) {
-        decode->dequantize_row(dst + first * (row_bytes / cols), decoded, n);
-      } else {
-        // Within the group the row's offsets hold: decode from its start.
-        decode->dequantize_row(dst + (first / kGroup) * GroupBytes(dtype), decoded, n);
-      }
-      for (size_t j = 0; j < n; ++j) {
-        const double e = static_cast<double>(decoded[j]) - row[first + j];
-        err->sum_sq_error += e * e;
-        err->sum_sq += static_cast<double>(row[first + j]) * row[first + j];
-        if (std::fabs(e) > err->max_abs_error) err->max_abs_error = std::fabs(e);
-      }
+    decode->dequantize_row(dst, decoded.data(), cols);
+    for (size_t c = 0; c < cols; ++c) {
+      const double e = static_cast<double>(decoded.data()[c]) - row[c];
+      err->sum_sq_error += e * e;
+      err->sum_sq += static_cast<double>(row[c]) * row[c];
+      if (std::fabs(e) > err->max_abs_error) err->max_abs_error = std::fabs(e);
     }
     err->values += cols;
   }

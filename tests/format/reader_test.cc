@@ -559,11 +559,15 @@ TEST_F(ReaderTest, BadDimensionsAreBadFormat) {
 TEST_F(ReaderTest, UnknownDtypeOrCodecIsUnsupported) {
   const uint32_t ti = TensorIndex("blk.1.attn_out");
   Bytes b = image_;
-  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.dtype = 9; });
-  ExpectOpenFails(b, TINYAI_ERR_UNSUPPORTED, {"blk.1.attn_out", "dtype 9"});
+  tt::PatchTensor(&b, ti, [](tmai::TensorEntry& t) { t.dtype = 10; });
+  ExpectOpenFails(b, TINYAI_ERR_UNSUPPORTED, {"blk.1.attn_out", "dtype 10"});
   Bytes c = image_;
   tt::PatchTensor(&c, ti, [](tmai::TensorEntry& t) { t.codec = 7; });
   ExpectOpenFails(c, TINYAI_ERR_UNSUPPORTED, {"blk.1.attn_out", "codec 7"});
+  // A K-quant whose rows are not whole blocks of 256 values.
+  Bytes k = image_;
+  tt::PatchTensor(&k, ti, [](tmai::TensorEntry& t) { t.dtype = TINYAI_DTYPE_Q4_K; });
+  ExpectOpenFails(k, TINYAI_ERR_BAD_FORMAT, {"blk.1.attn_out", "q4_k with rows of", "whole blocks of 256"});
 }
 
 // (Codec zstd is defined and checked at open: tests/format/zstd_test.cc.)

@@ -190,7 +190,8 @@ TEST_F(GgufStories, BlockFilesAreCopiedAndReadAsSpecified) {
 // the blocks copied into GGUF) gives exactly the logits of that quantized
 // model: the same scales, the same codes, the same products.
 TEST_F(GgufStories, TinyAIsOwnBlocksGiveItsLogits) {
-  for (TinyAIDType d : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
+  for (TinyAIDType d : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32, TINYAI_DTYPE_Q5_G32,
+                        TINYAI_DTYPE_Q5M_G32}) {
     SCOPED_TRACE(tinyaiDTypeName(d));
     const std::string quantized = dir_.File("quantized.tmai"), gguf = dir_.File("q.gguf"), out = dir_.File("q.tmai");
     tinyai::WriteOptions w;
@@ -258,6 +259,40 @@ TEST(GgufSynthetic, SeparateClassifierVersion2AndAlignment) {
       ASSERT_EQ(Convert(gguf, out), TINYAI_OK) << tt::LastMessage();
       EXPECT_TRUE(SameBits(LogitsOf(out, "ab cd ef"), want));
     }
+  }
+}
+
+// Q4_K, Q5_K and Q6_K blocks (a model of rows of 256 encoded by TinyAI,
+// written as GGUF) import as copies: the same bytes, the same logits.
+TEST(GgufSynthetic, KQuantBlocksImportAsCopies) {
+  tt::TempDir dir;
+  tinyai::LlamaShape shape;
+  ASSERT_EQ(tinyai::ParseSyntheticSpec("dim=256,hidden=512,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=32,shared=0,"
+                                       "seed=6", &shape),
+            TINYAI_OK);
+  for (TinyAIDType d : {TINYAI_DTYPE_Q4_K, TINYAI_DTYPE_Q5_K, TINYAI_DTYPE_Q6_K}) {
+    SCOPED_TRACE(tinyaiDTypeName(d));
+    const std::string model = dir.File("k.tmai"), gguf = dir.File("k.gguf"), out = dir.File("k-in.tmai");
+    tinyai::WriteOptions w;
+    w.matrix_dtype = d;
+    ASSERT_EQ(tinyai::WriteSyntheticModel(shape, model.c_str(), w), TINYAI_OK) << tt::LastMessage();
+    tt::LlamaSource source;
+    std::string error;
+    ASSERT_TRUE(tt::LoadTmai(model, &source, &error)) << error;
+    tt::GgufModelOptions o;
+    o.matrix_type = tt::GgufModelOptions::kStored;
+    WriteGguf(source, o, gguf);
+    ASSERT_EQ(Convert(gguf, out), TINYAI_OK) << tt::LastMessage();
+    tt::LlamaSource back;
+    ASSERT_TRUE(tt::LoadTmai(out, &back, &error)) << error;
+    int32_t dtype = 0;
+    std::vector<uint8_t> a, b;
+    ASSERT_TRUE(source.stored("blk.1.ffn_down", &dtype, &a));
+    EXPECT_EQ(dtype, d);
+    ASSERT_TRUE(back.stored("blk.1.ffn_down", &dtype, &b));
+    EXPECT_EQ(dtype, d);
+    EXPECT_EQ(a, b);
+    EXPECT_TRUE(SameBits(LogitsOf(out, "ab cd ef"), LogitsOf(model, "ab cd ef")));
   }
 }
 
@@ -456,8 +491,9 @@ TEST_F(GgufBad, Tensors) {
   Expect(Build([](tt::GgufWriter* w) { w->OverrideOffset(2, 0); }), TINYAI_ERR_BAD_FORMAT, "overlap");
 }
 
-// A Q4_K matrix where a LLaMA tensor belongs is refused by its type's name
-// (TinyAI reads F32, F16, BF16, Q8_0, Q4_0 and IQ4_NL).
+// A Q2_K, Q3_K or IQ4_XS matrix where a LLaMA tensor belongs is refused by
+// its type's name (TinyAI reads F32, F16, BF16, Q8_0, Q4_0, IQ4_NL, Q5_0,
+// Q5_1, Q4_K, Q5_K and Q6_K).
 TEST(GgufTypes, OtherQuantizedTypesAreRefusedByName) {
   tt::TempDir dir;
   tinyai::LlamaShape shape;
@@ -468,15 +504,15 @@ TEST(GgufTypes, OtherQuantizedTypesAreRefusedByName) {
   tt::LlamaSource source;
   std::string error;
   ASSERT_TRUE(tt::LoadTmai(model, &source, &error)) << error;
-  for (uint32_t type : {10u, 12u, 14u, 23u}) {  // Q2_K, Q4_K, Q6_K, IQ4_XS: 256 values a block
+  for (uint32_t type : {10u, 11u, 23u}) {  // Q2_K, Q3_K, IQ4_XS: 256 values a block
     tt::GgufWriter w;
     ASSERT_TRUE(tt::GgufFromSource(source, tt::GgufModelOptions(), &w, &error)) << error;
-    const size_t bytes = type == 10 ? 84 : type == 12 ? 144 : type == 14 ? 210 : 136;
+    const size_t bytes = type == 10 ? 84 : type == 11 ? 110 : 136;
     ASSERT_TRUE(w.ReplaceTensor("blk.0.ffn_gate.weight", {256, 256}, type, std::vector<uint8_t>(256 * bytes)));
     const std::string in = dir.File("k.gguf"), out = dir.File("k.tmai");
     ASSERT_TRUE(w.WriteFile(in));
     EXPECT_EQ(Convert(in, out), TINYAI_ERR_UNSUPPORTED);
-    const char* name = type == 10 ? "is Q2_K" : type == 12 ? "is Q4_K" : type == 14 ? "is Q6_K" : "is IQ4_XS";
+    const char* name = type == 10 ? "is Q2_K" : type == 11 ? "is Q3_K" : "is IQ4_XS";
     EXPECT_NE(std::string(tt::LastMessage()).find(std::string("'blk.0.ffn_gate.weight' ") + name), std::string::npos)
         << tt::LastMessage();
     EXPECT_FALSE(tt::FileExists(out));

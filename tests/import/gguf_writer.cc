@@ -314,10 +314,17 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
         case TINYAI_DTYPE_Q8_G32: type = kGgmlQ8_0; break;
         case TINYAI_DTYPE_Q4_G32: type = kGgmlQ4_0; break;
         case TINYAI_DTYPE_Q4NL_G32: type = kGgmlIQ4_NL; break;
+        case TINYAI_DTYPE_Q5_G32: type = 6; break;   // Q5_0
+        case TINYAI_DTYPE_Q5M_G32: type = 7; break;  // Q5_1
+        case TINYAI_DTYPE_Q4_K: type = 12; break;
+        case TINYAI_DTYPE_Q5_K: type = 13; break;
+        case TINYAI_DTYPE_Q6_K: type = 14; break;
         default: return *error = "tensor " + t.name + " has a dtype GGUF does not store", false;
       }
-      if (type != kGgmlF32 && type != kGgmlF16 && t.cols % 32 != 0) {
-        return *error = "tensor " + t.name + ": rows of " + std::to_string(t.cols) + " values in blocks of 32", false;
+      const uint64_t block = type >= 12 && type <= 14 ? 256 : 32;
+      if (type != kGgmlF32 && type != kGgmlF16 && t.cols % block != 0) {
+        return *error = "tensor " + t.name + ": rows of " + std::to_string(t.cols) + " values in blocks of " +
+                        std::to_string(block), false;
       }
       if (type != kGgmlF32) {  // read again when written: one tensor in memory at a time
         const LlamaSource* source = &s;

@@ -87,12 +87,22 @@ TEST(MixedPrecision, DefaultsAndNames) {
   EXPECT_EQ(c.groupSize, 32);
   EXPECT_EQ(c.overrideCount, 0u);
   EXPECT_EQ(tinyaiInitMixedPrecisionConfig(nullptr), TINYAI_ERR_INVALID_ARGUMENT);
-  for (int p = TINYAI_PREC_FP32; p <= TINYAI_PREC_AS_STORED; ++p) {
+  for (int p = TINYAI_PREC_FP32; p <= TINYAI_PREC_Q5_1; ++p) {
     TinyAIPrecision back = TINYAI_PREC_FP32;
     ASSERT_EQ(tinyaiParsePrecision(tinyaiPrecisionName(static_cast<TinyAIPrecision>(p)), &back), TINYAI_OK);
     EXPECT_EQ(back, p);
   }
   TinyAIPrecision out;
+  // GGUF's names, in either case.
+  const std::pair<const char*, TinyAIPrecision> gguf[] = {
+      {"Q4_0", TINYAI_PREC_INT4_SYMMETRIC}, {"q8_0", TINYAI_PREC_INT8}, {"IQ4_NL", TINYAI_PREC_INT4},
+      {"f16", TINYAI_PREC_FP16},           {"Q4_K", TINYAI_PREC_Q4_K}, {"q6_k", TINYAI_PREC_Q6_K},
+      {"Q5_1", TINYAI_PREC_Q5_1}};
+  for (const auto& g : gguf) {
+    ASSERT_EQ(tinyaiParsePrecision(g.first, &out), TINYAI_OK) << g.first;
+    EXPECT_EQ(out, g.second) << g.first;
+  }
+  EXPECT_EQ(tinyaiParsePrecision("q4_k_m_and_then_some", &out), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tinyaiParsePrecision("int3", &out), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tt::LastMessage()).find("int3"), std::string::npos);
   EXPECT_STREQ(tinyaiPrecisionName(static_cast<TinyAIPrecision>(42)), "unknown");
@@ -272,6 +282,54 @@ TEST(MixedPrecision, AppliedEqualsSavedEqualsConverted) {
   }
 }
 
+// GGUF's block formats as precisions: a K-quant where the rows are whole
+// blocks of 256, llama.cpp's fallback where they are not (q4_k to q5_0, q5_k
+// to q5_1, q6_k to int8), the applied model equal to its saved file, and
+// the logits near the fp32 model's, nearer with more bits.
+TEST(MixedPrecision, BlockFormatsAndTheirFallbacks) {
+  tt::TempDir dir;
+  tinyai::LlamaShape shape = tt::TinyShape();
+  shape.dim = 256;         // q, k, v, out, gate, up: rows of 256
+  shape.hidden_dim = 320;  // down: rows of 320, not whole blocks
+  shape.heads = 4;
+  shape.kv_heads = 2;
+  shape.shared_classifier = false;
+  const std::string f32 = WriteModel(dir, "f32.tmai", shape);
+  tinyai_tools::ModelHandle ref = tinyai_tools::OpenModel(f32, nullptr);
+  const std::vector<float> lr = Logits(ref.get());
+  double previous = 1e30;
+  const struct {
+    TinyAIPrecision p, fallback;
+  } cases[] = {{TINYAI_PREC_Q4_K, TINYAI_PREC_Q5_0}, {TINYAI_PREC_Q5_K, TINYAI_PREC_Q5_1},
+               {TINYAI_PREC_Q6_K, TINYAI_PREC_INT8}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(tinyaiPrecisionName(k.p));
+    tinyai_tools::ModelHandle m = tinyai_tools::OpenModel(f32, nullptr);
+    const TinyAIMixedPrecisionConfig c = All(k.p);
+    ASSERT_EQ(tinyaiApplyMixedPrecision(m.get(), &c), TINYAI_OK) << tt::LastMessage();
+    EXPECT_EQ(PrecisionOf(m.get(), "blk.0.attn_q"), k.p);
+    EXPECT_EQ(PrecisionOf(m.get(), "blk.1.ffn_up"), k.p);
+    EXPECT_EQ(PrecisionOf(m.get(), "blk.0.ffn_down"), k.fallback);
+    const std::string saved = dir.File(std::string("saved-") + tinyaiPrecisionName(k.p) + ".tmai");
+    ASSERT_EQ(tinyaiSaveMappedModel(m.get(), saved.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+    tinyai_tools::ModelHandle s = tinyai_tools::OpenModel(saved, nullptr);
+    EXPECT_EQ(PrecisionOf(s.get(), "blk.0.ffn_down"), k.fallback);
+    const std::vector<float> la = Logits(m.get()), ls = Logits(s.get());
+    ASSERT_EQ(la.size(), lr.size());
+    EXPECT_EQ(std::memcmp(la.data(), ls.data(), la.size() * sizeof(float)), 0);
+    double err = 0.0, norm = 0.0;
+    for (size_t i = 0; i < la.size(); ++i) {
+      err += (la[i] - lr[i]) * static_cast<double>(la[i] - lr[i]);
+      norm += lr[i] * static_cast<double>(lr[i]);
+    }
+    const double rel = std::sqrt(err / norm);
+    EXPECT_GT(rel, 0.0);
+    EXPECT_LT(rel, 0.2);
+    EXPECT_LT(rel, previous);
+    previous = rel;
+  }
+}
+
 // The weight cache holds and counts the quantized bytes: streamed through
 // a cap, the weights held are the int4 model's, not the f32 one's.
 TEST(MixedPrecision, CacheCountsQuantizedBytes) {
@@ -389,8 +447,8 @@ TEST(MixedPrecision, RefusalsLeaveTheModelAsItWas) {
     EXPECT_EQ(PrecisionOf(m.get(), "blk.0.attn_q"), TINYAI_PREC_FP32);
   };
   TinyAIMixedPrecisionConfig c = All(TINYAI_PREC_INT8);
-  c.ffnPrecision = static_cast<TinyAIPrecision>(9);
-  expect(c, TINYAI_ERR_INVALID_ARGUMENT, "ffnPrecision is 9");
+  c.ffnPrecision = static_cast<TinyAIPrecision>(11);
+  expect(c, TINYAI_ERR_INVALID_ARGUMENT, "ffnPrecision is 11");
   c = All(TINYAI_PREC_INT8);
   c.groupSize = 0;
   expect(c, TINYAI_ERR_INVALID_ARGUMENT, "groupSize is 0");

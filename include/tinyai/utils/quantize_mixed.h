@@ -50,13 +50,23 @@ typedef enum TinyAIPrecision TINYAI_ENUM_BASE {
     TINYAI_PREC_INT8 = 2,            /* TINYAI_DTYPE_Q8_G32 */
     TINYAI_PREC_INT4 = 3,            /* TINYAI_DTYPE_Q4NL_G32 */
     TINYAI_PREC_INT4_SYMMETRIC = 4,  /* TINYAI_DTYPE_Q4_G32 */
-    TINYAI_PREC_AS_STORED = 5        /* leave the matrix as the file stores it */
+    TINYAI_PREC_AS_STORED = 5,       /* leave the matrix as the file stores it */
+    /* GGUF's block formats. A K-quant needs rows of whole blocks of 256
+     * values; a matrix whose rows are not falls back as llama.cpp's
+     * quantizer does: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0. */
+    TINYAI_PREC_Q4_K = 6,            /* TINYAI_DTYPE_Q4_K */
+    TINYAI_PREC_Q5_K = 7,            /* TINYAI_DTYPE_Q5_K */
+    TINYAI_PREC_Q6_K = 8,            /* TINYAI_DTYPE_Q6_K */
+    TINYAI_PREC_Q5_0 = 9,            /* TINYAI_DTYPE_Q5_G32 */
+    TINYAI_PREC_Q5_1 = 10            /* TINYAI_DTYPE_Q5M_G32 */
 } TinyAIPrecision;
 
-/* Static name ("int8", "fp16", ...); "unknown" for other values. */
+/* Static name ("int8", "fp16", "q4_k", ...); "unknown" for other values. */
 TINYAI_API const char* tinyaiPrecisionName(TinyAIPrecision precision);
 /* The precision called name ("fp32", "fp16", "int8", "int4", "int4-sym",
- * "keep"), or TINYAI_ERR_INVALID_ARGUMENT naming the accepted names. */
+ * "keep", "q4_k", "q5_k", "q6_k", "q5_0", "q5_1"; GGUF's names "f32", "f16",
+ * "q8_0", "iq4_nl", "q4_0" too, any case), or TINYAI_ERR_INVALID_ARGUMENT
+ * naming the accepted names. */
 TINYAI_API TinyAIStatus tinyaiParsePrecision(const char* name, TinyAIPrecision* out);
 
 /* One exception to the per-kind precisions: either every matrix of one

@@ -131,27 +131,114 @@ float HalfAt(const uint8_t* p) {
   return HalfToFloat(h);
 }
 
-// The integer value of code j of a group (q4 codes carry their offset of 8
-// here; the SIMD kernels take it out through InputGroup::sum instead).
+// The integer value of code j of a group of 32 (q4 and q5 codes carry their
+// offset here; the SIMD kernels take it out through InputGroup::sum instead).
 template <int32_t DType>
 int32_t Value(const uint8_t* group, size_t j) {
   if (DType == TINYAI_DTYPE_Q8_G32) return static_cast<int8_t>(group[2 + j]);
+  if (DType == TINYAI_DTYPE_Q5_G32 || DType == TINYAI_DTYPE_Q5M_G32) {
+    const uint8_t* at = group + (DType == TINYAI_DTYPE_Q5_G32 ? 2 : 4);
+    uint32_t high;
+    std::memcpy(&high, at, sizeof high);
+    const uint8_t packed = at[4 + (j % 16)];
+    const int32_t code = (j < 16 ? (packed & 15) : (packed >> 4)) | static_cast<int32_t>((high >> j & 1u) << 4);
+    return DType == TINYAI_DTYPE_Q5_G32 ? code - 16 : code;
+  }
   const uint8_t packed = group[2 + (j % 16)];
   const int32_t code = j < 16 ? (packed & 15) : (packed >> 4);
   return DType == TINYAI_DTYPE_Q4_G32 ? code - 8 : kQ4NLGrid[code];
 }
 
+// ---- K-quants: a block of 256 values as eight sub-blocks of 32 ----
+
+// Sub-block s of a K-quant block: its 32 integer codes (q4_k, q5_k: 0..15,
+// 0..31; q6_k: -32..31), and how they scale: value j is
+// scale[j / 16] * codes[j] - min (q6_k: min 0, two scales; the others: one
+// scale, scale[1] == scale[0]). scale and min are exact products of the
+// block's f16 factors and the sub-block's integer ones; iscale holds q6_k's
+// int8 scales (for the integer product).
+struct SubBlock {
+  int32_t codes[kGroup];
+  float scale[2], min;
+  int32_t iscale[2];
+};
+
 template <int32_t DType>
-float DotQ(const uint8_t* row, const InputGroupOf<DType>* x, size_t cols) {
-  const size_t bytes = GroupBytes(DType);
+void DecodeSubBlock(const uint8_t* b, size_t s, SubBlock* out) {
+  if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+    const uint8_t* lo = b + 64 * (s / 4);           // 128 values a half: 64 low bytes
+    const uint8_t* hi = b + 128 + 32 * (s / 4);     // and 32 high bytes
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    const size_t k = s % 4;                         // which 32 of the half
+    for (size_t l = 0; l < kGroup; ++l) {
+      // k = 0: lo[l]'s low nibble, 1: lo[l + 32]'s, 2: lo[l]'s high, 3: lo[l + 32]'s high;
+      // bits 2k and 2k + 1 of hi[l] on top.
+      const uint8_t byte = lo[l + 32 * (k % 2)];
+      const int32_t nibble = k < 2 ? (byte & 15) : (byte >> 4);
+      out->codes[l] = (nibble | static_cast<int32_t>(((hi[l] >> (2 * k)) & 3) << 4)) - 32;
+    }
+    const float d = HalfAt(b + 208);
+    out->iscale[0] = sc[2 * s];
+    out->iscale[1] = sc[2 * s + 1];
+    out->scale[0] = d * static_cast<float>(sc[2 * s]);
+    out->scale[1] = d * static_cast<float>(sc[2 * s + 1]);
+    out->min = 0.0f;
+  } else {
+    int32_t sc, mn;
+    KScaleMin(b + 4, s, &sc, &mn);
+    const uint8_t* p = b + (DType == TINYAI_DTYPE_Q5_K ? 48 : 16) + 32 * (s / 2);
+    for (size_t l = 0; l < kGroup; ++l) {
+      int32_t code = s % 2 == 0 ? (p[l] & 15) : (p[l] >> 4);
+      if (DType == TINYAI_DTYPE_Q5_K) code |= ((b[16 + l] >> s) & 1) << 4;
+      out->codes[l] = code;
+    }
+    out->iscale[0] = out->iscale[1] = sc;
+    out->scale[0] = out->scale[1] = HalfAt(b) * static_cast<float>(sc);
+    out->min = HalfAt(b + 2) * static_cast<float>(mn);
+  }
+}
+
+// A K-quant row's product with an int8 input, per sub-block s (input group
+// g): q4_k, q5_k: isum * (d sc[s] * x.d) - x.sum * (dmin mn[s] * x.d);
+// q6_k: (sc[2s] * dot(first 16) + sc[2s+1] * dot(last 16)) * (d * x.d);
+// the sub-blocks' values summed left to right.
+template <int32_t DType>
+float DotK(const uint8_t* row, const InputGroup* x, size_t cols) {
   float sum = 0.0f;
-  for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
-    const uint8_t* group = row + g * bytes;
-    int32_t isum = 0;
-    for (size_t j = 0; j < kGroup; ++j) isum += Value<DType>(group, j) * x[g].q[j];
-    sum += static_cast<float>(isum) * (HalfAt(group) * x[g].d);
+  for (size_t g = 0; g < cols / kGroup; ++g) {
+    const uint8_t* b = row + (g / 8) * GroupBytes(DType);
+    SubBlock sb;
+    DecodeSubBlock<DType>(b, g % 8, &sb);
+    if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+      int32_t half[2] = {0, 0};
+      for (size_t j = 0; j < kGroup; ++j) half[j / 16] += sb.codes[j] * x[g].q[j];
+      const int32_t isum = sb.iscale[0] * half[0] + sb.iscale[1] * half[1];
+      sum += static_cast<float>(isum) * (HalfAt(b + 208) * x[g].d);
+    } else {
+      int32_t isum = 0;
+      for (size_t j = 0; j < kGroup; ++j) isum += sb.codes[j] * x[g].q[j];
+      sum += static_cast<float>(isum) * (sb.scale[0] * x[g].d) - static_cast<float>(x[g].sum) * (sb.min * x[g].d);
+    }
   }
   return sum;
+}
+
+template <int32_t DType>
+float DotQ(const uint8_t* row, const InputGroupOf<DType>* x, size_t cols) {
+  if constexpr (IsSuperBlockDType(DType)) {
+    return DotK<DType>(row, x, cols);
+  } else {
+    const size_t bytes = GroupBytes(DType);
+    float sum = 0.0f;
+    for (size_t g = 0; g < GroupsPerRow(cols); ++g) {
+      const uint8_t* group = row + g * bytes;
+      int32_t isum = 0;
+      for (size_t j = 0; j < kGroup; ++j) isum += Value<DType>(group, j) * x[g].q[j];
+      sum += static_cast<float>(isum) * (HalfAt(group) * x[g].d);
+      if constexpr (DType == TINYAI_DTYPE_Q5M_G32) sum += static_cast<float>(x[g].sum) * (HalfAt(group + 2) * x[g].d);
+    }
+    return sum;
+  }
 }
 
 // Groups of cols values of x as codes in [-top, top]: d = max|x| / top,
@@ -207,6 +294,17 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* x, size_t ldx, floa
 
 template <int32_t DType>
 void DequantizeRowQ(const uint8_t* row, float* out, size_t cols) {
+  if constexpr (IsSuperBlockDType(DType)) {
+    // GGUF's dequantizers' arithmetic: each value is one rounding of exact
+    // products (scale * code - min), so these are their values bit for bit.
+    for (size_t c0 = 0; c0 < cols; c0 += kGroup) {
+      SubBlock sb;
+      DecodeSubBlock<DType>(row + (c0 / kSuperBlock) * GroupBytes(DType), (c0 / kGroup) % 8, &sb);
+      const size_t n = cols - c0 < kGroup ? cols - c0 : kGroup;
+      for (size_t j = 0; j < n; ++j) out[c0 + j] = sb.scale[j / 16] * static_cast<float>(sb.codes[j]) - sb.min;
+    }
+    return;
+  }
   // A group's scale widened once, not once a value: an int8 KV cache
   // dequantizes every value row it attends to, and the half conversion per
   // value made that 27% of a 110M q4_g32 decode token.
@@ -215,7 +313,12 @@ void DequantizeRowQ(const uint8_t* row, float* out, size_t cols) {
     const uint8_t* group = row + (c0 / kGroup) * bytes;
     const float d = HalfAt(group);
     const size_t n = cols - c0 < kGroup ? cols - c0 : kGroup;
-    for (size_t j = 0; j < n; ++j) out[c0 + j] = d * static_cast<float>(Value<DType>(group, j));
+    if constexpr (DType == TINYAI_DTYPE_Q5M_G32) {
+      const float m = HalfAt(group + 2);
+      for (size_t j = 0; j < n; ++j) out[c0 + j] = d * static_cast<float>(Value<DType>(group, j)) + m;
+    } else {
+      for (size_t j = 0; j < n; ++j) out[c0 + j] = d * static_cast<float>(Value<DType>(group, j));
+    }
   }
 }
 
@@ -226,6 +329,11 @@ void DequantizeRowQ(const uint8_t* row, float* out, size_t cols) {
 TINYAI_REF_GROUPED(TINYAI_DTYPE_Q8_G32);
 TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4_G32);
 TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4NL_G32);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q5_G32);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q5M_G32);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q4_K);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q5_K);
+TINYAI_REF_GROUPED(TINYAI_DTYPE_Q6_K);
 #undef TINYAI_REF_GROUPED
 
 }  // namespace ref
@@ -338,6 +446,10 @@ template void SparseMatmulQ<TINYAI_DTYPE_Q4_G32>(const uint8_t*, const SparseLay
                                                  size_t, size_t, size_t);
 template void SparseMatmulQ<TINYAI_DTYPE_Q4NL_G32>(const uint8_t*, const SparseLayout&, const void*, size_t, float*,
                                                    size_t, size_t, size_t);
+template void SparseMatmulQ<TINYAI_DTYPE_Q5_G32>(const uint8_t*, const SparseLayout&, const void*, size_t, float*,
+                                                 size_t, size_t, size_t);
+template void SparseMatmulQ<TINYAI_DTYPE_Q5M_G32>(const uint8_t*, const SparseLayout&, const void*, size_t, float*,
+                                                  size_t, size_t, size_t);
 
 }  // namespace ref
 
@@ -363,6 +475,11 @@ constexpr KernelTable kRefTable = {
         /* TINYAI_DTYPE_Q8_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q8_G32>(),
         /* TINYAI_DTYPE_Q4_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4_G32>(),
         /* TINYAI_DTYPE_Q4NL_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q4NL_G32>(),
+        /* TINYAI_DTYPE_Q4_K */ ref::GroupedKernels<TINYAI_DTYPE_Q4_K>(),
+        /* TINYAI_DTYPE_Q5_K */ ref::GroupedKernels<TINYAI_DTYPE_Q5_K>(),
+        /* TINYAI_DTYPE_Q6_K */ ref::GroupedKernels<TINYAI_DTYPE_Q6_K>(),
+        /* TINYAI_DTYPE_Q5_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q5_G32>(),
+        /* TINYAI_DTYPE_Q5M_G32 */ ref::GroupedKernels<TINYAI_DTYPE_Q5M_G32>(),
     },
 };
 

@@ -26,11 +26,15 @@ template <int32_t DType>
 void SparseMatmulQ(const uint8_t* w, const SparseLayout& s, const void* x, size_t ldx, float* y, size_t ldy,
                    size_t bands, size_t n);
 
-// The grouped dtypes' entries of the reference, as a WeightKernels.
+// The grouped dtypes' entries of the reference, as a WeightKernels (the
+// K-quants' products need rows of whole blocks of 256: cols % 256 == 0).
 template <int32_t DType>
 constexpr WeightKernels GroupedKernels() {
-  return WeightKernels{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType), nullptr, nullptr,
-                       &SparseMatmulQ<DType>};
+  WeightKernels w{nullptr, nullptr, &DequantizeRowQ<DType>, &MatvecQ<DType>, &MatmulQ<DType>, InputFormOf(DType), nullptr,
+                  nullptr, nullptr};
+  // Block-sparse rows are groups of 32 (common/sparse.h): no K-quant.
+  if constexpr (!IsSuperBlockDType(DType)) w.sparse_matmul = &SparseMatmulQ<DType>;
+  return w;
 }
 
 }  // namespace ref

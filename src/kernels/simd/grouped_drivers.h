@@ -81,6 +81,12 @@ struct Defaults {
   }
   static constexpr bool kQuantizer = false;
   static constexpr bool kDequantizeQ8 = false;
+  // Whether MK has a WeightGroup<DType> (else the table takes the
+  // reference's products for DType).
+  template <int32_t DType>
+  static constexpr bool HasDType() {
+    return DType == TINYAI_DTYPE_Q8_G32 || DType == TINYAI_DTYPE_Q4_G32 || DType == TINYAI_DTYPE_Q4NL_G32;
+  }
 };
 
 // ---- Rows, one after the other ------------------------------------------------------------
@@ -408,8 +414,12 @@ struct Table {
   }
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<MK, DType>(), Matmul<MK, DType>(),
-                         InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>(), &SparseMatmulQ<MK, DType>};
+    if constexpr (MK::template HasDType<DType>()) {
+      return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<MK, DType>(), Matmul<MK, DType>(),
+                           InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>(), &SparseMatmulQ<MK, DType>};
+    } else {
+      return ref::GroupedKernels<DType>();  // no micro-kernel step for DType yet
+    }
   }
 };
 

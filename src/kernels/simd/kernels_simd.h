@@ -905,6 +905,11 @@ constexpr KernelTable MakeTable(const char* name) {
           /* TINYAI_DTYPE_Q8_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q8_G32>(),
           /* TINYAI_DTYPE_Q4_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4_G32>(),
           /* TINYAI_DTYPE_Q4NL_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q4NL_G32>(),
+          /* TINYAI_DTYPE_Q4_K */ Grouped::template Weights<TINYAI_DTYPE_Q4_K>(),
+          /* TINYAI_DTYPE_Q5_K */ Grouped::template Weights<TINYAI_DTYPE_Q5_K>(),
+          /* TINYAI_DTYPE_Q6_K */ Grouped::template Weights<TINYAI_DTYPE_Q6_K>(),
+          /* TINYAI_DTYPE_Q5_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q5_G32>(),
+          /* TINYAI_DTYPE_Q5M_G32 */ Grouped::template Weights<TINYAI_DTYPE_Q5M_G32>(),
       },
   };
 }
