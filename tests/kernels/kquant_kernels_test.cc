@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/groups.h"
@@ -273,6 +274,18 @@ TEST(KQuant, ProductsAreTheDequantizedProducts) {
           }
         }
       }
+    }
+  }
+}
+
+// The SIMD tables that have the 4-bit products of their own (AVX2, AVX-512,
+// NEON) have these too: not the reference's loops.
+TEST(KQuant, SimdTablesHaveTheirOwnProducts) {
+  for (const KernelTable* t : AllTables()) {
+    const std::string name = t->name;
+    if (WeightKernelsFor(*t, TINYAI_DTYPE_Q4_G32)->matvec_q == Ref().weights[TINYAI_DTYPE_Q4_G32].matvec_q) continue;
+    for (int32_t dtype : kNewDTypes) {
+      EXPECT_NE(WeightKernelsFor(*t, dtype)->matvec_q, Ref().weights[dtype].matvec_q) << name << " " << Name(dtype);
     }
   }
 }

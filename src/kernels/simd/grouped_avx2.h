@@ -21,6 +21,7 @@
 #include "common/panels.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/simd/grouped_blocks_x86.h"
 #include "kernels/simd/grouped_drivers.h"
 #include "kernels/simd/isa.h"
 
@@ -366,11 +367,20 @@ struct Micro : grouped::Defaults<Micro> {
   using Acc = __m256;
   static Acc Zero() { return _mm256_setzero_ps(); }
   static float Sum(Acc a, Acc b) { return HorizontalSum(_mm256_add_ps(a, b)); }
+  // The GGUF block dtypes (grouped_blocks_x86.h): the drivers' rows.
   template <int32_t DType>
-  using WeightGroup = avx2::WeightGroup<DType>;
+  static constexpr bool HasDType() {
+    return true;
+  }
+  template <int32_t DType>
+  using WeightGroup = std::conditional_t<x86blocks::Handles(DType), x86blocks::BlockRef, avx2::WeightGroup<DType>>;
   template <int32_t DType>
   static Acc AddGroup(Acc acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.Dot(x)), _mm256_set1_ps(w.d * x.d), acc);
+    if constexpr (x86blocks::Handles(DType)) {
+      return x86blocks::Fma<DType>(w.p, x, acc);
+    } else {
+      return _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.Dot(x)), _mm256_set1_ps(w.d * x.d), acc);
+    }
   }
   template <int32_t DType>
   static constexpr auto OwnMatvec() {
@@ -382,7 +392,11 @@ struct Micro : grouped::Defaults<Micro> {
   }
   template <int32_t DType>
   static constexpr auto OwnMatmul() {
-    return &MatmulQ<DType>;
+    if constexpr (x86blocks::Handles(DType)) {
+      return nullptr;
+    } else {
+      return &MatmulQ<DType>;
+    }
   }
 
   template <int32_t DType>

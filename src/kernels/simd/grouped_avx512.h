@@ -25,6 +25,7 @@
 #include "common/panels.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels_ref.h"
+#include "kernels/simd/grouped_blocks_x86.h"
 #include "kernels/simd/grouped_drivers.h"
 #include "kernels/simd/isa.h"
 #include "kernels/simd/matmul_avx512.h"
@@ -425,12 +426,22 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
   using Acc = __m512;
   static Acc Zero() { return _mm512_setzero_ps(); }
   static float Sum(Acc a, Acc b) { return _mm512_reduce_add_ps(_mm512_add_ps(a, b)); }
+  // The GGUF block dtypes (grouped_blocks_x86.h, 256-bit): the drivers'
+  // rows, each block's sum added to the accumulator's low half.
   template <int32_t DType>
-  using WeightGroup = avx512::WeightGroup<DType>;
+  static constexpr bool HasDType() {
+    return true;
+  }
+  template <int32_t DType>
+  using WeightGroup = std::conditional_t<x86blocks::Handles(DType), x86blocks::BlockRef, avx512::WeightGroup<DType>>;
   template <int32_t DType>
   static Acc AddGroup(Acc acc, const WeightGroup<DType>& w, const InputGroupOf<DType>& x) {
-    const __m512i dot = DotS16<kVnni>(w.codes, _mm512_loadu_si512(x.q));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(w.d * x.d), acc);
+    if constexpr (x86blocks::Handles(DType)) {
+      return _mm512_add_ps(acc, _mm512_zextps256_ps512(x86blocks::Fma<DType>(w.p, x, _mm256_setzero_ps())));
+    } else {
+      const __m512i dot = DotS16<kVnni>(w.codes, _mm512_loadu_si512(x.q));
+      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(w.d * x.d), acc);
+    }
   }
   static void Prefetch(const uint8_t* p) { __builtin_prefetch(p, 0, 1); }
   template <int32_t DType>
@@ -447,7 +458,7 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
   static constexpr size_t kMatmulPanelBytes = 16u << 10;
   template <int32_t DType>
   static constexpr auto OwnMatvec() {
-    if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
+    if constexpr (DType == TINYAI_DTYPE_Q8_G32 || x86blocks::Handles(DType)) {
       return nullptr;
     } else {
       return &Matvec4Rows<DType, kVnni>;

@@ -92,10 +92,13 @@ struct Defaults {
 // ---- Rows, one after the other ------------------------------------------------------------
 //
 // MK::Acc, MK::Zero(), MK::Sum(Acc, Acc) -> float; MK::WeightGroup<DType>
-// (constructed from a group's bytes: its codes decoded once for every input
-// it meets); MK::AddGroup(Acc, const WeightGroup<DType>&, const
-// InputGroupOf<DType>&) -> Acc: the group's integer products with the input,
-// converted and scaled by d_w * d_x, added; MK::Prefetch(p) for a row ahead.
+// (constructed from a block's bytes - a group of 32, or a K-quant's 256
+// values: its codes decoded once for every input it meets, or where they
+// are too many to hold, its factors); MK::template AddGroup<DType>(Acc, const
+// WeightGroup<DType>&, const InputGroupOf<DType>&) -> Acc: the block's
+// integer products with the input (a K-quant: the 8 input groups from the
+// one given on), converted and scaled by d_w * d_x, added; MK::Prefetch(p)
+// for a row ahead.
 
 // One row against J inputs (input j at x + j * ldx groups), y[j * ldy]. Two
 // accumulator chains a input, even and odd groups, summed at the end: the
@@ -111,6 +114,9 @@ __attribute__((always_inline)) inline void RowTile(const uint8_t* row, const uin
   using Acc = typename MK::Acc;
   using Weights = typename MK::template WeightGroup<DType>;
   constexpr size_t kBytes = GroupBytes(DType);
+  // Input groups of 32 a block meets (a K-quant's 256 values: 8; AddGroup
+  // then reads the 8 from the one it is given on).
+  constexpr size_t kPer = BlockValues(DType) / kGroup;
   Acc acc0[J], acc1[J];
   for (size_t j = 0; j < J; ++j) acc0[j] = acc1[j] = MK::Zero();
   size_t g = 0;
@@ -121,14 +127,14 @@ __attribute__((always_inline)) inline void RowTile(const uint8_t* row, const uin
     }
     const Weights w0(row + g * kBytes), w1(row + (g + 1) * kBytes);
     for (size_t j = 0; j < J; ++j) {
-      acc0[j] = MK::AddGroup(acc0[j], w0, x[j * ldx + g]);
-      acc1[j] = MK::AddGroup(acc1[j], w1, x[j * ldx + g + 1]);
+      acc0[j] = MK::template AddGroup<DType>(acc0[j], w0, x[j * ldx + g * kPer]);
+      acc1[j] = MK::template AddGroup<DType>(acc1[j], w1, x[j * ldx + (g + 1) * kPer]);
     }
   }
   if (g < groups) {
     if (ahead != nullptr) MK::Prefetch(ahead + g * kBytes);
     const Weights w0(row + g * kBytes);
-    for (size_t j = 0; j < J; ++j) acc0[j] = MK::AddGroup(acc0[j], w0, x[j * ldx + g]);
+    for (size_t j = 0; j < J; ++j) acc0[j] = MK::template AddGroup<DType>(acc0[j], w0, x[j * ldx + g * kPer]);
   }
   for (size_t j = 0; j < J; ++j) y[j * ldy] = MK::Sum(acc0[j], acc1[j]);
 }
@@ -141,7 +147,7 @@ template <class MK, int32_t DType>
 void MatvecQ(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
   const InputGroupOf<DType>* x = static_cast<const InputGroupOf<DType>*>(input);
   constexpr size_t kAhead = MK::template AheadRows<DType>();
-  const size_t groups = GroupsPerRow(cols);
+  const size_t groups = BlocksPerRow(DType, cols);
   for (size_t r = 0; r < rows; ++r) {
     const uint8_t* row = w + r * row_bytes;
     const uint8_t* ahead = kAhead > 0 && r + kAhead < rows ? row + kAhead * row_bytes : nullptr;
@@ -178,7 +184,7 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
     if (first >= n) return;
   }
   constexpr unsigned kTiles = MK::template RowTiles<DType>();
-  const size_t groups = GroupsPerRow(cols);
+  const size_t groups = BlocksPerRow(DType, cols);
   size_t panel = rows;
   if (MK::kMatmulPanelBytes > 0) {
     panel = MK::kMatmulPanelBytes / (row_bytes == 0 ? 1 : row_bytes);
@@ -414,7 +420,10 @@ struct Table {
   }
   template <int32_t DType>
   static constexpr WeightKernels Weights() {
-    if constexpr (MK::template HasDType<DType>()) {
+    if constexpr (IsSuperBlockDType(DType) && MK::template HasDType<DType>()) {  // no block-sparse K-quant
+      return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<MK, DType>(), Matmul<MK, DType>(),
+                           InputFormOf(DType), nullptr, nullptr, nullptr};
+    } else if constexpr (MK::template HasDType<DType>()) {
       return WeightKernels{nullptr, nullptr, Dequantize<DType>(), Matvec<MK, DType>(), Matmul<MK, DType>(),
                            InputFormOf(DType), Panels<DType>(), PanelsMatmul<DType>(), &SparseMatmulQ<MK, DType>};
     } else {

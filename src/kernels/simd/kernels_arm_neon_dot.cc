@@ -17,7 +17,8 @@ const KernelTable& ArmNeon64Table();
 
 const KernelTable& ArmNeon64DotTable() {
   static const KernelTable kTable =
-      grouped::DeriveTable<neon::Grouped<true>, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32>(ArmNeon64Table(), "neon64dot");
+      grouped::DeriveTable<neon::Grouped<true>, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32, TINYAI_DTYPE_Q4_K, TINYAI_DTYPE_Q5_K,
+                            TINYAI_DTYPE_Q6_K, TINYAI_DTYPE_Q5_G32, TINYAI_DTYPE_Q5M_G32>(ArmNeon64Table(), "neon64dot");
   return kTable;
 }
 
