@@ -150,7 +150,8 @@ TinyAIStatus CheckWriteOptions(const WriteOptions& options) {
   if (options.matrix_dtype != TINYAI_DTYPE_F32 && options.matrix_dtype != TINYAI_DTYPE_F16 &&
       GroupBytes(options.matrix_dtype) == 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT,
-                    "matrices can be written as f32, f16, q8_g32, q4_g32 or q4nl_g32, not %s (dtype %d)",
+                    "matrices can be written as f32, f16, q8_g32, q4_g32, q4nl_g32, q4_k, q5_k, q6_k, q5_g32 or "
+                    "q5m_g32, not %s (dtype %d)",
                     tinyaiDTypeName(options.matrix_dtype), static_cast<int>(options.matrix_dtype));
   }
   return TINYAI_OK;

@@ -38,6 +38,29 @@ foreach(row "token_embd[^\n]*q4nl_g32" "output [^\n]*f32" "blk.0.attn_q[^\n]*f16
   endif()
 endforeach()
 
+# GGUF's block formats by their names: K-quants where the rows are whole
+# blocks of 256, llama.cpp's fallback (shown in the table) where they are not,
+# with calibration; GGUF's names for TinyAI's own formats.
+set(k256 dim=256,hidden=320,layers=2,heads=4,kv_heads=2,vocab=300,seq_len=32,shared=0)
+expect_run(RC 0 COMMAND ${CONVERT} --synthetic ${k256} ${OUT_DIR}/k256.tmai)
+expect_run(RC 0 STDOUT_HAS "q4_k" "q5_g32" "mean KL"
+           COMMAND ${QUANTIZE} --all Q4_K --calibrate 40 --eval 40 ${OUT_DIR}/k256.tmai ${OUT_DIR}/k4.tmai)
+expect_run(RC 0 COMMAND ${INSPECT} ${OUT_DIR}/k4.tmai)
+foreach(row "blk.0.attn_q[^\n]*q4_k" "blk.1.ffn_up[^\n]*q4_k" "blk.0.ffn_down[^\n]*q5_g32" "token_embd[^\n]*q4_k")
+  if(NOT RUN_OUT MATCHES "${row}")
+    cli_fail("tinyai-inspect of the q4_k model lacks '${row}':\n${RUN_OUT}")
+  endif()
+endforeach()
+expect_run(RC 0 COMMAND ${QUANTIZE} --all q6_k --ffn q5_k --output q8_0 --eval 0 --quiet ${OUT_DIR}/k256.tmai
+           ${OUT_DIR}/k6.tmai)
+expect_run(RC 0 COMMAND ${INSPECT} ${OUT_DIR}/k6.tmai)
+foreach(row "blk.0.attn_v[^\n]*q6_k" "blk.0.ffn_gate[^\n]*q5_k" "blk.0.ffn_down[^\n]*q5m_g32" "output [^\n]*q8_g32")
+  if(NOT RUN_OUT MATCHES "${row}")
+    cli_fail("tinyai-inspect of the q6_k/q5_k model lacks '${row}':\n${RUN_OUT}")
+  endif()
+endforeach()
+expect_usage_error("unknown precision 'q3_k'" ${QUANTIZE} --all q3_k ${OUT_DIR}/k256.tmai ${OUT_DIR}/x.tmai)
+
 # Calibration on the model's own stream and on a text; a dense network
 # quantizes but does not calibrate.
 file(WRITE ${OUT_DIR}/calib.txt "Once upon a time there was a small robot that counted every byte it had.")

@@ -1,8 +1,8 @@
 // tinyai-convert: build .tmai models.
-//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
-//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
-//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
-//   tinyai-convert [--dtype f32|f16|q8_g32|q4_g32|q4nl_g32] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
+//   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
+//   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
+//   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
+//   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from gguf [--name NAME] IN.gguf OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from safetensors [--name NAME] DIR_OR_FILE OUT.tmai
 #include <cstdio>
@@ -31,8 +31,9 @@ const char kUsage[] =
     "  --from tmai        write an existing model IN.tmai again: its matrices in --dtype (default: as they\n"
     "                     are), stored per --compress (default none); everything else as it is\n"
     "  --from gguf        convert a LLaMA GGUF file (version 2 or 3) with its vocabulary; each tensor keeps\n"
-    "                     its type: F32, F16, Q8_0 (q8_g32), Q4_0 (q4_g32), IQ4_NL (q4nl_g32), BF16 (to f32);\n"
-    "                     other types (Q4_K, Q6_K, ...) are refused by name (no --dtype: tinyai-quantize after)\n"
+    "                     its type: F32, F16, Q8_0 (q8_g32), Q4_0 (q4_g32), IQ4_NL (q4nl_g32), Q4_K, Q5_K,\n"
+    "                     Q6_K (q4_k, q5_k, q6_k), Q5_0 (q5_g32), Q5_1 (q5m_g32), BF16 (to f32); other types\n"
+    "                     (Q2_K, Q3_K, IQ*) are refused by name (no --dtype: tinyai-quantize after)\n"
     "  --from safetensors convert a Hugging Face LLaMA checkpoint: its folder (model.safetensors, or shards and\n"
     "                     model.safetensors.index.json), a .safetensors file or the index; config.json and the\n"
     "                     SentencePiece tokenizer.model from the same folder. F32 and F16 tensors keep their type,\n"
@@ -45,7 +46,8 @@ const char kUsage[] =
     "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights):\n"
     "                     f32 (default), f16 (rounded to nearest even), or grouped: q8_g32 (int8), q4_g32\n"
     "                     or q4nl_g32 (4-bit, uniform or non-uniform grid) in groups of 32 with searched\n"
-    "                     scales (docs/format.md); norm weights and biases stay f32. A grouped matrix of\n"
+    "                     scales, q5_g32, q5m_g32, or the K-quants q4_k, q5_k, q6_k (rows of whole blocks of\n"
+    "                     256 only) (docs/format.md); norm weights and biases stay f32. A grouped matrix of\n"
     "                     the input is copied or dequantized, never quantized again to another grouped dtype\n"
     "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
     "                     smaller is stored as zstd frames of about 1 MiB of rows, the others as they are\n"
@@ -74,13 +76,13 @@ tinyai::WriteOptions ParseCompress(const std::string& v) {
   return o;
 }
 
-// "f32", "f16", "q8_g32", "q4_g32" or "q4nl_g32".
+// A dtype by its name ("f32" ... "q5m_g32").
 TinyAIDType ParseDtype(const std::string& v) {
-  for (TinyAIDType d : {TINYAI_DTYPE_F32, TINYAI_DTYPE_F16, TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32,
-                        TINYAI_DTYPE_Q4NL_G32}) {
-    if (v == tinyaiDTypeName(d)) return d;
+  for (int d = TINYAI_DTYPE_F32; d <= TINYAI_DTYPE_Q5M_G32; ++d) {
+    if (v == tinyaiDTypeName(static_cast<TinyAIDType>(d))) return static_cast<TinyAIDType>(d);
   }
-  throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32, q4_g32 or q4nl_g32, got '" + v + "'");
+  throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32, q4_g32, q4nl_g32, q4_k, q5_k, q6_k, q5_g32 or "
+                                 "q5m_g32, got '" + v + "'");
 }
 
 // matrices: what the matrices were written as (default: o.matrix_dtype).
