@@ -542,7 +542,8 @@ void RegisterAll() {
       }
     }
   }
-  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32}) {
+  for (int32_t dtype : {TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32, TINYAI_DTYPE_Q4_K,
+                        TINYAI_DTYPE_Q5_K, TINYAI_DTYPE_Q6_K, TINYAI_DTYPE_Q5_G32, TINYAI_DTYPE_Q5M_G32}) {
     const std::string d = tinyaiDTypeName(static_cast<TinyAIDType>(dtype));
     for (bool cold : {false, true}) {
       for (const Shape& s : shapes) {

@@ -72,6 +72,31 @@ TinyAIPrecision ParsePrecision(const std::string& flag, const char* v) {
   return p;
 }
 
+bool IsKQuant(TinyAIPrecision p) { return p == TINYAI_PREC_Q4_K || p == TINYAI_PREC_Q5_K || p == TINYAI_PREC_Q6_K; }
+
+// Says which matrices took llama.cpp's fallback for a K-quant (rows that
+// are not whole blocks of 256 values), as llama-quantize does: a matrix
+// whose rows are not, stored in a fallback's dtype, when a K-quant was asked
+// for anywhere.
+void ReportFallbacks(const TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig& cfg,
+                     const std::vector<TinyAIPrecisionOverride>& overrides) {
+  bool asked = IsKQuant(cfg.embeddingPrecision) || IsKQuant(cfg.attentionPrecision) || IsKQuant(cfg.ffnPrecision) ||
+               IsKQuant(cfg.outputPrecision);
+  for (const TinyAIPrecisionOverride& o : overrides) asked |= IsKQuant(o.precision);
+  if (!asked) return;
+  for (int t = 0; t < tinyaiGetMappedTensorCount(model); ++t) {
+    TinyAITensorInfo info;
+    info.structSize = sizeof info;
+    if (tinyaiGetMappedTensorInfo(model, t, &info) != TINYAI_OK || info.nDims != 2 || info.shape[1] % 256 == 0) continue;
+    TinyAIPrecision p = TINYAI_PREC_AS_STORED;
+    if (tinyaiGetTensorPrecision(model, t, &p) != TINYAI_OK) continue;
+    const char* of = p == TINYAI_PREC_Q5_0 ? "q4_k" : p == TINYAI_PREC_Q5_1 ? "q5_k" : p == TINYAI_PREC_INT8 ? "q6_k" : nullptr;
+    if (of == nullptr) continue;
+    std::fprintf(stderr, "tinyai-quantize: %s: rows of %llu values are not whole blocks of 256 (a K-quant's): %s, "
+                 "llama.cpp's fallback for %s\n", info.name, static_cast<unsigned long long>(info.shape[1]),
+                 tinyaiPrecisionName(p), of);
+  }
+}
 
 int Run(int argc, char** argv) {
   TinyAIMixedPrecisionConfig cfg;
@@ -155,6 +180,7 @@ int Run(int argc, char** argv) {
   mc.prefetchThreads = 0;
   tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(in, &mc);
   tinyai_tools::Check(tinyaiApplyMixedPrecision(model.get(), &cfg));
+  ReportFallbacks(model.get(), cfg, overrides);
   TinyAISaveOptions so = tinyaiCreateDefaultSaveOptions();
   so.progress = tinyai_tools::SaveReport::OnTensor;
   so.progressUser = &report;
