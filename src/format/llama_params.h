@@ -30,6 +30,11 @@ constexpr const char kRopeTheta[] = "llama.rope_theta";  // optional, default 10
 // position * frequency / factor, as llama.cpp's rope_freq_scale = 1 / factor.
 // Optional, default 1 (no scaling); written only when it is not 1.
 constexpr const char kRopeLinearFactor[] = "llama.rope_linear_factor";
+// Per-frequency RoPE factors (Llama 3's scaling; GGUF's rope_freqs.weight):
+// a float array of head_size / 2 values, each finite and positive; pair i's
+// angle is position * frequency_i / factor_i (then the linear factor's
+// scaling). Optional: absent, every factor is 1.
+constexpr const char kRopeFreqFactors[] = "llama.rope_freq_factors";
 }  // namespace llama_key
 
 // The linear RoPE factors the runtime runs: 1/65536 .. 65536 (real models

@@ -118,7 +118,8 @@ uint64_t SplitMix64(uint64_t* state) {
 }
 
 void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
-                      const std::string& source_format, const char* source_path) {
+                      const std::string& source_format, const char* source_path,
+                      const std::vector<float>& rope_freq_factors) {
   w->AddMetaString("general.architecture", architecture);
   w->AddMetaString("general.name", name);
   AddSourceMetadata(w, source_format, source_path);
@@ -129,6 +130,7 @@ void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::strin
   // Written only when it scales: a model without it runs unscaled (and the
   // files of every other model stay as they were).
   if (s.rope_linear_factor != 1.0f) w->AddMetaFloat(llama_key::kRopeLinearFactor, s.rope_linear_factor);
+  if (!rope_freq_factors.empty()) w->AddMetaFloatArray(llama_key::kRopeFreqFactors, rope_freq_factors);
 }
 
 void AddTokenizerMetadata(TmaiWriter* w, const std::vector<std::string>& pieces, const std::vector<float>& scores,

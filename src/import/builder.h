@@ -92,9 +92,10 @@ TinyAIStatus WriteRandom(TmaiWriter* w, uint64_t n, float bound, float fill, uin
 // name, when path is given) and general.source (the command that wrote it);
 void AddSourceMetadata(TmaiWriter* w, const std::string& format, const char* path);
 // the general.* (AddSourceMetadata's among them) and llama.* metadata, with
-// the given architecture name;
+// the given architecture name (and llama.rope_freq_factors when given);
 void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::string& architecture, const std::string& name,
-                      const std::string& source_format, const char* source_path);
+                      const std::string& source_format, const char* source_path,
+                      const std::vector<float>& rope_freq_factors = std::vector<float>());
 // the tokenizer.* metadata (llama2c-bpe, BOS 1 and EOS 2 unless given;
 // tokenizer.add_bos 0 when a text does not start with BOS, tokenizer.add_eos
 // 1 when it ends with EOS);

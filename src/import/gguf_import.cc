@@ -334,9 +334,26 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
                     "finite", ggufPath, static_cast<double>(s.norm_eps), static_cast<double>(s.rope_theta));
   }
   TINYAI_RETURN_IF_ERROR(ReadRopeScaling(f, ggufPath, &s.rope_linear_factor));
-  if (f.FindTensor("rope_freqs.weight") != nullptr) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor 'rope_freqs.weight' (per-frequency rope factors, as "
-                    "Llama 3.1's scaling); TinyAI runs rotary embeddings unscaled or linearly scaled", ggufPath);
+  // Llama 3's per-frequency factors (llama.cpp's LLM_TENSOR_ROPE_FREQS):
+  // head_size / 2 floats that divide each pair's frequency, recorded as
+  // llama.rope_freq_factors.
+  std::vector<float> rope_factors;
+  const gguf::TensorInfo* rope_freqs = f.FindTensor("rope_freqs.weight");
+  if (rope_freqs != nullptr) {
+    const uint64_t pairs = s.heads > 0 ? static_cast<uint64_t>(s.dim / s.heads / 2) : 0;
+    if (rope_freqs->type != gguf::kF32 || rope_freqs->n_dims != 1 || rope_freqs->dims[0] != pairs || pairs == 0) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor 'rope_freqs.weight' is %s [%llu]; the rope frequency "
+                      "factors are F32 [%llu] (half a head)", ggufPath, gguf::TypeName(rope_freqs->type),
+                      static_cast<unsigned long long>(rope_freqs->dims[0]), static_cast<unsigned long long>(pairs));
+    }
+    rope_factors.resize(static_cast<size_t>(pairs));
+    std::memcpy(rope_factors.data(), mapped.data + rope_freqs->offset, rope_factors.size() * sizeof(float));
+    for (size_t i = 0; i < rope_factors.size(); ++i) {
+      if (!(rope_factors[i] > 0.0f) || !std::isfinite(rope_factors[i])) {
+        return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_freqs.weight[%zu] is %g; a frequency factor is positive "
+                        "and finite", ggufPath, i, static_cast<double>(rope_factors[i]));
+      }
+    }
   }
 
   // The vocabulary.
@@ -450,9 +467,9 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   }
   TINYAI_RETURN_IF_ERROR(want("output_norm.weight", "output_norm", 1, dim, false));
   if (!s.shared_classifier) TINYAI_RETURN_IF_ERROR(want("output.weight", "output", vocab, dim, true));
-  if (plan.size() != f.tensors.size()) {
+  if (plan.size() + (rope_freqs != nullptr ? 1 : 0) != f.tensors.size()) {
     for (const gguf::TensorInfo& t : f.tensors) {
-      bool used = false;
+      bool used = &t == rope_freqs;
       for (const Planned& p : plan) used |= p.info == &t;
       if (!used) {
         return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is not part of a LLaMA model TinyAI runs",
@@ -466,7 +483,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   std::string name = options.name;
   if (name.empty()) TINYAI_RETURN_IF_ERROR(f.GetString("general.name", &name, &found));
   if (name.empty()) name = "GGUF import";
-  AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "gguf", ggufPath);
+  AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "gguf", ggufPath, rope_factors);
   AddTokenizerMetadata(&w, pieces, scores, bos, eos, add_bos, add_eos);
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {

@@ -229,16 +229,22 @@ struct Config {
   bool has_bos = false, has_eos = false;
   uint64_t bos = 0, eos = 0;
   std::string name;
+  std::vector<float> rope_freq_factors;  // rope_scaling llama3's, per pair (empty: none)
 };
 
 // config.json's rope_scaling, as transformers reads it
 // (modeling_rope_utils.py): null or absent, or rope_type (older files:
 // type) "default", is no scaling; "linear" divides positions by its factor
 // (LlamaLinearScalingRotaryEmbedding), which the runtime computes
-// (llama.rope_linear_factor); the other types (dynamic, yarn, longrope,
-// llama3) change the frequencies themselves: refused by name.
-TinyAIStatus ReadRopeScaling(const nlohmann::json& j, const std::string& path, float* factor) {
+// (llama.rope_linear_factor); "llama3" scales each frequency by its
+// wavelength (transformers' _compute_llama3_parameters, as llama.cpp's
+// converter writes rope_freqs.weight), recorded per pair as
+// llama.rope_freq_factors; the other types (dynamic, yarn, longrope) change
+// the frequencies in ways the runtime does not compute: refused by name.
+TinyAIStatus ReadRopeScaling(const nlohmann::json& j, const std::string& path, const LlamaHyperParams& s, float* factor,
+                             std::vector<float>* freq_factors) {
   *factor = 1.0f;
+  freq_factors->clear();
   auto scaling = j.find("rope_scaling");
   if (scaling == j.end() || scaling->is_null()) return TINYAI_OK;
   if (!scaling->is_object()) {
@@ -251,6 +257,35 @@ TinyAIStatus ReadRopeScaling(const nlohmann::json& j, const std::string& path, f
   if (!found) TINYAI_RETURN_IF_ERROR(JsonString(*scaling, "type", path, &type, &found));
   if (!found) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling has no rope_type", path.c_str());
   if (type == "default") return TINYAI_OK;
+  if (type == "llama3") {
+    float f = 0.0f, low = 0.0f, high = 0.0f, original = 0.0f;
+    TINYAI_RETURN_IF_ERROR(JsonFloat(*scaling, "factor", path, &f, nullptr));
+    TINYAI_RETURN_IF_ERROR(JsonFloat(*scaling, "low_freq_factor", path, &low, nullptr));
+    TINYAI_RETURN_IF_ERROR(JsonFloat(*scaling, "high_freq_factor", path, &high, nullptr));
+    TINYAI_RETURN_IF_ERROR(JsonFloat(*scaling, "original_max_position_embeddings", path, &original, nullptr));
+    if (!(f >= 1.0f) || !(low > 0.0f) || !(high > low) || !(original >= 1.0f) || !std::isfinite(f) ||
+        !std::isfinite(high) || !std::isfinite(original) || s.heads <= 0 || s.dim % s.heads != 0) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': rope_scaling llama3 with factor %g, low_freq_factor %g, "
+                      "high_freq_factor %g, original_max_position_embeddings %g: it needs factor >= 1, 0 < low < high "
+                      "and a context of at least 1", path.c_str(), static_cast<double>(f), static_cast<double>(low),
+                      static_cast<double>(high), static_cast<double>(original));
+    }
+    const int32_t hs = s.dim / s.heads;
+    const double low_wavelen = original / low, high_wavelen = original / high;
+    for (int32_t i = 0; i < hs / 2; ++i) {
+      const double freq = 1.0 / std::pow(static_cast<double>(s.rope_theta), 2.0 * i / hs);
+      const double wavelen = 2.0 * 3.14159265358979323846 / freq;
+      double v = 1.0;
+      if (wavelen > low_wavelen) {
+        v = f;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (original / wavelen - low) / (high - low);
+        v = 1.0 / ((1.0 - smooth) / f + smooth);
+      }
+      freq_factors->push_back(static_cast<float>(v));
+    }
+    return TINYAI_OK;
+  }
   if (type != "linear") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rope_scaling '%s' changes the rotary frequencies themselves; "
                     "TinyAI runs linear rope scaling or none", path.c_str(), Printable(type).c_str());
@@ -324,7 +359,7 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
     TINYAI_RETURN_IF_ERROR(JsonBool(j, key, path, &bias, &found));
     if (bias) return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is true; TinyAI's LLaMA has no biases", path.c_str(), key);
   }
-  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(j, path, &s.rope_linear_factor));
+  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(j, path, s, &s.rope_linear_factor, &c->rope_freq_factors));
   // A quantized checkpoint (bitsandbytes, GPTQ, AWQ, ...) stores other
   // tensors under other names; refused by name before its tensors are.
   auto quantized = j.find("quantization_config");
@@ -653,7 +688,8 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   w.SetCompression(options.codec, options.level);
   std::string name = options.name;
   if (name.empty()) name = config.name.empty() ? BaseName(folder == "." ? std::string(inPath) : folder) : config.name;
-  AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "safetensors", BaseName(inPath).c_str());
+  AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "safetensors", BaseName(inPath).c_str(),
+                   config.rope_freq_factors);
   AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos, add_bos, add_eos);
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {

@@ -20,6 +20,7 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   threads_ = threads < 1 ? 1 : threads;
   k_ = &kernels::Best();
   TINYAI_RETURN_IF_ERROR(hp_.Load(model->reader()));
+  TINYAI_RETURN_IF_ERROR(BindRopeFactors());
   if (context < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", context);
   prompt_capacity_ = context == 0 ? hp_.seq_len : context;
   if (prompt_capacity_ > hp_.seq_len) {
@@ -162,6 +163,28 @@ TinyAIStatus LlamaModel::BindTensors() {
                     output_layer_ < 0 ? ", no output" : "");
   }
   if (hp_.shared_classifier) classifier_ = embedding_;
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::BindRopeFactors() {
+  const TmaiReader& r = model_->reader();
+  const MetaEntry* e = r.FindMeta(llama_key::kRopeFreqFactors);
+  rope_factors_ = nullptr;
+  if (e == nullptr) return TINYAI_OK;
+  const uint32_t pairs = static_cast<uint32_t>(hp_.head_size() / 2);
+  if (e->type != tmai::kMetaFloatArray || e->count != pairs) {
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %s is not an array of %u floats (one per pair of a head's %d "
+                    "dimensions)", r.source(), llama_key::kRopeFreqFactors, pairs, hp_.head_size());
+  }
+  for (uint32_t i = 0; i < pairs; ++i) {
+    float v;
+    std::memcpy(&v, e->payload + 4 * i, sizeof v);
+    if (!(v > 0.0f) || !std::isfinite(v)) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %s[%u] is %g; a rope frequency factor is positive and finite",
+                      r.source(), llama_key::kRopeFreqFactors, i, static_cast<double>(v));
+    }
+  }
+  rope_factors_ = e->payload;
   return TINYAI_OK;
 }
 
@@ -575,6 +598,11 @@ void LlamaModel::RopeTable(int32_t position, float* cs) const {
     // TinyAI's own pow, cos and sin (common/fmath.h): the same table whatever
     // the target's C library.
     float freq = 1.0f / fmath::PowF(hp_.rope_theta, static_cast<float>(2 * pair) / static_cast<float>(hp_.head_size()));
+    if (rope_factors_ != nullptr) {  // Llama 3's per-frequency scaling (llama.rope_freq_factors)
+      float factor;
+      std::memcpy(&factor, rope_factors_ + 4 * static_cast<size_t>(pair), sizeof factor);
+      freq /= factor;
+    }
     float val = static_cast<float>(position) * freq * freq_scale;
     fmath::CosSinF(val, &cs[2 * pair], &cs[2 * pair + 1]);
   }

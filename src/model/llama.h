@@ -175,6 +175,7 @@ class LlamaModel final : public LayerProgram {
   // cos and sin of each rotary pair's angle at a position (negative: the
   // inverse rotation).
   void RopeTable(int32_t position, float* cs) const;
+  TinyAIStatus BindRopeFactors();
   // Scratch each attention thread has besides its row of scores.
   size_t AttentionThreadBytes() const;
   void Rotate(float* vec, int32_t width, const float* cs) const;
@@ -185,6 +186,9 @@ class LlamaModel final : public LayerProgram {
   int threads_ = 1;
   const kernels::KernelTable* k_ = nullptr;
   LlamaHyperParams hp_;
+  // llama.rope_freq_factors' floats in the model's index (head_size / 2,
+  // checked at Bind), or nullptr.
+  const uint8_t* rope_factors_ = nullptr;
   int32_t context_ = 0;          // slots of the KV cache: positions attended at most
   int32_t prompt_capacity_ = 0;  // contextLength
   int32_t position_ = 0;

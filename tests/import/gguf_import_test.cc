@@ -774,6 +774,64 @@ TEST_F(GgufMetadata, LinearRopeScalingIsHonoured) {
   }
 }
 
+// Llama 3's per-frequency rope factors (rope_freqs.weight, F32, half a
+// head) are recorded as llama.rope_freq_factors and divide each pair's
+// frequency: the logits are the reference's with those factors; factors of
+// 2 everywhere are a linear factor of 2, bit for bit; a tensor of the wrong
+// type, length or value is refused by name.
+TEST_F(GgufMetadata, Llama3RopeFrequencyFactors) {
+  const std::vector<int32_t> tokens = tt::TokensOf(model_, kRopeText, true);
+  const size_t pairs = static_cast<size_t>(source_.params.head_size() / 2);
+  std::vector<float> factors(pairs);
+  for (size_t i = 0; i < pairs; ++i) factors[i] = i < pairs / 4 ? 1.0f : (i < pairs / 2 ? 3.5f : 8.0f);
+  auto freqs = [](const std::vector<float>& f) {
+    std::vector<uint8_t> bytes(f.size() * 4);
+    std::memcpy(bytes.data(), f.data(), bytes.size());
+    return bytes;
+  };
+  const std::string out = Import([&](tt::GgufWriter* w) {
+    w->AddTensor("rope_freqs.weight", {pairs}, tt::kGgmlF32, freqs(factors));
+  });
+  tt::LlamaSource scaled = source_;
+  scaled.rope_freq_factors = factors;
+  const std::vector<double> want = tt::ReferenceLogits(scaled, tokens), plain = Reference(tokens, 1.0f);
+  const std::vector<float> logits = LogitsOf(out, kRopeText);
+  EXPECT_LT(tt::MaxDifference(logits, want), kLogitTolerance);
+  EXPECT_GT(tt::MaxDifference(logits, plain), 100 * kLogitTolerance);
+
+  const std::string twos = Import([&](tt::GgufWriter* w) {
+    w->AddTensor("rope_freqs.weight", {pairs}, tt::kGgmlF32, freqs(std::vector<float>(pairs, 2.0f)));
+  });
+  const std::string linear = Import([](tt::GgufWriter* w) { w->AddFloat32("llama.rope.scaling.factor", 2.0f); });
+  EXPECT_TRUE(SameBits(LogitsOf(twos, kRopeText), LogitsOf(linear, kRopeText)));
+
+  const struct {
+    std::function<void(tt::GgufWriter*)> edit;
+    const char* says;
+  } bad[] = {
+      {[&](tt::GgufWriter* w) { w->AddTensor("rope_freqs.weight", {pairs + 1}, tt::kGgmlF32, freqs(std::vector<float>(pairs + 1, 1.0f))); },
+       "the rope frequency factors are F32"},
+      {[&](tt::GgufWriter* w) {
+         std::vector<float> f(pairs, 1.0f);
+         f[1] = 0.0f;
+         w->AddTensor("rope_freqs.weight", {pairs}, tt::kGgmlF32, freqs(f));
+       },
+       "rope_freqs.weight[1] is 0"},
+      {[&](tt::GgufWriter* w) { w->AddTensor("rope_freqs.weight", {pairs}, tt::kGgmlF16, std::vector<uint8_t>(2 * pairs)); },
+       "rope_freqs.weight' is F16"},
+  };
+  for (const auto& b : bad) {
+    tt::GgufWriter w;
+    std::string error;
+    ASSERT_TRUE(tt::GgufFromSource(source_, tt::GgufModelOptions(), &w, &error)) << error;
+    b.edit(&w);
+    const std::string in = dir_.File("bad.gguf"), o = dir_.File("bad.tmai");
+    ASSERT_TRUE(w.WriteFile(in));
+    EXPECT_EQ(Convert(in, o), TINYAI_ERR_BAD_FORMAT) << b.says;
+    EXPECT_NE(std::string(tt::LastMessage()).find(b.says), std::string::npos) << tt::LastMessage();
+  }
+}
+
 // tokenizer.ggml.add_bos_token / add_eos_token are recorded and followed:
 // without BOS, the C API's tokenize (add_special) and the generation path
 // start the prompt with its first piece (the logits are the reference's
@@ -863,6 +921,34 @@ TEST_F(GgufMetadata, TheRuntimeRefusesImpossibleValues) {
     tinyaiDestroyLLM(llm);
     tinyaiCloseMappedModel(m);
   }
+  // A rope frequency factor that is not positive (the importer refuses one;
+  // a file patched after it is refused when bound).
+  const size_t pairs = static_cast<size_t>(source_.params.head_size() / 2);
+  std::vector<uint8_t> ones(4 * pairs);
+  for (size_t i = 0; i < pairs; ++i) {
+    const float one = 1.0f;
+    std::memcpy(&ones[4 * i], &one, 4);
+  }
+  tt::Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(Import([&](tt::GgufWriter* w) {
+    w->AddTensor("rope_freqs.weight", {pairs}, tt::kGgmlF32, ones);
+  }), &image));
+  const size_t at = tt::FindMetaValue(image, "llama.rope_freq_factors");
+  ASSERT_NE(at, 0u);
+  ASSERT_EQ(tt::LoadU32(image, at), pairs);  // the count, then the floats
+  const float minus = -1.0f;
+  std::memcpy(&image[at + 4 + 4], &minus, 4);
+  tt::Reseal(&image);
+  const std::string path = dir_.File("patched-freqs.tmai");
+  ASSERT_TRUE(tt::WriteFileBytes(path, image));
+  TinyAIMappedModel* m = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  ASSERT_NE(m, nullptr) << tt::LastMessage();
+  TinyAILLM* llm = nullptr;
+  EXPECT_EQ(tinyaiCreateLLM(m, nullptr, &llm), TINYAI_ERR_BAD_FORMAT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("llama.rope_freq_factors[1] is -1"), std::string::npos)
+      << tt::LastMessage();
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(m);
 }
 
 // Every other llama.* key that would change what the model computes holds

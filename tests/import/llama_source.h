@@ -26,6 +26,8 @@ struct LlamaSource {
   std::vector<std::string> pieces;
   std::vector<float> scores;
   int32_t bos = 1, eos = 2;
+  // Per-frequency rope factors (llama.rope_freq_factors; empty: none).
+  std::vector<float> rope_freq_factors;
 
   // A tensor by its .tmai name ("token_embd", "blk.0.attn_q", ...,
   // "output_norm", "output") as f32 values, row-major [rows][cols] as llama2.c

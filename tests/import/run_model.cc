@@ -129,7 +129,8 @@ std::vector<double> ReferenceLogits(const LlamaSource& source, const std::vector
       MatVec(b.v, xb, kv_dim, &v);
       for (size_t i = 0; i < dim; i += 2) {
         const size_t pair = (i % hs) / 2;
-        const double angle = static_cast<double>(t) * std::pow(theta, -2.0 * static_cast<double>(pair) / hs) / factor;
+        const double ff = source.rope_freq_factors.empty() ? 1.0 : source.rope_freq_factors[pair];
+        const double angle = static_cast<double>(t) * std::pow(theta, -2.0 * static_cast<double>(pair) / hs) / ff / factor;
         const double c = std::cos(angle), s = std::sin(angle);
         for (std::vector<double>* vec : {&q, &k}) {
           if (i >= vec->size()) continue;

@@ -516,7 +516,10 @@ TEST_F(HfBad, Config) {
   Expect(WithConfig("\"num_hidden_layers\": 1", "\"num_hidden_layers\": -1"), TINYAI_ERR_BAD_FORMAT,
          "'num_hidden_layers' is a negative integer");
   Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}"),
-         TINYAI_ERR_UNSUPPORTED, "rope_scaling 'llama3' changes the rotary frequencies");
+         TINYAI_ERR_BAD_FORMAT, "low_freq_factor");
+  Expect(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                    "\"low_freq_factor\": 4, \"high_freq_factor\": 1, \"original_max_position_embeddings\": 64}"),
+         TINYAI_ERR_BAD_FORMAT, "it needs factor >= 1, 0 < low < high");
   Expect(WithConfig("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\""), TINYAI_ERR_UNSUPPORTED, "hidden_act 'gelu'");
   Expect(WithConfig("\"rope_theta\": 10000", "\"rope_theta\": 0.5"), TINYAI_ERR_BAD_FORMAT,
          "rope_theta 0.5 is outside what the runtime runs");
@@ -743,6 +746,42 @@ TEST_F(HfBad, RopeScalingIsHonouredOrRefusedByName) {
     const std::vector<float> logits = LogitsOf(out, text);
     EXPECT_LT(tt::MaxDifference(logits, scaled), 2e-4);
     EXPECT_GT(tt::MaxDifference(logits, unscaled), 1e-2);
+  }
+  {
+    // Llama 3's scaling: a factor per frequency by its wavelength
+    // (transformers' _compute_llama3_parameters), recorded and run.
+    SCOPED_TRACE("llama3");
+    const std::string out = dir_.File("llama3.tmai");
+    ASSERT_EQ(Convert(WithConfig("\"rope_scaling\": null",
+                                 "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                                 "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"),
+                      out),
+              TINYAI_OK)
+        << tt::LastMessage();
+    tt::LlamaSource back;
+    std::string error;
+    ASSERT_TRUE(tt::LoadTmai(out, &back, &error)) << error;
+    const int hs = back.params.head_size();
+    bool smooth = false;
+    for (int i = 0; i < hs / 2; ++i) {
+      const double wavelen = 2.0 * M_PI * std::pow(static_cast<double>(back.params.rope_theta), 2.0 * i / hs);
+      double f = wavelen < 64.0 / 4.0 ? 1.0 : wavelen > 64.0 ? 8.0 : 0.0;
+      if (f == 0.0) {
+        const double t = (64.0 / wavelen - 1.0) / 3.0;
+        f = 1.0 / ((1.0 - t) / 8.0 + t);
+        smooth = true;
+      }
+      back.rope_freq_factors.push_back(static_cast<float>(f));
+    }
+    ASSERT_TRUE(smooth);  // the shape has frequencies in the smoothed band
+    ASSERT_EQ(back.rope_freq_factors.front(), 1.0f);
+    ASSERT_EQ(back.rope_freq_factors.back(), 8.0f);
+    const std::vector<int32_t> tokens = tt::TokensOf(out, text, true);
+    const std::vector<double> scaled = tt::ReferenceLogits(back, tokens);
+    const std::vector<float> logits = LogitsOf(out, text);
+    EXPECT_LT(tt::MaxDifference(logits, scaled), 2e-4);
+    back.rope_freq_factors.clear();
+    EXPECT_GT(tt::MaxDifference(logits, tt::ReferenceLogits(back, tokens)), 1e-2);
   }
   const std::string out = dir_.File("default.tmai");
   ASSERT_EQ(Convert(WithConfig("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"default\"}"), out),

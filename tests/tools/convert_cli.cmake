@@ -164,8 +164,15 @@ foreach(m s16 s16z)
   expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/${m}.tmai -p a -n 8 --quiet)
 endforeach()
 expect_run(RC 0 EXPECT "matrices f16" COMMAND ${CONVERT} --dtype f16 --dense ${OUT_DIR}/net.def ${OUT_DIR}/net16.tmai)
-expect_usage_error("--dtype takes f32, f16, q8_g32, q4_g32 or q4nl_g32, got 'q8'" ${CONVERT} --dtype q8 --synthetic
+expect_usage_error("--dtype takes f32, f16, q8_g32, q4_g32, q4nl_g32, q4_k, q5_k, q6_k, q5_g32 or q5m_g32, got 'q8'" ${CONVERT} --dtype q8 --synthetic
                    ${small} ${OUT_DIR}/n.tmai)
+# A K-quant takes rows of whole blocks of 256 values: other rows are refused
+# with the dtypes that take them, and nothing is left behind.
+expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "values cannot be q4_k, whose blocks hold 256 values" ${CONVERT}
+                     --dtype q4_k --synthetic ${small} ${OUT_DIR}/k.tmai)
+if(EXISTS ${OUT_DIR}/k.tmai)
+  cli_fail("a refused --dtype q4_k conversion left ${OUT_DIR}/k.tmai")
+endif()
 # Grouped dtypes: rows of 16 and 32 values are one group each, 34 bytes (q8)
 # or 18 (q4): q8 10,200 (embedding) + 2 * 4,352 (blocks) + 320 (norms) = 19,224
 # bytes; q4 5,400 + 2 * 2,304 + 320 = 10,328. From f32 and f16 models alike;
