@@ -179,7 +179,7 @@ std::vector<const KernelTable*> AllTables() {
 }
 
 std::vector<size_t> ColsFor(int32_t dtype) {
-  if (IsSuperBlockDType(dtype)) return {256, 512, 2048, 2816};
+  if (IsSuperBlockDType(dtype)) return {256, 512, 2048, 2816, 16640};  // 16640: past a matvec's chunk of 64 blocks
   return {32, 40, 172, 576, 896};
 }
 

@@ -386,6 +386,8 @@ struct Micro : grouped::Defaults<Micro> {
   static constexpr auto OwnMatvec() {
     if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
       return &MatvecQ8;
+    } else if constexpr (IsSuperBlockDType(DType)) {
+      return &x86blocks::MatvecK<DType>;
     } else {
       return nullptr;
     }

@@ -458,7 +458,9 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
   static constexpr size_t kMatmulPanelBytes = 16u << 10;
   template <int32_t DType>
   static constexpr auto OwnMatvec() {
-    if constexpr (DType == TINYAI_DTYPE_Q8_G32 || x86blocks::Handles(DType)) {
+    if constexpr (IsSuperBlockDType(DType)) {
+      return &x86blocks::MatvecK<DType>;
+    } else if constexpr (DType == TINYAI_DTYPE_Q8_G32 || x86blocks::Handles(DType)) {
       return nullptr;
     } else {
       return &Matvec4Rows<DType, kVnni>;

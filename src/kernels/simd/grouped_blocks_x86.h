@@ -71,14 +71,44 @@ inline __m256i FifthBit(__m256i bits, int bit) {
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, m), m), _mm256_set1_epi8(16));
 }
 
+// A q4_k/q5_k block's eight d * sc[s] and dmin * mn[s] (KScaleMin's
+// unpacking, four sub-blocks a 32-bit word: sc[0..3] and mn[0..3] are the
+// low 6 bits of bytes 0..3 and 4..7; sc[4..7] and mn[4..7] the low and high
+// nibbles of bytes 8..11 with the top 2 bits of bytes 0..3 and 4..7 above).
+inline void ScalesMins(const uint8_t* b, __m256* scale, __m256* mins) {
+  uint32_t q[3];
+  std::memcpy(q, b + 4, sizeof q);
+  const uint32_t sc_lo = q[0] & 0x3f3f3f3fu, mn_lo = q[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (q[2] & 0x0f0f0f0fu) | ((q[0] >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((q[2] >> 4) & 0x0f0f0f0fu) | ((q[1] >> 2) & 0x30303030u);
+  const __m128i sc = _mm_cvtsi64_si128(static_cast<int64_t>(sc_lo | static_cast<uint64_t>(sc_hi) << 32));
+  const __m128i mn = _mm_cvtsi64_si128(static_cast<int64_t>(mn_lo | static_cast<uint64_t>(mn_hi) << 32));
+  *scale = _mm256_mul_ps(_mm256_set1_ps(Half(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
+  *mins = _mm256_mul_ps(_mm256_set1_ps(Half(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)));
+}
+
+// The 8 input groups' scales and sums of a block, once for all the rows a
+// matvec runs (lane s: x[s].d, x[s].sum).
+struct BlockInput {
+  __m256 d, sum;
+};
+
+inline BlockInput InputOf(const InputGroup* x) { return BlockInput{InputScales(x), InputSums(x)}; }
+
+template <int32_t DType>
+inline __m256 FmaK45(const uint8_t* b, const InputGroup* x, const BlockInput& in, __m256 acc);
+
 // acc + a q4_k or q5_k block's product with the 8 input groups from x on.
 template <int32_t DType>
 inline __m256 FmaK45(const uint8_t* b, const InputGroup* x, __m256 acc) {
+  return FmaK45<DType>(b, x, InputOf(x), acc);
+}
+
+template <int32_t DType>
+inline __m256 FmaK45(const uint8_t* b, const InputGroup* x, const BlockInput& in, __m256 acc) {
   constexpr bool kQ5 = DType == TINYAI_DTYPE_Q5_K;
-  alignas(32) int32_t sc[8], mn[8];
-  for (size_t s = 0; s < 8; ++s) KScaleMin(b + 4, s, &sc[s], &mn[s]);
-  const __m256 scale = _mm256_mul_ps(_mm256_set1_ps(Half(b)), _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc))));
-  const __m256 mins = _mm256_mul_ps(_mm256_set1_ps(Half(b + 2)), _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mn))));
+  __m256 scale, mins;
+  ScalesMins(b, &scale, &mins);
   const uint8_t* qs = b + (kQ5 ? 48 : 16);
   const __m256i m4 = _mm256_set1_epi8(15);
   __m256i high_bits = _mm256_setzero_si256();
@@ -94,13 +124,12 @@ inline __m256 FmaK45(const uint8_t* b, const InputGroup* x, __m256 acc) {
     s[2 * c] = Dot32(lo, x[2 * c].q);
     s[2 * c + 1] = Dot32(hi, x[2 * c + 1].q);
   }
-  const __m256 xd = InputScales(x);
-  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(s)), _mm256_mul_ps(scale, xd), acc);
-  return _mm256_fnmadd_ps(_mm256_mul_ps(mins, xd), InputSums(x), acc);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(s)), _mm256_mul_ps(scale, in.d), acc);
+  return _mm256_fnmadd_ps(_mm256_mul_ps(mins, in.d), in.sum, acc);
 }
 
 // acc + a q6_k block's product with the 8 input groups from x on.
-inline __m256 FmaQ6K(const uint8_t* b, const InputGroup* x, __m256 acc) {
+inline __m256 FmaQ6K(const uint8_t* b, const InputGroup* x, const BlockInput& in, __m256 acc) {
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
   __m256i s[8];
@@ -120,7 +149,7 @@ inline __m256 FmaQ6K(const uint8_t* b, const InputGroup* x, __m256 acc) {
       s[sb] = _mm256_madd_epi16(pairs, scales);
     }
   }
-  const __m256 dx = _mm256_mul_ps(_mm256_set1_ps(Half(b + 208)), InputScales(x));
+  const __m256 dx = _mm256_mul_ps(_mm256_set1_ps(Half(b + 208)), in.d);
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(Reduce8(s)), dx, acc);
 }
 
@@ -154,11 +183,55 @@ constexpr bool Handles(int32_t dtype) { return IsSuperBlockDType(dtype) || dtype
 template <int32_t DType>
 inline __m256 Fma(const uint8_t* b, const InputGroup& x, __m256 acc) {
   if constexpr (DType == TINYAI_DTYPE_Q6_K) {
-    return FmaQ6K(b, &x, acc);
+    return FmaQ6K(b, &x, InputOf(&x), acc);
   } else if constexpr (IsSuperBlockDType(DType)) {
     return FmaK45<DType>(b, &x, acc);
   } else {
     return FmaQ5<DType>(b, x, acc);
+  }
+}
+
+// A K-quant matvec (WeightKernels::matvec_q): the input's scales and sums
+// laid out as vectors once per call, for kChunk blocks at a time, then each
+// row one sequential stream of blocks, two accumulators.
+template <int32_t DType>
+void MatvecK(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
+  constexpr size_t kChunk = 64, kBytes = GroupBytes(DType);
+  const InputGroup* x = static_cast<const InputGroup*>(input);
+  const size_t blocks = cols / kSuperBlock;
+  BlockInput in[kChunk];
+  for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
+  for (size_t b0 = 0; b0 < blocks; b0 += kChunk) {
+    const size_t count = blocks - b0 < kChunk ? blocks - b0 : kChunk;
+    for (size_t b = 0; b < count; ++b) in[b] = InputOf(x + 8 * (b0 + b));
+    for (size_t r = 0; r < rows; ++r) {
+      const uint8_t* row = w + r * row_bytes + b0 * kBytes;
+      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+      size_t b = 0;
+      for (; b + 2 <= count; b += 2) {
+        const InputGroup* xb = x + 8 * (b0 + b);
+        if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+          acc0 = FmaQ6K(row + b * kBytes, xb, in[b], acc0);
+          acc1 = FmaQ6K(row + (b + 1) * kBytes, xb + 8, in[b + 1], acc1);
+        } else {
+          acc0 = FmaK45<DType>(row + b * kBytes, xb, in[b], acc0);
+          acc1 = FmaK45<DType>(row + (b + 1) * kBytes, xb + 8, in[b + 1], acc1);
+        }
+      }
+      if (b < count) {
+        const InputGroup* xb = x + 8 * (b0 + b);
+        if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+          acc0 = FmaQ6K(row + b * kBytes, xb, in[b], acc0);
+        } else {
+          acc0 = FmaK45<DType>(row + b * kBytes, xb, in[b], acc0);
+        }
+      }
+      const __m256 v = _mm256_add_ps(acc0, acc1);
+      __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+      h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+      h = _mm_add_ss(h, _mm_movehdup_ps(h));
+      y[r] += _mm_cvtss_f32(h);
+    }
   }
 }
 
