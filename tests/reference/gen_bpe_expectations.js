@@ -11,7 +11,8 @@
 //   - splits: the end offsets (UTF-8 bytes) of each line's pre-tokens under
 //     the LLAMA3, QWEN2 and GPT-2 regexes (rewritten for JavaScript as
 //     transformers.js does) and SMOLLM's \p{N} then GPT-2, on the raw line;
-//   - nfc: the NFC form of the lines that NFC changes;
+//   - nfc: the NFC form of the lines that NFC changes; nfc_random: 300
+//     random strings of marks, composites, exclusions, jamo and their NFC;
 //   - classes: each code point of the corpus with JavaScript's \p{L}, \p{N},
 //     \p{P}, \p{M}, \p{S}, \p{Z} and \s, to catch a code point whose class
 //     differs between node's Unicode and the one TinyAI's tables come from.
@@ -109,9 +110,28 @@ const nfc = [];
 corpus.forEach((line, i) => {
   if (line.normalize('NFC') !== line) nfc.push([i, line.normalize('NFC')]);
 });
-const classTests = [[/\p{L}/u, 1], [/\p{N}/u, 2], [/\p{P}/u, 3], [/\p{M}/u, 4], [/\p{S}/u, 5], [/\p{Z}/u, 6]];
 const seen = new Set();
 for (const line of corpus) for (const ch of line) seen.add(ch.codePointAt(0));
+// Random strings over code points NFC reorders, composes, excludes or
+// decomposes (a seeded generator: the same strings every run), with their
+// NFC form.
+const nfcAlphabet = [0x61, 0x65, 0x41, 0x6F, 0x20, 0x301, 0x300, 0x302, 0x323, 0x308, 0x327, 0x31B, 0x345,
+  0x3B1, 0x3B9, 0x1F00, 0x915, 0x93C, 0x958, 0x1100, 0x1161, 0x11A8, 0xAC00, 0xAC01, 0x212B, 0xC5, 0xF71, 0xF72,
+  0xF73, 0xF40, 0xFB5, 0x344, 0x1D157, 0x1D165, 0x1D15E, 0x5D0, 0x5B7, 0x627, 0x653, 0x654, 0x304B, 0x3099, 0x309A,
+  0x2126, 0x1E0B, 0x307, 0x4E2D, 0x1B05, 0x1B35, 0x11099, 0x110BA];
+let seed = 47;
+const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+const nfcRandom = [];
+for (let i = 0; i < 300; ++i) {
+  let text = '';
+  const n = 1 + Math.floor(random() * 12);
+  for (let k = 0; k < n; ++k) text += String.fromCodePoint(nfcAlphabet[Math.floor(random() * nfcAlphabet.length)]);
+  nfcRandom.push([text, text.normalize('NFC')]);
+}
+for (const [text, form] of nfcRandom) for (const ch of text + form) seen.add(ch.codePointAt(0));
+
+const classTests = [[/\p{L}/u, 1], [/\p{N}/u, 2], [/\p{P}/u, 3], [/\p{M}/u, 4], [/\p{S}/u, 5], [/\p{Z}/u, 6]];
+
 for (const [, text] of nfc) for (const ch of text) seen.add(ch.codePointAt(0));
 const classes = [...seen].sort((a, b) => a - b).map((cp) => {
   const ch = String.fromCodePoint(cp);
@@ -138,6 +158,7 @@ out += '\n},\n"splits": {\n';
 out += Object.entries(splits).map(([name, s]) => `${j(name)}: [\n${s.map(j).join(',\n')}\n]`).join(',\n');
 out += '\n},\n';
 out += `"nfc": [\n${nfc.map(j).join(',\n')}\n],\n`;
+out += `"nfc_random": [\n${nfcRandom.map(j).join(',\n')}\n],\n`;
 out += `"classes": ${j(classes)}\n}\n`;
 fs.writeFileSync(path.join(here, 'bpe_expected.json'), out);
 const tokens = (f) => families[f].ids.reduce((n, ids) => n + ids.length, 0);
