@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/ledger.h"
 #include "common/span.h"
 #include "import/json.h"
 #include "text/bpe_tokenizer.h"
@@ -783,17 +784,35 @@ std::pair<size_t, size_t> CompareWithReference(const BpeTokenizer& t, const char
   size_t longest = 0;
   for (const auto& line : corpus) longest = std::max(longest, line.size());
   EXPECT_EQ(scratch.Reserve(longest, t.nfc()), TINYAI_OK);
+  // The expected ids are read first: from here on this thread allocates
+  // through the ledger only if Encode does.
+  std::vector<std::vector<int32_t>> wanted;
+  for (const auto& e : expected) wanted.push_back(e.get<std::vector<int32_t>>());
+  std::vector<int32_t> got(longest + 8);
+  LedgerCounts before;
+  ReadLedger(&before);
+  ResetLedgerPeaks();
   size_t lines = 0, tokens = 0;
   for (size_t i = 0; i < corpus.size() && i < expected.size(); ++i) {
     if (keep != nullptr && !keep(corpus[i])) continue;
-    const std::vector<int32_t> want = expected[i].get<std::vector<int32_t>>();
-    const std::vector<int32_t> got = Encode(t, corpus[i], true, &scratch);
-    EXPECT_EQ(Join(got), Join(want)) << family << " line " << i << ": \"" << Show(corpus[i]) << "\"";
-    if (got == want) {
+    const std::vector<int32_t>& want = wanted[i];
+    size_t count = 0;
+    EXPECT_EQ(t.Encode(corpus[i].data(), corpus[i].size(), true, false, false, got.data(), got.size(), &count,
+                       &scratch), TINYAI_OK) << LastMessage();
+    const bool equal = count == want.size() && std::equal(want.begin(), want.end(), got.begin());
+    if (equal) {
       ++lines;
-      tokens += got.size();
+      tokens += count;
+    } else {
+      ADD_FAILURE() << family << " line " << i << ": \"" << Show(corpus[i]) << "\"\n  got  "
+                    << Join(std::vector<int32_t>(got.begin(), got.begin() + std::min(count, got.size())))
+                    << "\n  want " << Join(want);
     }
   }
+  LedgerCounts after;
+  ReadLedger(&after);
+  EXPECT_EQ(after.peak_total, before.total) << "Encode allocated after Reserve";
+  EXPECT_EQ(after.allocations, before.allocations);
   EXPECT_EQ(scratch.text_bytes(), longest) << "the reserved scratch grew";
   return {lines, tokens};
 }
