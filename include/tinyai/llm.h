@@ -196,8 +196,11 @@ typedef enum TinyAIStopReason TINYAI_ENUM_BASE {
     TINYAI_STOP_CONTEXT = 3,     /* the context is full */
     TINYAI_STOP_BOS = 4,         /* the model sampled BOS: the end of its text (llama2.c) */
     TINYAI_STOP_CALLBACK = 5,    /* onText returned non-zero (status TINYAI_STOPPED) */
-    TINYAI_STOP_OUTPUT_FULL = 6  /* tinyaiExecuteNextLayer(): the next piece would not fit the
+    TINYAI_STOP_OUTPUT_FULL = 6, /* tinyaiExecuteNextLayer(): the next piece would not fit the
                                     output buffer (TinyAISchedulerConfig.outputCapacity) */
+    TINYAI_STOP_EOS = 7          /* the model sampled an end-of-generation token: EOS or an
+                                    end-of-turn token (<|eot_id|>, <|im_end|>) of a byte-level
+                                    BPE vocabulary; not printed */
 } TinyAIStopReason;
 
 typedef struct TinyAIGenerateStats {

@@ -105,7 +105,7 @@ TinyAIStatus Calibrate(TinyAIMappedModel* model, const CalibrationRequest& cfg, 
   const int32_t context = info.contextLength;
   // Texts as the model takes them (tokenizer.add_bos, add_eos), as
   // generation does: BOS first when it adds BOS, EOS last when it adds EOS.
-  const tinyai::Tokenizer& tok = tinyai::LLMTokenizer(llm);
+  const tinyai::TextTokenizer& tok = tinyai::LLMTokenizer(llm);
   const bool bos = tok.add_bos();
   if (cfg.text) {
     int32_t count = 0;

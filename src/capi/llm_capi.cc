@@ -46,7 +46,7 @@ size_t RunnerHandleBytes() {
 }
 
 WeightStream* LLMWeightStream(TinyAILLM* llm) { return llm->model().weights(); }
-const Tokenizer& LLMTokenizer(const TinyAILLM* llm) { return llm->model().tokenizer(); }
+const TextTokenizer& LLMTokenizer(const TinyAILLM* llm) { return llm->model().tokenizer(); }
 
 }  // namespace tinyai
 
@@ -212,6 +212,7 @@ const char* tinyaiStopReasonName(TinyAIStopReason reason) {
     case TINYAI_STOP_BOS: return "bos";
     case TINYAI_STOP_CALLBACK: return "callback";
     case TINYAI_STOP_OUTPUT_FULL: return "output_full";
+    case TINYAI_STOP_EOS: return "eos";
   }
   return "?";
 }
@@ -533,7 +534,7 @@ TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text, int addBo
   // A text within the prompt's bound is encoded in the scratch the LLM
   // reserved for prompts: nothing is allocated (a static arena sized by
   // tinyaiEstimateStaticArena has no room for more).
-  const tinyai::Tokenizer& tok = llm->model().tokenizer();
+  const tinyai::TextTokenizer& tok = llm->model().tokenizer();
   const bool special = addBos != 0;
   TinyAIStatus s = llm->sched.llama->session().Tokenize(text, special && tok.add_bos(), special && tok.add_eos(), tokens,
                                                         static_cast<size_t>(capacity), &needed);
@@ -548,19 +549,17 @@ TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32
   if (!len || (capacity > 0 && !out)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMDecodeToken: %s is NULL", len ? "out" : "len");
   }
-  const tinyai::Tokenizer& tok = llm->model().tokenizer();
+  const tinyai::TextTokenizer& tok = llm->model().tokenizer();
   if (token < 0 || token >= tok.vocab_size()) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMDecodeToken: token %d is outside the vocabulary (0..%d)", token,
                     tok.vocab_size() - 1);
   }
-  char byte[1];
-  tinyai::StringView piece = tok.Decode(prevToken, token, byte);
-  *len = piece.size;
-  if (piece.size > capacity) {
-    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tinyaiLLMDecodeToken: the piece needs %zu bytes, capacity %zu", piece.size,
+  const size_t needed = tok.Decode(prevToken, token, out, capacity);
+  *len = needed;
+  if (needed > capacity) {
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "tinyaiLLMDecodeToken: the piece needs %zu bytes, capacity %zu", needed,
                     capacity);
   }
-  if (piece.size) std::memcpy(out, piece.data, piece.size);
   return TINYAI_OK;
 }
 

@@ -3,7 +3,7 @@
 #define TINYAI_CAPI_LLM_INTERNAL_H_
 
 #include "model/weight_stream.h"
-#include "text/tokenizer.h"
+#include "text/text_tokenizer.h"
 #include "tinyai/llm.h"
 
 namespace tinyai {
@@ -16,7 +16,7 @@ size_t RunnerHandleBytes();
 // The weight stream of llm's model (calibration observes its products).
 WeightStream* LLMWeightStream(TinyAILLM* llm);
 // The tokenizer of llm's model (calibration follows its add_bos and add_eos).
-const Tokenizer& LLMTokenizer(const TinyAILLM* llm);
+const TextTokenizer& LLMTokenizer(const TinyAILLM* llm);
 
 }  // namespace tinyai
 

@@ -123,8 +123,8 @@ uint64_t TextSession::PromptBytes(const LlamaModel& llama) {
 
 uint64_t TextSession::ReserveBytes(const LlamaModel& llama) {
   const uint64_t context = static_cast<uint64_t>(llama.prompt_capacity());
-  return context * sizeof(int32_t) +
-         EncodeScratch::BytesFor(static_cast<size_t>(PromptBytes(llama)), llama.tokenizer().max_piece_length());
+  return context * sizeof(int32_t) + llama.tokenizer().max_piece_length() +
+         TextScratch::BytesFor(llama.tokenizer(), static_cast<size_t>(PromptBytes(llama)));
 }
 
 TinyAIStatus TextSession::Reserve() {
@@ -134,15 +134,25 @@ TinyAIStatus TextSession::Reserve() {
     MemScope scope(kMemText);
     TINYAI_RETURN_IF_ERROR(tokens_.Allocate(context, "prompt tokens"));
   }
-  return scratch_.Reserve(static_cast<size_t>(PromptBytes(llama)), llama.tokenizer().max_piece_length());
+  const size_t longest = llama.tokenizer().max_piece_length();
+  if (piece_.size() < longest) {
+    MemScope scope(kMemText);
+    TINYAI_RETURN_IF_ERROR(piece_.Allocate(longest, "decoded piece"));
+  }
+  return scratch_.Reserve(llama.tokenizer(), static_cast<size_t>(PromptBytes(llama)));
 }
 
 TinyAIStatus TextSession::Tokenize(const char* text, bool bos, bool eos, int32_t* out, size_t capacity,
                                    size_t* count) {
-  const Tokenizer& tok = llama_->tokenizer();
+  const TextTokenizer& tok = llama_->tokenizer();
   if (!text || std::strlen(text) > PromptBytes(*llama_)) return tok.Encode(text, bos, eos, out, capacity, count);
   TINYAI_RETURN_IF_ERROR(Reserve());
   return tok.Encode(text, bos, eos, out, capacity, count, &scratch_);
+}
+
+bool TextSession::EmitToken(int32_t prev, int32_t token) {
+  const size_t n = llama_->tokenizer().Decode(prev, token, piece_.data(), piece_.size());
+  return Emit(StringView{piece_.data(), n < piece_.size() ? n : piece_.size()});
 }
 
 TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& params, const TextSink& sink,
@@ -153,7 +163,7 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   std::memset(&stats_, 0, sizeof stats_);
   sink_ = sink;
   params_ = params;
-  const Tokenizer& tok = llama_->tokenizer();
+  const TextTokenizer& tok = llama_->tokenizer();
   // The prompt fits the context (with a window, contextLength still); the
   // text runs to the context's end, or with a window on and on.
   const int32_t context = llama_->prompt_capacity(), positions = llama_->max_positions();
@@ -198,13 +208,11 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   // Without BOS, token 0 is the text's first piece: printed first, its
   // dummy-prefix space dropped as after BOS. An EOS the model appends is
   // not text: not printed.
-  char byte[1];
-  if (!bos && !(eos && prompt_tokens_ == 1)) Emit(tok.Decode(tok.bos_id(), tokens_[0], byte));
+  if (!bos && !(eos && prompt_tokens_ == 1)) EmitToken(tok.bos_id(), tokens_[0]);
   const int32_t shown = prompt_tokens_ - 1 < steps_ ? prompt_tokens_ - 1 : steps_;
   for (int32_t i = 1; i <= shown && stats_.stopReason == TINYAI_STOP_NONE; ++i) {
     if (eos && i == prompt_tokens_ - 1) break;
-    StringView piece = tok.Decode(tokens_[static_cast<size_t>(i - 1)], tokens_[static_cast<size_t>(i)], byte);
-    Emit(piece);
+    EmitToken(tokens_[static_cast<size_t>(i - 1)], tokens_[static_cast<size_t>(i)]);
   }
   if (stats_.stopReason == TINYAI_STOP_NONE && steps_ < prompt_tokens_) stats_.stopReason = steps_reason_;
   phase_ = stats_.stopReason == TINYAI_STOP_NONE ? kPrompt : kDone;
@@ -251,10 +259,10 @@ TinyAIStatus TextSession::NextPass() {
   }
   if (next == llama_->tokenizer().bos_id()) {
     stats_.stopReason = TINYAI_STOP_BOS;
+  } else if (llama_->tokenizer().EndsGeneration(next)) {
+    stats_.stopReason = TINYAI_STOP_EOS;
   } else {
-    char byte[1];
-    StringView piece = llama_->tokenizer().Decode(token_, next, byte);
-    if (Emit(piece)) ++stats_.generatedTokens;
+    if (EmitToken(token_, next)) ++stats_.generatedTokens;
     if (stats_.stopReason == TINYAI_STOP_NONE) {
       if (params_.maxNewTokens > 0 && stats_.generatedTokens >= params_.maxNewTokens) {
         stats_.stopReason = TINYAI_STOP_MAX_NEW;

@@ -49,7 +49,7 @@ class TextSink {
 // position is unchanged.
 TinyAIStatus EvalTokens(ForwardScheduler* sched, LlamaModel* llama, const int32_t* tokens, int32_t count);
 
-// One generation: BOS (when the model adds it: Tokenizer::add_bos), the
+// One generation: BOS (when the model adds it: TextTokenizer::add_bos), the
 // prompt, then sampled tokens.
 class TextSession {
  public:
@@ -106,6 +106,8 @@ class TextSession {
   // Puts a piece in the sink and records a stop (the callback's, or a full
   // buffer's in stop_when_full mode, where the piece is dropped: false).
   bool Emit(StringView piece);
+  // Emits the text of token after prev.
+  bool EmitToken(int32_t prev, int32_t token);
 
   ForwardScheduler* sched_;
   LlamaModel* llama_;
@@ -115,7 +117,8 @@ class TextSession {
   bool stop_when_full_ = false;
   size_t rejected_ = 0;  // bytes of the piece that did not fit (stop_when_full)
   Array<int32_t> tokens_;  // BOS and the prompt: the context length
-  EncodeScratch scratch_;
+  TextScratch scratch_;
+  Array<char> piece_;  // one decoded piece: the vocabulary's longest
   int32_t prompt_tokens_ = 0;
   int32_t fed_ = 0;     // prompt tokens whose pass has begun
   int32_t steps_ = 0;

@@ -8,9 +8,11 @@
 #include "common/fmath.h"
 #include "common/format.h"
 #include "common/ledger.h"
+#include "common/printable.h"
 #include "common/status.h"
 #include "format/limits.h"
 #include "model/generate.h"
+#include "model/runtime.h"
 
 namespace tinyai {
 TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int threads, ThreadPool* pool,
@@ -191,43 +193,43 @@ TinyAIStatus LlamaModel::BindRopeFactors() {
 TinyAIStatus LlamaModel::BindTokenizer() {
   MemScope scope(kMemText);
   const TmaiReader& r = model_->reader();
-  const MetaEntry* tokens = r.FindMeta("tokenizer.tokens");
-  const MetaEntry* scores = r.FindMeta("tokenizer.scores");
-  if (!tokens || !scores || tokens->type != tmai::kMetaStringArray || scores->type != tmai::kMetaFloatArray) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': tokenizer.tokens / tokenizer.scores are missing or mistyped",
-                    r.source());
+  StringView kind{"llama2c-bpe", 11};
+  if (r.FindMeta("tokenizer.model")) TINYAI_RETURN_IF_ERROR(r.GetString("tokenizer.model", &kind));
+  auto is = [&kind](const char* name) { return kind.size == std::strlen(name) && std::memcmp(kind.data, name, kind.size) == 0; };
+  const bool byte_pairs = is("gpt2");
+  if (!byte_pairs && !is("llama2c-bpe")) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer.model '%s'; TinyAI runs 'llama2c-bpe' (SentencePiece "
+                    "with byte fallback) and 'gpt2' (byte-level BPE)", r.source(), Printable(kind).c_str());
   }
-  if (tokens->count != static_cast<uint32_t>(hp_.vocab_size) || scores->count != tokens->count) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': tokenizer has %u pieces and %u scores for a vocabulary of %d",
-                    r.source(), tokens->count, scores->count, hp_.vocab_size);
+  const MetaEntry* tokens = r.FindMeta("tokenizer.tokens");
+  if (!tokens || tokens->type != tmai::kMetaStringArray) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': tokenizer.tokens is missing or not a string array", r.source());
+  }
+  if (tokens->count != static_cast<uint32_t>(hp_.vocab_size)) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': tokenizer has %u tokens for a vocabulary of %d", r.source(),
+                    tokens->count, hp_.vocab_size);
   }
   TINYAI_RETURN_IF_ERROR(pieces_.Allocate(tokens->count, "tokenizer pieces"));
-  TINYAI_RETURN_IF_ERROR(scores_.Allocate(scores->count, "tokenizer scores"));
   TmaiReader::GetStringArray(*tokens, pieces_.data());
-  TmaiReader::CopyFloatArray(*scores, scores_.data());
-  int64_t bos = 1, eos = 2, max_len = 0;
+  // BOS, EOS and whether prompts start and end with them (docs/format.md):
+  // the model was trained so, and runs differently otherwise. A byte-level
+  // BPE vocabulary may have neither (-1), and adds BOS only when told.
+  int64_t bos = byte_pairs ? -1 : 1, eos = byte_pairs ? -1 : 2, max_len = 0;
   if (r.FindMeta("tokenizer.bos_id")) TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.bos_id", &bos));
   if (r.FindMeta("tokenizer.eos_id")) TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.eos_id", &eos));
   if (r.FindMeta("tokenizer.max_token_length")) {
     TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.max_token_length", &max_len));
   }
-  if (bos < 0 || bos >= hp_.vocab_size || eos < 0 || eos >= hp_.vocab_size || max_len < 0 ||
+  const int64_t least = byte_pairs ? -1 : 0;
+  if (bos < least || bos >= hp_.vocab_size || eos < least || eos >= hp_.vocab_size || max_len < 0 ||
       max_len > static_cast<int64_t>(limits::kMaxPieceBytes)) {
     return SetError(TINYAI_ERR_BAD_TOKENIZER,
-                    "'%s': bos %lld, eos %lld or max_token_length %lld is impossible (ids 0..%d, length 0..%u)",
+                    "'%s': bos %lld, eos %lld or max_token_length %lld is impossible (ids %lld..%d, length 0..%u)",
                     r.source(), static_cast<long long>(bos), static_cast<long long>(eos),
-                    static_cast<long long>(max_len), hp_.vocab_size - 1, limits::kMaxPieceBytes);
+                    static_cast<long long>(max_len), static_cast<long long>(least), hp_.vocab_size - 1,
+                    limits::kMaxPieceBytes);
   }
-  // Pieces have 1..max_token_length bytes, or 1..kMaxPieceBytes without it
-  // (Init refuses an empty or longer piece, naming the token).
-  const uint32_t piece_limit = max_len > 0 ? static_cast<uint32_t>(max_len) : limits::kMaxPieceBytes;
-  TinyAIStatus s = tokenizer_.Init(Span<const StringView>(pieces_.data(), pieces_.size()),
-                                   Span<const float>(scores_.data(), scores_.size()), static_cast<int32_t>(bos),
-                                   static_cast<int32_t>(eos), piece_limit);
-  if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", r.source());
-  // Whether prompts start with BOS and end with EOS (docs/format.md): the
-  // model was trained so, and runs differently otherwise.
-  int64_t add[2] = {1, 0};
+  int64_t add[2] = {byte_pairs ? 0 : 1, 0};
   const char* const add_keys[2] = {"tokenizer.add_bos", "tokenizer.add_eos"};
   for (int i = 0; i < 2; ++i) {
     if (r.FindMeta(add_keys[i])) TINYAI_RETURN_IF_ERROR(r.GetInt(add_keys[i], &add[i]));
@@ -236,8 +238,95 @@ TinyAIStatus LlamaModel::BindTokenizer() {
                       static_cast<long long>(add[i]));
     }
   }
-  tokenizer_.SetSpecialTokens(add[0] != 0, add[1] != 0);
+  TinyAIStatus s = byte_pairs ? BindBytePairs(static_cast<int32_t>(bos), static_cast<int32_t>(eos), add[0] != 0,
+                                              add[1] != 0)
+                              : BindSentencePiece(static_cast<int32_t>(bos), static_cast<int32_t>(eos),
+                                                  static_cast<uint32_t>(max_len), add[0] != 0, add[1] != 0);
+  if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", r.source());
   return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::BindSentencePiece(int32_t bos, int32_t eos, uint32_t max_len, bool add_bos,
+                                           bool add_eos) {
+  const TmaiReader& r = model_->reader();
+  const MetaEntry* scores = r.FindMeta("tokenizer.scores");
+  if (!scores || scores->type != tmai::kMetaFloatArray || scores->count != pieces_.size()) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer.scores is missing, mistyped or not one per token (%zu)",
+                    pieces_.size());
+  }
+  TINYAI_RETURN_IF_ERROR(scores_.Allocate(scores->count, "tokenizer scores"));
+  TmaiReader::CopyFloatArray(*scores, scores_.data());
+  // Pieces have 1..max_token_length bytes, or 1..kMaxPieceBytes without it
+  // (Init refuses an empty or longer piece, naming the token).
+  const uint32_t piece_limit = max_len > 0 ? max_len : limits::kMaxPieceBytes;
+  return tokenizer_.InitSentencePiece(Span<const StringView>(pieces_.data(), pieces_.size()),
+                                      Span<const float>(scores_.data(), scores_.size()), bos, eos, piece_limit,
+                                      add_bos, add_eos);
+}
+
+// A float array of token ids or types (the format has no integer arrays;
+// float32 holds every id below 2^24 exactly, and kMaxVocab is 2^24) as
+// int32, refusing a value that is no integer in [lo, hi].
+static TinyAIStatus IntsOfFloats(const TmaiReader& r, const char* key, int32_t lo, int32_t hi, Array<int32_t>* out) {
+  const MetaEntry* e = r.FindMeta(key);
+  if (e == nullptr) return out->Allocate(0, key);
+  if (e->type != tmai::kMetaFloatArray) return SetError(TINYAI_ERR_BAD_TOKENIZER, "%s is not a float array", key);
+  Array<float> values;
+  TINYAI_RETURN_IF_ERROR(values.Allocate(e->count, key));
+  TmaiReader::CopyFloatArray(*e, values.data());
+  TINYAI_RETURN_IF_ERROR(out->Allocate(e->count, key));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    if (!(v >= static_cast<float>(lo) && v <= static_cast<float>(hi)) || v != static_cast<float>(static_cast<int32_t>(v))) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER, "%s[%zu] is %g; it is an integer in %d..%d", key, i,
+                      static_cast<double>(v), static_cast<int>(lo), static_cast<int>(hi));
+    }
+    (*out)[i] = static_cast<int32_t>(v);
+  }
+  return TINYAI_OK;
+}
+
+TinyAIStatus LlamaModel::BindBytePairs(int32_t bos, int32_t eos, bool add_bos, bool add_eos) {
+  const TmaiReader& r = model_->reader();
+  BpeVocab v;
+  v.tokens = Span<const StringView>(pieces_.data(), pieces_.size());
+  // The merges and types are Init's to read: it keeps its own tables.
+  const MetaEntry* merges = r.FindMeta("tokenizer.merges");
+  if (!merges || merges->type != tmai::kMetaStringArray) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer.merges is missing or not a string array (a 'gpt2' "
+                    "tokenizer needs its merges)");
+  }
+  Array<StringView> merge_lines;
+  TINYAI_RETURN_IF_ERROR(merge_lines.Allocate(merges->count, "tokenizer merges"));
+  TmaiReader::GetStringArray(*merges, merge_lines.data());
+  v.merges = Span<const StringView>(merge_lines.data(), merge_lines.size());
+  Array<int32_t> types, eog;
+  TINYAI_RETURN_IF_ERROR(IntsOfFloats(r, "tokenizer.token_types", kBpeTokenNormal, kBpeTokenByte, &types));
+  TINYAI_RETURN_IF_ERROR(IntsOfFloats(r, "tokenizer.eog_ids", 0, hp_.vocab_size - 1, &eog));
+  v.types = Span<const int32_t>(types.data(), types.size());
+  StringView pre;
+  if (!r.FindMeta("tokenizer.pre")) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "no tokenizer.pre: a 'gpt2' tokenizer names its pre-tokenizer");
+  }
+  TINYAI_RETURN_IF_ERROR(r.GetString("tokenizer.pre", &pre));
+  char pre_name[64];
+  if (pre.size >= sizeof pre_name) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "tokenizer.pre '%s' is no pre-tokenizer TinyAI knows", Printable(pre).c_str());
+  }
+  std::memcpy(pre_name, pre.data, pre.size);
+  pre_name[pre.size] = '\0';
+  v.pre = pre_name;
+  int64_t nfc = 0;
+  if (r.FindMeta("tokenizer.nfc")) TINYAI_RETURN_IF_ERROR(r.GetInt("tokenizer.nfc", &nfc));
+  if (nfc != 0 && nfc != 1) {
+    return SetError(TINYAI_ERR_BAD_TOKENIZER, "tokenizer.nfc is %lld; it is 0 or 1", static_cast<long long>(nfc));
+  }
+  v.nfc = nfc != 0;
+  v.bos = bos;
+  v.eos = eos;
+  v.add_bos = add_bos;
+  v.add_eos = add_eos;
+  return tokenizer_.InitBytePairs(v, Span<const int32_t>(eog.data(), eog.size()));
 }
 
 TinyAIStatus LlamaModel::UsePersistentOption(int32_t option) {
@@ -264,9 +353,11 @@ ProgramMemory LlamaModel::Memory() const {
   const uint64_t vocab = static_cast<uint64_t>(hp_.vocab_size);
   ProgramMemory m;
   m.persistent = kv_.bytes();
-  // Tokenizer pieces, scores and lookup index; sampler scratch; block and
-  // streaming tables.
-  m.tables = vocab * (sizeof(StringView) + sizeof(float) + sizeof(int32_t)) + vocab * sizeof(ProbIndex) +
+  // The runtime object this model lives in (its tokenizer's fixed part
+  // among it); tokenizer pieces, scores and lookup tables; sampler scratch;
+  // block and streaming tables.
+  m.tables = sizeof(LlamaRuntime) + vocab * sizeof(StringView) + scores_.size() * sizeof(float) + tokenizer_.table_bytes() +
+             vocab * sizeof(ProbIndex) +
              static_cast<uint64_t>(hp_.layers) * sizeof(BlockTensors) + stream_.bytes() +
              TextSession::ReserveBytes(*this);
   return m;

@@ -29,7 +29,7 @@
 #include "model/weight_stream.h"
 #include "scheduler/program.h"
 #include "text/sampler.h"
-#include "text/tokenizer.h"
+#include "text/text_tokenizer.h"
 #include "tinyai/llm.h"
 
 namespace tinyai {
@@ -137,7 +137,7 @@ class LlamaModel final : public LayerProgram {
     return embedding_ < 0 ? 0 : model_->reader().tensors()[static_cast<size_t>(embedding_)].decoded_size;
   }
   bool shared_classifier() const { return classifier_ == embedding_; }
-  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const TextTokenizer& tokenizer() const { return tokenizer_; }
   Sampler& sampler() { return sampler_; }
   TinyAIMappedModel* mapped_model() const { return model_; }
   const kernels::KernelTable& kernel_table() const { return *k_; }
@@ -163,6 +163,8 @@ class LlamaModel final : public LayerProgram {
 
   TinyAIStatus BindTensors();
   TinyAIStatus BindTokenizer();
+  TinyAIStatus BindSentencePiece(int32_t bos, int32_t eos, uint32_t max_len, bool add_bos, bool add_eos);
+  TinyAIStatus BindBytePairs(int32_t bos, int32_t eos, bool add_bos, bool add_eos);
   TinyAIStatus FindInLayer(int32_t layer, TinyAITensorRole role, uint64_t rows, uint64_t cols, int32_t* tensor);
   // The block a layer is, or -1.
   int32_t BlockOf(int32_t layer) const;
@@ -207,7 +209,7 @@ class LlamaModel final : public LayerProgram {
 
   Array<StringView> pieces_;
   Array<float> scores_;
-  Tokenizer tokenizer_;
+  TextTokenizer tokenizer_;
   Sampler sampler_;
   KvCache kv_;
   bool kv_auto_ = false;  // TINYAI_KV_AUTO: the scheduler chooses the type

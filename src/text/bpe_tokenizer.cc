@@ -456,6 +456,7 @@ TinyAIStatus BpeTokenizer::Init(const BpeVocab& v) {
     return a < b;
   });
   max_token_length_ = longest;
+  TINYAI_RETURN_IF_ERROR(byte_token_.Allocate(256, "BPE byte tokens"));
   for (uint32_t b = 0; b < 256; ++b) {
     char form[4];
     const size_t len = unicode::Encode(ByteToCodePoint(b), form);
@@ -551,6 +552,7 @@ TinyAIStatus BpeTokenizer::Init(const BpeVocab& v) {
     if (ta.size != tb.size) return ta.size > tb.size;
     return a < b;
   });
+  TINYAI_RETURN_IF_ERROR(special_start_.Allocate(257, "BPE special token index"));
   size_t s = 0;
   for (uint32_t b = 0; b < 256; ++b) {
     special_start_[b] = static_cast<uint32_t>(s);
@@ -708,23 +710,36 @@ TinyAIStatus BpeTokenizer::Encode(const char* text, size_t size, bool parseSpeci
 
 StringView BpeTokenizer::Decode(int32_t token, char* byteScratch) const {
   if (token < 0 || token >= vocab_size()) return StringView();
+  const int32_t type = token_type(token);
+  if (type == kBpeTokenControl || type == kBpeTokenUserDefined) return tokens_[static_cast<size_t>(token)];
+  if (byteScratch == nullptr) return StringView();
+  // A token's raw bytes are never more than its byte-level form's.
+  return StringView{byteScratch, DecodeTo(token, byteScratch, max_token_length_)};
+}
+
+size_t BpeTokenizer::DecodeTo(int32_t token, char* out, size_t capacity) const {
+  if (token < 0 || token >= vocab_size()) return 0;
   const StringView t = tokens_[static_cast<size_t>(token)];
   const int32_t type = token_type(token);
-  if (type == kBpeTokenControl || type == kBpeTokenUserDefined) return t;
-  if (byteScratch == nullptr) return StringView();
+  if (type == kBpeTokenControl || type == kBpeTokenUserDefined) {
+    if (t.size > 0 && capacity > 0) std::memcpy(out, t.data, t.size < capacity ? t.size : capacity);
+    return t.size;
+  }
   size_t n = 0;
   for (size_t pos = 0; pos < t.size;) {
     const unicode::CodePoint c = unicode::Decode(t.data, t.size, pos);
     const int b = c.cp < unicode::kInvalidByte ? CodePointToByte(c.cp) : -1;
     if (b >= 0) {
-      byteScratch[n++] = static_cast<char>(b);
+      if (n < capacity) out[n] = static_cast<char>(b);
+      ++n;
     } else {
-      std::memcpy(byteScratch + n, t.data + pos, c.size);
-      n += c.size;
+      for (size_t i = 0; i < c.size; ++i, ++n) {
+        if (n < capacity) out[n] = t.data[pos + i];
+      }
     }
     pos += c.size;
   }
-  return StringView{byteScratch, n};
+  return n;
 }
 
 }  // namespace tinyai

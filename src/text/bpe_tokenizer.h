@@ -173,6 +173,9 @@ class BpeTokenizer {
   // is. Empty for an id outside the vocabulary. Code points outside the
   // byte-level alphabet pass through as their UTF-8.
   StringView Decode(int32_t token, char* byteScratch) const;
+  // Decode's bytes, at most capacity of them written to out; returns how
+  // many there are (capacity may be 0 to ask).
+  size_t DecodeTo(int32_t token, char* out, size_t capacity) const;
 
   // The id of the token whose text (byte-level form) is text[0, size), or -1.
   int32_t TokenId(const char* text, size_t size) const;
@@ -181,6 +184,12 @@ class BpeTokenizer {
   StringView token(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
   size_t max_token_length() const { return max_token_length_; }
   size_t merge_count() const { return merges_.size(); }
+  // What Init allocated (the token strings are borrowed).
+  uint64_t table_bytes() const {
+    return types_.size() + sorted_.size() * sizeof(int32_t) + merges_.size() * sizeof(Merge) +
+           specials_.size() * sizeof(int32_t) + special_start_.size() * sizeof(uint32_t) +
+           byte_token_.size() * sizeof(int32_t);
+  }
   BpePre pre() const { return pre_; }
   bool nfc() const { return nfc_; }
   int32_t bos_id() const { return bos_; }
@@ -211,8 +220,8 @@ class BpeTokenizer {
   Array<int32_t> sorted_;      // ids by token bytes, for TokenId
   Array<Merge> merges_;        // sorted by (left, right)
   Array<int32_t> specials_;    // control/user-defined/unknown ids by (first byte, longest first)
-  uint32_t special_start_[257] = {};  // specials_ index range per first byte
-  int32_t byte_token_[256] = {};      // the token of each byte's byte-level form, or -1
+  Array<uint32_t> special_start_;  // 257: specials_ index range per first byte
+  Array<int32_t> byte_token_;      // 256: the token of each byte's byte-level form, or -1
   size_t max_token_length_ = 0;
   BpePre pre_ = BpePre::kLlama3;
   bool ignore_merges_ = false;
