@@ -29,6 +29,8 @@ inline bool RopeThetaInRange(float v) { return v > 1.0f && v <= 3.40282346638528
 // exist: the converters write tokenizer.bos_id 1 and tokenizer.eos_id 2.
 constexpr int32_t kMinVocab = 3;
 constexpr int32_t kMaxVocab = 1 << 24;
+// A byte-level BPE vocabulary's merges (Llama 3 has 280,147).
+constexpr int32_t kMaxBpeMerges = 1 << 24;
 
 // ---- tokenizer (tokenizer.* metadata) ---------------------------------------
 // Every piece has 1 .. kMaxPieceBytes bytes (tokenizer.max_token_length is at

@@ -11,6 +11,7 @@
 #include "format/limits.h"
 #include "format/tmai_writer.h"
 #include "import/gguf.h"
+#include "import/gguf_vocab.h"
 #include "port/port.h"
 
 namespace tinyai {
@@ -93,31 +94,6 @@ TinyAIStatus WidenHalves(TmaiWriter* w, const uint8_t* p, uint64_t count, bool b
   return TINYAI_OK;
 }
 
-// The byte pieces where TinyAI's tokenizer looks for them (CheckBytePieces);
-// the token types, when given, must agree: one per token, type 6 (byte)
-// exactly for those pieces.
-TinyAIStatus CheckByteFallback(const gguf::File& f, const std::vector<std::string>& pieces) {
-  TINYAI_RETURN_IF_ERROR(CheckBytePieces(f.source.c_str(), pieces));
-  std::vector<int64_t> types;
-  bool found = false;
-  TINYAI_RETURN_IF_ERROR(f.GetInts("tokenizer.ggml.token_type", limits::kMaxVocab, &types, &found));
-  if (!found) return TINYAI_OK;
-  if (types.size() != pieces.size()) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': %zu token types for %zu tokens", f.source.c_str(), types.size(),
-                    pieces.size());
-  }
-  constexpr int64_t kByte = 6;
-  for (size_t id = 0; id < types.size(); ++id) {
-    const bool byte_piece = id >= 3 && id <= 258;
-    if ((types[id] == kByte) != byte_piece) {
-      return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': token %zu ('%s') has token type %lld; the byte pieces, and "
-                      "only they, have type 6", f.source.c_str(), id, Printable(pieces[id]).c_str(),
-                      static_cast<long long>(types[id]));
-    }
-  }
-  return TINYAI_OK;
-}
-
 // A scalar number of the file (any integer or float type; a bool as 0 or
 // 1): false for a string or an array.
 bool ScalarNumber(const gguf::File& f, const gguf::Value& v, double* out) {
@@ -140,17 +116,6 @@ bool ScalarNumber(const gguf::File& f, const gguf::Value& v, double* out) {
     case gguf::kBool: *out = p[0] != 0 ? 1.0 : 0.0; return true;
     default: return false;
   }
-}
-
-// A bool key: *out keeps its default when the key is absent.
-TinyAIStatus GetBool(const gguf::File& f, const char* key, bool* out) {
-  const gguf::KeyValue* kv = f.Find(key);
-  if (kv == nullptr) return TINYAI_OK;
-  if (kv->value.type != gguf::kBool) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is not a bool", f.source.c_str(), key);
-  }
-  *out = f.data[kv->value.offset] != 0;
-  return TINYAI_OK;
 }
 
 // Linear RoPE scaling, read as llama.cpp reads it (src/llama-model.cpp,
@@ -356,40 +321,10 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     }
   }
 
-  // The vocabulary.
-  std::string tokenizer_model;
-  TINYAI_RETURN_IF_ERROR(f.GetString("tokenizer.ggml.model", &tokenizer_model, &found));
-  if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.model'", ggufPath);
-  if (tokenizer_model != "llama") {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer '%s'; TinyAI imports SentencePiece vocabularies "
-                    "(tokenizer.ggml.model 'llama')", ggufPath, Printable(tokenizer_model).c_str());
-  }
-  // TinyAI's tokenizer always adds SentencePiece's dummy prefix (a space
-  // before the text); a vocabulary that does not would encode otherwise.
-  bool add_space = true;
-  TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_space_prefix", &add_space));
-  // Whether a text starts with BOS and ends with EOS (llama.cpp's defaults
-  // for a SentencePiece vocabulary: BOS yes, EOS no): recorded, and the
-  // runtime follows them (tokenizer.add_bos, tokenizer.add_eos).
-  bool add_bos = true, add_eos = false;
-  TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_bos_token", &add_bos));
-  TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_eos_token", &add_eos));
-  if (!add_space) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tokenizer.ggml.add_space_prefix is false; TinyAI's tokenizer "
-                    "always adds the dummy-prefix space (as LLaMA's SentencePiece model does)", ggufPath);
-  }
-  std::vector<std::string> pieces;
-  std::vector<float> scores;
-  TINYAI_RETURN_IF_ERROR(f.GetStrings("tokenizer.ggml.tokens", limits::kMaxVocab, &pieces, &found));
-  if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.tokens'", ggufPath);
-  TINYAI_RETURN_IF_ERROR(f.GetFloats("tokenizer.ggml.scores", limits::kMaxVocab, &scores, &found));
-  if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.scores'", ggufPath);
-  if (scores.size() != pieces.size()) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': %zu tokens but %zu scores", ggufPath, pieces.size(), scores.size());
-  }
-  if (pieces.size() > static_cast<size_t>(INT32_MAX)) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %zu tokens", ggufPath, pieces.size());
-  }
+  // The vocabulary (import/gguf_vocab.h).
+  GgufVocab vocab_read;
+  TINYAI_RETURN_IF_ERROR(ReadGgufVocab(f, &vocab_read));
+  const std::vector<std::string>& pieces = vocab_read.tokens;
   s.vocab_size = static_cast<int32_t>(pieces.size());
   int32_t vocab_key = 0;
   TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.vocab_size", s.vocab_size, &vocab_key));
@@ -397,17 +332,6 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': llama.vocab_size is %d but tokenizer.ggml.tokens has %d", ggufPath,
                     vocab_key, s.vocab_size);
   }
-  int64_t bos = 1, eos = 2;
-  TINYAI_RETURN_IF_ERROR(f.GetInt("tokenizer.ggml.bos_token_id", &bos, &found));
-  TINYAI_RETURN_IF_ERROR(f.GetInt("tokenizer.ggml.eos_token_id", &eos, &found));
-  if (bos < 0 || eos < 0 || bos >= s.vocab_size || eos >= s.vocab_size) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': BOS %lld or EOS %lld is not a token (%d tokens)", ggufPath,
-                    static_cast<long long>(bos), static_cast<long long>(eos), s.vocab_size);
-  }
-  for (std::string& p : pieces) SpacesFromSentencePiece(&p);
-  TinyAIStatus ts = CheckTokenizerPieces(pieces, scores);
-  if (ts != TINYAI_OK) return AddErrorContext(ts, "'%s': ", ggufPath);
-  TINYAI_RETURN_IF_ERROR(CheckByteFallback(f, pieces));
 
   // The tensors, checked against the shape.
   const gguf::TensorInfo* embedding = f.FindTensor("token_embd.weight");
@@ -484,7 +408,7 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   if (name.empty()) TINYAI_RETURN_IF_ERROR(f.GetString("general.name", &name, &found));
   if (name.empty()) name = "GGUF import";
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "gguf", ggufPath, rope_factors);
-  AddTokenizerMetadata(&w, pieces, scores, bos, eos, add_bos, add_eos);
+  AddVocabMetadata(&w, vocab_read);
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {
       if (p.tmai == n) return p.dtype;

@@ -1,5 +1,6 @@
 #include "import/gguf_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -83,6 +84,14 @@ void GgufWriter::AddInt32s(const std::string& key, const std::vector<int32_t>& v
   Put<uint64_t>(&b, v.size());
   for (int32_t i : v) Put(&b, i);
   kvs_.emplace_back(key, b);
+}
+
+void GgufWriter::RemoveKeys(const std::string& prefix) {
+  kvs_.erase(std::remove_if(kvs_.begin(), kvs_.end(),
+                            [&prefix](const std::pair<std::string, std::vector<uint8_t>>& kv) {
+                              return kv.first.compare(0, prefix.size(), prefix) == 0;
+                            }),
+             kvs_.end());
 }
 
 void GgufWriter::AddRaw(const std::string& key, uint32_t type, const std::vector<uint8_t>& value) {

@@ -29,6 +29,8 @@ class GgufWriter {
   void AddStrings(const std::string& key, const std::vector<std::string>& v);
   void AddFloats(const std::string& key, const std::vector<float>& v);
   void AddInt32s(const std::string& key, const std::vector<int32_t>& v);
+  // Drops every key starting with prefix (to write another vocabulary).
+  void RemoveKeys(const std::string& prefix);
   // Any key and value, already encoded (type, then the value's bytes).
   void AddRaw(const std::string& key, uint32_t type, const std::vector<uint8_t>& value);
   // dims[0] is the row length; data is the stored bytes of ggml type `type`.
