@@ -54,7 +54,10 @@ typedef enum TinyAITensorRole TINYAI_ENUM_BASE {
     TINYAI_ROLE_OUTPUT_NORM = 11,    /* [dim] */
     TINYAI_ROLE_CLASSIFIER = 12,     /* [vocab, dim]; absent when tied to the embedding */
     TINYAI_ROLE_DENSE_WEIGHT = 13,   /* reserved for dense networks */
-    TINYAI_ROLE_DENSE_BIAS = 14
+    TINYAI_ROLE_DENSE_BIAS = 14,
+    TINYAI_ROLE_ATTN_Q_BIAS = 15,    /* [dim]: added to the queries (Qwen2) */
+    TINYAI_ROLE_ATTN_K_BIAS = 16,    /* [kv_dim] */
+    TINYAI_ROLE_ATTN_V_BIAS = 17     /* [kv_dim] */
 } TinyAITensorRole;
 
 /* What a layer (a page-aligned group of tensors in the file) holds. */

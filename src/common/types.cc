@@ -52,6 +52,9 @@ const char* tinyaiTensorRoleName(TinyAITensorRole role) {
     case TINYAI_ROLE_CLASSIFIER: return "classifier";
     case TINYAI_ROLE_DENSE_WEIGHT: return "dense_weight";
     case TINYAI_ROLE_DENSE_BIAS: return "dense_bias";
+    case TINYAI_ROLE_ATTN_Q_BIAS: return "attn_q_bias";
+    case TINYAI_ROLE_ATTN_K_BIAS: return "attn_k_bias";
+    case TINYAI_ROLE_ATTN_V_BIAS: return "attn_v_bias";
   }
   return "?";
 }

@@ -35,6 +35,10 @@ constexpr const char kRopeLinearFactor[] = "llama.rope_linear_factor";
 // angle is position * frequency_i / factor_i (then the linear factor's
 // scaling). Optional: absent, every factor is 1.
 constexpr const char kRopeFreqFactors[] = "llama.rope_freq_factors";
+// 1: every block has biases on q, k and v (tensors attn_q_bias, attn_k_bias,
+// attn_v_bias; Qwen2), added before the rotary embedding. Optional,
+// default 0; written only when 1.
+constexpr const char kQkvBias[] = "llama.qkv_bias";
 }  // namespace llama_key
 
 // The linear RoPE factors the runtime runs: 1/65536 .. 65536 (real models
@@ -53,6 +57,7 @@ struct LlamaHyperParams {
   float rope_theta = 10000.0f;
   float rope_linear_factor = 1.0f;  // llama_key::kRopeLinearFactor: positions are divided by it
   bool shared_classifier = true;  // the classifier is the token embedding
+  bool qkv_bias = false;          // llama_key::kQkvBias
 
   int32_t head_size() const { return heads > 0 ? dim / heads : 0; }
   int32_t kv_dim() const { return head_size() * kv_heads; }

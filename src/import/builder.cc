@@ -125,6 +125,7 @@ void AddLlamaMetadata(TmaiWriter* w, const LlamaHyperParams& s, const std::strin
   AddSourceMetadata(w, source_format, source_path);
   for (const LlamaDimField& f : kLlamaDims) w->AddMetaInt(f.key, s.*f.field);
   w->AddMetaInt(llama_key::kSharedClassifier, s.shared_classifier ? 1 : 0);
+  if (s.qkv_bias) w->AddMetaInt(llama_key::kQkvBias, 1);
   w->AddMetaFloat(llama_key::kNormEps, s.norm_eps);
   w->AddMetaFloat(llama_key::kRopeTheta, s.rope_theta);
   // Written only when it scales: a model without it runs unscaled (and the
@@ -193,6 +194,11 @@ void DeclareLlamaTensors(TmaiWriter* w, const LlamaHyperParams& s, const TensorR
     add(p + "attn_q", TINYAI_ROLE_ATTN_Q, {dim, dim});
     add(p + "attn_k", TINYAI_ROLE_ATTN_K, {kv_dim, dim});
     add(p + "attn_v", TINYAI_ROLE_ATTN_V, {kv_dim, dim});
+    if (s.qkv_bias) {
+      add(p + "attn_q_bias", TINYAI_ROLE_ATTN_Q_BIAS, {dim});
+      add(p + "attn_k_bias", TINYAI_ROLE_ATTN_K_BIAS, {kv_dim});
+      add(p + "attn_v_bias", TINYAI_ROLE_ATTN_V_BIAS, {kv_dim});
+    }
     add(p + "attn_out", TINYAI_ROLE_ATTN_OUT, {dim, dim});
     add(p + "ffn_norm", TINYAI_ROLE_FFN_NORM, {dim});
     add(p + "ffn_gate", TINYAI_ROLE_FFN_GATE, {hidden, dim});

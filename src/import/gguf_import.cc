@@ -23,6 +23,9 @@ struct Planned {
   std::string tmai;  // the .tmai name (DeclareLlamaTensors')
   const gguf::TensorInfo* info = nullptr;
   TinyAIDType dtype = TINYAI_DTYPE_F32;  // as stored in the .tmai
+  // q and k of a NEOX-rotary file (Qwen2): the heads whose rows (a bias's
+  // values) are permuted into LLaMA's interleaved pairs.
+  int32_t rotary_heads = 0;
 };
 
 // The .tmai dtype a GGUF tensor of `type` becomes (a matrix, or a norm: 1-D),
@@ -94,6 +97,28 @@ TinyAIStatus WidenHalves(TmaiWriter* w, const uint8_t* p, uint64_t count, bool b
   return TINYAI_OK;
 }
 
+// Writes a NEOX-rotary tensor (q or k: rows; its bias: values) in LLaMA's
+// interleaved order: output row r of a head of n is the file's row r / 2
+// (r even: the first halves) or n / 2 + r / 2 (r odd), as hf_import does
+// for Hugging Face's layout. A row of a matrix moves whole, whatever its
+// dtype (block rows are independent).
+TinyAIStatus WriteInterleaved(TmaiWriter* w, const gguf::TensorInfo& t, const uint8_t* p, int32_t heads, bool widen) {
+  const bool vector = t.n_dims == 1;
+  const uint64_t rows = vector ? t.dims[0] : t.rows(), per_row = vector ? 1 : t.dims[0];
+  const uint64_t row_bytes = t.bytes / rows, head = rows / static_cast<uint64_t>(heads);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint64_t h = r / head, k = r % head;
+    const uint8_t* row = p + (h * head + (k % 2) * (head / 2) + k / 2) * row_bytes;
+    if (widen) {
+      TINYAI_RETURN_IF_ERROR(WidenHalves(w, row, per_row, t.type == gguf::kBF16));
+    } else {
+      TINYAI_RETURN_IF_ERROR(w->Write(row, static_cast<size_t>(row_bytes)));
+    }
+  }
+  port::AdviseRange(p, static_cast<size_t>(t.bytes), port::Advice::kDontNeed);
+  return TINYAI_OK;
+}
+
 // A scalar number of the file (any integer or float type; a bool as 0 or
 // 1): false for a string or an array.
 bool ScalarNumber(const gguf::File& f, const gguf::Value& v, double* out) {
@@ -128,20 +153,21 @@ bool ScalarNumber(const gguf::File& f, const gguf::Value& v, double* out) {
 // of p / factor (rope_freq_scale = 1 / factor), which the runtime computes
 // (llama.rope_linear_factor). Other types (yarn, longrope, ...) change the
 // frequencies themselves: refused by name.
-TinyAIStatus ReadRopeScaling(const gguf::File& f, const char* path, float* factor) {
+TinyAIStatus ReadRopeScaling(const gguf::File& f, const char* path, const std::string& a, float* factor) {
   std::string type = "linear";
   bool has_type = false, has_factor = false, has_linear = false;
-  TINYAI_RETURN_IF_ERROR(f.GetString("llama.rope.scaling.type", &type, &has_type));
+  TINYAI_RETURN_IF_ERROR(f.GetString(a + "rope.scaling.type", &type, &has_type));
   float scaling = 0.0f, linear = 0.0f;
-  TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.rope.scaling.factor", &scaling, &has_factor));
-  TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.rope.scale_linear", &linear, &has_linear));
+  TINYAI_RETURN_IF_ERROR(f.GetFloat(a + "rope.scaling.factor", &scaling, &has_factor));
+  TINYAI_RETURN_IF_ERROR(f.GetFloat(a + "rope.scale_linear", &linear, &has_linear));
   if (has_factor && has_linear && scaling != linear) {
     // llama.cpp would take the first: a file that says both, differently, is refused.
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': llama.rope.scaling.factor %g and llama.rope.scale_linear %g "
-                    "disagree", path, static_cast<double>(scaling), static_cast<double>(linear));
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %srope.scaling.factor %g and %srope.scale_linear %g disagree", path,
+                    a.c_str(), static_cast<double>(scaling), a.c_str(), static_cast<double>(linear));
   }
   const float value = has_factor ? scaling : linear;
-  const char* key = has_factor ? "llama.rope.scaling.factor" : "llama.rope.scale_linear";
+  const std::string key_name = a + (has_factor ? "rope.scaling.factor" : "rope.scale_linear");
+  const char* key = key_name.c_str();
   *factor = 1.0f;
   if (type == "none") return TINYAI_OK;
   if (type != "linear") {
@@ -167,7 +193,7 @@ TinyAIStatus ReadRopeScaling(const gguf::File& f, const char* path, float* facto
 // would change the numbers otherwise is refused by name
 // (TINYAI_ERR_UNSUPPORTED), and so is a key TinyAI does not know: it may
 // change them, and an import never ignores what it cannot honour.
-TinyAIStatus CheckLlamaKeys(const gguf::File& f, const char* path, const LlamaHyperParams& s) {
+TinyAIStatus CheckLlamaKeys(const gguf::File& f, const char* path, const std::string& a, const LlamaHyperParams& s) {
   enum Rule { kRead, kNoEffect, kHeadSize, kZero, kOne, kTrue, kFalse };
   struct Known {
     const char* key;  // after "llama."
@@ -213,8 +239,8 @@ TinyAIStatus CheckLlamaKeys(const gguf::File& f, const char* path, const LlamaHy
       {"use_parallel_residual", kFalse, "attention and feed-forward blocks in parallel"},
   };
   for (const gguf::KeyValue& kv : f.kvs) {
-    if (kv.key.compare(0, 6, "llama.") != 0) continue;
-    const std::string rest = kv.key.substr(6);
+    if (kv.key.compare(0, a.size(), a) != 0) continue;
+    const std::string rest = kv.key.substr(a.size());
     const Known* known = nullptr;
     for (const Known& k : kKnown) {
       if (rest == k.key) known = &k;
@@ -240,7 +266,7 @@ TinyAIStatus CheckLlamaKeys(const gguf::File& f, const char* path, const LlamaHy
   // interleaved layout, which TinyAI reads.
   std::string layout;
   bool found = false;
-  TINYAI_RETURN_IF_ERROR(f.GetString("llama.tensor_data_layout", &layout, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetString(a + "tensor_data_layout", &layout, &found));
   if (found && layout != "Meta AI original pth" && layout != "reference") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': llama.tensor_data_layout '%s'; TinyAI reads the layout llama.cpp's "
                     "converters write ('Meta AI original pth', 'reference')", path, Printable(layout).c_str());
@@ -267,10 +293,15 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   bool found = false;
   TINYAI_RETURN_IF_ERROR(f.GetString("general.architecture", &arch, &found));
   if (!found) return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no key 'general.architecture'", ggufPath);
-  if (arch != "llama") {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s'; TinyAI imports 'llama' GGUF files", ggufPath,
-                    Printable(arch).c_str());
+  // Qwen2 is LLaMA with biases on q, k and v and the rotary embedding over
+  // each head's halves (llama.cpp's NEOX rope type), which the import turns
+  // into LLaMA's interleaved pairs by permuting q's and k's rows.
+  if (arch != "llama" && arch != "qwen2") {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': architecture '%s'; TinyAI imports 'llama' and 'qwen2' GGUF files",
+                    ggufPath, Printable(arch).c_str());
   }
+  const bool qwen2 = arch == "qwen2";
+  const std::string a = arch + ".";  // the hyper-parameters' keys
   // One file of a split model (llama.cpp's gguf-split) holds some of its tensors.
   uint64_t splits = 1;
   TINYAI_RETURN_IF_ERROR(f.GetUint("split.count", UINT32_MAX, &splits, &found));
@@ -279,26 +310,26 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
                     "first (llama.cpp's llama-gguf-split --merge)", ggufPath, static_cast<unsigned long long>(splits));
   }
   LlamaHyperParams s;
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.embedding_length", -1, &s.dim));
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.feed_forward_length", -1, &s.hidden_dim));
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.block_count", -1, &s.layers));
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.context_length", -1, &s.seq_len));
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.attention.head_count", -1, &s.heads));
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.attention.head_count_kv", s.heads, &s.kv_heads));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "embedding_length", -1, &s.dim));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "feed_forward_length", -1, &s.hidden_dim));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "block_count", -1, &s.layers));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "context_length", -1, &s.seq_len));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "attention.head_count", -1, &s.heads));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "attention.head_count_kv", s.heads, &s.kv_heads));
   // The RMSNorm epsilon changes every activation: llama.cpp requires the
   // key (GGUF's specification lists it as required), and so does TinyAI
   // rather than guess one.
-  TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.attention.layer_norm_rms_epsilon", &s.norm_eps, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetFloat(a + "attention.layer_norm_rms_epsilon", &s.norm_eps, &found));
   if (!found) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no key 'llama.attention.layer_norm_rms_epsilon' (the RMSNorm "
-                    "epsilon, which llama.cpp requires too)", ggufPath);
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': no key '%sattention.layer_norm_rms_epsilon' (the RMSNorm "
+                    "epsilon, which llama.cpp requires too)", ggufPath, a.c_str());
   }
-  TINYAI_RETURN_IF_ERROR(f.GetFloat("llama.rope.freq_base", &s.rope_theta, &found));
+  TINYAI_RETURN_IF_ERROR(f.GetFloat(a + "rope.freq_base", &s.rope_theta, &found));
   if (!(s.norm_eps > 0.0f) || !std::isfinite(s.norm_eps) || !(s.rope_theta > 0.0f) || !std::isfinite(s.rope_theta)) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': RMS epsilon %g and rope frequency base %g must be positive and "
                     "finite", ggufPath, static_cast<double>(s.norm_eps), static_cast<double>(s.rope_theta));
   }
-  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(f, ggufPath, &s.rope_linear_factor));
+  TINYAI_RETURN_IF_ERROR(ReadRopeScaling(f, ggufPath, a, &s.rope_linear_factor));
   // Llama 3's per-frequency factors (llama.cpp's LLM_TENSOR_ROPE_FREQS):
   // head_size / 2 floats that divide each pair's frequency, recorded as
   // llama.rope_freq_factors.
@@ -327,10 +358,10 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
   const std::vector<std::string>& pieces = vocab_read.tokens;
   s.vocab_size = static_cast<int32_t>(pieces.size());
   int32_t vocab_key = 0;
-  TINYAI_RETURN_IF_ERROR(Hyper(f, "llama.vocab_size", s.vocab_size, &vocab_key));
+  TINYAI_RETURN_IF_ERROR(Hyper(f, a + "vocab_size", s.vocab_size, &vocab_key));
   if (vocab_key != s.vocab_size) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': llama.vocab_size is %d but tokenizer.ggml.tokens has %d", ggufPath,
-                    vocab_key, s.vocab_size);
+    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %svocab_size is %d but tokenizer.ggml.tokens has %d", ggufPath,
+                    a.c_str(), vocab_key, s.vocab_size);
   }
 
   // The tensors, checked against the shape.
@@ -340,11 +371,12 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
                     ggufPath, pieces.size(), static_cast<unsigned long long>(embedding->dims[1]));
   }
   s.shared_classifier = f.FindTensor("output.weight") == nullptr;
+  s.qkv_bias = qwen2;
   TINYAI_RETURN_IF_ERROR(CheckImportedShape(s, ggufPath));
-  TINYAI_RETURN_IF_ERROR(CheckLlamaKeys(f, ggufPath, s));
+  TINYAI_RETURN_IF_ERROR(CheckLlamaKeys(f, ggufPath, a, s));
   bool has_rope_dims = false;
   uint64_t rope_dims = 0;
-  TINYAI_RETURN_IF_ERROR(f.GetUint("llama.rope.dimension_count", UINT32_MAX, &rope_dims, &has_rope_dims));
+  TINYAI_RETURN_IF_ERROR(f.GetUint(a + "rope.dimension_count", UINT32_MAX, &rope_dims, &has_rope_dims));
   if (has_rope_dims && rope_dims != static_cast<uint64_t>(s.head_size())) {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': rotary embeddings over %llu of each head's %d dimensions; TinyAI "
                     "rotates whole heads", ggufPath, static_cast<unsigned long long>(rope_dims), s.head_size());
@@ -383,6 +415,15 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     TINYAI_RETURN_IF_ERROR(want(g + "attn_q.weight", t + "attn_q", dim, dim, true));
     TINYAI_RETURN_IF_ERROR(want(g + "attn_k.weight", t + "attn_k", kv_dim, dim, true));
     TINYAI_RETURN_IF_ERROR(want(g + "attn_v.weight", t + "attn_v", kv_dim, dim, true));
+    if (qwen2) {
+      plan[plan.size() - 3].rotary_heads = s.heads;
+      plan[plan.size() - 2].rotary_heads = s.kv_heads;
+      TINYAI_RETURN_IF_ERROR(want(g + "attn_q.bias", t + "attn_q_bias", 1, dim, false));
+      plan.back().rotary_heads = s.heads;
+      TINYAI_RETURN_IF_ERROR(want(g + "attn_k.bias", t + "attn_k_bias", 1, kv_dim, false));
+      plan.back().rotary_heads = s.kv_heads;
+      TINYAI_RETURN_IF_ERROR(want(g + "attn_v.bias", t + "attn_v_bias", 1, kv_dim, false));
+    }
     TINYAI_RETURN_IF_ERROR(want(g + "attn_output.weight", t + "attn_out", dim, dim, true));
     TINYAI_RETURN_IF_ERROR(want(g + "ffn_norm.weight", t + "ffn_norm", 1, dim, false));
     TINYAI_RETURN_IF_ERROR(want(g + "ffn_gate.weight", t + "ffn_gate", hidden, dim, true));
@@ -420,7 +461,9 @@ TinyAIStatus ConvertGguf(const char* ggufPath, const char* outPath, LlamaHyperPa
     const gguf::TensorInfo& t = *p.info;
     const uint8_t* bytes = mapped.data + t.offset;
     const bool widen = (t.type == gguf::kF16 && p.dtype == TINYAI_DTYPE_F32) || t.type == gguf::kBF16;
-    if (widen) {
+    if (p.rotary_heads > 0) {
+      TINYAI_RETURN_IF_ERROR(WriteInterleaved(&w, t, bytes, p.rotary_heads, widen));
+    } else if (widen) {
       TINYAI_RETURN_IF_ERROR(WidenHalves(&w, bytes, t.dims[0] * t.rows(), t.type == gguf::kBF16));
     } else {
       TINYAI_RETURN_IF_ERROR(CopyBytes(&w, bytes, t.bytes));

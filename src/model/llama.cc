@@ -70,8 +70,11 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   // output's; the embedding is read a row at a time.
   TINYAI_RETURN_IF_ERROR(stream_.Init(model_));
   for (const BlockTensors& b : blocks_) {
-    const int32_t order[] = {b.attn_norm, b.attn_q, b.attn_k, b.attn_v, b.attn_out, b.ffn_norm, b.ffn_gate, b.ffn_up, b.ffn_down};
-    for (int32_t t : order) stream_.AddTensor(t);
+    const int32_t order[] = {b.attn_norm, b.attn_q, b.attn_k,   b.attn_v,   b.q_bias,  b.k_bias,
+                             b.v_bias,    b.attn_out, b.ffn_norm, b.ffn_gate, b.ffn_up, b.ffn_down};
+    for (int32_t t : order) {
+      if (t >= 0) stream_.AddTensor(t);
+    }
   }
   stream_.AddTensor(output_norm_);
   stream_.AddTensor(classifier_);
@@ -96,7 +99,7 @@ TinyAIStatus LlamaModel::FindInLayer(int32_t layer, TinyAITensorRole role, uint6
     if (cols == 0 ? e.dtype != TINYAI_DTYPE_F32 : kernels::WeightKernelsFor(*k_, e.dtype) == nullptr) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': tensor '%s' is %s; %s", model_->reader().source(), e.name,
                       tinyaiDTypeName(static_cast<TinyAIDType>(e.dtype)),
-                      cols == 0 ? "norm weights must be f32" : "the kernels have no products for it");
+                      cols == 0 ? "vectors (norm weights, biases) must be f32" : "the kernels have no products for it");
     }
     bool ok = cols == 0 ? (e.ndims == 1 && e.shape[0] == rows)
                         : (e.ndims == 2 && e.shape[0] == rows && e.shape[1] == cols);
@@ -141,6 +144,11 @@ TinyAIStatus LlamaModel::BindTensors() {
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_K, kv_dim, dim, &b.attn_k));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_V, kv_dim, dim, &b.attn_v));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_OUT, dim, dim, &b.attn_out));
+        if (hp_.qkv_bias) {
+          TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_Q_BIAS, dim, 0, &b.q_bias));
+          TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_K_BIAS, kv_dim, 0, &b.k_bias));
+          TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_ATTN_V_BIAS, kv_dim, 0, &b.v_bias));
+        }
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_NORM, dim, 0, &b.ffn_norm));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_GATE, hidden, dim, &b.ffn_gate));
         TINYAI_RETURN_IF_ERROR(FindInLayer(l, TINYAI_ROLE_FFN_DOWN, dim, hidden, &b.ffn_down));
@@ -667,6 +675,22 @@ TinyAIStatus LlamaModel::Rope(int32_t b, float* qkv, float* cs, const PassContex
   if (kv_.Rows(false, b, 0, kv_.Slot(last), &run) == nullptr) {
     return SetError(TINYAI_ERR_INTERNAL, "KV cache: position %d has no room (its pass was not reserved)",
                     static_cast<int>(last));
+  }
+  const BlockTensors& bt = blocks_[static_cast<size_t>(b)];
+  if (bt.q_bias >= 0) {
+    // Qwen2's biases (llama.qkv_bias), added before the rotation.
+    const int32_t biases[3] = {bt.q_bias, bt.k_bias, bt.v_bias};
+    const size_t offsets[3] = {0, d, d + kvd}, widths[3] = {d, kvd, kvd};
+    for (int j = 0; j < 3; ++j) {
+      const float* w = nullptr;
+      int32_t slice = -1;
+      TINYAI_RETURN_IF_ERROR(stream_.AcquireVector(biases[j], &w, &slice));
+      for (int32_t i = 0; i < pass.shape.rows; ++i) {
+        float* part = qkv + static_cast<size_t>(i) * qkv_width() + offsets[j];
+        for (size_t c = 0; c < widths[j]; ++c) part[c] += w[c];
+      }
+      stream_.Release(slice);
+    }
   }
   for (int32_t i = 0; i < pass.shape.rows; ++i) {
     RopeTable(pass.position + i, cs);

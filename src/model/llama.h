@@ -158,6 +158,7 @@ class LlamaModel final : public LayerProgram {
   struct BlockTensors {
     int32_t layer = -1;  // loader layer index
     int32_t attn_norm = -1, attn_q = -1, attn_k = -1, attn_v = -1, attn_out = -1;
+    int32_t q_bias = -1, k_bias = -1, v_bias = -1;  // llama.qkv_bias
     int32_t ffn_norm = -1, ffn_gate = -1, ffn_down = -1, ffn_up = -1;
   };
 

@@ -182,7 +182,7 @@ static void test_status_and_types(void) {
     CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_ZSTD), "zstd") == 0);
     CHECK(strcmp(tinyaiCodecName(TINYAI_CODEC_TILE_SPARSE), "tile_sparse") == 0);
     CHECK(strcmp(tinyaiCodecName((TinyAICodec)9), "?") == 0);
-    for (role = TINYAI_ROLE_OTHER; role <= TINYAI_ROLE_DENSE_BIAS; ++role) {
+    for (role = TINYAI_ROLE_OTHER; role <= TINYAI_ROLE_ATTN_V_BIAS; ++role) {
         const char* n = tinyaiTensorRoleName((TinyAITensorRole)role);
         CHECK(n != NULL && strcmp(n, "?") != 0 && n[0] != '\0');
     }

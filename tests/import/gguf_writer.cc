@@ -261,20 +261,21 @@ std::vector<uint8_t> EncodeBF16(const float* x, size_t n) {
 bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufWriter* out, std::string* error) {
   const LlamaHyperParams& p = s.params;
   GgufWriter& w = *out;
-  w.AddString("general.architecture", "llama");
+  const std::string a = options.qwen2 ? "qwen2." : "llama.";
+  w.AddString("general.architecture", options.qwen2 ? "qwen2" : "llama");
   w.AddString("general.name", s.name);
-  w.AddUint32("llama.context_length", static_cast<uint32_t>(p.seq_len));
-  w.AddUint32("llama.embedding_length", static_cast<uint32_t>(p.dim));
-  w.AddUint32("llama.block_count", static_cast<uint32_t>(p.layers));
-  w.AddUint32("llama.feed_forward_length", static_cast<uint32_t>(p.hidden_dim));
-  w.AddUint32("llama.rope.dimension_count", static_cast<uint32_t>(p.head_size()));
-  w.AddUint32("llama.attention.head_count", static_cast<uint32_t>(p.heads));
-  w.AddUint32("llama.attention.head_count_kv", static_cast<uint32_t>(p.kv_heads));
-  w.AddFloat32("llama.attention.layer_norm_rms_epsilon", p.norm_eps);
-  w.AddFloat32("llama.rope.freq_base", p.rope_theta);
+  w.AddUint32(a + "context_length", static_cast<uint32_t>(p.seq_len));
+  w.AddUint32(a + "embedding_length", static_cast<uint32_t>(p.dim));
+  w.AddUint32(a + "block_count", static_cast<uint32_t>(p.layers));
+  w.AddUint32(a + "feed_forward_length", static_cast<uint32_t>(p.hidden_dim));
+  w.AddUint32(a + "rope.dimension_count", static_cast<uint32_t>(p.head_size()));
+  w.AddUint32(a + "attention.head_count", static_cast<uint32_t>(p.heads));
+  w.AddUint32(a + "attention.head_count_kv", static_cast<uint32_t>(p.kv_heads));
+  w.AddFloat32(a + "attention.layer_norm_rms_epsilon", p.norm_eps);
+  w.AddFloat32(a + "rope.freq_base", p.rope_theta);
   if (p.rope_linear_factor != 1.0f) {  // as llama.cpp's converters write linear scaling
-    w.AddString("llama.rope.scaling.type", "linear");
-    w.AddFloat32("llama.rope.scaling.factor", p.rope_linear_factor);
+    w.AddString(a + "rope.scaling.type", "linear");
+    w.AddFloat32(a + "rope.scaling.factor", p.rope_linear_factor);
   }
   w.AddString("tokenizer.ggml.model", "llama");
   w.AddStrings("tokenizer.ggml.tokens", SentencePiecePieces(s));
@@ -304,6 +305,9 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
   for (int32_t l = 0; l < p.layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     for (const auto& k : kinds) order.emplace_back(b + k[1] + ".weight", find(b + k[0]));
+    if (options.qwen2) {
+      for (const char* k : {"attn_q", "attn_k", "attn_v"}) order.emplace_back(b + k + ".bias", find(b + k + "_bias"));
+    }
   }
   order.emplace_back("output_norm.weight", find("output_norm"));
   if (!p.shared_classifier) order.emplace_back("output.weight", find("output"));
@@ -354,9 +358,32 @@ bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufW
                            : type == kGgmlF16 || type == kGgmlBF16 ? 2 * n
                                                                     : 4 * n;
     const LlamaSource* source = &s;
-    w.AddTensor(entry.first, dims, type, bytes, [source, t, type] {
-      const std::vector<float> v = source->tensor(t.name);
+    // Qwen2's q and k (weights and biases) in the NEOX layout: file row j of
+    // a head of n is the source's (interleaved) row 2j (j < n / 2) or
+    // 2(j - n / 2) + 1.
+    const bool attn_q = entry.first.find("attn_q.") != std::string::npos;
+    const int32_t neox_heads = !options.qwen2                                          ? 0
+                               : attn_q                                                ? p.heads
+                               : entry.first.find("attn_k.") != std::string::npos ? p.kv_heads
+                                                                                       : 0;
+    if (neox_heads > 0 && type != kGgmlF32 && type != kGgmlF16) return *error = "qwen2: F32 or F16 q and k", false;
+    w.AddTensor(entry.first, dims, type, bytes, [source, t, type, neox_heads] {
+      std::vector<float> v = source->tensor(t.name);
       if (v.size() != t.rows * t.cols) return std::vector<uint8_t>();
+      if (neox_heads > 0) {
+        const bool vector = t.rows == 1;
+        const uint64_t rows = vector ? t.cols : t.rows, each = vector ? 1 : t.cols;
+        const uint64_t head = rows / static_cast<uint64_t>(neox_heads);
+        std::vector<float> neox(v.size());
+        for (uint64_t j = 0; j < rows; ++j) {
+          const uint64_t h = j / head, k = j % head;
+          const uint64_t from = h * head + (k < head / 2 ? 2 * k : 2 * (k - head / 2) + 1);
+          std::copy(v.begin() + static_cast<std::ptrdiff_t>(from * each),
+                    v.begin() + static_cast<std::ptrdiff_t>((from + 1) * each),
+                    neox.begin() + static_cast<std::ptrdiff_t>(j * each));
+        }
+        v.swap(neox);
+      }
       return type == kGgmlQ8_0   ? EncodeQ8_0(v.data(), t.rows, t.cols)
              : type == kGgmlQ4_0 ? EncodeQ4_0(v.data(), t.rows, t.cols)
              : type == kGgmlF16  ? EncodeF16(v.data(), v.size())

@@ -90,6 +90,12 @@ struct GgufModelOptions {
   bool token_types = true;  // tokenizer.ggml.token_type
   uint32_t version = 3;
   uint64_t alignment = 32;
+  // As llama.cpp's converter writes a Qwen2 model: architecture "qwen2"
+  // (its keys "qwen2.*"), q and k in Hugging Face's rotary layout (each
+  // head's first halves, then its second halves: NEOX), and the source's
+  // attn_{q,k,v}_bias as attn_{q,k,v}.bias (params.qkv_bias). F32 and F16
+  // matrices only.
+  bool qwen2 = false;
 };
 
 // The source as a GGUF writer (WriteFile or Finish it). False, with *error,

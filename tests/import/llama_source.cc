@@ -51,6 +51,15 @@ std::vector<TensorName> LlamaTensors(const LlamaHyperParams& p) {
       out.push_back({"blk." + std::to_string(l) + "." + k.name, k.rows, k.cols, k.matrix});
     }
   }
+  if (p.qkv_bias) {
+    const Kind biases[] = {{"attn_q_bias", 1, dim, false}, {"attn_k_bias", 1, kv_dim, false},
+                           {"attn_v_bias", 1, kv_dim, false}};
+    for (const Kind& k : biases) {
+      for (int32_t l = 0; l < p.layers; ++l) {
+        out.push_back({"blk." + std::to_string(l) + "." + k.name, k.rows, k.cols, k.matrix});
+      }
+    }
+  }
   out.push_back({"output_norm", 1, dim, false});
   if (!p.shared_classifier) out.push_back({"output", vocab, dim, true});
   return out;

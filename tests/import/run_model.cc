@@ -107,6 +107,7 @@ std::vector<double> ReferenceLogits(const LlamaSource& source, const std::vector
   const std::vector<float> out_norm = source.tensor("output_norm");
   struct Block {
     std::vector<float> attn_norm, q, k, v, o, ffn_norm, gate, up, down;
+    std::vector<float> q_bias, k_bias, v_bias;  // params.qkv_bias (Qwen2)
   };
   std::vector<Block> blocks(static_cast<size_t>(p.layers));
   for (size_t l = 0; l < blocks.size(); ++l) {
@@ -114,6 +115,11 @@ std::vector<double> ReferenceLogits(const LlamaSource& source, const std::vector
     blocks[l] = {source.tensor(b + "attn_norm"), source.tensor(b + "attn_q"),   source.tensor(b + "attn_k"),
                  source.tensor(b + "attn_v"),    source.tensor(b + "attn_out"), source.tensor(b + "ffn_norm"),
                  source.tensor(b + "ffn_gate"),  source.tensor(b + "ffn_up"),   source.tensor(b + "ffn_down")};
+    if (p.qkv_bias) {
+      blocks[l].q_bias = source.tensor(b + "attn_q_bias");
+      blocks[l].k_bias = source.tensor(b + "attn_k_bias");
+      blocks[l].v_bias = source.tensor(b + "attn_v_bias");
+    }
   }
   // keys[l][t], values[l][t]: kv_dim each.
   std::vector<std::vector<std::vector<double>>> keys(blocks.size()), values(blocks.size());
@@ -127,6 +133,9 @@ std::vector<double> ReferenceLogits(const LlamaSource& source, const std::vector
       MatVec(b.q, xb, dim, &q);
       MatVec(b.k, xb, kv_dim, &k);
       MatVec(b.v, xb, kv_dim, &v);
+      for (size_t i = 0; i < b.q_bias.size() && i < q.size(); ++i) q[i] += b.q_bias[i];
+      for (size_t i = 0; i < b.k_bias.size() && i < k.size(); ++i) k[i] += b.k_bias[i];
+      for (size_t i = 0; i < b.v_bias.size() && i < v.size(); ++i) v[i] += b.v_bias[i];
       for (size_t i = 0; i < dim; i += 2) {
         const size_t pair = (i % hs) / 2;
         const double ff = source.rope_freq_factors.empty() ? 1.0 : source.rope_freq_factors[pair];

@@ -41,8 +41,8 @@ std::vector<int32_t> TokensOf(const std::string& path, const char* text, bool ad
 // architecture defines them: llama2.c's forward, with RoPE over each head's
 // interleaved pairs (2i, 2i + 1) at the angle position * theta^(-2i/head)
 // / rope_linear_factor (llama.cpp's linear scaling, rope_freq_scale = 1 /
-// factor). Independent of the runtime: the oracle for what a model's
-// metadata means.
+// factor), and Qwen2's biases on q, k and v when params.qkv_bias.
+// Independent of the runtime: the oracle for what a model's metadata means.
 std::vector<double> ReferenceLogits(const LlamaSource& source, const std::vector<int32_t>& tokens);
 
 // The largest |a[i] - b[i]| (infinity when the sizes differ or are 0).

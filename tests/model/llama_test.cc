@@ -873,8 +873,8 @@ TEST_F(ModelTest, NormWeightsThatAreNotF32AreUnsupported) {
     int elements_per_f32;  // the same bytes as this many values of dtype
     const char* why;
   } cases[] = {
-      {"blk.0.attn_norm", TINYAI_DTYPE_F16, 2, "norm weights must be f32"},
-      {"output_norm", TINYAI_DTYPE_F16, 2, "norm weights must be f32"},
+      {"blk.0.attn_norm", TINYAI_DTYPE_F16, 2, "vectors (norm weights, biases) must be f32"},
+      {"output_norm", TINYAI_DTYPE_F16, 2, "vectors (norm weights, biases) must be f32"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.tensor);
