@@ -363,6 +363,31 @@ TINYAI_API TinyAIStatus tinyaiLLMTokenize(const TinyAILLM* llm, const char* text
 TINYAI_API TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32_t token, char* out,
                                              size_t capacity, size_t* len);
 
+/* One turn of a chat, as the model was trained on it: the model's chat
+ * template (GGUF's tokenizer.chat_template, recognized by its markers:
+ * chatml for Qwen2/2.5/3 and SmolLM2, llama3 for Llama 3/3.1/3.2, zephyr,
+ * llama2) applied to an optional system message (NULL or "": the
+ * template's default, if it has one) and the user's message, ending where
+ * the assistant's answer begins. Give the result to tinyaiLLMGenerate as the
+ * prompt: the special tokens in it are parsed, and generation stops at the
+ * end of the turn (TINYAI_STOP_EOS). Writes at most capacity bytes, NUL
+ * included, and sets *len to the text's length; TINYAI_ERR_BUFFER_TOO_SMALL
+ * when it does not fit (*len: the length needed), TINYAI_ERR_UNSUPPORTED
+ * when the model has no template or one TinyAI does not know.
+ *
+ *     char prompt[1024];
+ *     size_t n = 0;
+ *     if (tinyaiLLMChatPrompt(llm, NULL, "Why is the sky blue?", prompt, sizeof prompt, &n) == TINYAI_OK)
+ *         tinyaiLLMGenerate(llm, prompt, &gp, text, sizeof text, &len, NULL);
+ */
+TINYAI_API TinyAIStatus tinyaiLLMChatPrompt(const TinyAILLM* llm, const char* system, const char* user, char* out,
+                                            size_t capacity, size_t* len);
+
+/* The name of the model's chat template: "chatml", "llama3", "zephyr",
+ * "llama2", "unknown" (it has one TinyAI does not know) or "none"; NULL for
+ * a NULL or unusable llm. */
+TINYAI_API const char* tinyaiLLMChatTemplateName(const TinyAILLM* llm);
+
 /* Evaluates count tokens at the current position, appending them to the KV
  * cache, and copies the logits of the last one into logits (vocabSize floats;
  * may be NULL). TINYAI_ERR_CONTEXT_OVERFLOW if they do not fit;

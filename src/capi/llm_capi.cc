@@ -563,6 +563,17 @@ TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevToken, int32
   return TINYAI_OK;
 }
 
+TinyAIStatus tinyaiLLMChatPrompt(const TinyAILLM* llm, const char* system, const char* user, char* out, size_t capacity,
+                                 size_t* len) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMChatPrompt", true));
+  return llm->model().chat_template().Format(system, user, out, capacity, len);
+}
+
+const char* tinyaiLLMChatTemplateName(const TinyAILLM* llm) {
+  if (Check(llm, "tinyaiLLMChatTemplateName", true) != TINYAI_OK) return nullptr;
+  return llm->model().chat_template().name();
+}
+
 TinyAIStatus tinyaiLLMEval(TinyAILLM* llm, const int32_t* tokens, int32_t count, float* logits) {
   TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMEval"));
   if (!tokens && count > 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "tinyaiLLMEval: tokens is NULL");

@@ -195,6 +195,7 @@ TinyAIStatus ReadGgufVocab(const gguf::File& f, GgufVocab* v) {
                     "(tokenizer.ggml.model 'llama') and byte-level BPE ('gpt2')", path, Printable(model).c_str());
   }
   v->byte_pairs = model == "gpt2";
+  TINYAI_RETURN_IF_ERROR(f.GetString("tokenizer.chat_template", &v->chat_template, &found));
   TINYAI_RETURN_IF_ERROR(f.GetStrings("tokenizer.ggml.tokens", limits::kMaxVocab, &v->tokens, &found));
   if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.tokens'", path);
   if (v->tokens.size() > static_cast<size_t>(INT32_MAX)) {
@@ -214,6 +215,7 @@ TinyAIStatus ReadGgufVocab(const gguf::File& f, GgufVocab* v) {
 }
 
 void AddVocabMetadata(TmaiWriter* w, const GgufVocab& v) {
+  if (!v.chat_template.empty()) w->AddMetaString("tokenizer.chat_template", v.chat_template);
   if (!v.byte_pairs) {
     AddTokenizerMetadata(w, v.tokens, v.scores, v.bos, v.eos, v.add_bos, v.add_eos);
     return;

@@ -41,6 +41,7 @@ struct GgufVocab {
   std::vector<int32_t> eog;  // eot and eom ids (byte-level BPE)
   int64_t bos = -1, eos = -1;
   bool add_bos = false, add_eos = false;
+  std::string chat_template;  // tokenizer.chat_template (Jinja), or empty
 };
 
 // Reads f's vocabulary. TINYAI_ERR_BAD_TOKENIZER for missing or

@@ -251,6 +251,11 @@ TinyAIStatus LlamaModel::BindTokenizer() {
                               : BindSentencePiece(static_cast<int32_t>(bos), static_cast<int32_t>(eos),
                                                   static_cast<uint32_t>(max_len), add[0] != 0, add[1] != 0);
   if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", r.source());
+  // The chat template (GGUF's tokenizer.chat_template), recognized now and
+  // refused only when a chat turn is asked for.
+  StringView chat;
+  if (r.FindMeta("tokenizer.chat_template")) TINYAI_RETURN_IF_ERROR(r.GetString("tokenizer.chat_template", &chat));
+  chat_.Init(chat);
   return TINYAI_OK;
 }
 

@@ -29,6 +29,7 @@
 #include "model/weight_stream.h"
 #include "scheduler/program.h"
 #include "text/sampler.h"
+#include "text/chat_template.h"
 #include "text/text_tokenizer.h"
 #include "tinyai/llm.h"
 
@@ -138,6 +139,7 @@ class LlamaModel final : public LayerProgram {
   }
   bool shared_classifier() const { return classifier_ == embedding_; }
   const TextTokenizer& tokenizer() const { return tokenizer_; }
+  const ChatTemplate& chat_template() const { return chat_; }
   Sampler& sampler() { return sampler_; }
   TinyAIMappedModel* mapped_model() const { return model_; }
   const kernels::KernelTable& kernel_table() const { return *k_; }
@@ -211,6 +213,7 @@ class LlamaModel final : public LayerProgram {
   Array<StringView> pieces_;
   Array<float> scores_;
   TextTokenizer tokenizer_;
+  ChatTemplate chat_;  // tokenizer.chat_template, the file's text
   Sampler sampler_;
   KvCache kv_;
   bool kv_auto_ = false;  // TINYAI_KV_AUTO: the scheduler chooses the type

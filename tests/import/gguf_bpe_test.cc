@@ -7,6 +7,7 @@
 // reference implementation are tests/text/bpe_tokenizer_test.cc's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -57,7 +58,7 @@ struct Vocab {
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   std::vector<std::string> merges = {"h e", "t he", "Ġ c", "a t", "Ġc at", "Ġ t", "Ġt he", "i n", "Ġ in"};
-  int32_t bos = 0, eos = 0, eot = 0, im_end = 0, tool = 0;
+  int32_t bos = 0, eos = 0, eot = 0, im_end = 0, tool = 0, im_start = 0;
 
   explicit Vocab(int32_t size) {
     for (int b = 0; b < 256; ++b) Add(ByteForm(b), 1);
@@ -71,6 +72,7 @@ struct Vocab {
     eot = Add("<|eot_id|>", 3);
     im_end = Add("<|im_end|>", 4);  // user-defined in the file: llama.cpp makes it a control token
     tool = Add("<tool>", 4);
+    im_start = Add("<|im_start|>", 3);
     while (static_cast<int32_t>(tokens.size()) < size) Add("[PAD" + std::to_string(tokens.size()) + "]", 5);
   }
   int32_t Add(const std::string& t, int32_t type) {
@@ -238,6 +240,57 @@ TEST_F(GgufBpe, EndOfGenerationTokens) {
   size_t len = 1;
   ASSERT_EQ(tinyaiLLMDecodeToken(m.llm, -1, vocab_.im_end, out, sizeof out, &len), TINYAI_OK);
   EXPECT_EQ(len, 0u);
+}
+
+// The greedy answer's first token made the end-of-turn token: the text ends
+// there (TINYAI_STOP_EOS), nothing generated. The chat template comes with
+// the file, and its turn's special tokens are parsed.
+TEST_F(GgufBpe, AnEndOfTurnTokenEndsTheGenerationAndTheChatTurnIsParsed) {
+  const char* prompt = "the cat in the";
+  const std::string plain = Imported("qwen2");
+  const std::vector<float> logits = tt::LogitsOf(plain, prompt);
+  ASSERT_EQ(logits.size() % 300, 0u);
+  const float* last = logits.data() + logits.size() - 300;
+  int32_t next = 0;
+  for (int32_t i = 1; i < 300; ++i) next = last[i] > last[next] ? i : next;
+  ASSERT_NE(next, vocab_.bos);
+  const std::string path = Imported("qwen2", [next](tt::GgufWriter* w) {
+    w->AddUint32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(next));
+    w->AddString("tokenizer.chat_template", "{{ '<|im_start|>' + message['role'] + '\\n' }}");
+  });
+  tt::OpenedModel m;
+  ASSERT_TRUE(m.Open(path)) << tt::LastMessage();
+  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+  params.sampler.temperature = 0.0f;
+  params.maxNewTokens = 8;
+  TinyAIGenerateStats stats;
+  std::memset(&stats, 0, sizeof stats);
+  stats.structSize = sizeof stats;
+  char out[256];
+  size_t len = 0;
+  ASSERT_EQ(tinyaiLLMGenerate(m.llm, prompt, &params, out, sizeof out, &len, &stats), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(stats.stopReason, TINYAI_STOP_EOS);
+  EXPECT_EQ(stats.generatedTokens, 0);
+  EXPECT_EQ(std::string(out, len), prompt);
+  EXPECT_STREQ(tinyaiStopReasonName(TINYAI_STOP_EOS), "eos");
+  // Without the eot id, the same prompt generates.
+  tt::OpenedModel p;
+  ASSERT_TRUE(p.Open(plain)) << tt::LastMessage();
+  ASSERT_EQ(tinyaiLLMGenerate(p.llm, prompt, &params, out, sizeof out, &len, &stats), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(stats.generatedTokens, 8);
+  EXPECT_STREQ(tinyaiLLMChatTemplateName(p.llm), "none");
+  size_t n = 0;
+  EXPECT_EQ(tinyaiLLMChatPrompt(p.llm, nullptr, "hi", out, sizeof out, &n), TINYAI_ERR_UNSUPPORTED);
+
+  EXPECT_STREQ(tinyaiLLMChatTemplateName(m.llm), "chatml");
+  ASSERT_EQ(tinyaiLLMChatPrompt(m.llm, nullptr, "the cat", out, sizeof out, &n), TINYAI_OK) << tt::LastMessage();
+  const std::string turn(out, n);
+  EXPECT_EQ(turn, "<|im_start|>user\nthe cat<|im_end|>\n<|im_start|>assistant\n");
+  const std::vector<int32_t> ids = tt::TokensOf(path, turn.c_str(), true);
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_EQ(ids[0], vocab_.im_start);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), vocab_.im_end), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), vocab_.im_start), 2);
 }
 
 TEST_F(GgufBpe, BadVocabulariesAreRefusedByName) {

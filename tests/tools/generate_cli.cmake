@@ -45,6 +45,10 @@ if(NOT nul_size EQUAL 7)
   cli_fail("could not write the NUL prompt file (${nul_size} bytes)")
 endif()
 expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "holds a NUL byte at offset 4" ${G} -f ${OUT_DIR}/nul.txt)
+# --chat needs the model's chat template (the llama2.c model has none);
+# --system goes with --chat.
+expect_runtime_error(TINYAI_ERR_UNSUPPORTED "the model has no chat template" ${G} --chat -p hi)
+expect_usage_error("--system goes with --chat" ${G} -p hi --system "be brief")
 
 # ---- A prompt read from a file or standard input has a bound ---------------------------
 # The context's tokens at up to 64 bytes each (this model's seq_len 32: 2048

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tinyai/tinyai.h"
 #include "tools/common/cli.h"
@@ -26,10 +27,14 @@ const char kUsage[] =
     "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
-    "                       [--memory-trace FILE]\n"
+    "                       [--memory-trace FILE] [--chat [--system TEXT]]\n"
     "       tinyai-generate -h | --help | --version\n"
     "  -m MODEL.tmai    the model (a llama .tmai)\n"
     "  -p PROMPT        the prompt; -p - reads it from standard input\n"
+    "  --chat           the prompt is a user's message: it is put in the model's chat template (chatml,\n"
+    "                   llama3, zephyr or llama2, recognized in the file's tokenizer.chat_template) and\n"
+    "                   only the answer is printed, up to the end of the model's turn\n"
+    "  --system TEXT    with --chat: the system message (default: the template's own, if it has one)\n"
     "  -f FILE          read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -);\n"
     "                   a prompt read from FILE or standard input may hold up to 64 bytes per token of the\n"
     "                   context (--context, or the model's seq_len), and no more than --mem-limit\n"
@@ -81,10 +86,16 @@ const char kUsage[] =
 
 struct Output {
   bool printed = false;  // some text went to stdout
+  size_t skip = 0;       // bytes of the echoed prompt not to print (--chat)
 };
 
 int PrintPiece(const char* piece, size_t len, void* user) {
-  if (len > 0) static_cast<Output*>(user)->printed = true;
+  Output* out = static_cast<Output*>(user);
+  const size_t skipped = len < out->skip ? len : out->skip;
+  out->skip -= skipped;
+  piece += skipped;
+  len -= skipped;
+  if (len > 0) out->printed = true;
   std::fwrite(piece, 1, len, stdout);
   std::fflush(stdout);
   return 0;
@@ -122,10 +133,35 @@ std::string ReadPrompt(const std::string& path, int32_t context, size_t mem_limi
   return text;
 }
 
+// The bytes the generation prints for prompt before its first sampled token:
+// each token's text after the previous one, BOS (when the model adds it)
+// not printed, as the library's session echoes a prompt.
+size_t EchoBytes(TinyAILLM* llm, const std::string& prompt) {
+  namespace tt = tinyai_tools;
+  int32_t count = 0;
+  TinyAIStatus s = tinyaiLLMTokenize(llm, prompt.c_str(), 1, nullptr, 0, &count);
+  if (s != TINYAI_ERR_BUFFER_TOO_SMALL) tt::Check(s);
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  tt::Check(tinyaiLLMTokenize(llm, prompt.c_str(), 1, ids.data(), count, &count));
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  tt::Check(tinyaiGetLLMModelInfo(llm, &info));
+  size_t bytes = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i == 0 && ids[0] == info.bosId) continue;
+    size_t len = 0;
+    s = tinyaiLLMDecodeToken(llm, i == 0 ? info.bosId : ids[i - 1], ids[i], nullptr, 0, &len);
+    if (s != TINYAI_OK && s != TINYAI_ERR_BUFFER_TOO_SMALL) tt::Check(s);
+    bytes += len;
+  }
+  return bytes;
+}
+
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
-  std::string model_path, prompt, prompt_file, dump_path, report_path, trace_path;
-  bool have_prompt = false, quiet = false, show_stats = false;
+  std::string model_path, prompt, prompt_file, dump_path, report_path, trace_path, system;
+  bool have_prompt = false, quiet = false, show_stats = false, chat = false, have_system = false;
   TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   mmap_config.maxCacheSize = 0;
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
@@ -140,6 +176,8 @@ int Run(int argc, char** argv) {
     if (a == "-m") model_path = value();
     else if (a == "-p") { prompt = value(); have_prompt = true; }
     else if (a == "-f") prompt_file = value();
+    else if (a == "--chat") chat = true;
+    else if (a == "--system") { system = value(); have_system = true; }
     else if (a == "-n" || a == "--max-new") params.maxNewTokens = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = until the context is full");
     else if (a == "--steps") params.steps = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = the context");
     else if (a == "--temp") params.sampler.temperature = static_cast<float>(tt::ParseFloat(a, value(), 0.0, FLT_MAX));
@@ -171,6 +209,7 @@ int Run(int argc, char** argv) {
   if (model_path.empty()) throw tt::UsageError("-m MODEL is required");
   if (have_prompt && !prompt_file.empty()) throw tt::UsageError("give the prompt once: -p PROMPT, -p - or -f FILE");
   if (!have_prompt && prompt_file.empty()) throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE");
+  if (have_system && !chat) throw tt::UsageError("--system goes with --chat");
   if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (config.kvGrowable && config.kvWindow > 0) throw tt::UsageError("--kv-growable does not go with --kv-window");
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
@@ -195,6 +234,20 @@ int Run(int argc, char** argv) {
   const TinyAIForwardScheduler* sched = tinyaiGetLLMScheduler(llm.get());
   if (!dump_path.empty()) tt::WriteDag(sched, dump_path);
   Output out;
+  if (chat) {
+    // The user's message in the model's template; the echo of that prompt
+    // (what the session prints before the answer) is not printed.
+    size_t n = 0;
+    TinyAIStatus cs = tinyaiLLMChatPrompt(llm.get(), have_system ? system.c_str() : nullptr, prompt.c_str(), nullptr,
+                                          0, &n);
+    if (cs != TINYAI_ERR_BUFFER_TOO_SMALL) tt::Check(cs);
+    std::string turn(n + 1, '\0');
+    tt::Check(tinyaiLLMChatPrompt(llm.get(), have_system ? system.c_str() : nullptr, prompt.c_str(), &turn[0],
+                                  turn.size(), &n));
+    turn.resize(n);
+    prompt = turn;
+    out.skip = EchoBytes(llm.get(), prompt);
+  }
   params.onText = PrintPiece;
   params.user = &out;
   TinyAIGenerateStats stats;
