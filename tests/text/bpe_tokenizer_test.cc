@@ -142,7 +142,7 @@ std::vector<std::string> Split(BpePre pre, const std::string& text) {
 
 TEST(BpeUnicode, VersionIsTheGeneratedTables) {
   EXPECT_STREQ(unicode::Version(), "14.0.0") << "scripts/gen_unicode_tables.py was run with another Python: "
-                                                 "update this test, BPE-NOTES.md and the corpus check";
+                                                 "update this test, docs/tokenizers.md and the corpus check";
 }
 
 TEST(BpeUnicode, ClassesAgreeWithJavaScriptOnTheCorpus) {
