@@ -31,8 +31,9 @@ mkdir -p build
 # products against the reference.
 quality='GroupedQuality|KvQuality|PruneQuality|F16Quality'
 # What else takes minutes under qemu-user (10-30x slower than the host):
-# long generations and sweeps whose code the rest of the suite runs too.
-slow_emulated="$quality|generate_mem_limit_320M|reference_unseen_prompts_steps256|IndexMutationSweep|QuantizedAppliedSavedAndReopened|tools_kv_cli"
+# long generations and sweeps whose code the rest of the suite runs too, and
+# the BPE tokenizer against its reference (20 MB of JSON parsed per test).
+slow_emulated="$quality|generate_mem_limit_320M|reference_unseen_prompts_steps256|IndexMutationSweep|QuantizedAppliedSavedAndReopened|tools_kv_cli|BpeReference"
 # libFuzzer's seconds per target (scripts/fuzz.sh; a campaign runs longer).
 export TINYAI_FUZZ_SECONDS=${TINYAI_FUZZ_SECONDS:-6}
 # Each stage's wall time, printed at the end (CI's budget is 60 minutes).

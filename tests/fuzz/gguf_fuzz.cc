@@ -8,7 +8,8 @@
 //
 // Seeds (TINYAI_FUZZ_WRITE_SEEDS): small synthetic models written as GGUF by
 // the tests' writer (tests/import/gguf_writer.h) in F32, F16, Q8_0 and Q4_0,
-// with a separate classifier, version 2, another alignment.
+// with a separate classifier, version 2, another alignment, a byte-level BPE
+// vocabulary (Llama 3's and Qwen2's pre-tokenizers) and a Qwen2 model.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -31,12 +32,23 @@ void WriteSeeds(const char* dir) {
     uint32_t type;
     uint32_t version;
     uint64_t alignment;
+    const char* vocab;  // nullptr: SentencePiece; else a byte-level BPE pre-tokenizer
+    bool qwen2;         // architecture qwen2: q/k/v biases, q and k in the NEOX layout
   };
   const Seed seeds[] = {
-      {"dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=260,seq_len=8,seed=1", tinyai::testing::kGgmlF32, 3, 32},
-      {"dim=16,hidden=24,layers=2,heads=4,kv_heads=2,vocab=262,seq_len=8,seed=2,shared=0", tinyai::testing::kGgmlF16, 2, 32},
-      {"dim=32,hidden=32,layers=1,heads=2,kv_heads=2,vocab=260,seq_len=4,seed=3", tinyai::testing::kGgmlQ8_0, 3, 64},
-      {"dim=32,hidden=64,layers=1,heads=4,kv_heads=1,vocab=261,seq_len=4,seed=4", tinyai::testing::kGgmlQ4_0, 3, 32},
+      {"dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=260,seq_len=8,seed=1", tinyai::testing::kGgmlF32, 3, 32,
+       nullptr, false},
+      {"dim=16,hidden=24,layers=2,heads=4,kv_heads=2,vocab=262,seq_len=8,seed=2,shared=0", tinyai::testing::kGgmlF16, 2,
+       32, nullptr, false},
+      {"dim=32,hidden=32,layers=1,heads=2,kv_heads=2,vocab=260,seq_len=4,seed=3", tinyai::testing::kGgmlQ8_0, 3, 64,
+       nullptr, false},
+      {"dim=32,hidden=64,layers=1,heads=4,kv_heads=1,vocab=261,seq_len=4,seed=4", tinyai::testing::kGgmlQ4_0, 3, 32,
+       nullptr, false},
+      // Llama 3's and Qwen2's vocabulary; a Qwen2 model.
+      {"dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=280,seq_len=8,seed=5", tinyai::testing::kGgmlF32, 3, 32,
+       "llama-bpe", false},
+      {"dim=16,hidden=32,layers=1,heads=2,kv_heads=1,vocab=280,seq_len=8,seed=6", tinyai::testing::kGgmlF16, 3, 32,
+       "qwen2", true},
   };
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; ++i) {
     tinyai::LlamaShape shape;
@@ -48,8 +60,21 @@ void WriteSeeds(const char* dir) {
     FUZZ_CHECK(tinyai::testing::LoadTmai(model, &source, &error), "%s", error.c_str());
     tinyai::testing::GgufModelOptions options;
     options.matrix_type = seeds[i].type;
+    options.qwen2 = seeds[i].qwen2;
+    if (seeds[i].qwen2) {
+      // Biases of 0.1 on q, k and v.
+      source.params.qkv_bias = true;
+      auto base = source.tensor;
+      source.tensor = [base](const std::string& name) {
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, "_bias") == 0) {
+          return std::vector<float>(name.find("attn_q") != std::string::npos ? 16 : 8, 0.1f);
+        }
+        return base(name);
+      };
+    }
     tinyai::testing::GgufWriter w;
     FUZZ_CHECK(tinyai::testing::GgufFromSource(source, options, &w, &error), "%s", error.c_str());
+    if (seeds[i].vocab) tinyai::testing::ByteLevelVocab(shape.vocab_size).Write(&w, seeds[i].vocab);
     const std::vector<uint8_t> bytes = w.Finish(seeds[i].version, seeds[i].alignment);
     tinyai_fuzz::WriteSeed(dir, "model-" + std::to_string(i) + ".gguf", bytes.data(), bytes.size());
     std::remove(model.c_str());

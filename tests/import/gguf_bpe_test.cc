@@ -29,64 +29,7 @@ namespace tt = tinyai::testing;
 
 namespace {
 
-// GPT-2's bytes_to_unicode: the printable bytes stand for themselves, the
-// others for U+0100 onwards in byte order.
-std::string ByteForm(int b) {
-  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  int cp = b;
-  if (!printable) {
-    int n = 0;
-    for (int i = 0; i < b; ++i) {
-      if (!((i >= 33 && i <= 126) || (i >= 161 && i <= 172) || (i >= 174 && i <= 255))) ++n;
-    }
-    cp = 256 + n;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
-// A vocabulary of 300: the 256 byte tokens (id = byte), the merges' tokens,
-// five special tokens, unused padding (as llama.cpp's converter pads a
-// vocabulary to the embedding's rows).
-struct Vocab {
-  std::vector<std::string> tokens;
-  std::vector<int32_t> types;
-  std::vector<std::string> merges = {"h e", "t he", "Ġ c", "a t", "Ġc at", "Ġ t", "Ġt he", "i n", "Ġ in"};
-  int32_t bos = 0, eos = 0, eot = 0, im_end = 0, tool = 0, im_start = 0;
-
-  explicit Vocab(int32_t size) {
-    for (int b = 0; b < 256; ++b) Add(ByteForm(b), 1);
-    for (const std::string& m : merges) {
-      const size_t space = m.find(' ');
-      Add(m.substr(0, space) + m.substr(space + 1), 1);
-    }
-    Add("cat", 1);  // no merge makes it: only a whole pre-token (Llama 3's ignore_merges) is it
-    bos = Add("<|begin_of_text|>", 3);
-    eos = Add("<|end_of_text|>", 3);
-    eot = Add("<|eot_id|>", 3);
-    im_end = Add("<|im_end|>", 4);  // user-defined in the file: llama.cpp makes it a control token
-    tool = Add("<tool>", 4);
-    im_start = Add("<|im_start|>", 3);
-    while (static_cast<int32_t>(tokens.size()) < size) Add("[PAD" + std::to_string(tokens.size()) + "]", 5);
-  }
-  int32_t Add(const std::string& t, int32_t type) {
-    tokens.push_back(t);
-    types.push_back(type);
-    return static_cast<int32_t>(tokens.size() - 1);
-  }
-  int32_t Id(const std::string& t) const {
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      if (tokens[i] == t) return static_cast<int32_t>(i);
-    }
-    return -1;
-  }
-};
+using Vocab = tt::ByteLevelVocab;
 
 class GgufBpe : public ::testing::Test {
  protected:
@@ -106,14 +49,7 @@ class GgufBpe : public ::testing::Test {
     tt::GgufWriter w;
     std::string error;
     EXPECT_TRUE(tt::GgufFromSource(source_, tt::GgufModelOptions(), &w, &error)) << error;
-    w.RemoveKeys("tokenizer.");
-    w.AddString("tokenizer.ggml.model", "gpt2");
-    w.AddStrings("tokenizer.ggml.tokens", vocab_.tokens);
-    w.AddInt32s("tokenizer.ggml.token_type", vocab_.types);
-    w.AddStrings("tokenizer.ggml.merges", vocab_.merges);
-    if (!pre.empty()) w.AddString("tokenizer.ggml.pre", pre);
-    w.AddUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab_.bos));
-    w.AddUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab_.eos));
+    vocab_.Write(&w, pre);
     if (edit) edit(&w);
     const std::string in = dir_.File("b" + std::to_string(++count_) + ".gguf");
     *out = dir_.File("b" + std::to_string(count_) + ".tmai");

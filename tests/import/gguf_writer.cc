@@ -258,6 +258,70 @@ std::vector<uint8_t> EncodeBF16(const float* x, size_t n) {
   return out;
 }
 
+namespace {
+
+// GPT-2's bytes_to_unicode: the printable bytes stand for themselves, the
+// others for U+0100 onwards in byte order.
+std::string ByteForm(int b) {
+  auto printable = [](int i) { return (i >= 33 && i <= 126) || (i >= 161 && i <= 172) || (i >= 174 && i <= 255); };
+  int cp = b;
+  if (!printable(b)) {
+    int n = 0;
+    for (int i = 0; i < b; ++i) n += printable(i) ? 0 : 1;
+    cp = 256 + n;
+  }
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+}  // namespace
+
+ByteLevelVocab::ByteLevelVocab(int32_t size) {
+  for (int b = 0; b < 256; ++b) Add(ByteForm(b), 1);
+  for (const std::string& m : merges) {
+    const size_t space = m.find(' ');
+    Add(m.substr(0, space) + m.substr(space + 1), 1);
+  }
+  Add("cat", 1);
+  bos = Add("<|begin_of_text|>", 3);
+  eos = Add("<|end_of_text|>", 3);
+  eot = Add("<|eot_id|>", 3);
+  im_end = Add("<|im_end|>", 4);  // user-defined in the file: llama.cpp makes it a control token
+  tool = Add("<tool>", 4);
+  im_start = Add("<|im_start|>", 3);
+  while (static_cast<int32_t>(tokens.size()) < size) Add("[PAD" + std::to_string(tokens.size()) + "]", 5);
+}
+
+int32_t ByteLevelVocab::Add(const std::string& t, int32_t type) {
+  tokens.push_back(t);
+  types.push_back(type);
+  return static_cast<int32_t>(tokens.size() - 1);
+}
+
+int32_t ByteLevelVocab::Id(const std::string& t) const {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] == t) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+void ByteLevelVocab::Write(GgufWriter* w, const std::string& pre) const {
+  w->RemoveKeys("tokenizer.");
+  w->AddString("tokenizer.ggml.model", "gpt2");
+  w->AddStrings("tokenizer.ggml.tokens", tokens);
+  w->AddInt32s("tokenizer.ggml.token_type", types);
+  w->AddStrings("tokenizer.ggml.merges", merges);
+  if (!pre.empty()) w->AddString("tokenizer.ggml.pre", pre);
+  w->AddUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(bos));
+  w->AddUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(eos));
+}
+
 bool GgufFromSource(const LlamaSource& s, const GgufModelOptions& options, GgufWriter* out, std::string* error) {
   const LlamaHyperParams& p = s.params;
   GgufWriter& w = *out;

@@ -79,6 +79,24 @@ std::vector<uint8_t> EncodeBF16(const float* x, size_t n);
 float DecodeQ8_0(const uint8_t* block, int j);
 float DecodeQ4_0(const uint8_t* block, int j);
 
+// A byte-level BPE vocabulary (GGUF's tokenizer.ggml.model "gpt2") of
+// `size` tokens, as llama.cpp's converter writes one: the 256 byte tokens
+// in GPT-2's byte-to-unicode form (id = byte), the merges' tokens, "cat"
+// (which no merge makes), five special tokens and unused padding.
+struct ByteLevelVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::vector<std::string> merges = {"h e", "t he", "Ġ c", "a t", "Ġc at", "Ġ t", "Ġt he", "i n", "Ġ in"};
+  int32_t bos = 0, eos = 0, eot = 0, im_end = 0, tool = 0, im_start = 0;
+
+  explicit ByteLevelVocab(int32_t size);
+  int32_t Add(const std::string& t, int32_t type);
+  int32_t Id(const std::string& t) const;
+  // Replaces w's tokenizer.* keys with this vocabulary and pre-tokenizer
+  // pre (none when empty).
+  void Write(GgufWriter* w, const std::string& pre) const;
+};
+
 struct GgufModelOptions {
   // Each matrix's type: kGgmlF32, kGgmlF16, kGgmlBF16, kGgmlQ8_0 or kGgmlQ4_0 (a matrix
   // whose rows are not a multiple of 32 stays F32 under a block type, as
