@@ -217,7 +217,7 @@ int Run(int argc, char** argv) {
   }
 
   static const char* kIntKeys[] = {"llama.dim", "llama.hidden_dim", "llama.layers", "llama.heads", "llama.kv_heads",
-                                   "llama.vocab_size", "llama.seq_len", "llama.shared_classifier"};
+                                   "llama.vocab_size", "llama.seq_len", "llama.shared_classifier", "llama.qkv_bias"};
   const char* arch = "";
   size_t arch_len = 0;
   tinyaiGetMetadataString(model, "general.architecture", &arch, &arch_len);
@@ -382,6 +382,15 @@ int Run(int argc, char** argv) {
     for (const char* key : kIntKeys) {
       int64_t v;
       if (tinyaiGetMetadataInt(model, key, &v) == TINYAI_OK) std::printf("  %-24s %" PRId64 "\n", key, v);
+    }
+    // The vocabulary's kind (docs/tokenizers.md) and whether a chat template came with it.
+    const std::string kind = meta("tokenizer.model"), pre = meta("tokenizer.pre"), chat = meta("tokenizer.chat_template");
+    if (!kind.empty()) {
+      int64_t nfc = 0;
+      const bool normalizes = tinyaiGetMetadataInt(model, "tokenizer.nfc", &nfc) == TINYAI_OK && nfc == 1;
+      std::printf("  %-24s %s%s%s%s%s\n", "tokenizer", kind.c_str(), pre.empty() ? "" : " (pre-tokenizer ", pre.c_str(),
+                  pre.empty() ? "" : normalizes ? ", NFC)" : ")",
+                  chat.empty() ? ", no chat template" : (", chat template of " + std::to_string(chat.size()) + " bytes").c_str());
     }
     if (plan) {
       std::printf("  plan: mode %s (asked %s%s%s)\n    %s\n", no_fit.empty() ? tinyaiExecutionModeName(rep.mode) : "NONE",
