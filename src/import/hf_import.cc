@@ -314,8 +314,13 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
     for (const nlohmann::json& a : *arch) llama |= a.is_string() && a.get_ref<const std::string&>() == "LlamaForCausalLM";
   }
   if (!llama) {
+    // Qwen2 runs from GGUF files (gguf_import.h), which carry its
+    // byte-level BPE vocabulary too.
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': model_type '%s'; TinyAI imports LLaMA checkpoints (model_type "
-                    "\"llama\", LlamaForCausalLM)", path.c_str(), found ? Printable(model_type).c_str() : "(none)");
+                    "\"llama\", LlamaForCausalLM) from safetensors%s", path.c_str(),
+                    found ? Printable(model_type).c_str() : "(none)",
+                    model_type == "qwen2" ? ", and Qwen2 from GGUF: convert the checkpoint with llama.cpp's "
+                                            "convert_hf_to_gguf.py, then tinyai-convert --from gguf" : "");
   }
   LlamaHyperParams& s = c->params;
   struct Field {
@@ -600,6 +605,12 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   TINYAI_RETURN_IF_ERROR(CheckImportedShape(s, config_path.c_str()));
 
   Vocabulary vocab;
+  if (!Exists(tokenizer_path) && Exists(folder + "/tokenizer.json")) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s' has a tokenizer.json and no SentencePiece tokenizer.model: a "
+                    "byte-level BPE vocabulary (Llama 3, SmolLM), which TinyAI reads from GGUF files; convert the "
+                    "checkpoint with llama.cpp's convert_hf_to_gguf.py, then tinyai-convert --from gguf",
+                    folder.c_str());
+  }
   TINYAI_RETURN_IF_ERROR(ReadTokenizer(tokenizer_path, &vocab));
   if (vocab.pieces.size() != static_cast<size_t>(s.vocab_size)) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' has %zu tokens but '%s' says vocab_size %d", tokenizer_path.c_str(),
