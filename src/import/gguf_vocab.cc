@@ -137,7 +137,6 @@ TinyAIStatus ReadBytePairs(const gguf::File& f, GgufVocab* v) {
                       i, Printable(v->tokens[i]).c_str(), static_cast<long long>(types[i]));
     }
     v->types[i] = static_cast<int32_t>(types[i]);
-    if (ControlByText(v->tokens[i])) v->types[i] = kBpeTokenControl;
   }
   TINYAI_RETURN_IF_ERROR(f.GetStrings("tokenizer.ggml.merges", limits::kMaxBpeMerges, &v->merges, &found));
   if (!found) return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s': no key 'tokenizer.ggml.merges'", path);
@@ -155,8 +154,23 @@ TinyAIStatus ReadBytePairs(const gguf::File& f, GgufVocab* v) {
   TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_bos_token", &v->add_bos));
   TINYAI_RETURN_IF_ERROR(GetBool(f, "tokenizer.ggml.add_eos_token", &v->add_eos));
   v->nfc = pre == BpePre::kQwen2;
+  return CheckByteLevelVocab(path, v);
+}
 
+std::vector<float> AsFloats(const std::vector<int32_t>& ints) {
+  std::vector<float> out(ints.size());
+  for (size_t i = 0; i < ints.size(); ++i) out[i] = static_cast<float>(ints[i]);
+  return out;
+}
+
+}  // namespace
+
+TinyAIStatus CheckByteLevelVocab(const char* path, GgufVocab* v) {
+  for (size_t i = 0; i < v->types.size(); ++i) {
+    if (ControlByText(v->tokens[i])) v->types[i] = kBpeTokenControl;
+  }
   // The runtime's own checks, now rather than when the model is first run.
+  const size_t n = v->tokens.size();
   std::vector<StringView> tokens(n), merges(v->merges.size());
   for (size_t i = 0; i < n; ++i) tokens[i] = StringView{v->tokens[i].data(), v->tokens[i].size()};
   for (size_t i = 0; i < merges.size(); ++i) merges[i] = StringView{v->merges[i].data(), v->merges[i].size()};
@@ -175,14 +189,6 @@ TinyAIStatus ReadBytePairs(const gguf::File& f, GgufVocab* v) {
   if (s != TINYAI_OK) return AddErrorContext(s, "'%s': ", path);
   return TINYAI_OK;
 }
-
-std::vector<float> AsFloats(const std::vector<int32_t>& ints) {
-  std::vector<float> out(ints.size());
-  for (size_t i = 0; i < ints.size(); ++i) out[i] = static_cast<float>(ints[i]);
-  return out;
-}
-
-}  // namespace
 
 TinyAIStatus ReadGgufVocab(const gguf::File& f, GgufVocab* v) {
   const char* path = f.source.c_str();

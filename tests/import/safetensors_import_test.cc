@@ -511,9 +511,9 @@ TEST_F(HfBad, Config) {
   Expect(WithConfig("\"hidden_size\"", "\"hidden_sizes\""), TINYAI_ERR_BAD_FORMAT, "no 'hidden_size'");
   Expect(WithConfig("\"model_type\": \"llama\"", "\"model_type\": \"mistral\""), TINYAI_ERR_UNSUPPORTED,
          "model_type 'mistral'");
-  // Qwen2 is run from GGUF: the message says how to get there.
-  Expect(WithConfig("\"model_type\": \"llama\"", "\"model_type\": \"qwen2\""), TINYAI_ERR_UNSUPPORTED,
-         "and Qwen2 from GGUF: convert the checkpoint with llama.cpp's convert_hf_to_gguf.py");
+  // Qwen2 has biases on q, k and v: a LLaMA checkpoint said to be Qwen2 lacks them.
+  Expect(WithConfig("\"model_type\": \"llama\"", "\"model_type\": \"qwen2\""), TINYAI_ERR_BAD_FORMAT,
+         "no tensor 'model.layers.0.self_attn.q_proj.bias'");
   Expect(WithConfig("\"num_hidden_layers\": 1", "\"num_hidden_layers\": \"1\""), TINYAI_ERR_BAD_FORMAT,
          "'num_hidden_layers' is a string");
   Expect(WithConfig("\"num_hidden_layers\": 1", "\"num_hidden_layers\": -1"), TINYAI_ERR_BAD_FORMAT,
@@ -657,9 +657,10 @@ TEST_F(HfBad, FilesAndShards) {
   folder = Checkpoint();
   std::remove((folder + "/tokenizer.model").c_str());
   Expect(folder, TINYAI_ERR_FILE_NOT_FOUND, "tokenizer.model");
-  // A byte-level BPE tokenizer.json instead (Llama 3's checkpoints): the GGUF way is named.
+  // A byte-level BPE tokenizer.json instead (Llama 3's checkpoints) is read
+  // (tests/import/gguf_bpe_test.cc); a broken one is refused by name.
   WriteText(folder + "/tokenizer.json", "{\"model\": {\"type\": \"BPE\"}}");
-  Expect(folder, TINYAI_ERR_UNSUPPORTED, "has a tokenizer.json and no SentencePiece tokenizer.model");
+  Expect(folder, TINYAI_ERR_BAD_TOKENIZER, "model.vocab is missing or not an object");
   folder = Checkpoint();
   WriteText(folder + "/tokenizer.model", "not a protobuf");
   Expect(folder, TINYAI_ERR_BAD_TOKENIZER, "SentencePiece cannot load it");
