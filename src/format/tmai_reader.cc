@@ -117,6 +117,15 @@ TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, u
                     static_cast<unsigned long long>(indexSize));
   }
   if (std::memcmp(index, tmai::kMagic, sizeof tmai::kMagic) != 0) {
+    // The formats the converters read, named with the way to a .tmai.
+    if (std::memcmp(index, "GGUF", 4) == 0) {
+      return SetError(TINYAI_ERR_BAD_MAGIC, "'%s' is a GGUF file, not a .tmai: convert it once with tinyai-convert "
+                      "--from gguf '%s' OUT.tmai (its tensors are copied as they are)", src, src);
+    }
+    if (indexSize > 9 && index[8] == '{' && index[9] == '"') {
+      return SetError(TINYAI_ERR_BAD_MAGIC, "'%s' is a safetensors file, not a .tmai: convert its checkpoint with "
+                      "tinyai-convert --from safetensors FOLDER OUT.tmai (the folder holding config.json)", src);
+    }
     return SetError(TINYAI_ERR_BAD_MAGIC,
                     "'%s': not a .tmai file (magic %02x %02x %02x %02x, expected 'TMAI')", src,
                     index[0], index[1], index[2], index[3]);

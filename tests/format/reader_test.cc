@@ -140,7 +140,12 @@ TEST_F(ReaderTest, WrongMagicIsBadMagic) {
   b[1] = 'G';
   b[2] = 'U';
   b[3] = 'F';
+  ExpectOpenFails(b, TINYAI_ERR_BAD_MAGIC, {"is a GGUF file, not a .tmai", "tinyai-convert --from gguf"});
+  b[3] = 'X';
   ExpectOpenFails(b, TINYAI_ERR_BAD_MAGIC, {"not a .tmai file"});
+  // A safetensors file: an 8-byte header length, then its JSON.
+  const std::string st = std::string("\x10\0\0\0\0\0\0\0", 8) + "{\"a\": 1}       ";
+  ExpectOpenFails(Bytes(st.begin(), st.end()), TINYAI_ERR_BAD_MAGIC, {"is a safetensors file", "--from safetensors"});
   // A text file.
   const std::string text = "hello, world\n";
   ExpectOpenFails(Bytes(text.begin(), text.end()), TINYAI_ERR_BAD_MAGIC, {"magic"});
