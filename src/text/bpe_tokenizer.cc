@@ -7,6 +7,7 @@
 #include "common/ledger.h"
 #include "common/printable.h"
 #include "common/status.h"
+#include "text/string_index.h"
 #include "text/unicode.h"
 
 // How the pieces fit (the order is Hugging Face's and llama.cpp's):
@@ -56,15 +57,6 @@ size_t ByteLevel(const char* bytes, size_t size, char* out) {
     n += unicode::Encode(ByteToCodePoint(static_cast<unsigned char>(bytes[i])), out + n);
   }
   return n;
-}
-
-bool BytesLess(StringView a, StringView b) {
-  const size_t n = a.size < b.size ? a.size : b.size;
-  if (n > 0) {
-    const int c = std::memcmp(a.data, b.data, n);
-    if (c != 0) return c < 0;
-  }
-  return a.size < b.size;
 }
 
 bool IsSpecialType(int32_t type) {
@@ -361,21 +353,7 @@ TinyAIStatus BpeScratch::Reserve(size_t text_bytes, bool nfc) {
 // ---- Init ------------------------------------------------------------------------
 
 int32_t BpeTokenizer::TokenId(const char* text, size_t size) const {
-  const StringView key{text, size};
-  size_t lo = 0, hi = sorted_.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (BytesLess(tokens_[static_cast<size_t>(sorted_[mid])], key)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == sorted_.size()) return -1;
-  const int32_t id = sorted_[lo];
-  const StringView p = tokens_[static_cast<size_t>(id)];
-  if (p.size != size || (size > 0 && std::memcmp(p.data, text, size) != 0)) return -1;
-  return id;
+  return FindBytes(tokens_, sorted_.data(), sorted_.size(), text, size);
 }
 
 int32_t BpeTokenizer::token_type(int32_t id) const {
@@ -400,7 +378,7 @@ const BpeTokenizer::Merge* BpeTokenizer::FindMerge(int32_t left, int32_t right) 
 
 TinyAIStatus BpeTokenizer::Init(const BpeVocab& v) {
   *this = BpeTokenizer();
-  BpePre pre;
+  BpePre pre = BpePre::kGpt2;  // set by BpePreFromName below
   TINYAI_RETURN_IF_ERROR(BpePreFromName(v.pre, &pre));
   const size_t n = v.tokens.size();
   if (n == 0 || v.tokens.data() == nullptr) {
@@ -447,14 +425,8 @@ TinyAIStatus BpeTokenizer::Init(const BpeVocab& v) {
   }
   TINYAI_RETURN_IF_ERROR(sorted_.Allocate(n, "BPE tokenizer: sorted token index"));
   for (int32_t i = 0; i < count; ++i) sorted_[static_cast<size_t>(i)] = i;
-  const Span<const StringView> tokens = v.tokens;
   // Equal texts sort by id, so TokenId gives the lowest id.
-  std::sort(sorted_.begin(), sorted_.end(), [&tokens](int32_t a, int32_t b) {
-    const StringView ta = tokens[static_cast<size_t>(a)], tb = tokens[static_cast<size_t>(b)];
-    if (BytesLess(ta, tb)) return true;
-    if (BytesLess(tb, ta)) return false;
-    return a < b;
-  });
+  SortByBytes(v.tokens, sorted_.data(), sorted_.size());
   max_token_length_ = longest;
   TINYAI_RETURN_IF_ERROR(byte_token_.Allocate(256, "BPE byte tokens"));
   for (uint32_t b = 0; b < 256; ++b) {
@@ -545,6 +517,7 @@ TinyAIStatus BpeTokenizer::Init(const BpeVocab& v) {
   for (int32_t i = 0; i < count; ++i) {
     if (IsSpecialType(token_type(i))) specials_[special_count++] = i;
   }
+  const Span<const StringView> tokens = v.tokens;
   std::sort(specials_.begin(), specials_.end(), [&tokens](int32_t a, int32_t b) {
     const StringView ta = tokens[static_cast<size_t>(a)], tb = tokens[static_cast<size_t>(b)];
     const unsigned char fa = static_cast<unsigned char>(ta.data[0]), fb = static_cast<unsigned char>(tb.data[0]);

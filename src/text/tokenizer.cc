@@ -7,6 +7,7 @@
 #include "common/checked_math.h"
 #include "common/ledger.h"
 #include "common/status.h"
+#include "text/string_index.h"
 
 // Encode reproduces llama2.c's encode() token for token:
 //  1. a dummy-prefix token (the piece " ") when the text is not empty;
@@ -35,15 +36,6 @@ namespace {
 // llama2.c's merge loop starts from best_score = -1e10 and only takes a
 // strictly better score, so a piece scoring -1e10 or less never merges.
 constexpr float kNoMergeScore = -1e10f;
-
-bool PieceLess(StringView a, StringView b) {
-  const size_t n = a.size < b.size ? a.size : b.size;
-  if (n > 0) {
-    const int c = std::memcmp(a.data, b.data, n);
-    if (c != 0) return c < 0;
-  }
-  return a.size < b.size;
-}
 
 // Heap order: the top is the highest score, then the leftmost pair.
 struct CandidateLess {
@@ -128,13 +120,7 @@ TinyAIStatus Tokenizer::Init(Span<const StringView> pieces, Span<const float> sc
   for (int32_t i = 0; i < n; ++i) sorted[static_cast<size_t>(i)] = i;
   // Equal pieces (none in real vocabularies) sort by id, so Lookup returns
   // the lowest id deterministically.
-  std::sort(sorted.begin(), sorted.end(), [&pieces](int32_t a, int32_t b) {
-    const StringView pa = pieces[static_cast<size_t>(a)];
-    const StringView pb = pieces[static_cast<size_t>(b)];
-    if (PieceLess(pa, pb)) return true;
-    if (PieceLess(pb, pa)) return false;
-    return a < b;
-  });
+  SortByBytes(pieces, sorted.data(), sorted.size());
 
   pieces_ = pieces;
   scores_ = scores;
@@ -148,23 +134,7 @@ TinyAIStatus Tokenizer::Init(Span<const StringView> pieces, Span<const float> sc
 }
 
 int32_t Tokenizer::Lookup(const char* bytes, size_t size) const {
-  const StringView key{bytes, size};
-  size_t lo = 0;
-  size_t hi = sorted_.size();
-  // Lower bound: the first id whose piece is not less than key.
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (PieceLess(pieces_[static_cast<size_t>(sorted_[mid])], key)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == sorted_.size()) return -1;
-  const int32_t id = sorted_[lo];
-  const StringView p = pieces_[static_cast<size_t>(id)];
-  if (p.size != size || (size > 0 && std::memcmp(p.data, bytes, size) != 0)) return -1;
-  return id;
+  return FindBytes(pieces_, sorted_.data(), sorted_.size(), bytes, size);
 }
 
 namespace {
