@@ -1,18 +1,21 @@
-// The GGUF block dtypes' products on x86 with 256-bit integer vectors
-// (AVX2, and the AVX-512 tables, which add the result to their 512-bit
-// accumulators): q4_k, q5_k, q6_k (blocks of 256 against 8 input groups)
-// and q5_g32, q5m_g32 (groups of 32). Include only from a per-ISA header
-// (grouped_avx2.h, grouped_avx512.h), compiled with at least -mavx2 -mfma
-// -mf16c; everything here lives in that flag set's inline namespace.
+// The GGUF block dtypes' products on x86: q4_k, q5_k, q6_k (blocks of 256
+// against 8 input groups) and q5_g32, q5m_g32 (groups of 32). Include only
+// from a per-ISA header (grouped_avx2.h, grouped_avx512.h), compiled with at
+// least -mavx2 -mfma -mf16c; everything here lives in that flag set's inline
+// namespace.
 //
-// Per sub-block of 32: its codes as 32 unsigned bytes (q6_k: signed, as
-// magnitude and sign, the q4nl trick), vpmaddubsw with the input's int8
-// codes (pairs to int16: at most 2 * 63 * 127 < 32768) and vpmaddwd (to
-// int32; q6_k: by the two 16-value halves' int8 scales, so the scaled
-// integer sum is exact); the 8 sub-blocks' int32 vectors reduced to one
-// vector of 8 sums (lane s: sub-block s), converted once and scaled by
-// d * sc[s] * x[s].d in one multiply-add; q4_k and q5_k take their
-// minimums off as dmin * mn[s] * x[s].d * x[s].sum in one more.
+// Per sub-block of 32: its codes as 32 unsigned bytes (q6_k: code + 32,
+// 0..63), vpmaddubsw with the input's int8 codes (pairs to int16: at most
+// 2 * 63 * 127 < 32768) and vpmaddwd (to int32; q6_k: by the two 16-value
+// halves' int8 scales, so the scaled integer sum is exact; its + 32 comes
+// off once a block against the input's 16-value sums); the 8 sub-blocks'
+// int32 vectors reduced to one vector of 8 sums (lane s: sub-block s),
+// converted once and scaled by d * sc[s] * x[s].d in one multiply-add; q4_k
+// and q5_k take their minimums off as dmin * mn[s] * x[s].d * x[s].sum in
+// one more. The drivers' rows (prompts) do it with 256-bit vectors; the
+// matvec (MatvecK) lays the input out once per call and, where the flags
+// have AVX-512, puts two sub-blocks in a 512-bit register and two blocks'
+// sums in one accumulator, the same integers and the same float steps.
 #ifndef TINYAI_KERNELS_SIMD_GROUPED_BLOCKS_X86_H_
 #define TINYAI_KERNELS_SIMD_GROUPED_BLOCKS_X86_H_
 
@@ -75,14 +78,21 @@ inline __m256i FifthBit(__m256i bits, int bit) {
 // unpacking, four sub-blocks a 32-bit word: sc[0..3] and mn[0..3] are the
 // low 6 bits of bytes 0..3 and 4..7; sc[4..7] and mn[4..7] the low and high
 // nibbles of bytes 8..11 with the top 2 bits of bytes 0..3 and 4..7 above).
-inline void ScalesMins(const uint8_t* b, __m256* scale, __m256* mins) {
+// ScaleMinBytes: the eight sc[s] and mn[s] as bytes 0..7 of two words.
+inline void ScaleMinBytes(const uint8_t* b, int64_t* sc, int64_t* mn) {
   uint32_t q[3];
   std::memcpy(q, b + 4, sizeof q);
   const uint32_t sc_lo = q[0] & 0x3f3f3f3fu, mn_lo = q[1] & 0x3f3f3f3fu;
   const uint32_t sc_hi = (q[2] & 0x0f0f0f0fu) | ((q[0] >> 2) & 0x30303030u);
   const uint32_t mn_hi = ((q[2] >> 4) & 0x0f0f0f0fu) | ((q[1] >> 2) & 0x30303030u);
-  const __m128i sc = _mm_cvtsi64_si128(static_cast<int64_t>(sc_lo | static_cast<uint64_t>(sc_hi) << 32));
-  const __m128i mn = _mm_cvtsi64_si128(static_cast<int64_t>(mn_lo | static_cast<uint64_t>(mn_hi) << 32));
+  *sc = static_cast<int64_t>(sc_lo | static_cast<uint64_t>(sc_hi) << 32);
+  *mn = static_cast<int64_t>(mn_lo | static_cast<uint64_t>(mn_hi) << 32);
+}
+
+inline void ScalesMins(const uint8_t* b, __m256* scale, __m256* mins) {
+  int64_t sc_bytes, mn_bytes;
+  ScaleMinBytes(b, &sc_bytes, &mn_bytes);
+  const __m128i sc = _mm_cvtsi64_si128(sc_bytes), mn = _mm_cvtsi64_si128(mn_bytes);
   *scale = _mm256_mul_ps(_mm256_set1_ps(Half(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
   *mins = _mm256_mul_ps(_mm256_set1_ps(Half(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)));
 }
@@ -117,6 +127,31 @@ template <int32_t DType>
 inline BlockInput InputOf(const InputGroup* x) {
   return BlockInput{InputScales(x), InputSums(x), DType == TINYAI_DTYPE_Q6_K ? HalfSums(x) : _mm256_setzero_si256()};
 }
+
+// MatvecK's layout of the input, kChunk blocks of it laid out once for all
+// the rows: each block's BlockInput as arrays (two consecutive blocks' are
+// one 512-bit load) and its 256 codes one group after the other (two
+// groups' codes are one 512-bit load).
+template <size_t kChunk>
+struct ChunkInput {
+  alignas(64) float d[kChunk][8];
+  alignas(64) float sum[kChunk][8];
+  alignas(64) int16_t half_sums[kChunk][16];
+  alignas(64) int8_t q[kChunk][kSuperBlock];
+
+  template <int32_t DType>
+  void Set(size_t b, const InputGroup* x) {
+    const BlockInput in = InputOf<DType>(x);
+    _mm256_store_ps(d[b], in.d);
+    _mm256_store_ps(sum[b], in.sum);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(half_sums[b]), in.half_sums);
+    for (size_t k = 0; k < 8; ++k) std::memcpy(q[b] + kGroup * k, x[k].q, kGroup);
+  }
+  BlockInput Block(size_t b) const {
+    return BlockInput{_mm256_load_ps(d[b]), _mm256_load_ps(sum[b]),
+                      _mm256_load_si256(reinterpret_cast<const __m256i*>(half_sums[b]))};
+  }
+};
 
 // Where the codes of input group s of a block are: InputGroup's q (the
 // drivers' rows) or one after the other (MatvecK's layout).
@@ -226,18 +261,30 @@ inline __m512i Dot64(__m512i codes, const int8_t* q) {
 #endif
 }
 
-// Lane s: sub-block s's sum, from four vectors v[j] of sub-blocks 2j
-// (128-bit lanes 0, 1) and 2j + 1 (lanes 2, 3). Two rounds of unpack and
-// add leave, in 128-bit lane i, [v0, v1, v2, v3]'s lane-i sums; lanes 0 + 1
-// are then sub-blocks 0, 2, 4, 6 and lanes 2 + 3 sub-blocks 1, 3, 5, 7,
-// interleaved by one vpermd.
-inline __m256i Reduce8x512(const __m512i* v) {
+// A block's sub-block sums from four vectors v[j] of sub-blocks 2j (128-bit
+// lanes 0, 1) and 2j + 1 (lanes 2, 3): two rounds of unpack and add leave,
+// in 128-bit lane i, [v0, v1, v2, v3]'s lane-i sums. Lanes 0 + 1 are then
+// sub-blocks 0, 2, 4, 6 and lanes 2 + 3 sub-blocks 1, 3, 5, 7 (Sums8,
+// Sums16 add and interleave them).
+inline __m512i Lanes4(const __m512i* v) {
   const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
   const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
-  const __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
+// Lane s: sub-block s's sum, from one block's Lanes4.
+inline __m256i Sums8(__m512i c) {
   const __m512i t = _mm512_add_epi32(c, _mm512_shuffle_i32x4(c, c, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm512_castsi512_si256(
       _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0), t));
+}
+
+// Lanes 0..7: block a's sub-block sums, 8..15 block b's, from their Lanes4
+// (two vpermt2d and one add for both blocks).
+inline __m512i Sums16(__m512i a, __m512i b) {
+  const __m512i p = _mm512_permutex2var_epi32(a, _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 16, 24, 17, 25, 18, 26, 19, 27), b);
+  const __m512i q = _mm512_permutex2var_epi32(a, _mm512_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15, 20, 28, 21, 29, 22, 30, 23, 31), b);
+  return _mm512_add_epi32(p, q);
 }
 
 // The 32 bytes at p in both 256-bit halves.
@@ -249,7 +296,7 @@ inline __m512i Both(const uint8_t* p) {
 // halves, shifted by 0 and 4 (their low and high nibbles): the pair's codes
 // in one register, against groups 2c and 2c + 1 (adjacent in q).
 template <int32_t DType>
-inline __m256i DotsK45x512(const uint8_t* b, const int8_t* q) {
+inline __m512i LanesK45(const uint8_t* b, const int8_t* q) {
   constexpr bool kQ5 = DType == TINYAI_DTYPE_Q5_K;
   const uint8_t* qs = b + (kQ5 ? 48 : 16);
   const __m512i m4 = _mm512_set1_epi8(15);
@@ -267,7 +314,7 @@ inline __m256i DotsK45x512(const uint8_t* b, const int8_t* q) {
     }
     s[c] = Dot64(codes, q + 2 * kGroup * c);
   }
-  return Reduce8x512(s);
+  return Lanes4(s);
 }
 
 // q6_k: per half h, ql's 64 bytes in one register (bytes l and l + 32: the
@@ -275,8 +322,9 @@ inline __m256i DotsK45x512(const uint8_t* b, const int8_t* q) {
 // 3) and qh's 32 in both 256-bit halves, shifted so that each half's bit
 // pair lands on bits 4-5 (left 4 and 2 for the low nibbles, right 0 and 2
 // for the high). Each 128-bit lane of a register is one 16-value half: the
-// int16 scales under it are sc[4j + lane] (vpermw).
-inline __m256i DotsQ6Kx512(const uint8_t* b, const int8_t* q, const BlockInput& in) {
+// int16 scales under it are sc[4j + lane] (vpermw). The -32 offset is not
+// taken off (Q6KOffset, Q6KOffsets).
+inline __m512i LanesQ6K(const uint8_t* b, const int8_t* q) {
   const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
   const __m512i m4 = _mm512_set1_epi8(15), m_top = _mm512_set1_epi8(0x30);
   const __m512i left = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
@@ -301,7 +349,50 @@ inline __m256i DotsQ6Kx512(const uint8_t* b, const int8_t* q, const BlockInput& 
       s[j] = _mm512_madd_epi16(_mm512_maddubs_epi16(k == 0 ? lo : hi, x), scales);
     }
   }
-  return _mm256_sub_epi32(Reduce8x512(s), Q6KOffset(b, in));
+  return Lanes4(s);
+}
+
+// Q6KOffset of two blocks (a's in lanes 0..7, b's in 8..15), against their
+// half sums one after the other.
+inline __m512i Q6KOffsets(const uint8_t* a, const uint8_t* b, const int16_t* half_sums) {
+  const __m256i sc8 = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 192))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)), 1);
+  return _mm512_slli_epi32(_mm512_madd_epi16(_mm512_cvtepi8_epi16(sc8), _mm512_loadu_si512(half_sums)), 5);
+}
+
+// Two blocks' products, a at b and the next at b + kBytes, against the
+// input's blocks i and i + 1 of the chunk: acc's lanes 0..7 take the first
+// block's, 8..15 the second's, each lane the arithmetic of Finish (the same
+// operations in the same order, so bit for bit what two 256-bit
+// accumulators would hold).
+template <int32_t DType, size_t kChunk>
+inline __m512 FmaPair(const uint8_t* b, const ChunkInput<kChunk>& in, size_t i, __m512 acc) {
+  constexpr size_t kBytes = GroupBytes(DType);
+  const uint8_t* next = b + kBytes;
+  const __m512 dx = _mm512_load_ps(in.d[i]);  // blocks i and i + 1: 16 floats in a row
+  if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+    const __m512i dots = _mm512_sub_epi32(Sums16(LanesQ6K(b, in.q[i]), LanesQ6K(next, in.q[i + 1])),
+                                          Q6KOffsets(b, next, in.half_sums[i]));
+    const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(Half(b + 208)), _mm256_set1_ps(Half(next + 208)), 1);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(d, dx), acc);
+  } else {
+    const __m512i dots = Sums16(LanesK45<DType>(b, in.q[i]), LanesK45<DType>(next, in.q[i + 1]));
+    int64_t sc0, mn0, sc1, mn1;
+    ScaleMinBytes(b, &sc0, &mn0);
+    ScaleMinBytes(next, &sc1, &mn1);
+    // [d, dmin] of both blocks, converted together.
+    uint32_t f0, f1;
+    std::memcpy(&f0, b, sizeof f0);
+    std::memcpy(&f1, next, sizeof f1);
+    const __m512 f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi32(static_cast<int>(f0), static_cast<int>(f1), 0, 0)));
+    const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), f);
+    const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), f);
+    const __m512 scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(sc1, sc0))));
+    const __m512 mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(mn1, mn0))));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(scale, dx), acc);
+    return _mm512_fnmadd_ps(_mm512_mul_ps(mins, dx), _mm512_load_ps(in.sum[i]), acc);
+  }
 }
 #endif  // __AVX512BW__
 
@@ -318,16 +409,17 @@ inline __m256 FmaK(const uint8_t* b, const InputGroup* x, __m256 acc) {
   }
 }
 
-// The same from MatvecK's layout (the block's 256 input codes at q, one
-// group after the other): 512-bit products where the flags have AVX-512,
-// else 256-bit.
-template <int32_t DType>
-inline __m256 FmaLaidOut(const uint8_t* b, const BlockInput& in, const int8_t* q, __m256 acc) {
+// The same against block i of MatvecK's layout: 512-bit products where the
+// flags have AVX-512, else 256-bit.
+template <int32_t DType, size_t kChunk>
+inline __m256 FmaLaidOut(const uint8_t* b, const ChunkInput<kChunk>& chunk, size_t i, __m256 acc) {
+  const BlockInput in = chunk.Block(i);
+  const int8_t* q = chunk.q[i];
 #if defined(__AVX512BW__)
   if constexpr (DType == TINYAI_DTYPE_Q6_K) {
-    return Finish<DType>(b, DotsQ6Kx512(b, q, in), in, acc);
+    return Finish<DType>(b, _mm256_sub_epi32(Sums8(LanesQ6K(b, q)), Q6KOffset(b, in)), in, acc);
   } else {
-    return Finish<DType>(b, DotsK45x512<DType>(b, q), in, acc);
+    return Finish<DType>(b, Sums8(LanesK45<DType>(b, q)), in, acc);
   }
 #else
   if constexpr (DType == TINYAI_DTYPE_Q6_K) {
@@ -391,29 +483,33 @@ void MatvecK(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
   constexpr size_t kChunk = 64, kAhead = 4, kBytes = GroupBytes(DType);
   const InputGroup* x = static_cast<const InputGroup*>(input);
   const size_t blocks = cols / kSuperBlock;
-  BlockInput in[kChunk];
-  alignas(64) int8_t codes[kChunk][kSuperBlock];  // 16 KiB
+  ChunkInput<kChunk> in;  // 22 KiB
   for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
   for (size_t b0 = 0; b0 < blocks; b0 += kChunk) {
     const size_t count = blocks - b0 < kChunk ? blocks - b0 : kChunk;
-    for (size_t b = 0; b < count; ++b) {
-      const InputGroup* xb = x + 8 * (b0 + b);
-      in[b] = InputOf<DType>(xb);
-      for (size_t k = 0; k < 8; ++k) std::memcpy(codes[b] + kGroup * k, xb[k].q, kGroup);
-    }
+    for (size_t b = 0; b < count; ++b) in.template Set<DType>(b, x + 8 * (b0 + b));
     for (size_t r = 0; r < rows; ++r) {
       const uint8_t* row = w + r * row_bytes + b0 * kBytes;
       const uint8_t* ahead = r + kAhead < rows ? row + kAhead * row_bytes : nullptr;
-      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
       size_t b = 0;
+#if defined(__AVX512BW__)
+      __m512 acc = _mm512_setzero_ps();  // lanes 0..7: the even blocks' sums, 8..15 the odd blocks'
       for (; b + 2 <= count; b += 2) {
         if (ahead != nullptr) PrefetchBytes(ahead + b * kBytes, 2 * kBytes);
-        acc0 = FmaLaidOut<DType>(row + b * kBytes, in[b], codes[b], acc0);
-        acc1 = FmaLaidOut<DType>(row + (b + 1) * kBytes, in[b + 1], codes[b + 1], acc1);
+        acc = FmaPair<DType>(row + b * kBytes, in, b, acc);
       }
+      __m256 acc0 = _mm512_castps512_ps256(acc), acc1 = _mm512_extractf32x8_ps(acc, 1);
+#else
+      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+      for (; b + 2 <= count; b += 2) {
+        if (ahead != nullptr) PrefetchBytes(ahead + b * kBytes, 2 * kBytes);
+        acc0 = FmaLaidOut<DType>(row + b * kBytes, in, b, acc0);
+        acc1 = FmaLaidOut<DType>(row + (b + 1) * kBytes, in, b + 1, acc1);
+      }
+#endif
       if (b < count) {
         if (ahead != nullptr) PrefetchBytes(ahead + b * kBytes, kBytes);
-        acc0 = FmaLaidOut<DType>(row + b * kBytes, in[b], codes[b], acc0);
+        acc0 = FmaLaidOut<DType>(row + b * kBytes, in, b, acc0);
       }
       const __m256 v = _mm256_add_ps(acc0, acc1);
       __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
