@@ -22,49 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf_format.h"  // the types, TypeName, TypeSize
 #include "tinyai/status.h"
 
 namespace tinyai {
 namespace gguf {
-
-// Metadata value types.
-enum ValueType : uint32_t {
-  kUint8 = 0,
-  kInt8 = 1,
-  kUint16 = 2,
-  kInt16 = 3,
-  kUint32 = 4,
-  kInt32 = 5,
-  kFloat32 = 6,
-  kBool = 7,
-  kString = 8,
-  kArray = 9,
-  kUint64 = 10,
-  kInt64 = 11,
-  kFloat64 = 12,
-};
-
-// ggml tensor types TinyAI reads (the others are known by name only).
-enum GgmlType : uint32_t {
-  kF32 = 0,
-  kF16 = 1,
-  kQ4_0 = 2,
-  kQ5_0 = 6,
-  kQ5_1 = 7,
-  kQ8_0 = 8,
-  kQ4_K = 12,
-  kQ5_K = 13,
-  kQ6_K = 14,
-  kIQ4_NL = 20,
-  kBF16 = 30,
-};
-
-// A ggml type's name ("Q4_K"), or nullptr for a number ggml does not define.
-const char* TypeName(uint32_t type);
-
-// Elements per block and bytes per block of a ggml type; false for a type
-// whose sizes this parser does not know (its tensors are then refused).
-bool TypeSize(uint32_t type, uint64_t* block, uint64_t* bytes);
 
 struct Value {
   uint32_t type = 0;       // ValueType
