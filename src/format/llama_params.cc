@@ -50,6 +50,9 @@ TinyAIStatus LlamaHyperParams::Load(const TmaiReader& r) {
   int32_t bias = 0;
   if (r.FindMeta(llama_key::kQkvBias)) TINYAI_RETURN_IF_ERROR(ReadDim(r, llama_key::kQkvBias, 0, 1, &bias));
   qkv_bias = bias != 0;
+  int32_t neox = 0;
+  if (r.FindMeta(llama_key::kRopeNeox)) TINYAI_RETURN_IF_ERROR(ReadDim(r, llama_key::kRopeNeox, 0, 1, &neox));
+  rope_neox = neox != 0;
   if (r.FindMeta(llama_key::kNormEps)) TINYAI_RETURN_IF_ERROR(r.GetFloat(llama_key::kNormEps, &norm_eps));
   if (r.FindMeta(llama_key::kRopeTheta)) TINYAI_RETURN_IF_ERROR(r.GetFloat(llama_key::kRopeTheta, &rope_theta));
   if (!limits::NormEpsInRange(norm_eps) || !limits::RopeThetaInRange(rope_theta)) {

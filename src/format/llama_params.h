@@ -39,6 +39,11 @@ constexpr const char kRopeFreqFactors[] = "llama.rope_freq_factors";
 // attn_v_bias; Qwen2), added before the rotary embedding. Optional,
 // default 0; written only when 1.
 constexpr const char kQkvBias[] = "llama.qkv_bias";
+// 1: each head's rotary pairs are its halves, dimension i with i + head_size
+// / 2 (GPT-NeoX's layout, llama.cpp's NEOX rope type: Qwen2), instead of
+// neighbours 2i and 2i + 1. A GGUF file read in place says so; a conversion
+// permutes q's and k's rows into neighbours instead. Optional, default 0.
+constexpr const char kRopeNeox[] = "llama.rope_neox";
 }  // namespace llama_key
 
 // The linear RoPE factors the runtime runs: 1/65536 .. 65536 (real models
@@ -58,6 +63,7 @@ struct LlamaHyperParams {
   float rope_linear_factor = 1.0f;  // llama_key::kRopeLinearFactor: positions are divided by it
   bool shared_classifier = true;  // the classifier is the token embedding
   bool qkv_bias = false;          // llama_key::kQkvBias
+  bool rope_neox = false;         // llama_key::kRopeNeox
 
   int32_t head_size() const { return heads > 0 ? dim / heads : 0; }
   int32_t kv_dim() const { return head_size() * kv_heads; }

@@ -40,6 +40,11 @@ constexpr uint64_t kDefaultRowSliceBytes = 1u << 20;
 // header.
 constexpr uint64_t kZstdMinFrameBytes = 9;
 
+// Header flags. A file has none (v1); kHeaderFlagInPlace marks the index
+// TinyAI builds in memory for a GGUF file it reads in place
+// (format/gguf_index.h), which the reader accepts from that builder only.
+constexpr uint32_t kHeaderFlagInPlace = 1;
+
 // Header, 128 bytes at offset 0.
 struct Header {
   char magic[4];             // "TMAI"
@@ -57,7 +62,7 @@ struct Header {
   uint64_t data_offset;      // first layer's data; everything before it is the index
   uint32_t data_alignment;   // 64
   uint32_t group_alignment;  // 4096
-  uint32_t flags;            // 0 in v1
+  uint32_t flags;            // 0 in a file (kHeaderFlagInPlace: an index built in memory)
   uint32_t header_crc;       // CRC-32C of the 128 header bytes with this field zero
   uint32_t index_crc;        // CRC-32C of bytes [header_size, data_offset)
   uint8_t reserved[36];      // zero
@@ -138,7 +143,7 @@ IndexLayout LayOutIndex(uint64_t metadata_size, uint64_t layer_count, uint64_t t
 // checksums (index_crc, then header_crc).
 void SealIndex(const IndexLayout& layout, const uint8_t* metadata, const LayerEntry* layers, uint32_t layer_count,
                const TensorEntry* tensors, uint32_t tensor_count, uint64_t file_size, uint16_t version_major,
-               uint16_t version_minor, uint8_t* out);
+               uint16_t version_minor, uint8_t* out, uint32_t flags = 0);
 
 }  // namespace tmai
 }  // namespace tinyai

@@ -28,7 +28,7 @@ IndexLayout LayOutIndex(uint64_t metadata_size, uint64_t layer_count, uint64_t t
 
 void SealIndex(const IndexLayout& layout, const uint8_t* metadata, const LayerEntry* layers, uint32_t layer_count,
                const TensorEntry* tensors, uint32_t tensor_count, uint64_t file_size, uint16_t version_major,
-               uint16_t version_minor, uint8_t* out) {
+               uint16_t version_minor, uint8_t* out, uint32_t flags) {
   std::memset(out, 0, static_cast<size_t>(layout.data_offset));
   if (layout.metadata_size > 0) std::memcpy(out + kHeaderSize, metadata, static_cast<size_t>(layout.metadata_size));
   if (layer_count > 0) std::memcpy(out + layout.layers_offset, layers, layer_count * sizeof(LayerEntry));
@@ -50,6 +50,7 @@ void SealIndex(const IndexLayout& layout, const uint8_t* metadata, const LayerEn
   h.data_offset = layout.data_offset;
   h.data_alignment = kDataAlignment;
   h.group_alignment = layout.group_alignment;
+  h.flags = flags;
   h.index_crc = Crc32c(0, out + kHeaderSize, static_cast<size_t>(layout.data_offset - kHeaderSize));
   h.header_crc = Crc32c(0, &h, sizeof h);
   std::memcpy(out, &h, sizeof h);

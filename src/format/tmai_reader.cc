@@ -88,8 +88,9 @@ uint64_t DecodedBytes(uint32_t dtype, const uint64_t* shape, uint32_t ndims, boo
 }  // namespace tmai
 
 TinyAIStatus TmaiReader::Parse(const uint8_t* index, uint64_t indexSize, uint64_t fileSize,
-                               const char* source) {
+                               const char* source, bool in_place) {
   source_ = source ? source : "<memory>";
+  in_place_ = in_place;
   file_size_ = fileSize;
   TINYAI_RETURN_IF_ERROR(ParseHeader(index, indexSize, fileSize));
   TINYAI_RETURN_IF_ERROR(ParseMetadata(index));
@@ -163,7 +164,7 @@ TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, u
     return SetError(TINYAI_ERR_CHECKSUM, "'%s': header checksum mismatch (stored %08x, computed %08x)",
                     src, h->header_crc, crc);
   }
-  bool reserved_zero = h->flags == 0;
+  bool reserved_zero = h->flags == (in_place_ ? tmai::kHeaderFlagInPlace : 0u);
   for (uint8_t b : h->reserved) reserved_zero = reserved_zero && b == 0;
   if (!reserved_zero) {
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': header flags or reserved bytes are not zero (v1 defines none)", src);
@@ -183,7 +184,7 @@ TinyAIStatus TmaiReader::ParseHeader(const uint8_t* index, uint64_t indexSize, u
     return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': bad alignments (data %u, group %u)", src,
                     h->data_alignment, h->group_alignment);
   }
-  if (h->data_offset % h->group_alignment != 0 || h->data_offset > fileSize ||
+  if (h->data_offset % h->group_alignment != 0 || (h->data_offset > fileSize && !in_place_) ||
       h->data_offset < tmai::kHeaderSize) {
     return SetError(TINYAI_ERR_OUT_OF_BOUNDS, "'%s': data offset %llu is misaligned or outside the file",
                     src, static_cast<unsigned long long>(h->data_offset));
@@ -345,7 +346,9 @@ TinyAIStatus TmaiReader::ParseMetadata(const uint8_t* index) {
 
 TinyAIStatus TmaiReader::ParseLayers() {
   const char* src = source_;
-  uint64_t prev_end = header_->data_offset;
+  // Read in place, a GGUF's layers lie where its tensors do (checked not
+  // to overlap when the index was built).
+  uint64_t prev_end = in_place_ ? 0 : header_->data_offset;
   uint64_t next_tensor = 0;
   for (uint32_t i = 0; i < layers_.size(); ++i) {
     const LayerEntry& l = layers_[i];
@@ -355,7 +358,7 @@ TinyAIStatus TmaiReader::ParseLayers() {
     if (l.kind > TINYAI_LAYER_DENSE) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer %u has unknown kind %u", src, i, l.kind);
     }
-    if (l.offset % header_->group_alignment != 0) {
+    if (l.offset % header_->group_alignment != 0 && !in_place_) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer %u offset %llu is not %u-aligned", src, i,
                       static_cast<unsigned long long>(l.offset), header_->group_alignment);
     }
@@ -368,7 +371,7 @@ TinyAIStatus TmaiReader::ParseLayers() {
     if (l.offset < prev_end) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': layer %u overlaps the data before it", src, i);
     }
-    prev_end = l.offset + l.stored_size;
+    if (!in_place_) prev_end = l.offset + l.stored_size;
     if (l.first_tensor != next_tensor || l.tensor_count > tensors_.size() - next_tensor) {
       return SetError(TINYAI_ERR_BAD_FORMAT,
                       "'%s': layer %u lists tensors [%u, +%u) but its tensors start at %llu of %zu",
@@ -486,9 +489,10 @@ TinyAIStatus TmaiReader::ParseTensors() {
                         static_cast<unsigned long long>(bytes),
                         static_cast<unsigned long long>(t.decoded_size));
       }
-      if (t.offset % tmai::kDataAlignment != 0 || t.decoded_offset % tmai::kDataAlignment != 0) {
+      const uint32_t stored_alignment = in_place_ ? 32 : tmai::kDataAlignment;
+      if (t.offset % stored_alignment != 0 || t.decoded_offset % tmai::kDataAlignment != 0) {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' data is not %u-byte aligned", src, name,
-                        tmai::kDataAlignment);
+                        stored_alignment);
       }
       if (!RangeInside(t.offset, t.stored_size, file_size_)) {
         return SetError(TINYAI_ERR_OUT_OF_BOUNDS,
@@ -512,7 +516,7 @@ TinyAIStatus TmaiReader::ParseTensors() {
         return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': tensor '%s' overlaps the tensor before it", src, name);
       }
       if (t.codec == TINYAI_CODEC_NONE &&
-          (t.stored_size != t.decoded_size || t.offset - l.offset != t.decoded_offset)) {
+          (t.stored_size != t.decoded_size || (t.offset - l.offset != t.decoded_offset && !in_place_))) {
         return SetError(TINYAI_ERR_BAD_FORMAT,
                         "'%s': uncompressed tensor '%s' must be stored exactly as it is loaded", src, name);
       }
@@ -648,6 +652,7 @@ TinyAIStatus TmaiReader::VerifyTensor(uint32_t tensorIndex, const uint8_t* data)
 
 TinyAIStatus TmaiReader::CheckTensorChecksum(uint32_t tensorIndex, uint32_t crc) const {
   const TensorEntry& t = tensors_[tensorIndex];
+  if (in_place_) return TINYAI_OK;  // a GGUF records no checksums
   if (crc != t.checksum && kEnforceChecksums) {
     return SetError(TINYAI_ERR_CHECKSUM,
                     "'%s': tensor '%s' data checksum mismatch (stored %08x, computed %08x): the file is "

@@ -30,7 +30,15 @@ class TmaiReader {
   // bytes (at least up to data_offset, or the whole file) are at index.
   // index must stay valid and unchanged while the reader is used, and be
   // 8-byte aligned. source names the file in error messages.
-  TinyAIStatus Parse(const uint8_t* index, uint64_t indexSize, uint64_t fileSize, const char* source);
+  // in_place: index is the one format/gguf_index.h built for a GGUF file of
+  // fileSize bytes (not part of that file): its header says
+  // kHeaderFlagInPlace, its layers lie anywhere in the file, its tensors
+  // start at multiples of 32 and are laid out afresh once loaded, and they
+  // have no checksums. A file's own index never has the flag.
+  TinyAIStatus Parse(const uint8_t* index, uint64_t indexSize, uint64_t fileSize, const char* source,
+                     bool in_place = false);
+  // Whether the model is a GGUF file read in place (Parse's in_place).
+  bool in_place() const { return in_place_; }
 
   const tmai::Header& header() const { return *header_; }
   // The directory the runtime uses: the file's, unless UseDirectory() set
@@ -75,6 +83,7 @@ class TmaiReader {
   TinyAIStatus CheckUniqueNames();
 
   const char* source_ = "";
+  bool in_place_ = false;
   uint64_t file_size_ = 0;
   const tmai::Header* header_ = nullptr;
   Span<const tmai::LayerEntry> layers_;

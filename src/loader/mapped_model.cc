@@ -11,6 +11,8 @@
 #include "common/status.h"
 #include "common/struct_size.h"
 #include "common/sync.h"
+#include "format/gguf_format.h"
+#include "format/gguf_index.h"
 #include "loader/precision_plan.h"
 
 using tinyai::LockGuard;
@@ -150,7 +152,11 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
     }
     source_.UseMemory(static_cast<const uint8_t*>(data), size);
     tinyai::LedgerMark(TINYAI_MEMORY_STAGE_OPEN, -1);
-    TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
+    if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) {
+      TINYAI_RETURN_IF_ERROR(ReadGgufIndex(static_cast<const uint8_t*>(data)));
+    } else {
+      TINYAI_RETURN_IF_ERROR(reader_.Parse(static_cast<const uint8_t*>(data), size, size, source_name_.data()));
+    }
   }
   TINYAI_RETURN_IF_ERROR(BuildDescriptors());
   TINYAI_RETURN_IF_ERROR(BuildTable());
@@ -168,6 +174,7 @@ TinyAIStatus TinyAIMappedModel::ReadIndex() {
   uint8_t header[tinyai::tmai::kHeaderSize] = {};
   const size_t head = file_size < sizeof header ? static_cast<size_t>(file_size) : sizeof header;
   TINYAI_RETURN_IF_ERROR(source_.Read(0, head, header, source_name_.data()));
+  if (head >= 4 && std::memcmp(header, "GGUF", 4) == 0) return ReadGgufIndex(nullptr);
   uint64_t index_size = head;
   if (head == sizeof header) {
     uint64_t data_offset = LoadLe64(header + 64);
@@ -177,6 +184,41 @@ TinyAIStatus TinyAIMappedModel::ReadIndex() {
                                          tinyai::AlignedBuffer::kUninitialized));
   TINYAI_RETURN_IF_ERROR(source_.Read(0, static_cast<size_t>(index_size), static_cast<uint8_t*>(index_.data()), source_name_.data()));
   return reader_.Parse(static_cast<uint8_t*>(index_.data()), index_size, file_size, source_name_.data());
+}
+
+TinyAIStatus TinyAIMappedModel::ReadGgufIndex(const uint8_t* image) {
+  // The header is read as far as the parser asks (twice as much each time:
+  // a Llama 3 vocabulary makes it some megabytes); it is let go once the
+  // index is built.
+  const char* name = source_name_.data();
+  const uint64_t file_size = source_.size();
+  tinyai::AlignedBuffer head;
+  uint64_t have = 0, want = image ? file_size : file_size < (256u << 10) ? file_size : (256u << 10);
+  tinyai::gguf::HeaderView h;
+  for (;;) {
+    if (!image) {
+      tinyai::AlignedBuffer more;
+      TINYAI_RETURN_IF_ERROR(more.Allocate(static_cast<size_t>(want), "GGUF header", tinyai::AlignedBuffer::kUninitialized));
+      if (have > 0) std::memcpy(more.data(), head.data(), static_cast<size_t>(have));
+      TINYAI_RETURN_IF_ERROR(source_.Read(have, static_cast<size_t>(want - have), static_cast<uint8_t*>(more.data()) + have, name));
+      head = static_cast<tinyai::AlignedBuffer&&>(more);
+    }
+    have = want;
+    const uint8_t* bytes = image ? image : static_cast<const uint8_t*>(head.data());
+    const TinyAIStatus s = tinyai::gguf::ParseHeader(bytes, have, file_size, name, &h);
+    if (s == TINYAI_OK) break;
+    if (h.wanted <= have) return s;
+    want = h.wanted;
+  }
+  struct Reader {
+    static TinyAIStatus Read(void* user, uint64_t offset, size_t size, void* dst) {
+      const TinyAIMappedModel* m = static_cast<const TinyAIMappedModel*>(user);
+      return m->source_.Read(offset, size, dst, m->source_name_.data());
+    }
+  };
+  uint64_t index_size = 0;
+  TINYAI_RETURN_IF_ERROR(tinyai::BuildGgufIndex(h, file_size, name, &Reader::Read, this, &index_, &index_size));
+  return reader_.Parse(static_cast<const uint8_t*>(index_.data()), index_size, file_size, name, true);
 }
 
 TinyAIStatus TinyAIMappedModel::BuildDescriptors() {

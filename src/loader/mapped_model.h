@@ -185,6 +185,9 @@ struct TinyAIMappedModel {
   // rewritten).
   TinyAIStatus BuildTable();
   TinyAIStatus ReadIndex();
+  // A GGUF file (image: its bytes in memory, or nullptr to read them):
+  // the index built for it (format/gguf_index.h) into index_.
+  TinyAIStatus ReadGgufIndex(const uint8_t* image);
   TinyAIStatus BuildDescriptors();
   static tinyai::TensorCalibration CalibrationFor(const void* model, int32_t tensor);
 

@@ -104,7 +104,13 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
       uint64_t r = 0;
       while (r < rows[t]) {
         const uint64_t row_start = e.offset + r * rb;
-        if (open && row_start + rb - cur.stored_offset > target) close();
+        // A slice is one read: it ends where the next tensor does not follow
+        // on (a GGUF read in place; a .tmai's tensors are 64-byte aligned,
+        // never further apart).
+        if (open && (row_start + rb - cur.stored_offset > target ||
+                     row_start >= cur.stored_offset + cur.stored_size + tmai::kDataAlignment)) {
+          close();
+        }
         if (!open) {
           open = true;
           cur = RowSlice();

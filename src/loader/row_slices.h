@@ -127,6 +127,8 @@ inline bool UsedInPlace(const RowSliceTable& table, const TmaiReader& reader, co
                         int32_t entry) {
   if (!source.InPlace(0)) return false;
   if (entry < table.slice_count()) return table.slice(entry).frame < 0 && !table.slice(entry).transform;
+  // A GGUF read in place lays its layers out afresh once loaded.
+  if (reader.in_place()) return false;
   const tmai::LayerEntry& l = reader.layers()[static_cast<size_t>(entry - table.slice_count())];
   for (uint32_t t = l.first_tensor; t < l.first_tensor + l.tensor_count; ++t) {
     if (reader.tensors()[t].codec != TINYAI_CODEC_NONE || table.transformed(static_cast<int32_t>(t))) return false;

@@ -42,7 +42,8 @@ TinyAIStatus SliceLoader::Init(const TmaiReader* reader, const WeightSource* sou
   TINYAI_RETURN_IF_ERROR(verified_.Allocate(tensor_count, "checksum states"));
   has_zstd_ = false;
   for (size_t t = 0; t < tensor_count; ++t) {
-    if (!config.verifyChecksums) verified_[t].store(1, std::memory_order_relaxed);
+    // A GGUF read in place has no checksums to check.
+    if (!config.verifyChecksums || reader->in_place()) verified_[t].store(1, std::memory_order_relaxed);
     if (reader->tensors()[t].codec == TINYAI_CODEC_ZSTD) has_zstd_ = true;
   }
   const bool converts = table->any_transformed();

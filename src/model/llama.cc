@@ -662,6 +662,19 @@ TinyAIStatus LlamaModel::Norm(int32_t tensor, const float* x, float* out, int32_
 
 void LlamaModel::Rotate(float* vec, int32_t width, const float* cs) const {
   const int32_t hs = hp_.head_size();
+  if (hp_.rope_neox) {  // pairs (i, i + hs / 2) of each head (llama.rope_neox)
+    const int32_t half = hs / 2;
+    for (int32_t h = 0; h < width; h += hs) {
+      float* head = vec + h;
+      for (int32_t pair = 0; pair < half; ++pair) {
+        const float fcr = cs[2 * pair], fci = cs[2 * pair + 1];
+        const float v0 = head[pair], v1 = head[pair + half];
+        head[pair] = v0 * fcr - v1 * fci;
+        head[pair + half] = v0 * fci + v1 * fcr;
+      }
+    }
+    return;
+  }
   for (int32_t i = 0; i < width; i += 2) {
     int32_t pair = (i % hs) / 2;
     float fcr = cs[2 * pair], fci = cs[2 * pair + 1];

@@ -30,8 +30,10 @@ struct Layout {
 // The output's index: the input's metadata (verbatim) and tables, laid out
 // as the writer lays out a new file (tmai::LayOutIndex).
 tmai::IndexLayout IndexOf(const TmaiReader& r) {
+  // A GGUF read in place (format/gguf_index.h) is saved as a new file is
+  // written: its layers on pages.
   return tmai::LayOutIndex(r.header().metadata_size, r.layers().size(), r.tensors().size(),
-                           r.header().group_alignment);
+                           r.in_place() ? tmai::kGroupAlignment : r.header().group_alignment);
 }
 
 TinyAIStatus Plan(const TmaiReader& r, Layout* out) {
@@ -304,7 +306,10 @@ TinyAIStatus SaveModel(TinyAIMappedModel* model, TinyAIWriteCallback write, void
   Array<uint8_t> metadata, index;
   TINYAI_RETURN_IF_ERROR(metadata.Allocate(static_cast<size_t>(r.header().metadata_size), "saved metadata"));
   TINYAI_RETURN_IF_ERROR(index.Allocate(static_cast<size_t>(layout.index.data_offset), "saved index"));
-  if (metadata.size() > 0) {
+  if (metadata.size() > 0 && r.in_place()) {  // the index built in memory holds it
+    std::memcpy(metadata.data(), reinterpret_cast<const uint8_t*>(&r.header()) + r.header().metadata_offset,
+                metadata.size());
+  } else if (metadata.size() > 0) {
     TINYAI_RETURN_IF_ERROR(model->source().Read(r.header().metadata_offset, metadata.size(), metadata.data(), r.source()));
   }
   tmai::SealIndex(layout.index, metadata.data(), layout.layers.data(), static_cast<uint32_t>(layout.layers.size()),

@@ -24,33 +24,13 @@
 #include <cstdint>
 
 #include "common/array.h"
+#include "common/bpe_names.h"  // BpePre, BpeTokenType
 #include "common/span.h"
 #include "tinyai/status.h"
 
 namespace tinyai {
 
-// ---- Pre-tokenizers ---------------------------------------------------------
-// Each follows its regex exactly (leftmost match, alternatives in order,
-// greedy with backtracking), with \p{L}, \p{N} and \s from text/unicode.h.
-enum class BpePre : uint8_t {
-  // "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-  //  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+", with ignore_merges.
-  kLlama3,
-  // As kLlama3 with \p{N} (one digit a pre-token) and no ignore_merges.
-  kQwen2,
-  // Every \p{N} alone, then the GPT-2 regex on the rest.
-  kSmollm,
-  // GPT-2's "'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+".
-  kGpt2,
-};
-
-// The pre-tokenizer of GGUF's tokenizer.ggml.pre name (llama.cpp's names):
-// "llama3", "llama-v3", "llama-bpe", "falcon3" -> kLlama3; "qwen2",
-// "deepseek-r1-qwen", "stablelm2" -> kQwen2; "smollm", "starcoder",
-// "refact" -> kSmollm; "gpt-2", "gpt2", "phi-2" -> kGpt2. Anything else
-// (llama.cpp's "default" among them) is TINYAI_ERR_UNSUPPORTED naming it.
-TinyAIStatus BpePreFromName(const char* name, BpePre* out);
-const char* BpePreName(BpePre pre);
+// ---- Pre-tokenizers (BpePre: common/bpe_names.h) ------------------------------
 
 // Walks the pre-tokens of text (any bytes: a byte that is no valid UTF-8
 // counts as a code point of class other). Allocation-free:
@@ -75,16 +55,6 @@ class PreTokenizer {
 };
 
 // ---- The vocabulary ----------------------------------------------------------
-// GGUF's tokenizer.ggml.token_type values.
-enum BpeTokenType : int32_t {
-  kBpeTokenNormal = 1,
-  kBpeTokenUnknown = 2,
-  kBpeTokenControl = 3,
-  kBpeTokenUserDefined = 4,
-  kBpeTokenUnused = 5,
-  kBpeTokenByte = 6,
-};
-
 struct BpeVocab {
   // Token i's text: normal tokens in GPT-2's byte-to-unicode form
   // (tokenizer.ggml.tokens, tokenizer.json's model.vocab), control and

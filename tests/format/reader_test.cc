@@ -140,7 +140,8 @@ TEST_F(ReaderTest, WrongMagicIsBadMagic) {
   b[1] = 'G';
   b[2] = 'U';
   b[3] = 'F';
-  ExpectOpenFails(b, TINYAI_ERR_BAD_MAGIC, {"is a GGUF file, not a .tmai", "tinyai-convert --from gguf"});
+  // "GGUF" is read as a GGUF file (in place): these bytes then say version 1.
+  ExpectOpenFails(b, TINYAI_ERR_UNSUPPORTED_VERSION, {"GGUF version 1", "versions 2 and 3"});
   b[3] = 'X';
   ExpectOpenFails(b, TINYAI_ERR_BAD_MAGIC, {"not a .tmai file"});
   // A safetensors file: an 8-byte header length, then its JSON.
@@ -863,6 +864,10 @@ TEST_F(ReaderTest, WriterAndReaderAgreeOnTheLayout) {
   EXPECT_EQ(header_.group_alignment, 4096u);
   EXPECT_EQ(header_.flags, 0u);
   for (uint8_t r : header_.reserved) EXPECT_EQ(r, 0);
+  // The flag of an index built for a GGUF read in place is never a file's.
+  Bytes b = image_;
+  tt::PatchHeader(&b, [](tmai::Header& h) { h.flags = tmai::kHeaderFlagInPlace; });
+  ExpectOpenFails(b, TINYAI_ERR_BAD_FORMAT, {"flags"});
   tmai::Header copy = header_;
   copy.header_crc = 0;
   EXPECT_EQ(header_.header_crc, tinyai::Crc32cSoftware(0, &copy, sizeof copy));
