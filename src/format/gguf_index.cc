@@ -594,6 +594,14 @@ TinyAIStatus ReadModel(const HeaderView& h, const Keys& k, GgufReadFn read, void
   TINYAI_RETURN_IF_ERROR(CheckLlamaKeys(h, k, a, s));
   TINYAI_RETURN_IF_ERROR(ReadVocab(k, p));
   s.vocab_size = static_cast<int32_t>(p->tokens->count);
+  // The runtime's limits (format/limits.h), before anything is sized by them.
+  for (const LlamaDimField& f : kLlamaDims) {
+    const int32_t v = s.*f.field;
+    if (v < f.min || v > f.max) {
+      return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': %s would be %d; the runtime runs %d..%d", src, f.key, v, f.min,
+                      f.max);
+    }
+  }
   int32_t vocab_key = 0;
   std::snprintf(key, sizeof key, "%svocab_size", a);
   TINYAI_RETURN_IF_ERROR(k.Dim(key, s.vocab_size, &vocab_key));

@@ -5,6 +5,10 @@
 // tensor inside it, in order and without overlap; a file that converts must
 // open, load every layer and build a runner that evaluates a prompt and
 // samples inside the vocabulary (or says TINYAI_ERR_NOT_FINITE).
+// The same bytes are also read in place (tinyaiOpenMappedModel on the file
+// and on an image in memory, format/gguf_index.h): refused with a status, or
+// opened, every layer loaded and a prompt evaluated; a file the parser
+// refuses never opens, and one that converts opens.
 //
 // Seeds (TINYAI_FUZZ_WRITE_SEEDS): small synthetic models written as GGUF by
 // the tests' writer (tests/import/gguf_writer.h) in F32, F16, Q8_0 and Q4_0,
@@ -25,6 +29,43 @@
 namespace {
 
 using tinyai_fuzz::CheckFailure;
+
+// A GGUF read in place (model: opened from a file or memory): every layer
+// loads, and a runner, when one can be made, evaluates a prompt.
+void RunInPlace(TinyAIMappedModel* model) {
+  for (int l = 0; l < tinyaiGetMappedLayerCount(model); ++l) {
+    const void* w = tinyaiGetLayerWeights(model, l);
+    if (w == nullptr) {
+      CheckFailure(tinyaiGetLastError(), "tinyaiGetLayerWeights (in place)");
+      continue;
+    }
+    tinyaiReleaseLayerWeights(model, l);
+  }
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.contextLength = 8;
+  TinyAILLM* llm = nullptr;
+  tinyaiClearLastError();
+  TinyAIStatus s = tinyaiCreateLLM(model, &cfg, &llm);
+  if (s != TINYAI_OK) {
+    CheckFailure(s, "tinyaiCreateLLM (in place)");
+    return;
+  }
+  int32_t tokens[8];
+  int32_t count = 0;
+  s = tinyaiLLMTokenize(llm, "ab", 1, tokens, 8, &count);
+  if (s == TINYAI_OK && count > 0) {
+    TinyAIModelInfo info;
+    std::memset(&info, 0, sizeof info);
+    info.structSize = sizeof info;
+    FUZZ_CHECK(tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK, "tinyaiGetLLMModelInfo (in place)");
+    std::vector<float> logits(static_cast<size_t>(info.vocabSize));
+    s = tinyaiLLMEval(llm, tokens, count, logits.data());
+    FUZZ_CHECK(s == TINYAI_OK || s == TINYAI_ERR_NOT_FINITE, "evaluating in place fails: %s", tinyaiStatusString(s));
+  } else if (s != TINYAI_OK) {
+    CheckFailure(s, "tinyaiLLMTokenize (in place)");
+  }
+  tinyaiDestroyLLM(llm);
+}
 
 void WriteSeeds(const char* dir) {
   struct Seed {
@@ -137,5 +178,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tinyai_fuzz::RunConverted(out, shape);
   }
   std::remove(out.c_str());
+
+  // Read in place, from the file and from memory.
+  TinyAIMmapConfig config = tinyaiCreateDefaultMmapConfig();
+  config.prefetchThreads = 0;
+  config.rowSliceSize = 256;  // many slices: the reads between tensors' gaps
+  tinyaiClearLastError();
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(in.c_str(), &config);
+  if (model == nullptr) {
+    CheckFailure(tinyaiGetLastError(), "tinyaiOpenMappedModel (in place)");
+    FUZZ_CHECK(s != TINYAI_OK || std::strstr(tinyaiGetLastErrorMessage(), "convert the file once") != nullptr,
+               "a file that converts does not open in place: %s", tinyaiGetLastErrorMessage());
+  } else {
+    FUZZ_CHECK(ps == TINYAI_OK, "a file the parser refuses opens in place");
+    RunInPlace(model);
+    tinyaiCloseMappedModel(model);
+  }
+  std::vector<uint8_t> aligned(size + 64);
+  uint8_t* image = aligned.data() + (64 - reinterpret_cast<uintptr_t>(aligned.data()) % 64) % 64;
+  if (size > 0) std::memcpy(image, data, size);
+  tinyaiClearLastError();
+  model = tinyaiOpenMappedModelFromMemory(image, size, &config);
+  if (model == nullptr) {
+    CheckFailure(tinyaiGetLastError(), "tinyaiOpenMappedModelFromMemory (in place)");
+  } else {
+    RunInPlace(model);
+    tinyaiCloseMappedModel(model);
+  }
   return 0;
 }

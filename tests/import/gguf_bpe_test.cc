@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "format/test_models.h"
 #include "import/gguf_import.h"
 #include "import/gguf_writer.h"
@@ -62,7 +63,16 @@ class GgufBpe : public ::testing::Test {
     *out = dir_.File("b" + std::to_string(count_) + ".tmai");
     EXPECT_TRUE(w.WriteFile(in));
     tinyaiClearLastError();
-    return tinyai::ConvertGguf(in.c_str(), out->c_str(), nullptr);
+    const TinyAIStatus s = tinyai::ConvertGguf(in.c_str(), out->c_str(), nullptr);
+    // Read in place, the file runs as converted, or is refused too.
+    if (s == TINYAI_OK) {
+      tt::ExpectInPlaceAgrees(in, *out);
+    } else {
+      const std::string message = tt::LastMessage();
+      EXPECT_NE(tt::OpenStatus(in), TINYAI_OK) << "read in place, a GGUF the import refuses (" << message << ") runs";
+      tinyai::SetError(s, "%s", message.c_str());  // the import's error, as the caller checks it
+    }
+    return s;
   }
   std::string Imported(const std::string& pre, const std::function<void(tt::GgufWriter*)>& edit = nullptr) {
     std::string out;

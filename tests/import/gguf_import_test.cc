@@ -47,9 +47,13 @@ void WriteGguf(const tt::LlamaSource& source, const tt::GgufModelOptions& option
   ASSERT_TRUE(w.WriteFile(path, options.version, options.alignment)) << path;
 }
 
+// Converts gguf; a file it converts also runs read in place, as converted.
 TinyAIStatus Convert(const std::string& gguf, const std::string& out) {
   tinyaiClearLastError();
-  return tinyai::ConvertGguf(gguf.c_str(), out.c_str(), nullptr);
+  const TinyAIStatus s = tinyai::ConvertGguf(gguf.c_str(), out.c_str(), nullptr);
+  if (s != TINYAI_OK) return s;
+  tt::ExpectInPlaceAgrees(gguf, out);
+  return s;
 }
 
 // The stored bytes of a tensor and its dtype.
@@ -369,6 +373,10 @@ class GgufBad : public ::testing::Test {
     EXPECT_EQ(tinyaiGetLastError(), s);
     EXPECT_NE(std::string(tt::LastMessage()).find(says), std::string::npos) << tt::LastMessage();
     EXPECT_FALSE(tt::FileExists(out)) << "a refused file left an output";
+    // Read in place, it is refused too (when it is opened, or when a
+    // runner is made on it).
+    const std::string message = tt::LastMessage();
+    EXPECT_NE(tt::OpenStatus(in), TINYAI_OK) << "read in place, a GGUF the import refuses (" << message << ") runs";
   }
   // Parses bytes from a buffer of exactly their size (ASan sees any read
   // past it): the status.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "format/test_models.h"
 #include "import/gguf_import.h"
 #include "import/gguf_writer.h"
@@ -76,7 +77,16 @@ class GgufQwen2 : public ::testing::Test {
     *out = dir_.File("q" + std::to_string(count_) + ".tmai");
     EXPECT_TRUE(w.WriteFile(in));
     tinyaiClearLastError();
-    return tinyai::ConvertGguf(in.c_str(), out->c_str(), nullptr);
+    const TinyAIStatus s = tinyai::ConvertGguf(in.c_str(), out->c_str(), nullptr);
+    // Read in place, the file runs as converted (within 1e-4: its rotary pairs run in another order), or is refused too.
+    if (s == TINYAI_OK) {
+      tt::ExpectInPlaceAgrees(in, *out, 1e-4);
+    } else {
+      const std::string message = tt::LastMessage();
+      EXPECT_NE(tt::OpenStatus(in), TINYAI_OK) << "read in place, a GGUF the import refuses (" << message << ") runs";
+      tinyai::SetError(s, "%s", message.c_str());  // the import's error, as the caller checks it
+    }
+    return s;
   }
 
   tt::TempDir dir_;

@@ -7,6 +7,7 @@
 #ifndef TINYAI_TESTS_IMPORT_GGUF_WRITER_H_
 #define TINYAI_TESTS_IMPORT_GGUF_WRITER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,6 +46,10 @@ class GgufWriter {
   // Stores tensor i's offset as `offset` instead of the next aligned one
   // (a malformed file: overlapping, unaligned or outside the data).
   void OverrideOffset(size_t i, uint64_t offset) { overrides_.emplace_back(i, offset); }
+  // Reverses the order the tensors' data is written in (a file whose
+  // layers' tensors are not where a converter puts them: output first,
+  // blocks backwards).
+  void ReverseTensors() { std::reverse(tensors_.begin(), tensors_.end()); }
   // The file: version 3 unless given, data aligned to `alignment` (also
   // written as general.alignment when it is not 32).
   std::vector<uint8_t> Finish(uint32_t version = 3, uint64_t alignment = 32) const;

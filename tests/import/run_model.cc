@@ -47,6 +47,44 @@ std::vector<float> LogitsOf(const std::string& path, const char* text) {
   return out;
 }
 
+void ExpectSameInPlace(const std::string& gguf, const std::string& converted, const char* text, double tolerance) {
+  SCOPED_TRACE("read in place: " + gguf);
+  EXPECT_EQ(TokensOf(gguf, text, true), TokensOf(converted, text, true));
+  const std::vector<float> in_place = LogitsOf(gguf, text), want = LogitsOf(converted, text);
+  ASSERT_EQ(in_place.size(), want.size());
+  if (tolerance == 0.0) {
+    EXPECT_TRUE(SameBits(in_place, want));
+    return;
+  }
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(in_place[i] - want[i])));
+  }
+  EXPECT_LE(worst, tolerance);
+}
+
+void ExpectInPlaceAgrees(const std::string& gguf, const std::string& converted, double tolerance) {
+  const TinyAIStatus s = OpenStatus(gguf);
+  const std::string message = LastMessage();
+  if (s == TINYAI_ERR_UNSUPPORTED && message.find("convert the file once (tinyai-convert --from gguf") != std::string::npos) {
+    return;
+  }
+  EXPECT_EQ(s, TINYAI_OK) << gguf << " read in place: " << message;
+  if (s == TINYAI_OK) ExpectSameInPlace(gguf, converted, "ab cd", tolerance);
+  tinyaiClearLastError();
+}
+
+TinyAIStatus OpenStatus(const std::string& path) {
+  tinyaiClearLastError();
+  TinyAIMappedModel* model = tinyaiOpenMappedModel(path.c_str(), nullptr);
+  if (model == nullptr) return tinyaiGetLastError();
+  TinyAILLM* llm = nullptr;
+  const TinyAIStatus s = tinyaiCreateLLM(model, nullptr, &llm);
+  tinyaiDestroyLLM(llm);
+  tinyaiCloseMappedModel(model);
+  return s;
+}
+
 std::string Greedy(const std::string& path, const char* prompt, int32_t steps) {
   OpenedModel m;
   EXPECT_TRUE(m.Open(path)) << path << ": " << LastMessage();

@@ -30,6 +30,20 @@ struct OpenedModel {
 // concatenated; empty (with a test failure) when the model does not run.
 std::vector<float> LogitsOf(const std::string& path, const char* text);
 
+// A GGUF file read in place (tinyaiOpenMappedModel on the .gguf) against
+// its conversion: the same token ids for text and the same logits after
+// each token, bit for bit unless tolerance > 0 (Qwen2: the rotary pairs run
+// in another order, so the attention sums do).
+void ExpectSameInPlace(const std::string& gguf, const std::string& converted, const char* text,
+                       double tolerance = 0.0);
+// After a conversion succeeded: the GGUF read in place runs as its
+// conversion does (ExpectSameInPlace), unless it holds tensors a conversion
+// widens (BF16, F16 norms), which in place are refused naming the command.
+void ExpectInPlaceAgrees(const std::string& gguf, const std::string& converted, double tolerance = 0.0);
+// The first failure of opening path and creating a runner on it, or
+// TINYAI_OK.
+TinyAIStatus OpenStatus(const std::string& path);
+
 // The greedy text after a prompt.
 std::string Greedy(const std::string& path, const char* prompt, int32_t steps);
 

@@ -31,6 +31,19 @@ expect_run(RC 0 COMMAND ${EXPORT} gguf ${MODEL} ${OUT_DIR}/q8.gguf --type q8_0)
 expect_run(RC 0 EXPECT "wrote" COMMAND ${CONVERT} --from gguf ${OUT_DIR}/q8.gguf ${OUT_DIR}/q8.tmai)
 expect_run(RC 0 STDOUT_HAS "blk.0.attn_q           attn_q           q8_g32" COMMAND ${INSPECT} ${OUT_DIR}/q8.tmai)
 expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/q8.tmai -p "A man" -n 8 --quiet)
+# The tools take the GGUF itself, read in place: the same text as its
+# conversion, and tinyai-inspect says where its bytes come from.
+expect_run(RC 0 COMMAND ${GENERATE} -m ${gguf} -p "A man" -n 40 --temp 0 --quiet)
+if(NOT "${RUN_OUT}" STREQUAL "${want}")
+  cli_fail("the GGUF read in place generates '${RUN_OUT}', the original '${want}'")
+endif()
+expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/q8.tmai -p "A man" -n 8 --temp 0 --quiet)
+set(want_q8 "${RUN_OUT}")
+expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/q8.gguf -p "A man" -n 8 --temp 0 --quiet)
+if(NOT "${RUN_OUT}" STREQUAL "${want_q8}")
+  cli_fail("the Q8_0 GGUF read in place generates '${RUN_OUT}', its conversion '${want_q8}'")
+endif()
+expect_run(RC 0 STDOUT_HAS "blk.0.attn_q.weight    attn_q           q8_g32" COMMAND ${INSPECT} ${OUT_DIR}/q8.gguf)
 
 # ---- A Hugging Face checkpoint (safetensors, config.json, tokenizer.model), in two shards --------
 if(SENTENCEPIECE)
