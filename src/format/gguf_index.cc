@@ -854,7 +854,7 @@ TinyAIStatus BuildGgufIndex(const gguf::HeaderView& h, uint64_t file_size, const
   TINYAI_RETURN_IF_ERROR(layers.Allocate(static_cast<size_t>(layer_count), "in-place layer table"));
   TINYAI_RETURN_IF_ERROR(tensors.Allocate(kept, "in-place tensor directory"));
   std::memset(layers.data(), 0, layers.size() * sizeof(tmai::LayerEntry));
-  std::memset(tensors.data(), 0, tensors.size() * sizeof(tmai::TensorEntry));
+  if (kept > 0) std::memset(tensors.data(), 0, tensors.size() * sizeof(tmai::TensorEntry));
   size_t next = 0;
   for (int32_t l = 0; l < layer_count; ++l) {
     tmai::LayerEntry& le = layers[static_cast<size_t>(l)];

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "format/limits.h"
 #include "format/tmai_writer.h"
+#include "format/gguf_index.h"
 #include "import/gguf.h"
 #include "import/gguf_vocab.h"
 #include "port/port.h"
@@ -29,22 +30,11 @@ struct Planned {
 };
 
 // The .tmai dtype a GGUF tensor of `type` becomes (a matrix, or a norm: 1-D),
-// or -1 when TinyAI does not read that type.
+// or -1 when TinyAI does not read that type: the runtime's rule
+// (format/gguf_index.h); BF16 and F16 norms are widened to f32 here.
 int32_t DTypeFor(uint32_t type, bool matrix) {
-  switch (type) {
-    case gguf::kF32: return TINYAI_DTYPE_F32;
-    case gguf::kBF16: return TINYAI_DTYPE_F32;  // widened exactly
-    case gguf::kF16: return matrix ? TINYAI_DTYPE_F16 : TINYAI_DTYPE_F32;
-    case gguf::kQ8_0: return matrix ? TINYAI_DTYPE_Q8_G32 : -1;
-    case gguf::kQ4_0: return matrix ? TINYAI_DTYPE_Q4_G32 : -1;
-    case gguf::kIQ4_NL: return matrix ? TINYAI_DTYPE_Q4NL_G32 : -1;
-    case gguf::kQ5_0: return matrix ? TINYAI_DTYPE_Q5_G32 : -1;
-    case gguf::kQ5_1: return matrix ? TINYAI_DTYPE_Q5M_G32 : -1;
-    case gguf::kQ4_K: return matrix ? TINYAI_DTYPE_Q4_K : -1;
-    case gguf::kQ5_K: return matrix ? TINYAI_DTYPE_Q5_K : -1;
-    case gguf::kQ6_K: return matrix ? TINYAI_DTYPE_Q6_K : -1;
-    default: return -1;
-  }
+  bool widened = false;
+  return GgufTensorDType(type, matrix, &widened);
 }
 
 // Reads an integer hyper-parameter: required unless fallback >= 0.
@@ -194,69 +184,23 @@ TinyAIStatus ReadRopeScaling(const gguf::File& f, const char* path, const std::s
 // (TINYAI_ERR_UNSUPPORTED), and so is a key TinyAI does not know: it may
 // change them, and an import never ignores what it cannot honour.
 TinyAIStatus CheckLlamaKeys(const gguf::File& f, const char* path, const std::string& a, const LlamaHyperParams& s) {
-  enum Rule { kRead, kNoEffect, kHeadSize, kZero, kOne, kTrue, kFalse };
-  struct Known {
-    const char* key;  // after "llama."
-    Rule rule;
-    const char* what;  // what another value means
-  };
-  static const Known kKnown[] = {
-      {"vocab_size", kRead, ""},
-      {"context_length", kRead, ""},
-      {"embedding_length", kRead, ""},
-      {"feed_forward_length", kRead, ""},
-      {"block_count", kRead, ""},
-      {"attention.head_count", kRead, ""},
-      {"attention.head_count_kv", kRead, ""},
-      {"attention.layer_norm_rms_epsilon", kRead, ""},
-      {"rope.freq_base", kRead, ""},
-      {"rope.dimension_count", kRead, ""},
-      {"rope.scaling.type", kRead, ""},
-      {"rope.scaling.factor", kRead, ""},
-      {"rope.scale_linear", kRead, ""},
-      {"tensor_data_layout", kRead, ""},
-      // YaRN's original context (the other types do not read it) and a flag
-      // saying the model was fine-tuned scaled.
-      {"rope.scaling.original_context_length", kNoEffect, ""},
-      {"rope.scaling.finetuned", kNoEffect, ""},
-      {"attention.key_length", kHeadSize, "query and key heads of another size than embedding_length / head_count"},
-      {"attention.value_length", kHeadSize, "value heads of another size than embedding_length / head_count"},
-      {"expert_count", kZero, "a mixture of experts"},
-      {"expert_used_count", kZero, "a mixture of experts"},
-      {"expert_shared_count", kZero, "a mixture of experts"},
-      {"attention.clamp_kqv", kZero, "queries, keys and values clamped to that bound"},
-      {"attention.max_alibi_bias", kZero, "ALiBi attention biases"},
-      {"attention.scale", kZero, "attention scores scaled by that factor instead of 1/sqrt(head size)"},
-      {"attention.sliding_window", kZero, "sliding-window attention"},
-      {"attn_logit_softcapping", kZero, "attention scores soft-capped"},
-      {"final_logit_softcapping", kZero, "logits soft-capped"},
-      {"pooling_type", kZero, "pooled embeddings instead of logits"},
-      {"logit_scale", kOne, "logits scaled by that factor"},
-      {"residual_scale", kOne, "residual branches scaled by that factor"},
-      {"embedding_scale", kOne, "embeddings scaled by that factor"},
-      {"rope.scaling.attn_factor", kOne, "rotary embeddings scaled in magnitude by that factor"},
-      {"attention.causal", kTrue, "attention that is not causal"},
-      {"use_parallel_residual", kFalse, "attention and feed-forward blocks in parallel"},
-  };
   for (const gguf::KeyValue& kv : f.kvs) {
     if (kv.key.compare(0, a.size(), a) != 0) continue;
     const std::string rest = kv.key.substr(a.size());
-    const Known* known = nullptr;
-    for (const Known& k : kKnown) {
-      if (rest == k.key) known = &k;
-    }
+    // The rules the runtime's in-place reader follows too (format/gguf_index.h).
+    const GgufLlamaKey* known = FindGgufLlamaKey(rest.data(), rest.size());
     if (known == nullptr) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': key '%s' is not one TinyAI knows: it may change what the model "
                       "computes, and an import never ignores what it cannot honour", path,
                       Printable(kv.key).c_str());
     }
-    if (known->rule == kRead || known->rule == kNoEffect) continue;
+    if (known->rule == GgufLlamaKey::kRead || known->rule == GgufLlamaKey::kNoEffect) continue;
     double v = 0.0;
     if (!ScalarNumber(f, kv.value, &v)) {
       return SetError(TINYAI_ERR_BAD_FORMAT, "'%s': key '%s' is not a number", path, kv.key.c_str());
     }
-    const double want = known->rule == kHeadSize ? static_cast<double>(s.head_size())
-                        : known->rule == kOne || known->rule == kTrue ? 1.0 : 0.0;
+    const double want = known->rule == GgufLlamaKey::kHeadSize ? static_cast<double>(s.head_size())
+                        : known->rule == GgufLlamaKey::kOne || known->rule == GgufLlamaKey::kTrue ? 1.0 : 0.0;
     if (v != want) {
       return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': %s is %g: %s, which TinyAI's LLaMA does not compute (it runs "
                       "the model as if it were %g)", path, kv.key.c_str(), v, known->what, want);

@@ -4,6 +4,7 @@
 
 #include "common/printable.h"
 #include "common/status.h"
+#include "format/gguf_index.h"
 #include "format/limits.h"
 #include "import/builder.h"
 #include "text/bpe_tokenizer.h"
@@ -96,19 +97,9 @@ TinyAIStatus ReadSentencePiece(const gguf::File& f, GgufVocab* v) {
   return CheckByteFallback(f, v->tokens);
 }
 
-// Texts llama.cpp makes control tokens whatever the file says
-// (src/llama-vocab.cpp, load): end-of-turn and fill-in-the-middle markers.
-bool ControlByText(const std::string& t) {
-  static const char* const kTexts[] = {
-      "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
-      "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
-      "<fim-prefix>", "<fim-suffix>", "<fim-middle>", "<fim-pad>", "<fim_prefix>", "<fim_suffix>", "<fim_middle>",
-      "<fim_pad>", "<PRE>", "<SUF>", "<MID>", "<reponame>", "<filename>"};
-  for (const char* k : kTexts) {
-    if (t == k) return true;
-  }
-  return false;
-}
+// Texts llama.cpp makes control tokens whatever the file says (the
+// runtime's list, format/gguf_index.h).
+bool ControlByText(const std::string& t) { return GgufControlByText(t.data(), t.size()); }
 
 TinyAIStatus ReadBytePairs(const gguf::File& f, GgufVocab* v) {
   const char* path = f.source.c_str();

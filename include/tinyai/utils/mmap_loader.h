@@ -72,8 +72,10 @@ typedef struct TinyAILayerDescriptor {
     int32_t blockIndex;        /* transformer block number; -1 when kind is not a block */
     int32_t firstTensor;       /* index of the layer's first tensor (tinyaiGetMappedTensorInfo) */
     int32_t tensorCount;       /* tensors firstTensor .. firstTensor+tensorCount-1 */
-    uint64_t fileOffset;       /* bytes from the start of the file; page-aligned */
-    uint64_t storedSize;       /* bytes the layer occupies in the file */
+    uint64_t fileOffset;       /* bytes from the start of the file; page-aligned (a GGUF read in
+                                  place: where its first tensor lies) */
+    uint64_t storedSize;       /* bytes the layer occupies in the file (a GGUF read in place:
+                                  from its first tensor to the end of its last) */
     uint64_t decodedSize;      /* bytes of the layer's weights once loaded */
     const char* name;          /* "embedding", "block.3", "output"; owned by the model */
 } TinyAILayerDescriptor;
@@ -92,7 +94,7 @@ typedef struct TinyAITensorInfo {
     uint64_t offsetInLayer;    /* bytes from tinyaiGetLayerWeights() to the tensor's data */
     uint64_t decodedSize;      /* bytes of the data in memory */
     uint64_t storedSize;       /* bytes of the data in the file */
-    uint32_t checksum;         /* CRC-32C of the stored bytes */
+    uint32_t checksum;         /* CRC-32C of the stored bytes (0: a GGUF read in place has none) */
 } TinyAITensorInfo;
 
 /* What the weight cache did (since open or the last reset). */
@@ -121,7 +123,12 @@ TINYAI_API TinyAIMmapConfig tinyaiCreateDefaultMmapConfig(void);
  * bounds; checksums are checked when layers load). config may be NULL for the
  * defaults. Returns NULL on failure: tinyaiGetLastError() gives the status
  * (TINYAI_ERR_FILE_NOT_FOUND, _BAD_MAGIC, _UNSUPPORTED_VERSION, _TRUNCATED,
- * _OUT_OF_BOUNDS, _OVERFLOW, _BAD_FORMAT, ...) and the message the cause. */
+ * _OUT_OF_BOUNDS, _OVERFLOW, _BAD_FORMAT, ...) and the message the cause.
+ * A GGUF file (llama or qwen2; recognised by its magic) is read in place:
+ * the index a conversion would write is built in memory from its header and
+ * its tensors are read from the file as they are, with the same cache, cap
+ * and streaming (docs/format.md, "GGUF read in place"; it has no checksums).
+ * So are the images and callbacks below. */
 TINYAI_API TinyAIMappedModel* tinyaiOpenMappedModel(const char* path, const TinyAIMmapConfig* config);
 
 /* As tinyaiOpenMappedModel() over an image already in memory (flash, a test
