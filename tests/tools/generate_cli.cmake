@@ -109,7 +109,7 @@ if(NOT rc EQUAL 0)
 endif()
 expect_runtime_error(TINYAI_ERR_IO "the prompt file '${OUT_DIR}' is a directory, not a file" ${G} -f ${OUT_DIR})
 foreach(tool "${GENERATE};-p;Once;-m" "${INSPECT}" "${BENCH};--no-probe;-m" "${EVAL};--ref;${model}")
-  expect_runtime_error(TINYAI_ERR_IO "the model '${OUT_DIR}' is a directory, not a regular file; give a .tmai file"
+  expect_runtime_error(TINYAI_ERR_IO "the model '${OUT_DIR}' is a directory, not a regular file; give a .tmai or .gguf file"
                        ${tool} ${OUT_DIR})
   # A FIFO is refused before it is opened (opening it would wait for a writer).
   expect_runtime_error(TINYAI_ERR_IO

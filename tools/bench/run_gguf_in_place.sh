@@ -4,8 +4,9 @@
 # 11) in each of DTYPES, written as GGUF by the tests' writer
 # (tinyai_test_export, the stored blocks as they are) and converted back by
 # tinyai-convert --from gguf; then, alternated, RUNS times each:
-#  - open: tinyaiOpenMappedModel + tinyaiCreateLLM (tinyai-bench's open_ms),
-#    warm (the file in the page cache);
+#  - open: tinyaiOpenMappedModel (tinyai-bench's open_ms: the index read and
+#    checked, a GGUF's built) and tinyaiCreateLLM (runner_ms: with no cap,
+#    every weight loaded, a .tmai's checked), warm (the file in the page cache);
 #  - decode and prompt tokens/s, warm, no limit;
 #  - decode tokens/s and bytes read per token cold under a cap the kernel
 #    enforces: run-capped CAP_MB --cold -- tinyai-bench --mem-limit LIMIT;
@@ -44,7 +45,7 @@ done
 
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-declare -A open warm prompt cold readpt
+declare -A open runner warm prompt cold readpt
 prompt_n=${PROMPT:-32}
 gen_n=${GEN:-32}
 echo "GGUF in place vs .tmai: $spec, $threads threads, prompt $prompt_n, gen $gen_n; cold: run-capped $cap --cold, --mem-limit $limit; $runs runs each, alternated"
@@ -55,13 +56,13 @@ for _ in $(seq "$runs"); do
       f=${file[$k]}
       cat "$f" > /dev/null  # warm: in the page cache
       j=$("$bin/tinyai-bench" -m "$f" -t "$threads" --prompt "$prompt_n" --gen "$gen_n" --no-probe --json)
-      o=$(field open_ms <<< "$j"); w=$(field decode_tokens_per_s <<< "$j"); p=$(field pp_tokens_per_s <<< "$j")
+      o=$(field open_ms <<< "$j"); n=$(field runner_ms <<< "$j"); w=$(field decode_tokens_per_s <<< "$j"); p=$(field pp_tokens_per_s <<< "$j")
       j=$("$capped" "$cap" --cold -- "$bin/tinyai-bench" -m "$f" -t "$threads" --prompt "$prompt_n" --gen "$gen_n" \
           --no-probe --json --mem-limit "$limit" 2> /dev/null)
       c=$(field decode_tokens_per_s <<< "$j"); r=$(field read_bytes_per_token <<< "$j")
-      open[$k]+=" $o"; warm[$k]+=" $w"; prompt[$k]+=" $p"; cold[$k]+=" $c"; readpt[$k]+=" $r"
-      printf '  %-14s open %8.2f ms  warm decode %7.2f tok/s  prompt %7.2f tok/s  cold capped decode %6.2f tok/s, %6.1f MiB read/token\n' \
-        "$k" "$o" "$w" "$p" "$c" "$(awk -v b="$r" 'BEGIN {print b / 1048576}')"
+      open[$k]+=" $o"; runner[$k]+=" $n"; warm[$k]+=" $w"; prompt[$k]+=" $p"; cold[$k]+=" $c"; readpt[$k]+=" $r"
+      printf '  %-14s open %7.2f ms  runner %7.2f ms  warm decode %7.2f tok/s  prompt %7.2f tok/s  cold capped decode %6.2f tok/s, %6.1f MiB read/token\n' \
+        "$k" "$o" "$n" "$w" "$p" "$c" "$(awk -v b="$r" 'BEGIN {print b / 1048576}')"
     done
   done
 done
@@ -69,10 +70,10 @@ echo "medians (in place / .tmai):"
 for d in "${dtypes[@]}"; do
   least_g=$("$bin/tinyai-inspect" "${file[$d.gguf]}" | sed -n 's/.*least --mem-limit [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p')
   least_t=$("$bin/tinyai-inspect" "${file[$d.tmai]}" | sed -n 's/.*least --mem-limit [0-9.]* MiB (\([0-9]*\) bytes).*/\1/p')
-  for m in open warm prompt cold; do
+  for m in open runner warm prompt cold; do
     declare -n arr=$m
     g=$(median <<< "${arr[$d.gguf]}"); t=$(median <<< "${arr[$d.tmai]}")
-    printf '  %-9s %-7s in place %9.2f  .tmai %9.2f  ratio %.3f\n' "$d" "$m" "$g" "$t" "$(awk -v a="$g" -v b="$t" 'BEGIN {print b > 0 ? a / b : 0}')"
+    printf '  %-9s %-7s in place %9.2f  .tmai %9.2f  ratio %.3f\n' "$d" "$m" "$g" "$t" "$(awk -v a="$g" -v b="$t" 'BEGIN {print (b > 0 ? a / b : 0)}')"
   done
   printf '  %-9s least --mem-limit: in place %s bytes, .tmai %s bytes\n' "$d" "$least_g" "$least_t"
   printf '  %-9s files: GGUF %s bytes, .tmai %s bytes\n' "$d" "$(stat -c %s "${file[$d.gguf]}")" "$(stat -c %s "${file[$d.tmai]}")"

@@ -549,7 +549,7 @@ using SchedulerHandle = std::unique_ptr<TinyAIForwardScheduler, SchedulerDestroy
 // Opens a model or throws its error (a directory, a FIFO or a device is
 // named as such).
 inline ModelHandle OpenModel(const std::string& path, const TinyAIMmapConfig* config) {
-  CheckIsFile(path, "the model", "a .tmai file");
+  CheckIsFile(path, "the model", "a .tmai or .gguf file");
   ModelHandle m(tinyaiOpenMappedModel(path.c_str(), config));
   if (!m) ThrowLastError(tinyaiGetLastError());
   return m;
