@@ -208,6 +208,14 @@ TinyAIStatus TinyAIMappedModel::ReadGgufIndex(const uint8_t* image) {
     const TinyAIStatus s = tinyai::gguf::ParseHeader(bytes, have, file_size, name, &h);
     if (s == TINYAI_OK) break;
     if (h.wanted <= have) return s;
+    // A bound on what a header may take (a 256k-token vocabulary with its
+    // merges is some 20 MB): past it, a GGUF is refused, not read whole.
+    constexpr uint64_t kMaxHeaderBytes = 256u << 20;
+    if (h.wanted > kMaxHeaderBytes) {
+      return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the GGUF header (keys and tensor directory) runs past %llu MiB; "
+                      "TinyAI reads headers of up to %llu MiB", name, static_cast<unsigned long long>(have >> 20),
+                      static_cast<unsigned long long>(kMaxHeaderBytes >> 20));
+    }
     want = h.wanted;
   }
   struct Reader {

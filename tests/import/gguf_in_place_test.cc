@@ -173,6 +173,33 @@ TEST_F(GgufInPlace, AHeaderLongerThanTheFirstRead) {
   tt::ExpectSameInPlace(gguf, Converted(gguf), "ab cd");
 }
 
+TEST_F(GgufInPlace, AHeaderPastItsBoundIsRefusedUnread) {
+  // One key whose string claims 300 MiB, in a (sparse) file that long: the
+  // reader stops at its 256 MiB bound instead of reading it.
+  std::vector<uint8_t> head = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
+  auto u64 = [&head](uint64_t v) {
+    for (int i = 0; i < 8; ++i) head.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  u64(0);  // tensors
+  u64(1);  // keys
+  u64(11);
+  for (char c : std::string("general.big")) head.push_back(static_cast<uint8_t>(c));
+  head.insert(head.end(), {8, 0, 0, 0});  // a string
+  u64(300ull << 20);
+  const std::string path = dir_.File("big-header.gguf");
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(head.data(), 1, head.size(), f), head.size());
+  ASSERT_EQ(std::fseek(f, static_cast<long>((300ull << 20) + 64), SEEK_SET), 0);
+  ASSERT_EQ(std::fputc(0, f), 0);
+  std::fclose(f);
+  tinyaiClearLastError();
+  EXPECT_EQ(tinyaiOpenMappedModel(path.c_str(), nullptr), nullptr);
+  EXPECT_EQ(tinyaiGetLastError(), TINYAI_ERR_UNSUPPORTED) << tt::LastMessage();
+  EXPECT_NE(tt::LastMessage().find("headers of up to 256 MiB"), std::string::npos) << tt::LastMessage();
+  std::remove(path.c_str());
+}
+
 TEST_F(GgufInPlace, WhatAConversionWidensIsRefusedWithTheCommand) {
   for (uint32_t type : {tt::kGgmlBF16}) {
     const std::string gguf = Write(type);
