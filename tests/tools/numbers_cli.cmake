@@ -134,7 +134,8 @@ unset(ENV{TINYAI_KERNELS})
 # ---- Sizes -----------------------------------------------------------------------
 # What a size means: tinyai-inspect --json reports the limit in bytes.
 foreach(case "1.5M=1572864" "1.5m=1572864" "1.5MiB=1572864" "2G=2147483648" "0.25g=268435456" "64M=67108864"
-             "1048576=1048576" "1048576B=1048576" "1024.5K=1049088")
+             "1048576=1048576" "1048576B=1048576" "1024.5K=1049088" "64MB=67108864" "64mb=67108864" "2GB=2147483648"
+             "512KB=524288" "1.5gib=1610612736")
   string(REPLACE "=" ";" pair "${case}")
   list(GET pair 0 size)
   list(GET pair 1 bytes)
@@ -150,7 +151,7 @@ foreach(case "3K=3072" "1.0001K=1024" "1.0009K=1025" "0.5K=512" "1.5=2" "1.4=1" 
              STDOUT_HAS "\"mem_limit_bytes\":${bytes}," COMMAND ${INSPECT} ${model} --json --mem-limit ${size})
 endforeach()
 expect_usage_error("--mem-limit: 0.0001K (0 bytes) is out of range 1.." ${INSPECT} ${model} --mem-limit 0.0001K)
-foreach(bad "M" "1.M" ".5M" "1.5X" "1e3" "1,5M" " 1M" "1M " "0x10" "1.5.5M" "1MB" "1T")
+foreach(bad "M" "1.M" ".5M" "1.5X" "1e3" "1,5M" " 1M" "1M " "0x10" "1.5.5M" "1MBB" "1T" "1TB" "1Mi" "1iB" "MB")
   expect_usage_error("--mem-limit: '${bad}' is not a size" ${INSPECT} ${model} --mem-limit "${bad}")
 endforeach()
 expect_usage_error("--mem-limit: 18446744073709551616 is out of range" ${INSPECT} ${model} --mem-limit 18446744073709551616)

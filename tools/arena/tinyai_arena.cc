@@ -40,7 +40,8 @@ const char kUsage[] =
     "  --json            one JSON object on stdout (\"context\" is the context used, \"requested_context\"\n"
     "                    the one asked for)\n"
     "  -h, --help        this help; --version: the library's version\n"
-    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "SIZE: bytes, or with K, M or G, with or without B or iB (binary, decimals allowed:\n"
+    "1.5M = 1.5MB = 1.5MiB = 1572864 bytes), at least 1.\n"
     "Exit status: 0 when the estimate holds, 1 on a runtime error or when it does not hold (\"tinyai-arena:\n"
     "STATUS: message\" on stderr), 2 usage error.\n";
 

@@ -61,7 +61,8 @@ const char kUsage[] =
     "                    plan, warm-up, every 16 tokens and close; peak_bytes and peak_rss_bytes\n"
     "  --memory-trace FILE  the same at every token as CSV, for tinyai-memplot FILE -o FILE.svg\n"
     "  -h, --help        this help; --version: the library's version\n"
-    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "SIZE: bytes, or with K, M or G, with or without B or iB (binary, decimals allowed:\n"
+    "1.5M = 1.5MB = 1.5MiB = 1572864 bytes), at least 1.\n"
     "Exit status: 0 success, 1 runtime error (\"tinyai-bench: STATUS: message\" on stderr), 2 usage error.\n";
 
 // The probe's buffer in MiB: at most 64 GiB, and what a size_t holds.

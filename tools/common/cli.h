@@ -222,15 +222,15 @@ inline double ParseFloat(const std::string& flag, const char* v, double min, dou
 }
 
 // A byte count: digits, an optional decimal part, and an optional unit K, M
-// or G (binary: 1.5M = 1572864 bytes; also k m g, KiB MiB GiB, B), rounded to
-// a whole byte, in [min, max]. Refuses a negative, empty, overflowing or
-// malformed value.
+// or G, with or without B or iB (binary whichever is written: 1.5M = 1.5MB =
+// 1.5MiB = 1572864 bytes; lower case too), rounded to a whole byte, in
+// [min, max]. Refuses a negative, empty, overflowing or malformed value.
 inline uint64_t ParseSize(const std::string& flag, const char* v, uint64_t min = 1, uint64_t max = SIZE_MAX) {
   const std::string text = v;
   const std::string range = std::to_string(min) + ".." + std::to_string(max) + " bytes";
   auto malformed = [&]() -> UsageError {
     return UsageError(flag + ": '" + text + "' is not a size (digits, an optional decimal part and a unit K, M or G, " +
-                      "e.g. 64M or 1.5G; allowed " + range + ")");
+                      "binary, with or without B or iB: e.g. 64M, 64MB or 1.5GiB; allowed " + range + ")");
   };
   if (!text.empty() && text[0] == '-') throw UsageError(flag + ": " + text + " is negative (allowed " + range + ")");
   size_t i = 0;
@@ -249,12 +249,17 @@ inline uint64_t ParseSize(const std::string& flag, const char* v, uint64_t min =
     for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, place /= 10) fraction += (text[i] - '0') * place;
     if (i == first) throw malformed();
   }
-  const std::string unit = text.substr(i);
+  std::string unit = text.substr(i);
+  // K, KB, KiB (any case) alike: a limit is binary whichever way it is written.
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   uint64_t scale = 1;
-  if (unit == "K" || unit == "k" || unit == "KiB") scale = 1ull << 10;
-  else if (unit == "M" || unit == "m" || unit == "MiB") scale = 1ull << 20;
-  else if (unit == "G" || unit == "g" || unit == "GiB") scale = 1ull << 30;
-  else if (!unit.empty() && unit != "B") throw malformed();
+  const char prefix = unit.empty() ? '\0' : unit[0];
+  const std::string suffix = unit.empty() ? std::string() : unit.substr(1);
+  const bool unit_ok = suffix.empty() || suffix == "b" || suffix == "ib";
+  if (prefix == 'k' && unit_ok) scale = 1ull << 10;
+  else if (prefix == 'm' && unit_ok) scale = 1ull << 20;
+  else if (prefix == 'g' && unit_ok) scale = 1ull << 30;
+  else if (!unit.empty() && unit != "b") throw malformed();
   const uint64_t extra = static_cast<uint64_t>(std::llround(fraction * static_cast<double>(scale)));
   if (too_big || whole > UINT64_MAX / scale || whole * scale > UINT64_MAX - extra) {
     throw UsageError(flag + ": " + text + " is out of range " + range);

@@ -66,7 +66,8 @@ const char kUsage[] =
     "  --fallback STEPS  with --estimate: the fallback chain, as tinyai-generate --fallback; the level it\n"
     "                reaches is reported\n"
     "  -h, --help    this help; --version: the library's version\n"
-    "SIZE: bytes, or with K, M or G (binary, decimals allowed: 1.5M = 1572864 bytes), at least 1.\n"
+    "SIZE: bytes, or with K, M or G, with or without B or iB (binary, decimals allowed:\n"
+    "1.5M = 1.5MB = 1.5MiB = 1572864 bytes), at least 1.\n"
     "Exit status: 0 success, 1 runtime error or nothing fits --mem-limit (\"tinyai-inspect: STATUS: message\" on\n"
     "stderr), 2 usage error.\n";
 
