@@ -73,7 +73,10 @@ foreach(cmd IN LISTS takes_context)
   string(REPLACE "|" ";" cmd "${cmd}")
   expect_run(RC 2 EXPECT "--context: 1048577 is out of range 0..1048576" "0 = the model's seq_len" "usage:" STDOUT_EMPTY
              COMMAND ${cmd} --context 1048577)
+  # -c is --context (llama.cpp's name), in every tool that takes it.
+  expect_run(RC 2 EXPECT "-c: 1048577 is out of range 0..1048576" STDOUT_EMPTY COMMAND ${cmd} -c 1048577)
 endforeach()
+expect_run(RC 0 STDOUT_HAS "\"context\":16" COMMAND ${INSPECT} ${model} -c 16 --json)
 foreach(cmd IN LISTS takes_mem_limit)
   string(REPLACE "|" ";" cmd "${cmd}")
   expect_usage_error("--mem-limit: 0 is out of range 1.." ${cmd} --mem-limit 0)

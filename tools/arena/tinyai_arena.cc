@@ -4,7 +4,7 @@
 // into memory, asks tinyaiEstimateStaticArena, then checks the answer: an
 // arena of exactly N bytes runs a short generation without allocating, one
 // of N - 1 fails before running.
-//   tinyai-arena MODEL.tmai [--context N] [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE]
+//   tinyai-arena MODEL.tmai [-c|--context N] [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE]
 //                [--reader] [--json]
 // The figure holds for the build that measured it: this host build's
 // pointers are 8 bytes; a 32-bit build (e.g. scripts/cross-test.sh armhf,
@@ -23,14 +23,14 @@ namespace {
 const char kTool[] = "tinyai-arena";
 
 const char kUsage[] =
-    "usage: tinyai-arena MODEL.tmai [--context N] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
+    "usage: tinyai-arena MODEL.tmai [-c|--context N] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
     "                    [--mem-limit SIZE] [--reader] [--json]\n"
     "       tinyai-arena -h | --help | --version\n"
     "  the bytes of static arena (tinyaiSetStaticArena) the model and an LLM over it need on the\n"
     "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
     "  a callback into the weight cache (give --mem-limit to cap it). MODEL.tmai is read whole into\n"
     "  memory, as the device holds it: a regular file (its size is the bound), not a FIFO or a device\n"
-    "  --context N       tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  -c, --context N   tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
     "  --kv-type T       KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N     a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
     "  --kv-sink K       with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
@@ -122,7 +122,7 @@ int Run(int argc, char** argv) {
       if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--context") cfg.contextLength = tt::ParseContext(a, value());
+    if (a == "--context" || a == "-c") cfg.contextLength = tt::ParseContext(a, value());
     else if (a == "--mem-limit") cfg.memoryLimit = tt::ParseMemLimit(a, value());
     else if (a == "--kv-type") cfg.kvType = tt::ParseKvType(a, value());
     else if (a == "--kv-window") cfg.kvWindow = tt::ParseKvWindow(a, value());

@@ -2,7 +2,7 @@
 // peak RSS of a model, beside the effective weight bandwidth and the
 // machine's measured memory read bandwidth; under a memory limit or cache
 // cap, what the weight cache read from storage per decoded token.
-//   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]
+//   tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [-c|--context N]
 //                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
 //                [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--huge-pages] [--json]
 //                [--memory-report FILE] [--memory-trace FILE]
@@ -27,7 +27,7 @@ namespace {
 const char kTool[] = "tinyai-bench";
 
 const char kUsage[] =
-    "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [--context N]\n"
+    "usage: tinyai-bench -m MODEL.tmai [-t THREADS] [--prompt N] [--gen N] [-c|--context N]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
     "                    [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--probe-mib M] [--huge-pages]\n"
     "                    [--json] [--memory-report FILE] [--memory-trace FILE]\n"
@@ -37,7 +37,7 @@ const char kUsage[] =
     "  -t THREADS        compute threads, 0..256 (default 0 = one per core)\n"
     "  --prompt N        prompt tokens for prompt processing and time to first token, 1..1048576 (default 128)\n"
     "  --gen N           tokens decoded one at a time, 1..1048576 (default 128)\n"
-    "  --context N       tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  -c, --context N   tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len)\n"
     "  --mem-limit SIZE  bound everything TinyAI holds (weights, KV, activations, tables), e.g. 232M\n"
     "                    or auto: what this process's memory cgroup (else MemAvailable) leaves, less\n"
     "                    16 MiB for the process (default: no limit)\n"
@@ -266,7 +266,7 @@ int Run(int argc, char** argv) {
     else if (a == "-t") o.threads = tt::ParseThreads(a, value());
     else if (a == "--prompt") o.prompt_n = tt::ParseInt32(a, value(), 1, tinyai::limits::kMaxSeqLen);
     else if (a == "--gen") o.gen_n = tt::ParseInt32(a, value(), 1, tinyai::limits::kMaxSeqLen);
-    else if (a == "--context") o.context = tt::ParseContext(a, value());
+    else if (a == "--context" || a == "-c") o.context = tt::ParseContext(a, value());
     else if (a == "--mem-limit") o.mem_limit = tt::ParseMemLimit(a, value());
     else if (a == "--cache") o.mmap.maxCacheSize = tt::ParseByteLimit(a, value());
     else if (a == "--prefetch-threads") o.mmap.prefetchThreads = tt::ParsePrefetchThreads(a, value());

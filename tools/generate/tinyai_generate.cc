@@ -1,7 +1,7 @@
 // tinyai-generate: text generation. The text goes to stdout exactly as the
 // golden files show it; figures go to stderr.
 //   tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T] [--top-p P]
-//                   [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]
+//                   [--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]
@@ -23,7 +23,7 @@ const char kTool[] = "tinyai-generate";
 
 const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
-    "                       [--top-p P] [--seed S] [-t THREADS] [--context N] [--mem-limit SIZE] [--cache SIZE]\n"
+    "                       [--top-p P] [--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE] [--cache SIZE]\n"
     "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]\n"
     "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
@@ -46,7 +46,7 @@ const char kUsage[] =
     "  --top-p P        nucleus mass, in (0, 1] (default 0.9)\n"
     "  --seed S         sampler seed, 0..18446744073709551615 (default 42)\n"
     "  -t THREADS       compute threads, 0..256 (default 0 = one per core)\n"
-    "  --context N      tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len); with\n"
+    "  -c, --context N  tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len); with\n"
     "                   --kv-window, the longest prompt\n"
     "  --kv-type T      how the KV cache stores keys and values: f32 (default), f16, int8 (an f16 scale\n"
     "                   per 32 values of a head) or auto (the most precise with which the best mode fits\n"
@@ -185,7 +185,7 @@ int Run(int argc, char** argv) {
     else if (a == "--top-p") params.sampler.topP = static_cast<float>(tt::ParseFloat(a, value(), 0.0, 1.0, true));
     else if (a == "--seed") params.sampler.seed = tt::ParseUint64(a, value());
     else if (a == "-t") config.threads = tt::ParseThreads(a, value());
-    else if (a == "--context") config.contextLength = tt::ParseContext(a, value());
+    else if (a == "--context" || a == "-c") config.contextLength = tt::ParseContext(a, value());
     else if (a == "--mem-limit") config.memoryLimit = tt::ParseMemLimit(a, value());
     else if (a == "--kv-type") config.kvType = tt::ParseKvType(a, value());
     else if (a == "--kv-window") config.kvWindow = tt::ParseKvWindow(a, value());

@@ -5,7 +5,7 @@
 // and the mode ADAPTIVE would choose under --mem-limit. The least limit is
 // for tinyai-generate's defaults (one thread per core, the model's seq_len, an
 // f32 KV cache) or the -t, --context and --kv-* given, and says which.
-//   tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]
+//   tinyai-inspect MODEL.tmai [--json] [-c|--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]
 //                  [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...
 //                  [--debug-exec] [--dump-dag FILE]
 // Exit status 1 when nothing fits --mem-limit (the report still goes to
@@ -29,10 +29,10 @@ namespace {
 const char kTool[] = "tinyai-inspect";
 
 const char kUsage[] =
-    "usage: tinyai-inspect MODEL.tmai [--json] [--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
+    "usage: tinyai-inspect MODEL.tmai [--json] [-c|--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
     "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
-    "       tinyai-inspect MODEL.tmai --estimate [--mem-limit SIZE] [--cache SIZE] [--context N] [--kv-type T]\n"
+    "       tinyai-inspect MODEL.tmai --estimate [--mem-limit SIZE] [--cache SIZE] [-c|--context N] [--kv-type T]\n"
     "                      [-t THREADS] [--mode M] [--fallback STEPS] [--bandwidth GBPS] [--json]\n"
     "       tinyai-inspect -h | --help | --version\n"
     "  the model's name and source (the format and file it was converted from), hyper-parameters, layers and\n"
@@ -40,7 +40,8 @@ const char kUsage[] =
     "  threads, context and KV cache below (tinyai-generate's defaults unless given), printed beside it,\n"
     "  rounded up (the figure given back to --mem-limit runs)\n"
     "  --json        one JSON object on stdout\n"
-    "  --context N   tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
+    "  -c, --context N\n"
+    "                tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
     "  -t THREADS    compute threads, 0..256 (default 0 = one per core, as tinyai-generate)\n"
     "  --kv-type T   KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
@@ -185,7 +186,7 @@ int Run(int argc, char** argv) {
     else if (a == "--fallback") tt::ParseFallback(a, value(), llm_config.fallback);
     else if (a == "--cache") cache = tt::ParseByteLimit(a, value());
     else if (a == "--bandwidth") bandwidth = tt::ParseFloat(a, value(), 0.1, 100000.0);
-    else if (a == "--context") llm_config.contextLength = tt::ParseContext(a, value());
+    else if (a == "--context" || a == "-c") llm_config.contextLength = tt::ParseContext(a, value());
     else if (a == "-t") llm_config.threads = tt::ParseThreads(a, value());
     else if (a == "--kv-type") llm_config.kvType = tt::ParseKvType(a, value());
     else if (a == "--kv-window") llm_config.kvWindow = tt::ParseKvWindow(a, value());
