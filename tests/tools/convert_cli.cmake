@@ -51,9 +51,32 @@ if(EXISTS ${STORIES_DIR}/stories260K.bin AND EXISTS ${STORIES_DIR}/tok512.bin)
     endif()
   endforeach()
   expect_run(RC 0 COMMAND ${CONVERT} --from llama2c --tokenizer ${tok} ${ckpt} ${OUT_DIR}/stories.tmai)
+
+  # ---- The input's format told by its bytes: no --from --------------------------------------
+  expect_run(RC 0 EXPECT "is a llama2.c checkpoint" COMMAND ${CONVERT} --tokenizer ${tok} ${ckpt} ${OUT_DIR}/bytes.tmai)
+  file(SHA256 ${OUT_DIR}/stories.tmai with_from)
+  file(SHA256 ${OUT_DIR}/bytes.tmai without_from)
+  if(NOT with_from STREQUAL without_from)
+    cli_fail("tinyai-convert without --from wrote another file than with --from llama2c")
+  endif()
+  expect_run(RC 0 EXPECT "is a .tmai model" COMMAND ${CONVERT} --dtype q8_0 ${OUT_DIR}/stories.tmai ${OUT_DIR}/q8.tmai)
+  expect_usage_error("is a llama2.c checkpoint: give its tokenizer with --tokenizer"
+                     ${CONVERT} ${ckpt} ${OUT_DIR}/none.tmai)
+  expect_usage_error("is a llama2.c tokenizer: give the checkpoint as IN" ${CONVERT} ${tok} ${OUT_DIR}/none.tmai)
+  # A runtime tool given a file it cannot run names the command that converts it.
+  expect_run(RC 1 EXPECT "is a llama2.c checkpoint: convert it with tinyai-convert --tokenizer TOK.bin" STDOUT_EMPTY
+             COMMAND ${GENERATE} -m ${ckpt} -p a)
+  expect_run(RC 1 EXPECT "is a llama2.c tokenizer, not a model" STDOUT_EMPTY COMMAND ${GENERATE} -m ${tok} -p a)
 else()
   message(STATUS "no stories260K under '${STORIES_DIR}': the llama2.c same-file checks are skipped")
 endif()
+
+# Neither a format by its bytes nor an existing file.
+file(WRITE ${OUT_DIR}/text.bin "hello, world\n")
+expect_run(RC 1 EXPECT "TINYAI_ERR_BAD_MAGIC" "say which with --from" STDOUT_EMPTY
+           COMMAND ${CONVERT} ${OUT_DIR}/text.bin ${OUT_DIR}/none.tmai)
+expect_run(RC 1 EXPECT "TINYAI_ERR_FILE_NOT_FOUND" STDOUT_EMPTY COMMAND ${CONVERT} ${OUT_DIR}/absent ${OUT_DIR}/none.tmai)
+expect_run(RC 1 EXPECT "none of the formats TinyAI reads" STDOUT_EMPTY COMMAND ${GENERATE} -m ${OUT_DIR}/text.bin -p a)
 
 # ---- Models the runtime would refuse are not written ---------------------------------------
 set(base dim=8,hidden=8,heads=2)
@@ -164,8 +187,10 @@ foreach(m s16 s16z)
   expect_run(RC 0 COMMAND ${GENERATE} -m ${OUT_DIR}/${m}.tmai -p a -n 8 --quiet)
 endforeach()
 expect_run(RC 0 EXPECT "matrices f16" COMMAND ${CONVERT} --dtype f16 --dense ${OUT_DIR}/net.def ${OUT_DIR}/net16.tmai)
-expect_usage_error("--dtype takes f32, f16, q8_g32, q4_g32, q4nl_g32, q4_k, q5_k, q6_k, q5_g32 or q5m_g32, got 'q8'" ${CONVERT} --dtype q8 --synthetic
-                   ${small} ${OUT_DIR}/n.tmai)
+# One vocabulary: GGUF's names and tinyai-quantize's beside ours.
+expect_usage_error("--dtype takes f32, f16, q8_g32 (q8_0, int8), q4_g32 (q4_0, int4-sym), q4nl_g32 (iq4_nl, int4), "
+                   ${CONVERT} --dtype q8 --synthetic ${small} ${OUT_DIR}/n.tmai)
+expect_run(RC 0 EXPECT "matrices q4_g32" COMMAND ${CONVERT} --dtype Q4_0 --synthetic ${small} ${OUT_DIR}/q40.tmai)
 # A K-quant takes rows of whole blocks of 256 values: other rows are refused
 # with the dtypes that take them, and nothing is left behind.
 expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "values cannot be q4_k, whose blocks hold 256 values" ${CONVERT}

@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "format/limits.h"
+#include "tools/common/formats.h"
 #include "tinyai/tinyai.h"
 #include "tinyai/utils/forward_scheduler.h"
 
@@ -556,7 +557,16 @@ using SchedulerHandle = std::unique_ptr<TinyAIForwardScheduler, SchedulerDestroy
 inline ModelHandle OpenModel(const std::string& path, const TinyAIMmapConfig* config) {
   CheckIsFile(path, "the model", "a .tmai or .gguf file");
   ModelHandle m(tinyaiOpenMappedModel(path.c_str(), config));
-  if (!m) ThrowLastError(tinyaiGetLastError());
+  if (!m) {
+    const TinyAIStatus s = tinyaiGetLastError();
+    // A file of another format: say what it is and which command converts it.
+    // (The library itself names GGUF and safetensors files.)
+    const FileFormat format = s == TINYAI_ERR_BAD_MAGIC ? DetectFormat(path) : FileFormat::kTmai;
+    const bool named = format == FileFormat::kTmai || format == FileFormat::kGguf || format == FileFormat::kSafetensors;
+    const std::string advice = named ? std::string() : ConvertAdvice(path);
+    if (!advice.empty()) throw RuntimeError(s, std::string(tinyaiGetLastErrorMessage()) + "; " + advice);
+    ThrowLastError(s);
+  }
   return m;
 }
 

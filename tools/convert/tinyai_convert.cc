@@ -1,4 +1,5 @@
 // tinyai-convert: build .tmai models.
+//   tinyai-convert [--tokenizer TOK.bin] [--name NAME] [--dtype D] [--compress C] IN OUT.tmai  (IN's format by its bytes)
 //   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai
 //   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --synthetic SPEC OUT.tmai
 //   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --dense DEF.txt OUT.tmai
@@ -14,19 +15,24 @@
 #include "import/model_builder.h"
 #include "format/tmai_writer.h"
 #include "tools/common/cli.h"
+#include "tools/common/formats.h"
 
 namespace {
 
 const char kTool[] = "tinyai-convert";
 
 const char kUsage[] =
-    "usage: tinyai-convert [--dtype D] [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
+    "usage: tinyai-convert [--tokenizer TOK.bin] [--name NAME] [--dtype D] [--compress C] IN OUT.tmai\n"
+    "       tinyai-convert [--dtype D] [--compress C] --from llama2c [--name NAME] --tokenizer TOK.bin IN.bin OUT.tmai\n"
     "       tinyai-convert [--dtype D] [--compress C] --synthetic SPEC OUT.tmai\n"
     "       tinyai-convert [--dtype D] [--compress C] --dense DEF.txt OUT.tmai\n"
     "       tinyai-convert [--dtype D] [--compress C] --from tmai [--name NAME] IN.tmai OUT.tmai\n"
     "       tinyai-convert [--compress C] --from gguf [--name NAME] IN.gguf OUT.tmai\n"
     "       tinyai-convert [--compress C] --from safetensors [--name NAME] DIR_OR_FILE OUT.tmai\n"
     "       tinyai-convert -h | --help | --version\n"
+    "  IN                 without --from, its format is told by its first bytes: GGUF (\"GGUF\"), safetensors (a\n"
+    "                     folder with model.safetensors or its index, a .safetensors file, the index), .tmai\n"
+    "                     (\"TMAI\"), else a llama2.c checkpoint (a plausible header; needs --tokenizer)\n"
     "  --from llama2c     convert a llama2.c checkpoint IN.bin (with --tokenizer TOK.bin, its tokenizer)\n"
     "  --from tmai        write an existing model IN.tmai again: its matrices in --dtype (default: as they\n"
     "                     are), stored per --compress (default none); everything else as it is\n"
@@ -47,9 +53,9 @@ const char kUsage[] =
     "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
     "  --dense DEF.txt    a random-weight dense network from a definition file\n"
     "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights):\n"
-    "                     f32 (default), f16 (rounded to nearest even), or grouped: q8_g32 (int8), q4_g32\n"
-    "                     or q4nl_g32 (4-bit, uniform or non-uniform grid) in groups of 32 with searched\n"
-    "                     scales, q5_g32, q5m_g32, or the K-quants q4_k, q5_k, q6_k (rows of whole blocks of\n"
+    "                     f32 (default), f16 (rounded to nearest even), or grouped: q8_g32 (q8_0, int8),\n"
+    "                     q4_g32 (q4_0, int4-sym) or q4nl_g32 (iq4_nl, int4) (4-bit, uniform or non-uniform\n"
+    "                     grid) in groups of 32 with searched scales, q5_g32 (q5_0), q5m_g32 (q5_1), or the K-quants q4_k, q5_k, q6_k (rows of whole blocks of\n"
     "                     256 only) (docs/format.md); norm weights and biases stay f32. A grouped matrix of\n"
     "                     the input is copied or dequantized, never quantized again to another grouped dtype\n"
     "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
@@ -79,13 +85,27 @@ tinyai::WriteOptions ParseCompress(const std::string& v) {
   return o;
 }
 
-// A dtype by its name ("f32" ... "q5m_g32").
-TinyAIDType ParseDtype(const std::string& v) {
+// A dtype by its name ("f32" ... "q5m_g32"), GGUF's (q8_0, q4_0, iq4_nl,
+// q5_0, q5_1) or tinyai-quantize's (fp32, fp16, int8, int4, int4-sym), in
+// any case: one vocabulary in every tool.
+TinyAIDType ParseDtype(const std::string& given) {
+  std::string v = given;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const struct {
+    const char* alias;
+    TinyAIDType dtype;
+  } kAliases[] = {{"fp32", TINYAI_DTYPE_F32},     {"fp16", TINYAI_DTYPE_F16},      {"q8_0", TINYAI_DTYPE_Q8_G32},
+                  {"int8", TINYAI_DTYPE_Q8_G32},  {"q4_0", TINYAI_DTYPE_Q4_G32},   {"int4-sym", TINYAI_DTYPE_Q4_G32},
+                  {"iq4_nl", TINYAI_DTYPE_Q4NL_G32}, {"int4", TINYAI_DTYPE_Q4NL_G32}, {"q5_0", TINYAI_DTYPE_Q5_G32},
+                  {"q5_1", TINYAI_DTYPE_Q5M_G32}};
+  for (const auto& a : kAliases) {
+    if (v == a.alias) return a.dtype;
+  }
   for (int d = TINYAI_DTYPE_F32; d <= TINYAI_DTYPE_Q5M_G32; ++d) {
     if (v == tinyaiDTypeName(static_cast<TinyAIDType>(d))) return static_cast<TinyAIDType>(d);
   }
-  throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32, q4_g32, q4nl_g32, q4_k, q5_k, q6_k, q5_g32 or "
-                                 "q5m_g32, got '" + v + "'");
+  throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32 (q8_0, int8), q4_g32 (q4_0, int4-sym), q4nl_g32 "
+                                 "(iq4_nl, int4), q4_k, q5_k, q6_k, q5_g32 (q5_0) or q5m_g32 (q5_1), got '" + given + "'");
 }
 
 // matrices: what the matrices were written as (default: o.matrix_dtype).
@@ -221,6 +241,29 @@ int Run(int argc, char** argv) {
     PrintStats(options, stats);
     return 0;
   }
+  if (from.empty() && !positional.empty()) {
+    // The input's format, told by its bytes.
+    const tinyai_tools::FileFormat format = tinyai_tools::DetectFormat(positional[0]);
+    from = tinyai_tools::ConvertFromName(format);
+    if (format == tinyai_tools::FileFormat::kLlama2cTokenizer) {
+      throw tinyai_tools::UsageError("'" + positional[0] + "' is a llama2.c tokenizer: give the checkpoint as IN and "
+                                     "the tokenizer as --tokenizer " + positional[0]);
+    }
+    if (from.empty()) {
+      tinyai_tools::CheckIsFile(positional[0], "the input", "a GGUF, safetensors, llama2.c or .tmai file");
+      if (tinyai_tools::KindOfPath(positional[0]).empty() && access(positional[0].c_str(), F_OK) != 0) {
+        throw tinyai_tools::RuntimeError(TINYAI_ERR_FILE_NOT_FOUND, "the input '" + positional[0] + "' does not exist");
+      }
+      throw tinyai_tools::RuntimeError(
+          TINYAI_ERR_BAD_MAGIC, "'" + positional[0] + "' is not a GGUF, safetensors, llama2.c or .tmai file by its "
+                                "first bytes; if it is one, say which with --from gguf|safetensors|llama2c|tmai");
+    }
+    if (from == std::string("llama2c") && tokenizer.empty()) {
+      throw tinyai_tools::UsageError("'" + positional[0] + "' is a llama2.c checkpoint: give its tokenizer with "
+                                     "--tokenizer TOK.bin (llama2.c's tokenizer.bin, or the one it was trained with)");
+    }
+    std::fprintf(stderr, "tinyai-convert: '%s' is %s\n", positional[0].c_str(), tinyai_tools::FileFormatName(format));
+  }
   if (!name.empty() && from != "llama2c" && from != "tmai" && from != "gguf" && from != "safetensors") {
     throw tinyai_tools::UsageError("--name goes with --from llama2c, --from tmai, --from gguf or --from safetensors");
   }
@@ -265,8 +308,8 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (from != "llama2c") {
-    throw tinyai_tools::UsageError(from.empty() ? "say --from llama2c, --from tmai, --from gguf, --from safetensors, "
-                                                  "--synthetic or --dense"
+    throw tinyai_tools::UsageError(from.empty() ? "give IN and OUT.tmai (or --synthetic SPEC OUT.tmai, or --dense DEF.txt "
+                                                  "OUT.tmai)"
                                                 : "unknown --from " + from);
   }
   if (tokenizer.empty() || positional.size() != 2) throw tinyai_tools::UsageError("--from llama2c needs --tokenizer TOK.bin IN.bin OUT.tmai");
