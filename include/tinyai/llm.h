@@ -162,12 +162,29 @@ typedef struct TinyAIModelInfo {
     TinyAIKVType kvType;    /* how the KV cache stores keys and values (TINYAI_KV_AUTO's choice) */
 } TinyAIModelInfo;
 
+/* Sampling, in this order: the repetition penalty on the logits; greedy at
+ * temperature 0; otherwise the logits divided by the temperature and
+ * softmaxed (llama2.c's order), then top-k, min-p and top-p keep the tokens
+ * that pass all three, renormalized, and one is drawn. */
 typedef struct TinyAISamplerConfig {
     uint32_t structSize;    /* sizeof(TinyAISamplerConfig) */
     float temperature;      /* 0 = greedy (always the arg-max); default 0 */
     float topP;             /* nucleus sampling mass in (0, 1]; 1 = off; default 0.9 */
     uint64_t seed;          /* random seed; same seed and settings give the same text */
+    int32_t topK;           /* keep the topK most likely tokens; 0 = off (default), 0..vocabulary */
+    float minP;             /* keep tokens at least minP times the most likely's probability, in
+                               [0, 1]; 0 = off (default) */
+    float repeatPenalty;    /* a token among the last repeatLastN (prompt included) has its logit
+                               divided by this when positive, multiplied when not (llama.cpp's
+                               rule), each token once; finite and > 0, 1 = off (default). Generation
+                               only: tinyaiLLMSample, which sees no tokens, refuses another value */
+    int32_t repeatLastN;    /* tokens the penalty looks back over, 1..TINYAI_MAX_REPEAT_LAST_N
+                               (default 64); held in memory the generation takes at its start */
 } TinyAISamplerConfig;
+
+#define TINYAI_MAX_REPEAT_LAST_N 4096
+#define TINYAI_MAX_STOP_STRINGS 16
+#define TINYAI_MAX_STOP_BYTES 256
 
 /* Called with each piece of text as it is produced; return non-zero to stop
  * (the generation then ends with TINYAI_STOPPED). It must not call TinyAI on
@@ -186,6 +203,12 @@ typedef struct TinyAIGenerateParams {
                                maxNewTokens, steps, the context, or BOS sampled. A struct from
                                before this field (structSize smaller) keeps llama2.c's
                                behaviour: steps only, default 256. */
+    const char* const* stop; /* stopCount strings; generation ends where the generated text (not
+                               the prompt) first holds one of them, which is not printed; text
+                               that may begin one is held back until it is decided. Each is
+                               1..TINYAI_MAX_STOP_BYTES bytes; they must live until the generation
+                               ends. NULL = none (default) */
+    int32_t stopCount;      /* 0..TINYAI_MAX_STOP_STRINGS */
 } TinyAIGenerateParams;
 
 /* Why a generation ended. */
@@ -198,9 +221,10 @@ typedef enum TinyAIStopReason TINYAI_ENUM_BASE {
     TINYAI_STOP_CALLBACK = 5,    /* onText returned non-zero (status TINYAI_STOPPED) */
     TINYAI_STOP_OUTPUT_FULL = 6, /* tinyaiExecuteNextLayer(): the next piece would not fit the
                                     output buffer (TinyAISchedulerConfig.outputCapacity) */
-    TINYAI_STOP_EOS = 7          /* the model sampled an end-of-generation token: EOS or an
+    TINYAI_STOP_EOS = 7,         /* the model sampled an end-of-generation token: EOS or an
                                     end-of-turn token (<|eot_id|>, <|im_end|>) of a byte-level
                                     BPE vocabulary; not printed */
+    TINYAI_STOP_STRING = 8       /* the text reached one of TinyAIGenerateParams.stop; not printed */
 } TinyAIStopReason;
 
 typedef struct TinyAIGenerateStats {
@@ -235,7 +259,7 @@ typedef struct TinyAIMemoryReport {
 } TinyAIMemoryReport;
 
 /* Static names: "max_new", "steps", "context", "bos", "callback", "output_full",
- * "none"; "?" otherwise. */
+ * "eos", "stop_string", "none"; "?" otherwise. */
 TINYAI_API const char* tinyaiStopReasonName(TinyAIStopReason reason);
 /* Static names: "f32", "f16", "int8", "auto"; "?" otherwise. */
 TINYAI_API const char* tinyaiKVTypeName(TinyAIKVType type);

@@ -94,6 +94,42 @@ TinyAIStatus CheckSampler(const TinyAISamplerConfig& s) {
   if (!(s.topP > 0.0f && s.topP <= 1.0f)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler topP %g must be in (0, 1]", static_cast<double>(s.topP));
   }
+  if (s.topK < 0) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler topK %d is negative (0 = off)", static_cast<int>(s.topK));
+  }
+  if (!(s.minP >= 0.0f && s.minP <= 1.0f)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler minP %g must be in [0, 1] (0 = off)",
+                    static_cast<double>(s.minP));
+  }
+  if (!(s.repeatPenalty > 0.0f) || !std::isfinite(s.repeatPenalty)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler repeatPenalty %g must be finite and > 0 (1 = off)",
+                    static_cast<double>(s.repeatPenalty));
+  }
+  if (s.repeatLastN < 1 || s.repeatLastN > TINYAI_MAX_REPEAT_LAST_N) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler repeatLastN %d is outside 1..%d",
+                    static_cast<int>(s.repeatLastN), TINYAI_MAX_REPEAT_LAST_N);
+  }
+  return TINYAI_OK;
+}
+
+// The stop strings: at most TINYAI_MAX_STOP_STRINGS, each 1..TINYAI_MAX_STOP_BYTES bytes.
+TinyAIStatus CheckStops(const TinyAIGenerateParams& p, const char* call) {
+  if (p.stopCount < 0 || p.stopCount > TINYAI_MAX_STOP_STRINGS) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: stopCount %d is outside 0..%d", call,
+                    static_cast<int>(p.stopCount), TINYAI_MAX_STOP_STRINGS);
+  }
+  if (p.stopCount > 0 && !p.stop) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: stop is NULL with stopCount %d", call,
+                    static_cast<int>(p.stopCount));
+  }
+  for (int32_t i = 0; i < p.stopCount; ++i) {
+    if (!p.stop[i]) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: stop[%d] is NULL", call, static_cast<int>(i));
+    const size_t n = std::strlen(p.stop[i]);
+    if (n == 0 || n > TINYAI_MAX_STOP_BYTES) {
+      return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: stop[%d] is %zu bytes; a stop string is 1..%d", call,
+                      static_cast<int>(i), n, TINYAI_MAX_STOP_BYTES);
+    }
+  }
   return TINYAI_OK;
 }
 
@@ -113,6 +149,7 @@ TinyAIStatus CopyGenerateParams(const TinyAIGenerateParams* in, TinyAIGeneratePa
   if (out->maxNewTokens < 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "%s: maxNewTokens %d is negative", call, out->maxNewTokens);
   }
+  TINYAI_RETURN_IF_ERROR(CheckStops(*out, call));
   return CheckSampler(out->sampler);
 }
 
@@ -213,6 +250,7 @@ const char* tinyaiStopReasonName(TinyAIStopReason reason) {
     case TINYAI_STOP_CALLBACK: return "callback";
     case TINYAI_STOP_OUTPUT_FULL: return "output_full";
     case TINYAI_STOP_EOS: return "eos";
+    case TINYAI_STOP_STRING: return "stop_string";
   }
   return "?";
 }
@@ -651,8 +689,14 @@ TinyAIStatus tinyaiLLMSample(const TinyAILLM* llm, float* logits, const TinyAISa
       tinyai::ReadVersioned(sampler, &cfg, TINYAI_STRUCT_MIN(TinyAISamplerConfig, temperature),
                             "tinyaiLLMSample: sampler"));
   TINYAI_RETURN_IF_ERROR(CheckSampler(cfg));
+  if (cfg.repeatPenalty != 1.0f) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT,
+                    "tinyaiLLMSample: repeatPenalty %g needs the tokens before, which this call does not see: apply "
+                    "it to the logits first (or generate with tinyaiLLMGenerate), and give 1 here",
+                    static_cast<double>(cfg.repeatPenalty));
+  }
   // The sampler's scratch is the runner's; sampling does not change the model.
-  return llm->model().sampler().Sample(logits, cfg.temperature, cfg.topP, rngState, token);
+  return llm->model().sampler().Sample(logits, tinyai::RuleOf(cfg), rngState, token);
 }
 
 TinyAIStatus tinyaiLLMGenerate(TinyAILLM* llm, const char* prompt, const TinyAIGenerateParams* params, char* out,

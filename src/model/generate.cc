@@ -34,7 +34,20 @@ TinyAISamplerConfig DefaultSamplerConfig() {
   c.temperature = 0.0f;
   c.topP = 0.9f;
   c.seed = 42;
+  c.topK = 0;
+  c.minP = 0.0f;
+  c.repeatPenalty = 1.0f;
+  c.repeatLastN = 64;
   return c;
+}
+
+SampleRule RuleOf(const TinyAISamplerConfig& c) {
+  SampleRule r;
+  r.temperature = c.temperature;
+  r.top_p = c.topP;
+  r.top_k = c.topK;
+  r.min_p = c.minP;
+  return r;
 }
 
 TinyAIGenerateParams DefaultGenerateParams() {
@@ -182,6 +195,7 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
                     each, longest ? "the vocabulary's longest piece" : "64 on any model");
   }
   TINYAI_RETURN_IF_ERROR(Reserve());
+  TINYAI_RETURN_IF_ERROR(ReserveSampling());
   size_t count = 0;
   // BOS first and EOS last as the model says (tokenizer.add_bos, add_eos:
   // Tokenizer::add_bos), as llama.cpp's tokenizer adds its special tokens.
@@ -217,6 +231,16 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   if (stats_.stopReason == TINYAI_STOP_NONE && steps_ < prompt_tokens_) stats_.stopReason = steps_reason_;
   phase_ = stats_.stopReason == TINYAI_STOP_NONE ? kPrompt : kDone;
   rng_ = params.sampler.seed;
+  rule_ = RuleOf(params.sampler);
+  // The repetition window starts with the prompt's last tokens.
+  recent_count_ = recent_next_ = 0;
+  held_size_ = 0;
+  if (params.sampler.repeatPenalty != 1.0f) {
+    const size_t window = recent_.size();
+    const size_t from = static_cast<size_t>(prompt_tokens_) > window ? prompt_tokens_ - window : 0;
+    for (size_t i = from; i < static_cast<size_t>(prompt_tokens_); ++i) recent_[recent_count_++] = tokens_[i];
+    recent_next_ = recent_count_ % window;
+  }
   token_ = tokens_[static_cast<size_t>(prompt_tokens_ - 1)];
   pos_ = prompt_tokens_;
   fed_ = 0;
@@ -251,8 +275,16 @@ TinyAIStatus TextSession::NextPass() {
   int32_t next = 0;
   float* logits = static_cast<float*>(sched_->OutputData(0));
   TINYAI_RETURN_IF_ERROR(CheckModelLogits(*llama_, logits, llama_->position() - 1));
-  TINYAI_RETURN_IF_ERROR(llama_->sampler().Sample(logits, params_.sampler.temperature, params_.sampler.topP, &rng_,
-                                                  &next));
+  if (params_.sampler.repeatPenalty != 1.0f) {
+    ApplyRepeatPenalty(logits, static_cast<size_t>(llama_->params().vocab_size), recent_.data(), recent_count_,
+                       params_.sampler.repeatPenalty, recent_sorted_.data());
+  }
+  TINYAI_RETURN_IF_ERROR(llama_->sampler().Sample(logits, rule_, &rng_, &next));
+  if (params_.sampler.repeatPenalty != 1.0f) {
+    recent_[recent_next_] = next;
+    recent_next_ = (recent_next_ + 1) % recent_.size();
+    if (recent_count_ < recent_.size()) ++recent_count_;
+  }
   if (stats_.generatedTokens == 0) {
     stats_.firstTokenSeconds = SecondsSince(t0_);
     LedgerMark(TINYAI_MEMORY_STAGE_FIRST_TOKEN, llama_->position());
@@ -262,7 +294,8 @@ TinyAIStatus TextSession::NextPass() {
   } else if (llama_->tokenizer().EndsGeneration(next)) {
     stats_.stopReason = TINYAI_STOP_EOS;
   } else {
-    if (EmitToken(token_, next)) ++stats_.generatedTokens;
+    const size_t n = llama_->tokenizer().Decode(token_, next, piece_.data(), piece_.size());
+    if (EmitGenerated(StringView{piece_.data(), n < piece_.size() ? n : piece_.size()})) ++stats_.generatedTokens;
     if (stats_.stopReason == TINYAI_STOP_NONE) {
       if (params_.maxNewTokens > 0 && stats_.generatedTokens >= params_.maxNewTokens) {
         stats_.stopReason = TINYAI_STOP_MAX_NEW;
@@ -272,6 +305,11 @@ TinyAIStatus TextSession::NextPass() {
     }
   }
   if (stats_.stopReason != TINYAI_STOP_NONE) {
+    // The text held back for the stop strings is the text's end.
+    if (stats_.stopReason != TINYAI_STOP_CALLBACK && stats_.stopReason != TINYAI_STOP_OUTPUT_FULL &&
+        stats_.stopReason != TINYAI_STOP_STRING) {
+      FlushHeld();
+    }
     stats_.decodeSeconds = SecondsSince(td_);
     phase_ = kDone;
     return TINYAI_OK;
@@ -303,6 +341,71 @@ TinyAIStatus TextSession::Step(int32_t* layer, bool* finished) {
   TinyAIStatus s = sched_->StepNode(layer);
   if (s != TINYAI_OK) phase_ = kDone;
   return s;
+}
+
+TinyAIStatus TextSession::ReserveSampling() {
+  MemScope scope(kMemText);
+  const size_t window = params_.sampler.repeatPenalty != 1.0f ? static_cast<size_t>(params_.sampler.repeatLastN) : 0;
+  if (window > 0 && recent_.size() != window) {
+    TINYAI_RETURN_IF_ERROR(recent_.Allocate(window, "repetition window"));
+    TINYAI_RETURN_IF_ERROR(recent_sorted_.Allocate(window, "repetition window (sorted)"));
+  }
+  size_t longest = 0;
+  for (int32_t i = 0; i < params_.stopCount; ++i) {
+    const size_t n = std::strlen(params_.stop[i]);
+    longest = n > longest ? n : longest;
+  }
+  // What may be held (a stop string but its last byte) and a piece after it.
+  const size_t held = longest > 0 ? longest - 1 + llama_->tokenizer().max_piece_length() : 0;
+  if (held > held_.size()) TINYAI_RETURN_IF_ERROR(held_.Allocate(held, "text held for the stop strings"));
+  return TINYAI_OK;
+}
+
+bool TextSession::EmitGenerated(StringView piece) {
+  if (params_.stopCount == 0) return Emit(piece);
+  std::memcpy(held_.data() + held_size_, piece.data, piece.size);
+  held_size_ += piece.size;
+  const char* text = held_.data();
+  // The first complete stop string: the text before it is the last.
+  size_t first = held_size_;
+  for (int32_t i = 0; i < params_.stopCount; ++i) {
+    const size_t n = std::strlen(params_.stop[i]);
+    for (size_t at = 0; at + n <= held_size_ && at < first; ++at) {
+      if (std::memcmp(text + at, params_.stop[i], n) == 0) {
+        first = at;
+        break;
+      }
+    }
+  }
+  if (first < held_size_) {
+    if (first > 0) Emit(StringView{text, first});
+    held_size_ = 0;
+    if (stats_.stopReason == TINYAI_STOP_NONE) stats_.stopReason = TINYAI_STOP_STRING;
+    return true;
+  }
+  // Hold back from the first byte where a stop string may begin.
+  size_t keep = held_size_;
+  for (size_t at = 0; at < held_size_ && keep == held_size_; ++at) {
+    for (int32_t i = 0; i < params_.stopCount; ++i) {
+      const size_t n = std::strlen(params_.stop[i]);
+      if (held_size_ - at < n && std::memcmp(text + at, params_.stop[i], held_size_ - at) == 0) {
+        keep = at;
+        break;
+      }
+    }
+  }
+  bool accepted = true;
+  if (keep > 0) accepted = Emit(StringView{text, keep});
+  std::memmove(held_.data(), text + keep, held_size_ - keep);
+  held_size_ -= keep;
+  return accepted;
+}
+
+void TextSession::FlushHeld() {
+  if (held_size_ == 0) return;
+  const size_t n = held_size_;
+  held_size_ = 0;
+  Emit(StringView{held_.data(), n});
 }
 
 bool TextSession::Emit(StringView piece) {

@@ -9,6 +9,7 @@
 
 #include "common/array.h"
 #include "model/llama.h"
+#include "text/sampler.h"
 #include "text/tokenizer.h"
 #include "scheduler/scheduler.h"
 #include "tinyai/llm.h"
@@ -19,6 +20,8 @@ namespace tinyai {
 // tinyaiCreateDefaultGenerateParams.
 TinyAISamplerConfig DefaultSamplerConfig();
 TinyAIGenerateParams DefaultGenerateParams();
+// The sampler's rule of a checked config.
+SampleRule RuleOf(const TinyAISamplerConfig& c);
 
 // Where generated text goes: the caller's callback and a bounded buffer.
 class TextSink {
@@ -108,6 +111,15 @@ class TextSession {
   bool Emit(StringView piece);
   // Emits the text of token after prev.
   bool EmitToken(int32_t prev, int32_t token);
+  // A generated piece, through the stop strings: text that may begin one
+  // is held back; where one is complete, the text before it is emitted and
+  // the generation stops (TINYAI_STOP_STRING).
+  bool EmitGenerated(StringView piece);
+  // Emits what is held back (the generation ended otherwise).
+  void FlushHeld();
+  // The memory the sampling options of params_ need: the repetition
+  // window and the held-back text.
+  TinyAIStatus ReserveSampling();
 
   ForwardScheduler* sched_;
   LlamaModel* llama_;
@@ -126,6 +138,12 @@ class TextSession {
   int32_t pos_ = 0;     // positions used
   int32_t token_ = 0;   // the last token, fed to the next pass
   uint64_t rng_ = 0;
+  SampleRule rule_;
+  Array<int32_t> recent_;        // ring of the last repeatLastN tokens (a penalty only)
+  Array<int32_t> recent_sorted_; // ApplyRepeatPenalty's scratch
+  size_t recent_count_ = 0, recent_next_ = 0;
+  Array<char> held_;             // generated text that may begin a stop string
+  size_t held_size_ = 0;
   TinyAIGenerateStats stats_{};
   uint64_t t0_ = 0, tp_ = 0, td_ = 0;
 };

@@ -90,6 +90,46 @@ int32_t SampleTopP(const float* probabilities, size_t n, float topP, ProbIndex* 
   return probIndex[last].index;
 }
 
+// Top-k and min-p on probabilities p (n of them, summing to 1): a token
+// stays when it is among the k largest (ties by ascending index, as the
+// top-p sort breaks them) and at least min_p times the largest; the others
+// become 0 and the kept ones are renormalized. The arg-max always stays.
+void KeepTopKMinP(float* p, size_t n, size_t k, float min_p, ProbIndex* scratch) {
+  float floor = 0.0f;
+  ProbIndex kth{0.0f, -1};
+  if (k < n) {
+    for (size_t i = 0; i < n; ++i) scratch[i] = ProbIndex{p[i], static_cast<int32_t>(i)};
+    std::nth_element(scratch, scratch + (k - 1), scratch + n, ProbIndexGreater());
+    kth = scratch[k - 1];
+  }
+  if (min_p > 0.0f) {
+    float top = 0.0f;
+    for (size_t i = 0; i < n; ++i) top = p[i] > top ? p[i] : top;
+    floor = min_p * top;
+  }
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const bool in_k = kth.index < 0 || p[i] > kth.prob || (p[i] == kth.prob && static_cast<int32_t>(i) <= kth.index);
+    if (!in_k || p[i] < floor) p[i] = 0.0f;
+    sum += p[i];
+  }
+  for (size_t i = 0; i < n; ++i) p[i] /= sum;
+}
+
+// Draws from probabilities some of which are 0: never a token that is 0
+// (rounding can leave the cumulative sum short of coin).
+int32_t SampleKept(const float* p, size_t n, float coin) {
+  float cdf = 0.0f;
+  size_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] <= 0.0f) continue;
+    last = i;
+    cdf += p[i];
+    if (coin < cdf) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(last);
+}
+
 // NaN or +inf, or no logit above -inf: there is no distribution to sample
 // (a -inf logit alone is a token ruled out, as a mask does).
 TinyAIStatus CheckLogits(const float* logits, size_t n) {
@@ -119,6 +159,14 @@ TinyAIStatus Sampler::Init(size_t vocabSize) {
 
 TinyAIStatus Sampler::Sample(float* logits, float temperature, float topP, uint64_t* rng,
                              int32_t* token) {
+  SampleRule rule;
+  rule.temperature = temperature;
+  rule.top_p = topP;
+  return Sample(logits, rule, rng, token);
+}
+
+TinyAIStatus Sampler::Sample(float* logits, const SampleRule& rule, uint64_t* rng, int32_t* token) {
+  const float temperature = rule.temperature, topP = rule.top_p;
   if (logits == nullptr || rng == nullptr || token == nullptr) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler: NULL %s",
                     logits == nullptr ? "logits" : rng == nullptr ? "random state" : "token");
@@ -133,6 +181,10 @@ TinyAIStatus Sampler::Sample(float* logits, float temperature, float topP, uint6
   }
   if (std::isnan(topP)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler: top-p is NaN");
+  }
+  if (rule.top_k < 0 || !(rule.min_p >= 0.0f && rule.min_p <= 1.0f)) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "sampler: top-k %d must be >= 0 and min-p %g in [0, 1]",
+                    static_cast<int>(rule.top_k), static_cast<double>(rule.min_p));
   }
   const size_t n = scratch_.size();
   TINYAI_RETURN_IF_ERROR(CheckLogits(logits, n));
@@ -153,6 +205,14 @@ TinyAIStatus Sampler::Sample(float* logits, float temperature, float topP, uint6
     return TINYAI_OK;
   }
   Softmax(logits, n);
+  const bool top_k = rule.top_k > 0 && static_cast<size_t>(rule.top_k) < n;
+  if (top_k || rule.min_p > 0.0f) {
+    KeepTopKMinP(logits, n, top_k ? static_cast<size_t>(rule.top_k) : n, rule.min_p, scratch_.data());
+    const float coin = RandomF32(rng);
+    *token = topP <= 0.0f || topP >= 1.0f ? SampleKept(logits, n, coin)
+                                          : SampleTopP(logits, n, topP, scratch_.data(), coin);
+    return TINYAI_OK;
+  }
   const float coin = RandomF32(rng);
   if (topP <= 0.0f || topP >= 1.0f) {
     *token = SampleMult(logits, n, coin);
@@ -160,6 +220,18 @@ TinyAIStatus Sampler::Sample(float* logits, float temperature, float topP, uint6
     *token = SampleTopP(logits, n, topP, scratch_.data(), coin);
   }
   return TINYAI_OK;
+}
+
+void ApplyRepeatPenalty(float* logits, size_t vocab, const int32_t* tokens, size_t count, float penalty,
+                        int32_t* scratch) {
+  if (penalty == 1.0f || count == 0) return;
+  std::copy(tokens, tokens + count, scratch);
+  std::sort(scratch, scratch + count);
+  for (size_t i = 0; i < count; ++i) {
+    const int32_t t = scratch[i];
+    if ((i > 0 && scratch[i - 1] == t) || t < 0 || static_cast<size_t>(t) >= vocab) continue;
+    logits[t] = logits[t] > 0.0f ? logits[t] / penalty : logits[t] * penalty;
+  }
 }
 
 int32_t Sampler::Argmax(const float* logits, size_t n) {

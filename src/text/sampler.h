@@ -18,6 +18,23 @@ struct ProbIndex {
   int32_t index;
 };
 
+// How a token is drawn (TinyAISamplerConfig in <tinyai/llm.h>): greedy at
+// temperature 0; otherwise softmax(logits / temperature), then the tokens
+// that pass top-k, min-p and top-p, renormalized. Each filter is off at its
+// default.
+struct SampleRule {
+  float temperature = 0.0f;
+  float top_p = 1.0f;    // (0, 1]; >= 1 or <= 0: off
+  int32_t top_k = 0;     // 0: off
+  float min_p = 0.0f;    // [0, 1]; 0: off
+};
+
+// llama.cpp's repetition penalty over the tokens before (each distinct token
+// once): a positive logit divided by penalty, another multiplied by it.
+// scratch holds count ints (the tokens are sorted there).
+void ApplyRepeatPenalty(float* logits, size_t vocab, const int32_t* tokens, size_t count, float penalty,
+                        int32_t* scratch);
+
 class Sampler {
  public:
   // Allocates the scratch for a vocabulary of vocabSize tokens.
@@ -32,6 +49,10 @@ class Sampler {
   // that logits overflow samples the largest logit.
   TinyAIStatus Sample(float* logits, float temperature, float topP, uint64_t* rng,
                       int32_t* token);
+  // The same with top-k and min-p (rule.top_k 0 and rule.min_p 0: exactly
+  // the call above). TINYAI_ERR_INVALID_ARGUMENT for a negative top-k or a
+  // min-p outside [0, 1].
+  TinyAIStatus Sample(float* logits, const SampleRule& rule, uint64_t* rng, int32_t* token);
 
   static int32_t Argmax(const float* logits, size_t n);
   static uint32_t RandomU32(uint64_t* state);

@@ -55,9 +55,10 @@ const char kUsage[] =
     "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights):\n"
     "                     f32 (default), f16 (rounded to nearest even), or grouped: q8_g32 (q8_0, int8),\n"
     "                     q4_g32 (q4_0, int4-sym) or q4nl_g32 (iq4_nl, int4) (4-bit, uniform or non-uniform\n"
-    "                     grid) in groups of 32 with searched scales, q5_g32 (q5_0), q5m_g32 (q5_1), or the K-quants q4_k, q5_k, q6_k (rows of whole blocks of\n"
-    "                     256 only) (docs/format.md); norm weights and biases stay f32. A grouped matrix of\n"
-    "                     the input is copied or dequantized, never quantized again to another grouped dtype\n"
+    "                     grid) in groups of 32 with searched scales, q5_g32 (q5_0), q5m_g32 (q5_1), or the\n"
+    "                     K-quants q4_k, q5_k, q6_k (rows of whole blocks of 256 only) (docs/format.md);\n"
+    "                     norm weights and biases stay f32. A grouped matrix of the input is copied or\n"
+    "                     dequantized, never quantized again to another grouped dtype\n"
     "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
     "                     smaller is stored as zstd frames of about 1 MiB of rows, the others as they are\n"
     "  -h, --help         this help; --version: the library's version\n"
@@ -105,7 +106,8 @@ TinyAIDType ParseDtype(const std::string& given) {
     if (v == tinyaiDTypeName(static_cast<TinyAIDType>(d))) return static_cast<TinyAIDType>(d);
   }
   throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32 (q8_0, int8), q4_g32 (q4_0, int4-sym), q4nl_g32 "
-                                 "(iq4_nl, int4), q4_k, q5_k, q6_k, q5_g32 (q5_0) or q5m_g32 (q5_1), got '" + given + "'");
+                                 "(iq4_nl, int4), q4_k, q5_k, q6_k, q5_g32 (q5_0) or q5m_g32 (q5_1), got '" +
+                                 given + "'");
 }
 
 // matrices: what the matrices were written as (default: o.matrix_dtype).

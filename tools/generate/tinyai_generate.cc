@@ -1,6 +1,7 @@
 // tinyai-generate: text generation. The text goes to stdout exactly as the
 // golden files show it; figures go to stderr.
 //   tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T] [--top-p P]
+//                   [--top-k K] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--stop TEXT]...
 //                   [--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
@@ -23,9 +24,10 @@ const char kTool[] = "tinyai-generate";
 
 const char kUsage[] =
     "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
-    "                       [--top-p P] [--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE] [--cache SIZE]\n"
-    "                       [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]\n"
-    "                       [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
+    "                       [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]\n"
+    "                       [--stop TEXT]... [-s|--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE]\n"
+    "                       [--cache SIZE] [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
+    "                       [--fallback STEPS] [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
     "                       [--memory-trace FILE] [--chat [--system TEXT]]\n"
     "       tinyai-generate -h | --help | --version\n"
@@ -44,7 +46,15 @@ const char kUsage[] =
     "                   the context)\n"
     "  --temp T         sampling temperature, finite and >= 0 (default 0 = greedy)\n"
     "  --top-p P        nucleus mass, in (0, 1] (default 0.9)\n"
-    "  --seed S         sampler seed, 0..18446744073709551615 (default 42)\n"
+    "  --top-k K        sample among the K most likely tokens, 0..2147483647 (default 0 = off)\n"
+    "  --min-p P        sample among tokens at least P times the most likely's probability, in [0, 1]\n"
+    "                   (default 0 = off); with --temp > 0, after the temperature, as --top-k and --top-p\n"
+    "  --repeat-penalty R  a token among the last --repeat-last-n (the prompt's too) has its logit divided\n"
+    "                   by R when positive, multiplied when not, finite and > 0 (default 1 = off; 1.1 is usual)\n"
+    "  --repeat-last-n N  tokens the penalty looks back over, 1..4096 (default 64)\n"
+    "  --stop TEXT      end the text where it first holds TEXT (not printed; the prompt is not searched);\n"
+    "                   up to 16 of them, each 1..256 bytes; stopped: stop_string\n"
+    "  -s, --seed S     sampler seed, 0..18446744073709551615 (default 42)\n"
     "  -t THREADS       compute threads, 0..256 (default 0 = one per core)\n"
     "  -c, --context N  tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len); with\n"
     "                   --kv-window, the longest prompt\n"
@@ -168,6 +178,7 @@ int Run(int argc, char** argv) {
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
   TinyAILLMConfig config = tinyaiCreateDefaultLLMConfig();
   config.threads = 0;
+  std::vector<const char*> stops;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -183,7 +194,26 @@ int Run(int argc, char** argv) {
     else if (a == "--steps") params.steps = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = the context");
     else if (a == "--temp") params.sampler.temperature = static_cast<float>(tt::ParseFloat(a, value(), 0.0, FLT_MAX));
     else if (a == "--top-p") params.sampler.topP = static_cast<float>(tt::ParseFloat(a, value(), 0.0, 1.0, true));
-    else if (a == "--seed") params.sampler.seed = tt::ParseUint64(a, value());
+    else if (a == "--top-k") params.sampler.topK = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = off");
+    else if (a == "--min-p") params.sampler.minP = static_cast<float>(tt::ParseFloat(a, value(), 0.0, 1.0));
+    else if (a == "--repeat-penalty") {
+      params.sampler.repeatPenalty = static_cast<float>(tt::ParseFloat(a, value(), 0.0, FLT_MAX, true));
+    } else if (a == "--repeat-last-n") {
+      params.sampler.repeatLastN = tt::ParseInt32(a, value(), 1, TINYAI_MAX_REPEAT_LAST_N);
+    } else if (a == "--stop") {
+      const char* v = value();
+      if (*v == '\0') throw tt::UsageError("--stop: an empty stop string would stop before any text; give 1.." +
+                                            std::to_string(TINYAI_MAX_STOP_BYTES) + " bytes");
+      if (std::strlen(v) > TINYAI_MAX_STOP_BYTES) {
+        throw tt::UsageError("--stop: '" + std::string(v, 40) + "...' is " + std::to_string(std::strlen(v)) +
+                             " bytes; a stop string is at most " + std::to_string(TINYAI_MAX_STOP_BYTES));
+      }
+      if (stops.size() == TINYAI_MAX_STOP_STRINGS) {
+        throw tt::UsageError("--stop: at most " + std::to_string(TINYAI_MAX_STOP_STRINGS) + " stop strings");
+      }
+      stops.push_back(v);
+    }
+    else if (a == "--seed" || a == "-s") params.sampler.seed = tt::ParseUint64(a, value());
     else if (a == "-t") config.threads = tt::ParseThreads(a, value());
     else if (a == "--context" || a == "-c") config.contextLength = tt::ParseContext(a, value());
     else if (a == "--mem-limit") config.memoryLimit = tt::ParseMemLimit(a, value());
@@ -251,6 +281,8 @@ int Run(int argc, char** argv) {
   }
   params.onText = PrintPiece;
   params.user = &out;
+  params.stop = stops.empty() ? nullptr : stops.data();
+  params.stopCount = static_cast<int32_t>(stops.size());
   TinyAIGenerateStats stats;
   stats.structSize = sizeof stats;
   const TinyAIStatus s = tinyaiLLMGenerate(llm.get(), prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
