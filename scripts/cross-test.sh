@@ -10,7 +10,7 @@
 # Extra arguments go to ctest (e.g. -R golden, -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The tests that read ../shared fail instead of skipping without it (README.md).
+# The tests that read ../shared fail instead of skipping without it (docs/testing.md).
 export TINYAI_REQUIRE_SHARED=1
 target=${1:-}
 [ $# -gt 0 ] && shift

@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests that read ../shared (stories260K, the golden outputs) fail instead
-# of skipping without it (README.md): CI must not pass without the data.
+# of skipping without it (docs/testing.md): CI must not pass without the data.
 export TINYAI_REQUIRE_SHARED=1
 bash scripts/bootstrap.sh --recipe  # with the default model recipe's torch: its smoke test
 jobs=$(nproc)

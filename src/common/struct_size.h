@@ -1,4 +1,4 @@
-// The C API's structSize convention, in one place (README, "Rules every
+// The C API's structSize convention, in one place (docs/c-api.md, "Rules every
 // public function follows"): every struct a caller passes in or gets filled
 // starts with uint32_t structSize, the size of the struct the caller was
 // compiled with. Fields are only ever appended, and an appended field never

@@ -1,4 +1,4 @@
-// The structSize convention (README, "Rules every public function follows";
+// The structSize convention (docs/c-api.md, "Rules every public function follows";
 // src/common/struct_size.h), struct by struct: a caller compiled against an
 // older, shorter struct still works - an input struct's missing fields take
 // their defaults, an output struct is written up to its structSize and no
