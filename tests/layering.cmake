@@ -17,14 +17,15 @@ cmake_minimum_required(VERSION 3.25)
 # model; the quantizer (quant/) is encoders over the kernels' decoders and
 # knows no file or model; the offline importers (import/) build files with
 # the writer and read them back through the loader, and use the C API, being
-# no part of the core. The scheduler runs programs and knows no model (issue
-# 14); it decides the runners' budgets, the cap of a weight cache they share
+# no part of the core. The scheduler runs programs and knows no model; it
+# decides the runners' budgets, the cap of a weight cache they share
 # included (scheduler/cache_budget.h).
-# The loader serves weights and decides nothing about them (issue 43): the
-# panel layout and the row codec that converts matrices to the precisions
-# applied to a model come from above (loader/row_transform.h; the models'
-# one, model/weight_transform.h, asks the kernels and the quantizer, quant/,
-# which saving a model at its precisions, model/save_model.h, uses too).
+# The loader serves weights and decides nothing about them (since the weight
+# cache was split by concern): the panel layout and the row codec that
+# converts matrices to the precisions applied to a model come from above
+# (loader/row_transform.h; the models' one, model/weight_transform.h, asks
+# the kernels and the quantizer, quant/, which saving a model at its
+# precisions, model/save_model.h, uses too).
 # The C API's calibration measures the inputs' second moments and factors
 # them (quant/hessian.h). The safetensors import checks its vocabulary
 # encodes with TinyAI's tokenizer (text/) as with SentencePiece.

@@ -238,10 +238,10 @@ TEST(ThreadPool, AStalledLoopMakesThePoolRunAloneForAWhile) {
 }
 
 // A worker that polls for loops that come rarely takes the core the caller
-// needs on a busy machine (issue 13: the default model beside two busy
-// loops decoded at 0.84x one thread with workers polling 50 us after every
-// loop they were woken for, 0.92x without). In order: each loop opens only
-// once the worker has gone to sleep after the last, and 2 ms later (more
+// needs on a busy machine (the contention benchmark: the default model beside
+// two busy loops decoded at 0.84x one thread with workers polling 50 us after
+// every loop they were woken for, 0.92x without). In order: each loop opens
+// only once the worker has gone to sleep after the last, and 2 ms later (more
 // than the 4 x kWorkerSpinNanos the worker counts a gap as at most, since a
 // sleep lasts at least that long): rare loops on any machine.
 TEST(ThreadPool, WorkersDoNotPollForLoopsThatComeRarely) {

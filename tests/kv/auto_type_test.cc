@@ -1,4 +1,4 @@
-// TINYAI_KV_AUTO (issue 17): the scheduler chooses the KV cache's type
+// TINYAI_KV_AUTO: the scheduler chooses the KV cache's type
 // inside the memory limit as it chooses a mode - the most precise of f32,
 // f16 and int8 with which the best mode the limit allows fits. On
 // stories260K: f32 with no limit or room to spare; around every limit

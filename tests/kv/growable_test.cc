@@ -1,4 +1,4 @@
-// A growable KV cache (TinyAILLMConfig.kvGrowable, issue 17): the same
+// A growable KV cache (TinyAILLMConfig.kvGrowable): the same
 // logits as a cache taken whole (positions across chunk boundaries, every
 // storage type), token by token equal to the whole prefix bit for bit; the
 // memory it holds grows a chunk of 64 positions at a time, never past what

@@ -1,4 +1,4 @@
-// The KV cache under a model (issue 17): logits computed token by token
+// The KV cache under a model: logits computed token by token
 // equal the logits of the whole prefix in one evaluation, for every storage
 // type and with a rolling window (bit for bit: a query reads the same rows
 // in the same order however the positions came in passes); a window gives

@@ -1,4 +1,4 @@
-// Sessions (tinyaiSaveLLMSession / tinyaiLoadLLMSession, issue 17): a
+// Sessions (tinyaiSaveLLMSession / tinyaiLoadLLMSession): a
 // session saved mid-generation and loaded into a fresh LLM continues with
 // the same logits, bit for bit, for every KV type and with a window that has
 // slid; the tokens the cache holds come back with it; and a file that is not

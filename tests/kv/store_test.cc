@@ -682,7 +682,7 @@ TEST(PersistentStore, RefusesFilesItCannotTrustAndStaysAsItWas) {
   EXPECT_EQ(tinyaiSavePersistentStore(a.get(), ""), TINYAI_ERR_INVALID_ARGUMENT);
 }
 
-// ---- numbers at their edges (issue 42, class 3) -------------------------------------------------
+// ---- numbers at their edges (the store's red-team review, class 3) ------------------------------
 
 namespace {
 
@@ -978,7 +978,7 @@ TEST(PersistentStore, ResettingASliceWalksOnlyWhatIsThere) {
   EXPECT_EQ(Value<uint8_t>(s, "C[7, 0]", TINYAI_PTYPE_U8), 0);
 }
 
-// ---- the store's own accounting and lookups (issue 42, class 4) ---------------------------------
+// ---- the store's own accounting and lookups (the red-team review, class 4) ----------------------
 
 // Named dimensions count against the memory limit like everything else the
 // store holds, and registering many stays linear (a table finds names).
@@ -1115,7 +1115,7 @@ TEST(PersistentStore, NamesCompareWholeAndOverLongOnesAreRefusedByName) {
   EXPECT_EQ(tinyaiGetPersistentEntryCount(s.get()), 2);
 }
 
-// ---- messages (issue 42, class 8) ---------------------------------------------------------------
+// ---- messages (the store's red-team review, class 8) --------------------------------------------
 
 // A declaration whose type is not a name says what it found, not what an
 // uninitialised buffer held (there: the last type looked at).
@@ -1130,7 +1130,7 @@ TEST(PersistentStore, ADeclarationWithoutATypeNamesWhatItFound) {
   }
 }
 
-// ---- handles (issue 42, class 9) ----------------------------------------------------------------
+// ---- handles (the store's red-team review, class 9) ---------------------------------------------
 
 // Every call given a store that was destroyed (or never created) answers
 // TINYAI_ERR_MISUSE naming the call, and touches nothing.
@@ -1224,7 +1224,7 @@ TEST(PersistentStore, AChunkPastTheAddressSpaceIsRefusedWhenDeclared) {
   }
 }
 
-// ---- the saved form (issue 42): what a file says (class 5), what a load
+// ---- the saved form (the store's red-team review): what a file says (class 5), what a load
 // holds (class 4), slices over several matrices, what a save writes ------
 
 namespace {

@@ -1,6 +1,6 @@
 // What f16 weights cost in quality on a real model: stories260K converted
-// with --dtype f16 against the same checkpoint as f32 (issue 14; the figures
-// are in docs/benchmarks.md). Over 2,400 positions of text the f32 model
+// with --dtype f16 against the same checkpoint as f32 (the figures are in
+// docs/benchmarks.md). Over 2,400 positions of text the f32 model
 // samples (teacher forcing both models), the mean KL divergence of the f16
 // model's next-token distribution from the f32 one's and their top-1
 // agreement; and which golden greedy texts the f16 model still reproduces

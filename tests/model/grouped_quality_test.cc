@@ -1,6 +1,6 @@
 // What each grouped dtype costs in quality on a real model: stories260K
 // converted as q8_g32, q4_g32 and q4nl_g32 against the same checkpoint as
-// f32 (issue 15; the figures are in docs/benchmarks.md), over 2,400
+// f32 (the figures are in docs/benchmarks.md), over 2,400
 // positions of a stream sampled from the f32 model (tools/eval/compare.h,
 // what tinyai-eval prints). The bounds pin the measured figures with some
 // room, and the order: more bits are closer, the non-uniform grid beats the
@@ -63,8 +63,8 @@ class GroupedQuality : public ::testing::Test {
 // Measured 2026-11-24 (x86, AVX2; least-squares scales; q8 on int16 inputs,
 // the 4-bit dtypes on int8 inputs), seed 15: q8_g32 mean KL 3.4e-4, top-1
 // 0.988; q4_g32 0.107, 0.848; q4nl_g32 0.086, 0.864. Before: max-abs scales
-// (weights alone) q8 4.0e-4, q4 0.134; q8 on int8 inputs 9e-4. Issue 15's
-// aims: q8 <= 4e-4 (met), 4-bit <= 0.07 (not yet).
+// (weights alone) q8 4.0e-4, q4 0.134; q8 on int8 inputs 9e-4. The grouped
+// dtypes' aims: q8 <= 4e-4 (met), 4-bit <= 0.07 (not yet).
 TEST_F(GroupedQuality, EachDtypeAgainstF32) {
   const tinyai_tools::CompareResult q8 = Compare(TINYAI_DTYPE_Q8_G32);
   const tinyai_tools::CompareResult q4 = Compare(TINYAI_DTYPE_Q4_G32);
@@ -85,8 +85,8 @@ TEST_F(GroupedQuality, EachDtypeAgainstF32) {
 // mix (embedding/classifier int8, the rest int4) 0.066, the guide's
 // (embedding int8, attention and FFN int4, output fp16: the tied table
 // fp16) 0.067; all int4 (0.086 uncalibrated) calibrated on 2,048
-// self-sampled positions with error feedback 0.065 (issue 15's aim, 0.07,
-// met), on 512 with the scales' weighting alone 0.079.
+// self-sampled positions with error feedback 0.065 (the all-INT4 aim,
+// 0.07, met), on 512 with the scales' weighting alone 0.079.
 TEST_F(GroupedQuality, MixesAgainstF32) {
   tinyai_tools::ModelHandle rm;
   tinyai_tools::LLMHandle ref;

@@ -1,5 +1,5 @@
 // What pruning costs in quality on a real model: stories260K pruned by each
-// method against the same model dense (issue 44; the full tables are in
+// method against the same model dense (the full tables are in
 // docs/benchmarks.md), over 2,400 positions of a stream sampled from the
 // dense model (tools/eval/compare.h, what tinyai-eval prints). The bounds pin
 // the measured figures with some room, and the order: SparseGPT's update

@@ -2000,7 +2000,7 @@ TEST_F(DenseTest, ReportsReachTheLowerBound) {
 }  // namespace
 
 // =====================================================================================
-// 7. What a new user and an attacker found (issue 13)
+// 7. What a new user and an attacker found (the review of the C API's promises)
 // =====================================================================================
 
 // The guide's loop with a 64-byte buffer: declared with the setter, nothing

@@ -2,7 +2,7 @@
 # Generation beside a CPU hog: decode tokens/s at 1 and 2 threads with HOGS
 # busy-loop processes running (default 2, one per core of this machine), and
 # without them, for each model; 2 threads must never be slower than 1 by more
-# than 10% (docs/benchmarks.md, issue 13).
+# than 10% (docs/benchmarks.md, "Threads beside a CPU hog").
 #   tools/bench/run_contention_benchmark.sh BUILD_DIR [MODEL.tmai ...]
 # Default models: stories260K (../shared, converted by the tests), the default
 # model, and a synthetic 15M-parameter LLaMA written into BUILD_DIR.

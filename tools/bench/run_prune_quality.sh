@@ -4,7 +4,7 @@
 # int8 and int4 (tinyai-quantize, every matrix but the embedding), each
 # compared with the dense fp32 model by tinyai-eval over TOKENS positions
 # (mean KL and top-1 agreement). Prints one Markdown table per model and
-# block size (docs/benchmarks.md, "Issue 44").
+# block size (docs/benchmarks.md, "What pruning costs in quality").
 #   tools/bench/run_prune_quality.sh [BUILD_DIR] MODEL.tmai...
 # Environment: TOKENS (default 2048), SPARSITIES (default "0.25 0.5 0.7"),
 # METHODS (default "magnitude activation sparsegpt"), BLOCKS (default "4"),
