@@ -26,7 +26,7 @@ expect_run(RC 0 STDOUT_HAS "mean KL" "top-1 agreement" COMMAND ${EVAL} --ref ${O
            --tokens 10)
 
 expect_usage_error("--ref REF.tmai is required" ${EVAL} ${OUT_DIR}/q4.tmai)
-expect_usage_error("give one MODEL.tmai" ${EVAL} --ref ${OUT_DIR}/f32.tmai)
+expect_usage_error("give the MODEL to compare with the reference (-m MODEL or MODEL)" ${EVAL} --ref ${OUT_DIR}/f32.tmai)
 expect_usage_error("--tokens" ${EVAL} --ref ${OUT_DIR}/f32.tmai ${OUT_DIR}/q4.tmai --tokens 0)
 expect_usage_error("unknown option --bogus" ${EVAL} --ref ${OUT_DIR}/f32.tmai ${OUT_DIR}/q4.tmai --bogus)
 expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "the reference has a vocabulary of 300 tokens, the model 400"

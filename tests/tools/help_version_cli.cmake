@@ -1,6 +1,6 @@
 # Every tool answers --version (the library's version, exit 0) and -h/--help
 # (exit 0, the usage on stdout) and its help names every option its parser
-# takes: the options are read from the tool's source (each `a == "-x"`), so an
+# takes: the parser lists them (--list-flags, tools/common/args.h), so an
 # option added without its help line fails here.
 # Run by ctest as tools_help_version_cli with TOOLS (a list of NAME=PATH),
 # SOURCE_DIR (the repository), VERSION (the project's), OUT_DIR and EMULATOR.
@@ -30,31 +30,22 @@ foreach(entry IN LISTS TOOLS)
   expect_run(RC 0 STDOUT_HAS "usage: ${name}" COMMAND ${path} -h)
   expect_run(RC 0 STDOUT_HAS "usage: ${name}" COMMAND ${path} --help)
   set(help "${RUN_OUT}")
-  # The options the parser takes.
-  set(source "")
-  foreach(s IN LISTS sources)
-    if(s MATCHES "^${name}=(.*)$")
-      set(source ${SOURCE_DIR}/${CMAKE_MATCH_1})
-    endif()
-  endforeach()
-  if(NOT EXISTS "${source}")
-    cli_fail("no source known for ${name}")
-    continue()
-  endif()
-  file(READ ${source} code)
-  string(REGEX MATCHALL "a == \"-[-a-zA-Z]+\"" options "${code}")
+  # The options the parser takes, as it lists them (tools/common/args.h).
+  expect_run(RC 0 COMMAND ${path} --list-flags)
+  string(REGEX MATCHALL "[^\n]+" options "${RUN_OUT}")
   list(LENGTH options count)
   if(count LESS 3)
-    cli_fail("${source}: found only ${count} options; the parser changed shape")
+    cli_fail("${name} --list-flags lists only ${count} options: ${RUN_OUT}")
   endif()
   foreach(option IN LISTS options)
-    string(REGEX REPLACE "a == \"(.*)\"" "\\1" option "${option}")
-    # As a word of the help: followed by a space, a comma, '=', ']' or the line's end.
-    string(REGEX MATCH "(^|[^-a-zA-Z])${option}([], =\n]|$)" found "${help}")
+    # As a word of the help: followed by a space, a comma, '=', ']', '|' or the line's end.
+    string(REGEX MATCH "(^|[^-a-zA-Z])${option}([], =|\n]|$)" found "${help}")
     if(NOT found)
       cli_fail("${name} --help does not list ${option}, which its parser takes:\n${help}")
     endif()
   endforeach()
+  # An unknown option is named, with the nearest the tool takes.
+  expect_run(RC 2 EXPECT "unknown option --versio (did you mean --version" STDOUT_EMPTY COMMAND ${path} --versio)
   message(STATUS "${name}: --version, -h, --help; help lists all ${count} options")
 endforeach()
 cli_finish()

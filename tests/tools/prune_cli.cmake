@@ -55,7 +55,7 @@ expect_rows("tinyai-prune of a dense network" "dense.0.weight[^\n]*4x4[^\n]*50.0
 expect_runtime_error(TINYAI_ERR_UNSUPPORTED "calibration runs language models only" ${PRUNE} --method activation
                      ${OUT_DIR}/mlp.tmai ${OUT_DIR}/x.tmai)
 
-expect_usage_error("give IN.tmai and OUT.tmai" ${PRUNE} ${OUT_DIR}/f32.tmai)
+expect_usage_error("give IN and OUT.tmai ([-m] IN OUT.tmai)" ${PRUNE} ${OUT_DIR}/f32.tmai)
 expect_usage_error("--sparsity: 1 removes every block" ${PRUNE} --sparsity 1 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--sparsity: -0.5 is out of range" ${PRUNE} --sparsity -0.5 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--sparsity: 'half' is not a number" ${PRUNE} --sparsity half ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)

@@ -117,7 +117,7 @@ file(MAKE_DIRECTORY ${OUT_DIR}/out-dir)
 expect_runtime_error(TINYAI_ERR_IO "OUT.tmai '${OUT_DIR}/out-dir' is a directory; name the file to write"
                      ${Q} ${OUT_DIR}/f32.tmai ${OUT_DIR}/out-dir)
 
-expect_usage_error("give IN.tmai and OUT.tmai" ${QUANTIZE} ${OUT_DIR}/f32.tmai)
+expect_usage_error("give IN and OUT.tmai ([-m] IN OUT.tmai [PRECISION])" ${QUANTIZE} ${OUT_DIR}/f32.tmai)
 expect_usage_error("unknown precision 'int3'" ${QUANTIZE} --all int3 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--layer takes WHAT=PRECISION" ${QUANTIZE} --layer 1 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)
 expect_usage_error("--layer" ${QUANTIZE} --layer x=int8 ${OUT_DIR}/f32.tmai ${OUT_DIR}/x.tmai)

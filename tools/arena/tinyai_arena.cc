@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tinyai/tinyai.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 
 namespace {
@@ -23,13 +24,14 @@ namespace {
 const char kTool[] = "tinyai-arena";
 
 const char kUsage[] =
-    "usage: tinyai-arena MODEL.tmai [-c|--context N] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
+    "usage: tinyai-arena [-m] MODEL [-c|--context N] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
     "                    [--mem-limit SIZE] [--reader] [--json]\n"
     "       tinyai-arena -h | --help | --version\n"
     "  the bytes of static arena (tinyaiSetStaticArena) the model and an LLM over it need on the\n"
     "  bare-metal port, with weights used in place from a memory image, or with --reader read through\n"
     "  a callback into the weight cache (give --mem-limit to cap it). MODEL.tmai is read whole into\n"
     "  memory, as the device holds it: a regular file (its size is the bound), not a FIFO or a device\n"
+    "  -m, --model MODEL the model (a .tmai or GGUF); the model alone, without -m, too\n"
     "  -c, --context N   tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
     "  --kv-type T       KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N     a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
@@ -116,26 +118,20 @@ int Run(int argc, char** argv) {
   std::string path;
   bool reader = false, json = false;
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--context" || a == "-c") cfg.contextLength = tt::ParseContext(a, value());
-    else if (a == "--mem-limit") cfg.memoryLimit = tt::ParseMemLimit(a, value());
-    else if (a == "--kv-type") cfg.kvType = tt::ParseKvType(a, value());
-    else if (a == "--kv-window") cfg.kvWindow = tt::ParseKvWindow(a, value());
-    else if (a == "--kv-sink") cfg.kvSinks = tt::ParseKvSinks(a, value());
-    else if (a == "--reader") reader = true;
-    else if (a == "--json") json = true;
-    else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (a == "--version") return tt::PrintVersion(kTool);
-    else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown argument " + a);
-    else if (path.empty()) path = a;
-    else throw tt::UsageError("one model only");
-  }
-  if (path.empty()) throw tt::UsageError("a model is required");
+  tt::Args args;
+  tt::AddModel(&args, &path);
+  tt::AddContext(&args, &cfg.contextLength);
+  tt::AddMemLimit(&args, &cfg.memoryLimit);
+  tt::AddKvType(&args, &cfg.kvType);
+  tt::AddKvWindow(&args, &cfg.kvWindow, &cfg.kvSinks);
+  args.On({"--reader"}, [&] { reader = true; });
+  tt::AddJson(&args, &json);
+  std::vector<std::string> positional;
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
+  if (path.empty() && !positional.empty()) path = tt::TakeModel(path, &positional);
+  if (!positional.empty()) throw tt::UsageError("one model only ('" + positional[0] + "' is another)");
+  if (path.empty()) throw tt::UsageError("a model is required: -m MODEL (or MODEL alone)");
   if (cfg.kvSinks > 0 && cfg.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   tt::SayMemLimit(kTool);
 

@@ -20,6 +20,7 @@
 #include "tinyai/tinyai.h"
 #include "tools/bench/bandwidth_probe.h"
 #include "tools/bench/huge_pages.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/memory_report.h"
 #include "tools/eval/compare.h"
@@ -37,9 +38,9 @@ const char kUsage[] =
     "       tinyai-bench -h | --help | --version\n"
     "  -m, --model MODEL  the model (a llama .tmai or GGUF file); the model alone, without -m, too\n"
     "  -t, --threads LIST compute threads, each 0..256 (default 0 = one per core)\n"
-    "  -p, --prompt LIST  prompt tokens for prompt processing and time to first token, each 1..1048576\n"
+    "  -p, --prompt, --n-prompt LIST  prompt tokens for prompt processing and time to first token, each 1..1048576\n"
     "                     (default 128)\n"
-    "  -n, --gen LIST     tokens decoded one at a time, each 1..1048576 (default 128)\n"
+    "  -n, --gen, --n-gen LIST  tokens decoded one at a time, each 1..1048576 (default 128)\n"
     "                     LIST: one value or several, comma-separated (-t 1,2 -p 32,64): a row for each\n"
     "                     combination. A prompt and generation longer than the context are refused (the\n"
     "                     defaults are cut to it, and that is said)\n"
@@ -499,49 +500,50 @@ int Run(int argc, char** argv) {
   // measures the whole model unless a cap or limit is asked for.
   o.mmap.maxCacheSize = 0;
   std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-m" || a == "--model") model = value();
-    else if (a == "-t" || a == "--threads") thread_list = ParseList(a, value(), 0, tt::kMaxThreads, "0 = one per core");
-    else if (a == "-p" || a == "--prompt") {
-      prompt_list = ParseList(a, value(), 1, tinyai::limits::kMaxSeqLen);
-      o.prompt_given = true;
-    } else if (a == "-n" || a == "--gen") {
-      gen_list = ParseList(a, value(), 1, tinyai::limits::kMaxSeqLen);
-      o.gen_given = true;
-    } else if (a == "-r" || a == "--repetitions") repetitions = tt::ParseInt32(a, value(), 1, 1000);
-    else if (a == "--context" || a == "-c") o.context = tt::ParseContext(a, value());
-    else if (a == "--mem-limit") o.mem_limit = tt::ParseMemLimit(a, value());
-    else if (a == "--cache") o.mmap.maxCacheSize = tt::ParseByteLimit(a, value());
-    else if (a == "--prefetch-threads") o.mmap.prefetchThreads = tt::ParsePrefetchThreads(a, value());
-    else if (a == "--no-prefetch") o.mmap.prefetchEnabled = false;
-    else if (a == "--lru") o.mmap.adaptiveCaching = false;
-    else if (a == "--kv-type") o.kv_type = tt::ParseKvType(a, value());
-    else if (a == "--fallback") tt::ParseFallback(a, value(), o.fallback);
-    else if (a == "--probe-mib") {
-      probe_mib = tt::ParseInt32(a, value(), 16, kMaxProbeMib);
-      probe_given = true;
-    } else if (a == "--no-probe") probe = false;
-    else if (a == "--huge-pages") o.huge_pages = true;
-    else if (a == "--json") format = Format::kJson;
-    else if (a == "-o" || a == "--output") format = ParseFormat(a, value());
-    else if (a == "--memory-report") report_path = value();
-    else if (a == "--memory-trace") trace_path = value();
-    else if (a == "--probe") probe_only = true;
-    else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (a == "--version") return tt::PrintVersion(kTool);
-    else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown option " + a);
-    else positional.push_back(a);
-  }
+  tt::Args args;
+  tt::AddModel(&args, &model);
+  args.Flag({"-t", "--threads"}, [&](const std::string& f, const char* v) {
+    thread_list = ParseList(f, v, 0, tt::kMaxThreads, "0 = one per core");
+  });
+  args.Flag({"-p", "--prompt", "--n-prompt"}, [&](const std::string& f, const char* v) {
+    prompt_list = ParseList(f, v, 1, tinyai::limits::kMaxSeqLen);
+    o.prompt_given = true;
+  });
+  args.Flag({"-n", "--gen", "--n-gen"}, [&](const std::string& f, const char* v) {
+    gen_list = ParseList(f, v, 1, tinyai::limits::kMaxSeqLen);
+    o.gen_given = true;
+  });
+  args.Flag({"-r", "--repetitions"}, [&](const std::string& f, const char* v) {
+    repetitions = tt::ParseInt32(f, v, 1, 1000);
+  });
+  tt::AddContext(&args, &o.context);
+  tt::AddMemLimit(&args, &o.mem_limit);
+  args.Flag({"--cache"}, [&](const std::string& f, const char* v) { o.mmap.maxCacheSize = tt::ParseByteLimit(f, v); });
+  args.Flag({"--prefetch-threads"}, [&](const std::string& f, const char* v) {
+    o.mmap.prefetchThreads = tt::ParsePrefetchThreads(f, v);
+  });
+  args.On({"--no-prefetch"}, [&] { o.mmap.prefetchEnabled = false; });
+  args.On({"--lru"}, [&] { o.mmap.adaptiveCaching = false; });
+  tt::AddKvType(&args, &o.kv_type);
+  tt::AddFallback(&args, o.fallback);
+  args.Flag({"--probe-mib"}, [&](const std::string& f, const char* v) {
+    probe_mib = tt::ParseInt32(f, v, 16, kMaxProbeMib);
+    probe_given = true;
+  });
+  args.On({"--no-probe"}, [&] { probe = false; });
+  args.On({"--huge-pages"}, [&] { o.huge_pages = true; });
+  args.On({"--json"}, [&] { format = Format::kJson; });
+  args.Flag({"-o", "--output"}, [&](const std::string& f, const char* v) { format = ParseFormat(f, v); });
+  args.Flag({"--memory-report"}, [&](const std::string&, const char* v) { report_path = v; });
+  args.Flag({"--memory-trace"}, [&](const std::string&, const char* v) { trace_path = v; });
+  args.On({"--probe"}, [&] { probe_only = true; });
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
   // The model as -m or alone, as in every tool.
   if (positional.size() > 1 || (!positional.empty() && !model.empty())) {
     throw tt::UsageError("one model: -m MODEL or MODEL, once");
   }
-  if (!positional.empty()) model = positional[0];
+  if (!positional.empty()) model = tt::TakeModel(model, &positional);
   if (!probe_only && model.empty()) throw tt::UsageError("-m MODEL or --probe is required");
   if (probe_only && !model.empty()) throw tt::UsageError("--probe measures the machine alone; drop -m MODEL");
   if (probe_only && !probe) throw tt::UsageError("--probe and --no-probe: give one");

@@ -13,6 +13,7 @@
 
 #include "tinyai/utils/quantize_mixed.h"
 #include "tools/common/cli.h"
+#include "tools/common/progress.h"
 #include "tools/eval/compare.h"
 
 namespace tinyai_tools {
@@ -42,11 +43,10 @@ inline std::string ReadCalibrationText(const std::string& file, int32_t tokens) 
 // What tinyaiSaveMappedModel reported, a tensor at a time, with a progress
 // bar on stderr when it is a terminal.
 struct SaveReport {
-  explicit SaveReport(const char* tool_name) : tool(tool_name), bar(isatty(STDERR_FILENO) != 0) {}
+  explicit SaveReport(const char* tool_name) : tool(tool_name), bar(tool_name) {}
   const char* tool;
   bool table = true;
-  bool bar;
-  int last_pct = -1;
+  ProgressBar bar;
   std::vector<TinyAISaveProgress> rows;
   std::vector<std::string> names;
 
@@ -55,16 +55,11 @@ struct SaveReport {
     SaveReport* r = static_cast<SaveReport*>(user);
     r->rows.push_back(*p);
     r->names.emplace_back(p->tensorName);
-    if (r->bar) {
-      const int pct = p->bytesTotal ? static_cast<int>(100 * p->bytesDone / p->bytesTotal) : 100;
-      if (pct != r->last_pct || p->tensorIndex + 1 == p->tensorCount) {
-        r->last_pct = pct;
-        std::fprintf(stderr, "\r%s: [%-40.*s] %3d%% tensor %d/%d %-24.24s", r->tool, pct * 40 / 100,
-                     "========================================", pct, p->tensorIndex + 1, p->tensorCount,
-                     p->tensorName);
-        if (p->tensorIndex + 1 == p->tensorCount) std::fputc('\n', stderr);
-      }
-    }
+    // By tensors at the end (a file of no bytes still ends its line), by bytes before.
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "tensor %d/%d %-24.24s", p->tensorIndex + 1, p->tensorCount, p->tensorName);
+    if (p->tensorIndex + 1 == p->tensorCount) r->bar.Update(1, 1, detail);
+    else r->bar.Update(static_cast<int64_t>(p->bytesDone), static_cast<int64_t>(p->bytesTotal), detail);
     return 0;
   }
 };
@@ -88,15 +83,9 @@ inline void CompareWithInput(const std::string& in, const std::string& out, int6
   LLMHandle llm = CreateLLM(new_model.get(), lc);
   CompareOptions co;
   co.tokens = tokens;
-  int last = -1;
-  const CompareResult r = CompareModels(ref.get(), llm.get(), co, [&](int64_t done, int64_t total) {
-    const int pct = static_cast<int>(100 * done / total);
-    if (!bar || pct == last) return;
-    last = pct;
-    std::fprintf(stderr, "\r%s: comparing [%-40.*s] %3d%%", tool, pct * 40 / 100,
-                 "========================================", pct);
-    if (done == total) std::fputc('\n', stderr);
-  });
+  ProgressBar progress(tool, "comparing", !bar);
+  const CompareResult r = CompareModels(ref.get(), llm.get(), co,
+                                        [&](int64_t done, int64_t total) { progress.Update(done, total); });
   std::printf("quality against %s over %lld positions (seed %llu; tinyai-eval --ref IN OUT --tokens N for more): "
               "mean KL %.6g  p99 KL %.6g  top-1 agreement %.4f\n",
               in.c_str(), static_cast<long long>(r.positions), static_cast<unsigned long long>(co.seed), r.mean_kld,

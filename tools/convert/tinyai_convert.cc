@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "import/model_builder.h"
 #include "format/tmai_writer.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/formats.h"
 
@@ -52,7 +53,8 @@ const char kUsage[] =
     "                     --from tmai, --from gguf or --from safetensors (default: the input's)\n"
     "  --synthetic SPEC   a random-weight LLaMA model of that shape\n"
     "  --dense DEF.txt    a random-weight dense network from a definition file\n"
-    "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights):\n"
+    "  --dtype D          the dtype of every matrix (embeddings, projections, classifier, dense weights;\n"
+    "                     --outtype D, llama.cpp's converter's name, is the same):\n"
     "                     f32 (default), f16 (rounded to nearest even), or grouped: q8_g32 (q8_0, int8),\n"
     "                     q4_g32 (q4_0, int4-sym) or q4nl_g32 (iq4_nl, int4) (4-bit, uniform or non-uniform\n"
     "                     grid) in groups of 32 with searched scales, q5_g32 (q5_0), q5m_g32 (q5_1), or the\n"
@@ -193,33 +195,24 @@ int Run(int argc, char** argv) {
   bool dtype_given = false;
   tinyai::WriteOptions options;
   std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--from") from = value();
-    else if (a == "--tokenizer") tokenizer = value();
-    else if (a == "--synthetic") synthetic = value();
-    else if (a == "--dense") dense = value();
-    else if (a == "--compress") {
-      const TinyAIDType dtype = options.matrix_dtype;
-      options = ParseCompress(value());
-      options.matrix_dtype = dtype;
-    } else if (a == "--dtype") {
-      options.matrix_dtype = ParseDtype(value());
-      dtype_given = true;
-    }
-    else if (a == "--name") name = value();
-    else if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      return tinyai_tools::PrintVersion(kTool);
-    } else if (!a.empty() && a[0] == '-') throw tinyai_tools::UsageError("unknown option " + a);
-    else positional.push_back(a);
-  }
+  namespace tt = tinyai_tools;
+  tt::Args args;
+  args.Flag({"--from"}, [&](const std::string&, const char* v) { from = v; });
+  args.Flag({"--tokenizer"}, [&](const std::string&, const char* v) { tokenizer = v; });
+  args.Flag({"--synthetic"}, [&](const std::string&, const char* v) { synthetic = v; });
+  args.Flag({"--dense"}, [&](const std::string&, const char* v) { dense = v; });
+  args.Flag({"--compress"}, [&](const std::string&, const char* v) {
+    const TinyAIDType dtype = options.matrix_dtype;
+    options = ParseCompress(v);
+    options.matrix_dtype = dtype;
+  });
+  args.Flag({"--dtype", "--outtype"}, [&](const std::string&, const char* v) {
+    options.matrix_dtype = ParseDtype(v);
+    dtype_given = true;
+  });
+  args.Flag({"--name"}, [&](const std::string&, const char* v) { name = v; });
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
   if ((!dense.empty() || !synthetic.empty()) && (!tokenizer.empty() || !name.empty())) {
     throw tinyai_tools::UsageError(tokenizer.empty() ? "--name goes with --from (llama2c, tmai, gguf or safetensors)"
                                                      : "--tokenizer goes with --from llama2c");

@@ -1,7 +1,7 @@
 // tinyai-eval: how close a model's next-token distributions are to a
 // reference's (e.g. a quantized model against its f32 original).
 //
-//   tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]
+//   tinyai-eval --ref REF [-m] MODEL [--tokens N] [-s|--seed S] [-c|--context L] [-t THREADS]
 //               [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE] [--json]
 //               [--memory-report FILE] [--memory-trace FILE]
 #include <unistd.h>
@@ -10,25 +10,29 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
+#include "tools/common/progress.h"
 #include "tools/common/memory_report.h"
 #include "tools/eval/compare.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: tinyai-eval --ref REF.tmai MODEL.tmai [--tokens N] [--seed S] [--sequence L] [-t THREADS]\n"
+    "usage: tinyai-eval --ref REF [-m] MODEL [--tokens N] [-s|--seed S] [-c|--context L] [-t THREADS]\n"
     "                   [--kv-type T] [--kv-window N] [--kv-sink K] [--mem-limit SIZE] [--fallback STEPS] [--json]\n"
-    "                   [--memory-report FILE] [--memory-trace FILE]\n"
+    "                   [--memory-report FILE] [--memory-trace FILE] [-q|--quiet]\n"
     "       tinyai-eval -h | --help | --version\n"
     "  Both models read one token stream sampled from REF (temperature 1, sequences of L tokens, each from BOS\n"
     "  when the models start a text with it - tokenizer.add_bos - else from a token drawn uniformly); at each\n"
     "  position: KL(REF || MODEL) of the next-token distributions and whether the top-1 tokens agree.\n"
-    "  --ref REF.tmai  the reference model (e.g. the f32 original)\n"
+    "  --ref REF       the reference model (e.g. the f32 original; .tmai or GGUF)\n"
+    "  -m, --model MODEL  the model compared with it; the model alone, without -m, too\n"
     "  --tokens N      positions compared, 1..100000000 (default 2048)\n"
-    "  --seed S        seed of the sampled stream, 0..18446744073709551615 (default 1)\n"
-    "  --sequence L    positions per sequence, 1..1048576 (default 256; at most the models' context)\n"
-    "  -t THREADS      compute threads per model, 0..256 (default 0 = one per core)\n"
+    "  -s, --seed S    seed of the sampled stream, 0..18446744073709551615 (default 1)\n"
+    "  -c, --context L positions per sequence, 1..1048576 (default 256; at most the models' context);\n"
+    "                  --sequence L is the same\n"
+    "  -t, --threads N compute threads per model, 0..256 (default 0 = one per core)\n"
     "  --kv-type T     MODEL's KV cache storage: f32 (default), f16 or int8 (REF's stays f32; MODEL may be\n"
     "                  REF's file, to measure the KV storage alone)\n"
     "  --kv-window N   MODEL's KV cache as a rolling window of N positions, 1..1048576\n"
@@ -41,6 +45,7 @@ const char kUsage[] =
     "                  beside the OS's RSS at open, index, plan, warm-up, every 16 positions and close;\n"
     "                  peak_bytes and peak_rss_bytes\n"
     "  --memory-trace FILE  the same at every position as CSV, for tinyai-memplot FILE -o FILE.svg\n"
+    "  -q, --quiet     no progress bar\n"
     "  -h, --help      this help; --version: the library's version\n";
 
 int Run(int argc, char** argv) {
@@ -50,53 +55,34 @@ int Run(int argc, char** argv) {
   int32_t threads = 0;
   bool json = false;
   TinyAILLMConfig kv = tinyaiCreateDefaultLLMConfig();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      return tinyai_tools::PrintVersion("tinyai-eval");
-    } else if (a == "--ref") {
-      ref_path = value();
-    } else if (a == "--tokens") {
-      options.tokens = tinyai_tools::ParseInt(a, value(), 1, 100000000);
-    } else if (a == "--seed") {
-      options.seed = tinyai_tools::ParseUint64(a, value());
-    } else if (a == "--sequence") {
-      options.sequence = tinyai_tools::ParseInt32(a, value(), 1, 1048576);
-    } else if (a == "-t") {
-      threads = tinyai_tools::ParseThreads(a, value());
-    } else if (a == "--kv-type") {
-      kv.kvType = tinyai_tools::ParseKvType(a, value(), false);
-    } else if (a == "--kv-window") {
-      kv.kvWindow = tinyai_tools::ParseKvWindow(a, value());
-    } else if (a == "--kv-sink") {
-      kv.kvSinks = tinyai_tools::ParseKvSinks(a, value());
-    } else if (a == "--mem-limit") {
-      kv.memoryLimit = tinyai_tools::ParseMemLimit(a, value());
-    } else if (a == "--fallback") {
-      tinyai_tools::ParseFallback(a, value(), kv.fallback);
-    } else if (a == "--memory-report") {
-      report_path = value();
-    } else if (a == "--memory-trace") {
-      trace_path = value();
-    } else if (a == "--json") {
-      json = true;
-    } else if (!a.empty() && a[0] == '-') {
-      throw tinyai_tools::UsageError("unknown option " + a);
-    } else {
-      positional.push_back(a);
-    }
-  }
+  namespace tt = tinyai_tools;
+  std::string model_path;
+  bool quiet = false;
+  tt::Args args;
+  args.Flag({"--ref"}, [&](const std::string&, const char* v) { ref_path = v; });
+  tt::AddModel(&args, &model_path);
+  args.Flag({"--tokens"}, [&](const std::string& f, const char* v) { options.tokens = tt::ParseInt(f, v, 1, 100000000); });
+  args.Flag({"-s", "--seed"}, [&](const std::string& f, const char* v) { options.seed = tt::ParseUint64(f, v); });
+  // -c is the context as in every tool: here, the positions of a sequence.
+  args.Flag({"-c", "--context", "--sequence"}, [&](const std::string& f, const char* v) {
+    options.sequence = tt::ParseInt32(f, v, 1, tinyai::limits::kMaxSeqLen);
+  });
+  tt::AddThreads(&args, &threads);
+  tt::AddKvType(&args, &kv.kvType, false);
+  tt::AddKvWindow(&args, &kv.kvWindow, &kv.kvSinks);
+  tt::AddMemLimit(&args, &kv.memoryLimit);
+  tt::AddFallback(&args, kv.fallback);
+  args.Flag({"--memory-report"}, [&](const std::string&, const char* v) { report_path = v; });
+  args.Flag({"--memory-trace"}, [&](const std::string&, const char* v) { trace_path = v; });
+  tt::AddJson(&args, &json);
+  tt::AddQuiet(&args, &quiet);
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, "tinyai-eval", kUsage, &positional, &exit_code)) return exit_code;
+  if (model_path.empty() && !positional.empty()) model_path = tt::TakeModel(model_path, &positional);
+  if (!positional.empty()) throw tt::UsageError("one MODEL to compare with the reference ('" + positional[0] + "' is another)");
   if (ref_path.empty()) throw tinyai_tools::UsageError("--ref REF.tmai is required");
-  if (positional.size() != 1) throw tinyai_tools::UsageError("give one MODEL.tmai to compare with the reference");
+  if (model_path.empty()) throw tinyai_tools::UsageError("give the MODEL to compare with the reference (-m MODEL or MODEL)");
   if (kv.kvSinks > 0 && kv.kvWindow == 0) throw tinyai_tools::UsageError("--kv-sink goes with --kv-window");
-  const std::string& model_path = positional[0];
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   cfg.threads = threads;
   tinyai_tools::SayMemLimit("tinyai-eval");
@@ -115,17 +101,10 @@ int Run(int argc, char** argv) {
   for (int i = 0; i < TINYAI_MAX_FALLBACK_STEPS; ++i) model_cfg.fallback[i] = kv.fallback[i];
   tinyai_tools::LLMHandle llm = tinyai_tools::CreateLLM(model.get(), model_cfg, "tinyai-eval");
   tinyai_tools::SayFallback("tinyai-eval", llm.get());
-  const bool bar = isatty(STDERR_FILENO) != 0;
-  int last = -1;
+  tinyai_tools::ProgressBar bar("tinyai-eval", "", quiet);
   const tinyai_tools::CompareResult r =
       tinyai_tools::CompareModels(ref.get(), llm.get(), options, [&](int64_t done, int64_t total) {
-        const int pct = static_cast<int>(100 * done / total);
-        if (!bar || pct == last) return;
-        last = pct;
-        std::fprintf(stderr, "\rtinyai-eval: [%-40.*s] %3d%% %lld/%lld positions", pct * 40 / 100,
-                     "========================================", pct, static_cast<long long>(done),
-                     static_cast<long long>(total));
-        if (done == total) std::fputc('\n', stderr);
+        bar.Update(done, total, std::to_string(done) + "/" + std::to_string(total) + " positions");
       });
   if (json) {
     std::printf("{\"positions\": %lld, \"mean_kld\": %.6g, \"p99_kld\": %.6g, \"max_kld\": %.6g, \"top1\": %.6f, "

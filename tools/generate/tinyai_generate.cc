@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tinyai/tinyai.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/dag.h"
 #include "tools/common/memory_report.h"
@@ -23,7 +24,7 @@ namespace {
 const char kTool[] = "tinyai-generate";
 
 const char kUsage[] =
-    "usage: tinyai-generate -m MODEL.tmai (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
+    "usage: tinyai-generate [-m] MODEL (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
     "                       [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]\n"
     "                       [--stop TEXT]... [-s|--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE]\n"
     "                       [--cache SIZE] [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
@@ -31,16 +32,16 @@ const char kUsage[] =
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
     "                       [--memory-trace FILE] [--chat [--system TEXT]]\n"
     "       tinyai-generate -h | --help | --version\n"
-    "  -m MODEL.tmai    the model (a llama .tmai)\n"
-    "  -p PROMPT        the prompt; -p - reads it from standard input\n"
+    "  -m, --model MODEL  the model (a llama .tmai or GGUF); the model alone, without -m, too\n"
+    "  -p, --prompt PROMPT  the prompt; -p - reads it from standard input\n"
     "  --chat           the prompt is a user's message: it is put in the model's chat template (chatml,\n"
     "                   llama3, zephyr or llama2, recognized in the file's tokenizer.chat_template) and\n"
     "                   only the answer is printed, up to the end of the model's turn\n"
     "  --system TEXT    with --chat: the system message (default: the template's own, if it has one)\n"
-    "  -f FILE          read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -);\n"
+    "  -f, --file FILE  read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -);\n"
     "                   a prompt read from FILE or standard input may hold up to 64 bytes per token of the\n"
     "                   context (--context, or the model's seq_len), and no more than --mem-limit\n"
-    "  -n, --max-new N  tokens generated after the prompt at most (0..2147483647; default 256; 0 = until the\n"
+    "  -n, --max-new, --n-predict N  tokens generated after the prompt at most (0..2147483647; default 256; 0 = until the\n"
     "                   context is full)\n"
     "  --steps N        llama2.c's limit: positions in all, BOS and prompt included (0..2147483647; default 0 =\n"
     "                   the context)\n"
@@ -55,7 +56,7 @@ const char kUsage[] =
     "  --stop TEXT      end the text where it first holds TEXT (not printed; the prompt is not searched);\n"
     "                   up to 16 of them, each 1..256 bytes; stopped: stop_string\n"
     "  -s, --seed S     sampler seed, 0..18446744073709551615 (default 42)\n"
-    "  -t THREADS       compute threads, 0..256 (default 0 = one per core)\n"
+    "  -t, --threads N  compute threads, 0..256 (default 0 = one per core)\n"
     "  -c, --context N  tokens the KV cache holds, 0..1048576 (default 0 = the model's seq_len); with\n"
     "                   --kv-window, the longest prompt\n"
     "  --kv-type T      how the KV cache stores keys and values: f32 (default), f16, int8 (an f16 scale\n"
@@ -76,7 +77,7 @@ const char kUsage[] =
     "  --lru            plain LRU eviction instead of the adaptive policy\n"
     "  --stats          weight cache and memory figures on stderr, with the least --mem-limit for these\n"
     "                   options (rounded up: given back, it runs)\n"
-    "  --quiet          no figures on stderr\n"
+    "  -q, --quiet      no figures on stderr\n"
     "  --mode M         how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
     "                   memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
     "  --fallback STEPS when the run does not fit --mem-limit, step down in this order, each step on top\n"
@@ -179,63 +180,83 @@ int Run(int argc, char** argv) {
   TinyAILLMConfig config = tinyaiCreateDefaultLLMConfig();
   config.threads = 0;
   std::vector<const char*> stops;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tt::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-m") model_path = value();
-    else if (a == "-p") { prompt = value(); have_prompt = true; }
-    else if (a == "-f") prompt_file = value();
-    else if (a == "--chat") chat = true;
-    else if (a == "--system") { system = value(); have_system = true; }
-    else if (a == "-n" || a == "--max-new") params.maxNewTokens = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = until the context is full");
-    else if (a == "--steps") params.steps = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = the context");
-    else if (a == "--temp") params.sampler.temperature = static_cast<float>(tt::ParseFloat(a, value(), 0.0, FLT_MAX));
-    else if (a == "--top-p") params.sampler.topP = static_cast<float>(tt::ParseFloat(a, value(), 0.0, 1.0, true));
-    else if (a == "--top-k") params.sampler.topK = tt::ParseInt32(a, value(), 0, INT32_MAX, "0 = off");
-    else if (a == "--min-p") params.sampler.minP = static_cast<float>(tt::ParseFloat(a, value(), 0.0, 1.0));
-    else if (a == "--repeat-penalty") {
-      params.sampler.repeatPenalty = static_cast<float>(tt::ParseFloat(a, value(), 0.0, FLT_MAX, true));
-    } else if (a == "--repeat-last-n") {
-      params.sampler.repeatLastN = tt::ParseInt32(a, value(), 1, TINYAI_MAX_REPEAT_LAST_N);
-    } else if (a == "--stop") {
-      const char* v = value();
-      if (*v == '\0') throw tt::UsageError("--stop: an empty stop string would stop before any text; give 1.." +
-                                            std::to_string(TINYAI_MAX_STOP_BYTES) + " bytes");
-      if (std::strlen(v) > TINYAI_MAX_STOP_BYTES) {
-        throw tt::UsageError("--stop: '" + std::string(v, 40) + "...' is " + std::to_string(std::strlen(v)) +
-                             " bytes; a stop string is at most " + std::to_string(TINYAI_MAX_STOP_BYTES));
-      }
-      if (stops.size() == TINYAI_MAX_STOP_STRINGS) {
-        throw tt::UsageError("--stop: at most " + std::to_string(TINYAI_MAX_STOP_STRINGS) + " stop strings");
-      }
-      stops.push_back(v);
+  tt::Args args;
+  tt::AddModel(&args, &model_path);
+  args.Flag({"-p", "--prompt"}, [&](const std::string&, const char* v) {
+    prompt = v;
+    have_prompt = true;
+  });
+  args.Flag({"-f", "--file"}, [&](const std::string&, const char* v) { prompt_file = v; });
+  args.On({"--chat"}, [&] { chat = true; });
+  args.Flag({"--system"}, [&](const std::string&, const char* v) {
+    system = v;
+    have_system = true;
+  });
+  args.Flag({"-n", "--max-new", "--n-predict"}, [&](const std::string& f, const char* v) {
+    params.maxNewTokens = tt::ParseInt32(f, v, 0, INT32_MAX, "0 = until the context is full");
+  });
+  args.Flag({"--steps"}, [&](const std::string& f, const char* v) {
+    params.steps = tt::ParseInt32(f, v, 0, INT32_MAX, "0 = the context");
+  });
+  args.Flag({"--temp"}, [&](const std::string& f, const char* v) {
+    params.sampler.temperature = static_cast<float>(tt::ParseFloat(f, v, 0.0, FLT_MAX));
+  });
+  args.Flag({"--top-p"}, [&](const std::string& f, const char* v) {
+    params.sampler.topP = static_cast<float>(tt::ParseFloat(f, v, 0.0, 1.0, true));
+  });
+  args.Flag({"--top-k"}, [&](const std::string& f, const char* v) {
+    params.sampler.topK = tt::ParseInt32(f, v, 0, INT32_MAX, "0 = off");
+  });
+  args.Flag({"--min-p"}, [&](const std::string& f, const char* v) {
+    params.sampler.minP = static_cast<float>(tt::ParseFloat(f, v, 0.0, 1.0));
+  });
+  args.Flag({"--repeat-penalty"}, [&](const std::string& f, const char* v) {
+    params.sampler.repeatPenalty = static_cast<float>(tt::ParseFloat(f, v, 0.0, FLT_MAX, true));
+  });
+  args.Flag({"--repeat-last-n"}, [&](const std::string& f, const char* v) {
+    params.sampler.repeatLastN = tt::ParseInt32(f, v, 1, TINYAI_MAX_REPEAT_LAST_N);
+  });
+  args.Flag({"--stop"}, [&](const std::string& f, const char* v) {
+    if (*v == '\0') {
+      throw tt::UsageError(f + ": an empty stop string would stop before any text; give 1.." +
+                           std::to_string(TINYAI_MAX_STOP_BYTES) + " bytes");
     }
-    else if (a == "--seed" || a == "-s") params.sampler.seed = tt::ParseUint64(a, value());
-    else if (a == "-t") config.threads = tt::ParseThreads(a, value());
-    else if (a == "--context" || a == "-c") config.contextLength = tt::ParseContext(a, value());
-    else if (a == "--mem-limit") config.memoryLimit = tt::ParseMemLimit(a, value());
-    else if (a == "--kv-type") config.kvType = tt::ParseKvType(a, value());
-    else if (a == "--kv-window") config.kvWindow = tt::ParseKvWindow(a, value());
-    else if (a == "--kv-sink") config.kvSinks = tt::ParseKvSinks(a, value());
-    else if (a == "--kv-growable") config.kvGrowable = 1;
-    else if (a == "--cache") mmap_config.maxCacheSize = tt::ParseByteLimit(a, value());
-    else if (a == "--prefetch-threads") mmap_config.prefetchThreads = tt::ParsePrefetchThreads(a, value());
-    else if (a == "--no-prefetch") mmap_config.prefetchEnabled = false;
-    else if (a == "--lru") mmap_config.adaptiveCaching = false;
-    else if (a == "--stats") show_stats = true;
-    else if (a == "--quiet") quiet = true;
-    else if (a == "--mode") config.mode = tt::ParseMode(a, value());
-    else if (a == "--fallback") tt::ParseFallback(a, value(), config.fallback);
-    else if (a == "--debug-exec") config.debugExecution = true;
-    else if (a == "--dump-dag") dump_path = value();
-    else if (a == "--memory-report") report_path = value();
-    else if (a == "--memory-trace") trace_path = value();
-    else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (a == "--version") return tt::PrintVersion(kTool);
-    else throw tt::UsageError("unknown argument " + a);
+    if (std::strlen(v) > TINYAI_MAX_STOP_BYTES) {
+      throw tt::UsageError(f + ": '" + std::string(v, 40) + "...' is " + std::to_string(std::strlen(v)) +
+                           " bytes; a stop string is at most " + std::to_string(TINYAI_MAX_STOP_BYTES));
+    }
+    if (stops.size() == TINYAI_MAX_STOP_STRINGS) {
+      throw tt::UsageError(f + ": at most " + std::to_string(TINYAI_MAX_STOP_STRINGS) + " stop strings");
+    }
+    stops.push_back(v);
+  });
+  args.Flag({"-s", "--seed"}, [&](const std::string& f, const char* v) { params.sampler.seed = tt::ParseUint64(f, v); });
+  tt::AddThreads(&args, &config.threads);
+  tt::AddContext(&args, &config.contextLength);
+  tt::AddMemLimit(&args, &config.memoryLimit);
+  tt::AddKvType(&args, &config.kvType);
+  tt::AddKvWindow(&args, &config.kvWindow, &config.kvSinks);
+  args.On({"--kv-growable"}, [&] { config.kvGrowable = 1; });
+  args.Flag({"--cache"}, [&](const std::string& f, const char* v) { mmap_config.maxCacheSize = tt::ParseByteLimit(f, v); });
+  args.Flag({"--prefetch-threads"}, [&](const std::string& f, const char* v) {
+    mmap_config.prefetchThreads = tt::ParsePrefetchThreads(f, v);
+  });
+  args.On({"--no-prefetch"}, [&] { mmap_config.prefetchEnabled = false; });
+  args.On({"--lru"}, [&] { mmap_config.adaptiveCaching = false; });
+  args.On({"--stats"}, [&] { show_stats = true; });
+  tt::AddQuiet(&args, &quiet);
+  args.Flag({"--mode"}, [&](const std::string& f, const char* v) { config.mode = tt::ParseMode(f, v); });
+  tt::AddFallback(&args, config.fallback);
+  args.On({"--debug-exec"}, [&] { config.debugExecution = true; });
+  args.Flag({"--dump-dag"}, [&](const std::string&, const char* v) { dump_path = v; });
+  args.Flag({"--memory-report"}, [&](const std::string&, const char* v) { report_path = v; });
+  args.Flag({"--memory-trace"}, [&](const std::string&, const char* v) { trace_path = v; });
+  std::vector<std::string> positional;
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
+  if (model_path.empty() && !positional.empty()) model_path = tt::TakeModel(model_path, &positional);
+  if (!positional.empty()) {
+    throw tt::UsageError("unexpected argument '" + positional[0] + "' (the prompt is -p PROMPT)");
   }
   if (model_path.empty()) throw tt::UsageError("-m MODEL is required");
   if (have_prompt && !prompt_file.empty()) throw tt::UsageError("give the prompt once: -p PROMPT, -p - or -f FILE");

@@ -21,6 +21,7 @@
 #include "tinyai/utils/forward_scheduler.h"
 #include "tinyai/utils/prune.h"
 #include "tools/bench/bandwidth_probe.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/dag.h"
 
@@ -29,20 +30,21 @@ namespace {
 const char kTool[] = "tinyai-inspect";
 
 const char kUsage[] =
-    "usage: tinyai-inspect MODEL.tmai [--json] [-c|--context N] [-t THREADS] [--kv-type T] [--kv-window N] [--kv-sink K]\n"
-    "                      [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
+    "usage: tinyai-inspect [-m] MODEL [--json] [-c|--context N] [-t THREADS] [--kv-type T] [--kv-window N]\n"
+    "                      [--kv-sink K] [--plan] [--mem-limit SIZE] [--mode M] [--batch N] [--shape ROWS:CONTEXT]...\n"
     "                      [--debug-exec] [--dump-dag FILE]\n"
-    "       tinyai-inspect MODEL.tmai --estimate [--mem-limit SIZE] [--cache SIZE] [-c|--context N] [--kv-type T]\n"
+    "       tinyai-inspect [-m] MODEL --estimate [--mem-limit SIZE] [--cache SIZE] [-c|--context N] [--kv-type T]\n"
     "                      [-t THREADS] [--mode M] [--fallback STEPS] [--bandwidth GBPS] [--json]\n"
     "       tinyai-inspect -h | --help | --version\n"
     "  the model's name and source (the format and file it was converted from), hyper-parameters, layers and\n"
     "  tensors, and the least --mem-limit a llama model runs under with tinyai-generate's options: the\n"
     "  threads, context and KV cache below (tinyai-generate's defaults unless given), printed beside it,\n"
     "  rounded up (the figure given back to --mem-limit runs)\n"
+    "  -m, --model MODEL  the model (.tmai or GGUF); the model alone, without -m, too\n"
     "  --json        one JSON object on stdout\n"
     "  -c, --context N\n"
     "                tokens of KV cache, 0..1048576 (default 0 = the model's seq_len)\n"
-    "  -t THREADS    compute threads, 0..256 (default 0 = one per core, as tinyai-generate)\n"
+    "  -t, --threads N  compute threads, 0..256 (default 0 = one per core, as tinyai-generate)\n"
     "  --kv-type T   KV cache storage: f32 (default), f16, int8 or auto (chosen in --mem-limit)\n"
     "  --kv-window N a rolling window of N positions, 1..1048576 (with --kv-sink K first positions kept)\n"
     "  --kv-sink K   with --kv-window: the first positions kept, 0..1048576 (default 0)\n"
@@ -163,41 +165,52 @@ int Run(int argc, char** argv) {
   bool estimate = false;
   uint64_t cache = 0;
   double bandwidth = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    // Every flag of the plan implies --plan: none is ignored.
-    if (a == "--json") json = true;
-    else if (a == "--plan") plan = true;
-    else if (a == "--mem-limit") { limit = tt::ParseMemLimit(a, value()); plan = true; }
-    else if (a == "--mode") { mode = tt::ParseMode(a, value()); plan = true; }
-    else if (a == "--batch") { sched_config.batchSize = tt::ParseInt32(a, value(), 1, INT32_MAX); plan = true; }
-    else if (a == "--shape") {
-      shapes.push_back(tt::ParseShape(a, value()));
-      if (shapes.size() > TINYAI_MAX_SHAPES) throw tt::UsageError("--shape: at most " + std::to_string(TINYAI_MAX_SHAPES) + " shapes");
-      plan = true;
+  // Every flag of the plan implies --plan: none is ignored.
+  tt::Args args;
+  tt::AddModel(&args, &path);
+  tt::AddJson(&args, &json);
+  args.On({"--plan"}, [&] { plan = true; });
+  args.Flag({"--mem-limit"}, [&](const std::string& f, const char* v) {
+    limit = tt::ParseMemLimit(f, v);
+    plan = true;
+  });
+  args.Flag({"--mode"}, [&](const std::string& f, const char* v) {
+    mode = tt::ParseMode(f, v);
+    plan = true;
+  });
+  args.Flag({"--batch"}, [&](const std::string& f, const char* v) {
+    sched_config.batchSize = tt::ParseInt32(f, v, 1, INT32_MAX);
+    plan = true;
+  });
+  args.Flag({"--shape"}, [&](const std::string& f, const char* v) {
+    shapes.push_back(tt::ParseShape(f, v));
+    if (shapes.size() > TINYAI_MAX_SHAPES) {
+      throw tt::UsageError(f + ": at most " + std::to_string(TINYAI_MAX_SHAPES) + " shapes");
     }
-    else if (a == "--debug-exec") { sched_config.debugExecution = true; plan = true; }
-    else if (a == "--dump-dag") { dump_path = value(); plan = true; }
-    else if (a == "--estimate") estimate = true;
-    else if (a == "--fallback") tt::ParseFallback(a, value(), llm_config.fallback);
-    else if (a == "--cache") cache = tt::ParseByteLimit(a, value());
-    else if (a == "--bandwidth") bandwidth = tt::ParseFloat(a, value(), 0.1, 100000.0);
-    else if (a == "--context" || a == "-c") llm_config.contextLength = tt::ParseContext(a, value());
-    else if (a == "-t") llm_config.threads = tt::ParseThreads(a, value());
-    else if (a == "--kv-type") llm_config.kvType = tt::ParseKvType(a, value());
-    else if (a == "--kv-window") llm_config.kvWindow = tt::ParseKvWindow(a, value());
-    else if (a == "--kv-sink") llm_config.kvSinks = tt::ParseKvSinks(a, value());
-    else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (a == "--version") return tt::PrintVersion(kTool);
-    else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown option " + a);
-    else if (path.empty()) path = a;
-    else throw tt::UsageError("one model at a time");
-  }
-  if (path.empty()) throw tt::UsageError("MODEL.tmai is required");
+    plan = true;
+  });
+  args.On({"--debug-exec"}, [&] {
+    sched_config.debugExecution = true;
+    plan = true;
+  });
+  args.Flag({"--dump-dag"}, [&](const std::string&, const char* v) {
+    dump_path = v;
+    plan = true;
+  });
+  args.On({"--estimate"}, [&] { estimate = true; });
+  tt::AddFallback(&args, llm_config.fallback);
+  args.Flag({"--cache"}, [&](const std::string& f, const char* v) { cache = tt::ParseByteLimit(f, v); });
+  args.Flag({"--bandwidth"}, [&](const std::string& f, const char* v) { bandwidth = tt::ParseFloat(f, v, 0.1, 100000.0); });
+  tt::AddContext(&args, &llm_config.contextLength);
+  tt::AddThreads(&args, &llm_config.threads);
+  tt::AddKvType(&args, &llm_config.kvType);
+  tt::AddKvWindow(&args, &llm_config.kvWindow, &llm_config.kvSinks);
+  std::vector<std::string> positional;
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
+  if (path.empty() && !positional.empty()) path = tt::TakeModel(path, &positional);
+  if (!positional.empty()) throw tt::UsageError("one model at a time ('" + positional[0] + "' is another)");
+  if (path.empty()) throw tt::UsageError("a model is required: -m MODEL (or MODEL alone)");
   if (llm_config.kvSinks > 0 && llm_config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (!dump_path.empty()) tt::CheckOutputPath(dump_path, "--dump-dag");
   if (!estimate && (cache != 0 || bandwidth != 0)) throw tt::UsageError("--cache and --bandwidth go with --estimate");

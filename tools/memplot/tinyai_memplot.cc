@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/output.h"
 
@@ -22,7 +23,7 @@ const char kUsage[] =
     "usage: tinyai-memplot TRACE.csv [-o OUT.svg] [--title TEXT]\n"
     "       tinyai-memplot -h | --help | --version\n"
     "  TRACE.csv     a trace from tinyai-generate, tinyai-bench or tinyai-eval --memory-trace FILE\n"
-    "  -o OUT.svg    where to write the picture (default: TRACE.csv with .svg for .csv)\n"
+    "  -o, --output OUT.svg  where to write the picture (default: TRACE.csv with .svg for .csv)\n"
     "  --title TEXT  the picture's title (default: the trace's file name)\n"
     "The picture: TinyAI's own account stacked by category (runtime, model, weights, KV cache,\n"
     "activations, scratch, text) over the run's time, the process's RSS from the OS (all, and\n"
@@ -288,20 +289,14 @@ std::string Svg(const std::vector<Sample>& samples, const std::string& title) {
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
   std::string in, out, title;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tt::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-o") out = value();
-    else if (a == "--title") title = value();
-    else if (a == "-h" || a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else if (a == "--version") return tt::PrintVersion(kTool);
-    else if (!a.empty() && a[0] == '-') throw tt::UsageError("unknown argument " + a);
-    else if (in.empty()) in = a;
-    else throw tt::UsageError("one trace at a time; '" + a + "' is a second");
-  }
+  tt::Args args;
+  args.Flag({"-o", "--output"}, [&](const std::string&, const char* v) { out = v; });
+  args.Flag({"--title"}, [&](const std::string&, const char* v) { title = v; });
+  std::vector<std::string> positional;
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
+  if (positional.size() > 1) throw tt::UsageError("one trace at a time; '" + positional[1] + "' is a second");
+  if (!positional.empty()) in = positional[0];
   if (in.empty()) throw tt::UsageError("a trace is required: tinyai-memplot TRACE.csv");
   if (out.empty()) {
     out = in.size() > 4 && in.compare(in.size() - 4, 4, ".csv") == 0 ? in.substr(0, in.size() - 4) + ".svg"

@@ -15,6 +15,7 @@
 
 #include "tinyai/utils/prune.h"
 #include "tinyai/utils/quantize_mixed.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/rewrite.h"
 
@@ -22,12 +23,14 @@ namespace {
 
 const char kUsage[] =
     "usage: tinyai-prune [--sparsity S] [--block B] [--method M] [--layer N=S ...] [--output-too]\n"
-    "                    [--calibrate N] [--calibration-text FILE] [--eval N] [-t THREADS] [--quiet] IN.tmai OUT.tmai\n"
+    "                    [--calibrate N] [--calibration-text FILE] [--eval N] [-t THREADS] [-q|--quiet]\n"
+    "                    [-m] IN OUT.tmai\n"
     "       tinyai-prune -h | --help | --version\n"
     "  Writes IN again as OUT with its weight matrices pruned: in every band of B rows, the B x B blocks\n"
     "  that score lowest are removed and never stored, cached or read (docs/pruning.md). The kept values\n"
     "  keep IN's dtype (prune the fp32 or fp16 model; tinyai-quantize OUT then quantizes what is kept).\n"
     "  Streams: holds a few MB besides the model's index (and calibration's statistics).\n"
+    "  -m, --model IN  the model to prune (or IN alone, first; .tmai or GGUF)\n"
     "  --sparsity S    the share of each matrix's blocks removed, 0 <= S < 1 (default 0.5)\n"
     "  --block B       blocks of B x B weights: 1 (unstructured), 2, 4, 8, 16, 32 (default 4)\n"
     "  --method M      magnitude: |w|; activation: |w| x the RMS of its inputs (Wanda; measures);\n"
@@ -40,8 +43,8 @@ const char kUsage[] =
     "                  FILE (or - for standard input) holds up to 64 bytes per position\n"
     "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
-    "  -t THREADS      threads pruning (and comparing), 0..256 (default 0 = one per core)\n"
-    "  --quiet         no per-tensor table\n"
+    "  -t, --threads N threads pruning (and comparing), 0..256 (default 0 = one per core)\n"
+    "  -q, --quiet     no per-tensor table and no progress bar\n"
     "  -h, --help      this help; --version: the library's version\n";
 
 // A sparsity: a share of blocks removed, in [0, 1).
@@ -61,53 +64,40 @@ int Run(int argc, char** argv) {
   int32_t threads = 0;
   std::string calibration_file, calibration_text;
   tinyai_tools::SaveReport report("tinyai-prune");
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      return tinyai_tools::PrintVersion("tinyai-prune");
-    } else if (a == "--sparsity") {
-      cfg.sparsity = ParseSparsity(a, value());
-    } else if (a == "--block") {
-      cfg.blockSize = tinyai_tools::ParseInt32(a, value(), 0, 1 << 20);
-    } else if (a == "--method") {
-      if (tinyaiParsePruneMethod(value(), &cfg.method) != TINYAI_OK) {
-        throw tinyai_tools::UsageError(a + ": " + tinyaiGetLastErrorMessage());
-      }
-    } else if (a == "--layer") {
-      const std::string v = value();
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
-        throw tinyai_tools::UsageError(a + " takes N=SPARSITY, got '" + v + "'");
-      }
-      const int32_t n = tinyai_tools::ParseInt32(a, v.substr(0, eq).c_str(), 0, TINYAI_PRUNE_MAX_LAYERS - 1,
-                                                 "a transformer block's index");
-      cfg.layerSparsity[n] = ParseSparsity(a, v.substr(eq + 1).c_str());
-    } else if (a == "--output-too") {
-      cfg.pruneOutput = 1;
-    } else if (a == "--calibrate") {
-      cfg.calibrationTokens = tinyai_tools::ParseInt32(a, value(), 0, 1000000);
-    } else if (a == "--calibration-text") {
-      calibration_file = value();
-    } else if (a == "--eval") {
-      eval_tokens = tinyai_tools::ParseInt(a, value(), 0, 100000000);
-    } else if (a == "-t") {
-      threads = tinyai_tools::ParseThreads(a, value());
-    } else if (a == "--quiet") {
-      report.table = false;
-    } else if (!a.empty() && a[0] == '-') {
-      throw tinyai_tools::UsageError("unknown option " + a);
-    } else {
-      positional.push_back(a);
+  namespace tt = tinyai_tools;
+  std::string in_flag;
+  tt::Args args;
+  tt::AddModel(&args, &in_flag);
+  args.Flag({"--sparsity"}, [&](const std::string& f, const char* v) { cfg.sparsity = ParseSparsity(f, v); });
+  args.Flag({"--block"}, [&](const std::string& f, const char* v) { cfg.blockSize = tt::ParseInt32(f, v, 0, 1 << 20); });
+  args.Flag({"--method"}, [&](const std::string& f, const char* v) {
+    if (tinyaiParsePruneMethod(v, &cfg.method) != TINYAI_OK) throw tt::UsageError(f + ": " + tinyaiGetLastErrorMessage());
+  });
+  args.Flag({"--layer"}, [&](const std::string& f, const char* value) {
+    const std::string v = value;
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+      throw tt::UsageError(f + " takes N=SPARSITY, got '" + v + "'");
     }
-  }
-  if (positional.size() != 2) throw tinyai_tools::UsageError("give IN.tmai and OUT.tmai");
+    const int32_t n = tt::ParseInt32(f, v.substr(0, eq).c_str(), 0, TINYAI_PRUNE_MAX_LAYERS - 1,
+                                     "a transformer block's index");
+    cfg.layerSparsity[n] = ParseSparsity(f, v.substr(eq + 1).c_str());
+  });
+  args.On({"--output-too"}, [&] { cfg.pruneOutput = 1; });
+  args.Flag({"--calibrate"}, [&](const std::string& f, const char* v) {
+    cfg.calibrationTokens = tt::ParseInt32(f, v, 0, 1000000);
+  });
+  args.Flag({"--calibration-text"}, [&](const std::string&, const char* v) { calibration_file = v; });
+  args.Flag({"--eval"}, [&](const std::string& f, const char* v) { eval_tokens = tt::ParseInt(f, v, 0, 100000000); });
+  tt::AddThreads(&args, &threads);
+  args.On({"-q", "--quiet"}, [&] {
+    report.table = false;
+    report.bar.Silence();
+  });
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, "tinyai-prune", kUsage, &positional, &exit_code)) return exit_code;
+  positional.insert(positional.begin(), tt::TakeModel(in_flag, &positional));
+  if (positional.size() != 2) throw tinyai_tools::UsageError("give IN and OUT.tmai ([-m] IN OUT.tmai)");
   const std::string& in = positional[0];
   const std::string& out = positional[1];
   tinyai_tools::CheckOutputPath(out, "OUT.tmai");
@@ -170,7 +160,7 @@ int Run(int argc, char** argv) {
               tinyai_tools::MibText(peak_rss).c_str());
   model.reset();
 
-  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar, "tinyai-prune");
+  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar.on(), "tinyai-prune");
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tinyai/utils/quantize_mixed.h"
+#include "tools/common/args.h"
 #include "tools/common/cli.h"
 #include "tools/common/rewrite.h"
 
@@ -22,14 +23,16 @@ namespace {
 const char kUsage[] =
     "usage: tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]\n"
     "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--calibrate N] [--calibration-text FILE]\n"
-    "                       [--no-error-feedback] [--eval N] [-t THREADS] [--quiet] IN.tmai OUT.tmai\n"
+    "                       [--no-error-feedback] [--eval N] [-t THREADS] [-q|--quiet] [-m] IN OUT.tmai [P]\n"
     "       tinyai-quantize -h | --help | --version\n"
-    "  Writes IN again as OUT with its weight matrices at precision P, one of fp32 fp16 int8 int4\n"
+    "  Writes IN (a .tmai or GGUF; -m IN too) again as OUT with its weight matrices at precision P, as\n"
+    "  llama-quantize takes it after OUT (Q4_0, q8_0, ...: every matrix, as --all P), one of fp32 fp16 int8 int4\n"
     "  (int4: the non-uniform 4-bit grid, GGUF IQ4_NL) int4-sym (GGUF Q4_0) q4_k q5_k q6_k q5_0 q5_1\n"
     "  (GGUF's block formats) keep (as IN stores it); GGUF's f32 f16 q8_0 iq4_nl q4_0 are accepted too.\n"
     "  A K-quant needs rows of whole blocks of 256: other rows fall back as llama.cpp's do (q4_k to q5_0,\n"
     "  q5_k to q5_1, q6_k to int8), which the table shows.\n"
     "  Norms and biases stay as stored. Streams: holds a few MB besides the model's index.\n"
+    "  -m, --model IN  the model to quantize (or IN alone, first)\n"
     "  --all P         every matrix (then the options below refine it)\n"
     "  --embedding P   the token embedding (default int8)\n"
     "  --attention P   q, k, v and output projections (default int4)\n"
@@ -48,8 +51,8 @@ const char kUsage[] =
     "  --no-error-feedback  calibrate the scale searches' weights only (4 x cols bytes per input)\n"
     "  --eval N        after writing, compare OUT with IN over N positions (mean/p99 KL, top-1;\n"
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
-    "  -t THREADS      threads encoding (and comparing), 0..256 (default 0 = one per core)\n"
-    "  --quiet         no per-tensor table\n"
+    "  -t, --threads N threads encoding (and comparing), 0..256 (default 0 = one per core)\n"
+    "  -q, --quiet     no per-tensor table and no progress bar\n"
     "  -h, --help      this help; --version: the library's version\n";
 
 // "N=P" or "NAME=P".
@@ -107,55 +110,49 @@ int Run(int argc, char** argv) {
   int32_t threads = 0;
   std::string calibration_file, calibration_text;
   tinyai_tools::SaveReport report("tinyai-quantize");
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw tinyai_tools::UsageError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      return tinyai_tools::PrintVersion("tinyai-quantize");
-    } else if (a == "--all") {
-      const TinyAIPrecision p = ParsePrecision(a, value());
-      cfg.embeddingPrecision = cfg.attentionPrecision = cfg.ffnPrecision = cfg.outputPrecision = p;
-    } else if (a == "--embedding") {
-      cfg.embeddingPrecision = ParsePrecision(a, value());
-    } else if (a == "--attention") {
-      cfg.attentionPrecision = ParsePrecision(a, value());
-    } else if (a == "--ffn") {
-      cfg.ffnPrecision = ParsePrecision(a, value());
-    } else if (a == "--output") {
-      cfg.outputPrecision = ParsePrecision(a, value());
-    } else if (a == "--layer") {
-      auto lp = ParseAssignment(a, value());
-      tinyai_tools::ParseInt32(a, lp.first.c_str(), 0, 65535, "a transformer block's index");
-      layers.push_back(lp);
-    } else if (a == "--tensor") {
-      tensors.push_back(ParseAssignment(a, value()));
-    } else if (a == "--group") {
-      cfg.groupSize = tinyai_tools::ParseInt32(a, value(), 0, 1 << 20);
-    } else if (a == "--calibrate") {
-      cfg.calibrationTokens = tinyai_tools::ParseInt32(a, value(), 0, 1000000);
-    } else if (a == "--no-error-feedback") {
-      cfg.calibrationErrorFeedback = 0;
-    } else if (a == "--calibration-text") {
-      calibration_file = value();
-    } else if (a == "--eval") {
-      eval_tokens = tinyai_tools::ParseInt(a, value(), 0, 100000000);
-    } else if (a == "-t") {
-      threads = tinyai_tools::ParseThreads(a, value());
-    } else if (a == "--quiet") {
-      report.table = false;
-    } else if (!a.empty() && a[0] == '-') {
-      throw tinyai_tools::UsageError("unknown option " + a);
-    } else {
-      positional.push_back(a);
-    }
+  namespace tt = tinyai_tools;
+  std::string in_flag;
+  bool all_given = false;
+  tt::Args args;
+  tt::AddModel(&args, &in_flag);
+  args.Flag({"--all"}, [&](const std::string& f, const char* v) {
+    const TinyAIPrecision p = ParsePrecision(f, v);
+    cfg.embeddingPrecision = cfg.attentionPrecision = cfg.ffnPrecision = cfg.outputPrecision = p;
+    all_given = true;
+  });
+  args.Flag({"--embedding"}, [&](const std::string& f, const char* v) { cfg.embeddingPrecision = ParsePrecision(f, v); });
+  args.Flag({"--attention"}, [&](const std::string& f, const char* v) { cfg.attentionPrecision = ParsePrecision(f, v); });
+  args.Flag({"--ffn"}, [&](const std::string& f, const char* v) { cfg.ffnPrecision = ParsePrecision(f, v); });
+  args.Flag({"--output"}, [&](const std::string& f, const char* v) { cfg.outputPrecision = ParsePrecision(f, v); });
+  args.Flag({"--layer"}, [&](const std::string& f, const char* v) {
+    auto lp = ParseAssignment(f, v);
+    tt::ParseInt32(f, lp.first.c_str(), 0, 65535, "a transformer block's index");
+    layers.push_back(lp);
+  });
+  args.Flag({"--tensor"}, [&](const std::string& f, const char* v) { tensors.push_back(ParseAssignment(f, v)); });
+  args.Flag({"--group"}, [&](const std::string& f, const char* v) { cfg.groupSize = tt::ParseInt32(f, v, 0, 1 << 20); });
+  args.Flag({"--calibrate"}, [&](const std::string& f, const char* v) {
+    cfg.calibrationTokens = tt::ParseInt32(f, v, 0, 1000000);
+  });
+  args.On({"--no-error-feedback"}, [&] { cfg.calibrationErrorFeedback = 0; });
+  args.Flag({"--calibration-text"}, [&](const std::string&, const char* v) { calibration_file = v; });
+  args.Flag({"--eval"}, [&](const std::string& f, const char* v) { eval_tokens = tt::ParseInt(f, v, 0, 100000000); });
+  tt::AddThreads(&args, &threads);
+  args.On({"-q", "--quiet"}, [&] {
+    report.table = false;
+    report.bar.Silence();
+  });
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, "tinyai-quantize", kUsage, &positional, &exit_code)) return exit_code;
+  positional.insert(positional.begin(), tt::TakeModel(in_flag, &positional));
+  // llama-quantize's order: IN OUT TYPE, the type for every matrix.
+  if (positional.size() == 3) {
+    if (all_given) throw tt::UsageError("the precision twice: --all and '" + positional[2] + "' after OUT");
+    const TinyAIPrecision p = ParsePrecision("PRECISION", positional[2].c_str());
+    cfg.embeddingPrecision = cfg.attentionPrecision = cfg.ffnPrecision = cfg.outputPrecision = p;
+    positional.pop_back();
   }
-  if (positional.size() != 2) throw tinyai_tools::UsageError("give IN.tmai and OUT.tmai");
+  if (positional.size() != 2) throw tinyai_tools::UsageError("give IN and OUT.tmai ([-m] IN OUT.tmai [PRECISION])");
   const std::string& in = positional[0];
   const std::string& out = positional[1];
   std::vector<TinyAIPrecisionOverride> overrides;
@@ -217,7 +214,7 @@ int Run(int argc, char** argv) {
               tinyai_tools::MibText(largest).c_str());
   model.reset();
 
-  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar, "tinyai-quantize");
+  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar.on(), "tinyai-quantize");
   return 0;
 }
 
