@@ -209,6 +209,11 @@ typedef struct TinyAIGenerateParams {
                                1..TINYAI_MAX_STOP_BYTES bytes; they must live until the generation
                                ends. NULL = none (default) */
     int32_t stopCount;      /* 0..TINYAI_MAX_STOP_STRINGS */
+    int32_t keepContext;    /* 1: continue what the LLM's KV cache holds (a conversation's next turn):
+                               the prompt follows it (no BOS; the last token of the text before
+                               is evaluated first when it was not), is not printed, and must fit
+                               the positions left; steps counts from the first position. 0
+                               (default): start afresh (tinyaiResetLLM first) */
 } TinyAIGenerateParams;
 
 /* Why a generation ended. */

@@ -180,6 +180,13 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   // The prompt fits the context (with a window, contextLength still); the
   // text runs to the context's end, or with a window on and on.
   const int32_t context = llama_->prompt_capacity(), positions = llama_->max_positions();
+  // A continuation starts where the cache ends (and evaluates the token
+  // printed last but never fed); otherwise the model starts afresh.
+  const bool keep = params.keepContext != 0 && llama_->position() > 0;
+  const int32_t start = keep ? llama_->position() : 0;
+  // (Only where the text ended: a tinyaiLLMEval since moved the cache on.)
+  const int32_t unfed = keep && unfed_at_ == start ? unfed_ : -1;
+  unfed_ = -1;
 
   // The prompt's bound, before anything is encoded or allocated.
   const size_t bytes = std::strlen(prompt);
@@ -199,13 +206,26 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   size_t count = 0;
   // BOS first and EOS last as the model says (tokenizer.add_bos, add_eos:
   // Tokenizer::add_bos), as llama.cpp's tokenizer adds its special tokens.
-  const bool bos = tok.add_bos(), eos = tok.add_eos();
-  const TinyAIStatus encoded = tok.Encode(prompt, bos, eos, tokens_.data(), tokens_.size(), &count, &scratch_);
+  const bool bos = tok.add_bos() && !keep, eos = tok.add_eos() && !keep;
+  const size_t lead = unfed >= 0 ? 1 : 0;  // the unfed token goes first
+  if (lead) tokens_[0] = unfed;
+  const TinyAIStatus encoded =
+      tok.Encode(prompt, bos, eos, tokens_.data() + lead, tokens_.size() - lead, &count, &scratch_);
+  count += lead;
   if (encoded == TINYAI_ERR_BUFFER_TOO_SMALL || count > static_cast<size_t>(context)) {
     return SetError(TINYAI_ERR_CONTEXT_OVERFLOW, "the prompt is %zu tokens (%s) but the context holds %d", count,
-                    bos ? "BOS included" : "this model adds no BOS", context);
+                    bos ? "BOS included" : keep ? "a continuation" : "this model adds no BOS", context);
   }
   TINYAI_RETURN_IF_ERROR(encoded);
+  if (keep && count > static_cast<size_t>(positions - start)) {
+    return SetError(TINYAI_ERR_CONTEXT_OVERFLOW,
+                    "the next turn is %zu tokens but only %d of the context's %d positions are left (%d are used): "
+                    "start afresh (keepContext 0, or tinyaiResetLLM), or create the LLM with a longer contextLength "
+                    "or a kvWindow", count, positions - start, positions, start);
+  }
+  if (count == 0 && keep) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the next turn is empty: there is nothing to add to the context");
+  }
   if (count == 0) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "the prompt is empty and this model starts no text with BOS "
                     "(tokenizer.add_bos is 0): there is nothing to continue; give a prompt");
@@ -215,7 +235,14 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   steps_reason_ = steps_ == positions ? TINYAI_STOP_CONTEXT : TINYAI_STOP_STEPS;
   stats_.structSize = sizeof stats_;
   stats_.promptTokens = prompt_tokens_;
-  llama_->Reset();
+  if (!keep) llama_->Reset();
+  if (keep) {
+    // A continuation prints none of its prompt: the text is what the model adds.
+    phase_ = start + prompt_tokens_ > steps_ ? kDone : kPrompt;
+    if (phase_ == kDone) stats_.stopReason = steps_reason_;
+    BeginSampling(params, start);
+    return TINYAI_OK;
+  }
 
   // The prompt's own pieces are printed as llama2.c does, position by
   // position: the piece forced at position p (p < steps) is token p+1.
@@ -230,6 +257,11 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
   }
   if (stats_.stopReason == TINYAI_STOP_NONE && steps_ < prompt_tokens_) stats_.stopReason = steps_reason_;
   phase_ = stats_.stopReason == TINYAI_STOP_NONE ? kPrompt : kDone;
+  BeginSampling(params, 0);
+  return TINYAI_OK;
+}
+
+void TextSession::BeginSampling(const TinyAIGenerateParams& params, int32_t start) {
   rng_ = params.sampler.seed;
   rule_ = RuleOf(params.sampler);
   // The repetition window starts with the prompt's last tokens.
@@ -242,9 +274,8 @@ TinyAIStatus TextSession::Start(const char* prompt, const TinyAIGenerateParams& 
     recent_next_ = recent_count_ % window;
   }
   token_ = tokens_[static_cast<size_t>(prompt_tokens_ - 1)];
-  pos_ = prompt_tokens_;
+  pos_ = start + prompt_tokens_;
   fed_ = 0;
-  return TINYAI_OK;
 }
 
 TinyAIStatus TextSession::NextPass() {
@@ -296,6 +327,8 @@ TinyAIStatus TextSession::NextPass() {
   } else {
     const size_t n = llama_->tokenizer().Decode(token_, next, piece_.data(), piece_.size());
     if (EmitGenerated(StringView{piece_.data(), n < piece_.size() ? n : piece_.size()})) ++stats_.generatedTokens;
+    unfed_ = next;  // fed below, unless the generation ends here
+    unfed_at_ = llama_->position();
     if (stats_.stopReason == TINYAI_STOP_NONE) {
       if (params_.maxNewTokens > 0 && stats_.generatedTokens >= params_.maxNewTokens) {
         stats_.stopReason = TINYAI_STOP_MAX_NEW;
@@ -315,6 +348,7 @@ TinyAIStatus TextSession::NextPass() {
     return TINYAI_OK;
   }
   token_ = next;
+  unfed_ = -1;
   pass.shape.rows = 1;
   pass.shape.context = llama_->PassSpan(pos_, 1);
   pass.position = pos_;

@@ -115,6 +115,8 @@ class TextSession {
   // is held back; where one is complete, the text before it is emitted and
   // the generation stops (TINYAI_STOP_STRING).
   bool EmitGenerated(StringView piece);
+  // The sampler's state for a prompt of prompt_tokens_ starting at start.
+  void BeginSampling(const TinyAIGenerateParams& params, int32_t start);
   // Emits what is held back (the generation ended otherwise).
   void FlushHeld();
   // The memory the sampling options of params_ need: the repetition
@@ -137,6 +139,10 @@ class TextSession {
   TinyAIStopReason steps_reason_ = TINYAI_STOP_STEPS;  // what reaching steps_ means
   int32_t pos_ = 0;     // positions used
   int32_t token_ = 0;   // the last token, fed to the next pass
+  // The text's last token when it was printed but never evaluated (the
+  // generation ended after sampling it): a continuation evaluates it first.
+  int32_t unfed_ = -1;
+  int32_t unfed_at_ = -1;  // the cache's position then
   uint64_t rng_ = 0;
   SampleRule rule_;
   Array<int32_t> recent_;        // ring of the last repeatLastN tokens (a penalty only)

@@ -4,6 +4,7 @@
 // stories260K, and every bad value refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -278,6 +279,85 @@ TEST_F(SamplingTest, BadValuesAreRefusedByName) {
   logits[5] = 3.0f;
   EXPECT_EQ(tinyaiLLMSample(llm_.llm, logits.data(), &sc, &rng, &token), TINYAI_OK) << LastMessage();
   EXPECT_EQ(token, 5);
+}
+
+// ---- A conversation's turns in one KV cache (keepContext) -----------------------------
+
+// The tokens the cache holds.
+std::vector<int32_t> CacheTokens(TinyAILLM* llm) {
+  int32_t n = 0;
+  tinyaiGetLLMTokens(llm, nullptr, 0, &n);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  EXPECT_EQ(tinyaiGetLLMTokens(llm, t.data(), n, &n), TINYAI_OK) << LastMessage();
+  return t;
+}
+
+TEST_F(SamplingTest, ATurnContinuesTheCacheAsOneText) {
+  // Turn one, then a continuation: nothing of the second prompt is printed,
+  // and the cache then holds one text whose every generated token is the
+  // arg-max after the tokens before it, as a fresh evaluation of the whole
+  // text gives (the first turn's last token, printed but never evaluated,
+  // is evaluated first).
+  TinyAIGenerateParams p = Params();
+  p.maxNewTokens = 12;
+  const std::string one = Generate(p);
+  const size_t after_one = CacheTokens(llm_.llm).size();
+  p.keepContext = 1;
+  std::vector<char> out(4096);
+  TinyAIGenerateStats stats;
+  std::memset(&stats, 0, sizeof stats);
+  stats.structSize = sizeof stats;
+  ASSERT_EQ(tinyaiLLMGenerate(llm_.llm, " The cat", &p, out.data(), out.size(), nullptr, &stats), TINYAI_OK)
+      << LastMessage();
+  const std::string two = out.data();
+  EXPECT_EQ(two.find("The cat"), std::string::npos) << "a continuation's prompt is not printed: " << two;
+  EXPECT_EQ(stats.generatedTokens, 12);
+  const std::vector<int32_t> all = CacheTokens(llm_.llm);
+  // Turn one's tokens, its unfed last one, the new prompt, turn two's but its last.
+  ASSERT_EQ(all.size(), after_one + 1 + static_cast<size_t>(stats.promptTokens - 1) + 11);
+  // A fresh evaluation of the same tokens picks each generated one.
+  LLMHandle fresh;
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.threads = 1;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &fresh.llm), TINYAI_OK) << LastMessage();
+  std::vector<float> logits(VocabSize(fresh.llm));
+  const size_t second_prompt_end = after_one + static_cast<size_t>(stats.promptTokens);
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    ASSERT_EQ(tinyaiLLMEval(fresh.llm, &all[i], 1, logits.data()), TINYAI_OK) << LastMessage();
+    const bool generated = (i + 1 >= after_one - 11 && i + 1 <= after_one) || i + 1 >= second_prompt_end;
+    if (!generated) continue;
+    const int32_t argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    EXPECT_EQ(argmax, all[i + 1]) << "position " << i + 1;
+  }
+  // Without keepContext the next generation starts afresh: turn one again.
+  p.keepContext = 0;
+  EXPECT_EQ(Generate(p), one);
+}
+
+TEST_F(SamplingTest, ATurnThatDoesNotFitIsRefusedNamingWhatIsLeft) {
+  // A context of 32 positions, filled.
+  tinyaiDestroyLLM(llm_.llm);
+  llm_.llm = nullptr;
+  TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
+  cfg.threads = 1;
+  cfg.contextLength = 32;
+  ASSERT_EQ(tinyaiCreateLLM(model_.model, &cfg, &llm_.llm), TINYAI_OK) << LastMessage();
+  TinyAIGenerateParams p = Params();
+  p.maxNewTokens = 0;  // to the context's end
+  TinyAIStopReason why = TINYAI_STOP_NONE;
+  Generate(p, &why);
+  ASSERT_EQ(why, TINYAI_STOP_CONTEXT);
+  p.keepContext = 1;
+  char out[64];
+  EXPECT_EQ(tinyaiLLMGenerate(llm_.llm, " and more", &p, out, sizeof out, nullptr, nullptr),
+            TINYAI_ERR_CONTEXT_OVERFLOW);
+  EXPECT_NE(std::string(LastMessage()).find("positions are left"), std::string::npos) << LastMessage();
+  // keepContext on an empty cache is a fresh start.
+  ASSERT_EQ(tinyaiResetLLM(llm_.llm), TINYAI_OK);
+  p.maxNewTokens = 8;
+  const std::string kept = Generate(p);
+  p.keepContext = 0;
+  EXPECT_EQ(Generate(p), kept);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]
 //                   [--memory-trace FILE]
+#include <unistd.h>
+
 #include <cfloat>
 #include <cstdio>
 #include <cstring>
@@ -24,16 +26,19 @@ namespace {
 const char kTool[] = "tinyai-generate";
 
 const char kUsage[] =
-    "usage: tinyai-generate [-m] MODEL (-p PROMPT | -p - | -f FILE) [-n MAX_NEW] [--steps N] [--temp T]\n"
+    "usage: tinyai-generate [-m] MODEL (-p PROMPT | -p - | -f FILE | -i) [-n MAX_NEW] [--steps N] [--temp T]\n"
     "                       [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]\n"
     "                       [--stop TEXT]... [-s|--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE]\n"
     "                       [--cache SIZE] [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
     "                       [--fallback STEPS] [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
-    "                       [--memory-trace FILE] [--chat [--system TEXT]]\n"
+    "                       [--memory-trace FILE] [--chat [--system TEXT]] [-i|--interactive]\n"
     "       tinyai-generate -h | --help | --version\n"
     "  -m, --model MODEL  the model (a llama .tmai or GGUF); the model alone, without -m, too\n"
     "  -p, --prompt PROMPT  the prompt; -p - reads it from standard input\n"
+    "  -i, --interactive  after the prompt (if any), each line of standard input continues the text in\n"
+    "                   the same KV cache (not printed; the model's answer is), until the input ends; a\n"
+    "                   context that fills ends the run with the positions used (--kv-window runs on)\n"
     "  --chat           the prompt is a user's message: it is put in the model's chat template (chatml,\n"
     "                   llama3, zephyr or llama2, recognized in the file's tokenizer.chat_template) and\n"
     "                   only the answer is printed, up to the end of the model's turn\n"
@@ -145,6 +150,26 @@ std::string ReadPrompt(const std::string& path, int32_t context, size_t mem_limi
   return text;
 }
 
+// The next line of standard input, without its end ("\n" or "\r\n"), at
+// most bound bytes (a longer one is refused: it cannot fit the context);
+// false at the end of input.
+bool ReadLine(std::string* line, size_t bound) {
+  namespace tt = tinyai_tools;
+  line->clear();
+  int c;
+  while ((c = std::fgetc(stdin)) != EOF && c != '\n') {
+    if (line->size() == bound) {
+      throw tt::RuntimeError(TINYAI_ERR_CONTEXT_OVERFLOW, "a line of standard input is longer than the " +
+                             std::to_string(bound) + " bytes a turn may hold (the context's tokens at up to " +
+                             std::to_string(tt::kTextBytesPerToken) + " bytes each)");
+    }
+    if (c == '\0') throw tt::RuntimeError(TINYAI_ERR_INVALID_ARGUMENT, "a line of standard input holds a NUL byte");
+    line->push_back(static_cast<char>(c));
+  }
+  if (!line->empty() && line->back() == '\r') line->pop_back();
+  return c != EOF || !line->empty();
+}
+
 // The bytes the generation prints for prompt before its first sampled token:
 // each token's text after the previous one, BOS (when the model adds it)
 // not printed, as the library's session echoes a prompt.
@@ -173,7 +198,7 @@ size_t EchoBytes(TinyAILLM* llm, const std::string& prompt) {
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
   std::string model_path, prompt, prompt_file, dump_path, report_path, trace_path, system;
-  bool have_prompt = false, quiet = false, show_stats = false, chat = false, have_system = false;
+  bool have_prompt = false, quiet = false, show_stats = false, chat = false, have_system = false, interactive = false;
   TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   mmap_config.maxCacheSize = 0;
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
@@ -188,6 +213,7 @@ int Run(int argc, char** argv) {
   });
   args.Flag({"-f", "--file"}, [&](const std::string&, const char* v) { prompt_file = v; });
   args.On({"--chat"}, [&] { chat = true; });
+  args.On({"-i", "--interactive"}, [&] { interactive = true; });
   args.Flag({"--system"}, [&](const std::string&, const char* v) {
     system = v;
     have_system = true;
@@ -260,7 +286,14 @@ int Run(int argc, char** argv) {
   }
   if (model_path.empty()) throw tt::UsageError("-m MODEL is required");
   if (have_prompt && !prompt_file.empty()) throw tt::UsageError("give the prompt once: -p PROMPT, -p - or -f FILE");
-  if (!have_prompt && prompt_file.empty()) throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE");
+  if (!have_prompt && prompt_file.empty() && !interactive) {
+    throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE (or -i: the turns from standard input)");
+  }
+  if (interactive && prompt == "-") throw tt::UsageError("-i reads its turns from standard input: -p - would too");
+  if (interactive && chat) {
+    throw tt::UsageError("-i with --chat: a conversation's later turns are not formatted yet; --chat answers one "
+                         "message, -i continues a text");
+  }
   if (have_system && !chat) throw tt::UsageError("--system goes with --chat");
   if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (config.kvGrowable && config.kvWindow > 0) throw tt::UsageError("--kv-growable does not go with --kv-window");
@@ -306,12 +339,35 @@ int Run(int argc, char** argv) {
   params.stopCount = static_cast<int32_t>(stops.size());
   TinyAIGenerateStats stats;
   stats.structSize = sizeof stats;
-  const TinyAIStatus s = tinyaiLLMGenerate(llm.get(), prompt.c_str(), &params, nullptr, 0, nullptr, &stats);
-  // The line ends after the text; a failure before any text leaves stdout
-  // empty.
-  if (s == TINYAI_OK || out.printed) std::fputc('\n', stdout);
-  std::fflush(stdout);
-  tt::Check(s);
+  // One turn: the text, then the line's end; a failure before any text
+  // leaves stdout empty.
+  auto generate = [&](const std::string& text, bool keep) {
+    params.keepContext = keep ? 1 : 0;
+    out.printed = false;
+    const TinyAIStatus s = tinyaiLLMGenerate(llm.get(), text.c_str(), &params, nullptr, 0, nullptr, &stats);
+    if (s == TINYAI_OK || out.printed) std::fputc('\n', stdout);
+    std::fflush(stdout);
+    tt::Check(s);
+  };
+  const bool first_given = have_prompt || !prompt_file.empty();
+  if (first_given) generate(prompt, false);
+  if (interactive) {
+    // Each line read continues the text in the same KV cache (keepContext):
+    // the model's context holds every turn, until it is full.
+    const bool tty = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
+    bool started = first_given;
+    std::string line;
+    const size_t bound = static_cast<size_t>(prompt_context) * tt::kTextBytesPerToken;
+    while (true) {
+      if (tty) std::fputs("> ", stderr);
+      if (!ReadLine(&line, bound)) break;
+      if (line.empty()) continue;
+      if (!started) out.skip = EchoBytes(llm.get(), line);  // the first turn starts afresh; its echo is not printed
+      generate(line, started);
+      out.skip = 0;
+      started = true;
+    }
+  }
   recorder.Note("prompt_tokens", std::to_string(stats.promptTokens));
   recorder.Note("generated_tokens", std::to_string(stats.generatedTokens));
   if (quiet) {
