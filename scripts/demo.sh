@@ -4,9 +4,15 @@
 # models/recipe/; its card is models/tinyai-fortunes.md) under a memory cap,
 # printing where the memory went.
 #   bash scripts/demo.sh [PROMPT]
+# It builds only tinyai-generate and tinyai-memplot: afterwards
+# `cmake --install build/release --prefix DIR` installs the library, its
+# headers and those two; `cmake --build build/release` builds every tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+# Only the packages the demo needs (scripts/bootstrap.sh --demo --print lists them).
+bash scripts/bootstrap.sh --demo
+# Configured as the full build is (scripts/test.sh and the README's third
+# command build this tree with its tests); only the demo's tools are built.
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build/release -j "$(nproc)" --target tinyai-generate tinyai-memplot
 prompt=${1:-A man}

@@ -108,7 +108,10 @@ typedef enum TinyAIFallback TINYAI_ENUM_BASE {
 
 typedef struct TinyAILLMConfig {
     uint32_t structSize;    /* sizeof(TinyAILLMConfig); set by tinyaiCreateDefaultLLMConfig() */
-    int32_t contextLength;  /* tokens the KV cache holds; 0 = the model's seq_len */
+    int32_t contextLength;  /* tokens the KV cache holds; 0 = the model's seq_len. More than
+                               seq_len runs (TinyAIModelInfo.seqLen tells): positions past it
+                               were never trained and RoPE extrapolates to them; how much the
+                               text degrades there is the model's (docs/tools.md, "-c past seq_len") */
     int32_t threads;        /* compute threads including the caller; 0 = one per core; default 1 */
     size_t memoryLimit;     /* bytes the LLM may hold in all - weights through the model's cache,
                                KV cache, activations, scratch, tables; 0 = no limit (default).

@@ -25,9 +25,12 @@ TinyAIStatus LlamaModel::Bind(TinyAIMappedModel* model, int32_t context, int thr
   TINYAI_RETURN_IF_ERROR(BindRopeFactors());
   if (context < 0) return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d is negative", context);
   prompt_capacity_ = context == 0 ? hp_.seq_len : context;
-  if (prompt_capacity_ > hp_.seq_len) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d exceeds the model's seq_len %d",
-                    static_cast<int>(prompt_capacity_), static_cast<int>(hp_.seq_len));
+  // A context past seq_len runs: positions past it were never trained, and
+  // RoPE extrapolates to them (what that costs is the model's: the
+  // tools warn, docs/tools.md gives it measured).
+  if (prompt_capacity_ > limits::kMaxSeqLen) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "contextLength %d exceeds the runtime's %d positions",
+                    static_cast<int>(prompt_capacity_), static_cast<int>(limits::kMaxSeqLen));
   }
   if (kv.window < 0 || kv.sinks < 0 || (kv.window == 0 && kv.sinks != 0) ||
       (kv.window > 0 && static_cast<int64_t>(kv.window) + kv.sinks > limits::kMaxSeqLen)) {

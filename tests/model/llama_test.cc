@@ -937,7 +937,7 @@ TEST_F(ModelTest, BadRunnerConfigs) {
     int32_t context, threads;
     uint32_t size;
     const char* needle;
-  } bad[] = {{65, 1, sizeof(TinyAILLMConfig), "contextLength"},
+  } bad[] = {{1048577, 1, sizeof(TinyAILLMConfig), "contextLength"},
              {-1, 1, sizeof(TinyAILLMConfig), "contextLength"},
              {0, -1, sizeof(TinyAILLMConfig), "threads"},
              {0, 100000, sizeof(TinyAILLMConfig), "threads"},
@@ -958,6 +958,22 @@ TEST_F(ModelTest, BadRunnerConfigs) {
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "model");
   EXPECT_EQ(tinyaiCreateLLM(m, nullptr, nullptr), TINYAI_ERR_INVALID_ARGUMENT);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "out");
+  // A context past the model's seq_len (64) runs, and its positions are used.
+  {
+    TinyAILLMConfig past = tinyaiCreateDefaultLLMConfig();
+    past.contextLength = 96;
+    ASSERT_EQ(tinyaiCreateLLM(m, &past, &llm), TINYAI_OK) << LastMessage();
+    TinyAIGenerateParams gp = tinyaiCreateDefaultGenerateParams();
+    gp.maxNewTokens = 0;  // to the context's end
+    TinyAIGenerateStats st;
+    std::memset(&st, 0, sizeof st);
+    st.structSize = sizeof st;
+    char text[4096];
+    ASSERT_EQ(tinyaiLLMGenerate(llm, "a", &gp, text, sizeof text, nullptr, &st), TINYAI_OK) << LastMessage();
+    if (st.stopReason == TINYAI_STOP_CONTEXT) EXPECT_EQ(st.promptTokens + st.generatedTokens, 96 + 1);
+    tinyaiDestroyLLM(llm);
+    llm = nullptr;
+  }
   // threads = 0 is one per core.
   TinyAILLMConfig cfg = tinyaiCreateDefaultLLMConfig();
   cfg.threads = 0;

@@ -130,11 +130,20 @@ expect_runtime_error(TINYAI_ERR_CONTEXT_OVERFLOW "context" ${GENERATE} -m ${mode
 expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "missing.tmai" ${GENERATE} -m ${OUT_DIR}/missing.tmai -p Once)
 expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "missing.tmai" ${INSPECT} ${OUT_DIR}/missing.tmai)
 expect_runtime_error(TINYAI_ERR_FILE_NOT_FOUND "missing.tmai" ${BENCH} -m ${OUT_DIR}/missing.tmai --no-probe)
-expect_runtime_error(TINYAI_ERR_INVALID_ARGUMENT "exceeds the model's seq_len" ${GENERATE} -m ${model} -p Once
-                     --context 33)
-# tinyai-inspect: a context the model cannot take is an error, not a figure left out.
-expect_run(RC 1 EXPECT "TINYAI_ERR_INVALID_ARGUMENT: " "exceeds the model's seq_len" COMMAND ${INSPECT} ${model}
-           --context 33)
+# A context past the model's seq_len runs, said with what it risks; within it, nothing is said.
+expect_run(RC 0 EXPECT "warning: -c 64 is past the model's seq_len 32" "-c 32 stays within"
+           COMMAND ${GENERATE} -m ${model} -p Once -c 64 -n 40)
+expect_run(RC 0 COMMAND ${GENERATE} -m ${model} -p Once -c 32 -n 4)
+if(RUN_ERR MATCHES "past the model's seq_len")
+  cli_fail("a context within seq_len was warned about: ${RUN_ERR}")
+endif()
+expect_run(RC 0 EXPECT "warning: -c 64 is past the model's seq_len 32" COMMAND ${INSPECT} ${model} -c 64 --json)
+if(NOT RUN_OUT MATCHES "\"context\":64")
+  cli_fail("tinyai-inspect -c 64 did not estimate 64 positions: ${RUN_OUT}")
+endif()
+expect_run(RC 0 EXPECT "warning: -c 64 is past" COMMAND ${BENCH} -m ${model} -c 64 -p 40 -n 8 --no-probe)
+# Past the runtime's positions: refused.
+expect_usage_error("-c: 1048577 is out of range 0..1048576" ${GENERATE} -m ${model} -p Once -c 1048577)
 
 # ---- An activation DAG file that cannot be written --------------------------------------
 foreach(tool GENERATE INSPECT)

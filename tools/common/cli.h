@@ -604,7 +604,24 @@ inline LLMHandle CreateLLM(TinyAIMappedModel* model, const TinyAILLMConfig& conf
 // Says on stderr what tinyaiGetLLMWarning has to say of llm (a run much
 // slower than it could be), with its remedy as a flag; nothing when it has
 // nothing.
+// Says on stderr that a context past the model's seq_len runs on positions
+// it was never trained for (the library runs it; what it costs is the
+// model's). model_seq_len 0: not known, nothing said.
+inline void SayContextPastTraining(const char* tool, int64_t context, int64_t model_seq_len) {
+  if (model_seq_len <= 0 || context <= model_seq_len) return;
+  std::fprintf(stderr,
+               "%s: warning: -c %lld is past the model's seq_len %lld, the longest context it was trained for: "
+               "positions past %lld were never trained and RoPE extrapolates to them, so the text may degrade "
+               "there (docs/tools.md, \"-c past seq_len\", gives what it cost two models); -c %lld stays within\n",
+               tool, static_cast<long long>(context), static_cast<long long>(model_seq_len),
+               static_cast<long long>(model_seq_len), static_cast<long long>(model_seq_len));
+}
+
 inline void SayLLMWarning(const char* tool, const TinyAILLM* llm) {
+  TinyAIModelInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.structSize = sizeof info;
+  if (tinyaiGetLLMModelInfo(llm, &info) == TINYAI_OK) SayContextPastTraining(tool, info.contextLength, info.seqLen);
   TinyAIErrorInfo w;
   std::memset(&w, 0, sizeof w);
   w.structSize = sizeof w;

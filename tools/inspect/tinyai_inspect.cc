@@ -225,6 +225,10 @@ int Run(int argc, char** argv) {
   if (estimate) cfg.maxCacheSize = static_cast<size_t>(cache);  // tinyai-generate's: no cap unless --cache
   tt::ModelHandle model_handle = tt::OpenModel(path, &cfg);
   TinyAIMappedModel* model = model_handle.get();
+  int64_t trained = 0;
+  if (tinyaiGetMetadataInt(model, "llama.seq_len", &trained) == TINYAI_OK) {
+    tt::SayContextPastTraining(kTool, llm_config.contextLength, trained);
+  }
   if (estimate) {
     llm_config.memoryLimit = static_cast<size_t>(limit);
     llm_config.mode = mode;
