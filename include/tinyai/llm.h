@@ -415,6 +415,24 @@ TINYAI_API TinyAIStatus tinyaiLLMDecodeToken(const TinyAILLM* llm, int32_t prevT
 TINYAI_API TinyAIStatus tinyaiLLMChatPrompt(const TinyAILLM* llm, const char* system, const char* user, char* out,
                                             size_t capacity, size_t* len);
 
+/* The user's next turn in a conversation the LLM's KV cache holds: the
+ * text that closes the assistant's answer (however it ended: the
+ * end-of-turn token that stopped it is never fed) and opens the next turn,
+ * as llama.cpp writes a conversation (chatml "<|im_end|>\n<|im_start|>user\n
+ * ...", llama3 "<|eot_id|><|start_header_id|>user...", zephyr "</s>\n
+ * <|user|>\n...", llama2 "</s>[INST] ... [/INST]"), ending where the next
+ * answer begins. Give it to tinyaiLLMGenerate with keepContext = 1: the
+ * cache goes on from the answer, and only the new answer is printed. The
+ * first turn is tinyaiLLMChatPrompt's. Same capacity protocol and refusals
+ * as tinyaiLLMChatPrompt.
+ *
+ *     gp.keepContext = 1;  (after a first turn from tinyaiLLMChatPrompt)
+ *     if (tinyaiLLMChatNextTurn(llm, "And why?", prompt, sizeof prompt, &n) == TINYAI_OK)
+ *         tinyaiLLMGenerate(llm, prompt, &gp, text, sizeof text, &len, NULL);
+ */
+TINYAI_API TinyAIStatus tinyaiLLMChatNextTurn(const TinyAILLM* llm, const char* user, char* out, size_t capacity,
+                                              size_t* len);
+
 /* The name of the model's chat template: "chatml", "llama3", "zephyr",
  * "llama2", "unknown" (it has one TinyAI does not know) or "none"; NULL for
  * a NULL or unusable llm. */

@@ -607,6 +607,11 @@ TinyAIStatus tinyaiLLMChatPrompt(const TinyAILLM* llm, const char* system, const
   return llm->model().chat_template().Format(system, user, out, capacity, len);
 }
 
+TinyAIStatus tinyaiLLMChatNextTurn(const TinyAILLM* llm, const char* user, char* out, size_t capacity, size_t* len) {
+  TINYAI_RETURN_IF_ERROR(Check(llm, "tinyaiLLMChatNextTurn", true));
+  return llm->model().chat_template().FormatNext(user, out, capacity, len);
+}
+
 const char* tinyaiLLMChatTemplateName(const TinyAILLM* llm) {
   if (Check(llm, "tinyaiLLMChatTemplateName", true) != TINYAI_OK) return nullptr;
   return llm->model().chat_template().name();

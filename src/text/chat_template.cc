@@ -113,6 +113,15 @@ const char* ChatTemplate::name() const {
 
 TinyAIStatus ChatTemplate::Format(const char* system, const char* user, char* out, size_t capacity,
                                   size_t* len) const {
+  return Write(system, user, false, out, capacity, len);
+}
+
+TinyAIStatus ChatTemplate::FormatNext(const char* user, char* out, size_t capacity, size_t* len) const {
+  return Write(nullptr, user, true, out, capacity, len);
+}
+
+TinyAIStatus ChatTemplate::Write(const char* system, const char* user, bool next, char* out, size_t capacity,
+                                 size_t* len) const {
   if (user == nullptr || len == nullptr || (capacity > 0 && out == nullptr)) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "chat prompt: %s is NULL",
                     user == nullptr ? "the user message" : len == nullptr ? "len" : "out");
@@ -130,7 +139,9 @@ TinyAIStatus ChatTemplate::Format(const char* system, const char* user, char* ou
   Writer w(out, capacity);
   switch (kind_) {
     case kChatMl:
-      if (has_system || default_system_.size > 0) {
+      if (next) {
+        w.Add("<|im_end|>\n");
+      } else if (has_system || default_system_.size > 0) {
         w.Add("<|im_start|>system\n");
         if (has_system) {
           w.Add(system);
@@ -144,6 +155,7 @@ TinyAIStatus ChatTemplate::Format(const char* system, const char* user, char* ou
       w.Add("<|im_end|>\n<|im_start|>assistant\n");
       break;
     case kLlama3:
+      if (next) w.Add("<|eot_id|>");
       if (has_system) {
         w.Add("<|start_header_id|>system<|end_header_id|>\n\n");
         w.AddTrimmed(system);
@@ -154,6 +166,7 @@ TinyAIStatus ChatTemplate::Format(const char* system, const char* user, char* ou
       w.Add("<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
       break;
     case kZephyr:
+      if (next) w.Add("</s>\n");
       if (has_system) {
         w.Add("<|system|>\n");
         w.Add(system);
@@ -164,6 +177,7 @@ TinyAIStatus ChatTemplate::Format(const char* system, const char* user, char* ou
       w.Add("</s>\n<|assistant|>\n");
       break;
     case kLlama2:
+      if (next) w.Add("</s>");
       w.Add("[INST] ");
       if (has_system) {
         w.Add("<<SYS>>\n");
@@ -177,8 +191,8 @@ TinyAIStatus ChatTemplate::Format(const char* system, const char* user, char* ou
   }
   *len = w.Finish();
   if (*len + 1 > capacity) {
-    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "chat prompt: the %s turn needs %zu bytes (NUL included), capacity %zu",
-                    name(), *len + 1, capacity);
+    return SetError(TINYAI_ERR_BUFFER_TOO_SMALL, "chat prompt: the %s %sturn needs %zu bytes (NUL included), capacity %zu",
+                    name(), next ? "next " : "", *len + 1, capacity);
   }
   return TINYAI_OK;
 }

@@ -37,6 +37,16 @@ class ChatTemplate {
   // when the model has no template or one TinyAI does not know.
   TinyAIStatus Format(const char* system, const char* user, char* out, size_t capacity, size_t* len) const;
 
+  // The text that follows the assistant's answer when the user speaks again
+  // in the same context (a KV cache that holds the turns before): it closes
+  // the answer's turn, however the answer ended (the end-of-turn token the
+  // model sampled is never fed), then is Format's user turn without a
+  // system turn. As llama.cpp's llama_chat_apply_template writes a
+  // conversation: chatml "<|im_end|>\n<|im_start|>user\n...", llama3
+  // "<|eot_id|><|start_header_id|>user...", zephyr "</s>\n<|user|>\n...",
+  // llama2 "</s>[INST] ... [/INST]". Same protocol and refusals as Format.
+  TinyAIStatus FormatNext(const char* user, char* out, size_t capacity, size_t* len) const;
+
   Kind kind() const { return kind_; }
   // "chatml", "llama3", "zephyr", "llama2"; "none", "unknown".
   const char* name() const;
@@ -46,6 +56,9 @@ class ChatTemplate {
   StringView default_system() const { return default_system_; }
 
  private:
+  // Format (next false) and FormatNext (next true).
+  TinyAIStatus Write(const char* system, const char* user, bool next, char* out, size_t capacity, size_t* len) const;
+
   Kind kind_ = kNone;
   StringView default_system_;
 };

@@ -261,6 +261,7 @@ static void test_null_arguments(void) {
     CHECK_NULL_ARG(tinyaiLLMTokenize(NULL, "a", 1, ids, 4, &count), "llm");
     CHECK_NULL_ARG(tinyaiLLMDecodeToken(NULL, 1, 2, buf, sizeof buf, &len), "llm");
     CHECK_NULL_ARG(tinyaiLLMChatPrompt(NULL, NULL, "a", buf, sizeof buf, &len), "llm");
+    CHECK_NULL_ARG(tinyaiLLMChatNextTurn(NULL, "a", buf, sizeof buf, &len), "llm");
     CHECK_SENTINEL(tinyaiLLMChatTemplateName(NULL), NULL, TINYAI_ERR_INVALID_ARGUMENT);
     CHECK_NULL_ARG(tinyaiLLMEval(NULL, ids, 1, NULL), "llm");
     CHECK_SENTINEL(tinyaiGetLLMPosition(NULL), -1, TINYAI_ERR_INVALID_ARGUMENT);
@@ -308,9 +309,12 @@ static void test_null_arguments_with_handles(TinyAIMappedModel* model, TinyAILLM
     CHECK_NULL_ARG(tinyaiLLMChatPrompt(llm, NULL, NULL, buf, sizeof buf, &len), "user message");
     CHECK_NULL_ARG(tinyaiLLMChatPrompt(llm, NULL, "a", buf, sizeof buf, NULL), "len");
     CHECK_NULL_ARG(tinyaiLLMChatPrompt(llm, NULL, "a", NULL, 4, &len), "out");
+    CHECK_NULL_ARG(tinyaiLLMChatNextTurn(llm, NULL, buf, sizeof buf, &len), "user message");
+    CHECK_NULL_ARG(tinyaiLLMChatNextTurn(llm, "a", buf, sizeof buf, NULL), "len");
     /* The test model (llama2.c's) has no chat template. */
     CHECK(strcmp(tinyaiLLMChatTemplateName(llm), "none") == 0);
     CHECK_STATUS(tinyaiLLMChatPrompt(llm, NULL, "a", buf, sizeof buf, &len), TINYAI_ERR_UNSUPPORTED);
+    CHECK_STATUS(tinyaiLLMChatNextTurn(llm, "a", buf, sizeof buf, &len), TINYAI_ERR_UNSUPPORTED);
     CHECK_NULL_ARG(tinyaiLLMEval(llm, NULL, 1, NULL), "tokens");
     CHECK_NULL_ARG(tinyaiLLMSample(llm, NULL, &sc, &state, &token), "logits");
     CHECK_NULL_ARG(tinyaiLLMSample(llm, logits, NULL, &state, &token), "sampler");
@@ -1429,6 +1433,7 @@ static void check_dead_llm(TinyAILLM* l, const char* word, const char* tmp, int 
     CHECK_DEAD(tinyaiLLMTokenize(l, "Once", 1, ids, 4, &count), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiLLMDecodeToken(l, 1, 2, buf, sizeof buf, &len), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiLLMChatPrompt(l, NULL, "a", buf, sizeof buf, &len), TINYAI_ERR_MISUSE, word);
+    CHECK_DEAD(tinyaiLLMChatNextTurn(l, "a", buf, sizeof buf, &len), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiLLMChatTemplateName(l), NULL, word);
     CHECK_DEAD(tinyaiLLMEval(l, ids, 1, logits), TINYAI_ERR_MISUSE, word);
     CHECK_DEAD(tinyaiGetLLMPosition(l), -1, word);

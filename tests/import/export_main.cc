@@ -5,6 +5,7 @@
 // users get.
 //
 //   tinyai_test_export gguf IN.tmai OUT.gguf [--type f32|f16|q8_0|q4_0|stored] [--version 2|3]
+//                      [--chat-template TEXT]
 //   tinyai_test_export safetensors IN.tmai OUT_DIR [--dtype F32|F16|BF16] [--shards N]
 //   tinyai_test_export llama2c IN.tmai OUT.bin OUT_TOKENIZER.bin
 #include <cstdio>
@@ -22,6 +23,7 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: tinyai_test_export gguf IN.tmai OUT.gguf [--type f32|f16|q8_0|q4_0|stored] [--version 2|3]\n"
+               "                          [--chat-template TEXT]\n"
                "       tinyai_test_export safetensors IN.tmai OUT_DIR [--dtype F32|F16|BF16] [--shards N]\n"
                "       tinyai_test_export llama2c IN.tmai OUT.bin OUT_TOKENIZER.bin\n");
   return 2;
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> positional;
   tinyai::testing::GgufModelOptions gguf;
   tinyai::testing::HfOptions hf;
+  std::string chat_template;  // tokenizer.chat_template, when given
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--type" && i + 1 < argc) {
@@ -50,6 +53,8 @@ int main(int argc, char** argv) {
       else if (t == "q4_0") gguf.matrix_type = tinyai::testing::kGgmlQ4_0;
       else if (t == "stored") gguf.matrix_type = tinyai::testing::GgufModelOptions::kStored;
       else return Usage();
+    } else if (a == "--chat-template" && i + 1 < argc) {
+      chat_template = argv[++i];
     } else if (a == "--dtype" && i + 1 < argc) {
       hf.dtype = argv[++i];
     } else if (a == "--shards" && i + 1 < argc) {
@@ -68,6 +73,7 @@ int main(int argc, char** argv) {
   if (format == "gguf" && positional.size() == 2) {
     tinyai::testing::GgufWriter w;
     if (!tinyai::testing::GgufFromSource(source, gguf, &w, &error)) return Fail(error);
+    if (!chat_template.empty()) w.AddString("tokenizer.chat_template", chat_template);
     if (!w.WriteFile(positional[1], gguf.version, gguf.alignment)) return Fail("cannot write " + positional[1]);
     return 0;
   }

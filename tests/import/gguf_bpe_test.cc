@@ -246,6 +246,58 @@ TEST_F(GgufBpe, AnEndOfTurnTokenEndsTheGenerationAndTheChatTurnIsParsed) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), vocab_.im_start), 2);
 }
 
+// A conversation in one KV cache: the first turn from tinyaiLLMChatPrompt,
+// the next from tinyaiLLMChatNextTurn with keepContext. The cache then holds
+// the first turn, the answer (its last token, printed but never fed, fed
+// first unless it ended the turn), and the next turn's text, whose
+// <|im_end|> closing the answer is the one special token.
+TEST_F(GgufBpe, AConversationsNextTurnClosesTheAnswerInTheSameCache) {
+  const std::string path = Imported("qwen2", [](tt::GgufWriter* w) {
+    w->AddString("tokenizer.chat_template", "{{ '<|im_start|>' + message['role'] + '\\n' }}");
+  });
+  tt::OpenedModel m;
+  ASSERT_TRUE(m.Open(path)) << tt::LastMessage();
+  auto cache = [&m] {
+    int32_t n = 0;
+    tinyaiGetLLMTokens(m.llm, nullptr, 0, &n);
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    EXPECT_EQ(tinyaiGetLLMTokens(m.llm, t.data(), n, &n), TINYAI_OK) << tt::LastMessage();
+    return t;
+  };
+  TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
+  params.sampler.temperature = 0.0f;
+  params.maxNewTokens = 3;
+  TinyAIGenerateStats stats;
+  std::memset(&stats, 0, sizeof stats);
+  stats.structSize = sizeof stats;
+  char turn[256], out[256];
+  size_t n = 0, len = 0;
+  ASSERT_EQ(tinyaiLLMChatPrompt(m.llm, nullptr, "the cat", turn, sizeof turn, &n), TINYAI_OK) << tt::LastMessage();
+  ASSERT_EQ(tinyaiLLMGenerate(m.llm, turn, &params, out, sizeof out, &len, &stats), TINYAI_OK) << tt::LastMessage();
+  const bool ended_turn = stats.stopReason == TINYAI_STOP_EOS;
+  const std::vector<int32_t> first = cache();
+  ASSERT_EQ(tinyaiLLMChatNextTurn(m.llm, "in the", turn, sizeof turn, &n), TINYAI_OK) << tt::LastMessage();
+  EXPECT_EQ(std::string(turn, n), "<|im_end|>\n<|im_start|>user\nin the<|im_end|>\n<|im_start|>assistant\n");
+  const std::vector<int32_t> next = tt::TokensOf(path, turn, false);
+  ASSERT_GE(next.size(), 2u);
+  EXPECT_EQ(next[0], vocab_.im_end);
+  params.keepContext = 1;
+  ASSERT_EQ(tinyaiLLMGenerate(m.llm, turn, &params, out, sizeof out, &len, &stats), TINYAI_OK) << tt::LastMessage();
+  const std::vector<int32_t> all = cache();
+  const size_t at = first.size() + (ended_turn ? 0 : 1);
+  ASSERT_GE(all.size(), at + next.size());
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), all.begin()));
+  EXPECT_TRUE(std::equal(next.begin(), next.end(), all.begin() + static_cast<std::ptrdiff_t>(at)));
+  EXPECT_EQ(std::count(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(at + next.size()), vocab_.im_start), 4);
+
+  // A model without a template: refused by name.
+  tt::OpenedModel plain;
+  ASSERT_TRUE(plain.Open(Imported("qwen2"))) << tt::LastMessage();
+  EXPECT_EQ(tinyaiLLMChatNextTurn(plain.llm, "hi", turn, sizeof turn, &n), TINYAI_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(tt::LastMessage()).find("no chat template"), std::string::npos);
+  EXPECT_EQ(tinyaiLLMChatNextTurn(nullptr, "hi", turn, sizeof turn, &n), TINYAI_ERR_INVALID_ARGUMENT);
+}
+
 // The same vocabulary as a Hugging Face checkpoint's tokenizer.json (no
 // tokenizer.model) and tokenizer_config.json: the ids are the GGUF
 // import's; Qwen2's spelling (NFC normalizer, merges as pairs) gives Qwen2's.

@@ -79,6 +79,42 @@ TEST(ChatTemplate, Llama3ZephyrAndLlama2) {
   EXPECT_EQ(Turn(kLlama2, nullptr, "Hi!"), "[INST] Hi! [/INST]");
 }
 
+std::string Next(const char* tmpl, const char* user) {
+  tinyai::ChatTemplate t;
+  t.Init(View(tmpl));
+  char out[1024];
+  size_t len = 0;
+  const TinyAIStatus s = t.FormatNext(user, out, sizeof out, &len);
+  if (s != TINYAI_OK) return std::string("error: ") + tinyaiGetLastErrorMessage();
+  EXPECT_EQ(std::strlen(out), len);
+  return std::string(out, len);
+}
+
+// A later turn closes the answer before it (whose end-of-turn token was
+// sampled, never fed) and never repeats a system turn: the first turn's
+// text, the answer and the next turn's make the conversation as
+// llama_chat_apply_template writes it.
+TEST(ChatTemplate, TheNextTurnClosesTheAnswerAndOpensTheUsersTurn) {
+  EXPECT_EQ(Next(kQwen25, "And?"), "<|im_end|>\n<|im_start|>user\nAnd?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(Turn(kQwen25, "S", "Hi!") + "Hello." + Next(kQwen25, "And?"),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
+            "<|im_start|>user\nAnd?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(Next(kLlama3, " And? "),
+            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nAnd?<|eot_id|><|start_header_id|>assistant"
+            "<|end_header_id|>\n\n");
+  EXPECT_EQ(Next(kZephyr, "And?"), "</s>\n<|user|>\nAnd?</s>\n<|assistant|>\n");
+  EXPECT_EQ(Next(kLlama2, "And?"), "</s>[INST] And? [/INST]");
+  EXPECT_NE(Next("", "And?").find("no chat template"), std::string::npos);
+  EXPECT_NE(Next("{{ messages }}", "And?").find("none TinyAI knows"), std::string::npos);
+  tinyai::ChatTemplate t;
+  t.Init(View(kZephyr));
+  size_t len = 0;
+  EXPECT_EQ(t.FormatNext("And?", nullptr, 0, &len), TINYAI_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(len, std::strlen("</s>\n<|user|>\nAnd?</s>\n<|assistant|>\n"));
+  EXPECT_NE(std::string(tinyaiGetLastErrorMessage()).find("zephyr next turn needs"), std::string::npos);
+  EXPECT_EQ(t.FormatNext(nullptr, nullptr, 0, &len), TINYAI_ERR_INVALID_ARGUMENT);
+}
+
 TEST(ChatTemplate, RefusalsAndTheCapacityProtocol) {
   const char* kind = nullptr;
   EXPECT_NE(Turn("{{ messages }}", nullptr, "Hi!", &kind).find("none TinyAI knows"), std::string::npos);
