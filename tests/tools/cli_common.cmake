@@ -90,6 +90,22 @@ function(expect_runtime_error status text)
   set(CLI_FAILURES ${CLI_FAILURES} PARENT_SCOPE)
 endfunction()
 
+# expect_json(WHAT JSON PATH...): fails naming WHAT unless JSON (a JSON
+# text) holds every dotted PATH (quality.positions, tensors.1.rel_rms); each
+# value is set as JSON_<PATH with dots as underscores> (JSON_quality_positions).
+function(expect_json what json)
+  foreach(path IN LISTS ARGN)
+    string(REPLACE "." ";" parts "${path}")
+    string(JSON value ERROR_VARIABLE error GET "${json}" ${parts})
+    if(error)
+      cli_fail("${what}: no ${path} in '${json}' (${error})")
+    endif()
+    string(REPLACE "." "_" name "${path}")
+    set(JSON_${name} "${value}" PARENT_SCOPE)
+  endforeach()
+  set(CLI_FAILURES ${CLI_FAILURES} PARENT_SCOPE)
+endfunction()
+
 # Ends the script: a summary, and a non-zero exit when anything failed.
 function(cli_finish)
   if(CLI_FAILURES GREATER 0)

@@ -151,4 +151,21 @@ TEST(CompareModels, KnownDistributions) {
   EXPECT_DOUBLE_EQ(r.top1, 0.99);
 }
 
+// The tools' JSON strings are valid JSON whatever the bytes: quotes,
+// backslashes and control bytes escaped, well-formed UTF-8 kept, and a byte
+// that is not (a piece cut inside a character, an overlong, a surrogate)
+// U+FFFD; numbers that are not finite are null.
+TEST(JsonString, EscapesAndReplacesWhatIsNotUtf8) {
+  namespace tt = tinyai_tools;
+  EXPECT_EQ(tt::JsonString("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\u000a\\u0001\"");
+  EXPECT_EQ(tt::JsonString("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"");
+  EXPECT_EQ(tt::JsonString("x\xE2\x82"), "\"x\\ufffd\\ufffd\"");         // cut inside a character
+  EXPECT_EQ(tt::JsonString("\xC0\xAF"), "\"\\ufffd\\ufffd\"");            // overlong
+  EXPECT_EQ(tt::JsonString("\xED\xA0\x80"), "\"\\ufffd\\ufffd\\ufffd\""); // a surrogate
+  EXPECT_EQ(tt::JsonString("\xF4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // past U+10FFFF
+  EXPECT_EQ(tt::JsonNumber(0.25), "0.25");
+  EXPECT_EQ(tt::JsonNumber(std::nan("")), "null");
+  EXPECT_EQ(tt::JsonNumber(HUGE_VAL), "null");
+}
+
 }  // namespace

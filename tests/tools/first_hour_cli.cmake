@@ -41,6 +41,28 @@ if(RUN_OUT MATCHES "A man walks into a bar")
   cli_fail("-i printed the user's turn back: '${RUN_OUT}'")
 endif()
 
+# A chat model's conversation: --chat -i, each line the user's next message
+# in the same KV cache (the template is the file's tokenizer.chat_template),
+# and --json: a line per turn with the answer and its figures.
+set(chat_gguf ${OUT_DIR}/model-chat.gguf)
+expect_run(RC 0 COMMAND ${EXPORT} gguf ${MODEL} ${chat_gguf} --type f16
+           --chat-template "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] }}{% endfor %}")
+expect_run(RC 0 INPUT_FILE ${OUT_DIR}/turns.txt COMMAND ${GENERATE} -m ${chat_gguf} --chat -i -n 8 --json)
+string(REGEX MATCHALL "[^\n]+" lines "${RUN_OUT}")
+list(LENGTH lines turns)
+if(NOT turns EQUAL 2)
+  cli_fail("--chat -i --json with two lines of input printed ${turns} lines, not one object per turn: '${RUN_OUT}'")
+endif()
+foreach(line IN LISTS lines)
+  expect_json("--chat -i --json" "${line}" text stop_reason memory.kv_cache_bytes decode_tokens_per_second)
+  if(JSON_text MATCHES "im_start|A man walks")
+    cli_fail("--chat -i --json printed the user's turn back: '${line}'")
+  endif()
+endforeach()
+# A base model has no template to talk in: said, with what to do.
+expect_run(RC 1 EXPECT "no chat template" "plain text" INPUT_FILE ${OUT_DIR}/turns.txt
+           COMMAND ${GENERATE} -m ${gguf} --chat -i -n 8)
+
 # ---- What they get wrong, and what they are told ---------------------------------------------
 expect_usage_error("unknown option --top_k (did you mean --top-k?)" ${GENERATE} -m ${gguf} -p a --top_k 40)
 expect_usage_error("unknown option --n-gpu-layers" ${GENERATE} -m ${gguf} -p a --n-gpu-layers 99)

@@ -137,4 +137,11 @@ if(EXISTS ${OUT_DIR}/x.tmai OR EXISTS ${OUT_DIR}/x.tmai.part)
   cli_fail("a refused tinyai-quantize left ${OUT_DIR}/x.tmai behind")
 endif()
 
+# --json: the report as one object, each tensor's row and the quality in it.
+expect_run(RC 0 COMMAND ${QUANTIZE} --all int8 --eval 40 --json ${OUT_DIR}/f32.tmai ${OUT_DIR}/json.tmai)
+expect_json("tinyai-quantize --json" "${RUN_OUT}" quality.positions largest_tensor_bytes tensors.1.rel_rms tensors.1.to)
+if(NOT JSON_quality_positions EQUAL 40)
+  cli_fail("tinyai-quantize --json compared over ${JSON_quality_positions} positions, not --eval 40")
+endif()
+
 cli_finish()

@@ -703,23 +703,62 @@ inline int CpuCount() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-// s as a JSON string, quotes included.
+// The length of the well-formed UTF-8 sequence at s[i] (of n bytes), or 0
+// (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF).
+inline size_t Utf8Length(const unsigned char* s, size_t i, size_t n) {
+  const unsigned char c = s[i];
+  size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+  if (len == 0 || i + len > n) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((s[i + k] & 0xC0) != 0x80) return 0;
+  }
+  if (len >= 3) {
+    const unsigned char d = s[i + 1];
+    if ((c == 0xE0 && d < 0xA0) || (c == 0xED && d > 0x9F) || (c == 0xF0 && d < 0x90) || (c == 0xF4 && d > 0x8F)) {
+      return 0;
+    }
+  }
+  return len;
+}
+
+// s as a JSON string, quotes included; a byte that is not well-formed UTF-8
+// (a token's piece cut inside a character, a path in another encoding)
+// becomes U+FFFD, so that the output is always valid JSON.
 inline std::string JsonString(const char* s, size_t n) {
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(s);
   std::string out = "\"";
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = u[i];
+    const size_t len = Utf8Length(u, i, n);
+    if (len == 0) {
+      out += "\\ufffd";
+      ++i;
+    } else if (len > 1) {
+      out.append(s + i, len);
+      i += len;
+    } else if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
+      ++i;
     } else if (c < 0x20) {
       char esc[8];
       std::snprintf(esc, sizeof esc, "\\u%04x", c);
       out += esc;
+      ++i;
     } else {
       out += static_cast<char>(c);
+      ++i;
     }
   }
   return out + "\"";
+}
+// x as a JSON number (%.6g), or null when it is not finite (JSON has no
+// NaN or infinity).
+inline std::string JsonNumber(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
 }
 inline std::string JsonString(const std::string& s) { return JsonString(s.data(), s.size()); }
 inline std::string JsonString(const char* s) { return JsonString(s, std::strlen(s)); }

@@ -6,7 +6,7 @@
 //                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]
 //                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]
-//                   [--memory-trace FILE]
+//                   [--memory-trace FILE] [--chat [--system TEXT]] [-i] [--json]
 #include <unistd.h>
 
 #include <cfloat>
@@ -32,7 +32,7 @@ const char kUsage[] =
     "                       [--cache SIZE] [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
     "                       [--fallback STEPS] [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
     "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
-    "                       [--memory-trace FILE] [--chat [--system TEXT]] [-i|--interactive]\n"
+    "                       [--memory-trace FILE] [--chat [--system TEXT]] [-i|--interactive] [--json]\n"
     "       tinyai-generate -h | --help | --version\n"
     "  -m, --model MODEL  the model (a llama .tmai or GGUF); the model alone, without -m, too\n"
     "  -p, --prompt PROMPT  the prompt; -p - reads it from standard input\n"
@@ -41,7 +41,8 @@ const char kUsage[] =
     "                   context that fills ends the run with the positions used (--kv-window runs on)\n"
     "  --chat           the prompt is a user's message: it is put in the model's chat template (chatml,\n"
     "                   llama3, zephyr or llama2, recognized in the file's tokenizer.chat_template) and\n"
-    "                   only the answer is printed, up to the end of the model's turn\n"
+    "                   only the answer is printed, up to the end of the model's turn; with -i each line\n"
+    "                   is the user's next message in the same conversation\n"
     "  --system TEXT    with --chat: the system message (default: the template's own, if it has one)\n"
     "  -f, --file FILE  read the prompt from FILE (one trailing newline, \\n or \\r\\n, is dropped, also for -p -);\n"
     "                   a prompt read from FILE or standard input may hold up to 64 bytes per token of the\n"
@@ -83,6 +84,10 @@ const char kUsage[] =
     "  --stats          weight cache and memory figures on stderr, with the least --mem-limit for these\n"
     "                   options (rounded up: given back, it runs)\n"
     "  -q, --quiet      no figures on stderr\n"
+    "  --json           the text and its figures as one JSON object on stdout (a line per turn with -i):\n"
+    "                   text, prompt_tokens, generated_tokens, prompt_tokens_per_second,\n"
+    "                   decode_tokens_per_second, first_token_ms, total_seconds, stop_reason,\n"
+    "                   peak_rss_bytes, memory {...}, scheduler {...}, cache {...}\n"
     "  --mode M         how the forward scheduler runs under --mem-limit: normal (all weights resident),\n"
     "                   memory_opt (weights streamed), streaming (and fewer tokens per pass) or adaptive (default)\n"
     "  --fallback STEPS when the run does not fit --mem-limit, step down in this order, each step on top\n"
@@ -104,6 +109,8 @@ const char kUsage[] =
 struct Output {
   bool printed = false;  // some text went to stdout
   size_t skip = 0;       // bytes of the echoed prompt not to print (--chat)
+  bool json = false;     // --json: the text is kept for the turn's object
+  std::string text;
 };
 
 int PrintPiece(const char* piece, size_t len, void* user) {
@@ -112,6 +119,10 @@ int PrintPiece(const char* piece, size_t len, void* user) {
   out->skip -= skipped;
   piece += skipped;
   len -= skipped;
+  if (out->json) {
+    out->text.append(piece, len);
+    return 0;
+  }
   if (len > 0) out->printed = true;
   std::fwrite(piece, 1, len, stdout);
   std::fflush(stdout);
@@ -195,10 +206,111 @@ size_t EchoBytes(TinyAILLM* llm, const std::string& prompt) {
   return bytes;
 }
 
+// The figures of a generation: on stderr (Say) or as the turn's JSON
+// object on stdout (--json).
+struct Figures {
+  TinyAILLM* llm;
+  TinyAIMappedModel* model;
+  const TinyAIForwardScheduler* sched;
+  const TinyAILLMConfig* config;
+  const TinyAIModelInfo* info;
+  bool show_stats;
+
+  static double Rate(int32_t tokens, double seconds) { return seconds > 0 ? tokens / seconds : 0.0; }
+
+  std::string KvText() const {
+    if (config->kvWindow > 0) {
+      return "window " + std::to_string(config->kvWindow) + " + " + std::to_string(config->kvSinks) + " sinks";
+    }
+    return std::to_string(info->contextLength) + " positions" + (config->kvGrowable ? ", growable: held now" : "");
+  }
+
+  std::string Json(const std::string& text, const TinyAIGenerateStats& stats) const {
+    namespace tt = tinyai_tools;
+    auto u = [](uint64_t v) { return std::to_string(v); };
+    TinyAIMemoryReport mem;
+    mem.structSize = sizeof mem;
+    tinyaiGetLLMMemoryReport(llm, &mem);
+    TinyAISchedulerReport rep;
+    rep.structSize = sizeof rep;
+    tinyaiGetSchedulerReport(sched, &rep);
+    TinyAICacheStats cs;
+    cs.structSize = sizeof cs;
+    tinyaiGetMappedModelCacheStats(model, &cs);
+    std::string j = "{\"text\":" + tt::JsonString(text) + ",\"prompt_tokens\":" + std::to_string(stats.promptTokens) +
+                    ",\"generated_tokens\":" + std::to_string(stats.generatedTokens) +
+                    ",\"prompt_tokens_per_second\":" + tt::JsonNumber(Rate(stats.promptTokens, stats.promptSeconds)) +
+                    ",\"decode_tokens_per_second\":" + tt::JsonNumber(Rate(stats.decodeTokens, stats.decodeSeconds)) +
+                    ",\"first_token_ms\":" + tt::JsonNumber(stats.firstTokenSeconds * 1e3) +
+                    ",\"total_seconds\":" + tt::JsonNumber(stats.totalSeconds) +
+                    ",\"stop_reason\":" + tt::JsonString(tinyaiStopReasonName(stats.stopReason)) +
+                    ",\"peak_rss_bytes\":" + u(tinyaiGetProcessPeakRss());
+    j += ",\"memory\":{\"limit_bytes\":" + u(mem.memoryLimit) + ",\"peak_total_bytes\":" + u(mem.peakTotalBytes) +
+         ",\"weights_peak_bytes\":" + u(mem.weightPeakBytes) + ",\"weight_cache_cap_bytes\":" + u(mem.weightCacheCap) +
+         ",\"kv_cache_bytes\":" + u(mem.kvCacheBytes) + ",\"kv_type\":" + tt::JsonString(tinyaiKVTypeName(info->kvType)) +
+         ",\"kv\":" + tt::JsonString(KvText()) + ",\"activation_bytes\":" + u(mem.activationBytes) +
+         ",\"other_bytes\":" + u(mem.otherBytes) + ",\"least_mem_limit_bytes\":" + u(mem.minimumMemoryLimit) + "}";
+    j += ",\"scheduler\":{\"reason\":" + tt::JsonString(rep.reason) + ",\"arena_bytes\":" + u(rep.arenaBytes) +
+         ",\"lower_bound_bytes\":" + u(rep.lowerBoundBytes) + ",\"naive_bytes\":" + u(rep.naiveBytes) +
+         ",\"tokens_per_pass\":" + std::to_string(rep.rowsPerPass) + "}";
+    j += ",\"cache\":{\"hits\":" + u(cs.hits) + ",\"misses\":" + u(cs.misses) + ",\"bytes_read\":" + u(cs.bytesRead) +
+         ",\"evictions\":" + u(cs.evictions) + ",\"prefetch_loads\":" + u(cs.prefetchLoads) +
+         ",\"prefetch_hits\":" + u(cs.prefetchHits) + ",\"prefetch_dropped\":" + u(cs.prefetchDropped) +
+         ",\"stalls\":" + u(cs.stalls) + "}}\n";
+    return j;
+  }
+
+  void Say(const TinyAIGenerateStats& stats) const {
+    namespace tt = tinyai_tools;
+    std::fprintf(stderr,
+                 "tinyai-generate: %d prompt tokens at %.1f tokens/s, %d generated at %.1f tokens/s, "
+                 "time to first token %.1f ms, total %.2f s; stopped: %s\n",
+                 stats.promptTokens, Rate(stats.promptTokens, stats.promptSeconds), stats.generatedTokens,
+                 Rate(stats.decodeTokens, stats.decodeSeconds), stats.firstTokenSeconds * 1e3, stats.totalSeconds,
+                 tinyaiStopReasonName(stats.stopReason));
+    TinyAIMemoryReport mem;
+    mem.structSize = sizeof mem;
+    tinyaiGetLLMMemoryReport(llm, &mem);
+    std::fprintf(stderr,
+                 "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
+                 "KV cache %.3f MiB (%s, %s), activations %.2f MiB, tables %.2f MiB\n",
+                 tt::Mib(tinyaiGetProcessPeakRss()), tt::Mib(mem.peakTotalBytes), tt::Mib(mem.weightPeakBytes),
+                 mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvCacheBytes),
+                 (std::string(tinyaiKVTypeName(info->kvType)) + (config->kvType == TINYAI_KV_AUTO ? " (auto)" : ""))
+                     .c_str(),
+                 KvText().c_str(), tt::Mib(mem.activationBytes), tt::Mib(mem.otherBytes));
+    TinyAISchedulerReport rep;
+    rep.structSize = sizeof rep;
+    tinyaiGetSchedulerReport(sched, &rep);
+    std::fprintf(stderr, "tinyai-generate: %s; arena %.3f MiB (lower bound %.3f, naive %.3f), %d tokens per pass\n",
+                 rep.reason, tt::Mib(rep.arenaBytes), tt::Mib(rep.lowerBoundBytes), tt::Mib(rep.naiveBytes),
+                 rep.rowsPerPass);
+    if (!show_stats) return;
+    TinyAICacheStats cs;
+    cs.structSize = sizeof cs;
+    tinyaiGetMappedModelCacheStats(model, &cs);
+    const double positions = stats.promptTokens + stats.decodeTokens > 0 ? stats.promptTokens + stats.decodeTokens : 1;
+    std::fprintf(stderr,
+                 "tinyai-generate: cache: %llu hits, %llu misses, %.1f MiB read (%.2f MiB per position), "
+                 "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls\n",
+                 static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
+                 tt::Mib(cs.bytesRead), tt::Mib(cs.bytesRead) / positions,
+                 static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
+                 static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
+                 static_cast<unsigned long long>(cs.stalls));
+    std::fprintf(stderr,
+                 "tinyai-generate: memory limit %s; least --mem-limit %s for this model, context, KV cache and %d "
+                 "thread(s)\n",
+                 mem.memoryLimit ? (std::to_string(mem.memoryLimit) + " bytes").c_str() : "none",
+                 tt::LimitText(mem.minimumMemoryLimit).c_str(), config->threads == 0 ? tt::CpuCount() : config->threads);
+  }
+};
+
 int Run(int argc, char** argv) {
   namespace tt = tinyai_tools;
   std::string model_path, prompt, prompt_file, dump_path, report_path, trace_path, system;
-  bool have_prompt = false, quiet = false, show_stats = false, chat = false, have_system = false, interactive = false;
+  bool have_prompt = false, quiet = false, show_stats = false, chat = false, have_system = false, interactive = false,
+       json = false;
   TinyAIMmapConfig mmap_config = tinyaiCreateDefaultMmapConfig();
   mmap_config.maxCacheSize = 0;
   TinyAIGenerateParams params = tinyaiCreateDefaultGenerateParams();
@@ -271,6 +383,7 @@ int Run(int argc, char** argv) {
   args.On({"--lru"}, [&] { mmap_config.adaptiveCaching = false; });
   args.On({"--stats"}, [&] { show_stats = true; });
   tt::AddQuiet(&args, &quiet);
+  tt::AddJson(&args, &json);
   args.Flag({"--mode"}, [&](const std::string& f, const char* v) { config.mode = tt::ParseMode(f, v); });
   tt::AddFallback(&args, config.fallback);
   args.On({"--debug-exec"}, [&] { config.debugExecution = true; });
@@ -290,10 +403,6 @@ int Run(int argc, char** argv) {
     throw tt::UsageError("a prompt is required: -p PROMPT, -p - or -f FILE (or -i: the turns from standard input)");
   }
   if (interactive && prompt == "-") throw tt::UsageError("-i reads its turns from standard input: -p - would too");
-  if (interactive && chat) {
-    throw tt::UsageError("-i with --chat: a conversation's later turns are not formatted yet; --chat answers one "
-                         "message, -i continues a text");
-  }
   if (have_system && !chat) throw tt::UsageError("--system goes with --chat");
   if (config.kvSinks > 0 && config.kvWindow == 0) throw tt::UsageError("--kv-sink goes with --kv-window");
   if (config.kvGrowable && config.kvWindow > 0) throw tt::UsageError("--kv-growable does not go with --kv-window");
@@ -319,38 +428,46 @@ int Run(int argc, char** argv) {
   const TinyAIForwardScheduler* sched = tinyaiGetLLMScheduler(llm.get());
   if (!dump_path.empty()) tt::WriteDag(sched, dump_path);
   Output out;
-  if (chat) {
-    // The user's message in the model's template; the echo of that prompt
-    // (what the session prints before the answer) is not printed.
+  out.json = json;
+  // A user's message as the model's chat template writes it: the first turn
+  // (with the system message) or the next in the same conversation. The
+  // first turn's echo (what the session prints before the answer) is not
+  // printed; a later turn's never is (keepContext).
+  const char* sys = have_system ? system.c_str() : nullptr;
+  auto chat_turn = [&](const std::string& user, bool next) {
     size_t n = 0;
-    TinyAIStatus cs = tinyaiLLMChatPrompt(llm.get(), have_system ? system.c_str() : nullptr, prompt.c_str(), nullptr,
-                                          0, &n);
+    TinyAIStatus cs = next ? tinyaiLLMChatNextTurn(llm.get(), user.c_str(), nullptr, 0, &n)
+                           : tinyaiLLMChatPrompt(llm.get(), sys, user.c_str(), nullptr, 0, &n);
     if (cs != TINYAI_ERR_BUFFER_TOO_SMALL) tt::Check(cs);
     std::string turn(n + 1, '\0');
-    tt::Check(tinyaiLLMChatPrompt(llm.get(), have_system ? system.c_str() : nullptr, prompt.c_str(), &turn[0],
-                                  turn.size(), &n));
+    tt::Check(next ? tinyaiLLMChatNextTurn(llm.get(), user.c_str(), &turn[0], turn.size(), &n)
+                   : tinyaiLLMChatPrompt(llm.get(), sys, user.c_str(), &turn[0], turn.size(), &n));
     turn.resize(n);
-    prompt = turn;
-    out.skip = EchoBytes(llm.get(), prompt);
-  }
+    if (!next) out.skip = EchoBytes(llm.get(), turn);
+    return turn;
+  };
   params.onText = PrintPiece;
   params.user = &out;
   params.stop = stops.empty() ? nullptr : stops.data();
   params.stopCount = static_cast<int32_t>(stops.size());
   TinyAIGenerateStats stats;
   stats.structSize = sizeof stats;
-  // One turn: the text, then the line's end; a failure before any text
-  // leaves stdout empty.
+  const Figures figures{llm.get(), model.get(), sched, &config, &info, show_stats};
+  // One turn: the text, then the line's end (--json: the turn's object); a
+  // failure before any text leaves stdout empty.
   auto generate = [&](const std::string& text, bool keep) {
     params.keepContext = keep ? 1 : 0;
     out.printed = false;
+    out.text.clear();
     const TinyAIStatus s = tinyaiLLMGenerate(llm.get(), text.c_str(), &params, nullptr, 0, nullptr, &stats);
-    if (s == TINYAI_OK || out.printed) std::fputc('\n', stdout);
+    out.skip = 0;
+    if (json && s == TINYAI_OK) std::fputs(figures.Json(out.text, stats).c_str(), stdout);
+    if (!json && (s == TINYAI_OK || out.printed)) std::fputc('\n', stdout);
     std::fflush(stdout);
     tt::Check(s);
   };
   const bool first_given = have_prompt || !prompt_file.empty();
-  if (first_given) generate(prompt, false);
+  if (first_given) generate(chat ? chat_turn(prompt, false) : prompt, false);
   if (interactive) {
     // Each line read continues the text in the same KV cache (keepContext):
     // the model's context holds every turn, until it is full.
@@ -362,67 +479,18 @@ int Run(int argc, char** argv) {
       if (tty) std::fputs("> ", stderr);
       if (!ReadLine(&line, bound)) break;
       if (line.empty()) continue;
-      if (!started) out.skip = EchoBytes(llm.get(), line);  // the first turn starts afresh; its echo is not printed
-      generate(line, started);
-      out.skip = 0;
+      if (chat) {
+        generate(chat_turn(line, started), started);
+      } else {
+        if (!started) out.skip = EchoBytes(llm.get(), line);  // the first turn starts afresh; its echo is not printed
+        generate(line, started);
+      }
       started = true;
     }
   }
   recorder.Note("prompt_tokens", std::to_string(stats.promptTokens));
   recorder.Note("generated_tokens", std::to_string(stats.generatedTokens));
-  if (quiet) {
-    llm.reset();
-    model.reset();
-    recorder.Finish();
-    return 0;
-  }
-  double pp = stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0;
-  double tg = stats.decodeSeconds > 0 ? stats.decodeTokens / stats.decodeSeconds : 0.0;
-  std::fprintf(stderr,
-               "tinyai-generate: %d prompt tokens at %.1f tokens/s, %d generated at %.1f tokens/s, "
-               "time to first token %.1f ms, total %.2f s; stopped: %s\n",
-               stats.promptTokens, pp, stats.generatedTokens, tg, stats.firstTokenSeconds * 1e3, stats.totalSeconds,
-               tinyaiStopReasonName(stats.stopReason));
-  TinyAIMemoryReport mem;
-  mem.structSize = sizeof mem;
-  tinyaiGetLLMMemoryReport(llm.get(), &mem);
-  std::fprintf(stderr,
-               "tinyai-generate: peak RSS %.1f MiB (OS); TinyAI held at most %.1f MiB: weights %.1f MiB (cap %s), "
-               "KV cache %.3f MiB (%s, %s), activations %.2f MiB, tables %.2f MiB\n",
-               tt::Mib(tinyaiGetProcessPeakRss()), tt::Mib(mem.peakTotalBytes), tt::Mib(mem.weightPeakBytes),
-               mem.weightCacheCap ? tt::MibText(mem.weightCacheCap).c_str() : "none", tt::Mib(mem.kvCacheBytes),
-               (std::string(tinyaiKVTypeName(info.kvType)) + (config.kvType == TINYAI_KV_AUTO ? " (auto)" : ""))
-                   .c_str(),
-               config.kvWindow > 0 ? ("window " + std::to_string(config.kvWindow) + " + " +
-                                      std::to_string(config.kvSinks) + " sinks").c_str()
-                                   : (std::to_string(info.contextLength) + " positions" +
-                                      (config.kvGrowable ? ", growable: held now" : "")).c_str(),
-               tt::Mib(mem.activationBytes), tt::Mib(mem.otherBytes));
-  TinyAISchedulerReport rep;
-  rep.structSize = sizeof rep;
-  tinyaiGetSchedulerReport(sched, &rep);
-  std::fprintf(stderr, "tinyai-generate: %s; arena %.3f MiB (lower bound %.3f, naive %.3f), %d tokens per pass\n",
-               rep.reason, tt::Mib(rep.arenaBytes), tt::Mib(rep.lowerBoundBytes), tt::Mib(rep.naiveBytes),
-               rep.rowsPerPass);
-  if (show_stats) {
-    TinyAICacheStats cs;
-    cs.structSize = sizeof cs;
-    tinyaiGetMappedModelCacheStats(model.get(), &cs);
-    const double positions = stats.promptTokens + stats.decodeTokens > 0 ? stats.promptTokens + stats.decodeTokens : 1;
-    std::fprintf(stderr,
-                 "tinyai-generate: cache: %llu hits, %llu misses, %.1f MiB read (%.2f MiB per position), "
-                 "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls\n",
-                 static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
-                 tt::Mib(cs.bytesRead), tt::Mib(cs.bytesRead) / positions,
-                 static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
-                 static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
-                 static_cast<unsigned long long>(cs.stalls));
-    std::fprintf(stderr,
-                 "tinyai-generate: memory limit %s; least --mem-limit %s for this model, context, KV cache and %d "
-                 "thread(s)\n",
-                 mem.memoryLimit ? (std::to_string(mem.memoryLimit) + " bytes").c_str() : "none",
-                 tt::LimitText(mem.minimumMemoryLimit).c_str(), config.threads == 0 ? tt::CpuCount() : config.threads);
-  }
+  if (!quiet && !json) figures.Say(stats);
   llm.reset();
   model.reset();
   recorder.Finish();

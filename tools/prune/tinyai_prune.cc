@@ -23,7 +23,7 @@ namespace {
 
 const char kUsage[] =
     "usage: tinyai-prune [--sparsity S] [--block B] [--method M] [--layer N=S ...] [--output-too]\n"
-    "                    [--calibrate N] [--calibration-text FILE] [--eval N] [-t THREADS] [-q|--quiet]\n"
+    "                    [--calibrate N] [--calibration-text FILE] [--eval N] [-t THREADS] [-q|--quiet] [--json]\n"
     "                    [-m] IN OUT.tmai\n"
     "       tinyai-prune -h | --help | --version\n"
     "  Writes IN again as OUT with its weight matrices pruned: in every band of B rows, the B x B blocks\n"
@@ -45,6 +45,10 @@ const char kUsage[] =
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
     "  -t, --threads N threads pruning (and comparing), 0..256 (default 0 = one per core)\n"
     "  -q, --quiet     no per-tensor table and no progress bar\n"
+    "  --json          the report as one JSON object on stdout: input, output, input_bytes, output_bytes,\n"
+    "                  peak_rss_bytes, pruned_bytes, tensors [{name, from, to, bytes_in, bytes_out, rel_rms,\n"
+    "                  max_abs_err, block, sparsity}], quality {positions, mean_kld, p99_kld, max_kld, top1}\n"
+    "                  (null: --eval 0)\n"
     "  -h, --help      this help; --version: the library's version\n";
 
 // A sparsity: a share of blocks removed, in [0, 1).
@@ -60,9 +64,8 @@ int Run(int argc, char** argv) {
   tinyai_tools::Check(tinyaiInitPruneConfig(&cfg));
   cfg.method = TINYAI_PRUNE_ACTIVATION;
   std::vector<std::string> positional;
-  int64_t eval_tokens = 512;
-  int32_t threads = 0;
-  std::string calibration_file, calibration_text;
+  tinyai_tools::RewriteFlags flags;
+  std::string calibration_text;
   tinyai_tools::SaveReport report("tinyai-prune");
   namespace tt = tinyai_tools;
   std::string in_flag;
@@ -84,16 +87,7 @@ int Run(int argc, char** argv) {
     cfg.layerSparsity[n] = ParseSparsity(f, v.substr(eq + 1).c_str());
   });
   args.On({"--output-too"}, [&] { cfg.pruneOutput = 1; });
-  args.Flag({"--calibrate"}, [&](const std::string& f, const char* v) {
-    cfg.calibrationTokens = tt::ParseInt32(f, v, 0, 1000000);
-  });
-  args.Flag({"--calibration-text"}, [&](const std::string&, const char* v) { calibration_file = v; });
-  args.Flag({"--eval"}, [&](const std::string& f, const char* v) { eval_tokens = tt::ParseInt(f, v, 0, 100000000); });
-  tt::AddThreads(&args, &threads);
-  args.On({"-q", "--quiet"}, [&] {
-    report.table = false;
-    report.bar.Silence();
-  });
+  tt::AddRewriteFlags(&args, &flags, &cfg.calibrationTokens, &report);
   int exit_code = 0;
   if (!args.Parse(argc, argv, "tinyai-prune", kUsage, &positional, &exit_code)) return exit_code;
   positional.insert(positional.begin(), tt::TakeModel(in_flag, &positional));
@@ -101,10 +95,10 @@ int Run(int argc, char** argv) {
   const std::string& in = positional[0];
   const std::string& out = positional[1];
   tinyai_tools::CheckOutputPath(out, "OUT.tmai");
-  if (!calibration_file.empty()) {
+  if (!flags.calibration_file.empty()) {
     // Calibration takes the text's first N tokens (--calibrate N): more
     // than N tokens' worth of bytes would never be read.
-    calibration_text = tinyai_tools::ReadCalibrationText(calibration_file, cfg.calibrationTokens);
+    calibration_text = tinyai_tools::ReadCalibrationText(flags.calibration_file, cfg.calibrationTokens);
     cfg.calibrationText = calibration_text.c_str();
   }
 
@@ -120,7 +114,7 @@ int Run(int argc, char** argv) {
   TinyAISaveOptions so = tinyaiCreateDefaultSaveOptions();
   so.progress = tinyai_tools::SaveReport::OnTensor;
   so.progressUser = &report;
-  so.threads = threads;
+  so.threads = flags.threads;
   tinyai_tools::Check(tinyaiSaveMappedModel(model.get(), out.c_str(), &so));
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -131,15 +125,25 @@ int Run(int argc, char** argv) {
     before += p.bytesBefore;
     after += p.bytesAfter;
   }
-  if (report.table) {
-    std::printf("%-28s %-9s %6s %9s %12s %12s %10s\n", "tensor", "dtype", "block", "sparsity", "bytes in",
-                "bytes out", "rel. RMS");
+  std::string rows;  // --json's
+  if (report.table || flags.json) {
+    if (!flags.json) {
+      std::printf("%-28s %-9s %6s %9s %12s %12s %10s\n", "tensor", "dtype", "block", "sparsity", "bytes in",
+                  "bytes out", "rel. RMS");
+    }
     for (size_t i = 0; i < report.rows.size(); ++i) {
       const TinyAISaveProgress& p = report.rows[i];
       TinyAITensorSparsity sp;
       std::memset(&sp, 0, sizeof sp);
       sp.structSize = sizeof sp;
       tinyai_tools::Check(tinyaiGetTensorSparsity(model.get(), p.tensorIndex, &sp));
+      if (flags.json) {
+        rows += (i ? "," : "") +
+                tinyai_tools::TensorJson(report.names[i], p,
+                                         ",\"block\":" + std::to_string(sp.blockSize) + ",\"sparsity\":" +
+                                             tinyai_tools::JsonNumber(sp.blockSize > 0 ? sp.sparsity : 0.0));
+        continue;
+      }
       char block[32] = "-", sparsity[32] = "-";
       if (sp.blockSize > 0) {
         std::snprintf(block, sizeof block, "%dx%d", sp.blockSize, sp.blockSize);
@@ -153,14 +157,23 @@ int Run(int argc, char** argv) {
   const uint64_t in_size = tinyaiGetMappedModelFileSize(model.get());
   uint64_t out_size = 0;
   tinyai_tools::Check(tinyaiGetSavedModelSize(model.get(), &out_size));
-  std::printf("%s -> %s: %s -> %s (%.2fx smaller; tensors %s -> %s; pruning saves %s); peak RSS %s\n", in.c_str(),
-              out.c_str(), tinyai_tools::MibText(in_size).c_str(), tinyai_tools::MibText(out_size).c_str(),
-              static_cast<double>(in_size) / static_cast<double>(out_size), tinyai_tools::MibText(before).c_str(),
-              tinyai_tools::MibText(after).c_str(), tinyai_tools::MibText(saved).c_str(),
-              tinyai_tools::MibText(peak_rss).c_str());
+  if (!flags.json) {
+    std::printf("%s -> %s: %s -> %s (%.2fx smaller; tensors %s -> %s; pruning saves %s); peak RSS %s\n", in.c_str(),
+                out.c_str(), tinyai_tools::MibText(in_size).c_str(), tinyai_tools::MibText(out_size).c_str(),
+                static_cast<double>(in_size) / static_cast<double>(out_size), tinyai_tools::MibText(before).c_str(),
+                tinyai_tools::MibText(after).c_str(), tinyai_tools::MibText(saved).c_str(),
+                tinyai_tools::MibText(peak_rss).c_str());
+  }
   model.reset();
 
-  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar.on(), "tinyai-prune");
+  const tinyai_tools::Quality q = tinyai_tools::CompareWithInput(in, out, flags.eval_tokens, flags.threads,
+                                                                 report.bar.on(), "tinyai-prune", flags.json);
+  if (flags.json) {
+    std::fputs(tinyai_tools::RewriteJson(in, out, in_size, out_size, before, after, peak_rss,
+                                         ",\"pruned_bytes\":" + std::to_string(saved), rows, q)
+                   .c_str(),
+               stdout);
+  }
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <cstring>
 #include <cstdio>
 #include <string>
@@ -23,7 +24,7 @@ namespace {
 const char kUsage[] =
     "usage: tinyai-quantize [--all P] [--embedding P] [--attention P] [--ffn P] [--output P]\n"
     "                       [--layer N=P ...] [--tensor NAME=P ...] [--group G] [--calibrate N] [--calibration-text FILE]\n"
-    "                       [--no-error-feedback] [--eval N] [-t THREADS] [-q|--quiet] [-m] IN OUT.tmai [P]\n"
+    "                       [--no-error-feedback] [--eval N] [-t THREADS] [-q|--quiet] [--json] [-m] IN OUT.tmai [P]\n"
     "       tinyai-quantize -h | --help | --version\n"
     "  Writes IN (a .tmai or GGUF; -m IN too) again as OUT with its weight matrices at precision P, as\n"
     "  llama-quantize takes it after OUT (Q4_0, q8_0, ...: every matrix, as --all P), one of fp32 fp16 int8 int4\n"
@@ -53,6 +54,9 @@ const char kUsage[] =
     "                  tinyai-eval); 0 skips (default 512; language models only)\n"
     "  -t, --threads N threads encoding (and comparing), 0..256 (default 0 = one per core)\n"
     "  -q, --quiet     no per-tensor table and no progress bar\n"
+    "  --json          the report as one JSON object on stdout: input, output, input_bytes, output_bytes,\n"
+    "                  peak_rss_bytes, tensors [{name, from, to, bytes_in, bytes_out, rel_rms, max_abs_err,\n"
+    "                  fallback_for}], quality {positions, mean_kld, p99_kld, max_kld, top1} (null: --eval 0)\n"
     "  -h, --help      this help; --version: the library's version\n";
 
 // "N=P" or "NAME=P".
@@ -80,13 +84,15 @@ bool IsKQuant(TinyAIPrecision p) { return p == TINYAI_PREC_Q4_K || p == TINYAI_P
 // Says which matrices took llama.cpp's fallback for a K-quant (rows that
 // are not whole blocks of 256 values), as llama-quantize does: a matrix
 // whose rows are not, stored in a fallback's dtype, when a K-quant was asked
-// for anywhere.
-void ReportFallbacks(const TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig& cfg,
-                     const std::vector<TinyAIPrecisionOverride>& overrides) {
+// for anywhere (on stderr when say). Returns them: tensor name -> the
+// K-quant asked for.
+std::map<std::string, std::string> ReportFallbacks(const TinyAIMappedModel* model, const TinyAIMixedPrecisionConfig& cfg,
+                                                   const std::vector<TinyAIPrecisionOverride>& overrides, bool say) {
   bool asked = IsKQuant(cfg.embeddingPrecision) || IsKQuant(cfg.attentionPrecision) || IsKQuant(cfg.ffnPrecision) ||
                IsKQuant(cfg.outputPrecision);
   for (const TinyAIPrecisionOverride& o : overrides) asked |= IsKQuant(o.precision);
-  if (!asked) return;
+  std::map<std::string, std::string> fell;
+  if (!asked) return fell;
   for (int t = 0; t < tinyaiGetMappedTensorCount(model); ++t) {
     TinyAITensorInfo info;
     info.structSize = sizeof info;
@@ -95,10 +101,13 @@ void ReportFallbacks(const TinyAIMappedModel* model, const TinyAIMixedPrecisionC
     if (tinyaiGetTensorPrecision(model, t, &p) != TINYAI_OK) continue;
     const char* of = p == TINYAI_PREC_Q5_0 ? "q4_k" : p == TINYAI_PREC_Q5_1 ? "q5_k" : p == TINYAI_PREC_INT8 ? "q6_k" : nullptr;
     if (of == nullptr) continue;
+    fell[info.name] = of;
+    if (!say) continue;
     std::fprintf(stderr, "tinyai-quantize: %s: rows of %llu values are not whole blocks of 256 (a K-quant's): %s, "
                  "llama.cpp's fallback for %s\n", info.name, static_cast<unsigned long long>(info.shape[1]),
                  tinyaiPrecisionName(p), of);
   }
+  return fell;
 }
 
 int Run(int argc, char** argv) {
@@ -106,9 +115,8 @@ int Run(int argc, char** argv) {
   tinyai_tools::Check(tinyaiInitMixedPrecisionConfig(&cfg));
   std::vector<std::pair<std::string, TinyAIPrecision>> layers, tensors;
   std::vector<std::string> positional;
-  int64_t eval_tokens = 512;
-  int32_t threads = 0;
-  std::string calibration_file, calibration_text;
+  tinyai_tools::RewriteFlags flags;
+  std::string calibration_text;
   tinyai_tools::SaveReport report("tinyai-quantize");
   namespace tt = tinyai_tools;
   std::string in_flag;
@@ -131,17 +139,8 @@ int Run(int argc, char** argv) {
   });
   args.Flag({"--tensor"}, [&](const std::string& f, const char* v) { tensors.push_back(ParseAssignment(f, v)); });
   args.Flag({"--group"}, [&](const std::string& f, const char* v) { cfg.groupSize = tt::ParseInt32(f, v, 0, 1 << 20); });
-  args.Flag({"--calibrate"}, [&](const std::string& f, const char* v) {
-    cfg.calibrationTokens = tt::ParseInt32(f, v, 0, 1000000);
-  });
   args.On({"--no-error-feedback"}, [&] { cfg.calibrationErrorFeedback = 0; });
-  args.Flag({"--calibration-text"}, [&](const std::string&, const char* v) { calibration_file = v; });
-  args.Flag({"--eval"}, [&](const std::string& f, const char* v) { eval_tokens = tt::ParseInt(f, v, 0, 100000000); });
-  tt::AddThreads(&args, &threads);
-  args.On({"-q", "--quiet"}, [&] {
-    report.table = false;
-    report.bar.Silence();
-  });
+  tt::AddRewriteFlags(&args, &flags, &cfg.calibrationTokens, &report);
   int exit_code = 0;
   if (!args.Parse(argc, argv, "tinyai-quantize", kUsage, &positional, &exit_code)) return exit_code;
   positional.insert(positional.begin(), tt::TakeModel(in_flag, &positional));
@@ -159,11 +158,11 @@ int Run(int argc, char** argv) {
   for (const auto& l : layers) overrides.push_back({std::stoi(l.first), nullptr, l.second});
   for (const auto& t : tensors) overrides.push_back({-1, t.first.c_str(), t.second});
   tinyai_tools::CheckOutputPath(out, "OUT.tmai");
-  if (!calibration_file.empty()) {
+  if (!flags.calibration_file.empty()) {
     // Calibration takes the text's first N tokens (--calibrate N): more
     // than N tokens' worth of bytes would never be read.
     if (cfg.calibrationTokens == 0) cfg.calibrationTokens = 2048;
-    calibration_text = tinyai_tools::ReadCalibrationText(calibration_file, cfg.calibrationTokens);
+    calibration_text = tinyai_tools::ReadCalibrationText(flags.calibration_file, cfg.calibrationTokens);
     cfg.calibrationText = calibration_text.c_str();
   }
   cfg.overrides = overrides.data();
@@ -177,11 +176,11 @@ int Run(int argc, char** argv) {
   mc.prefetchThreads = 0;
   tinyai_tools::ModelHandle model = tinyai_tools::OpenModel(in, &mc);
   tinyai_tools::Check(tinyaiApplyMixedPrecision(model.get(), &cfg));
-  ReportFallbacks(model.get(), cfg, overrides);
+  const std::map<std::string, std::string> fell = ReportFallbacks(model.get(), cfg, overrides, !flags.json);
   TinyAISaveOptions so = tinyaiCreateDefaultSaveOptions();
   so.progress = tinyai_tools::SaveReport::OnTensor;
   so.progressUser = &report;
-  so.threads = threads;
+  so.threads = flags.threads;
   tinyai_tools::Check(tinyaiSaveMappedModel(model.get(), out.c_str(), &so));
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -193,7 +192,7 @@ int Run(int argc, char** argv) {
     after += p.bytesAfter;
     largest = std::max<uint64_t>(largest, std::max(p.bytesBefore, p.bytesAfter));
   }
-  if (report.table) {
+  if (report.table && !flags.json) {
     std::printf("%-28s %-9s %-9s %12s %12s %10s %10s\n", "tensor", "from", "to", "bytes in", "bytes out",
                 "rel. RMS", "max |err|");
     for (size_t i = 0; i < report.rows.size(); ++i) {
@@ -207,14 +206,30 @@ int Run(int argc, char** argv) {
   const uint64_t in_size = tinyaiGetMappedModelFileSize(model.get());
   uint64_t out_size = 0;
   tinyai_tools::Check(tinyaiGetSavedModelSize(model.get(), &out_size));
-  std::printf("%s -> %s: %s -> %s (%.2fx smaller; tensors %s -> %s); peak RSS %s (largest tensor %s)\n", in.c_str(),
-              out.c_str(), tinyai_tools::MibText(in_size).c_str(), tinyai_tools::MibText(out_size).c_str(),
-              static_cast<double>(in_size) / static_cast<double>(out_size), tinyai_tools::MibText(before).c_str(),
-              tinyai_tools::MibText(after).c_str(), tinyai_tools::MibText(peak_rss).c_str(),
-              tinyai_tools::MibText(largest).c_str());
+  if (!flags.json) {
+    std::printf("%s -> %s: %s -> %s (%.2fx smaller; tensors %s -> %s); peak RSS %s (largest tensor %s)\n", in.c_str(),
+                out.c_str(), tinyai_tools::MibText(in_size).c_str(), tinyai_tools::MibText(out_size).c_str(),
+                static_cast<double>(in_size) / static_cast<double>(out_size), tinyai_tools::MibText(before).c_str(),
+                tinyai_tools::MibText(after).c_str(), tinyai_tools::MibText(peak_rss).c_str(),
+                tinyai_tools::MibText(largest).c_str());
+  }
   model.reset();
 
-  tinyai_tools::CompareWithInput(in, out, eval_tokens, threads, report.bar.on(), "tinyai-quantize");
+  const tinyai_tools::Quality q = tinyai_tools::CompareWithInput(in, out, flags.eval_tokens, flags.threads,
+                                                                 report.bar.on(), "tinyai-quantize", flags.json);
+  if (flags.json) {
+    std::string rows;
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+      const auto f = fell.find(report.names[i]);
+      rows += (i ? "," : "") + tinyai_tools::TensorJson(report.names[i], report.rows[i],
+                                                        ",\"fallback_for\":" + (f == fell.end() ? std::string("null")
+                                                                               : tinyai_tools::JsonString(f->second)));
+    }
+    std::fputs(tinyai_tools::RewriteJson(in, out, in_size, out_size, before, after, peak_rss,
+                                         ",\"largest_tensor_bytes\":" + std::to_string(largest), rows, q)
+                   .c_str(),
+               stdout);
+  }
   return 0;
 }
 
