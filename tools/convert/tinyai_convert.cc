@@ -6,6 +6,7 @@
 //   tinyai-convert [--dtype D] [--compress zstd[:LEVEL]] --from tmai [--name NAME] IN.tmai OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from gguf [--name NAME] IN.gguf OUT.tmai
 //   tinyai-convert [--compress zstd[:LEVEL]] --from safetensors [--name NAME] DIR_OR_FILE OUT.tmai
+// Each form takes -q/--quiet (no summary on stderr) and --json (the summary as one object on stdout).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -63,6 +64,11 @@ const char kUsage[] =
     "                     dequantized, never quantized again to another grouped dtype\n"
     "  --compress C       none (default), or zstd[:LEVEL] (LEVEL 1..19, default 3): each tensor that gets\n"
     "                     smaller is stored as zstd frames of about 1 MiB of rows, the others as they are\n"
+    "  -q, --quiet        no summary on stderr\n"
+    "  --json             the summary as one JSON object on stdout: output, input, input_format, shape\n"
+    "                     {dim, hidden, layers, heads, kv_heads, vocab, seq_len, shared_classifier} (or dense\n"
+    "                     {name, input, layers, seed}), tensors, matrices, compressed_tensors, codec,\n"
+    "                     stored_bytes, decoded_bytes, file_bytes\n"
     "  -h, --help         this help; --version: the library's version\n"
     "SPEC: dim=768,hidden=2048,layers=12,heads=12,kv_heads=12,vocab=32000,seq_len=1024,seed=1[,shared=0]\n"
     "      (kv_heads defaults to heads, seed to 1, shared to 1; the runtime's limits: dim and hidden 1..1048576,\n"
@@ -112,27 +118,62 @@ TinyAIDType ParseDtype(const std::string& given) {
                                  given + "'");
 }
 
+// What a conversion says: lines on stderr (none with --quiet), or with
+// --json one object on stdout at the end (Finish).
+struct Report {
+  bool quiet = false, json = false;
+  std::string fields;  // ,"key":value...
+
+  void Line(const std::string& text) const {
+    if (!quiet && !json) std::fprintf(stderr, "tinyai-convert: %s\n", text.c_str());
+  }
+  void Add(const char* key, const std::string& json_value) {
+    fields += "," + tinyai_tools::JsonString(key) + ":" + json_value;
+  }
+  int Finish(const std::string& out) const {
+    if (json) std::printf("{\"output\":%s%s}\n", tinyai_tools::JsonString(out).c_str(), fields.c_str());
+    return 0;
+  }
+};
+
 // matrices: what the matrices were written as (default: o.matrix_dtype).
-void PrintStats(const tinyai::WriteOptions& o, const tinyai::TmaiWriteStats& st, const char* matrices = nullptr) {
+void PrintStats(Report* r, const tinyai::WriteOptions& o, const tinyai::TmaiWriteStats& st,
+                const char* matrices = nullptr) {
   const double pct = st.decoded_bytes ? 100.0 * static_cast<double>(st.stored_bytes) /
                                             static_cast<double>(st.decoded_bytes)
                                       : 100.0;
-  std::fprintf(stderr,
-               "tinyai-convert: %llu tensors, matrices %s, %llu compressed (%s); tensor data %llu bytes stored for "
-               "%llu decoded (%.1f%%); file %llu bytes\n",
-               static_cast<unsigned long long>(st.tensors), matrices ? matrices : tinyaiDTypeName(o.matrix_dtype),
-               static_cast<unsigned long long>(st.compressed_tensors),
-               o.codec == TINYAI_CODEC_ZSTD ? ("zstd level " + std::to_string(o.level)).c_str() : "none",
-               static_cast<unsigned long long>(st.stored_bytes), static_cast<unsigned long long>(st.decoded_bytes),
-               pct, static_cast<unsigned long long>(st.file_size));
+  const std::string codec = o.codec == TINYAI_CODEC_ZSTD ? "zstd level " + std::to_string(o.level) : "none";
+  if (matrices == nullptr) matrices = tinyaiDTypeName(o.matrix_dtype);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%llu tensors, matrices %s, %llu compressed (%s); tensor data %llu bytes stored for %llu decoded "
+                "(%.1f%%); file %llu bytes",
+                static_cast<unsigned long long>(st.tensors), matrices,
+                static_cast<unsigned long long>(st.compressed_tensors), codec.c_str(),
+                static_cast<unsigned long long>(st.stored_bytes), static_cast<unsigned long long>(st.decoded_bytes),
+                pct, static_cast<unsigned long long>(st.file_size));
+  r->Line(line);
+  r->Add("tensors", std::to_string(st.tensors));
+  r->Add("matrices", tinyai_tools::JsonString(matrices));
+  r->Add("compressed_tensors", std::to_string(st.compressed_tensors));
+  r->Add("codec", tinyai_tools::JsonString(codec));
+  r->Add("stored_bytes", std::to_string(st.stored_bytes));
+  r->Add("decoded_bytes", std::to_string(st.decoded_bytes));
+  r->Add("file_bytes", std::to_string(st.file_size));
 }
 
-void PrintShape(const tinyai::LlamaShape& s, const char* out) {
-  std::fprintf(stderr,
-               "tinyai-convert: wrote %s: dim %d, hidden %d, layers %d, heads %d, kv_heads %d, vocab %d, seq_len %d, "
-               "%s classifier\n",
-               out, s.dim, s.hidden_dim, s.layers, s.heads, s.kv_heads, s.vocab_size, s.seq_len,
-               s.shared_classifier ? "shared" : "separate");
+void PrintShape(Report* r, const tinyai::LlamaShape& s, const std::string& out) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "wrote %s: dim %d, hidden %d, layers %d, heads %d, kv_heads %d, vocab %d, seq_len %d, %s classifier",
+                out.c_str(), s.dim, s.hidden_dim, s.layers, s.heads, s.kv_heads, s.vocab_size, s.seq_len,
+                s.shared_classifier ? "shared" : "separate");
+  r->Line(line);
+  auto i = [](int v) { return std::to_string(v); };
+  r->Add("shape", "{\"dim\":" + i(s.dim) + ",\"hidden\":" + i(s.hidden_dim) + ",\"layers\":" + i(s.layers) +
+                      ",\"heads\":" + i(s.heads) + ",\"kv_heads\":" + i(s.kv_heads) + ",\"vocab\":" +
+                      i(s.vocab_size) + ",\"seq_len\":" + i(s.seq_len) + ",\"shared_classifier\":" +
+                      (s.shared_classifier ? "true" : "false") + "}");
 }
 
 // An input: its role in messages, its path, and what to give instead when
@@ -170,7 +211,8 @@ void CheckPaths(const std::string& out, const std::vector<Input>& inputs) {
 constexpr uint64_t kMaxDefinitionBytes = uint64_t{16} << 20;
 
 // Reads the definition file and writes its network.
-int ConvertDense(const std::string& defPath, const std::string& out, const tinyai::WriteOptions& options) {
+int ConvertDense(const std::string& defPath, const std::string& out, const tinyai::WriteOptions& options,
+                 Report* report) {
   tinyai_tools::InputBound bound;
   bound.bytes = kMaxDefinitionBytes;
   bound.status = TINYAI_ERR_INVALID_ARGUMENT;
@@ -183,11 +225,14 @@ int ConvertDense(const std::string& defPath, const std::string& out, const tinya
   tinyai::TmaiWriteStats stats;
   if (s == TINYAI_OK) s = tinyai::WriteDenseModel(def, out.c_str(), options, &stats);
   if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
-  std::fprintf(stderr, "tinyai-convert: wrote %s: dense network%s%s, input %d, %zu layers, seed %llu\n", out.c_str(),
-               def.name.empty() ? "" : " ", def.name.c_str(), def.input_dim, def.layers.size(),
-               static_cast<unsigned long long>(def.seed));
-  PrintStats(options, stats);
-  return 0;
+  report->Line("wrote " + out + ": dense network" + (def.name.empty() ? "" : " ") + def.name + ", input " +
+               std::to_string(def.input_dim) + ", " + std::to_string(def.layers.size()) + " layers, seed " +
+               std::to_string(def.seed));
+  report->Add("dense", "{\"name\":" + tinyai_tools::JsonString(def.name) + ",\"input\":" +
+                           std::to_string(def.input_dim) + ",\"layers\":" + std::to_string(def.layers.size()) +
+                           ",\"seed\":" + std::to_string(def.seed) + "}");
+  PrintStats(report, options, stats);
+  return report->Finish(out);
 }
 
 int Run(int argc, char** argv) {
@@ -211,6 +256,9 @@ int Run(int argc, char** argv) {
     dtype_given = true;
   });
   args.Flag({"--name"}, [&](const std::string&, const char* v) { name = v; });
+  Report report;
+  tt::AddQuiet(&args, &report.quiet);
+  tt::AddJson(&args, &report.json);
   int exit_code = 0;
   if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
   if ((!dense.empty() || !synthetic.empty()) && (!tokenizer.empty() || !name.empty())) {
@@ -222,7 +270,7 @@ int Run(int argc, char** argv) {
       throw tinyai_tools::UsageError("--dense takes DEF.txt and OUT.tmai");
     }
     CheckPaths(positional[0], {{"definition", dense, nullptr}});
-    return ConvertDense(dense, positional[0], options);
+    return ConvertDense(dense, positional[0], options, &report);
   }
   if (!synthetic.empty()) {
     if (positional.size() != 1 || !from.empty()) throw tinyai_tools::UsageError("--synthetic takes SPEC and OUT.tmai");
@@ -232,9 +280,9 @@ int Run(int argc, char** argv) {
     TinyAIStatus s = tinyai::ParseSyntheticSpec(synthetic, &shape);
     if (s == TINYAI_OK) s = tinyai::WriteSyntheticModel(shape, positional[0].c_str(), options, &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
-    PrintShape(shape, positional[0].c_str());
-    PrintStats(options, stats);
-    return 0;
+    PrintShape(&report, shape, positional[0]);
+    PrintStats(&report, options, stats);
+    return report.Finish(positional[0]);
   }
   if (from.empty() && !positional.empty()) {
     // The input's format, told by its bytes.
@@ -257,7 +305,8 @@ int Run(int argc, char** argv) {
       throw tinyai_tools::UsageError("'" + positional[0] + "' is a llama2.c checkpoint: give its tokenizer with "
                                      "--tokenizer TOK.bin (llama2.c's tokenizer.bin, or the one it was trained with)");
     }
-    std::fprintf(stderr, "tinyai-convert: '%s' is %s\n", positional[0].c_str(), tinyai_tools::FileFormatName(format));
+    report.Line("'" + positional[0] + "' is " + tinyai_tools::FileFormatName(format));
+    report.Add("input_format", tinyai_tools::JsonString(from));
   }
   if (!name.empty() && from != "llama2c" && from != "tmai" && from != "gguf" && from != "safetensors") {
     throw tinyai_tools::UsageError("--name goes with --from llama2c, --from tmai, --from gguf or --from safetensors");
@@ -287,9 +336,10 @@ int Run(int argc, char** argv) {
                          : tinyai::ConvertSafetensors(positional[0].c_str(), positional[1].c_str(), &shape, options,
                                                       &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
-    PrintShape(shape, positional[1].c_str());
-    PrintStats(options, stats, "as in the input");
-    return 0;
+    report.Add("input", tinyai_tools::JsonString(positional[0]));
+    PrintShape(&report, shape, positional[1]);
+    PrintStats(&report, options, stats, "as in the input");
+    return report.Finish(positional[1]);
   }
   if (from == "tmai") {
     if (!tokenizer.empty()) throw tinyai_tools::UsageError("--tokenizer goes with --from llama2c");
@@ -298,9 +348,10 @@ int Run(int argc, char** argv) {
     tinyai::TmaiWriteStats stats;
     TinyAIStatus s = tinyai::ReencodeModel(positional[0].c_str(), positional[1].c_str(), options, !dtype_given, &stats);
     if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
-    std::fprintf(stderr, "tinyai-convert: wrote %s from %s\n", positional[1].c_str(), positional[0].c_str());
-    PrintStats(options, stats, dtype_given ? nullptr : "as in the input");
-    return 0;
+    report.Line("wrote " + positional[1] + " from " + positional[0]);
+    report.Add("input", tinyai_tools::JsonString(positional[0]));
+    PrintStats(&report, options, stats, dtype_given ? nullptr : "as in the input");
+    return report.Finish(positional[1]);
   }
   if (from != "llama2c") {
     throw tinyai_tools::UsageError(from.empty() ? "give IN and OUT.tmai (or --synthetic SPEC OUT.tmai, or --dense DEF.txt "
@@ -315,9 +366,10 @@ int Run(int argc, char** argv) {
   TinyAIStatus s = tinyai::ConvertLlama2c(positional[0].c_str(), tokenizer.c_str(), positional[1].c_str(), &shape,
                                           options, &stats);
   if (s != TINYAI_OK) return tinyai_tools::ReportError("tinyai-convert", s);
-  PrintShape(shape, positional[1].c_str());
-  PrintStats(options, stats);
-  return 0;
+  report.Add("input", tinyai_tools::JsonString(positional[0]));
+  PrintShape(&report, shape, positional[1]);
+  PrintStats(&report, options, stats);
+  return report.Finish(positional[1]);
 }
 
 }  // namespace
