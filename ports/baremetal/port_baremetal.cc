@@ -186,6 +186,11 @@ TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, c
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system", source);
 }
 
+bool EnableDirectReads(const char*, File*) { return false; }
+TinyAIStatus ReadDirect(const File& file, uint64_t offset, void* dst, size_t size, const char* source) {
+  return ReadAt(file, offset, dst, size, source);
+}
+
 TinyAIStatus BeginOutput(const char* path, OutputFile* out) {
   *out = OutputFile();
   return SetError(TINYAI_ERR_UNSUPPORTED, "'%s': the bare-metal port has no file system; save through a write "

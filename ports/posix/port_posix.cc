@@ -90,7 +90,77 @@ TinyAIStatus OpenFile(const char* path, File* out) {
 
 void CloseFile(File* file) {
   if (file->handle >= 0) ::close(static_cast<int>(file->handle));
+  if (file->direct >= 0) ::close(static_cast<int>(file->direct));
   *file = File();
+}
+
+bool EnableDirectReads(const char* path, File* file) {
+#ifdef O_DIRECT
+  if (file->handle < 0 || file->direct >= 0) return file->direct >= 0;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_DIRECT);
+  if (fd < 0) return false;  // EINVAL: the file system has no direct reads
+  // The same file as the buffered handle (not one renamed over it since).
+  struct stat a, b;
+  if (::fstat(fd, &b) != 0 || ::fstat(static_cast<int>(file->handle), &a) != 0 || a.st_dev != b.st_dev ||
+      a.st_ino != b.st_ino) {
+    ::close(fd);
+    return false;
+  }
+  uint32_t align = static_cast<uint32_t>(PageSize());
+#if defined(STATX_DIOALIGN)
+  struct statx sx;
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+    if (sx.stx_dio_offset_align == 0) {  // the file system says: none for this file
+      ::close(fd);
+      return false;
+    }
+    align = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align : sx.stx_dio_mem_align;
+    if (align < 512) align = 512;
+  }
+#endif
+  file->direct = fd;
+  file->direct_align = align;
+  return true;
+#else
+  (void)path;
+  (void)file;
+  return false;
+#endif
+}
+
+TinyAIStatus ReadDirect(const File& file, uint64_t offset, void* dst, size_t size, const char* source) {
+  const uint64_t align = file.direct_align;
+  const uint64_t want = offset >= file.size ? 0 : (file.size - offset < size ? file.size - offset : size);
+  if (file.direct < 0 || align == 0 || offset % align || size % align ||
+      reinterpret_cast<uintptr_t>(dst) % align) {
+    return ReadAt(file, offset, dst, static_cast<size_t>(want), source);
+  }
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  uint64_t done = 0;
+  while (done < want) {
+    ssize_t n = ::pread(static_cast<int>(file.direct), out + done, static_cast<size_t>(size - done),
+                        static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // Refused after all (a file system that takes the open but not this
+      // read): the rest goes through the page cache.
+      if (errno == EINVAL) return ReadAt(file, offset + done, out + done, static_cast<size_t>(want - done), source);
+      return SetError(TINYAI_ERR_IO, "'%s': cannot read %zu bytes at offset %llu: %s", source, size,
+                      static_cast<unsigned long long>(offset), strerror(errno));
+    }
+    if (n == 0) {
+      return SetError(TINYAI_ERR_TRUNCATED, "'%s': file ends before offset %llu (+%llu bytes); was it changed?",
+                      source, static_cast<unsigned long long>(offset + done),
+                      static_cast<unsigned long long>(want - done));
+    }
+    done += static_cast<uint64_t>(n);
+    // A short read that is not a multiple of the alignment ends at the
+    // file's end; the next read would be misaligned.
+    if (done < want && done % align) {
+      return ReadAt(file, offset + done, out + done, static_cast<size_t>(want - done), source);
+    }
+  }
+  return TINYAI_OK;
 }
 
 TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, const char* source) {

@@ -173,6 +173,7 @@ TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, Tiny
   full.hits = s.hits;
   full.misses = s.misses;
   full.bytesRead = s.bytes_read;
+  full.bytesReadDirect = s.bytes_read_direct;
   full.bytesLoaded = s.bytes_loaded;
   full.evictions = s.evictions;
   full.prefetchRequests = s.prefetch_requests;

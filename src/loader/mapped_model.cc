@@ -61,6 +61,10 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.prefetchThreads is %d; allowed 0..64",
                     cfg.prefetchThreads);
   }
+  if (cfg.directReads < -1 || cfg.directReads > 1) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.directReads is %d; allowed -1 (never), 0 (while the "
+                    "weight cache streams) or 1 (always)", cfg.directReads);
+  }
   if (cfg.rowSliceSize < 64) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.rowSliceSize is %zu; it must be at least 64 bytes",
                     cfg.rowSliceSize);
@@ -141,6 +145,7 @@ TinyAIStatus TinyAIMappedModel::Init(const tinyai::ModelOrigin& origin, const Ti
   if (path || origin.read) {
     if (path) {
       TINYAI_RETURN_IF_ERROR(source_.OpenFile(path));
+      if (config.directReads >= 0) source_.EnableDirect(path);
     } else {
       source_.UseCallback(origin.read, origin.user, size);
     }

@@ -19,7 +19,8 @@ TinyAIStatus SliceArena::Init(const TmaiReader* reader, const WeightSource* sour
   source_ = source;
   table_ = table;
   Unhold(held_);
-  slot_bytes_ = PageRound(table->max_decoded_bytes());
+  direct_slack_ = 2 * static_cast<uint64_t>(source->direct_align());
+  slot_bytes_ = PageRound(table->max_decoded_bytes() + DirectSlack(table->max_decoded_bytes()));
   port::ArenaStats arena;
   fixed_slots_ = port::GetArenaStats(&arena) == TINYAI_OK;
   TINYAI_RETURN_IF_ERROR(memory_.Allocate(static_cast<size_t>(table->slice_count()) + reader->layers().size(),
@@ -51,6 +52,7 @@ uint64_t SliceArena::EntryBytes(int32_t entry) const {
   if (UsedInPlace(*table_, *reader_, *source_, entry)) return 0;
   if (entry < table_->slice_count()) {
     uint64_t decoded = table_->slice(entry).decoded_size;
+    decoded += DirectSlack(decoded);
     // Slices of at least half the largest share slots; smaller ones (a
     // layer's tail) get a buffer of their own size.
     return fixed_slots_ || decoded * 2 >= slot_bytes_ ? slot_bytes_ : PageRound(decoded);

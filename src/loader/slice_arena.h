@@ -122,6 +122,11 @@ class SliceArena {
   const WeightSource* source_ = nullptr;
   const RowSliceTable* table_ = nullptr;
   uint64_t slot_bytes_ = 0;
+  // A direct read fills whole blocks around a slice's bytes: up to a block
+  // before them and one after. Slices of at least 8 times that keep the
+  // room (an eighth more at most); smaller ones are read buffered.
+  uint64_t direct_slack_ = 0;
+  uint64_t DirectSlack(uint64_t decoded) const { return decoded >= 8 * direct_slack_ ? direct_slack_ : 0; }
   // On a static arena every row slice takes a slot (see above).
   bool fixed_slots_ = false;
   // The huge-page region (DecideRegion); nullptr when the slices take slots

@@ -270,8 +270,10 @@ TinyAIStatus SliceLoader::Load(int32_t entry, uint8_t* dst, size_t dst_bytes, co
 TinyAIStatus SliceLoader::LoadSlice(int32_t slice, uint8_t* dst, size_t dst_bytes, const uint8_t** data,
                                      uint64_t* bytes_read) {
   TINYAI_RETURN_IF_ERROR(LoadSliceRows(slice, dst, dst_bytes, data, bytes_read));
-  if (!table_->any_panels() || *data != dst) return TINYAI_OK;  // bytes used in place stay as they are
-  return PackPanels(slice, dst);
+  // Bytes used in place stay as they are; loaded ones start at dst or, read
+  // directly, a little past it.
+  if (!table_->any_panels() || !dst || *data < dst || *data >= dst + dst_bytes) return TINYAI_OK;
+  return PackPanels(slice, const_cast<uint8_t*>(*data));
 }
 
 TinyAIStatus SliceLoader::PackPanels(int32_t slice, uint8_t* dst) {
@@ -338,8 +340,8 @@ TinyAIStatus SliceLoader::LoadSliceRows(int32_t slice, uint8_t* dst, size_t dst_
   }
   const uint8_t* p = source_->InPlace(begin);
   if (!p) {
-    TINYAI_RETURN_IF_ERROR(source_->Read(begin, static_cast<size_t>(b.stored_size), dst, reader_->source()));
-    p = dst;
+    TINYAI_RETURN_IF_ERROR(source_->ReadAligned(begin, static_cast<size_t>(b.stored_size), dst, dst_bytes, &p,
+                                                reader_->source()));
   }
   *bytes_read += b.stored_size;
   for (uint32_t t = static_cast<uint32_t>(b.tensor); t < last; ++t) {

@@ -24,11 +24,26 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   for (size_t i = 0; i < entries_.size(); ++i) {
     entries_[i].in_place = arena_.EntryBytes(static_cast<int32_t>(i)) == 0;
   }
+  source_ = source;
+  direct_base_ = source->direct_bytes();
+  weight_bytes_ = 0;
+  for (size_t i = 0; i < reader->layers().size(); ++i) {
+    weight_bytes_ += arena_.EntryBytes(table->slice_count() + static_cast<int32_t>(i));
+  }
+  ChooseReads();
   TINYAI_RETURN_IF_ERROR(loader_.Init(reader, source, table, config, transform));
   if (config.prefetchEnabled && config.prefetchThreads > 0) {
     TINYAI_RETURN_IF_ERROR(workers_.Start(config.prefetchThreads, &WeightCache::PrefetchEntry, this));
   }
   return TINYAI_OK;
+}
+
+void WeightCache::ChooseReads() {
+  // Under a cap below the weights, evicted bytes come back from storage
+  // every cycle: the OS's cache of them would only copy them twice and hold
+  // memory the limit charges.
+  const int mode = config_.directReads;
+  source_->UseDirect(mode > 0 || (mode == 0 && capacity_ != 0 && capacity_ < weight_bytes_));
 }
 
 void WeightCache::Shutdown() {
@@ -378,6 +393,7 @@ TinyAIStatus WeightCache::SetCapacity(uint64_t bytes, bool carve) {
   UniqueLock lock(mutex_);
   capacity_ = bytes;
   cap_epoch_.fetch_add(1, std::memory_order_acq_rel);
+  ChooseReads();
   if (bytes == 0) return TINYAI_OK;
   arena_.KeepRegionUnderCap(capacity_);
   if (carve) {
@@ -415,6 +431,7 @@ CacheStats WeightCache::stats() const {
   s.held_bytes = arena_.held();
   s.resident_bytes = resident_;
   s.capacity = capacity_;
+  s.bytes_read_direct = source_->direct_bytes() - direct_base_;
   return s;
 }
 
@@ -422,6 +439,7 @@ void WeightCache::ResetStats() {
   LockGuard lock(mutex_);
   stats_ = CacheStats();
   stats_.peak_held_bytes = arena_.held();
+  direct_base_ = source_->direct_bytes();
 }
 
 uint64_t WeightCache::overhead_bytes(size_t staging_sets) const {

@@ -83,6 +83,7 @@ struct CacheStats {
   uint64_t peak_held_bytes = 0;
   uint64_t resident_bytes = 0;     // of which loaded entries
   uint64_t capacity = 0;           // the cap; 0 = none
+  uint64_t bytes_read_direct = 0;  // of bytes_read, read past the OS's page cache
 };
 
 class WeightCache {
@@ -197,7 +198,13 @@ class WeightCache {
   void PrefetchLoad(int32_t entry, bool queued = false);
   static void PrefetchEntry(void* self, int32_t entry);
 
+  // Direct reads on or off for the cap now (TinyAIMmapConfig.directReads).
+  void ChooseReads();
+
   const TmaiReader* reader_ = nullptr;
+  const WeightSource* source_ = nullptr;
+  uint64_t weight_bytes_ = 0;
+  uint64_t direct_base_ = 0;  // the source's direct bytes at the last reset  // what every layer loaded whole holds: a cap below it streams
   const RowSliceTable* table_ = nullptr;
   TinyAIMmapConfig config_{};
 

@@ -23,4 +23,22 @@ TinyAIStatus WeightSource::Read(uint64_t offset, size_t size, void* dst, const c
   return port::ReadAt(file_, offset, dst, size, source);
 }
 
+TinyAIStatus WeightSource::ReadAligned(uint64_t offset, size_t size, uint8_t* dst, size_t dst_bytes,
+                                       const uint8_t** data, const char* source) const {
+  const uint64_t align = direct_now() ? file_.direct_align : 0;
+  if (align > 0 && reinterpret_cast<uintptr_t>(dst) % align == 0) {
+    const uint64_t lead = offset % align;
+    const uint64_t span = (lead + size + align - 1) / align * align;
+    if (span <= dst_bytes) {
+      TINYAI_RETURN_IF_ERROR(port::ReadDirect(file_, offset - lead, dst, static_cast<size_t>(span), source));
+      *data = dst + lead;
+      direct_bytes_.fetch_add(size, std::memory_order_relaxed);
+      return TINYAI_OK;
+    }
+  }
+  TINYAI_RETURN_IF_ERROR(Read(offset, size, dst, source));
+  *data = dst;
+  return TINYAI_OK;
+}
+
 }  // namespace tinyai

@@ -4,6 +4,7 @@
 #ifndef TINYAI_LOADER_WEIGHT_SOURCE_H_
 #define TINYAI_LOADER_WEIGHT_SOURCE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,6 +31,18 @@ class WeightSource {
   ~WeightSource() { port::CloseFile(&file_); }
 
   TinyAIStatus OpenFile(const char* path) { return port::OpenFile(path, &file_); }
+  // Opens the file for direct reads too, where the port and file system
+  // allow them (port::EnableDirectReads); they are used while UseDirect(true).
+  bool EnableDirect(const char* path) { return port::EnableDirectReads(path, &file_); }
+  // The alignment direct reads need, 0 without them (held memory sized for
+  // them keeps that slack either way).
+  uint32_t direct_align() const { return file_.direct >= 0 ? file_.direct_align : 0; }
+  // Whether ReadAligned() reads past the OS's cache now: set by the weight
+  // cache (it streams under a cap, or the configuration asks for them).
+  void UseDirect(bool on) const { direct_on_.store(on && direct_align() > 0, std::memory_order_relaxed); }
+  bool direct_now() const { return direct_on_.load(std::memory_order_relaxed); }
+  // Bytes ReadAligned() has read directly.
+  uint64_t direct_bytes() const { return direct_bytes_.load(std::memory_order_relaxed); }
   void UseMemory(const uint8_t* data, uint64_t size) {
     memory_ = data;
     memory_size_ = size;
@@ -48,6 +61,13 @@ class WeightSource {
   // Copies [offset, offset+size) into dst. The caller checked the range
   // against size(); source names the model in messages.
   TinyAIStatus Read(uint64_t offset, size_t size, void* dst, const char* source) const;
+  // Reads [offset, offset+size) into memory at dst, dst_bytes of it, and
+  // says where the bytes landed (*data): a direct read of the aligned blocks
+  // around the range when direct_now() and dst has the room and alignment
+  // (then *data is dst plus offset's distance past its block), else Read()
+  // into dst.
+  TinyAIStatus ReadAligned(uint64_t offset, size_t size, uint8_t* dst, size_t dst_bytes, const uint8_t** data,
+                           const char* source) const;
 
  private:
   port::File file_;
@@ -55,6 +75,8 @@ class WeightSource {
   TinyAIReadCallback read_ = nullptr;
   void* user_ = nullptr;
   uint64_t memory_size_ = 0;
+  mutable std::atomic<bool> direct_on_{false};
+  mutable std::atomic<uint64_t> direct_bytes_{0};
 };
 
 }  // namespace tinyai

@@ -32,6 +32,10 @@ void UnmapFile(MappedFile* file);  // resets *file; ok on an empty MappedFile
 struct File {
   intptr_t handle = -1;
   uint64_t size = 0;
+  // A second handle for direct reads (EnableDirectReads), and the alignment
+  // they need; -1 and 0 without one.
+  intptr_t direct = -1;
+  uint32_t direct_align = 0;
 };
 // Errors as MapFile().
 TinyAIStatus OpenFile(const char* path, File* out);
@@ -39,6 +43,22 @@ void CloseFile(File* file);  // resets *file; ok on an unopened File
 // Reads exactly size bytes at offset. TINYAI_ERR_IO names source and the OS
 // error; a short read (the file shrank) is TINYAI_ERR_TRUNCATED.
 TinyAIStatus ReadAt(const File& file, uint64_t offset, void* dst, size_t size, const char* source);
+
+// Direct reads: from storage straight into the caller's memory, past the OS's
+// page cache (Linux's O_DIRECT), so that streaming weights neither copies
+// them twice nor fills a cache the memory limit would charge. Opens path
+// (the file open as *file) again for them and sets file->direct_align, the
+// alignment that their offset, size and memory must all have (the file
+// system's, from statx; the page size where it does not say). False, and
+// *file as it was, where the port, the file system (tmpfs, some FUSE or
+// network ones) or the OS refuse them: reads stay buffered.
+bool EnableDirectReads(const char* path, File* file);
+// Reads [offset, offset + size) into dst with a direct read: offset, size
+// and dst are multiples of file.direct_align; the range may run past the
+// file's end by less than that (the read stops there). A file without direct
+// reads, or a read the OS refuses (EINVAL), is read through ReadAt instead.
+// Errors as ReadAt's.
+TinyAIStatus ReadDirect(const File& file, uint64_t offset, void* dst, size_t size, const char* source);
 
 // Output files: every file TinyAI writes (models, quantized and pruned models,
 // sessions, persistent stores, the tools' DAG dumps) goes through these, so

@@ -422,6 +422,12 @@ TEST_F(LoaderTest, BadConfigsAreInvalidArgument) {
   cfg.prefetchThreads = -1;
   EXPECT_EQ(tinyaiOpenMappedModel(path_.c_str(), &cfg), nullptr);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "prefetchThreads");
+  for (int direct : {-2, 2}) {
+    cfg = tinyaiCreateDefaultMmapConfig();
+    cfg.directReads = direct;
+    EXPECT_EQ(tinyaiOpenMappedModel(path_.c_str(), &cfg), nullptr);
+    EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "directReads");
+  }
 }
 
 TEST_F(LoaderTest, OpenFromMemory) {

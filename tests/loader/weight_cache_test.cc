@@ -224,11 +224,12 @@ struct CapVariant {
   bool adaptive;
   size_t row_slice;
   bool memory;  // opened from an image in memory (uncompressed weights used in place)
+  int direct = 0;  // TinyAIMmapConfig.directReads
 };
 
 std::string Name(const CapVariant& v) {
   return std::string(v.zstd ? "Zstd" : "Plain") + (v.adaptive ? "Adaptive" : "Lru") + std::to_string(v.row_slice) +
-         (v.memory ? "Memory" : "");
+         (v.memory ? "Memory" : "") + (v.direct > 0 ? "Direct" : v.direct < 0 ? "Buffered" : "");
 }
 // Test names and ctest names print this (not the struct's padding bytes).
 void PrintTo(const CapVariant& v, std::ostream* os) { *os << Name(v); }
@@ -269,8 +270,14 @@ TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
   }
 
   TinyAIMmapConfig cfg = Config(cap, v.adaptive, v.row_slice);
+  cfg.directReads = v.direct;
   TinyAIMappedModel* m = Open(cfg, path, v.memory);
   ASSERT_NE(m, nullptr);
+  // Streaming under the cap reads past the page cache unless told not to,
+  // where the file system has direct reads (a file, not an image).
+  const bool can_direct = m->source().direct_align() > 0;
+  EXPECT_EQ(m->source().direct_now(), can_direct && v.direct >= 0);
+  if (v.memory || v.direct < 0) EXPECT_FALSE(can_direct);
   const int layers = m->layer_count();
   const int32_t slices = m->slices().slice_count();
   const int tensors = tinyaiGetMappedTensorCount(m);
@@ -354,6 +361,18 @@ TEST_P(WeightCacheCapTest, CapHoldsAndWeightsMatchAfterEvictions) {
   }
   EXPECT_LE(s.peakHeldBytes, cap);
   EXPECT_EQ(s.capacity, cap);
+  EXPECT_LE(s.bytesReadDirect, s.bytesRead);
+  // Uncompressed slices whose memory has room for a direct read's blocks
+  // (slices of at least 8 times that room, and those that share their
+  // slots) are read directly; compressed frames, whole layers and small
+  // slices of their own size through the page cache.
+  const uint64_t room = 2 * static_cast<uint64_t>(m->source().direct_align());
+  bool large = false;
+  for (int32_t b = 0; b < slices; ++b) large = large || m->slices().slice(b).decoded_size >= 8 * room;
+  if (can_direct && v.direct >= 0 && !v.zstd && large) EXPECT_GT(s.bytesReadDirect, 0u);
+  if (!can_direct || v.direct < 0) EXPECT_EQ(s.bytesReadDirect, 0u);
+  std::printf("[ cap      ] %llu of %llu bytes read directly\n", static_cast<unsigned long long>(s.bytesReadDirect),
+              static_cast<unsigned long long>(s.bytesRead));
   EXPECT_LE(s.residentBytes, s.heldBytes);
   std::printf("[ cap      ] hits %llu, misses %llu, evictions %llu, peak %llu bytes\n",
               static_cast<unsigned long long>(s.hits), static_cast<unsigned long long>(s.misses),
@@ -364,7 +383,11 @@ INSTANTIATE_TEST_SUITE_P(Variants, WeightCacheCapTest,
                          ::testing::Values(CapVariant{false, false, 4096, false}, CapVariant{false, true, 4096, false},
                                            CapVariant{false, true, 5000, false}, CapVariant{false, false, 1000, false},
                                            CapVariant{true, false, 4096, false}, CapVariant{true, true, 4096, false},
-                                           CapVariant{true, true, 4096, true}, CapVariant{false, false, 4096, true}),
+                                           CapVariant{true, true, 4096, true}, CapVariant{false, false, 4096, true},
+                                           CapVariant{false, true, 4096, false, -1},
+                                           CapVariant{false, true, 1000, false, 1},
+                                           CapVariant{false, true, 20000, false, 1},
+                                           CapVariant{false, false, 20000, false}),
                          [](const ::testing::TestParamInfo<CapVariant>& p) { return Name(p.param); });
 
 // ---- What is evicted ------------------------------------------------------------

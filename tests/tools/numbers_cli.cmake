@@ -117,7 +117,17 @@ endforeach()
 foreach(cmd IN LISTS takes_prefetch)
   string(REPLACE "|" ";" cmd "${cmd}")
   expect_usage_error("--prefetch-threads: -1 is out of range 0..64" ${cmd} --prefetch-threads -1)
+  expect_usage_error("--direct-reads takes auto (while the weight cache streams), on or off, got 'yes'"
+                     ${cmd} --direct-reads yes)
 endforeach()
+# Under a cache cap below the weights, tinyai-bench reads them past the page
+# cache where the file system allows (auto), and not when told off.
+expect_run(RC 0 STDOUT_HAS "\"direct_reads\":\"off\"" COMMAND ${BENCH} -m ${model} --prompt 2 --gen 2 --no-probe --json
+           --cache 64K --direct-reads off)
+string(REGEX MATCH "\"decode_cache\":{[^}]*\"bytes_read_direct\":0," buffered "${RUN_OUT}")
+if(NOT buffered)
+  message(FATAL_ERROR "--direct-reads off read directly:\n${RUN_OUT}")
+endif()
 set(takes_kv_type "${g}" "${bench}" "${inspect}")
 foreach(cmd IN LISTS takes_kv_type)
   string(REPLACE "|" ";" cmd "${cmd}")

@@ -4,6 +4,7 @@
 // cap, what the weight cache read from storage per decoded token.
 //   tinyai-bench [-m] MODEL [-t LIST] [-p LIST] [-n LIST] [-r N] [-c|--context N] [-o text|md|json|csv]
 //                [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]
+//                [--direct-reads auto|on|off]
 //                [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--huge-pages] [--json]
 //                [--memory-report FILE] [--memory-trace FILE]
 //   tinyai-bench --probe [--huge-pages] [-o FORMAT | --json]
@@ -32,7 +33,7 @@ const char kTool[] = "tinyai-bench";
 const char kUsage[] =
     "usage: tinyai-bench [-m] MODEL [-t LIST] [-p LIST] [-n LIST] [-r N] [-c|--context N] [-o FORMAT]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
-    "                    [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--probe-mib M] [--huge-pages]\n"
+    "                    [--direct-reads auto|on|off] [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--probe-mib M] [--huge-pages]\n"
     "                    [--json] [--memory-report FILE] [--memory-trace FILE]\n"
     "       tinyai-bench --probe [--probe-mib M] [--huge-pages] [-o FORMAT | --json]\n"
     "       tinyai-bench -h | --help | --version\n"
@@ -58,6 +59,8 @@ const char kUsage[] =
     "  --cache SIZE       cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch      no loading ahead\n"
+    "  --direct-reads M   read weights past the OS's page cache (O_DIRECT, where the file system allows):\n"
+    "                     auto (default: while the cache streams, a cap below the weights), on or off\n"
     "  --lru              plain LRU eviction instead of the adaptive policy\n"
     "  --fallback STEPS   when it does not fit --mem-limit: the steps to take, as tinyai-generate --fallback\n"
     "  --kv-type T        how the KV cache stores keys and values: f32 (default), f16, int8, or auto\n"
@@ -100,8 +103,8 @@ struct BenchOptions {
 
 // Cache counters over one phase (the difference of two snapshots).
 struct CacheDelta {
-  uint64_t hits = 0, misses = 0, bytes_read = 0, evictions = 0, prefetch_loads = 0, prefetch_dropped = 0,
-           prefetch_hits = 0, stalls = 0;
+  uint64_t hits = 0, misses = 0, bytes_read = 0, bytes_read_direct = 0, evictions = 0, prefetch_loads = 0,
+           prefetch_dropped = 0, prefetch_hits = 0, stalls = 0;
 };
 
 CacheDelta Diff(const TinyAICacheStats& a, const TinyAICacheStats& b) {
@@ -109,6 +112,7 @@ CacheDelta Diff(const TinyAICacheStats& a, const TinyAICacheStats& b) {
   d.hits = b.hits - a.hits;
   d.misses = b.misses - a.misses;
   d.bytes_read = b.bytesRead - a.bytesRead;
+  d.bytes_read_direct = b.bytesReadDirect - a.bytesReadDirect;
   d.evictions = b.evictions - a.evictions;
   d.prefetch_loads = b.prefetchLoads - a.prefetchLoads;
   d.prefetch_dropped = b.prefetchDropped - a.prefetchDropped;
@@ -265,10 +269,10 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
 
 void PrintCacheJson(const char* name, const CacheDelta& d) {
   std::printf(",\"%s\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"bytes_read\":%" PRIu64
-              ",\"evictions\":%" PRIu64 ",\"prefetch_loads\":%" PRIu64 ",\"prefetch_dropped\":%" PRIu64
-              ",\"prefetch_hits\":%" PRIu64 ",\"stalls\":%" PRIu64 "}",
-              name, d.hits, d.misses, d.bytes_read, d.evictions, d.prefetch_loads, d.prefetch_dropped,
-              d.prefetch_hits, d.stalls);
+              ",\"bytes_read_direct\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"prefetch_loads\":%" PRIu64
+              ",\"prefetch_dropped\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64 ",\"stalls\":%" PRIu64 "}",
+              name, d.hits, d.misses, d.bytes_read, d.bytes_read_direct, d.evictions, d.prefetch_loads,
+              d.prefetch_dropped, d.prefetch_hits, d.stalls);
 }
 
 double Fraction(double a, double b) { return b > 0 ? a / b : 0.0; }
@@ -413,7 +417,8 @@ void PrintRowJson(const std::string& model, const Row& r, const BenchOptions& o,
               f.bytes_per_token, Fraction(r.effective.mean(), bw.best_gbps), r.same.best_gbps,
               Fraction(r.effective.mean(), r.same.best_gbps), f.peak_rss, f.weights_resident,
               f.process_huge_page_bytes);
-  std::printf(",\"kv_type\":\"%s\"", tinyaiKVTypeName(f.info.kvType));
+  std::printf(",\"kv_type\":\"%s\",\"direct_reads\":\"%s\"", tinyaiKVTypeName(f.info.kvType),
+              o.mmap.directReads > 0 ? "on" : o.mmap.directReads < 0 ? "off" : "auto");
   std::printf(",\"context\":%d,\"mem_limit_bytes\":%" PRIu64 ",\"cache_cap_bytes\":%" PRIu64
               ",\"minimum_limit_bytes\":%" PRIu64 ",\"prefetch\":%s,\"prefetch_threads\":%d,\"adaptive\":%s"
               ",\"read_bytes_per_token\":%.0f",
@@ -471,8 +476,9 @@ void PrintRowText(const std::string& model, const Row& r, const BenchOptions& o,
   std::printf("  read from storage  %8.2f MiB/token while decoding (%s GB/s)\n",
               tt::Mib(static_cast<uint64_t>(f.read_bytes_per_token)), PlusMinus(r.read, "%.3f").c_str());
   std::printf("  decode cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64 " evictions, prefetch %" PRIu64
-              " loads / %" PRIu64 " hits / %" PRIu64 " dropped, %" PRIu64 " stalls\n",
-              d.hits, d.misses, d.evictions, d.prefetch_loads, d.prefetch_hits, d.prefetch_dropped, d.stalls);
+              " loads / %" PRIu64 " hits / %" PRIu64 " dropped, %" PRIu64 " stalls, %.0f%% of reads direct\n",
+              d.hits, d.misses, d.evictions, d.prefetch_loads, d.prefetch_hits, d.prefetch_dropped, d.stalls,
+              d.bytes_read ? 100.0 * static_cast<double>(d.bytes_read_direct) / static_cast<double>(d.bytes_read) : 0.0);
   std::printf("  peak RSS           %8.1f MiB (weights resident %.1f MiB; %.1f MiB of memory in huge pages)\n",
               tt::Mib(f.peak_rss), tt::Mib(f.weights_resident), tt::Mib(f.process_huge_page_bytes));
   std::printf("  TinyAI accounted peak %5.1f MiB: weights %.1f MiB, KV cache %.1f MiB, activations %.2f MiB, "
@@ -523,6 +529,7 @@ int Run(int argc, char** argv) {
     o.mmap.prefetchThreads = tt::ParsePrefetchThreads(f, v);
   });
   args.On({"--no-prefetch"}, [&] { o.mmap.prefetchEnabled = false; });
+  args.Flag({"--direct-reads"}, [&](const std::string& f, const char* v) { o.mmap.directReads = tt::ParseDirectReads(f, v); });
   args.On({"--lru"}, [&] { o.mmap.adaptiveCaching = false; });
   tt::AddKvType(&args, &o.kv_type);
   tt::AddFallback(&args, o.fallback);

@@ -290,6 +290,13 @@ inline int32_t ParseContext(const std::string& flag, const char* v) {
 inline int32_t ParsePrefetchThreads(const std::string& flag, const char* v) {
   return ParseInt32(flag, v, 0, kMaxPrefetchThreads, "0 = load ahead inline");
 }
+// --direct-reads auto|on|off: TinyAIMmapConfig.directReads 0, 1, -1.
+inline int ParseDirectReads(const std::string& flag, const std::string& v) {
+  if (v == "auto") return 0;
+  if (v == "on") return 1;
+  if (v == "off") return -1;
+  throw UsageError(flag + " takes auto (while the weight cache streams), on or off, got '" + v + "'");
+}
 // --mem-limit SIZE and --cache SIZE: 1 byte .. what a size_t holds (leave
 // the flag out for no limit or cap).
 inline size_t ParseByteLimit(const std::string& flag, const char* v) {

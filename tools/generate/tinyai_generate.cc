@@ -4,7 +4,7 @@
 //                   [--top-k K] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--stop TEXT]...
 //                   [--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE] [--cache SIZE]
 //                   [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable] [--fallback STEPS]
-//                   [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]
+//                   [--prefetch-threads N] [--no-prefetch] [--direct-reads M] [--lru] [--stats] [--quiet]
 //                   [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]
 //                   [--memory-trace FILE] [--chat [--system TEXT]] [-i] [--json]
 #include <unistd.h>
@@ -30,8 +30,8 @@ const char kUsage[] =
     "                       [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]\n"
     "                       [--stop TEXT]... [-s|--seed S] [-t THREADS] [-c|--context N] [--mem-limit SIZE]\n"
     "                       [--cache SIZE] [--kv-type T] [--kv-window N] [--kv-sink K] [--kv-growable]\n"
-    "                       [--fallback STEPS] [--prefetch-threads N] [--no-prefetch] [--lru] [--stats] [--quiet]\n"
-    "                       [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
+    "                       [--fallback STEPS] [--prefetch-threads N] [--no-prefetch] [--direct-reads M] [--lru]\n"
+    "                       [--stats] [--quiet] [--mode M] [--debug-exec] [--dump-dag FILE] [--memory-report FILE]\n"
     "                       [--memory-trace FILE] [--chat [--system TEXT]] [-i|--interactive] [--json]\n"
     "       tinyai-generate -h | --help | --version\n"
     "  -m, --model MODEL  the model (a llama .tmai or GGUF); the model alone, without -m, too\n"
@@ -80,6 +80,8 @@ const char kUsage[] =
     "  --cache SIZE     cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
     "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
     "  --no-prefetch    no loading ahead\n"
+    "  --direct-reads M read weights past the OS's page cache (O_DIRECT, where the file system allows):\n"
+    "                   auto (default: while the cache streams, a cap below the weights), on or off\n"
     "  --lru            plain LRU eviction instead of the adaptive policy\n"
     "  --stats          weight cache and memory figures on stderr, with the least --mem-limit for these\n"
     "                   options (rounded up: given back, it runs)\n"
@@ -380,6 +382,7 @@ int Run(int argc, char** argv) {
     mmap_config.prefetchThreads = tt::ParsePrefetchThreads(f, v);
   });
   args.On({"--no-prefetch"}, [&] { mmap_config.prefetchEnabled = false; });
+  args.Flag({"--direct-reads"}, [&](const std::string& f, const char* v) { mmap_config.directReads = tt::ParseDirectReads(f, v); });
   args.On({"--lru"}, [&] { mmap_config.adaptiveCaching = false; });
   args.On({"--stats"}, [&] { show_stats = true; });
   tt::AddQuiet(&args, &quiet);

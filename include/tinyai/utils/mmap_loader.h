@@ -63,6 +63,11 @@ typedef struct TinyAIMmapConfig {
                                   streams tensors; default 1 MB (kept for compressed tensors:
                                   their frames are the blocks). Smaller blocks lower the
                                   least memory a model runs in; larger ones cost fewer loads */
+    int directReads;           /* reads from storage straight into the cache's memory, past the
+                                  OS's page cache (O_DIRECT, where the file system allows; else
+                                  buffered): 0 (default) while the cache streams (a cap below the
+                                  model's weights: the page cache would only copy them twice and
+                                  hold memory the limit charges), 1 always, -1 never */
 } TinyAIMmapConfig;
 
 typedef struct TinyAILayerDescriptor {
@@ -114,6 +119,8 @@ typedef struct TinyAICacheStats {
     uint64_t peakHeldBytes;    /* the most held */
     uint64_t residentBytes;    /* of heldBytes, memory of loaded weights (the rest is free slots) */
     uint64_t capacity;         /* the cap; 0 = none */
+    uint64_t bytesReadDirect;  /* of bytesRead, read past the OS's page cache
+                                  (TinyAIMmapConfig.directReads) */
 } TinyAICacheStats;
 
 /* Defaults as documented on each field. Returned by value; nothing to free. */
