@@ -218,14 +218,14 @@ TinyAIStatus SliceLoader::VerifyStreaming(int32_t tensor, uint8_t* bounce, size_
     bounce_size = staging_bytes_;
   }
   uint32_t crc = 0;
-  TinyAIStatus s = TINYAI_OK;
-  for (uint64_t done = 0; done < e.stored_size && s == TINYAI_OK;) {
-    size_t n = e.stored_size - done < bounce_size ? static_cast<size_t>(e.stored_size - done) : bounce_size;
-    s = source_->Read(e.offset + done, n, bounce, reader_->source());
-    if (s == TINYAI_OK) crc = Crc32c(crc, bounce, n);
-    done += n;
-    *bytes_read += n;
-  }
+  const TinyAIStatus s = source_->Stream(
+      e.offset, e.stored_size, bounce, bounce_size,
+      [](void* ctx, const uint8_t* bytes, size_t n) {
+        *static_cast<uint32_t*>(ctx) = Crc32c(*static_cast<uint32_t*>(ctx), bytes, n);
+        return TINYAI_OK;
+      },
+      &crc, reader_->source());
+  *bytes_read += e.stored_size;
   if (st) ReleaseStaging(st);
   TINYAI_RETURN_IF_ERROR(s);
   TINYAI_RETURN_IF_ERROR(reader_->CheckTensorChecksum(static_cast<uint32_t>(tensor), crc));

@@ -41,4 +41,29 @@ TinyAIStatus WeightSource::ReadAligned(uint64_t offset, size_t size, uint8_t* ds
   return TINYAI_OK;
 }
 
+TinyAIStatus WeightSource::Stream(uint64_t offset, uint64_t size, uint8_t* buf, size_t buf_bytes, PieceFn fn,
+                                  void* ctx, const char* source) const {
+  const uint64_t align = direct_now() ? file_.direct_align : 0;
+  const uint64_t end = offset + size;
+  if (align > 0 && reinterpret_cast<uintptr_t>(buf) % align == 0 && buf_bytes >= 2 * align) {
+    const uint64_t chunk = buf_bytes / align * align;
+    for (uint64_t at = offset - offset % align; at < end;) {
+      const uint64_t want = end - at < chunk ? (end - at + align - 1) / align * align : chunk;
+      TINYAI_RETURN_IF_ERROR(port::ReadDirect(file_, at, buf, static_cast<size_t>(want), source));
+      const uint64_t from = at < offset ? offset : at, to = at + want < end ? at + want : end;
+      direct_bytes_.fetch_add(to - from, std::memory_order_relaxed);
+      TINYAI_RETURN_IF_ERROR(fn(ctx, buf + (from - at), static_cast<size_t>(to - from)));
+      at += want;
+    }
+    return TINYAI_OK;
+  }
+  for (uint64_t at = offset; at < end;) {
+    const size_t n = end - at < buf_bytes ? static_cast<size_t>(end - at) : buf_bytes;
+    TINYAI_RETURN_IF_ERROR(Read(at, n, buf, source));
+    TINYAI_RETURN_IF_ERROR(fn(ctx, buf, n));
+    at += n;
+  }
+  return TINYAI_OK;
+}
+
 }  // namespace tinyai

@@ -68,6 +68,13 @@ class WeightSource {
   // into dst.
   TinyAIStatus ReadAligned(uint64_t offset, size_t size, uint8_t* dst, size_t dst_bytes, const uint8_t** data,
                            const char* source) const;
+  // Streams [offset, offset+size) through buf (buf_bytes) a piece at a
+  // time, calling fn(ctx, bytes, n) on each piece in order: with direct
+  // reads of whole blocks when direct_now() and buf is aligned and holds two
+  // blocks or more, else with Read(). Stops at fn's first error.
+  using PieceFn = TinyAIStatus (*)(void* ctx, const uint8_t* bytes, size_t n);
+  TinyAIStatus Stream(uint64_t offset, uint64_t size, uint8_t* buf, size_t buf_bytes, PieceFn fn, void* ctx,
+                      const char* source) const;
 
  private:
   port::File file_;

@@ -594,6 +594,51 @@ TEST_F(WeightCacheTest, CorruptTensorFailsCleanly) {
 
 // Layers under minLayerCacheSize stay when anything else can go: neither a
 // demand load nor a prefetch evicts them while a full-size layer is evictable.
+// A row slice holding part of a corrupt tensor checks the whole tensor first,
+// streaming it through the slice's memory: read directly (whole blocks
+// around a tensor that starts and ends inside them) or buffered, the
+// checksum fails the same way and the slice holds nothing after.
+TEST_F(WeightCacheTest, CorruptTensorFailsWhenStreamedDirectlyOrNot) {
+  Bytes image;
+  ASSERT_TRUE(tt::ReadFileBytes(plain_, &image));
+  const char* name = "blk.2.ffn_down";
+  const int32_t t = tt::FindTensor(image, name);
+  ASSERT_GE(t, 0);
+  const tinyai::tmai::TensorEntry e = tt::GetTensor(image, static_cast<uint32_t>(t));
+  image[static_cast<size_t>(e.offset + e.stored_size - 5)] ^= 0x21;
+  const std::string bad = dir_.File("bad-rows.tmai");
+  ASSERT_TRUE(tt::WriteFileBytes(bad, image));
+  for (int direct : {1, -1}) {
+    SCOPED_TRACE(direct > 0 ? "direct" : "buffered");
+    TinyAIMmapConfig cfg = Config(64 * 1024, true, 1000);
+    cfg.directReads = direct;
+    TinyAIMappedModel* m = Open(cfg, bad);
+    ASSERT_NE(m, nullptr);
+    const bool can_direct = m->source().direct_align() > 0;
+    EXPECT_EQ(m->source().direct_now(), direct > 0 && can_direct);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const uint8_t* p = nullptr;
+      uint64_t n = 0;
+      int32_t b = -1;
+      tinyaiClearLastError();
+      EXPECT_EQ(m->AcquireRows(t, 0, &p, &n, &b), TINYAI_ERR_CHECKSUM);
+      EXPECT_LAST_ERROR(TINYAI_ERR_CHECKSUM, name);
+      EXPECT_TRUE(m->cache().CheckInvariants());
+    }
+    // Another tensor of the same file streams and checks fine.
+    const int32_t good = tt::FindTensor(image, "blk.2.ffn_up");
+    ASSERT_GE(good, 0);
+    const uint8_t* p = nullptr;
+    uint64_t n = 0;
+    int32_t b = -1;
+    ASSERT_EQ(m->AcquireRows(good, 1, &p, &n, &b), TINYAI_OK) << LastMessage();
+    EXPECT_TRUE(RowsMatch(m, good, 1, p, n, ref_));
+    EXPECT_EQ(m->ReleaseSlice(b), TINYAI_OK);
+    if (direct > 0 && can_direct) EXPECT_GT(Stats(m).bytesReadDirect, 0u) << "the checks streamed directly";
+    if (direct < 0) EXPECT_EQ(Stats(m).bytesReadDirect, 0u);
+  }
+}
+
 TEST_F(EvictionTest, LayersSmallerThanMinLayerCacheSizeAreNotEvicted) {
   TinyAIMmapConfig probe_cfg = Config(0, false);
   TinyAIMappedModel* probe = Open(probe_cfg);
