@@ -174,6 +174,7 @@ TinyAIStatus tinyaiGetMappedModelCacheStats(const TinyAIMappedModel* model, Tiny
   full.misses = s.misses;
   full.bytesRead = s.bytes_read;
   full.bytesReadDirect = s.bytes_read_direct;
+  full.prefetchWorkers = s.prefetch_workers;
   full.bytesLoaded = s.bytes_loaded;
   full.evictions = s.evictions;
   full.prefetchRequests = s.prefetch_requests;

@@ -41,7 +41,7 @@ TinyAIMmapConfig DefaultMmapConfig() {
   c.structSize = sizeof c;
   c.maxCacheSize = 256u * 1024u * 1024u;
   c.minLayerCacheSize = 4u * 1024u;
-  c.prefetchThreads = 1;
+  c.prefetchThreads = TINYAI_PREFETCH_THREADS_AUTO;
   c.prefetchEnabled = true;
   c.adaptiveCaching = true;
   c.verifyChecksums = true;
@@ -57,9 +57,9 @@ TinyAIStatus TinyAIMappedModel::Open(const tinyai::ModelOrigin& origin, const Ti
   TinyAIMmapConfig cfg = tinyai::DefaultMmapConfig();
   TINYAI_RETURN_IF_ERROR(tinyai::ReadVersioned(config, &cfg, TINYAI_STRUCT_MIN(TinyAIMmapConfig, maxCacheSize),
                                                "tinyaiOpenMappedModel: config"));
-  if (cfg.prefetchThreads < 0 || cfg.prefetchThreads > 64) {
-    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.prefetchThreads is %d; allowed 0..64",
-                    cfg.prefetchThreads);
+  if (cfg.prefetchThreads < TINYAI_PREFETCH_THREADS_AUTO || cfg.prefetchThreads > 64) {
+    return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.prefetchThreads is %d; allowed 0..64, or "
+                    "TINYAI_PREFETCH_THREADS_AUTO (-1)", cfg.prefetchThreads);
   }
   if (cfg.directReads < -1 || cfg.directReads > 1) {
     return SetError(TINYAI_ERR_INVALID_ARGUMENT, "config.directReads is %d; allowed -1 (never), 0 (while the "

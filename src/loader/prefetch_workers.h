@@ -13,6 +13,7 @@
 
 #include "common/array.h"
 #include "common/seam.h"
+#include "common/sync.h"
 #include "tinyai/status.h"
 
 namespace tinyai {
@@ -30,8 +31,12 @@ class PrefetchWorkers {
   ~PrefetchWorkers() { Stop(); }
 
   // Starts threads workers that call load(ctx, entry) for each entry
-  // queued. A no-op in a build without threads.
+  // queued, all of them active. A no-op in a build without threads.
   TinyAIStatus Start(int threads, LoadFn load, void* ctx);
+  // Lets the first n workers (at least one) take entries; the others wait
+  // for a larger n or Stop() (the automatic count: weight_cache.h).
+  void SetActive(int n);
+  int active() const { return active_.load(std::memory_order_relaxed); }
   // Stops the workers: what is still queued is dropped, a load in progress
   // finishes first.
   void Stop();
@@ -43,10 +48,20 @@ class PrefetchWorkers {
   bool stopping() const { return stopping_.load(); }
 
  private:
-  static void Main(void* self);
+  struct Worker {
+    PrefetchWorkers* owner;
+    int index;
+  };
+  static void Main(void* worker);
+  // Waits while worker index may not take entries (index >= active_).
+  void WaitTurn(int index);
 
   PrefetchQueue* queue_ = nullptr;
   Array<port::Thread> threads_;
+  Array<Worker> workers_;
+  std::atomic<int> active_{0};
+  Mutex gate_mutex_;
+  CondVar gate_;
   LoadFn load_ = nullptr;
   void* ctx_ = nullptr;
   std::atomic<bool> stopping_{false};

@@ -32,8 +32,10 @@ TinyAIStatus WeightCache::Init(const TmaiReader* reader, const WeightSource* sou
   }
   ChooseReads();
   TINYAI_RETURN_IF_ERROR(loader_.Init(reader, source, table, config, transform));
-  if (config.prefetchEnabled && config.prefetchThreads > 0) {
-    TINYAI_RETURN_IF_ERROR(workers_.Start(config.prefetchThreads, &WeightCache::PrefetchEntry, this));
+  if (config.prefetchEnabled && config.prefetchThreads != 0) {
+    const int threads = config.prefetchThreads == TINYAI_PREFETCH_THREADS_AUTO ? kAutoPrefetchMax : config.prefetchThreads;
+    TINYAI_RETURN_IF_ERROR(workers_.Start(threads, &WeightCache::PrefetchEntry, this));
+    ChooseReads();
   }
   return TINYAI_OK;
 }
@@ -42,8 +44,21 @@ void WeightCache::ChooseReads() {
   // Under a cap below the weights, evicted bytes come back from storage
   // every cycle: the OS's cache of them would only copy them twice and hold
   // memory the limit charges.
+  const bool streams = capacity_ != 0 && capacity_ < weight_bytes_;
   const int mode = config_.directReads;
-  source_->UseDirect(mode > 0 || (mode == 0 && capacity_ != 0 && capacity_ < weight_bytes_));
+  source_->UseDirect(mode > 0 || (mode == 0 && streams));
+  // The automatic prefetch count: one loader while the weights fit; while
+  // they stream, enough for kAutoPrefetchInFlight bytes of reads in flight
+  // (storage answers several reads at once faster than one at a time).
+  if (config_.prefetchThreads == TINYAI_PREFETCH_THREADS_AUTO && workers_.running()) {
+    int n = 1;
+    if (streams) {
+      const uint64_t slot = arena_.slot_bytes() > 0 ? arena_.slot_bytes() : 1;
+      const uint64_t want = (kAutoPrefetchInFlight + slot - 1) / slot;
+      n = want > static_cast<uint64_t>(kAutoPrefetchMax) ? kAutoPrefetchMax : static_cast<int>(want);
+    }
+    workers_.SetActive(n);
+  }
 }
 
 void WeightCache::Shutdown() {
@@ -432,6 +447,7 @@ CacheStats WeightCache::stats() const {
   s.resident_bytes = resident_;
   s.capacity = capacity_;
   s.bytes_read_direct = source_->direct_bytes() - direct_base_;
+  s.prefetch_workers = workers_.running() ? static_cast<uint64_t>(workers_.active()) : 0;
   return s;
 }
 

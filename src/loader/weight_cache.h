@@ -84,6 +84,7 @@ struct CacheStats {
   uint64_t resident_bytes = 0;     // of which loaded entries
   uint64_t capacity = 0;           // the cap; 0 = none
   uint64_t bytes_read_direct = 0;  // of bytes_read, read past the OS's page cache
+  uint64_t prefetch_workers = 0;   // workers taking loads now
 };
 
 class WeightCache {
@@ -198,8 +199,15 @@ class WeightCache {
   void PrefetchLoad(int32_t entry, bool queued = false);
   static void PrefetchEntry(void* self, int32_t entry);
 
-  // Direct reads on or off for the cap now (TinyAIMmapConfig.directReads).
+  // Direct reads on or off for the cap now (TinyAIMmapConfig.directReads),
+  // and the prefetch workers working when their count is automatic.
   void ChooseReads();
+  // The automatic prefetch count's bounds: at most this many workers, with
+  // this many bytes of reads in flight while the cache streams (4 with the
+  // default 1 MB row slices: on the Zen 5 host's disk, 1, 2 and 4 loaders
+  // read at 2.1-4.1, 2.2-4.6 and 2.2-5.1 GB/s, docs/benchmarks.md).
+  static constexpr int kAutoPrefetchMax = 4;
+  static constexpr uint64_t kAutoPrefetchInFlight = 4u << 20;
 
   const TmaiReader* reader_ = nullptr;
   const WeightSource* source_ = nullptr;

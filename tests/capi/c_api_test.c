@@ -341,7 +341,7 @@ static void test_struct_sizes(const char* model_path, TinyAIMappedModel* model, 
     CHECK(mc.structSize == sizeof(TinyAIMmapConfig));
     CHECK(mc.maxCacheSize == (size_t)256 * 1024 * 1024);
     CHECK(mc.minLayerCacheSize == 4096);
-    CHECK(mc.prefetchThreads == 1);
+    CHECK(mc.prefetchThreads == TINYAI_PREFETCH_THREADS_AUTO);
     CHECK(mc.prefetchEnabled && mc.adaptiveCaching && mc.verifyChecksums);
     CHECK(lc.structSize == sizeof(TinyAILLMConfig));
     CHECK(lc.contextLength == 0 && lc.threads == 1);

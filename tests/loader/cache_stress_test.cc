@@ -352,7 +352,10 @@ TEST_F(CacheStressRunTest, ThreadsUnderASmallCap) {
 // tests/tsan.supp suppresses frames inside the queue only.
 TEST_F(CacheStressRunTest, ThreadsUnderASmallCapWithTwoPrefetchWorkers) {
   for (const StressVariant& v : {StressVariant{false, true, 5, 2, "plain, adaptive, 5 threads, 2 prefetch workers"},
-                                 StressVariant{true, false, 4, 2, "zstd, LRU, 4 threads, 2 prefetch workers"}}) {
+                                 StressVariant{true, false, 4, 2, "zstd, LRU, 4 threads, 2 prefetch workers"},
+                                 StressVariant{false, true, 4, TINYAI_PREFETCH_THREADS_AUTO,
+                                               "plain, adaptive, 4 threads, automatic prefetch workers (4 under "
+                                               "the cap)"}}) {
     SCOPED_TRACE(v.name);
     ASSERT_NO_FATAL_FAILURE(Run(v));
   }
@@ -467,6 +470,12 @@ class CacheCloseTest : public CacheStressTest {
 TEST_F(CacheCloseTest, CloseWhileManyPrefetchesAreQueued) { CloseWithQueuedPrefetches(2); }
 
 TEST_F(CacheCloseTest, CloseWhileManyPrefetchesAreQueuedOneWorker) { CloseWithQueuedPrefetches(1); }
+
+// The automatic count: four workers, one taking loads without a cap and
+// four under it; those waiting for their turn stop as promptly.
+TEST_F(CacheCloseTest, CloseWhileManyPrefetchesAreQueuedAutomaticWorkers) {
+  CloseWithQueuedPrefetches(TINYAI_PREFETCH_THREADS_AUTO);
+}
 
 void CacheCloseTest::CloseWithQueuedPrefetches(int workers) {
   constexpr int kRounds = 12;

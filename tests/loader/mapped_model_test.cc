@@ -59,7 +59,7 @@ TEST_F(LoaderTest, DefaultConfig) {
   EXPECT_EQ(c.structSize, sizeof(TinyAIMmapConfig));
   EXPECT_EQ(c.maxCacheSize, size_t{256} * 1024 * 1024);
   EXPECT_EQ(c.minLayerCacheSize, size_t{4} * 1024);
-  EXPECT_EQ(c.prefetchThreads, 1);
+  EXPECT_EQ(c.prefetchThreads, TINYAI_PREFETCH_THREADS_AUTO);
   EXPECT_TRUE(c.prefetchEnabled);
   EXPECT_TRUE(c.adaptiveCaching);
   EXPECT_TRUE(c.verifyChecksums);
@@ -419,7 +419,7 @@ TEST_F(LoaderTest, BadConfigsAreInvalidArgument) {
   EXPECT_EQ(tinyaiOpenMappedModel(path_.c_str(), &cfg), nullptr);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "structSize");
   cfg = tinyaiCreateDefaultMmapConfig();
-  cfg.prefetchThreads = -1;
+  cfg.prefetchThreads = -2;
   EXPECT_EQ(tinyaiOpenMappedModel(path_.c_str(), &cfg), nullptr);
   EXPECT_LAST_ERROR(TINYAI_ERR_INVALID_ARGUMENT, "prefetchThreads");
   for (int direct : {-2, 2}) {

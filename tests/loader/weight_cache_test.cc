@@ -872,6 +872,48 @@ bool WaitFor(TinyAIMappedModel* m, const std::function<bool(const TinyAICacheSta
   }
 }
 
+// The automatic prefetch count (TINYAI_PREFETCH_THREADS_AUTO, the default):
+// one worker takes loads while the weights fit, four (4 MB of reads in
+// flight, slices far smaller) while a cap makes the cache stream, and one
+// again when the cap is lifted; a count given is kept whatever the cap.
+TEST_F(WeightCacheTest, AutomaticPrefetchWorkersFollowTheCap) {
+  TinyAIMmapConfig cfg = Config(0, true);
+  cfg.prefetchEnabled = true;
+  cfg.prefetchThreads = TINYAI_PREFETCH_THREADS_AUTO;
+  TinyAIMappedModel* m = Open(cfg);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(Stats(m).prefetchWorkers, 1u) << "no cap: the weights fit";
+  uint64_t everything = 0;
+  for (int l = 0; l < m->layer_count(); ++l) everything += LayerBytes(m, l);
+  ASSERT_EQ(m->cache().SetCapacity(everything, false), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(Stats(m).prefetchWorkers, 1u) << "a cap that holds every layer";
+  const uint64_t cap = 3 * MaxLayerBytes(m);
+  ASSERT_LT(cap, everything);
+  ASSERT_EQ(m->cache().SetCapacity(cap, false), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(Stats(m).prefetchWorkers, 4u) << "streaming: reads in flight";
+  // The four load what is asked ahead, and the bytes are the file's.
+  for (int l = 0; l < m->layer_count(); ++l) ASSERT_EQ(tinyaiPrefetchLayerWeights(m, l), TINYAI_OK) << LastMessage();
+  ASSERT_TRUE(WaitFor(m, [&](const TinyAICacheStats& s) {
+    return s.prefetchLoads + s.prefetchDropped >= static_cast<uint64_t>(m->layer_count()) ||
+           s.prefetchLoads + s.prefetchDropped >= s.prefetchRequests;
+  })) << "the prefetches never completed";
+  for (int l = 0; l < m->layer_count(); ++l) EXPECT_GE(Touch(m, l), 0);
+  EXPECT_LE(tinyaiGetMappedModelMemoryUsage(m), cap);
+  ASSERT_EQ(m->cache().SetCapacity(0, false), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(Stats(m).prefetchWorkers, 1u) << "the cap lifted";
+
+  cfg.prefetchThreads = 2;
+  TinyAIMappedModel* two = Open(cfg);
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(Stats(two).prefetchWorkers, 2u);
+  ASSERT_EQ(two->cache().SetCapacity(cap, false), TINYAI_OK) << LastMessage();
+  EXPECT_EQ(Stats(two).prefetchWorkers, 2u) << "a count given is kept";
+  cfg.prefetchThreads = 0;
+  TinyAIMappedModel* inline_ = Open(cfg);
+  ASSERT_NE(inline_, nullptr);
+  EXPECT_EQ(Stats(inline_).prefetchWorkers, 0u) << "0: prefetches load inline";
+}
+
 TEST_F(WeightCacheTest, PrefetchWithWorkers) {
   TinyAIMmapConfig probe_cfg = Config(0, false);
   TinyAIMappedModel* probe = Open(probe_cfg);

@@ -33,8 +33,8 @@ const char kTool[] = "tinyai-bench";
 const char kUsage[] =
     "usage: tinyai-bench [-m] MODEL [-t LIST] [-p LIST] [-n LIST] [-r N] [-c|--context N] [-o FORMAT]\n"
     "                    [--mem-limit SIZE] [--cache SIZE] [--no-prefetch] [--prefetch-threads N]\n"
-    "                    [--direct-reads auto|on|off] [--lru] [--kv-type T] [--fallback STEPS] [--no-probe] [--probe-mib M] [--huge-pages]\n"
-    "                    [--json] [--memory-report FILE] [--memory-trace FILE]\n"
+    "                    [--direct-reads auto|on|off] [--lru] [--kv-type T] [--fallback STEPS] [--no-probe]\n"
+    "                    [--probe-mib M] [--huge-pages] [--json] [--memory-report FILE] [--memory-trace FILE]\n"
     "       tinyai-bench --probe [--probe-mib M] [--huge-pages] [-o FORMAT | --json]\n"
     "       tinyai-bench -h | --help | --version\n"
     "  -m, --model MODEL  the model (a llama .tmai or GGUF file); the model alone, without -m, too\n"
@@ -57,7 +57,8 @@ const char kUsage[] =
     "                     or auto: what this process's memory cgroup (else MemAvailable) leaves, less\n"
     "                     16 MiB for the process (default: no limit)\n"
     "  --cache SIZE       cap only the weight cache, e.g. 16M (default: no cap unless --mem-limit)\n"
-    "  --prefetch-threads N  background loaders, 0..64 (default 1; 0 = load ahead inline)\n"
+    "  --prefetch-threads N  background loaders, 0..64 or auto (default auto: 1 while the\n"
+    "                      weights fit, 4 while they stream; 0 = load ahead inline)\n"
     "  --no-prefetch      no loading ahead\n"
     "  --direct-reads M   read weights past the OS's page cache (O_DIRECT, where the file system allows):\n"
     "                     auto (default: while the cache streams, a cap below the weights), on or off\n"
@@ -105,6 +106,7 @@ struct BenchOptions {
 struct CacheDelta {
   uint64_t hits = 0, misses = 0, bytes_read = 0, bytes_read_direct = 0, evictions = 0, prefetch_loads = 0,
            prefetch_dropped = 0, prefetch_hits = 0, stalls = 0;
+  uint64_t prefetch_workers = 0;  // at the end (not a difference)
 };
 
 CacheDelta Diff(const TinyAICacheStats& a, const TinyAICacheStats& b) {
@@ -118,6 +120,7 @@ CacheDelta Diff(const TinyAICacheStats& a, const TinyAICacheStats& b) {
   d.prefetch_dropped = b.prefetchDropped - a.prefetchDropped;
   d.prefetch_hits = b.prefetchHits - a.prefetchHits;
   d.stalls = b.stalls - a.stalls;
+  d.prefetch_workers = b.prefetchWorkers;
   return d;
 }
 
@@ -270,9 +273,10 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
 void PrintCacheJson(const char* name, const CacheDelta& d) {
   std::printf(",\"%s\":{\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"bytes_read\":%" PRIu64
               ",\"bytes_read_direct\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"prefetch_loads\":%" PRIu64
-              ",\"prefetch_dropped\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64 ",\"stalls\":%" PRIu64 "}",
+              ",\"prefetch_dropped\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64 ",\"stalls\":%" PRIu64
+              ",\"prefetch_workers\":%" PRIu64 "}",
               name, d.hits, d.misses, d.bytes_read, d.bytes_read_direct, d.evictions, d.prefetch_loads,
-              d.prefetch_dropped, d.prefetch_hits, d.stalls);
+              d.prefetch_dropped, d.prefetch_hits, d.stalls, d.prefetch_workers);
 }
 
 double Fraction(double a, double b) { return b > 0 ? a / b : 0.0; }
@@ -452,11 +456,14 @@ void PrintRowText(const std::string& model, const Row& r, const BenchOptions& o,
   }
   if (capped) {
     std::printf("  memory limit %s, weight cache cap %s (least --mem-limit for these options %s), prefetch %s "
-                "(%d threads), %s\n",
+                "(%s threads), %s\n",
                 f.mem.memoryLimit ? (std::to_string(f.mem.memoryLimit) + " bytes").c_str() : "none",
                 f.mem.weightCacheCap ? (std::to_string(f.mem.weightCacheCap) + " bytes").c_str() : "none",
                 tt::LimitText(f.mem.minimumMemoryLimit).c_str(), o.mmap.prefetchEnabled ? "on" : "off",
-                o.mmap.prefetchThreads, o.mmap.adaptiveCaching ? "adaptive" : "LRU");
+                o.mmap.prefetchThreads == TINYAI_PREFETCH_THREADS_AUTO
+                    ? ("auto: " + std::to_string(f.decode_cache.prefetch_workers)).c_str()
+                    : std::to_string(o.mmap.prefetchThreads).c_str(),
+                o.mmap.adaptiveCaching ? "adaptive" : "LRU");
   }
   std::printf("  prompt processing  %s tokens/s (%d tokens)\n", PlusMinus(r.pp, "%.2f").c_str(), f.prompt_n);
   std::printf("  time to first token %s ms\n", PlusMinus(r.ttft, "%.2f").c_str());

@@ -286,9 +286,11 @@ inline int32_t ParseThreads(const std::string& flag, const char* v) {
 inline int32_t ParseContext(const std::string& flag, const char* v) {
   return ParseInt32(flag, v, 0, tinyai::limits::kMaxSeqLen, "0 = the model's seq_len");
 }
-// --prefetch-threads N: 0..64, 0 = load ahead inline.
+// --prefetch-threads N: 0..64, 0 = load ahead inline; auto (the default):
+// TINYAI_PREFETCH_THREADS_AUTO.
 inline int32_t ParsePrefetchThreads(const std::string& flag, const char* v) {
-  return ParseInt32(flag, v, 0, kMaxPrefetchThreads, "0 = load ahead inline");
+  if (std::string(v) == "auto") return TINYAI_PREFETCH_THREADS_AUTO;
+  return ParseInt32(flag, v, 0, kMaxPrefetchThreads, "0 = load ahead inline, or auto");
 }
 // --direct-reads auto|on|off: TinyAIMmapConfig.directReads 0, 1, -1.
 inline int ParseDirectReads(const std::string& flag, const std::string& v) {

@@ -50,11 +50,17 @@ extern "C" {
 
 typedef struct TinyAIMappedModel TinyAIMappedModel;
 
+/* TinyAIMmapConfig.prefetchThreads: chosen by the cache (the default). */
+#define TINYAI_PREFETCH_THREADS_AUTO (-1)
+
 typedef struct TinyAIMmapConfig {
     uint32_t structSize;       /* sizeof(TinyAIMmapConfig); set by tinyaiCreateDefaultMmapConfig() */
     size_t maxCacheSize;       /* bytes of weights kept resident; default 256 MB; 0 = no cap */
     size_t minLayerCacheSize;  /* bytes; layers smaller than this are never evicted; default 4 KB */
-    int prefetchThreads;       /* background prefetch workers; default 1; 0 = prefetch inline */
+    int prefetchThreads;       /* background prefetch workers, 1..64; 0 = prefetch inline;
+                                  TINYAI_PREFETCH_THREADS_AUTO (-1, the default): one while the
+                                  weights fit the cap, and while the cache streams them, enough
+                                  for 4 MB of reads in flight (4 with 1 MB row slices) */
     bool prefetchEnabled;      /* honour tinyaiPrefetchLayerWeights(); default true */
     bool adaptiveCaching;      /* learn the access cycle to choose what stays; default true */
     bool verifyChecksums;      /* check every tensor's CRC-32C the first time any of it is
@@ -121,6 +127,7 @@ typedef struct TinyAICacheStats {
     uint64_t capacity;         /* the cap; 0 = none */
     uint64_t bytesReadDirect;  /* of bytesRead, read past the OS's page cache
                                   (TinyAIMmapConfig.directReads) */
+    uint64_t prefetchWorkers;  /* background prefetch workers taking loads now */
 } TinyAICacheStats;
 
 /* Defaults as documented on each field. Returned by value; nothing to free. */
