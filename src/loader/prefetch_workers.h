@@ -20,6 +20,9 @@ namespace tinyai {
 
 class PrefetchQueue;
 
+// The most workers the automatic count (TINYAI_PREFETCH_THREADS_AUTO) runs.
+constexpr int kAutoPrefetchMax = 4;
+
 class PrefetchWorkers {
  public:
   // Loads entry (on a worker thread).

@@ -12,6 +12,7 @@
 #include "common/panels.h"
 #include "common/status.h"
 #include "format/zstd_frames.h"
+#include "loader/prefetch_workers.h"
 #include "port/port.h"
 
 namespace tinyai {
@@ -57,6 +58,11 @@ TinyAIStatus SliceLoader::Init(const TmaiReader* reader, const WeightSource* sou
     size_t decoders = 1;
 #if TINYAI_WITH_THREADS
     if (config.prefetchEnabled && config.prefetchThreads > 1) decoders = static_cast<size_t>(config.prefetchThreads);
+    // The automatic count's workers pack panels side by side: a panel's
+    // rows a set (about 10-30 KiB). Decoding and converting share one.
+    if (config.prefetchEnabled && config.prefetchThreads == TINYAI_PREFETCH_THREADS_AUTO && !has_zstd_ && !converts) {
+      decoders = static_cast<size_t>(kAutoPrefetchMax);
+    }
 #endif
     TINYAI_RETURN_IF_ERROR(staging_.Allocate(decoders, "staging buffers"));
     uint64_t bytes = 0;

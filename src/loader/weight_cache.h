@@ -202,11 +202,10 @@ class WeightCache {
   // Direct reads on or off for the cap now (TinyAIMmapConfig.directReads),
   // and the prefetch workers working when their count is automatic.
   void ChooseReads();
-  // The automatic prefetch count's bounds: at most this many workers, with
+  // The automatic prefetch count: at most kAutoPrefetchMax workers, with
   // this many bytes of reads in flight while the cache streams (4 with the
   // default 1 MB row slices: on the Zen 5 host's disk, 1, 2 and 4 loaders
   // read at 2.1-4.1, 2.2-4.6 and 2.2-5.1 GB/s, docs/benchmarks.md).
-  static constexpr int kAutoPrefetchMax = 4;
   static constexpr uint64_t kAutoPrefetchInFlight = 4u << 20;
 
   const TmaiReader* reader_ = nullptr;
