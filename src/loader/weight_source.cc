@@ -32,7 +32,7 @@ TinyAIStatus WeightSource::ReadAligned(uint64_t offset, size_t size, uint8_t* ds
     if (span <= dst_bytes) {
       TINYAI_RETURN_IF_ERROR(port::ReadDirect(file_, offset - lead, dst, static_cast<size_t>(span), source));
       *data = dst + lead;
-      direct_bytes_.fetch_add(size, std::memory_order_relaxed);
+      CountDirect(size);
       return TINYAI_OK;
     }
   }
@@ -51,7 +51,7 @@ TinyAIStatus WeightSource::Stream(uint64_t offset, uint64_t size, uint8_t* buf, 
       const uint64_t want = end - at < chunk ? (end - at + align - 1) / align * align : chunk;
       TINYAI_RETURN_IF_ERROR(port::ReadDirect(file_, at, buf, static_cast<size_t>(want), source));
       const uint64_t from = at < offset ? offset : at, to = at + want < end ? at + want : end;
-      direct_bytes_.fetch_add(to - from, std::memory_order_relaxed);
+      CountDirect(to - from);
       TINYAI_RETURN_IF_ERROR(fn(ctx, buf + (from - at), static_cast<size_t>(to - from)));
       at += want;
     }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/config.h"
 #include "port/port.h"
 #include "tinyai/status.h"
 #include "tinyai/utils/mmap_loader.h"
@@ -42,7 +43,13 @@ class WeightSource {
   void UseDirect(bool on) const { direct_on_.store(on && direct_align() > 0, std::memory_order_relaxed); }
   bool direct_now() const { return direct_on_.load(std::memory_order_relaxed); }
   // Bytes ReadAligned() has read directly.
-  uint64_t direct_bytes() const { return direct_bytes_.load(std::memory_order_relaxed); }
+  uint64_t direct_bytes() const {
+#if TINYAI_WITH_THREADS
+    return direct_bytes_.load(std::memory_order_relaxed);
+#else
+    return direct_bytes_;
+#endif
+  }
   void UseMemory(const uint8_t* data, uint64_t size) {
     memory_ = data;
     memory_size_ = size;
@@ -83,7 +90,19 @@ class WeightSource {
   void* user_ = nullptr;
   uint64_t memory_size_ = 0;
   mutable std::atomic<bool> direct_on_{false};
+  // Without threads a plain count (a 32-bit core may have no 64-bit atomics).
+#if TINYAI_WITH_THREADS
   mutable std::atomic<uint64_t> direct_bytes_{0};
+#else
+  mutable uint64_t direct_bytes_ = 0;
+#endif
+  void CountDirect(uint64_t n) const {
+#if TINYAI_WITH_THREADS
+    direct_bytes_.fetch_add(n, std::memory_order_relaxed);
+#else
+    direct_bytes_ += n;
+#endif
+  }
 };
 
 }  // namespace tinyai
