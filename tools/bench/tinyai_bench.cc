@@ -47,7 +47,7 @@ const char kUsage[] =
     "                     defaults are cut to it, and that is said)\n"
     "  -r, --repetitions N  runs of each row, 1..1000 (default 1); the figures are then the mean ± the\n"
     "                     sample standard deviation (JSON: NAME, NAME_sd and NAME_samples). Each run opens\n"
-    "                     the model, warms it up and measures\n"
+    "                     the model, warms it up (the prompt once) and measures\n"
     "  -o, --output FORMAT  text (default: each row's figures), md (a markdown table, a row per test: ppN\n"
     "                     prompt, tgN decode), json (one object per row, one per line) or csv (a header,\n"
     "                     then a line per row)\n"
@@ -232,10 +232,14 @@ void BenchModel(const std::string& path, const BenchOptions& o, ModelFigures* f)
   greedy.temperature = 0.0f;
   TinyAICacheStats c0, c1, c2;
   c0.structSize = c1.structSize = c2.structSize = sizeof(TinyAICacheStats);
-  // Warm-up: every weight is touched once, so the figures are steady-state
-  // (without a cap every weight is then resident; with one, the cache holds
-  // what its policy keeps).
-  s = tinyaiLLMEval(llm, tokens.data(), prompt_n < 8 ? prompt_n : 8, logits.data());
+  // Warm-up: the same prompt once, as llama-bench warms up, so the figures
+  // are steady-state: every weight is touched (without a cap every weight is
+  // then resident; with one, the cache holds what its policy keeps), and so
+  // is every page of the KV cache and the pass's buffers the prompt writes.
+  // Without it, the first writes to those pages were timed: on a 2-core VM
+  // (Zen 5) a 128-token prompt of the 110M shape took 1.4-1.7x as long, the
+  // kernel zeroing pages on the caller while the other thread waited.
+  s = tinyaiLLMEval(llm, tokens.data(), prompt_n, logits.data());
   if (s == TINYAI_OK) s = tinyaiResetLLM(llm);
   int32_t next = 0;
   if (s == TINYAI_OK) s = tinyaiGetMappedModelCacheStats(model, &c0);
