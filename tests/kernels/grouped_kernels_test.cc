@@ -557,15 +557,19 @@ TEST_P(GroupedParity, ExtremeCodesDoNotOverflow) {
         ASSERT_NEAR(y[r], want, 1e-5 * std::fabs(want))
             << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " rows, cols " << cols << " row " << r;
       }
-      // A batch of 9 inputs (tiles of 4 or 8 and their tails), all alike.
+      // A batch of 9 inputs (tiles of 4 or 8 and their tails), all alike,
+      // then 16 (AVX-512's q8 lanes: the int16 codes split into bytes).
       const size_t n = 9;
-      const std::vector<float> xs(n * cols, input);
-      const Input batch_in(t, wk->input, xs.data(), cols, n);
-      std::vector<float> batch(n * rows, NAN);
-      wk->matmul_q(w.data(), rb, batch_in.data(), GroupsPerRow(cols), batch.data(), rows, rows, cols, n);
-      for (size_t i = 0; i < n * rows; ++i) {
-        ASSERT_NEAR(batch[i], want, 1e-5 * std::fabs(want))
-            << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " matmul, cols " << cols << " output " << i;
+      const std::vector<float> xs(16 * cols, input);
+      const Input batch_in(t, wk->input, xs.data(), cols, 16);
+      std::vector<float> batch(16 * rows, NAN);
+      for (size_t nb : {n, size_t{16}}) {
+        std::fill(batch.begin(), batch.end(), NAN);
+        wk->matmul_q(w.data(), rb, batch_in.data(), GroupsPerRow(cols), batch.data(), rows, rows, cols, nb);
+        for (size_t i = 0; i < nb * rows; ++i) {
+          ASSERT_NEAR(batch[i], want, 1e-5 * std::fabs(want)) << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype))
+                                                              << " matmul of " << nb << ", cols " << cols << " output " << i;
+        }
       }
       if (wk->matvec_panels == nullptr) continue;
       std::vector<uint8_t> packed(rows * rb);
@@ -583,6 +587,47 @@ TEST_P(GroupedParity, ExtremeCodesDoNotOverflow) {
         ASSERT_NEAR(batch[i], want, 1e-5 * std::fabs(want))
             << t.name << " " << tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) << " matmul_panels, cols " << cols
             << " output " << i;
+      }
+    }
+  }
+}
+
+// AVX-512 VNNI's q8 product in the lanes splits each int16 input code into
+// its high and low bytes for vpdpbusd; AVX-512's widens the weights to int16
+// for vpmaddwd. The integers are the same, so are the outputs, bit for bit:
+// random codes, the extremes (+-127 weights against +-32767 and the codes
+// around a byte's edges), 12 to 16 inputs and past (two blocks), rows in
+// tiles of 8 and the tail, groups past a chunk of 32.
+TEST(GroupedAvx512, VnniQ8LanesEqualTheInt16LanesBitForBit) {
+  const KernelTable *plain = nullptr, *vnni = nullptr;
+  for (const KernelTable* t : AllTables()) {
+    if (std::string(t->name) == "avx512") plain = t;
+    if (std::string(t->name) == "avx512vnni") vnni = t;
+  }
+  if (plain == nullptr || vnni == nullptr) GTEST_SKIP() << "needs a CPU with AVX-512 VNNI";
+  const WeightKernels* a = WeightKernelsFor(*plain, TINYAI_DTYPE_Q8_G32);
+  const WeightKernels* b = WeightKernelsFor(*vnni, TINYAI_DTYPE_Q8_G32);
+  std::mt19937 rng(4242);
+  for (size_t cols : {32u, 100u, 1056u, 2100u}) {
+    for (size_t rows : {1u, 8u, 13u}) {
+      const size_t rb = GroupedRowBytes(TINYAI_DTYPE_Q8_G32, cols);
+      std::vector<uint8_t> w = RandomRows(rng, TINYAI_DTYPE_Q8_G32, rows, cols, rb);
+      for (size_t n : {12u, 16u, 29u}) {
+        std::vector<float> x = RandomVector(rng, n * cols);
+        // Codes at the byte edges: +-32767 (the group's largest), 255, 256, -256, -1, 128.
+        const float edges[] = {2.0f, -2.0f, 2.0f * 255 / 32767, 2.0f * 256 / 32767, -2.0f * 256 / 32767,
+                               -2.0f / 32767, 2.0f * 128 / 32767};
+        for (size_t i = 0; i < x.size(); i += 3) x[i] = (i / 3) % 2 == 0 ? edges[(i / 6) % 7] : x[i];
+        for (size_t i = 0; i < x.size(); i += 32) x[i] = (i / 32) % 2 == 0 ? 2.0f : -2.0f;  // each group's scale 2 / 32767
+        if (rows == 13) {  // one row of extreme codes
+          for (size_t g = 0; g < GroupsPerRow(cols); ++g) std::memset(w.data() + 5 * rb + g * kQ8GroupBytes + 2, g % 2 ? 0x81 : 0x7f, 32);
+        }
+        const Input in(*plain, kInputInt16, x.data(), cols, n);
+        std::vector<float> ya(n * rows, NAN), yb(n * rows, NAN);
+        a->matmul_q(w.data(), rb, in.data(), GroupsPerRow(cols), ya.data(), rows, rows, cols, n);
+        b->matmul_q(w.data(), rb, in.data(), GroupsPerRow(cols), yb.data(), rows, rows, cols, n);
+        ASSERT_EQ(std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)), 0)
+            << "cols " << cols << " rows " << rows << " n " << n << ": " << Differing(ya.data(), yb.data(), ya.size());
       }
     }
   }

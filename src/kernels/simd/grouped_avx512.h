@@ -302,6 +302,77 @@ inline void Q8LaneTile(const uint8_t* w, size_t row_bytes, const int32_t* xt, co
   }
 }
 
+// With VNNI, the same integers from bytes: each int16 input code is
+// 256 * hi + lo (hi = q >> 8 signed, lo = q & 255 unsigned), so a group's
+// dot product with the row's int8 codes w is 256 * (w . hi) + (w . lo), and
+// both halves are vpdpbusd's: w . lo with lo the unsigned operand, w . hi as
+// (w + 128) . hi - 128 * sum(hi) with w + 128 (w xor 0x80) the unsigned one
+// and the sum per input and group computed once in the packing (xc). Per
+// four columns one broadcast of the row's four codes straight from the
+// weights meets two vectors of 16 inputs (xt: per group, p < 8 lane t holds
+// input t's low bytes 4p..4p+3, p >= 8 its high bytes), where the int16 form
+// widened each group to a stack copy and broadcast every pair from it. The
+// integers are the int16 form's exactly, and so are the float steps after:
+// the outputs do not change by a bit.
+inline void PackInputsBytes(const InputGroup16* x, size_t ldx, size_t nt, size_t g0, size_t ng, int32_t* xt,
+                            int32_t* xc, float* dt) {
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (size_t g = 0; g < ng; ++g) {
+    __m512 r[16];
+    for (size_t t = 0; t < 16; ++t) {
+      if (t < nt) {
+        const __m512i v = _mm512_loadu_si512(x[t * ldx + g0 + g].q);
+        const __m256i lo = _mm512_cvtepi16_epi8(v);
+        const __m256i hi = _mm512_cvtepi16_epi8(_mm512_srai_epi16(v, 8));
+        r[t] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+        dt[g * 16 + t] = x[t * ldx + g0 + g].d;
+      } else {
+        r[t] = _mm512_setzero_ps();
+        dt[g * 16 + t] = 0.0f;
+      }
+    }
+    Transpose16(r);
+    __m512i sum = _mm512_setzero_si512();
+    for (size_t p = 0; p < 16; ++p) {
+      const __m512i v = _mm512_castps_si512(r[p]);
+      _mm512_store_si512(xt + (g * 16 + p) * 16, v);
+      if (p >= 8) sum = _mm512_dpbusd_epi32(sum, k128, v);  // 128 * the high bytes' sum
+    }
+    _mm512_store_si512(xc + g * 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+  }
+}
+
+template <size_t... I>
+inline void Q8ByteLaneTile(const uint8_t* w, size_t row_bytes, const int32_t* xt, const int32_t* xc, const float* dt,
+                           size_t ng, __m512* acc, std::index_sequence<I...>) {
+  constexpr size_t K = sizeof...(I);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (size_t g = 0; g < ng; ++g) {
+    const uint8_t* grp = w + g * kQ8GroupBytes;
+    __m512i lo[K], hi[K];
+    const __m512i c = _mm512_load_si512(xc + g * 16);
+    ((lo[I] = _mm512_setzero_si512()), ...);
+    ((hi[I] = c), ...);
+#pragma GCC unroll 8
+    for (size_t p = 0; p < 8; ++p) {
+      const __m512i xl = _mm512_load_si512(xt + (g * 16 + p) * 16);
+      const __m512i xh = _mm512_load_si512(xt + (g * 16 + 8 + p) * 16);
+      auto step = [&](size_t i, __m512i& l, __m512i& h) {
+        int32_t q4;
+        std::memcpy(&q4, grp + i * row_bytes + 2 + 4 * p, 4);
+        const __m512i wb = _mm512_set1_epi32(q4);
+        l = _mm512_dpbusd_epi32(l, xl, wb);
+        h = _mm512_dpbusd_epi32(h, _mm512_xor_si512(wb, flip), xh);
+      };
+      (step(I, lo[I], hi[I]), ...);
+    }
+    const __m512 d = _mm512_load_ps(dt + g * 16);
+    ((acc[I] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(hi[I], 8), lo[I])),
+                               _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(HalfBits(grp + I * row_bytes))), d), acc[I])),
+     ...);
+  }
+}
+
 // y[j * ldy + r] for r < rows, j < n (kMinQ8LaneInputs <= n <= 16).
 template <bool kVnni>
 void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, size_t ldx, float* y, size_t ldy,
@@ -315,6 +386,25 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
   }
   for (size_t g0 = 0; g0 < groups; g0 += kQ8LaneGroups) {
     const size_t ng = groups - g0 < kQ8LaneGroups ? groups - g0 : kQ8LaneGroups;
+    if constexpr (kVnni) {
+      alignas(64) int32_t xc[kQ8LaneGroups * 16];
+      PackInputsBytes(x, ldx, n, g0, ng, xt, xc, dt);
+      const uint8_t* block = w + g0 * kQ8GroupBytes;
+      size_t r = 0;
+      for (; r + kQ8LaneRows <= rows; r += kQ8LaneRows) {
+        __m512 acc[16];
+        for (__m512& a : acc) a = _mm512_setzero_ps();
+        Q8ByteLaneTile(block + r * row_bytes, row_bytes, xt, xc, dt, ng, acc, std::make_index_sequence<kQ8LaneRows>());
+        StoreTile(acc, y + r, ldy, kQ8LaneRows, n, g0 != 0);
+      }
+      for (; r < rows; ++r) {
+        __m512 acc[16];
+        for (__m512& a : acc) a = _mm512_setzero_ps();
+        Q8ByteLaneTile(block + r * row_bytes, row_bytes, xt, xc, dt, ng, acc, std::make_index_sequence<1>());
+        StoreTile(acc, y + r, ldy, 1, n, g0 != 0);
+      }
+      continue;
+    }
     PackInputs16(x, ldx, n, g0, ng, xt, dt);
     const uint8_t* block = w + g0 * kQ8GroupBytes;
     size_t r = 0;
