@@ -128,6 +128,10 @@ string(REGEX MATCH "\"decode_cache\":{[^}]*\"bytes_read_direct\":0," buffered "$
 if(NOT buffered)
   message(FATAL_ERROR "--direct-reads off read directly:\n${RUN_OUT}")
 endif()
+# tinyai-generate --json says the same of its cache: no byte read directly
+# when told off, and how many loaders took loads.
+expect_run(RC 0 STDOUT_HAS "\"bytes_read_direct\":0," "\"prefetch_workers\":"
+           COMMAND ${G} -n 2 --json --cache 64K --direct-reads off)
 set(takes_kv_type "${g}" "${bench}" "${inspect}")
 foreach(cmd IN LISTS takes_kv_type)
   string(REPLACE "|" ";" cmd "${cmd}")

@@ -259,7 +259,8 @@ struct Figures {
     j += ",\"cache\":{\"hits\":" + u(cs.hits) + ",\"misses\":" + u(cs.misses) + ",\"bytes_read\":" + u(cs.bytesRead) +
          ",\"evictions\":" + u(cs.evictions) + ",\"prefetch_loads\":" + u(cs.prefetchLoads) +
          ",\"prefetch_hits\":" + u(cs.prefetchHits) + ",\"prefetch_dropped\":" + u(cs.prefetchDropped) +
-         ",\"stalls\":" + u(cs.stalls) + "}}\n";
+         ",\"stalls\":" + u(cs.stalls) + ",\"bytes_read_direct\":" + u(cs.bytesReadDirect) +
+         ",\"prefetch_workers\":" + u(cs.prefetchWorkers) + "}}\n";
     return j;
   }
 
@@ -295,12 +296,15 @@ struct Figures {
     const double positions = stats.promptTokens + stats.decodeTokens > 0 ? stats.promptTokens + stats.decodeTokens : 1;
     std::fprintf(stderr,
                  "tinyai-generate: cache: %llu hits, %llu misses, %.1f MiB read (%.2f MiB per position), "
-                 "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls\n",
+                 "%llu evictions, prefetch %llu loads / %llu hits / %llu dropped, %llu stalls, "
+                 "%.0f%% of reads direct, %llu prefetch workers\n",
                  static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
                  tt::Mib(cs.bytesRead), tt::Mib(cs.bytesRead) / positions,
                  static_cast<unsigned long long>(cs.evictions), static_cast<unsigned long long>(cs.prefetchLoads),
                  static_cast<unsigned long long>(cs.prefetchHits), static_cast<unsigned long long>(cs.prefetchDropped),
-                 static_cast<unsigned long long>(cs.stalls));
+                 static_cast<unsigned long long>(cs.stalls),
+                 cs.bytesRead > 0 ? 100.0 * static_cast<double>(cs.bytesReadDirect) / static_cast<double>(cs.bytesRead) : 0.0,
+                 static_cast<unsigned long long>(cs.prefetchWorkers));
     std::fprintf(stderr,
                  "tinyai-generate: memory limit %s; least --mem-limit %s for this model, context, KV cache and %d "
                  "thread(s)\n",
