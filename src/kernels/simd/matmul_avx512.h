@@ -230,8 +230,8 @@ inline bool RowsCrowdL1(size_t row_bytes) {
 // tiles of 16 rows (8 where RowsCrowdL1), the last rows % 16 (% 8) copied to
 // rows_buf kCopyCols columns at a time. Any rows, cols and n. Stack: 80 KiB
 // (xt and one piece of rows).
-inline void MatmulLanesBlocks(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy,
-                              size_t rows, size_t cols, size_t n) {
+__attribute__((noinline)) inline void MatmulLanesBlocks(const float* w, size_t ldw, const float* x, size_t ldx,
+                                                        float* y, size_t ldy, size_t rows, size_t cols, size_t n) {
   alignas(64) float xt[kLaneCols * kLaneInputs];
   alignas(64) float rows_buf[kLaneRows * kCopyCols];
   constexpr auto kTile = std::make_index_sequence<kLaneRows>();
@@ -268,40 +268,48 @@ inline void MatmulLanesBlocks(const float* w, size_t ldw, const float* x, size_t
   }
 }
 
-// As MatmulLanesBlocks, two blocks of 16 inputs at a time (a prompt pass's
-// 32) where n > 16: rows kPairRows at a time (LaneTilePair), each row's
-// weights loaded once for both blocks; the last rows % 8 and a lone block
-// of 16 or fewer as MatmulLanesBlocks does. The same bits: every output is
-// summed as there. On one Zen 5 core against 32 inputs (tinyai-bench-kernels
-// matmul, 768 x 768 to 32,000 x 768) 184-202 against 138-161 GFLOP/s, a
-// prompt of 128 tokens 1.08-1.1x (110M and ~1B shapes). Stack: 144 KiB,
-// and MatmulLanesBlocks' 80 for the last rows.
-inline void MatmulLanes(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows,
-                        size_t cols, size_t n) {
-  constexpr size_t kPair = 2 * kLaneInputs;
-  const size_t paired = rows / kPairRows * kPairRows;
-  if (cols == 0 || n <= kLaneInputs || paired == 0) return MatmulLanesBlocks(w, ldw, x, ldx, y, ldy, rows, cols, n);
+// Rows [0, rows) (a multiple of kPairRows) against two blocks of inputs:
+// 16 from x and nt1 from x + 16 * ldx, kPairRows rows at a time
+// (LaneTilePair), each row's weights loaded once for both blocks. Stack:
+// 128 KiB (both blocks' xt). Not inlined, so that its frame and
+// MatmulLanesBlocks' are never one.
+__attribute__((noinline)) inline void MatmulLanesPairs(const float* w, size_t ldw, const float* x, size_t ldx, float* y,
+                                                       size_t ldy, size_t rows, size_t cols, size_t nt1) {
   alignas(64) float xt[2][kLaneCols * kLaneInputs];
   constexpr auto kTile = std::make_index_sequence<kPairRows>();
-  size_t j0 = 0;
-  for (; j0 + kLaneInputs < n; j0 += kPair) {
-    const size_t nt0 = kLaneInputs, nt1 = n - j0 - kLaneInputs < kLaneInputs ? n - j0 - kLaneInputs : kLaneInputs;
-    for (size_t c0 = 0; c0 < cols; c0 += kLaneCols) {
-      const size_t kc = cols - c0 < kLaneCols ? cols - c0 : kLaneCols;
-      PackInputs(x + j0 * ldx + c0, ldx, nt0, kc, xt[0]);
-      PackInputs(x + (j0 + kLaneInputs) * ldx + c0, ldx, nt1, kc, xt[1]);
-      for (size_t r = 0; r < paired; r += kPairRows) {
-        __m512 acc0[kLaneRows], acc1[kLaneRows];
-        for (size_t i = 0; i < kLaneRows; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
-        const float* wf = w + r * ldw + c0;
-        const float* next = r + 2 * kPairRows <= paired ? wf + kPairRows * ldw : nullptr;  // the next tile's rows
-        LaneTilePair(wf, ldw, xt[0], xt[1], kc, next, acc0, acc1, kTile);
-        StoreTile(acc0, y + j0 * ldy + r, ldy, kPairRows, nt0, c0 != 0);
-        StoreTile(acc1, y + (j0 + kLaneInputs) * ldy + r, ldy, kPairRows, nt1, c0 != 0);
-      }
+  for (size_t c0 = 0; c0 < cols; c0 += kLaneCols) {
+    const size_t kc = cols - c0 < kLaneCols ? cols - c0 : kLaneCols;
+    PackInputs(x + c0, ldx, kLaneInputs, kc, xt[0]);
+    PackInputs(x + kLaneInputs * ldx + c0, ldx, nt1, kc, xt[1]);
+    for (size_t r = 0; r < rows; r += kPairRows) {
+      __m512 acc0[kLaneRows], acc1[kLaneRows];
+      for (size_t i = 0; i < kLaneRows; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+      const float* wf = w + r * ldw + c0;
+      const float* next = r + 2 * kPairRows <= rows ? wf + kPairRows * ldw : nullptr;  // the next tile's rows
+      LaneTilePair(wf, ldw, xt[0], xt[1], kc, next, acc0, acc1, kTile);
+      StoreTile(acc0, y + r, ldy, kPairRows, kLaneInputs, c0 != 0);
+      StoreTile(acc1, y + kLaneInputs * ldy + r, ldy, kPairRows, nt1, c0 != 0);
     }
-    // The last rows % 8 against these inputs.
-    if (paired < rows) {
+  }
+}
+
+// As MatmulLanesBlocks, two blocks of 16 inputs at a time (a prompt pass's
+// 32) where n > 16: the rows in tiles of kPairRows (MatmulLanesPairs); the
+// last rows % 8 and a lone block of 16 or fewer as MatmulLanesBlocks does.
+// The same bits: every output is summed as there. On one Zen 5 core
+// against 32 inputs (tinyai-bench-kernels matmul, 768 x 768 to 32,000 x
+// 768) 184-202 against 138-161 GFLOP/s, a prompt of 128 tokens 1.08-1.1x
+// (110M and ~1B shapes). Stack: 128 KiB at most (the pieces are called one
+// after the other).
+inline void MatmulLanes(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows,
+                        size_t cols, size_t n) {
+  const size_t paired = rows / kPairRows * kPairRows;
+  if (cols == 0 || n <= kLaneInputs || paired == 0) return MatmulLanesBlocks(w, ldw, x, ldx, y, ldy, rows, cols, n);
+  size_t j0 = 0;
+  for (; j0 + kLaneInputs < n; j0 += 2 * kLaneInputs) {
+    const size_t nt1 = n - j0 - kLaneInputs < kLaneInputs ? n - j0 - kLaneInputs : kLaneInputs;
+    MatmulLanesPairs(w, ldw, x + j0 * ldx, ldx, y + j0 * ldy, ldy, paired, cols, nt1);
+    if (paired < rows) {  // the last rows % 8 against these inputs
       MatmulLanesBlocks(w + paired * ldw, ldw, x + j0 * ldx, ldx, y + j0 * ldy + paired, ldy, rows - paired, cols,
                         kLaneInputs + nt1);
     }
