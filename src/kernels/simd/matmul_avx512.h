@@ -127,20 +127,7 @@ template <size_t... I>
 inline void LaneTilePair(const float* w, size_t ldw, const float* xt0, const float* xt1, size_t kc, const float* next,
                          __m512* acc0, __m512* acc1, std::index_sequence<I...>) {
   const float* row[sizeof...(I)] = {(w + I * ldw)...};
-  size_t k = 0;
-  for (; k + 16 <= kc; k += 16) {
-    if (next != nullptr) ((_mm_prefetch(reinterpret_cast<const char*>(next + I * ldw + k), _MM_HINT_T1)), ...);
-    for (size_t kk = k; kk < k + 16; ++kk) {
-      const __m512 x0 = _mm512_load_ps(xt0 + kk * 16), x1 = _mm512_load_ps(xt1 + kk * 16);
-      auto step = [&](size_t i) {
-        const __m512 wv = _mm512_set1_ps(row[i][kk]);
-        acc0[i] = _mm512_fmadd_ps(wv, x0, acc0[i]);
-        acc1[i] = _mm512_fmadd_ps(wv, x1, acc1[i]);
-      };
-      (step(I), ...);
-    }
-  }
-  for (; k < kc; ++k) {
+  auto column = [&](size_t k) {  // column k of every row against both blocks
     const __m512 x0 = _mm512_load_ps(xt0 + k * 16), x1 = _mm512_load_ps(xt1 + k * 16);
     auto step = [&](size_t i) {
       const __m512 wv = _mm512_set1_ps(row[i][k]);
@@ -148,7 +135,13 @@ inline void LaneTilePair(const float* w, size_t ldw, const float* xt0, const flo
       acc1[i] = _mm512_fmadd_ps(wv, x1, acc1[i]);
     };
     (step(I), ...);
+  };
+  size_t k = 0;
+  for (; k + 16 <= kc; k += 16) {
+    if (next != nullptr) ((_mm_prefetch(reinterpret_cast<const char*>(next + I * ldw + k), _MM_HINT_T1)), ...);
+    for (size_t kk = k; kk < k + 16; ++kk) column(kk);
   }
+  for (; k < kc; ++k) column(k);
 }
 
 // y[t * ldy + i] = acc[i] lane t (add: y +=) for i < nr, t < nt.
