@@ -236,12 +236,13 @@ struct WeightGroup {
 // lane t holds input t's codes 2p and 2p + 1 as one int32; dt: lane t input
 // t's scale), and a tile of kQ8LaneRows rows keeps one float accumulator a
 // row whose lane t is input t's sum. Per group each row's 32 codes are
-// widened to int16 once and meet the 16 column pairs of xt in 16 vpdpwssd
-// (vpmaddwd + vpaddd without VNNI) with the row's pair broadcast: the
-// group's exact integer dot products for 16 inputs at once, then one float
-// multiply-add by d_w * d_x. About 22 instructions per row and group for
-// 16 inputs, where a RowTile of four takes about 6 per input (a scratch kernel on a
-// Zen 4 core: 76 against 36 G products/s in cache).
+// widened to int16 once and meet the 16 column pairs of xt in 16 vpmaddwd +
+// vpaddd with the row's pair broadcast: the group's exact integer dot
+// products for 16 inputs at once, then one float multiply-add by d_w * d_x.
+// About 22 instructions per row and group for 16 inputs, where a RowTile of
+// four takes about 6 per input (a scratch kernel on a Zen 4 core, with
+// vpdpwssd: 76 against 36 G products/s in cache). With VNNI the same
+// integers come from bytes instead (PackInputsBytes, Q8ByteLaneTile).
 //
 // Each output is the sum over the groups in order, in fp32, of the exact
 // group products times d_w * d_x, block by block of columns (y = the first
@@ -267,18 +268,10 @@ inline void PackInputs16(const InputGroup16* x, size_t ldx, size_t nt, size_t g0
   }
 }
 
-template <bool kVnni>
-inline __m512i DotS16Add(__m512i acc, __m512i a, __m512i b) {
-  if constexpr (kVnni) {
-    return _mm512_dpwssd_epi32(acc, a, b);
-  } else {
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
-  }
-}
-
 // acc[i] lane t += (group g of row i . input t's group g) * d_w * d_x over
-// the ng groups from w (row i at w + i * row_bytes), in order.
-template <bool kVnni, size_t... I>
+// the ng groups from w (row i at w + i * row_bytes), in order (the int16
+// form: the tables without VNNI).
+template <size_t... I>
 inline void Q8LaneTile(const uint8_t* w, size_t row_bytes, const int32_t* xt, const float* dt, size_t ng, __m512* acc,
                        std::index_sequence<I...>) {
   constexpr size_t K = sizeof...(I);
@@ -293,7 +286,7 @@ inline void Q8LaneTile(const uint8_t* w, size_t row_bytes, const int32_t* xt, co
 #pragma GCC unroll 16
     for (size_t p = 0; p < 16; ++p) {
       const __m512i xv = _mm512_load_si512(xt + (g * 16 + p) * 16);
-      ((s[I] = DotS16Add<kVnni>(s[I], xv, _mm512_set1_epi32(wide[I][p]))), ...);
+      ((s[I] = _mm512_add_epi32(s[I], _mm512_madd_epi16(xv, _mm512_set1_epi32(wide[I][p])))), ...);
     }
     const __m512 d = _mm512_load_ps(dt + g * 16);
     ((acc[I] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[I]),
@@ -386,40 +379,28 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
   }
   for (size_t g0 = 0; g0 < groups; g0 += kQ8LaneGroups) {
     const size_t ng = groups - g0 < kQ8LaneGroups ? groups - g0 : kQ8LaneGroups;
+    alignas(64) int32_t xc[kVnni ? kQ8LaneGroups * 16 : 1];  // the bytes form's high sums
     if constexpr (kVnni) {
-      alignas(64) int32_t xc[kQ8LaneGroups * 16];
       PackInputsBytes(x, ldx, n, g0, ng, xt, xc, dt);
-      const uint8_t* block = w + g0 * kQ8GroupBytes;
-      size_t r = 0;
-      for (; r + kQ8LaneRows <= rows; r += kQ8LaneRows) {
-        __m512 acc[16];
-        for (__m512& a : acc) a = _mm512_setzero_ps();
-        Q8ByteLaneTile(block + r * row_bytes, row_bytes, xt, xc, dt, ng, acc, std::make_index_sequence<kQ8LaneRows>());
-        StoreTile(acc, y + r, ldy, kQ8LaneRows, n, g0 != 0);
-      }
-      for (; r < rows; ++r) {
-        __m512 acc[16];
-        for (__m512& a : acc) a = _mm512_setzero_ps();
-        Q8ByteLaneTile(block + r * row_bytes, row_bytes, xt, xc, dt, ng, acc, std::make_index_sequence<1>());
-        StoreTile(acc, y + r, ldy, 1, n, g0 != 0);
-      }
-      continue;
+    } else {
+      PackInputs16(x, ldx, n, g0, ng, xt, dt);
     }
-    PackInputs16(x, ldx, n, g0, ng, xt, dt);
     const uint8_t* block = w + g0 * kQ8GroupBytes;
+    // The tile of the rows from r on (as many as the index sequence holds):
+    // in bytes with VNNI, in int16 without.
+    auto tile = [&](size_t r, auto tile_rows) {
+      __m512 acc[16];
+      for (__m512& a : acc) a = _mm512_setzero_ps();
+      if constexpr (kVnni) {
+        Q8ByteLaneTile(block + r * row_bytes, row_bytes, xt, xc, dt, ng, acc, tile_rows);
+      } else {
+        Q8LaneTile(block + r * row_bytes, row_bytes, xt, dt, ng, acc, tile_rows);
+      }
+      StoreTile(acc, y + r, ldy, tile_rows.size(), n, g0 != 0);
+    };
     size_t r = 0;
-    for (; r + kQ8LaneRows <= rows; r += kQ8LaneRows) {
-      __m512 acc[16];
-      for (__m512& a : acc) a = _mm512_setzero_ps();
-      Q8LaneTile<kVnni>(block + r * row_bytes, row_bytes, xt, dt, ng, acc, std::make_index_sequence<kQ8LaneRows>());
-      StoreTile(acc, y + r, ldy, kQ8LaneRows, n, g0 != 0);
-    }
-    for (; r < rows; ++r) {  // the last rows one at a time, each as in a tile
-      __m512 acc[16];
-      for (__m512& a : acc) a = _mm512_setzero_ps();
-      Q8LaneTile<kVnni>(block + r * row_bytes, row_bytes, xt, dt, ng, acc, std::make_index_sequence<1>());
-      StoreTile(acc, y + r, ldy, 1, n, g0 != 0);
-    }
+    for (; r + kQ8LaneRows <= rows; r += kQ8LaneRows) tile(r, std::make_index_sequence<kQ8LaneRows>());
+    for (; r < rows; ++r) tile(r, std::make_index_sequence<1>());  // the last rows one at a time, each as in a tile
   }
 }
 
