@@ -15,7 +15,8 @@ set(sources
   tinyai-inspect=tools/inspect/tinyai_inspect.cc
   tinyai-bench=tools/bench/tinyai_bench.cc
   tinyai-arena=tools/arena/tinyai_arena.cc
-  tinyai-memplot=tools/memplot/tinyai_memplot.cc)
+  tinyai-memplot=tools/memplot/tinyai_memplot.cc
+  tinyai-bench-stream=tools/bench/stream_bench.cc)
 
 string(REPLACE "," ";" TOOLS "${TOOLS}")
 foreach(entry IN LISTS TOOLS)

@@ -43,6 +43,8 @@
 #include "kernels/kernels.h"
 #include "quant/quantize.h"
 #include "tinyai/types.h"
+#include "tools/common/args.h"
+#include "tools/common/cli.h"
 
 namespace {
 
@@ -80,9 +82,10 @@ std::vector<uint8_t> Encode(int32_t dtype, const Shape& s, bool panels) {
       std::memcpy(out.data() + 2 * i, &h, 2);
     }
   } else {
-    if (tinyai::quant::EncodeRows(dtype, v.data(), s.rows, s.cols, out.data(), nullptr) != TINYAI_OK) {
-      std::fprintf(stderr, "%s: cannot encode %s rows\n", kTool, tinyaiDTypeName(static_cast<TinyAIDType>(dtype)));
-      std::exit(1);
+    const TinyAIStatus st = tinyai::quant::EncodeRows(dtype, v.data(), s.rows, s.cols, out.data(), nullptr);
+    if (st != TINYAI_OK) {
+      throw tinyai_tools::RuntimeError(st, std::string("cannot encode ") +
+                                               tinyaiDTypeName(static_cast<TinyAIDType>(dtype)) + " rows");
     }
     if (panels) {
       std::vector<uint8_t> rows = out;
@@ -254,85 +257,49 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int Usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: %s [--dtype D]... [--threads N] [--rounds R] [--mib M] [--scale S] [--kernels NAME]\n"
-               "  --dtype D      f32, f16, q8_g32, q4_g32, q4nl_g32, ... (default: f32 f16 q8_g32 q4_g32 q4nl_g32)\n"
-               "  --threads N    threads splitting each matrix, 1..64 (default 2)\n"
-               "  --rounds R     rounds, each a kernel pass and a read pass per dtype, 1..100 (default 5)\n"
-               "  --mib M        layers enough for M MiB per dtype, 1..65536 (default 512)\n"
-               "  --scale S      every matrix S times smaller on both sides: 1, 2, 4 or 8 (default 1; the\n"
-               "                 super-block dtypes need rows of whole blocks of 256: 1 or 2)\n"
-               "  --kernels NAME a kernel table (default: the best this CPU runs; TINYAI_KERNELS also picks)\n",
-               kTool);
-  return code;
-}
+constexpr const char* kUsage =
+    "usage: tinyai-bench-stream [--dtype D]... [--threads N] [--rounds R] [--mib M] [--scale S] [--kernels NAME]\n"
+    "  --dtype D      as tinyai-convert names them (default: f32 f16 q8_g32 q4_g32 q4nl_g32)\n"
+    "  --threads N    threads splitting each matrix, 1..64 (default 2)\n"
+    "  --rounds R     rounds, each a kernel pass and a read pass per dtype, 1..100 (default 5)\n"
+    "  --mib M        layers enough for M MiB per dtype, 1..65536 (default 512)\n"
+    "  --scale S      every matrix S times smaller on both sides: 1, 2, 4 or 8 (default 1; the\n"
+    "                 super-block dtypes need rows of whole blocks of 256: 1 or 2)\n"
+    "  --kernels NAME a kernel table (default: the best this CPU runs; TINYAI_KERNELS also picks)\n";
 
-bool ParseCount(const char* s, long lo, long hi, long* out) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
+const char* Name(int32_t dtype) { return tinyaiDTypeName(static_cast<TinyAIDType>(dtype)); }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
+  namespace tt = tinyai_tools;
   std::vector<int32_t> dtypes;
-  long threads = 2, rounds = 5, mib = 512, scale = 1;
+  int threads = 2, rounds = 5, mib = 512, scale = 1;
   const KernelTable* table = &tinyai::kernels::Best();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") return Usage(0);
-    if (a != "--dtype" && a != "--threads" && a != "--rounds" && a != "--mib" && a != "--scale" && a != "--kernels") {
-      std::fprintf(stderr, "%s: unknown option %s\n", kTool, a.c_str());
-      return Usage(2);
+  tt::Args args;
+  args.Flag({"--dtype"}, [&](const std::string&, const char* v) { dtypes.push_back(tt::ParseDtype(v)); });
+  args.Flag({"--threads"}, [&](const std::string& f, const char* v) { threads = tt::ParseInt32(f, v, 1, 64); });
+  args.Flag({"--rounds"}, [&](const std::string& f, const char* v) { rounds = tt::ParseInt32(f, v, 1, 100); });
+  args.Flag({"--mib"}, [&](const std::string& f, const char* v) { mib = tt::ParseInt32(f, v, 1, 65536); });
+  args.Flag({"--scale"}, [&](const std::string& f, const char* v) {
+    scale = tt::ParseInt32(f, v, 1, 8);
+    if ((scale & (scale - 1)) != 0) throw tt::UsageError("--scale " + std::string(v) + ": give 1, 2, 4 or 8");
+  });
+  args.Flag({"--kernels"}, [&](const std::string&, const char* v) {
+    const KernelTable* all[16];
+    const size_t n = std::min<size_t>(tinyai::kernels::AvailableTables(all, 16), 16);
+    std::string names;
+    for (size_t j = 0; j < n; ++j) {
+      if (std::strcmp(all[j]->name, v) == 0) {
+        table = all[j];
+        return;
+      }
+      names += std::string(j ? ", " : "") + all[j]->name;
     }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s: %s needs a value\n", kTool, a.c_str());
-      return Usage(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--dtype") {
-      int32_t d = -1;
-      for (int32_t c = 0; c <= TINYAI_DTYPE_Q5M_G32; ++c) {
-        if (std::strcmp(v, tinyaiDTypeName(static_cast<TinyAIDType>(c))) == 0) d = c;
-      }
-      if (d < 0) {
-        std::fprintf(stderr, "%s: unknown dtype '%s' (f32, f16, q8_g32, q4_g32, q4nl_g32, q4_k, q5_k, q6_k, q5_g32, q5m_g32)\n",
-                     kTool, v);
-        return Usage(2);
-      }
-      dtypes.push_back(d);
-    } else if (a == "--threads" || a == "--rounds" || a == "--mib") {
-      long* out = a == "--threads" ? &threads : a == "--rounds" ? &rounds : &mib;
-      const long hi = a == "--threads" ? 64 : a == "--rounds" ? 100 : 65536;
-      if (!ParseCount(v, 1, hi, out)) {
-        std::fprintf(stderr, "%s: %s '%s': give a whole number from 1 to %ld\n", kTool, a.c_str(), v, hi);
-        return Usage(2);
-      }
-    } else if (a == "--scale") {
-      if (!ParseCount(v, 1, 8, &scale) || (scale & (scale - 1)) != 0) {
-        std::fprintf(stderr, "%s: --scale '%s': give 1, 2, 4 or 8\n", kTool, v);
-        return Usage(2);
-      }
-    } else if (a == "--kernels") {
-      const KernelTable* found = nullptr;
-      const KernelTable* all[16];
-      size_t n = tinyai::kernels::AvailableTables(all, 16);
-      std::string names;
-      for (size_t j = 0; j < n && j < 16; ++j) {
-        if (std::strcmp(all[j]->name, v) == 0) found = all[j];
-        names += std::string(j ? ", " : "") + all[j]->name;
-      }
-      if (found == nullptr) {
-        std::fprintf(stderr, "%s: no kernel table '%s' on this CPU (it runs: %s)\n", kTool, v, names.c_str());
-        return Usage(2);
-      }
-      table = found;
-    }
-  }
+    throw tt::UsageError(std::string("no kernel table '") + v + "' on this CPU (it runs: " + names + ")");
+  });
+  std::vector<std::string> positional;
+  int exit_code = 0;
+  if (!args.Parse(argc, argv, kTool, kUsage, &positional, &exit_code)) return exit_code;
+  if (!positional.empty()) throw tt::UsageError("unexpected argument " + positional[0]);
   if (dtypes.empty()) {
     dtypes = {TINYAI_DTYPE_F32, TINYAI_DTYPE_F16, TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32};
   }
@@ -340,37 +307,34 @@ int main(int argc, char** argv) {
   for (size_t d = 0; d < dtypes.size(); ++d) {
     const WeightKernels& k = table->weights[dtypes[d]];
     if (k.matvec == nullptr && k.matvec_q == nullptr) {
-      std::fprintf(stderr, "%s: table %s has no products for %s\n", kTool, table->name,
-                   tinyaiDTypeName(static_cast<TinyAIDType>(dtypes[d])));
-      return Usage(2);
+      throw tt::UsageError(std::string("table ") + table->name + " has no products for " + Name(dtypes[d]));
     }
     if (tinyai::IsSuperBlockDType(dtypes[d]) && (5632 / scale) % 256 != 0) {
-      std::fprintf(stderr, "%s: %s rows hold whole blocks of 256 values: --scale %ld leaves rows of %ld; give --scale 1 or 2\n",
-                   kTool, tinyaiDTypeName(static_cast<TinyAIDType>(dtypes[d])), scale, 5632 / scale);
-      return Usage(2);
+      throw tt::UsageError(std::string(Name(dtypes[d])) + " rows hold whole blocks of 256 values: --scale " +
+                           std::to_string(scale) + " leaves rows of " + std::to_string(5632 / scale) +
+                           "; give --scale 1 or 2");
     }
     if (!Build(k, dtypes[d], static_cast<size_t>(mib) << 20, static_cast<size_t>(scale), &streams[d])) {
-      std::fprintf(stderr, "%s: cannot allocate %ld MiB for %s; give a smaller --mib\n", kTool, mib,
-                   tinyaiDTypeName(static_cast<TinyAIDType>(dtypes[d])));
-      return 1;
+      throw tt::RuntimeError(TINYAI_ERR_OUT_OF_MEMORY, "cannot allocate " + std::to_string(mib) + " MiB for " +
+                                                           Name(dtypes[d]) + "; give a smaller --mib");
     }
   }
   std::vector<std::vector<double>> kernel(dtypes.size()), read(dtypes.size());
-  for (long r = 0; r < rounds; ++r) {
+  for (int r = 0; r < rounds; ++r) {
     for (size_t d = 0; d < dtypes.size(); ++d) {
       // An untimed read first: on the Zen 5 VM a page left alone for some
       // seconds is slow to reach again (the first pass over a dtype built
       // 15 s before read 1.5-3.4 GB/s, the next 40), with no page fault in
       // the guest. Then the two passes, in turns first.
-      Pass(*table, streams[d], static_cast<int>(threads), false);
+      Pass(*table, streams[d], threads, false);
       const bool kernel_first = r % 2 == 0;
-      const double first = Pass(*table, streams[d], static_cast<int>(threads), kernel_first);
-      const double second = Pass(*table, streams[d], static_cast<int>(threads), !kernel_first);
+      const double first = Pass(*table, streams[d], threads, kernel_first);
+      const double second = Pass(*table, streams[d], threads, !kernel_first);
       kernel[d].push_back(kernel_first ? first : second);
       read[d].push_back(kernel_first ? second : first);
     }
   }
-  std::printf("%s: table %s, %ld threads, %ld rounds\n", kTool, table->name, threads, rounds);
+  std::printf("%s: table %s, %d threads, %d rounds\n", kTool, table->name, threads, rounds);
   for (size_t d = 0; d < dtypes.size(); ++d) {
     const Stream& s = streams[d];
     std::printf("%-9s %s, %zu layers, %.0f MB\n", tinyaiDTypeName(static_cast<TinyAIDType>(s.dtype)),
@@ -387,4 +351,10 @@ int main(int argc, char** argv) {
   }
   for (Stream& s : streams) std::free(s.data);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tinyai_tools::Main(kTool, kUsage, [&] { return Run(argc, argv); });
 }

@@ -94,30 +94,6 @@ tinyai::WriteOptions ParseCompress(const std::string& v) {
   return o;
 }
 
-// A dtype by its name ("f32" ... "q5m_g32"), GGUF's (q8_0, q4_0, iq4_nl,
-// q5_0, q5_1) or tinyai-quantize's (fp32, fp16, int8, int4, int4-sym), in
-// any case: one vocabulary in every tool.
-TinyAIDType ParseDtype(const std::string& given) {
-  std::string v = given;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const struct {
-    const char* alias;
-    TinyAIDType dtype;
-  } kAliases[] = {{"fp32", TINYAI_DTYPE_F32},     {"fp16", TINYAI_DTYPE_F16},      {"q8_0", TINYAI_DTYPE_Q8_G32},
-                  {"int8", TINYAI_DTYPE_Q8_G32},  {"q4_0", TINYAI_DTYPE_Q4_G32},   {"int4-sym", TINYAI_DTYPE_Q4_G32},
-                  {"iq4_nl", TINYAI_DTYPE_Q4NL_G32}, {"int4", TINYAI_DTYPE_Q4NL_G32}, {"q5_0", TINYAI_DTYPE_Q5_G32},
-                  {"q5_1", TINYAI_DTYPE_Q5M_G32}};
-  for (const auto& a : kAliases) {
-    if (v == a.alias) return a.dtype;
-  }
-  for (int d = TINYAI_DTYPE_F32; d <= TINYAI_DTYPE_Q5M_G32; ++d) {
-    if (v == tinyaiDTypeName(static_cast<TinyAIDType>(d))) return static_cast<TinyAIDType>(d);
-  }
-  throw tinyai_tools::UsageError("--dtype takes f32, f16, q8_g32 (q8_0, int8), q4_g32 (q4_0, int4-sym), q4nl_g32 "
-                                 "(iq4_nl, int4), q4_k, q5_k, q6_k, q5_g32 (q5_0) or q5m_g32 (q5_1), got '" +
-                                 given + "'");
-}
-
 // What a conversion says: lines on stderr (none with --quiet), or with
 // --json one object on stdout at the end (Finish).
 struct Report {
@@ -252,7 +228,7 @@ int Run(int argc, char** argv) {
     options.matrix_dtype = dtype;
   });
   args.Flag({"--dtype", "--outtype"}, [&](const std::string&, const char* v) {
-    options.matrix_dtype = ParseDtype(v);
+    options.matrix_dtype = tt::ParseDtype(v);
     dtype_given = true;
   });
   args.Flag({"--name"}, [&](const std::string&, const char* v) { name = v; });
