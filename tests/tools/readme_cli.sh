@@ -22,6 +22,10 @@
 #   - Under a sanitizer, gcc links with the build's -fsanitize= flags (a
 #     wrapper ahead on PATH). In a cross build (EMULATOR set) the test skips:
 #     the README's commands are for the build machine.
+#   - A command still running after README_CLI_LIMIT seconds (default 300;
+#     each takes a few, under a sanitizer too) is a hang: the stacks of every
+#     thread of the processes under the script go to stderr (gdb, where there
+#     is one), they are killed, and the test fails naming the command.
 #   - Without the shared data (stories260K) the test skips, or fails when
 #     TINYAI_REQUIRE_SHARED is set (to anything but 0).
 # Everything is written under OUT (emptied first), never in the source tree.
@@ -83,9 +87,39 @@ fi
 script=$out/readme.sh
 cat > "$script" <<'EOF'
 set -o pipefail
+# A watchdog per command: one still running after readme_limit seconds (a
+# hang: every command takes a few seconds, under a sanitizer too) gets the
+# stacks of every thread of the processes under this shell printed (gdb,
+# where there is one) and is killed, so the test fails at once and names the
+# command, instead of at ctest's timeout with nothing said.
+readme_limit=${README_CLI_LIMIT:-300}
+readme_tree() {  # the processes under $1, children first
+  local c
+  for c in $(ps -o pid= --ppid "$1"); do readme_tree "$c"; echo "$c"; done
+}
+readme_watch() {
+  (
+    sleep "$readme_limit" < /dev/null > /dev/null 2>&1 &
+    trap 'kill $! 2>/dev/null; exit 0' TERM  # the command ended: so does the sleep
+    wait $!
+    echo "readme_cli: README.md:$readme_line: still running after ${readme_limit}s: $readme_command" >&2
+    for p in $(readme_tree "$1"); do
+      [ "$p" = "$BASHPID" ] && continue
+      echo "readme_cli: process $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" >&2
+      if command -v gdb > /dev/null; then
+        gdb -p "$p" -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^(#|Thread)' >&2
+      fi
+    done
+    for p in $(readme_tree "$1"); do [ "$p" = "$BASHPID" ] || kill -9 "$p" 2>/dev/null; done
+  ) &
+  readme_watchdog=$!
+}
 readme_check() {
-  if [ "$1" -ne 0 ]; then
-    echo "readme_cli: README.md:$readme_line: exit status $1: $readme_command" >&2
+  local status=$1
+  kill "$readme_watchdog" 2>/dev/null
+  wait "$readme_watchdog" 2>/dev/null
+  if [ "$status" -ne 0 ]; then
+    echo "readme_cli: README.md:$readme_line: exit status $status: $readme_command" >&2
     exit 1
   fi
 }
@@ -104,6 +138,7 @@ finish_command() {
     {
       echo "readme_line=$command_line readme_command=$(quote "$command")"
       echo "echo \"README.md:\$readme_line: \$ \$readme_command\""
+      echo 'readme_watch $$'
       printf '%s\n' "$command"
       echo 'readme_check $?'
     } >> "$script"
