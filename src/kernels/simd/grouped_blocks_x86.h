@@ -74,27 +74,33 @@ inline __m256i FifthBit(__m256i bits, int bit) {
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, m), m), _mm256_set1_epi8(16));
 }
 
-// A q4_k/q5_k block's eight d * sc[s] and dmin * mn[s] (KScaleMin's
-// unpacking, four sub-blocks a 32-bit word: sc[0..3] and mn[0..3] are the
-// low 6 bits of bytes 0..3 and 4..7; sc[4..7] and mn[4..7] the low and high
-// nibbles of bytes 8..11 with the top 2 bits of bytes 0..3 and 4..7 above).
-// ScaleMinBytes: the eight sc[s] and mn[s] as bytes 0..7 of two words.
-inline void ScaleMinBytes(const uint8_t* b, int64_t* sc, int64_t* mn) {
-  uint32_t q[3];
-  std::memcpy(q, b + 4, sizeof q);
-  const uint32_t sc_lo = q[0] & 0x3f3f3f3fu, mn_lo = q[1] & 0x3f3f3f3fu;
-  const uint32_t sc_hi = (q[2] & 0x0f0f0f0fu) | ((q[0] >> 2) & 0x30303030u);
-  const uint32_t mn_hi = ((q[2] >> 4) & 0x0f0f0f0fu) | ((q[1] >> 2) & 0x30303030u);
-  *sc = static_cast<int64_t>(sc_lo | static_cast<uint64_t>(sc_hi) << 32);
-  *mn = static_cast<int64_t>(mn_lo | static_cast<uint64_t>(mn_hi) << 32);
+// A q4_k/q5_k block's eight sc[s] and mn[s] (KScaleMin's unpacking, four
+// sub-blocks a 32-bit word: of the words q0, q1, q2 at bytes 4, 8, 12,
+// sc[0..3] = q0 & 0x3f3f3f3f and mn[0..3] = q1 & 0x3f3f3f3f; sc[4..7] = (q2
+// & 0x0f0f0f0f) | ((q0 >> 2) & 0x30303030), mn[4..7] = ((q2 >> 4) &
+// 0x0f0f0f0f) | ((q1 >> 2) & 0x30303030)) as bytes sc[0..7], mn[0..7], from
+// the block's first 16 bytes v = [d|dmin, q0, q1, q2]: two vpshufd put [q0,
+// q2, q1, q2] and [q0, q0, q1, q1] under the four results, then one shift
+// (a count a word), two masks and an or, in vector registers (the scalar
+// steps took about a quarter of a q4_k block's time in cache; PairScalesMins
+// does two blocks so).
+inline __m128i ScaleMinVector(__m128i v) {
+  const __m128i x = _mm_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1));  // [q0, q2, q1, q2]
+  const __m128i y = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1));  // [q0, q0, q1, q1]
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(x, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i high = _mm_and_si128(_mm_srli_epi32(y, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);  // sc[0..7], mn[0..7]
 }
 
+// The block's eight d * sc[s] and dmin * mn[s].
 inline void ScalesMins(const uint8_t* b, __m256* scale, __m256* mins) {
-  int64_t sc_bytes, mn_bytes;
-  ScaleMinBytes(b, &sc_bytes, &mn_bytes);
-  const __m128i sc = _mm_cvtsi64_si128(sc_bytes), mn = _mm_cvtsi64_si128(mn_bytes);
-  *scale = _mm256_mul_ps(_mm256_set1_ps(Half(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)));
-  *mins = _mm256_mul_ps(_mm256_set1_ps(Half(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  const __m128i bytes = ScaleMinVector(v);
+  const __m128 f = _mm_cvtph_ps(v);  // [d, dmin, unused, unused]
+  const __m256 d = _mm256_broadcastss_ps(f), dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(f));
+  *scale = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+  *mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(bytes, bytes))));
 }
 
 // What a block's products need of the 8 input groups it meets besides
@@ -361,6 +367,32 @@ inline __m512i Q6KOffsets(const uint8_t* a, const uint8_t* b, const int16_t* hal
   return _mm512_slli_epi32(_mm512_madd_epi16(_mm512_cvtepi8_epi16(sc8), _mm512_loadu_si512(half_sums)), 5);
 }
 
+// Two q4_k/q5_k blocks' d * sc[s] (lanes 0..7 block a's, 8..15 block b's)
+// and dmin * mn[s]: ScalesMins of both at once, a block's first 16 bytes a
+// 128-bit lane (ScaleMinVector's steps). The same integers and float steps
+// as ScalesMins, so the sums are bit for bit; the scalar
+// unpacking took about a quarter of a q4_k block's time in cache (5.9 ns a
+// block, 4.3 without it: docs/benchmarks.md, "K-quants: where a block's time
+// goes").
+inline void PairScalesMins(const uint8_t* a, const uint8_t* b, __m512* scale, __m512* mins) {
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  const __m256i x = _mm256_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1));  // ScaleMinVector, a block a lane
+  const __m256i y = _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1));
+  const __m256i low = _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
+                                       _mm256_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f,
+                                                         0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m256i high =
+      _mm256_and_si256(_mm256_srli_epi32(y, 2), _mm256_setr_epi32(0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030));
+  // A block's 16 bytes are now its sc[0..7], mn[0..7]: to [sc a, sc b, mn a, mn b].
+  const __m256i bytes = _mm256_permute4x64_epi64(_mm256_or_si256(low, high), _MM_SHUFFLE(3, 1, 2, 0));
+  const __m512 f = _mm512_cvtph_ps(v);  // lane 0: a's d, 1: a's dmin, 8: b's d, 9: b's dmin (the rest unused)
+  const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), f);
+  const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 9, 9, 9, 9, 9, 9, 9, 9), f);
+  *scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(bytes))));
+  *mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1))));
+}
+
 // Two blocks' products, a at b and the next at b + kBytes, against the
 // input's blocks i and i + 1 of the chunk: acc's lanes 0..7 take the first
 // block's, 8..15 the second's, each lane the arithmetic of Finish (the same
@@ -378,18 +410,8 @@ inline __m512 FmaPair(const uint8_t* b, const ChunkInput<kChunk>& in, size_t i, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(d, dx), acc);
   } else {
     const __m512i dots = Sums16(LanesK45<DType>(b, in.q[i]), LanesK45<DType>(next, in.q[i + 1]));
-    int64_t sc0, mn0, sc1, mn1;
-    ScaleMinBytes(b, &sc0, &mn0);
-    ScaleMinBytes(next, &sc1, &mn1);
-    // [d, dmin] of both blocks, converted together.
-    uint32_t f0, f1;
-    std::memcpy(&f0, b, sizeof f0);
-    std::memcpy(&f1, next, sizeof f1);
-    const __m512 f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi32(static_cast<int>(f0), static_cast<int>(f1), 0, 0)));
-    const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), f);
-    const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), f);
-    const __m512 scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(sc1, sc0))));
-    const __m512 mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(mn1, mn0))));
+    __m512 scale, mins;
+    PairScalesMins(b, next, &scale, &mins);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(scale, dx), acc);
     return _mm512_fnmadd_ps(_mm512_mul_ps(mins, dx), _mm512_load_ps(in.sum[i]), acc);
   }
