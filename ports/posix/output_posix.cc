@@ -179,7 +179,23 @@ TinyAIStatus BeginOutput(const char* path, OutputFile* out) {
   }
   if (exists) {
     char what[64];
-    if (OpenInThisProcess(st.st_dev, st.st_ino, what, sizeof what)) {
+    // A match must still be the file at the path: another thread's save may
+    // have replaced it since the stat, and its inode number gone to a file
+    // this process is writing now (seen once in 20 x 2 saves to one path
+    // from two threads under qemu). Then look again.
+    bool open_here = OpenInThisProcess(st.st_dev, st.st_ino, what, sizeof what);
+    for (int look = 0; open_here && look < 16; ++look) {
+      struct stat now;
+      if (::stat(final_path, &now) != 0) {
+        open_here = false;  // gone: nothing of this process's is replaced
+      } else if (now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
+        break;  // the same file: really open here
+      } else {
+        st = now;
+        open_here = OpenInThisProcess(st.st_dev, st.st_ino, what, sizeof what);
+      }
+    }
+    if (open_here) {
       return Fail(s, SetError(TINYAI_ERR_INVALID_ARGUMENT, "'%s' is a file this process is reading (%s: a model being "
                               "run, an input being read); replacing it would destroy it: save to another path",
                               path, what));
