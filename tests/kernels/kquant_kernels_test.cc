@@ -295,6 +295,42 @@ TEST(KQuant, SimdTablesHaveTheirOwnProducts) {
   }
 }
 
+// The AVX-512 tables' rows in pairs of groups: a prompt's products (four
+// rows side by side in row panels) equal a token's (one row after the other)
+// bit for bit, with panels of many rows and rows past the 128 pairs the
+// input is prepared in at once.
+TEST(KQuant, Avx512PairRowsMatmulIsItsMatvecBitForBit) {
+  std::mt19937 rng(4949);
+  bool any = false;
+  for (const KernelTable* t : AllTables()) {
+    if (std::string(t->name).rfind("avx512", 0) != 0) continue;
+    any = true;
+    for (int32_t dtype : {TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32, TINYAI_DTYPE_Q5_G32, TINYAI_DTYPE_Q5M_G32}) {
+      const WeightKernels* wk = WeightKernelsFor(*t, dtype);
+      for (size_t cols : {32u, 40u, 896u, 8256u}) {
+        for (size_t rows : {1u, 6u, 700u}) {
+          const size_t rb = GroupedRowBytes(dtype, cols), groups = GroupsPerRow(cols), n = 3;
+          const std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
+          std::vector<float> x(n * cols);
+          for (float& v : x) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+          std::vector<InputGroup> q(n * groups);
+          for (size_t j = 0; j < n; ++j) t->quantize_input(x.data() + j * cols, cols, q.data() + j * groups);
+          std::vector<float> y(rows), batch(n * rows);
+          wk->matmul_q(w.data(), rb, q.data(), groups, batch.data(), rows, rows, cols, n);
+          for (size_t j = 0; j < n; ++j) {
+            wk->matvec_q(w.data(), rb, q.data() + j * groups, y.data(), rows, cols);
+            for (size_t r = 0; r < rows; ++r) {
+              ASSERT_EQ(batch[j * rows + r], y[r]) << t->name << " " << Name(dtype) << " cols " << cols << " rows " << rows
+                                                   << " input " << j << " row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any) GTEST_SKIP() << "no AVX-512 table on this CPU";
+}
+
 // The extremes of each code range meet the extremes of the input without
 // overflow (q6_k's scales of -128 times 32 codes of -32 times -127 inputs).
 TEST(KQuant, ExtremeCodesDoNotOverflow) {

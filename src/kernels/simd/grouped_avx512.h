@@ -7,7 +7,10 @@
 // by a byte shuffle), multiplied with the input's int8 codes by vpdpbusd
 // (VNNI) or vpmaddubsw + vpmaddwd, minus the same product with the code of
 // zero (8, or 128) for each input pair, which depends on the input only and
-// is computed once per product. Without VNNI, q4nl's pairs of 241 * 127
+// is computed once per product. q5_g32 and q5m_g32 take the same steps
+// (their fifth bits one masked byte add of 16; q5_g32's zero is 16, q5m_g32
+// adds its m_w * d_x * sum_x apart), one row after the other (MatvecPairs).
+// Without VNNI, q4nl's pairs of 241 * 127
 // would saturate vpmaddubsw's int16 sums, so it multiplies |value| with the
 // input negated where the value is negative, and needs no offset. q8_g32 takes one group per register: its codes
 // widened to int16 against the int16 input by vpdpwssd or vpmaddwd. Then one
@@ -61,17 +64,42 @@ inline __m512i DotS16(__m512i a, __m512i b) {
   }
 }
 
-// The 64 codes of groups g and g+1 (at p and p + 18) as unsigned bytes in
-// their stored order, one 128-bit lane each: g's 0..15, g+1's 0..15, g's
-// 16..31, g+1's 16..31 (a Q4_0 byte holds j low, j + 16 high); MakePair
-// puts the input in the same order.
+// Whether a dtype's pairs of groups take a group a 256-bit half (q5_g32,
+// q5m_g32), else a 128-bit lane each of g's and g+1's first and last 16 codes.
+template <int32_t DType>
+constexpr bool GroupHalves() {
+  return DType == TINYAI_DTYPE_Q5_G32 || DType == TINYAI_DTYPE_Q5M_G32;
+}
+
+// The 64 codes of groups g and g+1 (at p and p + GroupBytes) as unsigned
+// bytes, one 128-bit lane each, in the order MakePair puts the input in.
+// q4_g32 and q4nl_g32: their stored order, g's 0..15, g+1's 0..15, g's
+// 16..31, g+1's 16..31 (a byte holds j low, j + 16 high). q5_g32 and
+// q5m_g32 (nibbles 6 and 8 bytes in): g's 0..15, 16..31, then g+1's
+// (GroupHalves), so that their 32-bit h (bit j: 16 more for code j) side by
+// side are the mask of one masked byte add.
+template <int32_t DType>
 inline __m512i Codes4(const uint8_t* p) {
-  const __m256i packed = _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))),
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + kQ4GroupBytes)), 1);
-  const __m256i mask = _mm256_set1_epi8(15);
-  const __m256i low = _mm256_and_si256(packed, mask), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
-  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  constexpr size_t kBytes = GroupBytes(DType);
+  if constexpr (GroupHalves<DType>()) {
+    constexpr size_t kNibbles = DType == TINYAI_DTYPE_Q5_G32 ? 6 : 8;
+    const __m512i packed = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kNibbles)))),
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kNibbles + kBytes))), 1);
+    // Lanes 1 and 3 (words 8..15, 24..31) shifted right by 4: the high nibbles.
+    const __m512i codes = _mm512_and_si512(_mm512_mask_srli_epi16(packed, 0xff00ff00u, packed, 4), _mm512_set1_epi8(15));
+    uint32_t ha, hb;
+    std::memcpy(&ha, p + kNibbles - 4, sizeof ha);
+    std::memcpy(&hb, p + kNibbles - 4 + kBytes, sizeof hb);
+    return _mm512_mask_add_epi8(codes, _cvtu64_mask64(ha | static_cast<uint64_t>(hb) << 32), codes, _mm512_set1_epi8(16));
+  } else {
+    const __m256i packed = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + kBytes)), 1);
+    const __m256i mask = _mm256_set1_epi8(15);
+    const __m256i low = _mm256_and_si256(packed, mask), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  }
 }
 
 // q4nl's grid values + 128 (VNNI), or the grid values themselves.
@@ -82,34 +110,52 @@ inline __m512i Grid(__m512i codes) {
   return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(table))), codes);
 }
 
-// What the 4-bit products need of one pair of input groups (a, b), in
-// Codes4's order.
+// What the products of the rows in pairs of groups need of one pair of
+// input groups (a, b), in Codes4's order.
 struct Pair {
-  __m512i q;       // the 64 int8 codes: a 0..15, b 0..15, a 16..31, b 16..31
+  __m512i q;       // the 64 int8 codes: a 0..15, b 0..15, a 16..31, b 16..31 (GroupHalves: a's, then b's)
   __m512i offset;  // minus the product of q with the code of zero, per int32 lane
-  __m128 d;        // [d_a, d_b, 0, 0]
+  __m128 d;        // [d_a, d_b, 0, 0]; q5m_g32: [d_a, d_b, d_a * sum_a, d_b * sum_b]
 };
 
-// [s[0] x4, s[1] x4, s[0] x4, s[1] x4]: a pair's two scales over its lanes.
+// [s[0] x4, s[1] x4, s[0] x4, s[1] x4] (GroupHalves: [s[0] x8, s[1] x8]): a
+// pair's two scales over its lanes.
+template <int32_t DType>
 inline __m512 SpreadPair(__m128 s) {
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1), _mm512_castps128_ps512(s));
+  const __m512i order = GroupHalves<DType>() ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
+                                             : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  return _mm512_permutexvar_ps(order, _mm512_castps128_ps512(s));
+}
+
+// The code that stands for zero: q4_g32's 8, q5_g32's 16, q4nl's grid value
+// + 128 (VNNI); q5m_g32's codes are values as they are (its minimum is added
+// apart) and q4nl without VNNI multiplies signed grid values.
+template <int32_t DType, bool kVnni>
+constexpr int ZeroCode() {
+  return DType == TINYAI_DTYPE_Q4_G32 ? 8 : DType == TINYAI_DTYPE_Q5_G32 ? 16 : DType == TINYAI_DTYPE_Q4NL_G32 && kVnni ? 128 : 0;
 }
 
 template <int32_t DType, bool kVnni>
 inline Pair MakePair(const InputGroup& a, const InputGroup& b) {
   Pair p;
-  const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q)),
-                a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q + 16)),
-                b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q)),
-                b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q + 16));
-  const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(a0), b0, 1),
-                hi = _mm256_inserti128_si256(_mm256_castsi128_si256(a1), b1, 1);
-  p.q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  const bool signed_grid = DType == TINYAI_DTYPE_Q4NL_G32 && !kVnni;
-  p.offset = signed_grid ? _mm512_setzero_si512()
-                         : _mm512_sub_epi32(_mm512_setzero_si512(),
-                                            DotU8S8<kVnni>(_mm512_set1_epi8(static_cast<char>(DType == TINYAI_DTYPE_Q4_G32 ? 8 : 128)), p.q));
-  p.d = _mm_setr_ps(a.d, b.d, 0.0f, 0.0f);
+  if constexpr (GroupHalves<DType>()) {
+    p.q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q))),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.q)), 1);
+  } else {
+    const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q)),
+                  a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q + 16)),
+                  b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q)),
+                  b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q + 16));
+    const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(a0), b0, 1),
+                  hi = _mm256_inserti128_si256(_mm256_castsi128_si256(a1), b1, 1);
+    p.q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  constexpr int kZero = ZeroCode<DType, kVnni>();
+  p.offset = kZero == 0 ? _mm512_setzero_si512()
+                        : _mm512_sub_epi32(_mm512_setzero_si512(), DotU8S8<kVnni>(_mm512_set1_epi8(static_cast<char>(kZero)), p.q));
+  p.d = DType == TINYAI_DTYPE_Q5M_G32
+            ? _mm_setr_ps(a.d, b.d, a.d * static_cast<float>(a.sum), b.d * static_cast<float>(b.sum))
+            : _mm_setr_ps(a.d, b.d, 0.0f, 0.0f);
   return p;
 }
 
@@ -123,30 +169,44 @@ inline __m512i DotU8S8Add(__m512i acc, __m512i u, __m512i s) {
   }
 }
 
-// The pair's float contribution to a row: (codes . q - offset) * d_w * d_x.
+// The pair's float contribution to a row: (codes . q - offset) * d_w * d_x;
+// q5m_g32 adds m_w * d_x * sum_x, each group's in one lane.
 template <int32_t DType, bool kVnni>
 inline __m512 PairProduct(const uint8_t* g, const Pair& x, __m512 acc) {
+  constexpr size_t kBytes = GroupBytes(DType);
   __m512i dot;
-  if constexpr (DType == TINYAI_DTYPE_Q4_G32) {
-    dot = DotU8S8Add<kVnni>(x.offset, Codes4(g), x.q);
+  if constexpr (DType != TINYAI_DTYPE_Q4NL_G32) {
+    dot = DotU8S8Add<kVnni>(x.offset, Codes4<DType>(g), x.q);
   } else if constexpr (kVnni) {
-    dot = DotU8S8Add<kVnni>(x.offset, Grid<kVnni>(Codes4(g)), x.q);
+    dot = DotU8S8Add<kVnni>(x.offset, Grid<kVnni>(Codes4<DType>(g)), x.q);
   } else {
-    const __m512i v = Grid<kVnni>(Codes4(g));
+    const __m512i v = Grid<kVnni>(Codes4<DType>(g));
     const __m512i negated = _mm512_mask_sub_epi8(x.q, _mm512_movepi8_mask(v), _mm512_setzero_si512(), x.q);
     dot = DotU8S8<kVnni>(_mm512_abs_epi8(v), negated);
   }
-  const uint32_t bits = static_cast<uint32_t>(HalfBits(g)) | static_cast<uint32_t>(HalfBits(g + kQ4GroupBytes)) << 16;
-  const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), SpreadPair(_mm_mul_ps(dw, x.d)), acc);
+  if constexpr (DType == TINYAI_DTYPE_Q5M_G32) {
+    uint32_t da, db;  // [d, m] of each group
+    std::memcpy(&da, g, sizeof da);
+    std::memcpy(&db, g + kBytes, sizeof db);
+    const __m128 dm = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(da | static_cast<uint64_t>(db) << 32)));
+    const __m128 t = _mm_mul_ps(_mm_permute_ps(dm, _MM_SHUFFLE(3, 1, 2, 0)), x.d);  // [d_a, d_b, m_a, m_b] * x.d
+    // The pair's sum apart, then one add: a row's chain of dependent steps
+    // stays one instruction a pair.
+    const __m512 mins = _mm512_zextps128_ps512(_mm_movehl_ps(_mm_setzero_ps(), t));
+    return _mm512_add_ps(acc, _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), SpreadPair<DType>(t), mins));
+  } else {
+    const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(HalfBits(g)), HalfBits(g + kBytes), 1));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), SpreadPair<DType>(_mm_mul_ps(dw, x.d)), acc);
+  }
 }
 
-// A last, unpaired group of a 4-bit row: the pair's arithmetic with a zero
+// A last, unpaired group of a row: the pair's arithmetic with a zero
 // second group (its input half is zero, so it adds nothing).
 template <int32_t DType, bool kVnni>
 inline float LastGroup(const uint8_t* g, const InputGroup& x) {
-  alignas(64) uint8_t two[2 * kQ4GroupBytes] = {};
-  std::memcpy(two, g, kQ4GroupBytes);
+  constexpr size_t kBytes = GroupBytes(DType);
+  alignas(64) uint8_t two[2 * kBytes] = {};
+  std::memcpy(two, g, kBytes);
   InputGroup zero = {};
   const Pair p = MakePair<DType, kVnni>(x, zero);
   return _mm512_reduce_add_ps(PairProduct<DType, kVnni>(two, p, _mm512_setzero_ps()));
@@ -160,15 +220,15 @@ inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_hadd_ps(_mm_hadd_ps(qa, qb), _mm_hadd_ps(qc, qd));
 }
 
-// Rows of a 4-bit dtype against one input, four rows side by side (four
-// independent accumulators, one reduction for the four; the last rows % 4
-// reduced the same way, so a row's value does not depend on where a slice of
-// the rows starts); the input's pairs
-// are prepared once (kMaxPairs at a time: rows up to 8,192 values in one
-// pass).
+// Rows in pairs of groups against one input, four rows side by side (two
+// accumulators a row, its even and odd pairs; one reduction for the four;
+// the last rows % 4 reduced the same way, so a row's value does not depend
+// on where a slice of the rows starts); the input's pairs are prepared once
+// (kMaxPairs at a time: rows up to 8,192 values in one pass).
 template <int32_t DType, bool kVnni>
 void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
   constexpr size_t kMaxPairs = 128;  // 20 KiB of prepared pairs on the stack
+  constexpr size_t kBytes = GroupBytes(DType);
   const size_t groups = GroupsPerRow(cols), pairs = groups / 2;
   Pair prepared[kMaxPairs];
   for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
@@ -177,27 +237,36 @@ void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, 
     for (size_t p = p0; p < p1; ++p) prepared[p - p0] = MakePair<DType, kVnni>(x[2 * p], x[2 * p + 1]);
     size_t r = 0;
     for (; r + 4 <= rows; r += 4) {
-      const uint8_t* row = w + r * row_bytes + 2 * p0 * kQ4GroupBytes;
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-      for (size_t p = p0; p < p1; ++p, row += 2 * kQ4GroupBytes) {
-        const Pair& in = prepared[p - p0];
-        a0 = PairProduct<DType, kVnni>(row, in, a0);
-        a1 = PairProduct<DType, kVnni>(row + row_bytes, in, a1);
-        a2 = PairProduct<DType, kVnni>(row + 2 * row_bytes, in, a2);
-        a3 = PairProduct<DType, kVnni>(row + 3 * row_bytes, in, a3);
+      const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
+      __m512 e[4], o[4];  // each row's even and odd pairs
+      for (int i = 0; i < 4; ++i) e[i] = o[i] = _mm512_setzero_ps();
+      size_t p = p0;
+      for (; p + 2 <= p1; p += 2, row += 4 * kBytes) {
+        for (int i = 0; i < 4; ++i) e[i] = PairProduct<DType, kVnni>(row + i * row_bytes, prepared[p - p0], e[i]);
+        for (int i = 0; i < 4; ++i) o[i] = PairProduct<DType, kVnni>(row + i * row_bytes + 2 * kBytes, prepared[p + 1 - p0], o[i]);
       }
-      _mm_storeu_ps(y + r, _mm_add_ps(_mm_loadu_ps(y + r), Sum4(a0, a1, a2, a3)));
+      if (p < p1) {
+        for (int i = 0; i < 4; ++i) e[i] = PairProduct<DType, kVnni>(row + i * row_bytes, prepared[p - p0], e[i]);
+      }
+      const __m128 sums = Sum4(_mm512_add_ps(e[0], o[0]), _mm512_add_ps(e[1], o[1]), _mm512_add_ps(e[2], o[2]), _mm512_add_ps(e[3], o[3]));
+      _mm_storeu_ps(y + r, _mm_add_ps(_mm_loadu_ps(y + r), sums));
     }
     for (; r < rows; ++r) {
-      const uint8_t* row = w + r * row_bytes;
-      __m512 acc = _mm512_setzero_ps();
-      for (size_t p = p0; p < p1; ++p) acc = PairProduct<DType, kVnni>(row + 2 * p * kQ4GroupBytes, prepared[p - p0], acc);
+      const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
+      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+      size_t p = p0;
+      for (; p + 2 <= p1; p += 2, row += 4 * kBytes) {
+        even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
+        odd = PairProduct<DType, kVnni>(row + 2 * kBytes, prepared[p + 1 - p0], odd);
+      }
+      if (p < p1) even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
+      const __m512 acc = _mm512_add_ps(even, odd);
       y[r] += _mm_cvtss_f32(Sum4(acc, acc, acc, acc));  // reduced as in a block of four: a row's value is its own
     }
     p0 = p1;
   }
   if (groups % 2 != 0) {
-    for (size_t r = 0; r < rows; ++r) y[r] += LastGroup<DType, kVnni>(w + r * row_bytes + (groups - 1) * kQ4GroupBytes, x[groups - 1]);
+    for (size_t r = 0; r < rows; ++r) y[r] += LastGroup<DType, kVnni>(w + r * row_bytes + (groups - 1) * kBytes, x[groups - 1]);
   }
 }
 
@@ -404,10 +473,71 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
   }
 }
 
-// The 4-bit rows' matvec (Matvec4) as a table's entry.
+// Rows in pairs of groups against one input, one row after the other (each
+// thread's rows one sequential stream), the bytes kAheadRows rows on
+// prefetched into L2 as the row goes: a row's sum in Matvec4's order and
+// arithmetic (even and odd pairs, reduced by Sum4), so a token's products equal
+// a prompt's bit for bit. From DRAM Matvec4's four rows side by side ran at
+// a third of this (tinyai-bench-stream, ~1B, 2 threads: AVX-512 q4_g32
+// rows 0.30 of a read against 0.83, q5_g32 0.40 against 0.63-0.69); in
+// cache they ran 1.15-1.2x this, so the prompts' row panels (MatmulPairs)
+// keep them.
 template <int32_t DType, bool kVnni>
-void Matvec4Rows(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
-  Matvec4<DType, kVnni>(w, row_bytes, static_cast<const InputGroup*>(x), y, rows, cols);
+void MatvecPairs(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
+  constexpr size_t kMaxPairs = 128;  // 20 KiB of prepared pairs on the stack
+  constexpr size_t kBytes = GroupBytes(DType);
+  const size_t groups = GroupsPerRow(cols), pairs = groups / 2;
+  Pair prepared[kMaxPairs];
+  for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
+  for (size_t p0 = 0; p0 < pairs;) {
+    const size_t p1 = pairs - p0 < kMaxPairs ? pairs : p0 + kMaxPairs;
+    for (size_t p = p0; p < p1; ++p) prepared[p - p0] = MakePair<DType, kVnni>(x[2 * p], x[2 * p + 1]);
+    for (size_t r = 0; r < rows; ++r) {
+      const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
+      const uint8_t* ahead = r + kAheadRows < rows ? row + kAheadRows * row_bytes : nullptr;
+      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+      size_t p = p0;
+      for (; p + 2 <= p1; p += 2, row += 4 * kBytes) {
+        if (ahead != nullptr) {  // a line ahead for every 64 bytes or fewer read
+          const uint8_t* a = ahead + 2 * (p - p0) * kBytes;
+          _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T1);
+          _mm_prefetch(reinterpret_cast<const char*>(a + 2 * kBytes), _MM_HINT_T1);
+        }
+        even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
+        odd = PairProduct<DType, kVnni>(row + 2 * kBytes, prepared[p + 1 - p0], odd);
+      }
+      if (p < p1) even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
+      const __m512 acc = _mm512_add_ps(even, odd);
+      if (ahead != nullptr) _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * (p1 - p0) * kBytes - 1), _MM_HINT_T1);
+      y[r] += _mm_cvtss_f32(Sum4(acc, acc, acc, acc));
+    }
+    p0 = p1;
+  }
+  if (groups % 2 != 0) {
+    for (size_t r = 0; r < rows; ++r) y[r] += LastGroup<DType, kVnni>(w + r * row_bytes + (groups - 1) * kBytes, x[groups - 1]);
+  }
+}
+
+template <int32_t DType, bool kVnni>
+void MatvecPairRows(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
+  MatvecPairs<DType, kVnni>(w, row_bytes, static_cast<const InputGroup*>(x), y, rows, cols);
+}
+
+// Rows in pairs of groups against n inputs (a prompt): row panels of
+// kPairPanelBytes, small enough to stay in L2 while every input meets them,
+// four rows side by side (Matvec4: in cache 1.15-1.2x MatvecPairs, the
+// same sums bit for bit).
+constexpr size_t kPairPanelBytes = 16u << 10;
+
+template <int32_t DType, bool kVnni>
+void MatmulPairs(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
+                 size_t cols, size_t n) {
+  const InputGroup* x = static_cast<const InputGroup*>(input);
+  const size_t panel = row_bytes >= kPairPanelBytes ? 1 : kPairPanelBytes / row_bytes;
+  for (size_t r0 = 0; r0 < rows; r0 += panel) {
+    const size_t count = rows - r0 < panel ? rows - r0 : panel;
+    for (size_t j = 0; j < n; ++j) Matvec4<DType, kVnni>(w + r0 * row_bytes, row_bytes, x + j * ldx, y + j * ldy + r0, count, cols);
+  }
 }
 
 // A q8_g32 matmul's first inputs: kMinQ8LaneInputs or more of them in the
@@ -491,7 +621,8 @@ struct PanelTile {
 // 12 inputs or more in the lanes (Matmul8Lanes); the 4-bit rows in pairs of
 // groups, four rows side by side (Matvec4), their batches row panel by row
 // panel; panels with VNNI only (none written without it: such a host keeps
-// rows in the row layout).
+// rows in the row layout); q5_g32 and q5m_g32 in pairs of groups too, one
+// row after the other (MatvecPairs); the K-quants' MatvecK.
 template <bool kVnni>
 struct Micro : grouped::Defaults<Micro<kVnni>> {
   using Acc = __m512;
@@ -531,10 +662,18 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
   static constexpr auto OwnMatvec() {
     if constexpr (IsSuperBlockDType(DType)) {
       return &x86blocks::MatvecK<DType>;
-    } else if constexpr (DType == TINYAI_DTYPE_Q8_G32 || x86blocks::Handles(DType)) {
+    } else if constexpr (DType == TINYAI_DTYPE_Q8_G32) {
       return nullptr;
     } else {
-      return &Matvec4Rows<DType, kVnni>;
+      return &MatvecPairRows<DType, kVnni>;
+    }
+  }
+  template <int32_t DType>
+  static constexpr auto OwnMatmul() {
+    if constexpr (IsSuperBlockDType(DType) || DType == TINYAI_DTYPE_Q8_G32) {
+      return nullptr;
+    } else {
+      return &MatmulPairs<DType, kVnni>;
     }
   }
   template <int32_t DType>
