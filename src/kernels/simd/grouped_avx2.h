@@ -175,6 +175,80 @@ inline void MatvecQ8(const uint8_t* w, size_t row_bytes, const void* input, floa
   }
 }
 
+// q5_g32 and q5m_g32, one row after the other, eight groups at a time as
+// MatvecQ8: the eight groups' codes (x86blocks::CodesQ5) against the int8
+// input by vpmaddubsw and vpmaddwd, their int32 lanes summed across
+// (x86blocks::Reduce8) to one vector of eight dot products, q5_g32's -16 *
+// sum_x added as integers from a copy of the input's made once per call,
+// then one conversion and one multiply-add by d_w * d_x, the eight weight
+// scales gathered with vpinsrw; q5m_g32 adds its m_w * (d_x * sum_x) with
+// one more. The rows' bytes kAhead rows on are prefetched into L2. The
+// groups past a multiple of eight take x86blocks::FmaQ5 (the drivers'
+// arithmetic).
+inline uint16_t HalfBits(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return h;
+}
+
+// The f16 words at b and the 7 groups after it.
+template <int32_t DType>
+inline __m128i GatherHalves(const uint8_t* b) {
+  constexpr size_t kBytes = GroupBytes(DType);
+  __m128i h = _mm_cvtsi32_si128(HalfBits(b));
+  h = _mm_insert_epi16(h, HalfBits(b + kBytes), 1);
+  h = _mm_insert_epi16(h, HalfBits(b + 2 * kBytes), 2);
+  h = _mm_insert_epi16(h, HalfBits(b + 3 * kBytes), 3);
+  h = _mm_insert_epi16(h, HalfBits(b + 4 * kBytes), 4);
+  h = _mm_insert_epi16(h, HalfBits(b + 5 * kBytes), 5);
+  h = _mm_insert_epi16(h, HalfBits(b + 6 * kBytes), 6);
+  return _mm_insert_epi16(h, HalfBits(b + 7 * kBytes), 7);
+}
+
+template <int32_t DType>
+inline void MatvecQ5(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
+  constexpr bool kMin = DType == TINYAI_DTYPE_Q5M_G32;
+  constexpr size_t kBytes = GroupBytes(DType), kChunk = 256, kAhead = 4;
+  const InputGroup* x = static_cast<const InputGroup*>(input);
+  const size_t groups = GroupsPerRow(cols);
+  alignas(32) float dx[kChunk];
+  alignas(32) int32_t offset[kChunk];  // q5_g32: -16 * sum_x
+  alignas(32) float dsum[kChunk];      // q5m_g32: d_x * sum_x
+  for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
+  for (size_t g0 = 0; g0 < groups; g0 += kChunk) {
+    const size_t count = groups - g0 < kChunk ? groups - g0 : kChunk, full = count / 8 * 8;
+    const InputGroup* xc = x + g0;
+    for (size_t g = 0; g < count; ++g) {
+      dx[g] = xc[g].d;
+      offset[g] = -16 * xc[g].sum;
+      dsum[g] = xc[g].d * static_cast<float>(xc[g].sum);
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      const uint8_t* row = w + r * row_bytes + g0 * kBytes;
+      const uint8_t* ahead = r + kAhead < rows ? row + kAhead * row_bytes : nullptr;
+      __m256 acc = _mm256_setzero_ps();
+      for (size_t g = 0; g < full; g += 8) {
+        const uint8_t* b = row + g * kBytes;
+        if (ahead != nullptr) {
+          for (size_t line = 0; line < 8 * kBytes; line += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + g * kBytes + line), _MM_HINT_T1);
+          }
+        }
+        __m256i s[8];
+        for (int k = 0; k < 8; ++k) s[k] = x86blocks::Dot32(x86blocks::CodesQ5<DType>(b + k * kBytes), xc[g + k].q);
+        __m256i dots = x86blocks::Reduce8(s);
+        if (!kMin) dots = _mm256_add_epi32(dots, _mm256_load_si256(reinterpret_cast<const __m256i*>(offset + g)));
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(GatherHalves<DType>(b)), _mm256_load_ps(dx + g));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), d, acc);
+        if (kMin) acc = _mm256_fmadd_ps(_mm256_cvtph_ps(GatherHalves<DType>(b + 2)), _mm256_load_ps(dsum + g), acc);
+      }
+      __m256 rest = _mm256_setzero_ps();
+      for (size_t g = full; g < count; ++g) rest = x86blocks::FmaQ5<DType>(row + g * kBytes, xc[g], rest);
+      y[r] += HorizontalSum(_mm256_add_ps(acc, rest));
+    }
+  }
+}
+
 // Several inputs against rows, two rows by four inputs a tile (PairTile).
 // Per group and row the codes are decoded once (WeightGroup); each of the
 // tile's 8 (row, input) pairs gives 8 int32 partial sums, and instead of
@@ -388,6 +462,8 @@ struct Micro : grouped::Defaults<Micro> {
       return &MatvecQ8;
     } else if constexpr (IsSuperBlockDType(DType)) {
       return &x86blocks::MatvecK<DType>;
+    } else if constexpr (DType == TINYAI_DTYPE_Q5_G32 || DType == TINYAI_DTYPE_Q5M_G32) {
+      return &MatvecQ5<DType>;
     } else {
       return nullptr;
     }

@@ -452,23 +452,27 @@ inline __m256 FmaLaidOut(const uint8_t* b, const ChunkInput<kChunk>& chunk, size
 #endif
 }
 
-// acc + a q5_g32 or q5m_g32 group's product with x.
+// A q5_g32 or q5m_g32 group's 32 codes (0..31) as unsigned bytes.
 template <int32_t DType>
-inline __m256 FmaQ5(const uint8_t* g, const InputGroup& x, __m256 acc) {
-  constexpr bool kMin = DType == TINYAI_DTYPE_Q5M_G32;
-  const uint8_t* p = g + (kMin ? 4 : 2);
+inline __m256i CodesQ5(const uint8_t* g) {
+  const uint8_t* p = g + (DType == TINYAI_DTYPE_Q5M_G32 ? 4 : 2);
   uint32_t h;
   std::memcpy(&h, p, sizeof h);
   const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4));
-  const __m128i m4 = _mm_set1_epi8(15);
-  __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), m4), _mm_and_si128(packed, m4));
+  const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(15));
   // Byte j of the vector takes byte j / 8 of h, then its bit j % 8.
   const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(h)),
                                              _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2,
                                                               2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
-  codes = _mm256_or_si256(codes, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16)));
-  __m256i dot = Dot32(codes, x.q);
+  return _mm256_or_si256(codes, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16)));
+}
+
+// acc + a q5_g32 or q5m_g32 group's product with x.
+template <int32_t DType>
+inline __m256 FmaQ5(const uint8_t* g, const InputGroup& x, __m256 acc) {
+  constexpr bool kMin = DType == TINYAI_DTYPE_Q5M_G32;
+  __m256i dot = Dot32(CodesQ5<DType>(g), x.q);
   if (!kMin) dot = _mm256_add_epi32(dot, _mm256_castsi128_si256(_mm_cvtsi32_si128(-16 * x.sum)));
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(Half(g) * x.d), acc);
   if (kMin) acc = _mm256_add_ps(acc, _mm256_set_m128(_mm_setzero_ps(), _mm_set_ss(static_cast<float>(x.sum) * (Half(g + 2) * x.d))));
