@@ -331,6 +331,34 @@ TEST(KQuant, Avx512PairRowsMatmulIsItsMatvecBitForBit) {
   if (!any) GTEST_SKIP() << "no AVX-512 table on this CPU";
 }
 
+// The K-quants' integer sums are exact on every path, so the AVX-512 VNNI
+// table's products (vpdpbusd; q6_k's halves scaled by vpmulld) equal the
+// AVX-512 table's (vpmaddubsw and vpmaddwd) bit for bit.
+TEST(KQuant, Avx512VnniKQuantsAreTheAvx512TablesBitForBit) {
+  const KernelTable *plain = nullptr, *vnni = nullptr;
+  for (const KernelTable* t : AllTables()) {
+    if (std::string(t->name) == "avx512") plain = t;
+    if (std::string(t->name) == "avx512vnni") vnni = t;
+  }
+  if (plain == nullptr || vnni == nullptr) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::mt19937 rng(5151);
+  for (int32_t dtype : {TINYAI_DTYPE_Q4_K, TINYAI_DTYPE_Q5_K, TINYAI_DTYPE_Q6_K}) {
+    EXPECT_NE(WeightKernelsFor(*vnni, dtype)->matvec_q, WeightKernelsFor(*plain, dtype)->matvec_q) << Name(dtype);
+    for (size_t cols : ColsFor(dtype)) {
+      const size_t rows = 9, rb = GroupedRowBytes(dtype, cols), groups = GroupsPerRow(cols);
+      const std::vector<uint8_t> w = RandomRows(rng, dtype, rows, cols, rb);
+      std::vector<float> x(cols);
+      for (float& v : x) v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+      std::vector<InputGroup> q(groups);
+      plain->quantize_input(x.data(), cols, q.data());
+      std::vector<float> a(rows), b(rows);
+      WeightKernelsFor(*plain, dtype)->matvec_q(w.data(), rb, q.data(), a.data(), rows, cols);
+      WeightKernelsFor(*vnni, dtype)->matvec_q(w.data(), rb, q.data(), b.data(), rows, cols);
+      for (size_t r = 0; r < rows; ++r) ASSERT_EQ(a[r], b[r]) << Name(dtype) << " cols " << cols << " row " << r;
+    }
+  }
+}
+
 // The extremes of each code range meet the extremes of the input without
 // overflow (q6_k's scales of -128 times 32 codes of -32 times -127 inputs).
 TEST(KQuant, ExtremeCodesDoNotOverflow) {

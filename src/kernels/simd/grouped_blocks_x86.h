@@ -143,6 +143,11 @@ struct ChunkInput {
   alignas(64) float d[kChunk][8];
   alignas(64) float sum[kChunk][8];
   alignas(64) int16_t half_sums[kChunk][16];
+#if defined(__AVX512VNNI__)
+  // q6_k with VNNI: 32 * the half sums as int32, in Lanes4's order (element
+  // 4i + j: half 4j + i; HalfDotsQ6K).
+  alignas(64) int32_t half_offsets[kChunk][16];
+#endif
   alignas(64) int8_t q[kChunk][kSuperBlock];
 
   template <int32_t DType>
@@ -151,6 +156,12 @@ struct ChunkInput {
     _mm256_store_ps(d[b], in.d);
     _mm256_store_ps(sum[b], in.sum);
     _mm256_store_si256(reinterpret_cast<__m256i*>(half_sums[b]), in.half_sums);
+#if defined(__AVX512VNNI__)
+    if (DType == TINYAI_DTYPE_Q6_K) {
+      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      _mm512_store_si512(half_offsets[b], _mm512_slli_epi32(_mm512_permutexvar_epi32(order, _mm512_cvtepi16_epi32(in.half_sums)), 5));
+    }
+#endif
     for (size_t k = 0; k < 8; ++k) std::memcpy(q[b] + kGroup * k, x[k].q, kGroup);
   }
   BlockInput Block(size_t b) const {
@@ -358,6 +369,34 @@ inline __m512i LanesQ6K(const uint8_t* b, const int8_t* q) {
   return Lanes4(s);
 }
 
+#if defined(__AVX512VNNI__)
+// q6_k with VNNI: LanesQ6K's codes against the input by vpdpbusd (fours of
+// products, no scales), Lanes4 to one int32 a 16-value half (element 4i + j:
+// half 4j + i), the + 32 offset off per half (ChunkInput's half_offsets),
+// then one vpmulld by the halves' int8 scales in the same order. The same
+// exact integers as LanesQ6K minus Q6KOffset, in 4 vpdpbusd and one vpmulld
+// where LanesQ6K takes 4 vpmaddubsw, 4 vpmaddwd and 4 vpermw.
+inline __m512i HalfDotsQ6K(const uint8_t* b, const int8_t* q, const int32_t* half_offsets) {
+  const __m512i m4 = _mm512_set1_epi8(15), m_top = _mm512_set1_epi8(0x30);
+  const __m512i left = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i right = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  __m512i s[4];
+  for (int h = 0; h < 2; ++h) {
+    const __m512i l = _mm512_loadu_si512(b + 64 * h);
+    const __m512i hb = Both(b + 128 + 32 * h);
+    const __m512i lo = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hb, left), m_top));
+    const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                       _mm512_and_si512(_mm512_srlv_epi16(hb, right), m_top));
+    s[2 * h] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(q + 2 * kGroup * (2 * h)));
+    s[2 * h + 1] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512(q + 2 * kGroup * (2 * h + 1)));
+  }
+  const __m512i halves = _mm512_sub_epi32(Lanes4(s), _mm512_load_si512(half_offsets));
+  const __m128i sc = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)),
+                                      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_mullo_epi32(halves, _mm512_cvtepi8_epi32(sc));
+}
+#endif
+
 // Q6KOffset of two blocks (a's in lanes 0..7, b's in 8..15), against their
 // half sums one after the other.
 inline __m512i Q6KOffsets(const uint8_t* a, const uint8_t* b, const int16_t* half_sums) {
@@ -404,8 +443,12 @@ inline __m512 FmaPair(const uint8_t* b, const ChunkInput<kChunk>& in, size_t i, 
   const uint8_t* next = b + kBytes;
   const __m512 dx = _mm512_load_ps(in.d[i]);  // blocks i and i + 1: 16 floats in a row
   if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+#if defined(__AVX512VNNI__)
+    const __m512i dots = Sums16(HalfDotsQ6K(b, in.q[i], in.half_offsets[i]), HalfDotsQ6K(next, in.q[i + 1], in.half_offsets[i + 1]));
+#else
     const __m512i dots = _mm512_sub_epi32(Sums16(LanesQ6K(b, in.q[i]), LanesQ6K(next, in.q[i + 1])),
                                           Q6KOffsets(b, next, in.half_sums[i]));
+#endif
     const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(Half(b + 208)), _mm256_set1_ps(Half(next + 208)), 1);
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(d, dx), acc);
   } else {
@@ -439,7 +482,11 @@ inline __m256 FmaLaidOut(const uint8_t* b, const ChunkInput<kChunk>& chunk, size
   const int8_t* q = chunk.q[i];
 #if defined(__AVX512BW__)
   if constexpr (DType == TINYAI_DTYPE_Q6_K) {
+#if defined(__AVX512VNNI__)
+    return Finish<DType>(b, Sums8(HalfDotsQ6K(b, q, chunk.half_offsets[i])), in, acc);
+#else
     return Finish<DType>(b, _mm256_sub_epi32(Sums8(LanesQ6K(b, q)), Q6KOffset(b, in)), in, acc);
+#endif
   } else {
     return Finish<DType>(b, Sums8(LanesK45<DType>(b, q)), in, acc);
   }

@@ -1,9 +1,8 @@
 // The AVX-512 table with AVX512-VNNI integer products for the grouped dtypes
 // (vpdpbusd, vpdpwssd; grouped_avx512.h): X86Avx512Table()'s float kernels,
 // its grouped entries replaced, q5_g32's and q5m_g32's (vpdpbusd for their
-// pairs of groups), and q4_k's and q5_k's (grouped_blocks_x86.h:
-// their sub-block dots by vpdpbusd; q6_k keeps the AVX-512 table's, whose
-// vpmaddwd by the int8 scales VNNI would not save). Compiled with the
+// pairs of groups), and the K-quants' (grouped_blocks_x86.h: their sub-block
+// dots by vpdpbusd; q6_k's halves scaled by one vpmulld). Compiled with the
 // AVX-512 file's flags plus -mavx512vnni; dispatch.cc calls it only when the
 // CPU has VNNI.
 #include "kernels/simd/grouped_avx512.h"
@@ -20,7 +19,7 @@ const KernelTable& X86Avx512Table();
 const KernelTable& X86Avx512VnniTable() {
   static const KernelTable kTable =
       grouped::DeriveTable<avx512::Grouped<true>, TINYAI_DTYPE_Q8_G32, TINYAI_DTYPE_Q4_G32, TINYAI_DTYPE_Q4NL_G32,
-                           TINYAI_DTYPE_Q4_K, TINYAI_DTYPE_Q5_K, TINYAI_DTYPE_Q5_G32,
+                           TINYAI_DTYPE_Q4_K, TINYAI_DTYPE_Q5_K, TINYAI_DTYPE_Q6_K, TINYAI_DTYPE_Q5_G32,
                            TINYAI_DTYPE_Q5M_G32>(X86Avx512Table(), "avx512vnni");
   return kTable;
 }
