@@ -478,10 +478,10 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
 // prefetched into L2 as the row goes: a row's sum in Matvec4's order and
 // arithmetic (even and odd pairs, reduced by Sum4), so a token's products equal
 // a prompt's bit for bit. From DRAM Matvec4's four rows side by side ran at
-// a third of this (tinyai-bench-stream, ~1B, 2 threads: AVX-512 q4_g32
-// rows 0.30 of a read against 0.83, q5_g32 0.40 against 0.63-0.69); in
-// cache they ran 1.15-1.2x this, so the prompts' row panels (MatmulPairs)
-// keep them.
+// well under half of this (tinyai-bench-stream, ~1B, 2 threads: q4_g32 rows
+// without VNNI 16-17 GB/s against 45, q5_g32 20-25 against 48-50); in cache
+// they ran 1.15-1.2x this, so the prompts' row panels (MatmulPairs) keep
+// them.
 template <int32_t DType, bool kVnni>
 void MatvecPairs(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
   constexpr size_t kMaxPairs = 128;  // 20 KiB of prepared pairs on the stack
@@ -618,11 +618,11 @@ struct PanelTile {
 // The micro-kernel of the grouped drivers (grouped_drivers.h), with and
 // without VNNI: q8_g32's rows by the drivers' RowTile (one group a register,
 // codes widened to int16) with rows prefetched kAheadRows on, its batches of
-// 12 inputs or more in the lanes (Matmul8Lanes); the 4-bit rows in pairs of
-// groups, four rows side by side (Matvec4), their batches row panel by row
-// panel; panels with VNNI only (none written without it: such a host keeps
-// rows in the row layout); q5_g32 and q5m_g32 in pairs of groups too, one
-// row after the other (MatvecPairs); the K-quants' MatvecK.
+// 12 inputs or more in the lanes (Matmul8Lanes); the 4-bit, q5_g32 and
+// q5m_g32 rows in pairs of groups, one row after the other (MatvecPairs),
+// their batches four rows side by side row panel by row panel
+// (MatmulPairs); 4-bit panels with VNNI only (none written without it: such
+// a host keeps rows in the row layout); the K-quants' MatvecK.
 template <bool kVnni>
 struct Micro : grouped::Defaults<Micro<kVnni>> {
   using Acc = __m512;

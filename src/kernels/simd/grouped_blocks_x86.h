@@ -15,7 +15,9 @@
 // one more. The drivers' rows (prompts) do it with 256-bit vectors; the
 // matvec (MatvecK) lays the input out once per call and, where the flags
 // have AVX-512, puts two sub-blocks in a 512-bit register and two blocks'
-// sums in one accumulator, the same integers and the same float steps.
+// sums in one accumulator, the same integers and the same float steps (with
+// VNNI, q6_k sums each 16-value half by vpdpbusd and scales the halves by
+// one vpmulld: HalfDotsQ6K).
 #ifndef TINYAI_KERNELS_SIMD_GROUPED_BLOCKS_X86_H_
 #define TINYAI_KERNELS_SIMD_GROUPED_BLOCKS_X86_H_
 
@@ -556,7 +558,7 @@ void MatvecK(const uint8_t* w, size_t row_bytes, const void* input, float* y, si
   constexpr size_t kChunk = 64, kAhead = 4, kBytes = GroupBytes(DType);
   const InputGroup* x = static_cast<const InputGroup*>(input);
   const size_t blocks = cols / kSuperBlock;
-  ChunkInput<kChunk> in;  // 22 KiB
+  ChunkInput<kChunk> in;  // 22 KiB (26 KiB with VNNI: q6_k's half offsets)
   for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
   for (size_t b0 = 0; b0 < blocks; b0 += kChunk) {
     const size_t count = blocks - b0 < kChunk ? blocks - b0 : kChunk;
