@@ -220,14 +220,14 @@ inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_hadd_ps(_mm_hadd_ps(qa, qb), _mm_hadd_ps(qc, qd));
 }
 
-// Rows in pairs of groups against one input, four rows side by side (two
-// accumulators a row, its even and odd pairs; one reduction for the four;
-// the last rows % 4 reduced the same way, so a row's value does not depend
-// on where a slice of the rows starts); the input's pairs are prepared once
-// (kMaxPairs at a time: rows up to 8,192 values in one pass).
-template <int32_t DType, bool kVnni>
-void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
-  constexpr size_t kMaxPairs = 128;  // 20 KiB of prepared pairs on the stack
+// The input's pairs prepared kMaxPairs at a time (rows up to 8,192 values
+// in one pass; 20 KiB on the stack), body(prepared, p0, p1) run over each
+// chunk of pairs p0..p1 after y's rows are zeroed (it adds to them), then a
+// last, unpaired group's products added.
+template <int32_t DType, bool kVnni, class Body>
+__attribute__((always_inline)) inline void ForPreparedPairs(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols,
+                             Body body) {
+  constexpr size_t kMaxPairs = 128;
   constexpr size_t kBytes = GroupBytes(DType);
   const size_t groups = GroupsPerRow(cols), pairs = groups / 2;
   Pair prepared[kMaxPairs];
@@ -235,39 +235,65 @@ void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, 
   for (size_t p0 = 0; p0 < pairs;) {
     const size_t p1 = pairs - p0 < kMaxPairs ? pairs : p0 + kMaxPairs;
     for (size_t p = p0; p < p1; ++p) prepared[p - p0] = MakePair<DType, kVnni>(x[2 * p], x[2 * p + 1]);
-    size_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
-      __m512 e[4], o[4];  // each row's even and odd pairs
-      for (int i = 0; i < 4; ++i) e[i] = o[i] = _mm512_setzero_ps();
-      size_t p = p0;
-      for (; p + 2 <= p1; p += 2, row += 4 * kBytes) {
-        for (int i = 0; i < 4; ++i) e[i] = PairProduct<DType, kVnni>(row + i * row_bytes, prepared[p - p0], e[i]);
-        for (int i = 0; i < 4; ++i) o[i] = PairProduct<DType, kVnni>(row + i * row_bytes + 2 * kBytes, prepared[p + 1 - p0], o[i]);
-      }
-      if (p < p1) {
-        for (int i = 0; i < 4; ++i) e[i] = PairProduct<DType, kVnni>(row + i * row_bytes, prepared[p - p0], e[i]);
-      }
-      const __m128 sums = Sum4(_mm512_add_ps(e[0], o[0]), _mm512_add_ps(e[1], o[1]), _mm512_add_ps(e[2], o[2]), _mm512_add_ps(e[3], o[3]));
-      _mm_storeu_ps(y + r, _mm_add_ps(_mm_loadu_ps(y + r), sums));
-    }
-    for (; r < rows; ++r) {
-      const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
-      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-      size_t p = p0;
-      for (; p + 2 <= p1; p += 2, row += 4 * kBytes) {
-        even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
-        odd = PairProduct<DType, kVnni>(row + 2 * kBytes, prepared[p + 1 - p0], odd);
-      }
-      if (p < p1) even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
-      const __m512 acc = _mm512_add_ps(even, odd);
-      y[r] += _mm_cvtss_f32(Sum4(acc, acc, acc, acc));  // reduced as in a block of four: a row's value is its own
-    }
+    body(static_cast<const Pair*>(prepared), p0, p1);
     p0 = p1;
   }
   if (groups % 2 != 0) {
     for (size_t r = 0; r < rows; ++r) y[r] += LastGroup<DType, kVnni>(w + r * row_bytes + (groups - 1) * kBytes, x[groups - 1]);
   }
+}
+
+// One row's n pairs of groups from row on against prepared: two
+// accumulators, the even and the odd pairs, added and reduced as Sum4 does
+// (Matvec4 reduces four rows at once the same way). When ahead is not null
+// the same bytes there are prefetched into L2, a line for every 64 bytes or
+// fewer read.
+template <int32_t DType, bool kVnni>
+__attribute__((always_inline)) inline float RowPairs(const uint8_t* row, const Pair* prepared, size_t n, const uint8_t* ahead) {
+  constexpr size_t kBytes = GroupBytes(DType);
+  __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+  size_t p = 0;
+  for (; p + 2 <= n; p += 2, row += 4 * kBytes) {
+    if (ahead != nullptr) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * p * kBytes), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * (p + 1) * kBytes), _MM_HINT_T1);
+    }
+    even = PairProduct<DType, kVnni>(row, prepared[p], even);
+    odd = PairProduct<DType, kVnni>(row + 2 * kBytes, prepared[p + 1], odd);
+  }
+  if (p < n) even = PairProduct<DType, kVnni>(row, prepared[p], even);
+  if (ahead != nullptr && n > 0) _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * n * kBytes - 1), _MM_HINT_T1);
+  const __m512 acc = _mm512_add_ps(even, odd);
+  return _mm_cvtss_f32(Sum4(acc, acc, acc, acc));
+}
+
+// Rows in pairs of groups against one input, four rows side by side (two
+// accumulators a row, its even and odd pairs; one reduction for the four;
+// the last rows % 4 by RowPairs, reduced the same way, so a row's value does
+// not depend on where a slice of the rows starts).
+template <int32_t DType, bool kVnni>
+void Matvec4(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
+  constexpr size_t kBytes = GroupBytes(DType);
+  ForPreparedPairs<DType, kVnni>(w, row_bytes, x, y, rows, cols, [&](const Pair* prepared, size_t p0, size_t p1) __attribute__((always_inline)) {
+    const size_t n = p1 - p0;
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
+      __m512 e[4], o[4];  // each row's even and odd pairs
+      for (int i = 0; i < 4; ++i) e[i] = o[i] = _mm512_setzero_ps();
+      size_t p = 0;
+      for (; p + 2 <= n; p += 2, row += 4 * kBytes) {
+        for (int i = 0; i < 4; ++i) e[i] = PairProduct<DType, kVnni>(row + i * row_bytes, prepared[p], e[i]);
+        for (int i = 0; i < 4; ++i) o[i] = PairProduct<DType, kVnni>(row + i * row_bytes + 2 * kBytes, prepared[p + 1], o[i]);
+      }
+      if (p < n) {
+        for (int i = 0; i < 4; ++i) e[i] = PairProduct<DType, kVnni>(row + i * row_bytes, prepared[p], e[i]);
+      }
+      const __m128 sums = Sum4(_mm512_add_ps(e[0], o[0]), _mm512_add_ps(e[1], o[1]), _mm512_add_ps(e[2], o[2]), _mm512_add_ps(e[3], o[3]));
+      _mm_storeu_ps(y + r, _mm_add_ps(_mm_loadu_ps(y + r), sums));
+    }
+    for (; r < rows; ++r) y[r] += RowPairs<DType, kVnni>(w + r * row_bytes + 2 * p0 * kBytes, prepared, n, nullptr);
+  });
 }
 
 // q8_g32 rows against one int16 input.
@@ -475,47 +501,22 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
 
 // Rows in pairs of groups against one input, one row after the other (each
 // thread's rows one sequential stream), the bytes kAheadRows rows on
-// prefetched into L2 as the row goes: a row's sum in Matvec4's order and
-// arithmetic (even and odd pairs, reduced by Sum4), so a token's products equal
-// a prompt's bit for bit. From DRAM Matvec4's four rows side by side ran at
+// prefetched into L2 as the row goes (RowPairs: Matvec4's order and
+// arithmetic for a row), so a token's products equal a prompt's bit for bit. From DRAM Matvec4's four rows side by side ran at
 // well under half of this (tinyai-bench-stream, ~1B, 2 threads: q4_g32 rows
 // without VNNI 16-17 GB/s against 45, q5_g32 20-25 against 48-50); in cache
 // they ran 1.15-1.2x this, so the prompts' row panels (MatmulPairs) keep
 // them.
 template <int32_t DType, bool kVnni>
 void MatvecPairs(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
-  constexpr size_t kMaxPairs = 128;  // 20 KiB of prepared pairs on the stack
   constexpr size_t kBytes = GroupBytes(DType);
-  const size_t groups = GroupsPerRow(cols), pairs = groups / 2;
-  Pair prepared[kMaxPairs];
-  for (size_t r = 0; r < rows; ++r) y[r] = 0.0f;
-  for (size_t p0 = 0; p0 < pairs;) {
-    const size_t p1 = pairs - p0 < kMaxPairs ? pairs : p0 + kMaxPairs;
-    for (size_t p = p0; p < p1; ++p) prepared[p - p0] = MakePair<DType, kVnni>(x[2 * p], x[2 * p + 1]);
+  ForPreparedPairs<DType, kVnni>(w, row_bytes, x, y, rows, cols, [&](const Pair* prepared, size_t p0, size_t p1) __attribute__((always_inline)) {
     for (size_t r = 0; r < rows; ++r) {
       const uint8_t* row = w + r * row_bytes + 2 * p0 * kBytes;
       const uint8_t* ahead = r + kAheadRows < rows ? row + kAheadRows * row_bytes : nullptr;
-      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-      size_t p = p0;
-      for (; p + 2 <= p1; p += 2, row += 4 * kBytes) {
-        if (ahead != nullptr) {  // a line ahead for every 64 bytes or fewer read
-          const uint8_t* a = ahead + 2 * (p - p0) * kBytes;
-          _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T1);
-          _mm_prefetch(reinterpret_cast<const char*>(a + 2 * kBytes), _MM_HINT_T1);
-        }
-        even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
-        odd = PairProduct<DType, kVnni>(row + 2 * kBytes, prepared[p + 1 - p0], odd);
-      }
-      if (p < p1) even = PairProduct<DType, kVnni>(row, prepared[p - p0], even);
-      const __m512 acc = _mm512_add_ps(even, odd);
-      if (ahead != nullptr) _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * (p1 - p0) * kBytes - 1), _MM_HINT_T1);
-      y[r] += _mm_cvtss_f32(Sum4(acc, acc, acc, acc));
+      y[r] += RowPairs<DType, kVnni>(row, prepared, p1 - p0, ahead);
     }
-    p0 = p1;
-  }
-  if (groups % 2 != 0) {
-    for (size_t r = 0; r < rows; ++r) y[r] += LastGroup<DType, kVnni>(w + r * row_bytes + (groups - 1) * kBytes, x[groups - 1]);
-  }
+  });
 }
 
 template <int32_t DType, bool kVnni>

@@ -336,25 +336,31 @@ inline __m512i LanesK45(const uint8_t* b, const int8_t* q) {
   return Lanes4(s);
 }
 
-// q6_k: per half h, ql's 64 bytes in one register (bytes l and l + 32: the
-// low nibbles of sub-blocks 4h and 4h + 1, the high ones of 4h + 2 and 4h +
-// 3) and qh's 32 in both 256-bit halves, shifted so that each half's bit
-// pair lands on bits 4-5 (left 4 and 2 for the low nibbles, right 0 and 2
-// for the high). Each 128-bit lane of a register is one 16-value half: the
-// int16 scales under it are sc[4j + lane] (vpermw). The -32 offset is not
-// taken off (Q6KOffset, Q6KOffsets).
-inline __m512i LanesQ6K(const uint8_t* b, const int8_t* q) {
-  const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+// q6_k's codes + 32 of half h (0, 1) of a block: ql's 64 bytes in one
+// register (bytes l and l + 32: the low nibbles of sub-blocks 4h and 4h + 1,
+// the high ones of 4h + 2 and 4h + 3) and qh's 32 in both 256-bit halves,
+// shifted so that each half's bit pair lands on bits 4-5 (left 4 and 2 for
+// the low nibbles, right 0 and 2 for the high). lo: sub-blocks 4h, 4h + 1;
+// hi: 4h + 2, 4h + 3; each 128-bit lane one 16-value half.
+inline void CodesQ6K(const uint8_t* b, int h, __m512i* lo, __m512i* hi) {
   const __m512i m4 = _mm512_set1_epi8(15), m_top = _mm512_set1_epi8(0x30);
   const __m512i left = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
   const __m512i right = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512i l = _mm512_loadu_si512(b + 64 * h);
+  const __m512i hb = Both(b + 128 + 32 * h);
+  *lo = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hb, left), m_top));
+  *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), _mm512_and_si512(_mm512_srlv_epi16(hb, right), m_top));
+}
+
+// q6_k: each pair of sub-blocks' codes (CodesQ6K) by the int16 scales under
+// each 16-value half, sc[4j + lane] (vpermw). The -32 offset is not taken
+// off (Q6KOffset, Q6KOffsets).
+inline __m512i LanesQ6K(const uint8_t* b, const int8_t* q) {
+  const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
   __m512i s[4];
   for (int h = 0; h < 2; ++h) {
-    const __m512i l = _mm512_loadu_si512(b + 64 * h);
-    const __m512i hb = Both(b + 128 + 32 * h);
-    const __m512i lo = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hb, left), m_top));
-    const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                       _mm512_and_si512(_mm512_srlv_epi16(hb, right), m_top));
+    __m512i codes[2];
+    CodesQ6K(b, h, &codes[0], &codes[1]);
     for (int k = 0; k < 2; ++k) {
       const int j = 2 * h + k;  // sub-blocks 2j, 2j + 1
       const __m512i scales = _mm512_permutexvar_epi16(
@@ -365,30 +371,24 @@ inline __m512i LanesQ6K(const uint8_t* b, const int8_t* q) {
                              1),
           sc);
       const __m512i x = _mm512_loadu_si512(q + 2 * kGroup * j);
-      s[j] = _mm512_madd_epi16(_mm512_maddubs_epi16(k == 0 ? lo : hi, x), scales);
+      s[j] = _mm512_madd_epi16(_mm512_maddubs_epi16(codes[k], x), scales);
     }
   }
   return Lanes4(s);
 }
 
 #if defined(__AVX512VNNI__)
-// q6_k with VNNI: LanesQ6K's codes against the input by vpdpbusd (fours of
+// q6_k with VNNI: the same codes against the input by vpdpbusd (fours of
 // products, no scales), Lanes4 to one int32 a 16-value half (element 4i + j:
 // half 4j + i), the + 32 offset off per half (ChunkInput's half_offsets),
 // then one vpmulld by the halves' int8 scales in the same order. The same
 // exact integers as LanesQ6K minus Q6KOffset, in 4 vpdpbusd and one vpmulld
 // where LanesQ6K takes 4 vpmaddubsw, 4 vpmaddwd and 4 vpermw.
 inline __m512i HalfDotsQ6K(const uint8_t* b, const int8_t* q, const int32_t* half_offsets) {
-  const __m512i m4 = _mm512_set1_epi8(15), m_top = _mm512_set1_epi8(0x30);
-  const __m512i left = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i right = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   __m512i s[4];
   for (int h = 0; h < 2; ++h) {
-    const __m512i l = _mm512_loadu_si512(b + 64 * h);
-    const __m512i hb = Both(b + 128 + 32 * h);
-    const __m512i lo = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hb, left), m_top));
-    const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                       _mm512_and_si512(_mm512_srlv_epi16(hb, right), m_top));
+    __m512i lo, hi;
+    CodesQ6K(b, h, &lo, &hi);
     s[2 * h] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(q + 2 * kGroup * (2 * h)));
     s[2 * h + 1] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512(q + 2 * kGroup * (2 * h + 1)));
   }
