@@ -30,11 +30,14 @@ namespace kernels {
 namespace avx2 {
 inline namespace TINYAI_ISA_NAMESPACE {
 
-inline float HalfAt(const uint8_t* p) {
+// The f16 word at p, as its bits.
+inline uint16_t HalfBits(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof h);
-  return _cvtsh_ss(h);
+  return h;
 }
+
+inline float HalfAt(const uint8_t* p) { return _cvtsh_ss(HalfBits(p)); }
 
 inline float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -115,6 +118,20 @@ inline void Tile(const uint8_t* w, size_t row_bytes, const InputGroupOf<DType>* 
     for (int j = 0; j < J; ++j) y[j * ldy + r] = HorizontalSum(acc[r][j]);
 }
 
+// The f16 words at b and the 7 groups after it.
+template <int32_t DType>
+inline __m128i GatherHalves(const uint8_t* b) {
+  constexpr size_t kBytes = GroupBytes(DType);
+  __m128i h = _mm_cvtsi32_si128(HalfBits(b));
+  h = _mm_insert_epi16(h, HalfBits(b + kBytes), 1);
+  h = _mm_insert_epi16(h, HalfBits(b + 2 * kBytes), 2);
+  h = _mm_insert_epi16(h, HalfBits(b + 3 * kBytes), 3);
+  h = _mm_insert_epi16(h, HalfBits(b + 4 * kBytes), 4);
+  h = _mm_insert_epi16(h, HalfBits(b + 5 * kBytes), 5);
+  h = _mm_insert_epi16(h, HalfBits(b + 6 * kBytes), 6);
+  return _mm_insert_epi16(h, HalfBits(b + 7 * kBytes), 7);
+}
+
 // q8_g32, one row after the other as the driver's MatvecQ, eight groups at a time: the
 // eight groups' int32 lanes are summed across with six vphaddd and one
 // cross-lane add (one vector of the eight groups' dot products), converted
@@ -151,18 +168,7 @@ inline void MatvecQ8(const uint8_t* w, size_t row_bytes, const void* input, floa
         const __m256i p = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
         const __m256i q = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
         const __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(p, q, 0x20), _mm256_permute2x128_si256(p, q, 0x31));
-        __m128i h = _mm_setzero_si128();
-        uint16_t half[8];
-        for (int k = 0; k < 8; ++k) std::memcpy(&half[k], b + k * kQ8GroupBytes, sizeof half[k]);
-        h = _mm_insert_epi16(h, half[0], 0);
-        h = _mm_insert_epi16(h, half[1], 1);
-        h = _mm_insert_epi16(h, half[2], 2);
-        h = _mm_insert_epi16(h, half[3], 3);
-        h = _mm_insert_epi16(h, half[4], 4);
-        h = _mm_insert_epi16(h, half[5], 5);
-        h = _mm_insert_epi16(h, half[6], 6);
-        h = _mm_insert_epi16(h, half[7], 7);
-        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(dx + g));
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(GatherHalves<kQ8>(b)), _mm256_load_ps(dx + g));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), d, acc);
       }
       __m256 rest = _mm256_setzero_ps();
@@ -185,26 +191,6 @@ inline void MatvecQ8(const uint8_t* w, size_t row_bytes, const void* input, floa
 // one more. The rows' bytes kAhead rows on are prefetched into L2. The
 // groups past a multiple of eight take x86blocks::FmaQ5 (the drivers'
 // arithmetic).
-inline uint16_t HalfBits(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof h);
-  return h;
-}
-
-// The f16 words at b and the 7 groups after it.
-template <int32_t DType>
-inline __m128i GatherHalves(const uint8_t* b) {
-  constexpr size_t kBytes = GroupBytes(DType);
-  __m128i h = _mm_cvtsi32_si128(HalfBits(b));
-  h = _mm_insert_epi16(h, HalfBits(b + kBytes), 1);
-  h = _mm_insert_epi16(h, HalfBits(b + 2 * kBytes), 2);
-  h = _mm_insert_epi16(h, HalfBits(b + 3 * kBytes), 3);
-  h = _mm_insert_epi16(h, HalfBits(b + 4 * kBytes), 4);
-  h = _mm_insert_epi16(h, HalfBits(b + 5 * kBytes), 5);
-  h = _mm_insert_epi16(h, HalfBits(b + 6 * kBytes), 6);
-  return _mm_insert_epi16(h, HalfBits(b + 7 * kBytes), 7);
-}
-
 template <int32_t DType>
 inline void MatvecQ5(const uint8_t* w, size_t row_bytes, const void* input, float* y, size_t rows, size_t cols) {
   constexpr bool kMin = DType == TINYAI_DTYPE_Q5M_G32;
