@@ -505,7 +505,7 @@ void Matmul8Lanes(const uint8_t* w, size_t row_bytes, const InputGroup16* x, siz
 // arithmetic for a row), so a token's products equal a prompt's bit for bit. From DRAM Matvec4's four rows side by side ran at
 // well under half of this (tinyai-bench-stream, ~1B, 2 threads: q4_g32 rows
 // without VNNI 16-17 GB/s against 45, q5_g32 20-25 against 48-50); in cache
-// they ran 1.15-1.2x this, so the prompts' row panels (MatmulPairs) keep
+// they ran 1.15-1.2x this, so the prompts' row panels (Matvec4Rows) keep
 // them.
 template <int32_t DType, bool kVnni>
 void MatvecPairs(const uint8_t* w, size_t row_bytes, const InputGroup* x, float* y, size_t rows, size_t cols) {
@@ -524,21 +524,12 @@ void MatvecPairRows(const uint8_t* w, size_t row_bytes, const void* x, float* y,
   MatvecPairs<DType, kVnni>(w, row_bytes, static_cast<const InputGroup*>(x), y, rows, cols);
 }
 
-// Rows in pairs of groups against n inputs (a prompt): row panels of
-// kPairPanelBytes, small enough to stay in L2 while every input meets them,
-// four rows side by side (Matvec4: in cache 1.15-1.2x MatvecPairs, the
-// same sums bit for bit).
-constexpr size_t kPairPanelBytes = 16u << 10;
-
+// The rows in pairs of groups of a prompt's row panels (the drivers'
+// MatmulQ): four rows side by side (Matvec4: in cache 1.15-1.2x
+// MatvecPairs, the same sums bit for bit).
 template <int32_t DType, bool kVnni>
-void MatmulPairs(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
-                 size_t cols, size_t n) {
-  const InputGroup* x = static_cast<const InputGroup*>(input);
-  const size_t panel = row_bytes >= kPairPanelBytes ? 1 : kPairPanelBytes / row_bytes;
-  for (size_t r0 = 0; r0 < rows; r0 += panel) {
-    const size_t count = rows - r0 < panel ? rows - r0 : panel;
-    for (size_t j = 0; j < n; ++j) Matvec4<DType, kVnni>(w + r0 * row_bytes, row_bytes, x + j * ldx, y + j * ldy + r0, count, cols);
-  }
+void Matvec4Rows(const uint8_t* w, size_t row_bytes, const void* x, float* y, size_t rows, size_t cols) {
+  Matvec4<DType, kVnni>(w, row_bytes, static_cast<const InputGroup*>(x), y, rows, cols);
 }
 
 // A q8_g32 matmul's first inputs: kMinQ8LaneInputs or more of them in the
@@ -622,7 +613,7 @@ struct PanelTile {
 // 12 inputs or more in the lanes (Matmul8Lanes); the 4-bit, q5_g32 and
 // q5m_g32 rows in pairs of groups, one row after the other (MatvecPairs),
 // their batches four rows side by side row panel by row panel
-// (MatmulPairs); 4-bit panels with VNNI only (none written without it: such
+// (Matvec4Rows in the drivers' MatmulQ); 4-bit panels with VNNI only (none written without it: such
 // a host keeps rows in the row layout); the K-quants' MatvecK.
 template <bool kVnni>
 struct Micro : grouped::Defaults<Micro<kVnni>> {
@@ -670,11 +661,11 @@ struct Micro : grouped::Defaults<Micro<kVnni>> {
     }
   }
   template <int32_t DType>
-  static constexpr auto OwnMatmul() {
+  static constexpr auto OwnPanelMatvec() {
     if constexpr (IsSuperBlockDType(DType) || DType == TINYAI_DTYPE_Q8_G32) {
       return nullptr;
     } else {
-      return &MatmulPairs<DType, kVnni>;
+      return &Matvec4Rows<DType, kVnni>;
     }
   }
   template <int32_t DType>

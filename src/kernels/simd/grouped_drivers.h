@@ -75,6 +75,13 @@ struct Defaults {
   static constexpr std::nullptr_t OwnMatmulFirst() {
     return nullptr;
   }
+  // A matvec for a matmul's row panels, one input at a time, where it is not
+  // the table's (rows in cache may want another blocking than rows from
+  // DRAM).
+  template <int32_t DType>
+  static constexpr std::nullptr_t OwnPanelMatvec() {
+    return nullptr;
+  }
   template <int32_t DType>
   static constexpr bool Panels() {
     return false;
@@ -166,13 +173,24 @@ constexpr MatvecFn Matvec() {
   }
 }
 
+// The matvec of a matmul's row panels: MK::OwnPanelMatvec<DType>() where it
+// names one, else the table's.
+template <class MK, int32_t DType>
+constexpr MatvecFn PanelMatvec() {
+  if constexpr (Has<decltype(MK::template OwnPanelMatvec<DType>())>()) {
+    return MK::template OwnPanelMatvec<DType>();
+  } else {
+    return Matvec<MK, DType>();
+  }
+}
+
 // matmul_q: several inputs against the rows. MK::OwnMatmulFirst<DType>()
 // (when not null) takes the inputs it wants first and returns how many
 // (AVX-512: q8_g32 inputs in the lanes, 12 or more); the rest go through the
 // rows in panels of MK::kMatmulPanelBytes (0: all the rows at once), which
 // stay in cache while every input meets them: RowTile of four inputs, then
-// of two, where MK::RowTiles<DType>() has bit 4 or 2 set, then the matvec,
-// one input at a time.
+// of two, where MK::RowTiles<DType>() has bit 4 or 2 set, then the matvec
+// (PanelMatvec), one input at a time.
 template <class MK, int32_t DType>
 void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, float* y, size_t ldy, size_t rows,
              size_t cols, size_t n) {
@@ -206,7 +224,7 @@ void MatmulQ(const uint8_t* w, size_t row_bytes, const void* input, size_t ldx, 
           RowTile<MK, DType, 2>(wp + r * row_bytes, nullptr, x + j * ldx, ldx, y + j * ldy + r0 + r, ldy, groups);
       }
     }
-    for (; j < n; ++j) Matvec<MK, DType>()(wp, row_bytes, x + j * ldx, y + j * ldy + r0, count, cols);
+    for (; j < n; ++j) PanelMatvec<MK, DType>()(wp, row_bytes, x + j * ldx, y + j * ldy + r0, count, cols);
   }
 }
 
