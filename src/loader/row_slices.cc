@@ -22,6 +22,19 @@ uint64_t PanelTake(uint64_t fit, uint64_t left) {
   return left < fit ? left : fit;
 }
 
+// A slice's rows of any other tensor: all that are left if they fit, else a
+// multiple of kTileRows where at least that many fit. The products run rows
+// in tiles of 8 (fp32 prompts' pair tiles, the grouped dtypes' four and
+// eight rows) and a slice's last rows % 8 on a slower path: 1 MiB of 768
+// fp32 columns is 341 rows, 5 of them left over in every slice, and two
+// threads' ranges cut slices into more such pieces.
+constexpr uint64_t kTileRows = 8;
+static_assert(kPanelRows == kTileRows, "Pack closes a slice without a panel's or a tile's room by one rule");
+uint64_t RowTake(uint64_t fit, uint64_t left) {
+  if (left <= fit) return left;
+  return fit < kTileRows ? fit : fit / kTileRows * kTileRows;
+}
+
 // The per-tensor tables Pack reads.
 struct PackTables {
   const uint64_t* rows;
@@ -85,7 +98,7 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
         uint64_t fit = target / rb;
         if (fit == 0) fit = 1;
         for (uint64_t r = 0; r < rows[t];) {
-          const uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : rows[t] - r < fit ? rows[t] - r : fit;
+          const uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : RowTake(fit, rows[t] - r);
           const uint64_t s0 = r * per, s1 = (r + take) * per < srows ? (r + take) * per : srows;
           RowSlice b;
           b.stored_offset = e.offset + s0 * srb;
@@ -124,12 +137,12 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
         const uint64_t end = target > UINT64_MAX - cur.stored_offset ? UINT64_MAX : cur.stored_offset + target;
         uint64_t room = end > row_start ? end - row_start : 0;
         uint64_t fit = room / rb;
-        if (panels[t] && fit < kPanelRows && row_start > cur.stored_offset && rows[t] - r > fit) {
-          close();  // not a panel's room left: the panel starts the next slice
+        if (fit < kTileRows && row_start > cur.stored_offset && rows[t] - r > fit) {
+          close();  // not a panel's (a tile's) room left: it starts the next slice
           continue;
         }
         if (fit == 0) fit = 1;
-        uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : rows[t] - r < fit ? rows[t] - r : fit;
+        uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : RowTake(fit, rows[t] - r);
         emit_span(ti, TensorSpan{next_slice, r, r + take, row_start - cur.stored_offset});
         r += take;
         cur.stored_size = row_start + take * rb - cur.stored_offset;

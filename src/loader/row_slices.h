@@ -5,7 +5,9 @@
 // (of the tensor at hand, then of the next tensor of the layer) until another
 // row would push it past the target size, so small tensors (norms) ride along
 // with their neighbours and a big matrix is cut into slices of about the
-// target. A row larger than the target is a slice of its own. A zstd tensor's
+// target, a tensor's rows in a slice a multiple of 8 (the products' row
+// tiles) where the target holds that many. A row larger than the target is
+// a slice of its own. A zstd tensor's
 // slices are its frames (docs/format.md), each decoded alone. A tensor the
 // runtime directory gives another dtype than the file (a model with
 // precisions applied, loader/precision_plan.h) has slices of its own too,
