@@ -22,18 +22,23 @@ uint64_t PanelTake(uint64_t fit, uint64_t left) {
   return left < fit ? left : fit;
 }
 
-// A slice's rows of any other tensor: all that are left if they fit, else a
-// multiple of kTileRows where at least that many fit. The products run rows
-// in tiles of 8 (fp32 prompts' pair tiles, the grouped dtypes' four and
-// eight rows) and a slice's last rows % 8 on a slower path: 1 MiB of 768
-// fp32 columns is 341 rows, 5 of them left over in every slice, and two
-// threads' ranges cut slices into more such pieces.
-constexpr uint64_t kTileRows = 8;
+// Whether a tensor's slices take its rows in multiples of kTileRows: where
+// a slice holds at least kTiledRows of them (so at most 7 rows of 64 are
+// given up). The products run rows in tiles of 8 (fp32 prompts' pair tiles,
+// the grouped dtypes' four and eight rows) and a slice's last rows % 8 on a
+// slower path: 1 MiB of 768 fp32 columns is 341 rows, 5 of them left over
+// in every slice, and two threads' ranges cut slices into more such pieces.
+// Fewer rows a slice are not cut so: 46 rows of 5,632 fp32 columns cut to
+// 40 give up 13% of each slice, and the ~1B f32 model under a cap then
+// decoded at a median 1.34 against 1.47 tokens/s (within its noise, 0.96-
+// 1.61; docs/benchmarks.md, "Slices of whole row tiles").
+constexpr uint64_t kTileRows = 8, kTiledRows = 64;
 static_assert(kPanelRows == kTileRows, "Pack closes a slice without a panel's or a tile's room by one rule");
-uint64_t RowTake(uint64_t fit, uint64_t left) {
-  if (left <= fit) return left;
-  return fit < kTileRows ? fit : fit / kTileRows * kTileRows;
-}
+bool Tiled(uint64_t target, uint64_t row_bytes) { return row_bytes != 0 && target / row_bytes >= kTiledRows; }
+
+// A slice's rows of such a tensor: all that are left if they fit, else the
+// rows that fit in whole tiles (Pack starts a new slice where not one fits).
+uint64_t TileTake(uint64_t fit, uint64_t left) { return left <= fit ? left : fit / kTileRows * kTileRows; }
 
 // The per-tensor tables Pack reads.
 struct PackTables {
@@ -98,7 +103,11 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
         uint64_t fit = target / rb;
         if (fit == 0) fit = 1;
         for (uint64_t r = 0; r < rows[t];) {
-          const uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : RowTake(fit, rows[t] - r);
+          const uint64_t left = rows[t] - r;
+          const uint64_t take = panels[t]           ? PanelTake(fit, left)
+                                : Tiled(target, rb) ? TileTake(fit, left)
+                                : left < fit        ? left
+                                                    : fit;
           const uint64_t s0 = r * per, s1 = (r + take) * per < srows ? (r + take) * per : srows;
           RowSlice b;
           b.stored_offset = e.offset + s0 * srb;
@@ -137,12 +146,14 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
         const uint64_t end = target > UINT64_MAX - cur.stored_offset ? UINT64_MAX : cur.stored_offset + target;
         uint64_t room = end > row_start ? end - row_start : 0;
         uint64_t fit = room / rb;
-        if (fit < kTileRows && row_start > cur.stored_offset && rows[t] - r > fit) {
+        const bool tiled = !panels[t] && Tiled(target, rb);
+        if ((panels[t] || tiled) && fit < kTileRows && row_start > cur.stored_offset && rows[t] - r > fit) {
           close();  // not a panel's (a tile's) room left: it starts the next slice
           continue;
         }
         if (fit == 0) fit = 1;
-        uint64_t take = panels[t] ? PanelTake(fit, rows[t] - r) : RowTake(fit, rows[t] - r);
+        const uint64_t left = rows[t] - r;
+        uint64_t take = panels[t] ? PanelTake(fit, left) : tiled ? TileTake(fit, left) : left < fit ? left : fit;
         emit_span(ti, TensorSpan{next_slice, r, r + take, row_start - cur.stored_offset});
         r += take;
         cur.stored_size = row_start + take * rb - cur.stored_offset;
