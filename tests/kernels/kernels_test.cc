@@ -268,9 +268,9 @@ void ExpectPiecesAsWhole(size_t rows, size_t n, Mul mul, Buf* whole, const std::
 }
 
 // On the AVX-512 tables, nor an input's on the batch around it: a batch of
-// more than 16 takes two blocks of 16 a tile of 8 rows (LaneTilePair), the
-// rows past a multiple of 8 and a lone block one block at a time; the sums
-// are the same.
+// more than 16 takes two blocks of 16 a tile of 8 rows (LaneTilePair; the
+// rows past a multiple of 8 in a short tile), a lone block one block at a
+// time; the sums are the same.
 TEST_P(KernelParity, MatmulOfARowDoesNotDependOnItsPiece) {
   Filler f(310);
   for (size_t n : {3u, 16u, 17u, 32u, 45u})

@@ -121,12 +121,16 @@ inline void LaneTile(const float* w, size_t ldw, const float* xt, size_t kc, con
 // LaneTile's arithmetic for each block, with each weight broadcast once for
 // both (2 + 8 loads per 16 multiply-adds, where a 16-row tile takes 17 and
 // GCC spills half its row pointers to the stack: 8 fit in registers). The
-// bits are LaneTile's, block by block.
+// bits are LaneTile's, block by block. A last tile of nr < kPairRows rows
+// reads row nr - 1 again in the places of the rows it lacks (their sums are
+// not stored): the inputs packed for the tiles serve it too, where copying
+// its rows and packing the inputs again for a tile of 16 (MatmulLanesBlocks)
+// cost as much as a whole pass over 40 rows.
 constexpr size_t kPairRows = 8;
 template <size_t... I>
-inline void LaneTilePair(const float* w, size_t ldw, const float* xt0, const float* xt1, size_t kc, const float* next,
-                         __m512* acc0, __m512* acc1, std::index_sequence<I...>) {
-  const float* row[sizeof...(I)] = {(w + I * ldw)...};
+inline void LaneTilePair(const float* w, size_t ldw, size_t nr, const float* xt0, const float* xt1, size_t kc,
+                         const float* next, __m512* acc0, __m512* acc1, std::index_sequence<I...>) {
+  const float* row[sizeof...(I)] = {(w + (I < nr ? I : nr - 1) * ldw)...};
   auto column = [&](size_t k) {  // column k of every row against both blocks
     const __m512 x0 = _mm512_load_ps(xt0 + k * 16), x1 = _mm512_load_ps(xt1 + k * 16);
     auto step = [&](size_t i) {
@@ -261,9 +265,9 @@ __attribute__((noinline)) inline void MatmulLanesBlocks(const float* w, size_t l
   }
 }
 
-// Rows [0, rows) (a multiple of kPairRows) against two blocks of inputs:
-// 16 from x and nt1 from x + 16 * ldx, kPairRows rows at a time
-// (LaneTilePair), each row's weights loaded once for both blocks. Stack:
+// Rows [0, rows) (any number) against two blocks of inputs: 16 from x and
+// nt1 from x + 16 * ldx, kPairRows rows at a time (LaneTilePair; the last
+// tile may be short), each row's weights loaded once for both blocks. Stack:
 // 128 KiB (both blocks' xt). Not inlined, so that its frame and
 // MatmulLanesBlocks' are never one.
 __attribute__((noinline)) inline void MatmulLanesPairs(const float* w, size_t ldw, const float* x, size_t ldx, float* y,
@@ -275,20 +279,22 @@ __attribute__((noinline)) inline void MatmulLanesPairs(const float* w, size_t ld
     PackInputs(x + c0, ldx, kLaneInputs, kc, xt[0]);
     PackInputs(x + kLaneInputs * ldx + c0, ldx, nt1, kc, xt[1]);
     for (size_t r = 0; r < rows; r += kPairRows) {
+      const size_t nr = rows - r < kPairRows ? rows - r : kPairRows;
       __m512 acc0[kLaneRows], acc1[kLaneRows];
       for (size_t i = 0; i < kLaneRows; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
       const float* wf = w + r * ldw + c0;
       const float* next = r + 2 * kPairRows <= rows ? wf + kPairRows * ldw : nullptr;  // the next tile's rows
-      LaneTilePair(wf, ldw, xt[0], xt[1], kc, next, acc0, acc1, kTile);
-      StoreTile(acc0, y + r, ldy, kPairRows, kLaneInputs, c0 != 0);
-      StoreTile(acc1, y + kLaneInputs * ldy + r, ldy, kPairRows, nt1, c0 != 0);
+      LaneTilePair(wf, ldw, nr, xt[0], xt[1], kc, next, acc0, acc1, kTile);
+      StoreTile(acc0, y + r, ldy, nr, kLaneInputs, c0 != 0);
+      StoreTile(acc1, y + kLaneInputs * ldy + r, ldy, nr, nt1, c0 != 0);
     }
   }
 }
 
 // As MatmulLanesBlocks, two blocks of 16 inputs at a time (a prompt pass's
-// 32) where n > 16: the rows in tiles of kPairRows (MatmulLanesPairs); the
-// last rows % 8 and a lone block of 16 or fewer as MatmulLanesBlocks does.
+// 32) where n > 16: the rows in tiles of kPairRows (MatmulLanesPairs, the
+// last rows % 8 in a short tile); a lone block of 16 or fewer as
+// MatmulLanesBlocks does.
 // The same bits: every output is summed as there. On one Zen 5 core
 // against 32 inputs (tinyai-bench-kernels matmul, 768 x 768 to 32,000 x
 // 768) 184-202 against 138-161 GFLOP/s, a prompt of 128 tokens 1.08-1.1x
@@ -296,16 +302,11 @@ __attribute__((noinline)) inline void MatmulLanesPairs(const float* w, size_t ld
 // after the other).
 inline void MatmulLanes(const float* w, size_t ldw, const float* x, size_t ldx, float* y, size_t ldy, size_t rows,
                         size_t cols, size_t n) {
-  const size_t paired = rows / kPairRows * kPairRows;
-  if (cols == 0 || n <= kLaneInputs || paired == 0) return MatmulLanesBlocks(w, ldw, x, ldx, y, ldy, rows, cols, n);
+  if (cols == 0 || n <= kLaneInputs || rows == 0) return MatmulLanesBlocks(w, ldw, x, ldx, y, ldy, rows, cols, n);
   size_t j0 = 0;
   for (; j0 + kLaneInputs < n; j0 += 2 * kLaneInputs) {
     const size_t nt1 = n - j0 - kLaneInputs < kLaneInputs ? n - j0 - kLaneInputs : kLaneInputs;
-    MatmulLanesPairs(w, ldw, x + j0 * ldx, ldx, y + j0 * ldy, ldy, paired, cols, nt1);
-    if (paired < rows) {  // the last rows % 8 against these inputs
-      MatmulLanesBlocks(w + paired * ldw, ldw, x + j0 * ldx, ldx, y + j0 * ldy + paired, ldy, rows - paired, cols,
-                        kLaneInputs + nt1);
-    }
+    MatmulLanesPairs(w, ldw, x + j0 * ldx, ldx, y + j0 * ldy, ldy, rows, cols, nt1);
   }
   if (j0 < n) MatmulLanesBlocks(w, ldw, x + j0 * ldx, ldx, y + j0 * ldy, ldy, rows, cols, n - j0);
 }
