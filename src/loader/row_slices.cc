@@ -25,9 +25,10 @@ uint64_t PanelTake(uint64_t fit, uint64_t left) {
 // Whether a tensor's slices take its rows in multiples of kTileRows: where
 // a slice holds at least kTiledRows of them (so at most 7 rows of 64 are
 // given up). The products run rows in tiles of 8 (fp32 prompts' pair tiles,
-// the grouped dtypes' four and eight rows) and a slice's last rows % 8 on a
-// slower path: 1 MiB of 768 fp32 columns is 341 rows, 5 of them left over
-// in every slice, and two threads' ranges cut slices into more such pieces.
+// the grouped dtypes' four and eight rows), a slice's last rows % 8 in a
+// short tile or on a slower path: 1 MiB of 768 fp32 columns is 341 rows, 5
+// of them left over in every slice, and two threads' ranges cut slices into
+// more such pieces.
 // Fewer rows a slice are not cut so: 46 rows of 5,632 fp32 columns cut to
 // 40 give up 13% of each slice, and the ~1B f32 model under a cap then
 // decoded at a median 1.34 against 1.47 tokens/s (within its noise, 0.96-

@@ -6,9 +6,9 @@
 // row would push it past the target size, so small tensors (norms) ride along
 // with their neighbours and a big matrix is cut into slices of about the
 // target, a tensor's rows in a slice a multiple of 8 (the products' row
-// tiles) where the target holds that many. A row larger than the target is
-// a slice of its own. A zstd tensor's
-// slices are its frames (docs/format.md), each decoded alone. A tensor the
+// tiles) where a slice holds at least 64 of them. A row larger than the
+// target is a slice of its own. A zstd tensor's slices are its frames
+// (docs/format.md), each decoded alone. A tensor the
 // runtime directory gives another dtype than the file (a model with
 // precisions applied, loader/precision_plan.h) has slices of its own too,
 // about the target once encoded, each converted from the stored rows as it
