@@ -32,14 +32,21 @@ uint64_t PanelTake(uint64_t fit, uint64_t left) {
 // Fewer rows a slice are not cut so: 46 rows of 5,632 fp32 columns cut to
 // 40 give up 13% of each slice, and the ~1B f32 model under a cap then
 // decoded at a median 1.34 against 1.47 tokens/s (within its noise, 0.96-
-// 1.61; docs/benchmarks.md, "Slices of whole row tiles").
+// 1.61; docs/benchmarks.md, "Zen 5 host: slices of whole row tiles").
 constexpr uint64_t kTileRows = 8, kTiledRows = 64;
 static_assert(kPanelRows == kTileRows, "Pack closes a slice without a panel's or a tile's room by one rule");
 bool Tiled(uint64_t target, uint64_t row_bytes) { return row_bytes != 0 && target / row_bytes >= kTiledRows; }
 
-// A slice's rows of such a tensor: all that are left if they fit, else the
-// rows that fit in whole tiles (Pack starts a new slice where not one fits).
-uint64_t TileTake(uint64_t fit, uint64_t left) { return left <= fit ? left : fit / kTileRows * kTileRows; }
+// A slice's rows of a tensor, of the left that are still to place and the
+// fit that the slice has room for (at least 1): a panel tensor's by
+// PanelTake; a tiled one's all that are left if they fit, else the rows that
+// fit in whole tiles (Pack starts a new slice where not one fits); any
+// other's as many as fit.
+uint64_t Take(bool panels, bool tiled, uint64_t fit, uint64_t left) {
+  if (panels) return PanelTake(fit, left);
+  if (left <= fit) return left;
+  return tiled ? fit / kTileRows * kTileRows : fit;
+}
 
 // The per-tensor tables Pack reads.
 struct PackTables {
@@ -104,11 +111,7 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
         uint64_t fit = target / rb;
         if (fit == 0) fit = 1;
         for (uint64_t r = 0; r < rows[t];) {
-          const uint64_t left = rows[t] - r;
-          const uint64_t take = panels[t]           ? PanelTake(fit, left)
-                                : Tiled(target, rb) ? TileTake(fit, left)
-                                : left < fit        ? left
-                                                    : fit;
+          const uint64_t take = Take(panels[t] != 0, Tiled(target, rb), fit, rows[t] - r);
           const uint64_t s0 = r * per, s1 = (r + take) * per < srows ? (r + take) * per : srows;
           RowSlice b;
           b.stored_offset = e.offset + s0 * srb;
@@ -153,8 +156,7 @@ void Pack(const TmaiReader& reader, uint64_t target, const PackTables& tables, F
           continue;
         }
         if (fit == 0) fit = 1;
-        const uint64_t left = rows[t] - r;
-        uint64_t take = panels[t] ? PanelTake(fit, left) : tiled ? TileTake(fit, left) : left < fit ? left : fit;
+        const uint64_t take = Take(panels[t] != 0, tiled, fit, rows[t] - r);
         emit_span(ti, TensorSpan{next_slice, r, r + take, row_start - cur.stored_offset});
         r += take;
         cur.stored_size = row_start + take * rb - cur.stored_offset;
